@@ -1,0 +1,50 @@
+// What a started local environment hands to tests, the CLI and the emulator.
+import type { KubeConfig } from "@kubernetes/client-node";
+
+/** Queue URLs of the four queues crdfn uses. */
+export interface QueueUrls {
+  /** FIFO event queue (`crdfn-events.fifo`), dead-lettering to `fifoDlq` after 5 receives. */
+  fifo: string;
+  fifoDlq: string;
+  /** Standard event queue (`crdfn-events`), for throughput mode, with its own DLQ. */
+  standard: string;
+  standardDlq: string;
+}
+
+export interface SqsEnvironment {
+  endpoint: string;
+  region: string;
+  /** ElasticMQ accepts any credentials; these are placeholders, never real secrets. */
+  accessKeyId: string;
+  secretAccessKey: string;
+  queues: QueueUrls;
+}
+
+export interface LocalCluster {
+  /** Admin kubeconfig file (client certificate in system:masters). */
+  kubeconfigPath: string;
+  kubeConfig: KubeConfig;
+  /** https://127.0.0.1:<port> */
+  server: string;
+  /** Public key that verifies ServiceAccount tokens; the CA that signed the API server's certificate. */
+  caPath: string;
+  sqs: SqsEnvironment;
+  /** Environment variables that point a process at this cluster and queue (as in `.crdfn/env`). */
+  env: Record<string, string>;
+  /** Stop and start pieces, for outage tests. Queue contents and cluster state survive. */
+  queue: { stop(): Promise<void>; start(): Promise<void> };
+  apiServer: { stop(): Promise<void>; start(): Promise<void> };
+  /** Stops everything and removes every temporary file. Idempotent. */
+  stop(): Promise<void>;
+}
+
+export interface StartOptions {
+  /** Start kube-controller-manager (garbage collection, namespace deletion). Default true. */
+  controllerManager?: boolean;
+  /** Start ElasticMQ (or use CRDFN_SQS_ENDPOINT). Default true. */
+  queue?: boolean;
+  /** Progress lines for people; tests pass a quiet logger. */
+  log?: (line: string) => void;
+  /** Environment to read settings from (KUBEBUILDER_ASSETS, CRDFN_BIN_DIR, CRDFN_SQS_ENDPOINT). Default process.env. */
+  env?: NodeJS.ProcessEnv;
+}

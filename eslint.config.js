@@ -1,0 +1,25 @@
+// Lint rules catch the mistakes that matter in an operator runtime: floating promises
+// (a lost write), unused code, and `any` leaking past a zod boundary.
+import tseslint from "typescript-eslint";
+
+export default tseslint.config(
+  { ignores: ["node_modules/", "dist/", ".crdfn/", ".serverless/", ".esbuild/", "**/*.mjs", "**/*.cjs", "eslint.config.js"] },
+  ...tseslint.configs.recommendedTypeChecked,
+  {
+    languageOptions: {
+      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+    },
+    rules: {
+      "@typescript-eslint/no-floating-promises": "error",
+      "@typescript-eslint/no-misused-promises": ["error", { checksVoidReturn: { arguments: false } }],
+      "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],
+      "@typescript-eslint/consistent-type-imports": "error",
+      "no-console": "off",
+    },
+  },
+  {
+    // node:test's describe/it return promises the runner awaits itself.
+    files: ["**/*.test.ts", "test/**/*.ts"],
+    rules: { "@typescript-eslint/no-floating-promises": "off" },
+  },
+);
