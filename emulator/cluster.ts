@@ -1,0 +1,133 @@
+// One call that brings up a real local Kubernetes control plane and SQS-compatible queue:
+// what every integration test, `crdfn cluster up` and `crdfn dev` stand on.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { SQSClient } from "@aws-sdk/client-sqs";
+import { KubeConfig } from "@kubernetes/client-node";
+import { controlPlaneBinaries } from "./binaries.ts";
+import { startApiServer, startControllerManager, startEtcd } from "./controlplane.ts";
+import { elasticMqClasspath, startElasticMq } from "./elasticmq.ts";
+import { writeKubeconfig } from "./kubeconfig.ts";
+import { createPki } from "./pki.ts";
+import { freePort } from "./ports.ts";
+import type { RunningServer } from "./process.ts";
+import { ensureQueues, queueDefinitions, queueUrlsAt } from "./queues.ts";
+import { startReaper } from "./reaper.ts";
+import type { LocalCluster, SqsEnvironment, StartOptions } from "./types.ts";
+
+export type { LocalCluster, QueueUrls, SqsEnvironment, StartOptions } from "./types.ts";
+
+const REGION = "us-east-1";
+// ElasticMQ ignores credentials; the SDK still wants some. Not secrets.
+const LOCAL_CREDENTIALS = { accessKeyId: "local", secretAccessKey: "local" };
+
+export async function startCluster(opts: StartOptions = {}): Promise<LocalCluster> {
+  const env = opts.env ?? process.env;
+  const log = opts.log ?? ((line: string) => console.error(line));
+  const withQueue = opts.queue ?? true;
+  const externalSqs = env.CRDFN_SQS_ENDPOINT;
+
+  // Resolve (and on a first run, build) before anything is started, so a missing tool fails fast.
+  const classpath = withQueue && !externalSqs ? elasticMqClasspath(env, log) : undefined;
+  const bins = await controlPlaneBinaries({ env, log });
+  const withControllerManager = (opts.controllerManager ?? true) && bins.kubeControllerManager !== undefined;
+  if ((opts.controllerManager ?? true) && !withControllerManager) {
+    log(`no kube-controller-manager in ${bins.source}: owned children will not be garbage-collected`);
+  }
+
+  const dir = mkdtempSync(join(tmpdir(), "crdfn-"));
+  const reaper = startReaper();
+  reaper.trackDir(dir);
+  const servers: RunningServer[] = [];
+  const stopAll = async () => {
+    // Reverse order: nothing should outlive what it depends on.
+    for (const s of servers.splice(0).reverse()) await s.stop();
+    rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
+    await reaper.release();
+  };
+
+  try {
+    const [etcdPort, peerPort, apiPort, sqsPort] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
+    const pki = await createPki(dir);
+    const defs = queueDefinitions();
+    const startQueue = classpath
+      ? () => startElasticMq({ classpath, dir: join(dir, "elasticmq"), port: sqsPort, queues: defs, reaper, region: REGION })
+      : undefined;
+
+    log(`starting etcd, kube-apiserver ${bins.kubernetesVersion}${startQueue ? " and ElasticMQ" : ""}…`);
+    const queuePromise = startQueue?.();
+    const etcd = await startEtcd(bins, dir, etcdPort, peerPort, reaper);
+    servers.push(etcd);
+    const startApi = () => startApiServer({ bins, dir, pki, etcdPort: etcdPort, port: apiPort, reaper });
+    let api = await startApi();
+    servers.push(api);
+    let queue = queuePromise ? await queuePromise : undefined;
+    if (queue) servers.push(queue);
+
+    const server = `https://127.0.0.1:${apiPort}`;
+    const kubeconfigPath = join(dir, "kubeconfig");
+    writeKubeconfig(kubeconfigPath, {
+      server,
+      caPem: pki.pem.ca,
+      user: { clientCertPem: pki.pem.adminCert, clientKeyPem: pki.pem.adminKey },
+    });
+    if (withControllerManager) {
+      servers.push(await startControllerManager({ bins, dir, pki, kubeconfigPath, apiPort: apiPort, reaper }));
+    }
+    const kubeConfig = new KubeConfig();
+    kubeConfig.loadFromFile(kubeconfigPath);
+
+    const sqs = await sqsEnvironment(externalSqs ?? `http://127.0.0.1:${sqsPort}`, !!externalSqs, defs);
+    const restartable = (get: () => RunningServer | undefined, set: (s: RunningServer) => void, start?: () => Promise<RunningServer>) => ({
+      stop: async () => {
+        const s = get();
+        if (!s) throw new Error("not running here");
+        await s.stop();
+        servers.splice(servers.indexOf(s), 1);
+      },
+      start: async () => {
+        if (!start) throw new Error("cannot be started here (an external endpoint)");
+        const s = await start();
+        servers.push(s);
+        set(s);
+      },
+    });
+
+    return {
+      kubeconfigPath,
+      kubeConfig,
+      server,
+      caPath: pki.caCert,
+      sqs,
+      env: {
+        KUBECONFIG: kubeconfigPath,
+        AWS_REGION: sqs.region,
+        AWS_ENDPOINT_URL_SQS: sqs.endpoint,
+        AWS_ACCESS_KEY_ID: sqs.accessKeyId,
+        AWS_SECRET_ACCESS_KEY: sqs.secretAccessKey,
+        CRDFN_QUEUE_URL: sqs.queues.fifo,
+        CRDFN_DLQ_URL: sqs.queues.fifoDlq,
+        CRDFN_STANDARD_QUEUE_URL: sqs.queues.standard,
+        CRDFN_STANDARD_DLQ_URL: sqs.queues.standardDlq,
+      },
+      queue: restartable(() => queue, (s) => (queue = s), startQueue),
+      apiServer: restartable(() => api, (s) => (api = s), startApi),
+      stop: stopAll,
+    };
+  } catch (e) {
+    await stopAll();
+    throw e;
+  }
+}
+
+async function sqsEnvironment(endpoint: string, external: boolean, defs: ReturnType<typeof queueDefinitions>): Promise<SqsEnvironment> {
+  const base = { endpoint, region: REGION, ...LOCAL_CREDENTIALS };
+  if (!external) return { ...base, queues: queueUrlsAt(endpoint, defs) };
+  const client = new SQSClient({ endpoint, region: REGION, credentials: LOCAL_CREDENTIALS });
+  try {
+    return { ...base, queues: await ensureQueues(client, defs) };
+  } finally {
+    client.destroy();
+  }
+}

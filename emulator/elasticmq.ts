@@ -1,0 +1,107 @@
+// ElasticMQ, the SQS-compatible server of tests and the emulator: its pinned release is
+// resolved from Maven Central once (the classpath is cached), and each environment runs its
+// own server with the crdfn queues and message storage on disk, so a restart loses nothing.
+import { spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { SetupError } from "./errors.ts";
+import { cacheRoot, repoRoot } from "./paths.ts";
+import { startServer, type RunningServer } from "./process.ts";
+import { elasticMqQueuesConfig, type QueueDefinition } from "./queues.ts";
+import type { Reaper } from "./reaper.ts";
+
+const pomDir = join(repoRoot, "infra", "elasticmq");
+
+export function pinnedElasticMqVersion(): string {
+  const m = /<elasticmq\.version>([^<]+)<\/elasticmq\.version>/.exec(readFileSync(join(pomDir, "pom.xml"), "utf8"));
+  if (!m?.[1]) throw new SetupError("infra/elasticmq/pom.xml does not pin elasticmq.version");
+  return m[1];
+}
+
+const javaMissing = (what: string) =>
+  new SetupError(
+    `${what} is not installed, and it is needed to run ElasticMQ, the local SQS server: install a JDK ≥ 17 and Maven, ` +
+      `or set CRDFN_SQS_ENDPOINT to an existing SQS-compatible endpoint`,
+  );
+
+/** Resolves (once) and returns the ElasticMQ server classpath. */
+export function elasticMqClasspath(env: NodeJS.ProcessEnv, log: (line: string) => void): string {
+  const version = pinnedElasticMqVersion();
+  const pom = readFileSync(join(pomDir, "pom.xml"));
+  const dir = join(cacheRoot(env), "elasticmq", `${version}-${createHash("sha256").update(pom).digest("hex").slice(0, 12)}`);
+  const file = join(dir, "classpath.txt");
+  if (existsSync(file)) {
+    const cp = readFileSync(file, "utf8").trim();
+    // A cleaned ~/.m2 invalidates the cached classpath.
+    if (cp.split(":").every((jar) => existsSync(jar))) return cp;
+  }
+  if (spawnSync("java", ["-version"], { env }).error) throw javaMissing("Java");
+  if (spawnSync("mvn", ["-v"], { env }).error) throw javaMissing("Maven");
+  log(`resolving ElasticMQ ${version} from Maven Central (first run only)…`);
+  mkdirSync(dir, { recursive: true });
+  const tmp = `${file}.${process.pid}`;
+  const mvn = spawnSync("mvn", ["-B", "-q", "dependency:build-classpath", `-Dmdep.outputFile=${tmp}`], {
+    cwd: pomDir,
+    env,
+    encoding: "utf8",
+  });
+  if (mvn.status !== 0 || !existsSync(tmp)) {
+    throw new SetupError(`resolving ElasticMQ ${version} with Maven failed:\n${(mvn.stdout + mvn.stderr).trim().split("\n").slice(-15).join("\n")}`);
+  }
+  renameSync(tmp, file);
+  return readFileSync(file, "utf8").trim();
+}
+
+export interface ElasticMqOptions {
+  classpath: string;
+  dir: string;
+  port: number;
+  queues: QueueDefinition[];
+  reaper: Reaper;
+  region: string;
+}
+
+export async function startElasticMq(o: ElasticMqOptions): Promise<RunningServer> {
+  mkdirSync(o.dir, { recursive: true });
+  const conf = join(o.dir, "elasticmq.conf");
+  writeFileSync(
+    conf,
+    [
+      `include classpath("application.conf")`,
+      `node-address { protocol = http, host = "127.0.0.1", port = ${o.port}, context-path = "" }`,
+      `rest-sqs { enabled = true, bind-port = ${o.port}, bind-hostname = "127.0.0.1", sqs-limits = strict }`,
+      `rest-stats { enabled = false }`,
+      `aws { region = "${o.region}", accountId = "000000000000" }`,
+      // Messages live in an H2 file, so stopping the server (an outage test) keeps them, as SQS would.
+      `messages-storage { enabled = true, uri = "jdbc:h2:${join(o.dir, "messages")}", driver-class = "org.h2.Driver", prune-data-on-init = false }`,
+      elasticMqQueuesConfig(o.queues),
+    ].join("\n"),
+  );
+  const url = `http://127.0.0.1:${o.port}`;
+  return startServer(
+    {
+      name: "ElasticMQ",
+      command: "java",
+      args: [
+        "-Xmx384m",
+        "-XX:+UseSerialGC",
+        "-XX:TieredStopAtLevel=1",
+        "-Xshare:auto",
+        `-Dconfig.file=${conf}`,
+        "-cp",
+        o.classpath,
+        "org.elasticmq.server.Main",
+      ],
+      logFile: join(o.dir, "elasticmq.log"),
+      cwd: o.dir,
+      timeoutMs: 60_000,
+      ready: async () => {
+        const res = await fetch(`${url}/?Action=ListQueues`);
+        const body = await res.text();
+        return res.ok && o.queues.every((q) => body.includes(`/${q.name}<`));
+      },
+    },
+    o.reaper,
+  );
+}

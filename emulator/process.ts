@@ -1,0 +1,99 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { closeSync, openSync, readFileSync } from "node:fs";
+import type { Reaper } from "./reaper.ts";
+import { SetupError } from "./errors.ts";
+
+export interface ServerSpec {
+  name: string;
+  command: string;
+  args: string[];
+  logFile: string;
+  env?: NodeJS.ProcessEnv;
+  cwd?: string;
+  /** Resolves true once the server answers; polled until `timeoutMs`. */
+  ready: () => Promise<boolean>;
+  timeoutMs: number;
+}
+
+export interface RunningServer {
+  name: string;
+  pid: number;
+  logFile: string;
+  /** SIGTERM, then SIGKILL after `graceMs`. Resolves when the process is gone. */
+  stop(graceMs?: number): Promise<void>;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** The last lines of a server's log, to show when it fails to start. */
+export function logTail(file: string, lines = 30): string {
+  try {
+    return readFileSync(file, "utf8").trimEnd().split("\n").slice(-lines).join("\n");
+  } catch {
+    return "(no log written)";
+  }
+}
+
+/**
+ * Starts a server in its own process group (so the reaper can end it and its children),
+ * logging to a file, and waits until it answers. A server that exits or never answers
+ * fails with the tail of its log.
+ */
+export async function startServer(spec: ServerSpec, reaper: Reaper): Promise<RunningServer> {
+  const log = openSync(spec.logFile, "a");
+  let child: ChildProcess;
+  try {
+    child = spawn(spec.command, spec.args, {
+      cwd: spec.cwd,
+      env: spec.env ?? process.env,
+      stdio: ["ignore", log, log],
+      detached: true,
+    });
+  } finally {
+    closeSync(log);
+  }
+  const spawnError = new Promise<Error>((resolve) => child.once("error", resolve));
+  const exited = new Promise<number | string>((resolve) => child.once("exit", (code, sig) => resolve(code ?? sig ?? "?")));
+  const pid = await Promise.race([
+    new Promise<number>((resolve) => child.once("spawn", () => resolve(child.pid!))),
+    spawnError.then((e) => {
+      throw new SetupError(`could not start ${spec.name} (${spec.command}): ${e.message}`);
+    }),
+  ]);
+  reaper.trackProcessGroup(pid);
+  let gone = false;
+  void exited.then(() => {
+    gone = true;
+    reaper.forgetProcessGroup(pid);
+  });
+
+  const stop = async (graceMs = 10_000): Promise<void> => {
+    if (gone) return;
+    try {
+      process.kill(-pid, "SIGTERM");
+    } catch {
+      return;
+    }
+    const killed = sleep(graceMs).then(() => {
+      if (!gone) process.kill(-pid, "SIGKILL");
+    });
+    await Promise.race([exited, killed.then(() => exited)]);
+  };
+
+  const deadline = Date.now() + spec.timeoutMs;
+  for (;;) {
+    if (gone) {
+      const code = await exited;
+      throw new SetupError(`${spec.name} exited (${code}) while starting; last lines of ${spec.logFile}:\n${logTail(spec.logFile)}`);
+    }
+    if (await spec.ready().catch(() => false)) break;
+    if (Date.now() > deadline) {
+      await stop(1000);
+      throw new SetupError(
+        `${spec.name} did not become ready within ${spec.timeoutMs / 1000}s; last lines of ${spec.logFile}:\n${logTail(spec.logFile)}`,
+      );
+    }
+    await sleep(100);
+  }
+  return { name: spec.name, pid, logFile: spec.logFile, stop };
+}

@@ -1,0 +1,58 @@
+// The queues crdfn uses, defined once: ElasticMQ's config is generated from this, and an
+// existing SQS endpoint gets the same queues created through the API.
+import { CreateQueueCommand, GetQueueAttributesCommand, type SQSClient } from "@aws-sdk/client-sqs";
+import type { QueueUrls } from "./types.ts";
+
+export const MAX_RECEIVE_COUNT = 5;
+
+export interface QueueDefinition {
+  key: keyof QueueUrls;
+  name: string;
+  fifo: boolean;
+  deadLetter?: keyof QueueUrls;
+}
+
+/** Dead-letter queues come first: a queue's redrive policy names a queue that must exist. */
+export function queueDefinitions(prefix = "crdfn-events"): QueueDefinition[] {
+  return [
+    { key: "fifoDlq", name: `${prefix}-dlq.fifo`, fifo: true },
+    { key: "fifo", name: `${prefix}.fifo`, fifo: true, deadLetter: "fifoDlq" },
+    { key: "standardDlq", name: `${prefix}-dlq`, fifo: false },
+    { key: "standard", name: prefix, fifo: false, deadLetter: "standardDlq" },
+  ];
+}
+
+/** Default visibility timeout of the local queues; Lambda's event source uses the queue's own. */
+export const VISIBILITY_TIMEOUT_SECONDS = 30;
+
+export function elasticMqQueuesConfig(defs: QueueDefinition[]): string {
+  const byKey = new Map(defs.map((d) => [d.key, d]));
+  const lines = defs.map((d) => {
+    const attrs = [`fifo = ${d.fifo}`, `contentBasedDeduplication = false`, `defaultVisibilityTimeout = ${VISIBILITY_TIMEOUT_SECONDS} seconds`];
+    if (d.deadLetter) {
+      attrs.push(`deadLettersQueue { name = "${byKey.get(d.deadLetter)!.name}", maxReceiveCount = ${MAX_RECEIVE_COUNT} }`);
+    }
+    return `  "${d.name}" { ${attrs.join(", ")} }`;
+  });
+  return `queues {\n${lines.join("\n")}\n}`;
+}
+
+export function queueUrlsAt(base: string, defs: QueueDefinition[], accountId = "000000000000"): QueueUrls {
+  return Object.fromEntries(defs.map((d) => [d.key, `${base}/${accountId}/${d.name}`])) as unknown as QueueUrls;
+}
+
+/** Creates the queues on an SQS-compatible endpoint that already runs (CreateQueue is idempotent). */
+export async function ensureQueues(sqs: SQSClient, defs: QueueDefinition[]): Promise<QueueUrls> {
+  const urls: Partial<QueueUrls> = {};
+  for (const d of defs) {
+    const attributes: Record<string, string> = { VisibilityTimeout: String(VISIBILITY_TIMEOUT_SECONDS) };
+    if (d.fifo) attributes.FifoQueue = "true";
+    if (d.deadLetter) {
+      const dlqArn = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: urls[d.deadLetter], AttributeNames: ["QueueArn"] }));
+      attributes.RedrivePolicy = JSON.stringify({ deadLetterTargetArn: dlqArn.Attributes?.QueueArn, maxReceiveCount: MAX_RECEIVE_COUNT });
+    }
+    const out = await sqs.send(new CreateQueueCommand({ QueueName: d.name, Attributes: attributes }));
+    urls[d.key] = out.QueueUrl!;
+  }
+  return urls as QueueUrls;
+}

@@ -1,0 +1,36 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { join } from "node:path";
+import { repoRoot } from "./paths.ts";
+
+/** Handle on the reaper process (see reaper.mjs): tell it what to clean up if we die. */
+export interface Reaper {
+  trackProcessGroup(pid: number): void;
+  forgetProcessGroup(pid: number): void;
+  trackDir(dir: string): void;
+  /** Closes the reaper's stdin: it ends whatever is still tracked and removes tracked folders. */
+  release(): Promise<void>;
+}
+
+export function startReaper(): Reaper {
+  const child: ChildProcess = spawn(process.execPath, [join(repoRoot, "emulator", "reaper.mjs")], {
+    stdio: ["pipe", "ignore", "ignore"],
+    detached: true,
+  });
+  child.unref();
+  const stdin = child.stdin!;
+  // The reaper must not keep our event loop alive; its pipe closing is its whole signal.
+  (stdin as unknown as { unref?: () => void }).unref?.();
+  const send = (line: string): void => {
+    if (!stdin.destroyed) stdin.write(`${line}\n`);
+  };
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  return {
+    trackProcessGroup: (pid) => send(`pid ${pid}`),
+    forgetProcessGroup: (pid) => send(`forget ${pid}`),
+    trackDir: (dir) => send(`dir ${dir}`),
+    release: async () => {
+      stdin.end();
+      await exited;
+    },
+  };
+}
