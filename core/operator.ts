@@ -1,0 +1,173 @@
+// The operator contract: what a user of crdfn writes. Pure data and pure functions; the
+// runtime in functions/ does every read and write around them.
+import type { z } from "zod";
+import type { Condition, ConditionInput } from "./conditions.ts";
+
+export type Scope = "Namespaced" | "Cluster";
+
+/** An additionalPrinterColumns entry of the generated CRD (`kubectl get` columns). */
+export interface PrinterColumn {
+  name: string;
+  type: "string" | "integer" | "number" | "boolean" | "date";
+  jsonPath: string;
+  description?: string;
+  format?: string;
+  priority?: number;
+}
+
+/** The scale subresource, so `kubectl scale` and autoscalers can drive the resource. */
+export interface ScaleSubresource {
+  specReplicasPath: string;
+  statusReplicasPath: string;
+  labelSelectorPath?: string;
+}
+
+export interface ResourceDefinition {
+  group: string;
+  version: string;
+  plural: string;
+  kind: string;
+  /** Default "Namespaced". */
+  scope?: Scope;
+  /** Default: the kind in lower case. */
+  singular?: string;
+  shortNames?: string[];
+  categories?: string[];
+  printerColumns?: PrinterColumn[];
+  scale?: ScaleSubresource;
+}
+
+/** A kind the operator creates and owns (controller owner reference, garbage-collected with it). */
+export interface OwnedKind {
+  group: string;
+  version: string;
+  kind: string;
+  /** Default: the kind's regular English plural in lower case (ConfigMap → configmaps). */
+  plural?: string;
+  /** Default true. */
+  namespaced?: boolean;
+}
+
+export interface ObjectMeta {
+  name: string;
+  namespace?: string;
+  uid: string;
+  resourceVersion: string;
+  generation: number;
+  creationTimestamp?: string;
+  deletionTimestamp?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  finalizers?: string[];
+}
+
+/** The status the runtime keeps: the user's fields plus the standard ones it owns. */
+export type ObjectStatus = Record<string, unknown> & { observedGeneration?: number; conditions?: Condition[] };
+
+/** The custom resource as reconcile sees it: the spec already validated by the operator's schema. */
+export interface CustomObject<Spec> {
+  apiVersion: string;
+  kind: string;
+  metadata: ObjectMeta;
+  spec: Spec;
+  status?: ObjectStatus;
+}
+
+/** A desired object; the runtime adds namespace (if omitted), owner reference and field manager. */
+export interface DesiredObject {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
+  [field: string]: unknown;
+}
+
+/** Names an object without its contents (used to release a shared object). */
+export interface ObjectReference {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  namespace?: string;
+}
+
+export interface ReconcileContext {
+  /** The only clock reconcile may read. */
+  now: Date;
+}
+
+/** User status fields; `conditions` are merged with the runtime's `Ready`; `observedGeneration` is the runtime's. */
+export type StatusInput = Record<string, unknown> & { conditions?: ConditionInput[] };
+
+export interface ReconcileResult {
+  /** Objects owned by this resource: applied with a controller owner reference. */
+  children?: DesiredObject[];
+  /**
+   * Objects several resources contribute to (a registry, a shared ConfigMap): no owner reference,
+   * applied with a field manager unique to this resource, so server-side apply merges the
+   * contributions; withdraw this resource's part in `finalize` with `ctx.release`.
+   */
+  shared?: DesiredObject[];
+  status?: StatusInput;
+  /** Reconcile again after this long even if nothing changes (durable, through the queue). */
+  requeueAfterSeconds?: number;
+}
+
+export interface FinalizeContext {
+  now: Date;
+  /** Withdraws every field this resource contributed to a shared object (I/O). */
+  release(object: ObjectReference): Promise<void>;
+}
+
+export interface FinalizeResult {
+  /** false → finalize again later; the finalizer stays until cleanup is done. */
+  done: boolean;
+  retryAfterSeconds?: number;
+}
+
+export interface OperatorDefinition<Spec> {
+  resource: ResourceDefinition;
+  /** The spec schema: validates every object read and generates the CRD schema. */
+  spec: z.ZodType<Spec>;
+  owns?: OwnedKind[];
+  finalizer?: string;
+  /** Pure: no I/O, no clock except ctx.now, no randomness. Throw TemporaryError or PermanentError. */
+  reconcile(object: CustomObject<Spec>, ctx: ReconcileContext): ReconcileResult;
+  /** Runs while the object is being deleted and still carries `finalizer`; may do I/O through ctx. */
+  finalize?(object: CustomObject<Spec>, ctx: FinalizeContext): FinalizeResult | Promise<FinalizeResult>;
+  /** Server-side apply field manager. Default "crdfn". */
+  fieldManager?: string;
+}
+
+/** A definition with its defaults filled in. */
+export interface Operator<Spec = unknown> extends OperatorDefinition<Spec> {
+  resource: ResourceDefinition & { scope: Scope; singular: string };
+  owns: Array<OwnedKind & { plural: string; namespaced: boolean }>;
+  fieldManager: string;
+  /** "group/version" of the resource ("v1" for the core group). */
+  apiVersion: string;
+}
+
+/** Regular English plural of a kind, as Kubernetes' own REST mapper guesses it. */
+export function pluralOf(kind: string): string {
+  const k = kind.toLowerCase();
+  if (/(s|x|z|ch|sh)$/.test(k)) return `${k}es`;
+  if (/[^aeiou]y$/.test(k)) return `${k.slice(0, -1)}ies`;
+  return `${k}s`;
+}
+
+export function apiVersionOf(group: string, version: string): string {
+  return group === "" ? version : `${group}/${version}`;
+}
+
+export function defineOperator<Spec>(definition: OperatorDefinition<Spec>): Operator<Spec> {
+  const { resource } = definition;
+  if (definition.finalizer !== undefined && !/^[a-z0-9.-]+\/[A-Za-z0-9._-]+$/.test(definition.finalizer)) {
+    throw new Error(`finalizer "${definition.finalizer}" must be a qualified name like "${resource.group}/cleanup"`);
+  }
+  return Object.freeze({
+    ...definition,
+    resource: { ...resource, scope: resource.scope ?? "Namespaced", singular: resource.singular ?? resource.kind.toLowerCase() },
+    owns: (definition.owns ?? []).map((o) => ({ ...o, plural: o.plural ?? pluralOf(o.kind), namespaced: o.namespaced ?? true })),
+    fieldManager: definition.fieldManager ?? "crdfn",
+    apiVersion: apiVersionOf(resource.group, resource.version),
+  });
+}

@@ -1,0 +1,47 @@
+// Greeting (example.com/v1): spec.message → a ConfigMap holding it.
+import { z } from "zod";
+import { defineOperator } from "../../core/operator.ts";
+
+export const greetingSpec = z.object({
+  message: z
+    .string()
+    .min(1)
+    .max(1024)
+    .describe("What the greeting says.")
+    // A refinement the CRD schema cannot express: the API server accepts it, the operator does not.
+    .refine((m) => m.trim() === m, { message: "message must not start or end with whitespace" }),
+});
+
+export type GreetingSpec = z.infer<typeof greetingSpec>;
+
+export const configMapName = (greeting: string): string => `${greeting}-greeting`;
+
+export default defineOperator({
+  resource: {
+    group: "example.com",
+    version: "v1",
+    plural: "greetings",
+    kind: "Greeting",
+    shortNames: ["greet"],
+    printerColumns: [
+      { name: "Message", type: "string", jsonPath: ".spec.message" },
+      { name: "Phase", type: "string", jsonPath: ".status.phase" },
+      { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" },
+    ],
+  },
+  spec: greetingSpec,
+  owns: [{ group: "", version: "v1", kind: "ConfigMap" }],
+  reconcile(greeting) {
+    return {
+      children: [
+        {
+          apiVersion: "v1",
+          kind: "ConfigMap",
+          metadata: { name: configMapName(greeting.metadata.name), labels: { "example.com/greeting": greeting.metadata.name } },
+          data: { message: greeting.spec.message },
+        },
+      ],
+      status: { phase: "Ready" },
+    };
+  },
+});
