@@ -1,0 +1,61 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { ConfigError, loadBridgeConfig } from "./config.ts";
+
+const base = { CRDFN_QUEUE_URL: "http://127.0.0.1:9324/000000000000/crdfn-events.fifo", CRDFN_RESOURCES: "stable.example.com/v1/crontabs" };
+
+function errorOf(fn: () => unknown): string {
+  try {
+    fn();
+  } catch (e) {
+    assert.ok(e instanceof ConfigError);
+    return e.message;
+  }
+  assert.fail("expected a ConfigError");
+}
+
+describe("bridge config", () => {
+  it("parses the compact resource syntax with owned kinds and the core group", () => {
+    const c = loadBridgeConfig({ ...base, CRDFN_RESOURCES: "stable.example.com/v1/crontabs>batch/v1/cronjobs+v1/configmaps, example.com/v1alpha1/widgets" });
+    assert.deepEqual(c.resources, [
+      { group: "stable.example.com", version: "v1", plural: "crontabs", owns: [{ group: "batch", version: "v1", plural: "cronjobs" }, { group: "", version: "v1", plural: "configmaps" }] },
+      { group: "example.com", version: "v1alpha1", plural: "widgets", owns: [] },
+    ]);
+    assert.equal(c.queue.mode, "fifo");
+    assert.equal(c.resyncSeconds, 600);
+    assert.equal(c.lease.name, undefined);
+  });
+
+  it("layers the environment over a structured file", () => {
+    const file = {
+      cluster: "prod",
+      queue: { url: "https://sqs.eu-west-1.amazonaws.com/1/q", mode: "standard" },
+      resources: [{ group: "stable.example.com", version: "v1", plural: "crontabs", owns: [{ group: "batch", version: "v1", plural: "cronjobs" }] }],
+      namespaces: ["a", "b"],
+      lease: { name: "crdfn-bridge" },
+    };
+    const c = loadBridgeConfig({ CRDFN_NAMESPACES: "c", CRDFN_RESYNC_SECONDS: "0" }, file);
+    assert.equal(c.cluster, "prod");
+    assert.deepEqual(c.namespaces, ["c"]);
+    assert.equal(c.resyncSeconds, 0);
+    assert.equal(c.lease.name, "crdfn-bridge");
+    assert.equal(c.lease.namespace, "crdfn-system");
+  });
+
+  it("names each bad setting on one line", () => {
+    const msg = errorOf(() => loadBridgeConfig({ ...base, CRDFN_RESYNC_SECONDS: "abc", CRDFN_QUEUE_MODE: "lifo", CRDFN_LEASE_DURATION_SECONDS: "60" }));
+    const lines = msg.split("\n");
+    assert.equal(lines.length, 3, msg);
+    assert.match(msg, /^CRDFN_RESYNC_SECONDS: /m);
+    assert.match(msg, /^CRDFN_QUEUE_MODE: /m);
+    assert.match(msg, /^CRDFN_LEASE_DURATION_SECONDS: /m);
+  });
+
+  it("says what is missing and what is malformed", () => {
+    assert.equal(errorOf(() => loadBridgeConfig({ CRDFN_RESOURCES: "a.b/v1/xs" })), "CRDFN_QUEUE_URL: is required");
+    assert.match(errorOf(() => loadBridgeConfig({ ...base, CRDFN_RESOURCES: "crontabs" })), /^CRDFN_RESOURCES: "crontabs" is not group\/version\/plural$/);
+    assert.match(errorOf(() => loadBridgeConfig({ ...base, CRDFN_RESOURCES: "a.b/v1/CronTabs" })), /^CRDFN_RESOURCES \(resources\[0\]\.plural\): /);
+    assert.match(errorOf(() => loadBridgeConfig({ ...base, CRDFN_QUEUE_MODE: "fifo", CRDFN_QUEUE_URL: "http://x/q" })), /^CRDFN_QUEUE_MODE: fifo needs/);
+    assert.match(errorOf(() => loadBridgeConfig({}, { resources: [{ group: "a.b", version: "1", plural: "xs" }], queue: { url: base.CRDFN_QUEUE_URL } }, "/etc/crdfn/bridge.yaml")), /^\/etc\/crdfn\/bridge.yaml: resources\[0\]\.version: /);
+  });
+});

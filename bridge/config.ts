@@ -1,0 +1,190 @@
+// The bridge's settings: environment variables (CRDFN_*), optionally layered over a mounted
+// YAML/JSON file (CRDFN_CONFIG_FILE). The environment wins, so a ConfigMap can hold the
+// structure and a Deployment can still override one value. A bad setting is reported as one
+// line that names the variable (or the file path) and says what is wrong.
+//
+// Watched resources and the child kinds each one owns:
+//   env  CRDFN_RESOURCES="stable.example.com/v1/crontabs>batch/v1/cronjobs+v1/configmaps, example.com/v1/widgets"
+//        A comma-separated list of `group/version/plural`, each optionally followed by `>` and
+//        the kinds it owns, joined with `+`. The core group is written `v1/<plural>` (or `core/v1/<plural>`).
+//   file resources:
+//          - { group: stable.example.com, version: v1, plural: crontabs,
+//              owns: [{ group: batch, version: v1, plural: cronjobs }] }
+import { z } from "zod";
+
+export interface ResourceRef {
+  /** "" for the core group. */
+  group: string;
+  version: string;
+  plural: string;
+}
+export interface WatchedResource extends ResourceRef {
+  owns: ResourceRef[];
+}
+
+const dnsLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const resourceRefSchema = z.strictObject({
+  group: z.string().regex(/^$|^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, "must be an API group (\"\" for core)"),
+  version: z.string().regex(/^v[0-9a-z]+$/, "must be an API version such as v1"),
+  plural: z.string().regex(dnsLabel, "must be a lower-case plural resource name"),
+});
+const watchedResourceSchema = resourceRefSchema.extend({ owns: z.array(resourceRefSchema).default([]) });
+
+const positiveInt = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+const bool = z.union([z.boolean(), z.enum(["true", "false"]).transform((s) => s === "true")]);
+
+export const bridgeConfigSchema = z
+  .strictObject({
+    /** Name of this cluster, put in every event so one function fleet can serve many clusters. */
+    cluster: z.string().regex(/^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/, "must be a short name (letters, digits, - _ .)").max(63).default("default"),
+    queue: z.strictObject({
+      url: z.url("must be the queue URL"),
+      mode: z.enum(["fifo", "standard"]).default("fifo"),
+    }),
+    resources: z.array(watchedResourceSchema).min(1, "name at least one resource to watch"),
+    /** Empty: all namespaces. */
+    namespaces: z.array(z.string().regex(dnsLabel, "must be namespace names")).default([]),
+    /** Applies to the watched resources, not to their children (children are found by owner). */
+    labelSelector: z.string().default(""),
+    /** Re-announce every object this often (jittered ±10 %); 0 turns resync off. */
+    resyncSeconds: z.coerce.number().int().refine((n) => n === 0 || (n >= 10 && n <= 86400), "must be 0 (off) or 10..86400").default(600),
+    /** Skip changes that touch only status, managedFields or resourceVersion of a watched resource. */
+    skipStatusOnly: bool.default(true),
+    /**
+     * Whether a child's status change announces its parent. Parents usually mirror their
+     * children's readiness, and a function never writes a child's status itself, so no loop.
+     */
+    childStatus: z.enum(["announce", "ignore"]).default("announce"),
+    httpPort: positiveInt(0, 65535).default(8080),
+    lease: z
+      .strictObject({
+        /** Unset: no leader election (a single local bridge). */
+        name: z.string().regex(dnsLabel, "must be a Lease name").optional(),
+        namespace: z.string().regex(dnsLabel, "must be a namespace name").default("crdfn-system"),
+        identity: z.string().min(1).max(128).optional(),
+        /** A standby takes over at most this long (plus one retry) after the leader dies. */
+        durationSeconds: positiveInt(3, 15).default(10),
+      })
+      .default({ namespace: "crdfn-system", durationSeconds: 10 }),
+    /** Distinct objects waiting to be published before the watch is paused (memory bound). */
+    maxPending: positiveInt(10, 1_000_000).default(1000),
+    publishConcurrency: positiveInt(1, 64).default(4),
+    listPageSize: positiveInt(10, 10_000).default(500),
+    /** A watch that has said nothing (not even a bookmark) for this long is presumed dead. */
+    watchSilenceSeconds: positiveInt(5, 3600).default(90),
+    logLevel: z.enum(["trace", "debug", "info", "warn", "error", "fatal"]).default("info"),
+    aws: z
+      .strictObject({
+        region: z.string().min(1).default("us-east-1"),
+        endpoint: z.url("must be a URL").optional(),
+      })
+      .default({ region: "us-east-1" }),
+  })
+  .superRefine((c, ctx) => {
+    if (c.queue.mode === "fifo" && !c.queue.url.endsWith(".fifo"))
+      ctx.addIssue({ code: "custom", path: ["queue", "mode"], message: "fifo needs a queue URL ending in .fifo (or set standard)" });
+    if (c.queue.mode === "standard" && c.queue.url.endsWith(".fifo"))
+      ctx.addIssue({ code: "custom", path: ["queue", "mode"], message: "standard mode cannot publish to a .fifo queue" });
+  });
+
+export type BridgeConfig = z.output<typeof bridgeConfigSchema>;
+export type BridgeConfigInput = z.input<typeof bridgeConfigSchema>;
+
+/** A setting was wrong; `message` holds one line per bad setting. */
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
+/** Parses the compact env syntax for CRDFN_RESOURCES (see the top of this file). */
+export function parseResourceList(text: string): unknown[] {
+  const ref = (s: string): Record<string, string> => {
+    const parts = s.trim().split("/");
+    if (parts.length === 2) return { group: "", version: parts[0] ?? "", plural: parts[1] ?? "" };
+    if (parts.length === 3) return { group: parts[0] === "core" ? "" : (parts[0] ?? ""), version: parts[1] ?? "", plural: parts[2] ?? "" };
+    throw new ConfigError(`"${s.trim()}" is not group/version/plural`);
+  };
+  return text
+    .split(",")
+    .filter((s) => s.trim() !== "")
+    .map((entry) => {
+      const [parent = "", owned] = entry.split(">");
+      return { ...ref(parent), owns: owned === undefined ? [] : owned.split("+").map(ref) };
+    });
+}
+
+const list = (s: string): string[] => s.split(",").map((x) => x.trim()).filter((x) => x !== "");
+
+/** Each environment variable, the config path it sets and how its text becomes a value. */
+const envSettings: ReadonlyArray<[string, string[], (s: string) => unknown]> = [
+  ["CRDFN_CLUSTER", ["cluster"], String],
+  ["CRDFN_QUEUE_URL", ["queue", "url"], String],
+  ["CRDFN_QUEUE_MODE", ["queue", "mode"], String],
+  ["CRDFN_RESOURCES", ["resources"], parseResourceList],
+  ["CRDFN_NAMESPACES", ["namespaces"], list],
+  ["CRDFN_LABEL_SELECTOR", ["labelSelector"], String],
+  ["CRDFN_RESYNC_SECONDS", ["resyncSeconds"], String],
+  ["CRDFN_SKIP_STATUS_ONLY", ["skipStatusOnly"], String],
+  ["CRDFN_CHILD_STATUS", ["childStatus"], String],
+  ["CRDFN_HTTP_PORT", ["httpPort"], String],
+  ["CRDFN_LEASE_NAME", ["lease", "name"], String],
+  ["CRDFN_LEASE_NAMESPACE", ["lease", "namespace"], String],
+  ["CRDFN_LEASE_IDENTITY", ["lease", "identity"], String],
+  ["CRDFN_LEASE_DURATION_SECONDS", ["lease", "durationSeconds"], String],
+  ["CRDFN_MAX_PENDING", ["maxPending"], String],
+  ["CRDFN_PUBLISH_CONCURRENCY", ["publishConcurrency"], String],
+  ["CRDFN_LIST_PAGE_SIZE", ["listPageSize"], String],
+  ["CRDFN_WATCH_SILENCE_SECONDS", ["watchSilenceSeconds"], String],
+  ["CRDFN_LOG_LEVEL", ["logLevel"], String],
+  ["AWS_REGION", ["aws", "region"], String],
+  ["AWS_ENDPOINT_URL_SQS", ["aws", "endpoint"], String],
+];
+
+export const envVariableNames = envSettings.map(([name]) => name);
+
+function setPath(target: Record<string, unknown>, path: string[], value: unknown): void {
+  let node = target;
+  for (const key of path.slice(0, -1)) {
+    const child = node[key];
+    node = typeof child === "object" && child !== null ? (child as Record<string, unknown>) : (node[key] = {});
+  }
+  node[path[path.length - 1] ?? ""] = value;
+}
+
+/**
+ * Builds the configuration from a parsed file (or {}) and the environment.
+ * Throws ConfigError whose message has one line per bad setting.
+ */
+export function loadBridgeConfig(env: NodeJS.ProcessEnv, fileContent: unknown = {}, fileName = "config file"): BridgeConfig {
+  if (typeof fileContent !== "object" || fileContent === null || Array.isArray(fileContent))
+    throw new ConfigError(`${fileName}: must hold a mapping of settings`);
+  const raw = structuredClone(fileContent) as Record<string, unknown>;
+  const fromEnv = new Map<string, string>();
+  const problems: string[] = [];
+  for (const [name, path, convert] of envSettings) {
+    const text = env[name];
+    if (text === undefined || text === "") continue;
+    try {
+      setPath(raw, path, convert(text));
+      fromEnv.set(path.join("."), name);
+    } catch (e) {
+      problems.push(`${name}: ${(e as Error).message}`);
+    }
+  }
+  const parsed = bridgeConfigSchema.safeParse(raw);
+  if (parsed.success && problems.length === 0) return parsed.data;
+  const lines = new Set<string>(problems);
+  const reported = (name: string): boolean => problems.some((p) => p.startsWith(`${name}:`));
+  for (const issue of parsed.error?.issues ?? []) {
+    const path = issue.path.map(String);
+    // Name the environment variable that set this value (or an ancestor of it), else the file path.
+    let source: string | undefined;
+    for (let i = path.length; i > 0 && source === undefined; i--) source = fromEnv.get(path.slice(0, i).join("."));
+    const where = path.map((p) => (/^\d+$/.test(p) ? `[${p}]` : `.${p}`)).join("").replace(/^\./, "");
+    const missingEnv = envSettings.find(([, p]) => `${p.join(".")}.`.startsWith(`${path.join(".")}.`))?.[0];
+    const name = source !== undefined ? `${source}${path.length > 1 && source === "CRDFN_RESOURCES" ? ` (${where})` : ""}` : (missingEnv ?? `${fileName}: ${where || "(root)"}`);
+    if (reported(name.split(/[: ]/)[0] ?? name)) continue;
+    const message = /received undefined$/.test(issue.message) ? "is required" : issue.message;
+    lines.add(`${name}: ${message}`);
+  }
+  throw new ConfigError([...lines].join("\n"));
+}

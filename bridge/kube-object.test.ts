@@ -1,0 +1,54 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { controllerOf, fingerprint, type KubeObject } from "./kube-object.ts";
+
+const base = (): KubeObject => ({
+  apiVersion: "stable.example.com/v1",
+  kind: "CronTab",
+  metadata: { name: "a", namespace: "ns", uid: "u1", resourceVersion: "10", generation: 1, labels: { x: "1" }, managedFields: [{ manager: "m" }] },
+  spec: { cronSpec: "* * * * *", image: "busybox", replicas: 1 },
+  status: { ready: false },
+});
+
+describe("fingerprint", () => {
+  it("ignores status, managedFields, resourceVersion and key order", () => {
+    const a = base();
+    const b = base();
+    b.metadata.resourceVersion = "11";
+    b.metadata.managedFields = [];
+    b.status = { ready: true };
+    b.spec = { replicas: 1, image: "busybox", cronSpec: "* * * * *" };
+    assert.equal(fingerprint(a, false), fingerprint(b, false));
+    assert.notEqual(fingerprint(a, true), fingerprint(b, true));
+  });
+
+  it("changes with spec, labels, annotations, finalizers, deletion and owners", () => {
+    const fp = fingerprint(base(), false);
+    const variants: Array<(o: KubeObject) => void> = [
+      (o) => ((o.spec as { replicas: number }).replicas = 2),
+      (o) => (o.metadata.labels = { x: "2" }),
+      (o) => (o.metadata.annotations = { a: "b" }),
+      (o) => (o.metadata.finalizers = ["f"]),
+      (o) => (o.metadata.deletionTimestamp = "2026-11-21T00:00:00Z"),
+      (o) => (o.metadata.ownerReferences = [{ apiVersion: "v1", kind: "X", name: "p", uid: "p1" }]),
+      (o) => (o.data = { k: "v" }),
+    ];
+    for (const change of variants) {
+      const o = base();
+      change(o);
+      assert.notEqual(fingerprint(o, false), fp, String(change));
+    }
+  });
+});
+
+describe("controllerOf", () => {
+  it("finds the controller owner of the parent's group and kind only", () => {
+    const o = base();
+    o.metadata.ownerReferences = [
+      { apiVersion: "stable.example.com/v1", kind: "CronTab", name: "other", uid: "x" },
+      { apiVersion: "stable.example.com/v1beta1", kind: "CronTab", name: "p", uid: "p1", controller: true },
+    ];
+    assert.equal(controllerOf(o, "stable.example.com", "CronTab")?.name, "p");
+    assert.equal(controllerOf(o, "batch", "CronTab"), undefined);
+  });
+});

@@ -1,0 +1,69 @@
+// The few fields of a Kubernetes object the bridge reads, and the small fingerprint of the
+// rest that decides whether a change is worth announcing. The bridge never keeps a body.
+import { createHash } from "node:crypto";
+import { z } from "zod";
+
+const ownerReferenceSchema = z.looseObject({
+  apiVersion: z.string(),
+  kind: z.string(),
+  name: z.string(),
+  uid: z.string(),
+  controller: z.boolean().optional(),
+});
+
+export const kubeObjectSchema = z.looseObject({
+  metadata: z.looseObject({
+    name: z.string().min(1),
+    namespace: z.string().optional(),
+    uid: z.string().min(1),
+    resourceVersion: z.string().min(1),
+    generation: z.number().int().optional(),
+    ownerReferences: z.array(ownerReferenceSchema).optional(),
+  }),
+});
+export type KubeObject = z.infer<typeof kubeObjectSchema>;
+export type OwnerReference = z.infer<typeof ownerReferenceSchema>;
+
+/** JSON with object keys sorted, so the same content always hashes the same. */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
+  if (value !== null && typeof value === "object") {
+    const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined);
+    entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(",")}}`;
+  }
+  return JSON.stringify(value);
+}
+
+/**
+ * A 96-bit digest of what a reconcile can depend on: labels, annotations, finalizers,
+ * deletionTimestamp, ownerReferences and every top-level field but metadata and (unless
+ * asked) status — so a write that touches only status, managedFields or resourceVersion
+ * leaves it unchanged. Top-level fields other than spec count because kinds such as
+ * ConfigMap keep their content in `data`.
+ */
+export function fingerprint(obj: KubeObject, includeStatus: boolean): string {
+  const { metadata, status, ...content } = obj;
+  const meta = metadata as Record<string, unknown>;
+  const meaningful = {
+    content,
+    status: includeStatus ? status : undefined,
+    labels: meta.labels,
+    annotations: meta.annotations,
+    finalizers: meta.finalizers,
+    deletionTimestamp: meta.deletionTimestamp,
+    ownerReferences: meta.ownerReferences,
+  };
+  return createHash("sha256").update(canonical(meaningful)).digest("base64url").slice(0, 16);
+}
+
+/** The owner reference of the controller, if it is of the given group and kind. */
+export function controllerOf(obj: KubeObject, group: string, kind: string): OwnerReference | undefined {
+  return obj.metadata.ownerReferences?.find((r) => r.controller === true && r.kind === kind && groupOf(r.apiVersion) === group);
+}
+
+/** "stable.example.com/v1" → "stable.example.com"; "v1" → "". */
+export function groupOf(apiVersion: string): string {
+  const slash = apiVersion.lastIndexOf("/");
+  return slash < 0 ? "" : apiVersion.slice(0, slash);
+}

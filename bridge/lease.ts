@@ -1,0 +1,134 @@
+// Leader election on a coordination.k8s.io/v1 Lease, as client-go does it (client-node has
+// none). Expiry is judged by when *this* replica last saw the Lease change, never by comparing
+// the holder's renewTime with our clock, so clock skew between nodes cannot cause two leaders.
+// Writes carry the Lease's resourceVersion: of two candidates, only one replace succeeds.
+import { ApiException, V1MicroTime, type CoordinationV1Api, type V1Lease } from "@kubernetes/client-node";
+import type { Logger } from "pino";
+
+export interface LeaderElectionOptions {
+  coordination: CoordinationV1Api;
+  namespace: string;
+  name: string;
+  identity: string;
+  durationSeconds: number;
+  logger: Logger;
+  now: () => Date;
+  onStartedLeading: () => void;
+  onStoppedLeading: () => void;
+}
+
+const statusOf = (e: unknown): number | undefined => (e instanceof ApiException ? e.code : undefined);
+
+export class LeaderElector {
+  readonly #o: LeaderElectionOptions;
+  #leader = false;
+  #lastRenew = 0;
+  #observedRv = "";
+  #observedAt = 0;
+
+  constructor(options: LeaderElectionOptions) {
+    this.#o = options;
+  }
+
+  get isLeader(): boolean {
+    return this.#leader;
+  }
+
+  /** Campaigns and renews until `signal` aborts. Never throws. */
+  async run(signal: AbortSignal): Promise<void> {
+    const retryMs = (this.#o.durationSeconds * 1000) / 5;
+    const renewDeadlineMs = this.#o.durationSeconds * 700;
+    while (!signal.aborted) {
+      const ok = await this.#tryAcquireOrRenew().catch((e: unknown) => {
+        this.#o.logger.warn({ err: (e as Error).message }, "lease update failed");
+        return false;
+      });
+      const now = this.#o.now().getTime();
+      if (ok) this.#lastRenew = now;
+      if (ok && !this.#leader && !signal.aborted) {
+        this.#leader = true;
+        this.#o.logger.info({ lease: this.#o.name, identity: this.#o.identity }, "acquired the lease; publishing");
+        this.#o.onStartedLeading();
+      } else if (!ok && this.#leader && now - this.#lastRenew > renewDeadlineMs) {
+        this.#stepDown("could not renew the lease in time; standing by");
+      }
+      // Leaders renew a little faster than standbys retry, so a healthy leader is never raced.
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, this.#leader ? retryMs : retryMs * (1 + Math.random() * 0.2));
+        signal.addEventListener("abort", () => (clearTimeout(t), resolve()), { once: true });
+      });
+    }
+  }
+
+  /** Gives the Lease up at once so a standby need not wait for it to expire. */
+  async release(): Promise<void> {
+    if (!this.#leader) return;
+    this.#stepDown("released the lease");
+    try {
+      const lease = await this.#o.coordination.readNamespacedLease({ name: this.#o.name, namespace: this.#o.namespace });
+      if (lease.spec?.holderIdentity !== this.#o.identity) return;
+      const now = new V1MicroTime(this.#o.now().getTime());
+      lease.spec = { ...lease.spec, holderIdentity: "", leaseDurationSeconds: 1, renewTime: now, acquireTime: now };
+      await this.#o.coordination.replaceNamespacedLease({ name: this.#o.name, namespace: this.#o.namespace, body: lease });
+    } catch (e) {
+      this.#o.logger.warn({ err: (e as Error).message }, "could not release the lease; it will expire");
+    }
+  }
+
+  #stepDown(message: string): void {
+    if (!this.#leader) return;
+    this.#leader = false;
+    this.#o.logger.warn({ lease: this.#o.name }, message);
+    this.#o.onStoppedLeading();
+  }
+
+  async #tryAcquireOrRenew(): Promise<boolean> {
+    const { coordination, namespace, name, identity, durationSeconds } = this.#o;
+    const now = this.#o.now();
+    const micro = new V1MicroTime(now.getTime());
+    let lease: V1Lease;
+    try {
+      lease = await coordination.readNamespacedLease({ name, namespace });
+    } catch (e) {
+      if (statusOf(e) !== 404) throw e;
+      try {
+        await coordination.createNamespacedLease({
+          namespace,
+          body: { metadata: { name, namespace }, spec: { holderIdentity: identity, leaseDurationSeconds: durationSeconds, acquireTime: micro, renewTime: micro, leaseTransitions: 0 } },
+        });
+        return true;
+      } catch (e2) {
+        if (statusOf(e2) === 409) return false;
+        throw e2;
+      }
+    }
+    const rv = lease.metadata?.resourceVersion ?? "";
+    if (rv !== this.#observedRv) {
+      this.#observedRv = rv;
+      this.#observedAt = now.getTime();
+    }
+    const spec = lease.spec ?? {};
+    const holder = spec.holderIdentity ?? "";
+    const held = holder !== "" && holder !== identity;
+    if (held && this.#observedAt + (spec.leaseDurationSeconds ?? durationSeconds) * 1000 > now.getTime()) return false;
+    const mine = holder === identity;
+    lease.spec = {
+      ...spec,
+      holderIdentity: identity,
+      leaseDurationSeconds: durationSeconds,
+      acquireTime: mine ? spec.acquireTime : micro,
+      renewTime: micro,
+      leaseTransitions: (spec.leaseTransitions ?? 0) + (mine ? 0 : 1),
+    };
+    try {
+      const updated = await coordination.replaceNamespacedLease({ name, namespace, body: lease });
+      this.#observedRv = updated.metadata?.resourceVersion ?? "";
+      this.#observedAt = now.getTime();
+      if (!mine) this.#o.logger.info({ previous: holder || null }, "took over the lease");
+      return true;
+    } catch (e) {
+      if (statusOf(e) === 409) return false;
+      throw e;
+    }
+  }
+}

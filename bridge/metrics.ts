@@ -1,0 +1,36 @@
+// The bridge's Prometheus metrics, registered on an injected registry (no global default).
+import { Counter, Gauge, Histogram, type Registry } from "prom-client";
+
+export interface BridgeMetrics {
+  observed: Counter<"resource" | "type">;
+  published: Counter<"type">;
+  publishFailures: Counter<"reason">;
+  watchRestarts: Counter<"resource" | "reason">;
+  relists: Counter<"resource" | "reason">;
+  pending: Gauge;
+  queueLag: Gauge;
+  publishDelay: Histogram;
+  objects: Gauge<"resource">;
+  leader: Gauge;
+}
+
+export function createBridgeMetrics(registry: Registry): BridgeMetrics {
+  const registers = [registry];
+  return {
+    observed: new Counter({ name: "crdfn_bridge_events_observed_total", help: "Watch and list changes seen, before filtering", labelNames: ["resource", "type"], registers }),
+    published: new Counter({ name: "crdfn_bridge_events_published_total", help: "Key events accepted by the queue", labelNames: ["type"], registers }),
+    publishFailures: new Counter({ name: "crdfn_bridge_publish_failures_total", help: "Key events the queue did not accept (retried)", labelNames: ["reason"], registers }),
+    watchRestarts: new Counter({ name: "crdfn_bridge_watch_restarts_total", help: "Watch connections re-opened", labelNames: ["resource", "reason"], registers }),
+    relists: new Counter({ name: "crdfn_bridge_relists_total", help: "Full lists (initial, after 410 Gone, after an expired continue token)", labelNames: ["resource", "reason"], registers }),
+    pending: new Gauge({ name: "crdfn_bridge_pending_events", help: "Objects waiting to be announced (bounded by maxPending)", registers }),
+    queueLag: new Gauge({ name: "crdfn_bridge_queue_lag_seconds", help: "Age of the oldest change not yet accepted by the queue", registers }),
+    publishDelay: new Histogram({
+      name: "crdfn_bridge_publish_delay_seconds",
+      help: "From observing a change to the queue accepting its event",
+      buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300],
+      registers,
+    }),
+    objects: new Gauge({ name: "crdfn_bridge_tracked_objects", help: "Objects whose key state the bridge keeps", labelNames: ["resource"], registers }),
+    leader: new Gauge({ name: "crdfn_bridge_leader", help: "1 while this replica holds the Lease and publishes", registers }),
+  };
+}

@@ -1,0 +1,187 @@
+// Publishes key events to SQS without ever dropping the latest state of an object.
+//
+// Pending events are coalesced by object key: only the newest announcement of an object waits,
+// so the buffer holds at most one entry per object and at most `maxPending` entries in all.
+// When it is full, `offer` waits, which stops the watch reading (backpressure) until the queue
+// accepts again. An object with a batch in flight is not sent again until that batch settles,
+// so one object's events reach its FIFO group in order.
+import { SendMessageBatchCommand, type SendMessageBatchRequestEntry, type SQSClient } from "@aws-sdk/client-sqs";
+import type { Logger } from "pino";
+import { deduplicationId, encodeKeyEvent, messageGroupId, type KeyEvent } from "../core/event.ts";
+import type { BridgeMetrics } from "./metrics.ts";
+
+export interface PublisherOptions {
+  sqs: SQSClient;
+  queueUrl: string;
+  mode: "fifo" | "standard";
+  maxPending: number;
+  concurrency: number;
+  logger: Logger;
+  metrics: BridgeMetrics;
+  now: () => number;
+}
+
+interface Pending {
+  key: string;
+  event: KeyEvent;
+  entry: Omit<SendMessageBatchRequestEntry, "Id">;
+  /** When the oldest change this entry stands for was first queued (for the lag metric). */
+  since: number;
+}
+
+const MAX_BATCH = 10;
+const MAX_BACKOFF_MS = 10_000;
+
+export class Publisher {
+  readonly #o: PublisherOptions;
+  readonly #pending = new Map<string, Pending>();
+  readonly #inflight = new Map<string, Pending>();
+  #roomWaiters: Array<() => void> = [];
+  #idleWaiters: Array<() => void> = [];
+  #batches = 0;
+  #failureStreak = 0;
+  #backoffUntil = 0;
+  #timer: NodeJS.Timeout | undefined;
+  #closed = false;
+
+  constructor(options: PublisherOptions) {
+    this.#o = options;
+  }
+
+  get pendingCount(): number {
+    return this.#pending.size;
+  }
+
+  /**
+   * Queues the newest announcement of an object, replacing any older one still waiting
+   * (unless `keepExisting`, used by resync: a waiting change says at least as much).
+   * Resolves once the event is buffered; waits while the buffer is full.
+   */
+  async offer(key: string, event: KeyEvent, cause: string, keepExisting = false): Promise<void> {
+    while (!this.#closed && !this.#pending.has(key) && this.#pending.size >= this.#o.maxPending) {
+      await new Promise<void>((resolve) => this.#roomWaiters.push(resolve));
+    }
+    if (this.#closed) return;
+    const existing = this.#pending.get(key);
+    if (existing !== undefined && keepExisting) return;
+    const entry: Pending["entry"] = { MessageBody: encodeKeyEvent(event) };
+    if (this.#o.mode === "fifo") {
+      entry.MessageGroupId = messageGroupId(event);
+      entry.MessageDeduplicationId = deduplicationId(event, cause);
+    }
+    this.#pending.set(key, { key, event, entry, since: existing?.since ?? this.#o.now() });
+    this.#pump();
+  }
+
+  /** Waits until everything buffered has been accepted by the queue, or the deadline passes. */
+  async flush(timeoutMs: number): Promise<boolean> {
+    if (this.#isIdle()) return true;
+    let timer: NodeJS.Timeout | undefined;
+    const idle = new Promise<boolean>((resolve) => this.#idleWaiters.push(() => resolve(true)));
+    const late = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs)));
+    try {
+      return await Promise.race([idle, late]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Stops sending; buffered events are abandoned (whoever publishes next relists). */
+  close(): void {
+    this.#closed = true;
+    clearTimeout(this.#timer);
+    this.#wake(this.#roomWaiters);
+  }
+
+  #isIdle(): boolean {
+    return this.#pending.size === 0 && this.#batches === 0;
+  }
+
+  #wake(waiters: Array<() => void>): void {
+    const all = waiters.splice(0);
+    for (const w of all) w();
+  }
+
+  #pump(): void {
+    if (this.#closed) return;
+    const wait = this.#backoffUntil - this.#o.now();
+    if (wait > 0) {
+      if (this.#timer === undefined && this.#pending.size > 0) {
+        this.#timer = setTimeout(() => {
+          this.#timer = undefined;
+          this.#pump();
+        }, wait);
+      }
+      return;
+    }
+    while (this.#batches < this.#o.concurrency) {
+      const batch: Pending[] = [];
+      for (const p of this.#pending.values()) {
+        if (this.#inflight.has(p.key)) continue;
+        batch.push(p);
+        if (batch.length === MAX_BATCH) break;
+      }
+      if (batch.length === 0) break;
+      for (const p of batch) {
+        this.#pending.delete(p.key);
+        this.#inflight.set(p.key, p);
+      }
+      this.#batches++;
+      void this.#send(batch);
+    }
+    this.#updateGauges();
+    if (this.#pending.size < this.#o.maxPending) this.#wake(this.#roomWaiters);
+  }
+
+  async #send(batch: Pending[]): Promise<void> {
+    let failed: Pending[] = [];
+    try {
+      const out = await this.#o.sqs.send(
+        new SendMessageBatchCommand({ QueueUrl: this.#o.queueUrl, Entries: batch.map((p, i) => ({ Id: `e${i}`, ...p.entry })) }),
+      );
+      const now = this.#o.now();
+      for (const ok of out.Successful ?? []) {
+        const p = batch[Number(ok.Id?.slice(1))];
+        if (p === undefined) continue;
+        this.#o.metrics.published.inc({ type: p.event.type });
+        this.#o.metrics.publishDelay.observe(Math.max(0, now - Date.parse(p.event.observedAt)) / 1000);
+      }
+      for (const bad of out.Failed ?? []) {
+        const p = batch[Number(bad.Id?.slice(1))];
+        if (p === undefined) continue;
+        failed.push(p);
+        this.#o.metrics.publishFailures.inc({ reason: bad.Code ?? "unknown" });
+        this.#o.logger.warn({ code: bad.Code, senderFault: bad.SenderFault, object: p.key }, "queue rejected an event; retrying");
+      }
+      if (failed.length === 0) this.#failureStreak = 0;
+    } catch (e) {
+      failed = batch;
+      const err = e as Error & { $metadata?: { httpStatusCode?: number } };
+      this.#o.metrics.publishFailures.inc({ reason: err.name }, batch.length);
+      if (this.#failureStreak === 0) this.#o.logger.warn({ err: err.message, status: err.$metadata?.httpStatusCode }, "queue unavailable; holding events and retrying");
+    } finally {
+      this.#batches--;
+      for (const p of batch) this.#inflight.delete(p.key);
+    }
+    if (failed.length > 0) {
+      this.#failureStreak++;
+      const backoff = Math.min(MAX_BACKOFF_MS, 100 * 2 ** this.#failureStreak);
+      this.#backoffUntil = this.#o.now() + backoff * (0.5 + Math.random() / 2);
+      // A newer announcement of the same object supersedes the failed one.
+      for (const p of failed) if (!this.#pending.has(p.key)) this.#pending.set(p.key, p);
+    }
+    this.#pump();
+    if (this.#isIdle()) this.#wake(this.#idleWaiters);
+  }
+
+  #updateGauges(): void {
+    let oldest = Infinity;
+    for (const p of this.#inflight.values()) oldest = Math.min(oldest, p.since);
+    for (const p of this.#pending.values()) {
+      oldest = Math.min(oldest, p.since);
+      break; // insertion order: the first waiting entry is (nearly) the oldest
+    }
+    this.#o.metrics.pending.set(this.#pending.size);
+    this.#o.metrics.queueLag.set(oldest === Infinity ? 0 : (this.#o.now() - oldest) / 1000);
+  }
+}

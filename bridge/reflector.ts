@@ -1,0 +1,142 @@
+// List then watch one resource in one namespace scope, forever, feeding an ObjectSink.
+// Paginated LIST; WATCH with bookmarks from the last resourceVersion seen; 410 Gone (on the
+// watch or an expired continue token) → relist, and the sink diffs the new list against what
+// it knew. Errors and silence reconnect with jittered exponential backoff.
+import type { Logger } from "pino";
+import { KubeHttpError, type KubeHttp } from "./kube-http.ts";
+import { kubeObjectSchema, type KubeObject } from "./kube-object.ts";
+import type { BridgeMetrics } from "./metrics.ts";
+import type { ObjectSink, Via } from "./tracker.ts";
+
+export interface ReflectorOptions {
+  http: KubeHttp;
+  sink: ObjectSink;
+  /** undefined: all namespaces (or a cluster-scoped resource). */
+  namespace: string | undefined;
+  labelSelector: string;
+  pageSize: number;
+  silenceMs: number;
+  logger: Logger;
+  metrics: BridgeMetrics;
+  signal: AbortSignal;
+  /** Called once, when the first complete list has been handed to the sink. */
+  onSynced: () => void;
+}
+
+const MAX_BACKOFF_MS = 30_000;
+
+export function resourcePath(r: { group: string; version: string; plural: string; namespaced: boolean }, namespace: string | undefined): string {
+  const base = r.group === "" ? `/api/${r.version}` : `/apis/${r.group}/${r.version}`;
+  return r.namespaced && namespace !== undefined ? `${base}/namespaces/${namespace}/${r.plural}` : `${base}/${r.plural}`;
+}
+
+/** An object the API server sent that is not a Kubernetes object is a bug worth a loud log, not a crash. */
+function parseObject(raw: unknown, logger: Logger): KubeObject | undefined {
+  const parsed = kubeObjectSchema.safeParse(raw);
+  if (parsed.success) return parsed.data;
+  logger.error({ issues: parsed.error.issues.length }, "skipping an object without name, uid or resourceVersion");
+  return undefined;
+}
+
+const sleep = (ms: number, signal: AbortSignal): Promise<void> =>
+  new Promise((resolve) => {
+    const t = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(t);
+      signal.removeEventListener("abort", done);
+      resolve();
+    }
+    signal.addEventListener("abort", done, { once: true });
+  });
+
+export async function runReflector(o: ReflectorOptions): Promise<void> {
+  const r = o.sink.resource;
+  const label = `${r.plural}${r.group === "" ? "" : `.${r.group}`}`;
+  const log = o.logger.child({ resource: label, namespace: o.namespace ?? "*" });
+  const path = resourcePath(r, o.namespace);
+  const labelSelector = o.labelSelector === "" ? undefined : o.labelSelector;
+  let resourceVersion = "";
+  let listReason: "initial" | "gone" | "expired" = "initial";
+  let synced = false;
+  let failures = 0;
+
+  const list = async (): Promise<string> => {
+    o.metrics.relists.inc({ resource: label, reason: listReason });
+    const via: Via = synced ? "relist" : "list";
+    const epoch = o.sink.beginList();
+    let cont: string | undefined;
+    let listRv = "";
+    do {
+      const page = (await o.http.getJson(path, { limit: String(o.pageSize), continue: cont, labelSelector }, o.signal)) as {
+        metadata?: { continue?: string; resourceVersion?: string };
+        items?: unknown[];
+      };
+      for (const raw of page.items ?? []) {
+        const obj = parseObject(raw, log);
+        if (obj === undefined) continue;
+        o.metrics.observed.inc({ resource: label, type: "LISTED" });
+        await o.sink.upsert(obj, via, epoch);
+      }
+      cont = page.metadata?.continue || undefined;
+      listRv = page.metadata?.resourceVersion ?? listRv;
+    } while (cont !== undefined && !o.signal.aborted);
+    if (o.signal.aborted) return "";
+    await o.sink.sweep(o.namespace, epoch);
+    o.metrics.objects.set({ resource: label }, o.sink.size);
+    return listRv;
+  };
+
+  const watch = async (): Promise<void> => {
+    // A server-side timeout spreads reconnects out; bookmarks keep resourceVersion fresh meanwhile.
+    const timeoutSeconds = String(240 + Math.floor(Math.random() * 120));
+    const events = o.http.watch(path, { resourceVersion, allowWatchBookmarks: "true", timeoutSeconds, labelSelector }, o.signal, o.silenceMs);
+    for await (const ev of events) {
+      if (ev.type === "ERROR") {
+        const status = ev.object as { code?: number; message?: string };
+        throw new KubeHttpError(status.code ?? 500, status.message ?? "watch error");
+      }
+      const obj = parseObject(ev.object, log);
+      if (obj === undefined) continue;
+      failures = 0;
+      if (ev.type !== "BOOKMARK") {
+        o.metrics.observed.inc({ resource: label, type: ev.type });
+        if (ev.type === "DELETED") await o.sink.remove(obj);
+        else await o.sink.upsert(obj, "watch");
+        o.metrics.objects.set({ resource: label }, o.sink.size);
+      }
+      resourceVersion = obj.metadata.resourceVersion;
+    }
+  };
+
+  while (!o.signal.aborted) {
+    try {
+      if (resourceVersion === "") {
+        resourceVersion = await list();
+        failures = 0;
+        if (!synced && !o.signal.aborted) {
+          synced = true;
+          log.info({ objects: o.sink.size }, "initial list done");
+          o.onSynced();
+        }
+      }
+      if (o.signal.aborted) break;
+      await watch();
+      o.metrics.watchRestarts.inc({ resource: label, reason: "closed" });
+    } catch (e) {
+      if (o.signal.aborted) break;
+      if (e instanceof KubeHttpError && e.status === 410) {
+        // The resourceVersion (or continue token) is compacted away: only a fresh list can say what changed.
+        log.info({ err: e.message }, "resource version gone; relisting");
+        o.metrics.watchRestarts.inc({ resource: label, reason: "gone" });
+        listReason = resourceVersion === "" ? "expired" : "gone";
+        resourceVersion = "";
+        continue;
+      }
+      failures++;
+      o.metrics.watchRestarts.inc({ resource: label, reason: "error" });
+      const backoff = Math.min(MAX_BACKOFF_MS, 250 * 2 ** failures) * (0.5 + Math.random() / 2);
+      log.warn({ err: (e as Error).message, retryInMs: Math.round(backoff) }, "list/watch failed; retrying");
+      await sleep(backoff, o.signal);
+    }
+  }
+}

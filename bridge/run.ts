@@ -1,0 +1,75 @@
+// Runs the bridge as a process: builds the real clients from the environment (in-cluster
+// ServiceAccount, or a kubeconfig), serves health and metrics, and on SIGTERM flushes what is
+// buffered and releases the Lease before exiting 0.
+import { readFileSync } from "node:fs";
+import { SQSClient } from "@aws-sdk/client-sqs";
+import { KubeConfig } from "@kubernetes/client-node";
+import { pino } from "pino";
+import { collectDefaultMetrics, Registry } from "prom-client";
+import { parse as parseYaml } from "yaml";
+import { startBridge } from "./bridge.ts";
+import { ConfigError, loadBridgeConfig, type BridgeConfig } from "./config.ts";
+import { serveHealth } from "./health-server.ts";
+
+export interface RunOptions {
+  env: NodeJS.ProcessEnv;
+  kubeconfig?: string;
+  context?: string;
+}
+
+function readConfig(env: NodeJS.ProcessEnv): BridgeConfig {
+  const file = env.CRDFN_CONFIG_FILE;
+  if (file === undefined || file === "") return loadBridgeConfig(env);
+  let content: unknown;
+  try {
+    content = parseYaml(readFileSync(file, "utf8"));
+  } catch (e) {
+    throw new ConfigError(`CRDFN_CONFIG_FILE: cannot read ${file}: ${(e as Error).message.split("\n")[0]}`);
+  }
+  return loadBridgeConfig(env, content ?? {}, file);
+}
+
+function kubeConfigFor(o: RunOptions): KubeConfig {
+  const kc = new KubeConfig();
+  if (o.kubeconfig !== undefined) kc.loadFromFile(o.kubeconfig);
+  else if (o.env.KUBERNETES_SERVICE_HOST !== undefined && o.env.KUBECONFIG === undefined) kc.loadFromCluster();
+  else kc.loadFromDefault();
+  if (o.context !== undefined) kc.setCurrentContext(o.context);
+  return kc;
+}
+
+/** Resolves with the exit code once the bridge has stopped (on SIGTERM/SIGINT) or failed to start. */
+export async function runBridgeProcess(o: RunOptions): Promise<number> {
+  let config: BridgeConfig;
+  try {
+    config = readConfig(o.env);
+  } catch (e) {
+    if (!(e instanceof ConfigError)) throw e;
+    process.stderr.write(`crdfn bridge: invalid configuration\n${e.message}\n`);
+    return 2;
+  }
+  const logger = pino({ level: config.logLevel, base: { component: "crdfn-bridge" } });
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const sqs = new SQSClient({
+    region: config.aws.region,
+    ...(config.aws.endpoint === undefined ? {} : { endpoint: config.aws.endpoint }),
+    maxAttempts: 3,
+    requestHandler: { connectionTimeout: 3000, requestTimeout: 15_000 },
+  });
+  const bridge = startBridge(config, { kubeConfig: kubeConfigFor(o), sqs, logger, registry });
+  const health = await serveHealth(bridge, config.httpPort);
+  logger.info({ port: health.port, cluster: config.cluster, resources: config.resources.length, leaseName: config.lease.name ?? null }, "bridge started");
+  void bridge.ready.then(() => logger.info("initial sync done"));
+
+  const signal = await new Promise<NodeJS.Signals>((resolve) => {
+    process.once("SIGTERM", () => resolve("SIGTERM"));
+    process.once("SIGINT", () => resolve("SIGINT"));
+  });
+  logger.info({ signal }, "stopping: flushing buffered events and releasing the lease");
+  await bridge.stop(10_000);
+  await health.close();
+  sqs.destroy();
+  logger.info("stopped");
+  return 0;
+}
