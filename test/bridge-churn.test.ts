@@ -1,0 +1,126 @@
+import { describe, it, before, after } from "node:test";
+import assert from "node:assert/strict";
+import type { SQSClient } from "@aws-sdk/client-sqs";
+import { startCluster } from "../emulator/cluster.ts";
+import type { LocalCluster } from "../emulator/types.ts";
+import { startBridge, type RunningBridge } from "../bridge/bridge.ts";
+import { MAX_EVENT_BYTES } from "../core/event.ts";
+import {
+  bridgeConfig,
+  createNamespace,
+  crontab,
+  crontabPath,
+  installCrontabCrd,
+  kube,
+  mismatches,
+  ok,
+  orderViolations,
+  parallel,
+  QueueReader,
+  rvOf,
+  sqsClientFor,
+  testLogger,
+  type Expected,
+} from "./bridge-helpers.ts";
+
+describe("bridge: churn against a real API server and ElasticMQ", { timeout: 240_000 }, () => {
+  let cluster: LocalCluster;
+  let sqs: SQSClient;
+  let bridge: RunningBridge;
+  let reader: QueueReader;
+
+  before(async () => {
+    cluster = await startCluster({ log: () => {} });
+    installCrontabCrd(cluster);
+    sqs = sqsClientFor(cluster);
+    reader = new QueueReader(sqs, cluster.sqs.queues.fifo);
+    bridge = startBridge(bridgeConfig(cluster), { kubeConfig: cluster.kubeConfig, sqs, logger: testLogger() });
+    await bridge.ready;
+  });
+
+  after(async () => {
+    await bridge?.stop(1000);
+    sqs?.destroy();
+    await cluster?.stop();
+  });
+
+  it("500 objects created, updated and deleted: final states all published, in order, status-only writes silent", { timeout: 150_000 }, async () => {
+    const ns = "churn";
+    await createNamespace(cluster, ns);
+    const kc = cluster.kubeConfig;
+    const names = Array.from({ length: 500 }, (_, i) => `ct-${i}`);
+    const expected = new Map<string, Expected>();
+    const statusRvs = new Set<string>();
+
+    await parallel(names, 25, async (name) => {
+      await ok(kube(kc, "POST", crontabPath(ns), crontab(name)), `create ${name}`);
+      const updated = await ok(kube(kc, "PATCH", crontabPath(ns, name), { spec: { replicas: 2 } }, "application/merge-patch+json"), `update ${name}`);
+      // A function's own status write: must not come back as an event.
+      const status = await ok(kube(kc, "PATCH", `${crontabPath(ns, name)}/status`, { status: { observedGeneration: 2, note: "reconciled" } }, "application/merge-patch+json"), `status ${name}`);
+      statusRvs.add(rvOf(status));
+      expected.set(name, { deleted: false, resourceVersion: rvOf(updated) });
+    });
+    await parallel(names.filter((_, i) => i % 5 === 0), 25, async (name) => {
+      await ok(kube(kc, "DELETE", crontabPath(ns, name)), `delete ${name}`);
+      expected.set(name, { deleted: true });
+    });
+
+    await reader.until(() => mismatches(reader.byName(ns), expected).length === 0, 60_000, () => mismatches(reader.byName(ns), expected).slice(0, 5).join("; "));
+    await new Promise((r) => setTimeout(r, 500));
+    await reader.drain();
+
+    const events = reader.byName(ns);
+    assert.deepEqual(mismatches(events, expected), [], "every object's final state is the last event of its group");
+    assert.deepEqual(orderViolations(events), [], "per-object order kept");
+    const fromStatus = reader.all.filter((r) => statusRvs.has(r.event.resourceVersion));
+    assert.equal(fromStatus.length, 0, "status-only writes produce no event");
+    // created + updated + deleted (100) at most; coalescing may merge a create into its update.
+    const count = [...events.values()].reduce((n, l) => n + l.length, 0);
+    assert.ok(count >= 600 && count <= 1100, `${count} events`);
+    for (const r of reader.all) assert.ok(Buffer.byteLength(JSON.stringify(r.event)) <= MAX_EVENT_BYTES);
+    // One object, one FIFO group.
+    const groups = new Map<string, Set<string>>();
+    for (const r of reader.all) groups.set(r.event.name, (groups.get(r.event.name) ?? new Set()).add(r.groupId));
+    for (const [name, g] of groups) assert.equal(g.size, 1, `${name} spans ${g.size} groups`);
+  });
+
+  it("a 253-character name keeps its group and deduplication ids within SQS limits", { timeout: 30_000 }, async () => {
+    const ns = "long";
+    await createNamespace(cluster, ns);
+    const name = `${"a".repeat(63)}.${"b".repeat(63)}.${"c".repeat(63)}.${"d".repeat(61)}`;
+    assert.equal(name.length, 253);
+    const created = await ok(kube(cluster.kubeConfig, "POST", crontabPath(ns), crontab(name)), "create long name");
+    await reader.until(() => reader.byName(ns).get(name)?.some((e) => e.resourceVersion === rvOf(created)) === true, 20_000);
+    const got = reader.all.find((r) => r.event.name === name);
+    assert.ok(got !== undefined);
+    assert.ok(got.groupId.length <= 128, `group id ${got.groupId.length} chars`);
+    assert.ok(got.dedupId.length <= 128, `dedup id ${got.dedupId.length} chars`);
+    assert.equal(got.event.kind, "CronTab");
+    assert.equal(got.event.uid, created.body.metadata?.uid);
+  });
+
+  it("a change to an owned CronJob announces its CronTab; the CronJob's own objects are never announced", { timeout: 30_000 }, async () => {
+    const ns = "children";
+    await createNamespace(cluster, ns);
+    const parent = await ok(kube(cluster.kubeConfig, "POST", crontabPath(ns), crontab("parent")), "create parent");
+    const parentRv = rvOf(parent);
+    await reader.until(() => reader.byName(ns).get("parent")?.length === 1, 20_000);
+    const cronJob = {
+      apiVersion: "batch/v1",
+      kind: "CronJob",
+      metadata: {
+        name: "parent-job",
+        ownerReferences: [{ apiVersion: "stable.example.com/v1", kind: "CronTab", name: "parent", uid: parent.body.metadata?.uid, controller: true }],
+      },
+      spec: { schedule: "*/5 * * * *", jobTemplate: { spec: { template: { spec: { restartPolicy: "Never", containers: [{ name: "c", image: "busybox" }] } } } } },
+    };
+    await ok(kube(cluster.kubeConfig, "POST", `/apis/batch/v1/namespaces/${ns}/cronjobs`, cronJob), "create cronjob");
+    await reader.until(() => (reader.byName(ns).get("parent")?.length ?? 0) >= 2, 20_000);
+    const childEvent = reader.byName(ns).get("parent")?.[1];
+    assert.equal(childEvent?.reason, "child");
+    assert.equal(childEvent?.resourceVersion, parentRv, "announces the parent at its own version");
+    await ok(kube(cluster.kubeConfig, "DELETE", `/apis/batch/v1/namespaces/${ns}/cronjobs/parent-job`), "delete cronjob");
+    await reader.until(() => (reader.byName(ns).get("parent")?.length ?? 0) >= 3, 20_000);
+    assert.ok(reader.all.every((r) => r.event.kind === "CronTab"));
+  });
+});
