@@ -1,0 +1,162 @@
+// Shared set-up for the functions' end-to-end tests: a real cluster and queue, the CRDs installed,
+// key events published the way the bridge does (core/event.ts is the interface between the two).
+import { Writable } from "node:stream";
+import { PurgeQueueCommand, ReceiveMessageCommand, SendMessageCommand, SQSClient, type Message } from "@aws-sdk/client-sqs";
+import { CoreV1Api, CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
+import { pino, type Logger } from "pino";
+import { deduplicationId, encodeKeyEvent, messageGroupId, type KeyEvent } from "../core/event.ts";
+import { crdOf } from "../core/operator-crd.ts";
+import type { Operator } from "../core/operator.ts";
+import { startCluster, type LocalCluster } from "../emulator/cluster.ts";
+import { startPoller, type Poller } from "../functions/adapters/poller.ts";
+import { createKubeApi } from "../functions/runtime/kube-http.ts";
+import type { KubeApi, KubeObject } from "../functions/runtime/kube-api.ts";
+import { createSqsRequeuer } from "../functions/runtime/requeue.ts";
+import { createRuntime, type Runtime } from "../functions/runtime/runtime.ts";
+
+export const CLUSTER = "test";
+
+export interface Env {
+  cluster: LocalCluster;
+  sqs: SQSClient;
+  api: KubeApi;
+  custom: CustomObjectsApi;
+  core: CoreV1Api;
+  /** Every log line the functions wrote, parsed (for measuring API calls per reconcile). */
+  logs: Array<Record<string, unknown>>;
+  logger: Logger;
+}
+
+export async function startEnv(operators: ReadonlyArray<Operator<unknown>>): Promise<Env> {
+  const cluster = await startCluster({ log: () => {} });
+  const logs: Array<Record<string, unknown>> = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      for (const line of chunk.toString("utf8").split("\n")) if (line) logs.push(JSON.parse(line) as Record<string, unknown>);
+      done();
+    },
+  });
+  const logger = pino({ level: "debug" }, sink);
+  const sqs = sqsClient(cluster);
+  const api = createKubeApi({ kubeConfig: cluster.kubeConfig });
+  for (const op of operators) await installCrd(api, op);
+  return { cluster, sqs, api, custom: cluster.kubeConfig.makeApiClient(CustomObjectsApi), core: cluster.kubeConfig.makeApiClient(CoreV1Api), logs, logger };
+}
+
+export function sqsClient(cluster: LocalCluster): SQSClient {
+  const { endpoint, region, accessKeyId, secretAccessKey } = cluster.sqs;
+  return new SQSClient({ endpoint, region, credentials: { accessKeyId, secretAccessKey } });
+}
+
+async function installCrd(api: KubeApi, op: Operator<unknown>): Promise<void> {
+  const crd = crdOf(op) as unknown as KubeObject;
+  const ref = { group: "apiextensions.k8s.io", version: "v1", plural: "customresourcedefinitions", name: crd.metadata.name };
+  await api.apply(ref, crd, "crdfn-test");
+  await waitFor(`CRD ${crd.metadata.name} established`, async () => {
+    const got = await api.get(ref);
+    const conditions = ((got?.status as { conditions?: Array<{ type: string; status: string }> } | undefined)?.conditions ?? []);
+    return conditions.some((c) => c.type === "Established" && c.status === "True");
+  });
+  // Discovery lags the Established condition by a moment; a list proves the endpoint serves.
+  await waitFor(`${op.resource.plural} served`, async () => {
+    try {
+      await api.get({ group: op.resource.group, version: op.resource.version, plural: op.resource.plural, namespace: "default" });
+      return true;
+    } catch {
+      return false;
+    }
+  });
+}
+
+export function runtimeFor(env: Env, op: Operator<unknown>, opts: { api?: KubeApi } = {}): Runtime {
+  const clock = () => new Date();
+  return createRuntime(op, {
+    api: opts.api ?? env.api,
+    requeuer: createSqsRequeuer({ sqs: env.sqs, queueUrl: env.cluster.sqs.queues.standard, clock }),
+    logger: env.logger,
+    clock,
+  });
+}
+
+export function pollerFor(env: Env, runtime: Runtime, visibilityTimeout = 2): Poller {
+  const { fifo, standard } = env.cluster.sqs.queues;
+  return startPoller({ sqs: env.sqs, queueUrls: [fifo, standard], runtime, batchSize: 10, waitTimeSeconds: 1, visibilityTimeout, logger: env.logger });
+}
+
+/** What the bridge would publish for this object, built from the object as the API returns it. */
+export function keyEventOf(op: Operator<unknown>, obj: { metadata?: { name?: string; namespace?: string; uid?: string; resourceVersion?: string; generation?: number } }, type: KeyEvent["type"] = "MODIFIED"): KeyEvent {
+  const m = obj.metadata ?? {};
+  return {
+    v: 1,
+    cluster: CLUSTER,
+    group: op.resource.group,
+    version: op.resource.version,
+    plural: op.resource.plural,
+    kind: op.resource.kind,
+    ...(m.namespace ? { namespace: m.namespace } : {}),
+    name: m.name ?? "",
+    uid: m.uid ?? "",
+    resourceVersion: m.resourceVersion ?? "",
+    generation: m.generation ?? 0,
+    type,
+    reason: "watch",
+    observedAt: new Date().toISOString(),
+  };
+}
+
+/** Publishes like the bridge: FIFO group per object, deduplication per object version. */
+export async function publish(env: Env, event: KeyEvent, cause = ""): Promise<void> {
+  await env.sqs.send(
+    new SendMessageCommand({
+      QueueUrl: env.cluster.sqs.queues.fifo,
+      MessageBody: encodeKeyEvent(event),
+      MessageGroupId: messageGroupId(event),
+      MessageDeduplicationId: deduplicationId(event, cause),
+    }),
+  );
+}
+
+export async function purgeAll(env: Env): Promise<void> {
+  for (const url of Object.values(env.cluster.sqs.queues)) await env.sqs.send(new PurgeQueueCommand({ QueueUrl: url }));
+}
+
+export async function receiveAll(env: Env, queueUrl: string): Promise<Message[]> {
+  const out = await env.sqs.send(new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: 1, MessageSystemAttributeNames: ["All"], MessageAttributeNames: ["All"] }));
+  return out.Messages ?? [];
+}
+
+export async function waitFor(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await check()) return;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for: ${what}`);
+    await new Promise((r) => setTimeout(r, 150));
+  }
+}
+
+export type Cr = { metadata?: { name?: string; namespace?: string; uid?: string; resourceVersion?: string; generation?: number; finalizers?: string[] }; spec?: Record<string, unknown>; status?: { observedGeneration?: number; conditions?: Array<{ type: string; status: string; reason: string; message: string }> } & Record<string, unknown> };
+
+export function crApi(env: Env, op: Operator<unknown>, namespace = "default") {
+  const base = { group: op.resource.group, version: op.resource.version, plural: op.resource.plural, namespace };
+  return {
+    create: async (name: string, spec: Record<string, unknown>): Promise<Cr> =>
+      (await env.custom.createNamespacedCustomObject({ ...base, body: { apiVersion: op.apiVersion, kind: op.resource.kind, metadata: { name }, spec } })) as Cr,
+    get: async (name: string): Promise<Cr | undefined> => {
+      try {
+        return (await env.custom.getNamespacedCustomObject({ ...base, name })) as Cr;
+      } catch (e) {
+        if ((e as { code?: number }).code === 404) return undefined;
+        throw e;
+      }
+    },
+    replaceSpec: async (name: string, spec: Record<string, unknown>): Promise<Cr> => {
+      const current = (await env.custom.getNamespacedCustomObject({ ...base, name })) as Cr & Record<string, unknown>;
+      return (await env.custom.replaceNamespacedCustomObject({ ...base, name, body: { ...current, spec } })) as Cr;
+    },
+    delete: async (name: string): Promise<void> => {
+      await env.custom.deleteNamespacedCustomObject({ ...base, name });
+    },
+  };
+}
+
+export const ready = (cr: Cr | undefined) => cr?.status?.conditions?.find((c) => c.type === "Ready");
