@@ -3,8 +3,10 @@
 import { spawn, execFileSync, type ChildProcess } from "node:child_process";
 import https from "node:https";
 import { once } from "node:events";
+import { connect, createServer, type AddressInfo, type Server, type Socket } from "node:net";
 import { DeleteMessageBatchCommand, ReceiveMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
-import type { KubeConfig } from "@kubernetes/client-node";
+import { KubeConfig } from "@kubernetes/client-node";
+import type { Registry } from "prom-client";
 import { pino, type Logger } from "pino";
 import { parseKeyEvent, type KeyEvent } from "../core/event.ts";
 import { loadBridgeConfig, type BridgeConfig } from "../bridge/config.ts";
@@ -236,4 +238,56 @@ export function spawnBridge(env: Record<string, string>, args: string[] = []): B
 export function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   let t: NodeJS.Timeout | undefined;
   return Promise.race([p, new Promise<never>((_, reject) => (t = setTimeout(() => reject(new Error(`timed out after ${ms} ms: ${what}`)), ms)))]).finally(() => clearTimeout(t));
+}
+
+/** A TCP relay in front of the API server that a test can cut and restore: the bridge "goes away". */
+export class Relay {
+  readonly #target: number;
+  readonly #sockets = new Set<Socket>();
+  #server: Server | undefined;
+  port = 0;
+  constructor(targetPort: number) {
+    this.#target = targetPort;
+  }
+  async open(): Promise<void> {
+    const server = createServer((down) => {
+      const up = connect(this.#target, "127.0.0.1");
+      for (const s of [down, up]) {
+        this.#sockets.add(s);
+        s.on("close", () => this.#sockets.delete(s));
+        s.on("error", () => (down.destroy(), up.destroy()));
+      }
+      down.pipe(up);
+      up.pipe(down);
+    });
+    await new Promise<void>((resolve) => server.listen(this.port, "127.0.0.1", resolve));
+    this.port = (server.address() as AddressInfo).port;
+    this.#server = server;
+  }
+  async cut(): Promise<void> {
+    const server = this.#server;
+    this.#server = undefined;
+    for (const s of this.#sockets) s.destroy();
+    if (server !== undefined) await new Promise((resolve) => server.close(resolve));
+  }
+}
+
+/** The same identity as `kc`, reaching the API server through another port. */
+export function kubeConfigVia(kc: KubeConfig, port: number): KubeConfig {
+  const copy = new KubeConfig();
+  copy.loadFromOptions({
+    clusters: kc.clusters.map((c) => ({ ...c, server: `https://127.0.0.1:${port}` })),
+    users: kc.users,
+    contexts: kc.contexts,
+    currentContext: kc.currentContext,
+  });
+  return copy;
+}
+
+/** Reads one sample of a counter or gauge from a Prometheus registry. */
+export async function metricValue(registry: Registry, name: string, labels: Record<string, string> = {}): Promise<number> {
+  const metric = await registry.getSingleMetric(name)?.get();
+  return (metric?.values ?? [])
+    .filter((v) => Object.entries(labels).every(([k, val]) => (v.labels as Record<string, unknown>)[k] === val))
+    .reduce((n, v) => n + v.value, 0);
 }

@@ -1,0 +1,26 @@
+// The crdfn command line. Problems a person can fix are printed as one line, never a stack.
+import { Command, CommanderError } from "commander";
+import { SetupError } from "../emulator/errors.ts";
+import { clusterCommand } from "./cluster.ts";
+
+export function program(): Command {
+  return new Command("crdfn")
+    .description("Kubernetes operators whose reconcile logic runs as serverless functions")
+    .showHelpAfterError()
+    .addCommand(clusterCommand());
+}
+
+async function main(argv: string[]): Promise<void> {
+  try {
+    await program().exitOverride().parseAsync(argv);
+  } catch (e) {
+    if (e instanceof CommanderError) process.exit(e.exitCode);
+    if (e instanceof SetupError || (e instanceof Error && e.name === "ConfigError")) {
+      console.error(`crdfn: ${e.message}`);
+      process.exit(2);
+    }
+    throw e;
+  }
+}
+
+await main(process.argv);
