@@ -2,7 +2,7 @@
 // key events published the way the bridge does (core/event.ts is the interface between the two).
 import { Writable } from "node:stream";
 import { PurgeQueueCommand, ReceiveMessageCommand, SendMessageCommand, SQSClient, type Message } from "@aws-sdk/client-sqs";
-import { CoreV1Api, CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
+import { CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
 import { pino, type Logger } from "pino";
 import { deduplicationId, encodeKeyEvent, messageGroupId, type KeyEvent } from "../core/event.ts";
 import { crdOf } from "../core/operator-crd.ts";
@@ -117,7 +117,8 @@ export async function publish(env: Env, event: KeyEvent, cause = ""): Promise<vo
 }
 
 export async function purgeAll(env: Env): Promise<void> {
-  for (const url of Object.values(env.cluster.sqs.queues)) await env.sqs.send(new PurgeQueueCommand({ QueueUrl: url }));
+  const { fifo, fifoDlq, standard, standardDlq } = env.cluster.sqs.queues;
+  for (const url of [fifo, fifoDlq, standard, standardDlq]) await env.sqs.send(new PurgeQueueCommand({ QueueUrl: url }));
 }
 
 export async function receiveAll(env: Env, queueUrl: string): Promise<Message[]> {
@@ -150,7 +151,7 @@ export function crApi(env: Env, op: Operator<unknown>, namespace = "default") {
       }
     },
     replaceSpec: async (name: string, spec: Record<string, unknown>): Promise<Cr> => {
-      const current = (await env.custom.getNamespacedCustomObject({ ...base, name })) as Cr & Record<string, unknown>;
+      const current = (await env.custom.getNamespacedCustomObject({ ...base, name }) as unknown) as Cr & Record<string, unknown>;
       return (await env.custom.replaceNamespacedCustomObject({ ...base, name, body: { ...current, spec } })) as Cr;
     },
     delete: async (name: string): Promise<void> => {

@@ -1,0 +1,43 @@
+// AWS Lambda SQS handler over the runtime, with partial batch responses
+// (ReportBatchItemFailures): only failed messages return to the queue.
+import { BatchProcessor, EventType, processPartialResponse, SqsFifoPartialProcessorAsync } from "@aws-lambda-powertools/batch";
+import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda";
+import type { Operator } from "../../core/operator.ts";
+import { buildFromEnv } from "../runtime/entry.ts";
+import type { QueueMessage } from "../runtime/message.ts";
+import { messageHandled } from "../runtime/outcome.ts";
+import type { Runtime } from "../runtime/runtime.ts";
+
+export interface LambdaDeps {
+  /** Supplied by tests; otherwise built from the environment on the first invocation. */
+  runtime?: Runtime;
+  env?: NodeJS.ProcessEnv;
+}
+
+export type SqsLambdaHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse>;
+
+export function lambdaHandler<Spec>(operator: Operator<Spec>, deps: LambdaDeps = {}): SqsLambdaHandler {
+  // Built on the first invocation, not at import (config errors then surface as a failed
+  // invocation with one clear line), and kept for warm invocations.
+  let runtime = deps.runtime;
+  return async (event, context) => {
+    const built = (runtime ??= buildFromEnv(operator, deps.env ?? process.env).runtime);
+    const recordHandler = async (record: SQSRecord): Promise<void> => {
+      const outcome = await built.handle(fromRecord(record));
+      // Throwing marks the record failed: it stays in the queue for its visibility timeout.
+      if (!messageHandled(outcome)) throw new Error(`${outcome.result}: ${outcome.detail}`);
+    };
+    const fifo = event.Records.some((r) => r.eventSourceARN.endsWith(".fifo"));
+    // FIFO: in order, and after a group's first failure the rest of that group fails too
+    // (skipGroupOnError), while other groups carry on.
+    return fifo
+      ? processPartialResponse(event, recordHandler, new SqsFifoPartialProcessorAsync(), { context, skipGroupOnError: true, throwOnFullBatchFailure: false })
+      : processPartialResponse(event, recordHandler, new BatchProcessor(EventType.SQS), { context, throwOnFullBatchFailure: false });
+  };
+}
+
+export function fromRecord(record: SQSRecord): QueueMessage {
+  const attributes: Record<string, string> = {};
+  for (const [k, v] of Object.entries(record.messageAttributes ?? {})) if (v.stringValue !== undefined) attributes[k] = v.stringValue;
+  return { id: record.messageId, body: record.body, attributes, receiveCount: Number(record.attributes?.ApproximateReceiveCount ?? "1") };
+}

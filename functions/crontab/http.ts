@@ -1,0 +1,8 @@
+// functions-framework entry: `functions-framework --source functions/crontab/http.ts --target crontab`
+// (HTTP) or `--target crontab-events --signature-type cloudevent` (CloudEvent).
+import { cloudEvent, http } from "@google-cloud/functions-framework";
+import { cloudEventHandler, httpHandler } from "../adapters/http.ts";
+import operator from "./operator.ts";
+
+http("crontab", httpHandler(operator));
+cloudEvent("crontab-events", cloudEventHandler(operator));

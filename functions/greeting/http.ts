@@ -1,0 +1,8 @@
+// functions-framework entry: `functions-framework --source functions/greeting/http.ts --target greeting`
+// (HTTP) or `--target greeting-events --signature-type cloudevent` (CloudEvent).
+import { cloudEvent, http } from "@google-cloud/functions-framework";
+import { cloudEventHandler, httpHandler } from "../adapters/http.ts";
+import operator from "./operator.ts";
+
+http("greeting", httpHandler(operator));
+cloudEvent("greeting-events", cloudEventHandler(operator));

@@ -1,0 +1,5 @@
+// Lambda entry (serverless.yml: handler functions/greeting/lambda.handler).
+import { lambdaHandler } from "../adapters/lambda.ts";
+import operator from "./operator.ts";
+
+export const handler = lambdaHandler(operator);

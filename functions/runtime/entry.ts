@@ -1,0 +1,31 @@
+// Builds everything a function process needs from its environment. Only entry points call
+// this (Lambda handler on first invocation, functions-framework start-up, the local poller).
+import { SQSClient } from "@aws-sdk/client-sqs";
+import { defaultProvider } from "@aws-sdk/credential-provider-node";
+import { pino, type Logger } from "pino";
+import type { Operator } from "../../core/operator.ts";
+import { apiAccess } from "../credentials/access.ts";
+import { loadConfig, type FunctionConfig } from "./config.ts";
+import { createKubeApi } from "./kube-http.ts";
+import { createSqsRequeuer } from "./requeue.ts";
+import { createRuntime, type Runtime } from "./runtime.ts";
+
+export interface Built {
+  config: FunctionConfig;
+  runtime: Runtime;
+  sqs: SQSClient;
+  logger: Logger;
+}
+
+/** Throws ConfigError (one line naming the setting) when the environment is wrong. */
+export function buildFromEnv<Spec>(operator: Operator<Spec>, env: NodeJS.ProcessEnv): Built {
+  const config = loadConfig(env);
+  const clock = () => new Date();
+  const logger = pino({ level: config.LOG_LEVEL, base: { operator: operator.resource.kind } });
+  // The SDK reads region, endpoint (AWS_ENDPOINT_URL_SQS) and credentials from the environment.
+  const sqs = new SQSClient({});
+  const api = createKubeApi(apiAccess(config, { clock, awsCredentials: () => defaultProvider() }));
+  const requeuer = config.CRDFN_STANDARD_QUEUE_URL ? createSqsRequeuer({ sqs, queueUrl: config.CRDFN_STANDARD_QUEUE_URL, clock }) : undefined;
+  if (!requeuer) logger.warn("CRDFN_STANDARD_QUEUE_URL is not set: requeues and TemporaryError retries fall back to the visibility timeout");
+  return { config, runtime: createRuntime(operator, { api, ...(requeuer ? { requeuer } : {}), logger, clock }), sqs, logger };
+}
