@@ -1,13 +1,15 @@
 // The crdfn command line. Problems a person can fix are printed as one line, never a stack.
 import { Command, CommanderError } from "commander";
 import { SetupError } from "../emulator/errors.ts";
+import { bridgeCommand } from "../bridge/command.ts";
 import { clusterCommand } from "./cluster.ts";
 
 export function program(): Command {
   return new Command("crdfn")
     .description("Kubernetes operators whose reconcile logic runs as serverless functions")
     .showHelpAfterError()
-    .addCommand(clusterCommand());
+    .addCommand(clusterCommand())
+    .addCommand(bridgeCommand());
 }
 
 async function main(argv: string[]): Promise<void> {

@@ -13,6 +13,8 @@ export interface ControlPlaneBinaries {
   kubeApiServer: string;
   /** Absent when taken from envtest assets, which do not ship it. */
   kubeControllerManager?: string;
+  /** kubectl of the same release (envtest assets ship one too), so tests never depend on the machine's. */
+  kubectl: string;
   kubernetesVersion: string;
   source: string;
 }
@@ -46,16 +48,17 @@ function pinHash(version: string): string {
   return h.digest("hex").slice(0, 12);
 }
 
-const names = ["etcd", "kube-apiserver", "kube-controller-manager"] as const;
+const names = ["etcd", "kube-apiserver", "kube-controller-manager", "kubectl"] as const;
 
 function fromDir(dir: string, setting: string, version: string): ControlPlaneBinaries {
   const at = (n: string) => join(dir, n);
-  for (const n of ["etcd", "kube-apiserver"]) {
+  for (const n of ["etcd", "kube-apiserver", "kubectl"]) {
     if (!existsSync(at(n))) throw new SetupError(`${setting}=${dir} has no ${n} binary`);
   }
   return {
     etcd: at("etcd"),
     kubeApiServer: at("kube-apiserver"),
+    kubectl: at("kubectl"),
     ...(existsSync(at("kube-controller-manager")) ? { kubeControllerManager: at("kube-controller-manager") } : {}),
     kubernetesVersion: version,
     source: setting,
@@ -79,6 +82,7 @@ export async function controlPlaneBinaries({ env, log }: BinaryOptions): Promise
     etcd: join(dir, "etcd"),
     kubeApiServer: join(dir, "kube-apiserver"),
     kubeControllerManager: join(dir, "kube-controller-manager"),
+    kubectl: join(dir, "kubectl"),
     kubernetesVersion: version,
     source: dir,
   };
@@ -119,13 +123,13 @@ async function build(dir: string, version: string, log: (line: string) => void, 
   if (go.error) {
     throw new SetupError(
       `Go is not installed, and it is needed once to build etcd and kube-apiserver ${version}: install Go ≥ 1.24, ` +
-        `or set KUBEBUILDER_ASSETS (or CRDFN_BIN_DIR) to a folder holding etcd, kube-apiserver and kube-controller-manager`,
+        `or set KUBEBUILDER_ASSETS (or CRDFN_BIN_DIR) to a folder holding etcd, kube-apiserver and kubectl`,
     );
   }
   const tmp = `${dir}.tmp-${process.pid}`;
   rmSync(tmp, { recursive: true, force: true });
   mkdirSync(tmp, { recursive: true });
-  log(`building etcd, kube-apiserver and kube-controller-manager ${version} with ${go.stdout.trim()} (first run only; 5–20 min on 2 cores)`);
+  log(`building etcd, kube-apiserver, kube-controller-manager and kubectl ${version} with ${go.stdout.trim()} (first run only; 5–20 min on 2 cores)`);
   log(`  cache: ${dir}`);
   const started = Date.now();
   const args = [
@@ -138,6 +142,7 @@ async function build(dir: string, version: string, log: (line: string) => void, 
     `${tmp}/`,
     "k8s.io/kubernetes/cmd/kube-apiserver",
     "k8s.io/kubernetes/cmd/kube-controller-manager",
+    "k8s.io/kubernetes/cmd/kubectl",
     "./etcd",
   ];
   const child = spawn("go", args, {

@@ -98,6 +98,7 @@ export async function startCluster(opts: StartOptions = {}): Promise<LocalCluste
       kubeconfigPath,
       kubeConfig,
       server,
+      kubectl: bins.kubectl,
       caPath: pki.caCert,
       sqs,
       env: {

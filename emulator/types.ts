@@ -26,6 +26,8 @@ export interface LocalCluster {
   kubeConfig: KubeConfig;
   /** https://127.0.0.1:<port> */
   server: string;
+  /** kubectl built from the same pin: use it in tests, not whatever kubectl the machine has. */
+  kubectl: string;
   /** Public key that verifies ServiceAccount tokens; the CA that signed the API server's certificate. */
   caPath: string;
   sqs: SqsEnvironment;

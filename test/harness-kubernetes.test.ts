@@ -63,7 +63,7 @@ describe("local control plane", { timeout: 180_000 }, () => {
   after(async () => cluster?.stop());
 
   it("reports the pinned release on /version, to kubectl too", () => {
-    const out = execFileSync("kubectl", ["--kubeconfig", cluster.kubeconfigPath, "version", "-o", "json"], { encoding: "utf8" });
+    const out = execFileSync(cluster.kubectl, ["--kubeconfig", cluster.kubeconfigPath, "version", "-o", "json"], { encoding: "utf8" });
     const server = (JSON.parse(out) as { serverVersion: { gitVersion: string } }).serverVersion;
     assert.match(server.gitVersion, /^v1\.34\.\d+$/);
   });
@@ -78,7 +78,7 @@ describe("local control plane", { timeout: 180_000 }, () => {
     });
     // Discovery must know the short name and category before kubectl can use them.
     await eventually(() => {
-      const out = execFileSync("kubectl", ["--kubeconfig", cluster.kubeconfigPath, "api-resources", "--api-group=stable.example.com", "-o", "wide"], {
+      const out = execFileSync(cluster.kubectl, ["--kubeconfig", cluster.kubeconfigPath, "api-resources", "--api-group=stable.example.com", "-o", "wide"], {
         encoding: "utf8",
       });
       assert.match(out, /crontabs\s+ct\s+stable\.example\.com\/v1\s+true\s+CronTab/);
