@@ -3,11 +3,13 @@ import { Command, CommanderError } from "commander";
 import { SetupError } from "../emulator/errors.ts";
 import { bridgeCommand } from "../bridge/command.ts";
 import { clusterCommand } from "./cluster.ts";
+import { devCommand } from "./dev.ts";
 
 export function program(): Command {
   return new Command("crdfn")
     .description("Kubernetes operators whose reconcile logic runs as serverless functions")
     .showHelpAfterError()
+    .addCommand(devCommand())
     .addCommand(clusterCommand())
     .addCommand(bridgeCommand());
 }

@@ -1,0 +1,91 @@
+// `crdfn dev` / `npm start`: the local emulator, end to end, in the foreground.
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { KubernetesObjectApi, PatchStrategy, loadAllYaml, type KubernetesObject } from "@kubernetes/client-node";
+import { Command } from "commander";
+import { pino } from "pino";
+import { startCluster } from "../emulator/cluster.ts";
+import { repoRoot } from "../emulator/paths.ts";
+import { SetupError } from "../emulator/errors.ts";
+import { operators } from "../functions/operators.ts";
+import { writeStateDir } from "./cluster.ts";
+import { startPipeline, type ReconcileRecord } from "./pipeline.ts";
+import { untilSignal } from "./signals.ts";
+
+const samplesDir = join(repoRoot, "infra", "samples");
+
+/** One readable line per reconcile: what, how it ended, how long it took. */
+export function reconcileLine(r: ReconcileRecord): string {
+  const what = `${r.kind} ${r.name}`;
+  const ms = `${Math.round(r.latencyMs)} ms`;
+  const where = `${r.namespace ? `ns ${r.namespace}, ` : ""}${r.outcome.apiCalls} API calls${r.reason ? `, ${r.reason}` : ""}`;
+  switch (r.outcome.result) {
+    case "success":
+      return `✔ ${what} reconciled in ${ms} (${where})`;
+    case "retry-later":
+      return `↻ ${what} reconciled, again in ${r.outcome.delaySeconds}s (${ms}; ${r.outcome.detail})`;
+    case "permanent":
+      return `✖ ${what} not reconciled: ${r.outcome.detail} (${ms}; fix the object to retry)`;
+    case "retry":
+      return `! ${what} failed, will be redelivered: ${r.outcome.detail} (${ms})`;
+    case "dead-letter":
+      return `☠ ${what} message rejected: ${r.outcome.detail}`;
+  }
+}
+
+async function applySamples(api: KubernetesObjectApi): Promise<string[]> {
+  const applied: string[] = [];
+  for (const file of readdirSync(samplesDir).filter((f) => f.endsWith(".yaml")).sort()) {
+    for (const obj of loadAllYaml(readFileSync(join(samplesDir, file), "utf8")) as KubernetesObject[]) {
+      await api.patch(obj, undefined, undefined, "crdfn-dev", true, PatchStrategy.ServerSideApply);
+      applied.push(`${obj.kind} ${obj.metadata?.name}`);
+    }
+  }
+  return applied;
+}
+
+function kindRequested(wanted: boolean): void {
+  if (wanted) {
+    throw new SetupError(
+      "--kind: a kind cluster needs a Docker engine, and this build only ships the embedded control plane; run `crdfn dev` without --kind",
+    );
+  }
+}
+
+export function devCommand(): Command {
+  return new Command("dev")
+    .description(
+      "run the local emulator end to end: control plane, ElasticMQ, the bridge, the example operators' functions " +
+        "and the local poller; apply the sample Greeting and CronTab; print a line per reconcile. Ctrl-C stops everything",
+    )
+    .option("--state-dir <dir>", "where to write kubeconfig and env", ".crdfn")
+    .option("--no-samples", "do not apply the sample objects from infra/samples")
+    .option("--kind", "use a kind cluster (needs Docker and kind)")
+    .option("--log-level <level>", "bridge and function log level (pino JSON on stderr)", "warn")
+    .action(async (o: { stateDir: string; samples: boolean; kind?: boolean; logLevel: string }) => {
+      kindRequested(o.kind === true);
+      const t0 = Date.now();
+      const say = (line: string) => console.log(line);
+      const cluster = await startCluster({ log: (l) => say(l) });
+      const stopAll: Array<() => Promise<void>> = [() => cluster.stop()];
+      try {
+        const files = writeStateDir(o.stateDir, cluster);
+        const logger = pino({ level: o.logLevel }, pino.destination(2));
+        const pipeline = await startPipeline({ cluster, operators, logger, functionLogLevel: o.logLevel, onReconcile: (r) => say(reconcileLine(r)) });
+        stopAll.unshift(() => pipeline.stop());
+        say(`crdfn dev ready in ${((Date.now() - t0) / 1000).toFixed(1)}s — operators: ${operators.map((op) => op.resource.kind).join(", ")}`);
+        say(`  kubectl --kubeconfig ${files.kubeconfig} get greetings,crontabs,configmaps,cronjobs`);
+        say(`  environment for other tools: set -a; . ${files.env}; set +a`);
+        say(`  Ctrl-C stops everything.`);
+        if (o.samples) {
+          const applied = await applySamples(KubernetesObjectApi.makeApiClient(cluster.kubeConfig));
+          say(`applied samples: ${applied.join(", ")}`);
+        }
+        await untilSignal();
+        say("stopping…");
+      } finally {
+        for (const stop of stopAll) await stop();
+      }
+      say("stopped");
+    });
+}

@@ -1,0 +1,141 @@
+// The whole crdfn pipeline on one machine — bridge, queue, poller, reconcile runtimes — over
+// an environment from the emulator. `crdfn dev`, the benchmark and the end-to-end tests of a
+// user's operator all run this, so what they show is what they share.
+import { SQSClient } from "@aws-sdk/client-sqs";
+import { KubernetesObjectApi, PatchStrategy, loadYaml, type KubernetesObject } from "@kubernetes/client-node";
+import type { Logger } from "pino";
+import { parseKeyEvent } from "../core/event.ts";
+import type { Operator } from "../core/operator.ts";
+import { startBridge, type RunningBridge } from "../bridge/bridge.ts";
+import { loadBridgeConfig } from "../bridge/config.ts";
+import type { LocalCluster } from "../emulator/cluster.ts";
+import { startPoller } from "../functions/adapters/poller.ts";
+import { crdFiles } from "../functions/crds.ts";
+import { buildFromEnv } from "../functions/runtime/entry.ts";
+import type { QueueMessage } from "../functions/runtime/message.ts";
+import type { HandledOutcome, Runtime } from "../functions/runtime/runtime.ts";
+
+/** One reconcile as a person watching `crdfn dev` sees it. */
+export interface ReconcileRecord {
+  kind: string;
+  namespace?: string;
+  name: string;
+  reason?: string;
+  outcome: HandledOutcome;
+  latencyMs: number;
+}
+
+export interface PipelineOptions {
+  cluster: LocalCluster;
+  operators: ReadonlyArray<Operator<unknown>>;
+  logger: Logger;
+  /** Cluster name the bridge puts in every event. */
+  clusterName?: string;
+  onReconcile?: (r: ReconcileRecord) => void;
+  /** Function log level (their own pino loggers). Default "warn". */
+  functionLogLevel?: string;
+  /** Re-announce every object this often (seconds, 0 = never). Default 600. */
+  resyncSeconds?: number;
+}
+
+export interface Pipeline {
+  bridge: RunningBridge;
+  stop(): Promise<void>;
+}
+
+/** Installs (server-side apply) each operator's generated CRD and waits until it is served. */
+export async function installCrds(cluster: LocalCluster, operators: ReadonlyArray<Operator<unknown>>): Promise<void> {
+  const api = KubernetesObjectApi.makeApiClient(cluster.kubeConfig);
+  for (const text of crdFiles(operators).values()) {
+    // loadYaml yields client-node's typed model; a plain object would lose the
+    // `x-kubernetes-*` keys in its serializer (status would then be pruned to {}).
+    const crd = loadYaml<KubernetesObject>(text);
+    await api.patch(crd, undefined, undefined, "crdfn-dev", true, PatchStrategy.ServerSideApply);
+  }
+  for (const op of operators) {
+    const name = `${op.resource.plural}.${op.resource.group}`;
+    for (let i = 0; ; i++) {
+      const crd = (await api.read({ apiVersion: "apiextensions.k8s.io/v1", kind: "CustomResourceDefinition", metadata: { name } })) as {
+        status?: { conditions?: { type: string; status: string }[] };
+      };
+      if (crd.status?.conditions?.some((c) => c.type === "Established" && c.status === "True")) break;
+      if (i > 300) throw new Error(`CRD ${name} was not Established within 30s`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
+
+/** The bridge's CRDFN_RESOURCES syntax for these operators and the kinds they own. */
+export function bridgeResources(operators: ReadonlyArray<Operator<unknown>>): string {
+  const ref = (group: string, version: string, plural: string) => `${group || "core"}/${version}/${plural}`;
+  return operators
+    .map((op) => {
+      const parent = ref(op.resource.group, op.resource.version, op.resource.plural);
+      const owned = op.owns.map((o) => ref(o.group, o.version, o.plural));
+      return owned.length ? `${parent}>${owned.join("+")}` : parent;
+    })
+    .join(",");
+}
+
+/** Routes each message to the runtime of the operator its event names: one fleet, many kinds. */
+export function dispatcher(runtimes: ReadonlyMap<string, Runtime>, onReconcile?: (r: ReconcileRecord) => void) {
+  return {
+    async handle(message: QueueMessage): Promise<HandledOutcome> {
+      const started = performance.now();
+      const parsed = parseKeyEvent(message.body);
+      const runtime = parsed.ok ? runtimes.get(`${parsed.event.group}/${parsed.event.plural}`) : undefined;
+      // A message no operator here understands still goes through a runtime, which dead-letters it.
+      const outcome = await (runtime ?? runtimes.values().next().value!).handle(message);
+      if (parsed.ok) {
+        const e = parsed.event;
+        onReconcile?.({
+          kind: e.kind,
+          ...(e.namespace ? { namespace: e.namespace } : {}),
+          name: e.name,
+          ...(e.reason ? { reason: e.reason } : {}),
+          outcome,
+          latencyMs: performance.now() - started,
+        });
+      }
+      return outcome;
+    },
+  };
+}
+
+export async function startPipeline(o: PipelineOptions): Promise<Pipeline> {
+  await installCrds(o.cluster, o.operators);
+  const { endpoint, region, accessKeyId, secretAccessKey, queues } = o.cluster.sqs;
+  const sqs = new SQSClient({ endpoint, region, credentials: { accessKeyId, secretAccessKey } });
+
+  const bridgeConfig = loadBridgeConfig({
+    CRDFN_CLUSTER: o.clusterName ?? "local",
+    CRDFN_QUEUE_URL: queues.fifo,
+    CRDFN_RESOURCES: bridgeResources(o.operators),
+    CRDFN_RESYNC_SECONDS: String(o.resyncSeconds ?? 600),
+    AWS_REGION: region,
+    AWS_ENDPOINT_URL_SQS: endpoint,
+  });
+  const bridge = startBridge(bridgeConfig, { kubeConfig: o.cluster.kubeConfig, sqs, logger: o.logger.child({ part: "bridge" }) });
+
+  const functionEnv = { ...process.env, ...o.cluster.env, LOG_LEVEL: o.functionLogLevel ?? "warn", CRDFN_KUBE_AUTH: "kubeconfig" };
+  const built = o.operators.map((op) => ({ op, ...buildFromEnv(op, functionEnv) }));
+  const runtimes = new Map(built.map((b) => [`${b.op.resource.group}/${b.op.resource.plural}`, b.runtime]));
+  const poller = startPoller({
+    sqs,
+    queueUrls: [queues.fifo, queues.standard],
+    runtime: dispatcher(runtimes, o.onReconcile),
+    waitTimeSeconds: 1,
+    logger: o.logger.child({ part: "poller" }),
+  });
+  await bridge.ready;
+
+  return {
+    bridge,
+    async stop() {
+      await bridge.stop();
+      await poller.stop();
+      for (const b of built) b.sqs.destroy();
+      sqs.destroy();
+    },
+  };
+}
