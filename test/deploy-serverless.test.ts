@@ -1,0 +1,270 @@
+// serverless.yml, proven by what it generates: `serverless package` runs offline (placeholder
+// AWS credentials, a dead proxy for any network attempt) and the CloudFormation it writes is
+// checked for the queue, trigger, IAM and configuration guarantees crdfn depends on. The bundles
+// are then unzipped and run.
+import { execFile } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { inflateRawSync } from "node:zlib";
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { operators } from "../functions/operators.ts";
+import { loadConfig } from "../functions/runtime/config.ts";
+
+const run = promisify(execFile);
+const root = join(import.meta.dirname, "..");
+
+const PARAMS = {
+  eksCluster: "prod-cluster",
+  kubeServer: "https://0123456789ABCDEF.gr7.us-east-1.eks.amazonaws.com",
+  kubeCaData: Buffer.from("-----BEGIN CERTIFICATE-----\n…\n-----END CERTIFICATE-----\n").toString("base64"),
+};
+/** Bundles bigger than this slow every cold start; today they are well under 1 MiB zipped. */
+const MAX_ZIP_BYTES = 5 * 1024 * 1024;
+
+type Json = Record<string, unknown>;
+interface Resource {
+  Type: string;
+  Properties: Json;
+  DependsOn?: string[];
+}
+interface Statement {
+  Effect: string;
+  Action: string | string[];
+  Resource: unknown;
+}
+
+describe("serverless package (offline)", { timeout: 300_000 }, () => {
+  let dir: string;
+  let resources: Record<string, Resource>;
+  let output: string;
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), "crdfn-sls-"));
+    const env: NodeJS.ProcessEnv = {
+      PATH: `${join(root, "node_modules", ".bin")}:${process.env.PATH ?? ""}`,
+      HOME: process.env.HOME ?? dir,
+      // No AWS account: placeholders, and a proxy that refuses, so any network attempt fails.
+      AWS_ACCESS_KEY_ID: "AKIAIOSFODNN7EXAMPLE",
+      AWS_SECRET_ACCESS_KEY: "placeholder-not-a-secret",
+      HTTPS_PROXY: "http://127.0.0.1:9",
+      HTTP_PROXY: "http://127.0.0.1:9",
+      SLS_TELEMETRY_DISABLED: "1",
+      SLS_NOTIFICATIONS_MODE: "off",
+      SLS_INTERACTIVE_SETUP_DISABLE: "1",
+      CI: "1",
+    };
+    const params = Object.entries(PARAMS).map(([k, v]) => `--param=${k}=${v}`);
+    const started = Date.now();
+    const result = await run(
+      process.execPath,
+      [join(root, "node_modules", "serverless", "bin", "serverless.js"), "package", "--stage", "test", "--region", "us-east-1", "--package", dir, ...params],
+      { cwd: root, env, maxBuffer: 16 * 1024 * 1024, timeout: 280_000 },
+    );
+    output = result.stdout + result.stderr;
+    console.log(`serverless package took ${Date.now() - started} ms`);
+    const template = JSON.parse(readFileSync(join(dir, "cloudformation-template-update-stack.json"), "utf8")) as { Resources: Record<string, Resource> };
+    resources = template.Resources;
+  });
+
+  after(() => {
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  const ofType = (type: string) => Object.entries(resources).filter(([, r]) => r.Type === type);
+  const getAttTarget = (v: unknown): string => {
+    const att = (v as { "Fn::GetAtt"?: [string, string] } | undefined)?.["Fn::GetAtt"];
+    assert.ok(att && att[1] === "Arn", `expected Fn::GetAtt <resource>.Arn, got ${JSON.stringify(v)}`);
+    return att[0];
+  };
+  const queue = (logicalId: string): Json => {
+    const r = resources[logicalId];
+    assert.equal(r?.Type, "AWS::SQS::Queue", `${logicalId} is a queue`);
+    return r.Properties;
+  };
+  /** The Lambda function of an operator, its two queue triggers and the queues behind them. */
+  const functionOf = (name: string) => {
+    const entry = ofType("AWS::Lambda::Function").find(([, r]) => r.Properties.FunctionName === `crdfn-test-${name}`);
+    assert.ok(entry, `a Lambda function crdfn-test-${name}`);
+    const [logicalId, fn] = entry;
+    const mappings = ofType("AWS::Lambda::EventSourceMapping")
+      .map(([, r]) => r.Properties)
+      .filter((p) => getAttTarget(p.FunctionName) === logicalId);
+    const sources = mappings.map((m) => ({ mapping: m, queueId: getAttTarget(m.EventSourceArn) }));
+    const fifo = sources.filter((s) => queue(s.queueId).FifoQueue === true);
+    const standard = sources.filter((s) => queue(s.queueId).FifoQueue !== true);
+    assert.equal(fifo.length, 1, `${name}: one FIFO trigger`);
+    assert.equal(standard.length, 1, `${name}: one standard (requeue) trigger`);
+    return { fn: fn.Properties, fifo: fifo[0]!, requeue: standard[0]! };
+  };
+  const names = operators.map((op) => op.resource.kind.toLowerCase());
+
+  it("packages with no AWS account and no network, with only the known runtime warning", () => {
+    assert.match(output, /Service packaged/);
+    // serverless 3.40's schema predates nodejs22.x; nothing else may be invalid.
+    const invalid = [...output.matchAll(/at '([^']+)'/g)].map((m) => m[1]);
+    assert.deepEqual(invalid, ["provider.runtime"]);
+  });
+
+  it("has one Lambda per operator on Node 22+, bundled by esbuild, small", () => {
+    assert.deepEqual(ofType("AWS::Lambda::Function").length, operators.length);
+    for (const name of names) {
+      const { fn } = functionOf(name);
+      assert.match(String(fn.Runtime), /^nodejs(22|24)\.x$/);
+      assert.equal(fn.Handler, `functions/${name}/lambda.handler`);
+      const zip = join(dir, `${name}.zip`);
+      const size = statSync(zip).size;
+      console.log(`${name}.zip: ${(size / 1024).toFixed(0)} KiB`);
+      assert.ok(size < MAX_ZIP_BYTES, `${name}.zip is ${size} bytes`);
+      assert.deepEqual(Object.keys(unzip(readFileSync(zip))), [`functions/${name}/lambda.mjs`]);
+    }
+  });
+
+  it("triggers each function from its FIFO queue: batch ≤ 10, no batching window, partial batch responses", () => {
+    for (const name of names) {
+      for (const { mapping } of [functionOf(name).fifo, functionOf(name).requeue]) {
+        assert.ok(Number(mapping.BatchSize) >= 1 && Number(mapping.BatchSize) <= 10, `${name}: batch size ${String(mapping.BatchSize)}`);
+        assert.equal(mapping.MaximumBatchingWindowInSeconds, undefined, `${name}: no batching window`);
+        assert.deepEqual(mapping.FunctionResponseTypes, ["ReportBatchItemFailures"]);
+        assert.equal(mapping.Enabled, true);
+      }
+    }
+  });
+
+  it("gives every queue an encrypted dead-letter queue after 5 receives and a visibility timeout ≥ 6 × the function timeout", () => {
+    for (const name of names) {
+      const { fn, fifo, requeue } = functionOf(name);
+      const timeout = Number(fn.Timeout);
+      assert.ok(timeout > 0);
+      for (const { queueId } of [fifo, requeue]) {
+        const q = queue(queueId);
+        assert.equal(q.SqsManagedSseEnabled, true, `${queueId} is encrypted`);
+        assert.ok(Number(q.VisibilityTimeout) >= 6 * timeout, `${queueId}: visibility ${String(q.VisibilityTimeout)} s ≥ 6 × ${timeout} s`);
+        const redrive = q.RedrivePolicy as { deadLetterTargetArn: unknown; maxReceiveCount: number };
+        assert.equal(redrive.maxReceiveCount, 5, `${queueId} dead-letters after 5 receives`);
+        const dlq = queue(getAttTarget(redrive.deadLetterTargetArn));
+        assert.equal(dlq.SqsManagedSseEnabled, true, `${queueId}'s DLQ is encrypted`);
+        // A FIFO queue's DLQ must be FIFO, a standard queue's standard.
+        assert.equal(dlq.FifoQueue, q.FifoQueue);
+      }
+      const events = queue(fifo.queueId);
+      assert.equal(events.FifoQueue, true);
+      assert.match(String(events.QueueName), /\.fifo$/);
+      // The bridge sets deduplication ids (uid + resourceVersion); content-based would merge distinct events.
+      assert.equal(events.ContentBasedDeduplication, false);
+    }
+  });
+
+  it("gives each function its own role, scoped to its own queues and log group (no '*')", () => {
+    assert.equal(resources.IamRoleLambdaExecution, undefined, "no shared default role");
+    for (const name of names) {
+      const { fn, fifo, requeue } = functionOf(name);
+      const role = resources[getAttTarget(fn.Role)];
+      assert.equal(role?.Type, "AWS::IAM::Role");
+      const statements = (role.Properties.Policies as Array<{ PolicyDocument: { Statement: Statement[] } }>).flatMap((p) => p.PolicyDocument.Statement);
+      assert.equal(role.Properties.ManagedPolicyArns, undefined, "no managed policies");
+      const granted = new Map<string, Set<string>>();
+      for (const s of statements) {
+        assert.equal(s.Effect, "Allow");
+        const targets = (Array.isArray(s.Resource) ? s.Resource : [s.Resource]).map((r) => {
+          assert.notEqual(r, "*", `${name}: no wildcard resource`);
+          const sub = (r as { "Fn::Sub"?: string })["Fn::Sub"];
+          return sub ?? getAttTarget(r);
+        });
+        for (const action of [s.Action].flat()) {
+          for (const t of targets) granted.set(action, (granted.get(action) ?? new Set()).add(t));
+        }
+      }
+      const consumed = new Set([fifo.queueId, requeue.queueId]);
+      assert.deepEqual(
+        [...granted.keys()].sort(),
+        ["logs:CreateLogStream", "logs:PutLogEvents", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:SendMessage"],
+      );
+      for (const action of ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"]) assert.deepEqual(granted.get(action), consumed, `${name}: ${action}`);
+      // Only the runtime's requeues send, and only to the standard queue.
+      assert.deepEqual(granted.get("sqs:SendMessage"), new Set([requeue.queueId]));
+      for (const action of ["logs:CreateLogStream", "logs:PutLogEvents"]) {
+        assert.deepEqual([...(granted.get(action) ?? [])], [`arn:\${AWS::Partition}:logs:\${AWS::Region}:\${AWS::AccountId}:log-group:/aws/lambda/crdfn-test-${name}:*`]);
+      }
+    }
+  });
+
+  it("wires the cluster endpoint, credential source and requeue queue into exactly the settings the runtime reads", () => {
+    for (const name of names) {
+      const { fn, requeue } = functionOf(name);
+      const vars = (fn.Environment as { Variables: Record<string, unknown> }).Variables;
+      assert.deepEqual(vars.CRDFN_STANDARD_QUEUE_URL, { Ref: requeue.queueId });
+      // What Lambda would hand the process: the Ref resolved to a URL, AWS_REGION set by Lambda.
+      const resolved = { ...vars, CRDFN_STANDARD_QUEUE_URL: "https://sqs.us-east-1.amazonaws.com/123456789012/q", AWS_REGION: "us-east-1" } as NodeJS.ProcessEnv;
+      const config = loadConfig(resolved);
+      assert.equal(config.CRDFN_KUBE_AUTH, "eks");
+      assert.equal(config.CRDFN_KUBE_SERVER, PARAMS.kubeServer);
+      assert.equal(config.CRDFN_KUBE_CA_DATA, PARAMS.kubeCaData);
+      assert.equal(config.CRDFN_EKS_CLUSTER, PARAMS.eksCluster);
+      assert.equal(config.CRDFN_STANDARD_QUEUE_URL, resolved.CRDFN_STANDARD_QUEUE_URL);
+    }
+  });
+
+  it("bundles a handler that runs: a malformed message is reported as the batch's only failure", async () => {
+    for (const name of names) {
+      const work = mkdtempSync(join(tmpdir(), `crdfn-bundle-${name}-`));
+      try {
+        const files = unzip(readFileSync(join(dir, `${name}.zip`)));
+        const bundle = join(work, "lambda.mjs");
+        writeFileSync(bundle, files[`functions/${name}/lambda.mjs`] ?? "");
+        const event = {
+          Records: [
+            {
+              messageId: "m-1",
+              receiptHandle: "r",
+              body: "{not json",
+              attributes: { ApproximateReceiveCount: "1", MessageGroupId: "g" },
+              messageAttributes: {},
+              md5OfBody: "",
+              eventSource: "aws:sqs",
+              eventSourceARN: `arn:aws:sqs:us-east-1:123456789012:crdfn-test-${name}.fifo`,
+              awsRegion: "us-east-1",
+            },
+          ],
+        };
+        const script = `const { handler } = await import(${JSON.stringify(bundle)});
+          const out = await handler(${JSON.stringify(event)}, { getRemainingTimeInMillis: () => 30000 });
+          process.stdout.write(JSON.stringify(out));`;
+        // An unreachable API server: a malformed message must fail without touching it.
+        const { stdout } = await run(process.execPath, ["--input-type=module", "-e", script], {
+          cwd: work,
+          timeout: 30_000,
+          env: { PATH: process.env.PATH ?? "", CRDFN_KUBE_AUTH: "token", CRDFN_KUBE_SERVER: "https://127.0.0.1:9", CRDFN_KUBE_TOKEN: "unused", LOG_LEVEL: "silent", AWS_REGION: "us-east-1" },
+        });
+        assert.deepEqual(JSON.parse(stdout), { batchItemFailures: [{ itemIdentifier: "m-1" }] });
+      } finally {
+        rmSync(work, { recursive: true, force: true });
+      }
+    }
+  });
+});
+
+/** The files of a zip archive (stored or deflated entries), read from its central directory. */
+function unzip(zip: Buffer): Record<string, Buffer> {
+  const eocd = zip.lastIndexOf(Buffer.from([0x50, 0x4b, 0x05, 0x06]));
+  assert.ok(eocd >= 0, "a zip archive");
+  const count = zip.readUInt16LE(eocd + 10);
+  let at = zip.readUInt32LE(eocd + 16);
+  const files: Record<string, Buffer> = {};
+  for (let i = 0; i < count; i++) {
+    const method = zip.readUInt16LE(at + 10);
+    const compressed = zip.readUInt32LE(at + 20);
+    const nameLength = zip.readUInt16LE(at + 28);
+    const extraLength = zip.readUInt16LE(at + 30);
+    const commentLength = zip.readUInt16LE(at + 32);
+    const local = zip.readUInt32LE(at + 42);
+    const name = zip.toString("utf8", at + 46, at + 46 + nameLength);
+    const dataAt = local + 30 + zip.readUInt16LE(local + 26) + zip.readUInt16LE(local + 28);
+    const data = zip.subarray(dataAt, dataAt + compressed);
+    if (!name.endsWith("/")) files[name] = method === 8 ? inflateRawSync(data) : Buffer.from(data);
+    at += 46 + nameLength + extraLength + commentLength;
+  }
+  return files;
+}
