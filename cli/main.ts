@@ -4,6 +4,8 @@ import { SetupError } from "../emulator/errors.ts";
 import { bridgeCommand } from "../bridge/command.ts";
 import { clusterCommand } from "./cluster.ts";
 import { devCommand } from "./dev.ts";
+import { dlqCommand } from "./dlq.ts";
+import { statusCommand } from "./status.ts";
 
 export function program(): Command {
   return new Command("crdfn")
@@ -11,7 +13,9 @@ export function program(): Command {
     .showHelpAfterError()
     .addCommand(devCommand())
     .addCommand(clusterCommand())
-    .addCommand(bridgeCommand());
+    .addCommand(bridgeCommand())
+    .addCommand(statusCommand())
+    .addCommand(dlqCommand());
 }
 
 async function main(argv: string[]): Promise<void> {

@@ -1,6 +1,9 @@
 // The whole crdfn pipeline on one machine — bridge, queue, poller, reconcile runtimes — over
 // an environment from the emulator. `crdfn dev`, the benchmark and the end-to-end tests of a
 // user's operator all run this, so what they show is what they share.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import { KubernetesObjectApi, PatchStrategy, loadYaml, type KubernetesObject } from "@kubernetes/client-node";
 import type { Logger } from "pino";
@@ -9,6 +12,10 @@ import type { Operator } from "../core/operator.ts";
 import { startBridge, type RunningBridge } from "../bridge/bridge.ts";
 import { loadBridgeConfig } from "../bridge/config.ts";
 import type { LocalCluster } from "../emulator/cluster.ts";
+import { repoRoot } from "../emulator/paths.ts";
+import { freePort } from "../emulator/ports.ts";
+import { startServer } from "../emulator/process.ts";
+import { startReaper } from "../emulator/reaper.ts";
 import { startPoller } from "../functions/adapters/poller.ts";
 import { crdFiles } from "../functions/crds.ts";
 import { buildFromEnv } from "../functions/runtime/entry.ts";
@@ -36,10 +43,27 @@ export interface PipelineOptions {
   functionLogLevel?: string;
   /** Re-announce every object this often (seconds, 0 = never). Default 600. */
   resyncSeconds?: number;
+  /**
+   * Run the bridge as its own process (`node bridge/main.ts`, as in its container) instead of
+   * in this one, so its memory and CPU can be measured apart (the benchmark). Default false.
+   */
+  bridgeProcess?: boolean;
 }
 
 export interface Pipeline {
   bridge: RunningBridge;
+  stop(): Promise<void>;
+}
+
+/** A bridge running as its own process, answering /healthz, /readyz and /metrics on `httpPort`. */
+export interface BridgeProcess {
+  pid: number;
+  httpPort: number;
+  logFile: string;
+}
+
+export interface ProcessPipeline {
+  bridgeProcess: BridgeProcess;
   stop(): Promise<void>;
 }
 
@@ -102,20 +126,68 @@ export function dispatcher(runtimes: ReadonlyMap<string, Runtime>, onReconcile?:
   };
 }
 
-export async function startPipeline(o: PipelineOptions): Promise<Pipeline> {
-  await installCrds(o.cluster, o.operators);
-  const { endpoint, region, accessKeyId, secretAccessKey, queues } = o.cluster.sqs;
-  const sqs = new SQSClient({ endpoint, region, credentials: { accessKeyId, secretAccessKey } });
-
-  const bridgeConfig = loadBridgeConfig({
+/** The bridge's settings, as the CRDFN_* environment its process entry reads. */
+function bridgeEnv(o: PipelineOptions): Record<string, string> {
+  const { endpoint, region, queues } = o.cluster.sqs;
+  return {
     CRDFN_CLUSTER: o.clusterName ?? "local",
     CRDFN_QUEUE_URL: queues.fifo,
     CRDFN_RESOURCES: bridgeResources(o.operators),
     CRDFN_RESYNC_SECONDS: String(o.resyncSeconds ?? 600),
     AWS_REGION: region,
     AWS_ENDPOINT_URL_SQS: endpoint,
+  };
+}
+
+/** Starts `node bridge/main.ts` against the cluster and waits for its /readyz (initial sync done). */
+async function spawnBridge(o: PipelineOptions): Promise<BridgeProcess & { stop(): Promise<void> }> {
+  const dir = mkdtempSync(join(tmpdir(), "crdfn-bridge-"));
+  const reaper = startReaper();
+  reaper.trackDir(dir);
+  const httpPort = await freePort();
+  const logFile = join(dir, "bridge.log");
+  const { accessKeyId, secretAccessKey } = o.cluster.sqs;
+  const server = await startServer(
+    {
+      name: "crdfn bridge",
+      command: process.execPath,
+      args: [join(repoRoot, "bridge", "main.ts")],
+      logFile,
+      env: {
+        ...process.env,
+        ...bridgeEnv(o),
+        CRDFN_HTTP_PORT: String(httpPort),
+        CRDFN_LOG_LEVEL: o.logger.level,
+        KUBECONFIG: o.cluster.kubeconfigPath,
+        AWS_ACCESS_KEY_ID: accessKeyId,
+        AWS_SECRET_ACCESS_KEY: secretAccessKey,
+      },
+      ready: async () => (await fetch(`http://127.0.0.1:${httpPort}/readyz`)).ok,
+      timeoutMs: 60_000,
+    },
+    reaper,
+  ).catch(async (e: unknown) => {
+    await reaper.release();
+    throw e;
   });
-  const bridge = startBridge(bridgeConfig, { kubeConfig: o.cluster.kubeConfig, sqs, logger: o.logger.child({ part: "bridge" }) });
+  return {
+    pid: server.pid,
+    httpPort,
+    logFile,
+    async stop() {
+      await server.stop();
+      rmSync(dir, { recursive: true, force: true });
+      await reaper.release();
+    },
+  };
+}
+
+export function startPipeline(o: PipelineOptions & { bridgeProcess: true }): Promise<ProcessPipeline>;
+export function startPipeline(o: PipelineOptions & { bridgeProcess?: false }): Promise<Pipeline>;
+export async function startPipeline(o: PipelineOptions): Promise<Pipeline | ProcessPipeline> {
+  await installCrds(o.cluster, o.operators);
+  const { endpoint, region, accessKeyId, secretAccessKey, queues } = o.cluster.sqs;
+  const sqs = new SQSClient({ endpoint, region, credentials: { accessKeyId, secretAccessKey } });
 
   const functionEnv = { ...process.env, ...o.cluster.env, LOG_LEVEL: o.functionLogLevel ?? "warn", CRDFN_KUBE_AUTH: "kubeconfig" };
   const built = o.operators.map((op) => ({ op, ...buildFromEnv(op, functionEnv) }));
@@ -127,15 +199,32 @@ export async function startPipeline(o: PipelineOptions): Promise<Pipeline> {
     waitTimeSeconds: 1,
     logger: o.logger.child({ part: "poller" }),
   });
-  await bridge.ready;
+  const stopFunctions = async () => {
+    await poller.stop();
+    for (const b of built) b.sqs.destroy();
+    sqs.destroy();
+  };
 
+  if (o.bridgeProcess) {
+    const bridgeProcess = await spawnBridge(o).catch(async (e: unknown) => {
+      await stopFunctions();
+      throw e;
+    });
+    return {
+      bridgeProcess: { pid: bridgeProcess.pid, httpPort: bridgeProcess.httpPort, logFile: bridgeProcess.logFile },
+      async stop() {
+        await bridgeProcess.stop();
+        await stopFunctions();
+      },
+    };
+  }
+  const bridge = startBridge(loadBridgeConfig(bridgeEnv(o)), { kubeConfig: o.cluster.kubeConfig, sqs, logger: o.logger.child({ part: "bridge" }) });
+  await bridge.ready;
   return {
     bridge,
     async stop() {
       await bridge.stop();
-      await poller.stop();
-      for (const b of built) b.sqs.destroy();
-      sqs.destroy();
+      await stopFunctions();
     },
   };
 }
