@@ -1,0 +1,279 @@
+// The Kubernetes side of a deployment, against a real API server: the CRDs and the kustomize
+// trees pass a server-side dry run, and the functions' identities (the ServiceAccount for
+// in-cluster use, the group an EKS access entry maps the Lambda's IAM role to) get exactly their
+// resource, its status, their owned kinds and events — proven with SubjectAccessReviews, and by
+// running each operator with nothing but its ServiceAccount's token.
+import { execFile } from "node:child_process";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { AuthorizationV1Api, BatchV1Api, CoreV1Api, CustomObjectsApi, type V1ResourceAttributes } from "@kubernetes/client-node";
+import type { Context, SQSEvent } from "aws-lambda";
+import { parseAllDocuments } from "yaml";
+import { encodeKeyEvent, messageGroupId } from "../core/event.ts";
+import type { Operator } from "../core/operator.ts";
+import { startCluster, type LocalCluster } from "../emulator/cluster.ts";
+import { lambdaHandler } from "../functions/adapters/lambda.ts";
+import cronTabOperator, { REGISTRY, cronJobName } from "../functions/crontab/operator.ts";
+import greetingOperator, { configMapName } from "../functions/greeting/operator.ts";
+import { keyEventOf, type Cr, ready } from "./functions-support.ts";
+
+const execFileAsync = promisify(execFile);
+const root = join(import.meta.dirname, "..");
+const NS = "demo";
+const FUNCTIONS_NS = "crdfn-system";
+const greeting: Operator<unknown> = greetingOperator;
+const cronTab: Operator<unknown> = cronTabOperator;
+
+interface Identity {
+  name: string;
+  user: string;
+  groups: string[];
+}
+/** What the API server sees for a pod (or `kubectl create token`) using the ServiceAccount. */
+const serviceAccount = (name: string): Identity => ({
+  name: `ServiceAccount ${name}`,
+  user: `system:serviceaccount:${FUNCTIONS_NS}:${name}`,
+  groups: ["system:serviceaccounts", `system:serviceaccounts:${FUNCTIONS_NS}`, "system:authenticated"],
+});
+/** What it sees for the Lambda: its IAM role's session, mapped by EKS to the operator's group. */
+const lambdaRole = (group: string): Identity => ({
+  name: `Lambda role in ${group}`,
+  user: `arn:aws:sts::123456789012:assumed-role/crdfn-prod-${group.split(":")[1] ?? ""}-us-east-1/session`,
+  groups: [group, "system:authenticated"],
+});
+
+type Check = [verb: string, resource: string, name?: string];
+/** `resource` is plural[/subresource][.group]. */
+const attributes = ([verb, resource, name]: Check): V1ResourceAttributes => {
+  const [res = "", group = ""] = resource.split(/\.(.*)/s);
+  const [plural = "", subresource] = res.split("/");
+  return { verb, resource: plural, group, namespace: NS, ...(subresource ? { subresource } : {}), ...(name ? { name } : {}) };
+};
+
+const commonDenied: Check[] = [
+  ["get", "secrets"],
+  ["list", "secrets"],
+  ["create", "pods"],
+  ["delete", "configmaps"],
+  ["list", "configmaps"],
+  ["create", "rolebindings.rbac.authorization.k8s.io"],
+  ["escalate", "clusterroles.rbac.authorization.k8s.io"],
+  ["impersonate", "serviceaccounts"],
+  ["create", "customresourcedefinitions.apiextensions.k8s.io"],
+];
+
+const expectations: Array<{ identities: Identity[]; allowed: Check[]; denied: Check[] }> = [
+  {
+    identities: [serviceAccount("crdfn-greeting"), lambdaRole("crdfn:greeting")],
+    allowed: [
+      ["get", "greetings.example.com"],
+      ["update", "greetings/status.example.com"],
+      ["patch", "greetings/status.example.com"],
+      ["update", "greetings/finalizers.example.com"],
+      ["create", "configmaps"],
+      ["patch", "configmaps", "hello-greeting"],
+      ["create", "events"],
+      ["patch", "events"],
+    ],
+    denied: [
+      ...commonDenied,
+      // Its own resource: no list/watch (the bridge's job), no spec writes, no deletes.
+      ["list", "greetings.example.com"],
+      ["watch", "greetings.example.com"],
+      ["update", "greetings.example.com"],
+      ["patch", "greetings.example.com"],
+      ["delete", "greetings.example.com"],
+      // Other operators' resources and kinds.
+      ["get", "crontabs.stable.example.com"],
+      ["patch", "crontabs/status.stable.example.com"],
+      ["patch", "cronjobs.batch"],
+    ],
+  },
+  {
+    identities: [serviceAccount("crdfn-crontab"), lambdaRole("crdfn:crontab")],
+    allowed: [
+      ["get", "crontabs.stable.example.com"],
+      ["patch", "crontabs.stable.example.com"],
+      ["update", "crontabs/status.stable.example.com"],
+      ["patch", "crontabs/status.stable.example.com"],
+      ["update", "crontabs/finalizers.stable.example.com"],
+      ["create", "cronjobs.batch"],
+      ["patch", "cronjobs.batch", "nightly-cron"],
+      ["get", "configmaps", REGISTRY],
+      ["create", "configmaps", REGISTRY],
+      ["patch", "configmaps", REGISTRY],
+      ["create", "events"],
+    ],
+    denied: [
+      ...commonDenied,
+      ["list", "crontabs.stable.example.com"],
+      ["delete", "crontabs.stable.example.com"],
+      ["update", "crontabs.stable.example.com"],
+      ["delete", "cronjobs.batch"],
+      // The registry only: no other ConfigMap, not even one named after a Greeting.
+      ["create", "configmaps"],
+      ["get", "configmaps", "hello-greeting"],
+      ["patch", "configmaps", "hello-greeting"],
+      ["get", "greetings.example.com"],
+      ["patch", "greetings/status.example.com"],
+    ],
+  },
+];
+
+describe("Kubernetes deploy manifests", { timeout: 240_000 }, () => {
+  let cluster: LocalCluster;
+  let kubectl: (args: string[], input?: string) => Promise<string>;
+  let custom: CustomObjectsApi;
+  let core: CoreV1Api;
+
+  before(async () => {
+    cluster = await startCluster({ queue: false, log: () => {} });
+    kubectl = async (args, input) => {
+      const child = execFileAsync(cluster.kubectl, ["--kubeconfig", cluster.kubeconfigPath, ...args], { cwd: root, timeout: 90_000, maxBuffer: 16 * 1024 * 1024 });
+      if (input !== undefined) child.child.stdin?.end(input);
+      return (await child).stdout;
+    };
+    custom = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
+    core = cluster.kubeConfig.makeApiClient(CoreV1Api);
+  });
+
+  after(async () => {
+    await cluster?.stop();
+  });
+
+  it("installs the CRDs from infra/crds", async () => {
+    await kubectl(["apply", "--server-side", "-f", "infra/crds/"]);
+    await kubectl(["wait", "--for=condition=Established", "--timeout=60s", "-f", "infra/crds/"]);
+  });
+
+  /**
+   * A dry run cannot create a namespace for the namespaced objects that follow it, so the
+   * tree's own Namespace objects are applied for real first (as `kubectl apply -k` would).
+   */
+  async function dryRun(dir: string): Promise<void> {
+    const built = await kubectl(["kustomize", dir]);
+    const objects = parseAllDocuments(built).map((d) => d.toJS() as { kind: string; metadata: { name: string } });
+    assert.ok(objects.length > 0, `${dir} builds`);
+    const namespaces = objects.filter((o) => o.kind === "Namespace");
+    for (const ns of namespaces) await kubectl(["apply", "--server-side", "-f", "-"], JSON.stringify({ apiVersion: "v1", kind: "Namespace", metadata: { name: ns.metadata.name } }));
+    const out = await kubectl(["apply", "--server-side", "--dry-run=server", "-k", dir]);
+    for (const o of objects) assert.match(out, new RegExp(`/${o.metadata.name} serverside-applied \\(server dry run\\)`), `${o.kind} ${o.metadata.name}`);
+  }
+
+  it("passes a server-side dry run of infra/functions, persisting nothing", async () => {
+    await dryRun("infra/functions");
+    await assert.rejects(kubectl(["get", "clusterrole", "crdfn-greeting-function"]), /NotFound/);
+  });
+
+  it("passes a server-side dry run of infra/bridge", { skip: !existsSync(join(root, "infra/bridge/kustomization.yaml")) && "infra/bridge is not there yet" }, async () => {
+    await dryRun("infra/bridge");
+  });
+
+  it("applies infra/functions", async () => {
+    await kubectl(["apply", "--server-side", "-k", "infra/functions"]);
+    await kubectl(["create", "namespace", NS]);
+  });
+
+  it("lets each function identity touch only its resource, its status, its owned kinds and events", async () => {
+    const authz = cluster.kubeConfig.makeApiClient(AuthorizationV1Api);
+    const wrong: string[] = [];
+    let reviews = 0;
+    for (const { identities, allowed, denied } of expectations) {
+      for (const who of identities) {
+        const cases = [...allowed.map((c) => [c, true] as const), ...denied.map((c) => [c, false] as const)];
+        await Promise.all(
+          cases.map(async ([check, expected]) => {
+            const review = await authz.createSubjectAccessReview({
+              body: { apiVersion: "authorization.k8s.io/v1", kind: "SubjectAccessReview", spec: { user: who.user, groups: who.groups, resourceAttributes: attributes(check) } },
+            });
+            reviews += 1;
+            if (review.status?.allowed !== expected) wrong.push(`${who.name}: ${check.join(" ")} should be ${expected ? "allowed" : "denied"}`);
+          }),
+        );
+      }
+    }
+    console.log(`${reviews} SubjectAccessReviews`);
+    assert.deepEqual(wrong, []);
+  });
+
+  // ---- the operators, run with nothing but their ServiceAccount's token ----------------------
+
+  async function handlerAs(serviceAccountName: string, op: Operator<unknown>) {
+    const token = (await kubectl(["create", "token", serviceAccountName, "-n", FUNCTIONS_NS, "--duration=10m"])).trim();
+    const handler = lambdaHandler(op, {
+      env: { CRDFN_KUBE_AUTH: "token", CRDFN_KUBE_SERVER: cluster.server, CRDFN_KUBE_CA_FILE: cluster.caPath, CRDFN_KUBE_TOKEN: token, LOG_LEVEL: "silent" },
+    });
+    /** Delivers the key event for `name`'s current state the way Lambda's SQS trigger would; returns the failed ids. */
+    return async (name: string): Promise<string[]> => {
+      const obj = (await getCr(op, name)) ?? { metadata: { name, namespace: NS } };
+      const event = keyEventOf(op, obj);
+      const sqsEvent: SQSEvent = {
+        Records: [
+          {
+            messageId: `${name}-${obj.metadata?.resourceVersion ?? "gone"}`,
+            receiptHandle: "r",
+            body: encodeKeyEvent(event),
+            attributes: { ApproximateReceiveCount: "1", MessageGroupId: messageGroupId(event), SentTimestamp: "0", SenderId: "bridge", ApproximateFirstReceiveTimestamp: "0" },
+            messageAttributes: {},
+            md5OfBody: "",
+            eventSource: "aws:sqs",
+            eventSourceARN: "arn:aws:sqs:us-east-1:123456789012:crdfn-test.fifo",
+            awsRegion: "us-east-1",
+          },
+        ],
+      };
+      const out = await handler(sqsEvent, { getRemainingTimeInMillis: () => 30_000 } as Context);
+      return out.batchItemFailures.map((f) => f.itemIdentifier);
+    };
+  }
+
+  const crBase = (op: Operator<unknown>) => ({ group: op.resource.group, version: op.resource.version, plural: op.resource.plural, namespace: NS });
+  async function getCr(op: Operator<unknown>, name: string): Promise<Cr | undefined> {
+    try {
+      return (await custom.getNamespacedCustomObject({ ...crBase(op), name })) as Cr;
+    } catch (e) {
+      if ((e as { code?: number }).code === 404) return undefined;
+      throw e;
+    }
+  }
+  const createCr = (op: Operator<unknown>, name: string, spec: Record<string, unknown>) =>
+    custom.createNamespacedCustomObject({ ...crBase(op), body: { apiVersion: op.apiVersion, kind: op.resource.kind, metadata: { name }, spec } });
+
+  it("Greeting reconciles as crdfn-greeting: ConfigMap applied, status written, a Warning Event recorded", async () => {
+    const deliver = await handlerAs("crdfn-greeting", greeting);
+    await createCr(greeting, "hello", { message: "hi" });
+    assert.deepEqual(await deliver("hello"), []);
+    const cm = await core.readNamespacedConfigMap({ name: configMapName("hello"), namespace: NS });
+    assert.equal(cm.data?.message, "hi");
+    assert.equal(cm.metadata?.ownerReferences?.[0]?.name, "hello");
+    assert.equal(ready(await getCr(greeting, "hello"))?.status, "True");
+
+    // A spec the operator rejects: Ready=False and an Event, written with the same identity.
+    await createCr(greeting, "padded", { message: "hi " });
+    assert.deepEqual(await deliver("padded"), []);
+    assert.equal(ready(await getCr(greeting, "padded"))?.reason, "InvalidSpec");
+    const events = await core.listNamespacedEvent({ namespace: NS, fieldSelector: "involvedObject.name=padded" });
+    assert.deepEqual(events.items.map((e) => e.reason), ["InvalidSpec"]);
+  });
+
+  it("CronTab reconciles and finalizes as crdfn-crontab: CronJob applied, registry entry written and withdrawn", async () => {
+    const op = cronTab;
+    const deliver = await handlerAs("crdfn-crontab", op);
+    await createCr(op, "nightly", { cronSpec: "0 3 * * *", image: "busybox", replicas: 2 });
+    assert.deepEqual(await deliver("nightly"), []);
+    const job = await cluster.kubeConfig.makeApiClient(BatchV1Api).readNamespacedCronJob({ name: cronJobName("nightly"), namespace: NS });
+    assert.equal(job.spec?.schedule, "0 3 * * *");
+    assert.equal((await core.readNamespacedConfigMap({ name: REGISTRY, namespace: NS })).data?.nightly, "0 3 * * *");
+    const current = await getCr(op, "nightly");
+    assert.equal(ready(current)?.status, "True");
+    assert.deepEqual(current?.metadata?.finalizers, [cronTab.finalizer]);
+
+    await custom.deleteNamespacedCustomObject({ ...crBase(op), name: "nightly" });
+    assert.deepEqual(await deliver("nightly"), []);
+    assert.equal(await getCr(op, "nightly"), undefined, "finalizer removed, object gone");
+    assert.equal((await core.readNamespacedConfigMap({ name: REGISTRY, namespace: NS })).data?.nightly, undefined);
+  });
+});
