@@ -4,7 +4,7 @@
 // resource, its status, their owned kinds and events — proven with SubjectAccessReviews, and by
 // running each operator with nothing but its ServiceAccount's token.
 import { execFile } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { after, before, describe, it } from "node:test";
@@ -144,16 +144,11 @@ describe("Kubernetes deploy manifests", { timeout: 240_000 }, () => {
     await cluster?.stop();
   });
 
-  it("installs the CRDs from infra/crds", async () => {
-    await kubectl(["apply", "--server-side", "-f", "infra/crds/"]);
-    await kubectl(["wait", "--for=condition=Established", "--timeout=60s", "-f", "infra/crds/"]);
-  });
-
   /**
    * A dry run cannot create a namespace for the namespaced objects that follow it, so the
    * tree's own Namespace objects are applied for real first (as `kubectl apply -k` would).
    */
-  async function dryRun(dir: string): Promise<void> {
+  async function dryRun(dir: string): Promise<Array<{ kind: string; metadata: { name: string } }>> {
     const built = await kubectl(["kustomize", dir]);
     const objects = parseAllDocuments(built).map((d) => d.toJS() as { kind: string; metadata: { name: string } });
     assert.ok(objects.length > 0, `${dir} builds`);
@@ -161,7 +156,20 @@ describe("Kubernetes deploy manifests", { timeout: 240_000 }, () => {
     for (const ns of namespaces) await kubectl(["apply", "--server-side", "-f", "-"], JSON.stringify({ apiVersion: "v1", kind: "Namespace", metadata: { name: ns.metadata.name } }));
     const out = await kubectl(["apply", "--server-side", "--dry-run=server", "-k", dir]);
     for (const o of objects) assert.match(out, new RegExp(`/${o.metadata.name} serverside-applied \\(server dry run\\)`), `${o.kind} ${o.metadata.name}`);
+    return objects;
   }
+
+  it("passes a server-side dry run of everything in infra (every CRD, the functions' RBAC) on a fresh cluster", async () => {
+    const objects = await dryRun("infra");
+    const crds = objects.filter((o) => o.kind === "CustomResourceDefinition").map((o) => `${o.metadata.name}.yaml`);
+    assert.deepEqual(crds.sort(), readdirSync(join(root, "infra/crds")).sort());
+    await assert.rejects(kubectl(["get", "crd", "greetings.example.com"]), /NotFound/);
+  });
+
+  it("installs the CRDs from infra/crds", async () => {
+    await kubectl(["apply", "--server-side", "-f", "infra/crds/"]);
+    await kubectl(["wait", "--for=condition=Established", "--timeout=60s", "-f", "infra/crds/"]);
+  });
 
   it("passes a server-side dry run of infra/functions, persisting nothing", async () => {
     await dryRun("infra/functions");
