@@ -7,8 +7,8 @@ import { pino } from "pino";
 import { startCluster } from "../emulator/cluster.ts";
 import { repoRoot } from "../emulator/paths.ts";
 import { SetupError } from "../emulator/errors.ts";
-import { operators } from "../functions/operators.ts";
 import { writeStateDir } from "./cluster.ts";
+import { selectOperators } from "./operators.ts";
 import { startPipeline, type ReconcileRecord } from "./pipeline.ts";
 import { untilSignal } from "./signals.ts";
 
@@ -59,11 +59,15 @@ export function devCommand(): Command {
         "and the local poller; apply the sample Greeting and CronTab; print a line per reconcile. Ctrl-C stops everything",
     )
     .option("--state-dir <dir>", "where to write kubeconfig and env", ".crdfn")
+    .option("--operator <file...>", "run your operator module(s) (default export defineOperator({...})) instead of the examples")
+    .option("--examples", "with --operator: run the example operators too")
     .option("--no-samples", "do not apply the sample objects from infra/samples")
     .option("--kind", "use a kind cluster (needs Docker and kind)")
     .option("--log-level <level>", "bridge and function log level (pino JSON on stderr)", "warn")
-    .action(async (o: { stateDir: string; samples: boolean; kind?: boolean; logLevel: string }) => {
+    .action(async (o: { stateDir: string; operator?: string[]; examples?: boolean; samples: boolean; kind?: boolean; logLevel: string }) => {
       kindRequested(o.kind === true);
+      const operators = await selectOperators(o.operator, o.examples === true);
+      const examplesRunning = !o.operator || o.examples === true;
       const t0 = Date.now();
       const say = (line: string) => console.log(line);
       const cluster = await startCluster({ log: (l) => say(l) });
@@ -74,10 +78,10 @@ export function devCommand(): Command {
         const pipeline = await startPipeline({ cluster, operators, logger, functionLogLevel: o.logLevel, onReconcile: (r) => say(reconcileLine(r)) });
         stopAll.unshift(() => pipeline.stop());
         say(`crdfn dev ready in ${((Date.now() - t0) / 1000).toFixed(1)}s — operators: ${operators.map((op) => op.resource.kind).join(", ")}`);
-        say(`  kubectl --kubeconfig ${files.kubeconfig} get greetings,crontabs,configmaps,cronjobs`);
+        say(`  kubectl --kubeconfig ${files.kubeconfig} get ${operators.map((op) => op.resource.plural).join(",")}`);
         say(`  environment for other tools: set -a; . ${files.env}; set +a`);
         say(`  Ctrl-C stops everything.`);
-        if (o.samples) {
+        if (o.samples && examplesRunning) {
           const applied = await applySamples(KubernetesObjectApi.makeApiClient(cluster.kubeConfig));
           say(`applied samples: ${applied.join(", ")}`);
         }

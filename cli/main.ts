@@ -3,6 +3,7 @@ import { Command, CommanderError } from "commander";
 import { SetupError } from "../emulator/errors.ts";
 import { bridgeCommand } from "../bridge/command.ts";
 import { clusterCommand } from "./cluster.ts";
+import { crdCommand } from "./crd.ts";
 import { devCommand } from "./dev.ts";
 import { dlqCommand } from "./dlq.ts";
 import { statusCommand } from "./status.ts";
@@ -15,7 +16,8 @@ export function program(): Command {
     .addCommand(clusterCommand())
     .addCommand(bridgeCommand())
     .addCommand(statusCommand())
-    .addCommand(dlqCommand());
+    .addCommand(dlqCommand())
+    .addCommand(crdCommand());
 }
 
 async function main(argv: string[]): Promise<void> {

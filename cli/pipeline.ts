@@ -146,7 +146,6 @@ async function spawnBridge(o: PipelineOptions): Promise<BridgeProcess & { stop()
   reaper.trackDir(dir);
   const httpPort = await freePort();
   const logFile = join(dir, "bridge.log");
-  const { accessKeyId, secretAccessKey } = o.cluster.sqs;
   const server = await startServer(
     {
       name: "crdfn bridge",
@@ -155,12 +154,10 @@ async function spawnBridge(o: PipelineOptions): Promise<BridgeProcess & { stop()
       logFile,
       env: {
         ...process.env,
+        ...o.cluster.env,
         ...bridgeEnv(o),
         CRDFN_HTTP_PORT: String(httpPort),
-        CRDFN_LOG_LEVEL: o.logger.level,
-        KUBECONFIG: o.cluster.kubeconfigPath,
-        AWS_ACCESS_KEY_ID: accessKeyId,
-        AWS_SECRET_ACCESS_KEY: secretAccessKey,
+        CRDFN_LOG_LEVEL: o.logger.level === "silent" ? "fatal" : o.logger.level,
       },
       ready: async () => (await fetch(`http://127.0.0.1:${httpPort}/readyz`)).ok,
       timeoutMs: 60_000,
@@ -188,6 +185,8 @@ export async function startPipeline(o: PipelineOptions): Promise<Pipeline | Proc
   await installCrds(o.cluster, o.operators);
   const { endpoint, region, accessKeyId, secretAccessKey, queues } = o.cluster.sqs;
   const sqs = new SQSClient({ endpoint, region, credentials: { accessKeyId, secretAccessKey } });
+  // Validated here in either mode, so a bad setting fails before anything is started.
+  const bridgeConfig = loadBridgeConfig(bridgeEnv(o));
 
   const functionEnv = { ...process.env, ...o.cluster.env, LOG_LEVEL: o.functionLogLevel ?? "warn", CRDFN_KUBE_AUTH: "kubeconfig" };
   const built = o.operators.map((op) => ({ op, ...buildFromEnv(op, functionEnv) }));
@@ -218,7 +217,7 @@ export async function startPipeline(o: PipelineOptions): Promise<Pipeline | Proc
       },
     };
   }
-  const bridge = startBridge(loadBridgeConfig(bridgeEnv(o)), { kubeConfig: o.cluster.kubeConfig, sqs, logger: o.logger.child({ part: "bridge" }) });
+  const bridge = startBridge(bridgeConfig, { kubeConfig: o.cluster.kubeConfig, sqs, logger: o.logger.child({ part: "bridge" }) });
   await bridge.ready;
   return {
     bridge,

@@ -1,0 +1,22 @@
+// What an operator author imports: `import { defineOperator, PermanentError } from "crdfn"`.
+export { defineOperator, pluralOf, apiVersionOf } from "./operator.ts";
+export type {
+  CustomObject,
+  DesiredObject,
+  FinalizeContext,
+  FinalizeResult,
+  ObjectMeta,
+  ObjectReference,
+  Operator,
+  OperatorDefinition,
+  OwnedKind,
+  PrinterColumn,
+  ReconcileContext,
+  ReconcileResult,
+  ResourceDefinition,
+  ScaleSubresource,
+  Scope,
+  StatusInput,
+} from "./operator.ts";
+export { PermanentError, TemporaryError } from "./errors.ts";
+export type { Condition, ConditionInput, ConditionStatus } from "./conditions.ts";
