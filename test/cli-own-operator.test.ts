@@ -14,6 +14,10 @@ import { startCluster, type LocalCluster } from "../emulator/cluster.ts";
 import { repoRoot } from "../emulator/paths.ts";
 import { eventually } from "./support/eventually.ts";
 
+type Motd = KubernetesObject & {
+  status?: { lines?: number; observedGeneration?: number; conditions?: { type: string; status: string; reason: string }[] };
+};
+
 /** Fenced blocks written as ```lang file=path in the README section. */
 function readmeFiles(section: string): Map<string, string> {
   const readme = readFileSync(join(repoRoot, "README.md"), "utf8");
@@ -71,9 +75,7 @@ describe("an operator written from the README", { timeout: 180_000 }, () => {
     assert.equal(cm.metadata?.labels?.audience, "everyone", "the zod default reached reconcile");
     assert.equal(cm.metadata?.ownerReferences?.[0]?.kind, "Motd");
     await eventually(async () => {
-      const motd = (await api.read(sample as { metadata: { name: string; namespace: string } })) as KubernetesObject & {
-        status?: { lines?: number; observedGeneration?: number; conditions?: { type: string; status: string }[] };
-      };
+      const motd: Motd = await api.read(sample as { metadata: { name: string; namespace: string } });
       assert.equal(motd.status?.lines, 2);
       assert.equal(motd.status?.observedGeneration, motd.metadata?.generation);
       assert.equal(motd.status?.conditions?.find((c) => c.type === "Ready")?.status, "True");
@@ -86,7 +88,7 @@ describe("an operator written from the README", { timeout: 180_000 }, () => {
     const bad = { apiVersion: "demo.example.com/v1", kind: "Motd", metadata: { name: "tabs", namespace: "default" }, spec: { lines: ["a\tb"] } };
     await api.create(bad);
     await eventually(async () => {
-      const motd = (await api.read(bad)) as KubernetesObject & { status?: { conditions?: { type: string; status: string; reason: string }[] } };
+      const motd: Motd = await api.read(bad);
       const ready = motd.status?.conditions?.find((c) => c.type === "Ready");
       assert.equal(ready?.status, "False");
       assert.equal(ready?.reason, "TabsInLines");
