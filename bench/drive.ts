@@ -1,0 +1,46 @@
+// Load shapes: a fixed rate (open loop), and a fixed number of changes in flight (closed loop).
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Starts `act(k)` for k = 0, 1, … at `ratePerSecond` for `durationMs`, without waiting for
+ * earlier ones (open loop: a slow pipeline does not slow the offered load). Resolves when all
+ * started actions have settled; returns how many were started.
+ */
+export async function atRate(ratePerSecond: number, durationMs: number, act: (k: number) => Promise<void>, now: () => number): Promise<number> {
+  const started: Promise<void>[] = [];
+  const t0 = now();
+  const interval = 1000 / ratePerSecond;
+  for (let k = 0; ; k++) {
+    const due = t0 + k * interval;
+    if (due - t0 >= durationMs) break;
+    const wait = due - now();
+    if (wait > 0) await sleep(wait);
+    started.push(act(k));
+  }
+  await Promise.all(started);
+  return started.length;
+}
+
+/**
+ * Runs `workers` loops of `act(worker, round)` until `durationMs` has passed (each finishes
+ * the action in hand). Resolves when every loop has ended.
+ */
+export async function inFlight(workers: number, durationMs: number, act: (worker: number, round: number) => Promise<void>, now: () => number): Promise<void> {
+  const end = now() + durationMs;
+  await Promise.all(
+    Array.from({ length: workers }, async (_, w) => {
+      for (let round = 0; now() < end; round++) await act(w, round);
+    }),
+  );
+}
+
+/** Runs `act(i)` for i in 0..count-1 with at most `concurrency` at a time. */
+export async function forEachBounded(count: number, concurrency: number, act: (i: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(concurrency, count) }, async () => {
+      while (next < count) await act(next++);
+    }),
+  );
+}

@@ -1,0 +1,242 @@
+// `crdfn bench`: the whole local pipeline under load — real API server and etcd, ElasticMQ,
+// the bridge as its own process, the local poller and the example operators' functions —
+// measured from a spec write to the status that reports it, next to the raw ceiling of the
+// same API server (a tight loop of status patches).
+import { cpus, loadavg } from "node:os";
+import { pino } from "pino";
+import { startPipeline, type ReconcileRecord } from "../cli/pipeline.ts";
+import { startCluster } from "../emulator/cluster.ts";
+import { operators } from "../functions/operators.ts";
+import { createKubeApi } from "../functions/runtime/kube-http.ts";
+import { atRate, forEachBounded, inFlight } from "./drive.ts";
+import { Greetings, objectName } from "./greetings.ts";
+import { ResourceSampler, type BridgeMemory, type PhaseCpu } from "./resources.ts";
+import { summarizeCounts, summarizeLatency, type CountSummary, type LatencySummary } from "./stats.ts";
+import { StatusWatch } from "./status-watch.ts";
+
+export interface BenchOptions {
+  objects: number;
+  /** Spec changes per second in the rated phase. */
+  rate: number;
+  /** Length of each measured phase. */
+  durationSeconds: number;
+  /** Changes in flight at full load, and status patches in flight for the raw ceiling. */
+  concurrency: number;
+  /** Progress lines for people. */
+  log: (line: string) => void;
+}
+
+type Phase = "setup" | "rated" | "full" | "raw";
+
+interface ReconcileStats {
+  reconciles: number;
+  outcomes: Record<string, number>;
+  apiCallsPerReconcile: CountSummary;
+  /** Time inside the function: read, reconcile, writes. */
+  handlerLatency: LatencySummary;
+}
+
+export interface BenchResult {
+  startedAt: string;
+  finishedAt: string;
+  machine: { cpus: number; node: string; loadAvgStart: number[]; loadAvgEnd: number[] };
+  params: { objects: number; rate: number; durationSeconds: number; concurrency: number };
+  setup: ReconcileStats & { createSeconds: number; allReadySeconds: number; cpu: PhaseCpu };
+  rated: ReconcileStats & {
+    writes: number;
+    writeErrors: number;
+    offeredRatePerSecond: number;
+    unobserved: number;
+    latency: LatencySummary;
+    cpu: PhaseCpu;
+  };
+  fullLoad: ReconcileStats & {
+    changes: number;
+    writeErrors: number;
+    unobserved: number;
+    seconds: number;
+    reconcilesPerSecond: number;
+    latency: LatencySummary;
+    cpu: PhaseCpu;
+  };
+  rawCeiling: { patches: number; errors: number; seconds: number; patchesPerSecond: number; latency: LatencySummary; cpu: PhaseCpu };
+  /** Full-load reconciles/s divided by raw status patches/s. */
+  ratioToRaw: number;
+  bridge: BridgeMemory;
+}
+
+const NAMESPACE = "crdfn-bench";
+const OBSERVE_TIMEOUT_MS = 30_000;
+const now = (): number => performance.now();
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+function reconcileStats(records: readonly Pick<ReconcileRecord, "outcome" | "latencyMs">[]): ReconcileStats {
+  const outcomes: Record<string, number> = {};
+  for (const r of records) outcomes[r.outcome.result] = (outcomes[r.outcome.result] ?? 0) + 1;
+  return {
+    reconciles: records.length,
+    outcomes,
+    apiCallsPerReconcile: summarizeCounts(records.map((r) => r.outcome.apiCalls)),
+    handlerLatency: summarizeLatency(records.map((r) => r.latencyMs)),
+  };
+}
+
+export async function runPipelineBench(o: BenchOptions): Promise<BenchResult> {
+  const startedAt = new Date().toISOString();
+  const loadAvgStart = loadavg();
+  const records: Record<Phase, Pick<ReconcileRecord, "outcome" | "latencyMs">[]> = { setup: [], rated: [], full: [], raw: [] };
+  let phase: Phase = "setup";
+
+  o.log("starting the local cluster…");
+  const cluster = await startCluster({ log: () => {} });
+  const cleanup: Array<() => Promise<void> | void> = [() => cluster.stop()];
+  try {
+    const logger = pino({ level: "warn" }, pino.destination(2));
+    const pipeline = await startPipeline({
+      cluster,
+      operators,
+      logger,
+      bridgeProcess: true,
+      onReconcile: (r) => {
+        if (r.kind === "Greeting") records[phase].push({ outcome: r.outcome, latencyMs: r.latencyMs });
+      },
+    });
+    cleanup.unshift(() => pipeline.stop());
+    const sampler = new ResourceSampler(pipeline.bridgeProcess.pid, `http://127.0.0.1:${pipeline.bridgeProcess.httpPort}/metrics`);
+    sampler.start();
+    cleanup.unshift(() => sampler.stop());
+
+    const greetings = new Greetings(createKubeApi({ kubeConfig: cluster.kubeConfig }), NAMESPACE);
+    await greetings.createNamespace();
+    const watch = new StatusWatch(cluster.kubeConfig, NAMESPACE, now);
+    await watch.start();
+    cleanup.unshift(() => watch.stop());
+    const names = Array.from({ length: o.objects }, (_, i) => objectName(i));
+    const generations = new Array<number>(o.objects).fill(0);
+
+    // 1. Setup: N objects created, every one reconciled (first creation).
+    o.log(`creating ${o.objects} Greetings…`);
+    let mark = await sampler.mark();
+    const t0 = now();
+    await forEachBounded(o.objects, 16, async (i) => {
+      generations[i] = await greetings.create(names[i] ?? "", `hello ${i}`);
+    });
+    const createSeconds = (now() - t0) / 1000;
+    const readyDeadline = now() + 120_000 + o.objects * 200;
+    while (watch.countAtLeast(1) < o.objects) {
+      if (now() > readyDeadline) throw new Error(`only ${watch.countAtLeast(1)} of ${o.objects} Greetings became Ready`);
+      await sleep(50);
+    }
+    const stale = names.filter((n, i) => watch.observed(n) !== generations[i]);
+    if (stale.length) throw new Error(`${stale.length} Greetings report an observedGeneration other than their generation`);
+    const setup = { createSeconds, allReadySeconds: (now() - t0) / 1000, ...reconcileStats(records.setup), cpu: await sampler.since(mark) };
+    o.log(`  all Ready in ${setup.allReadySeconds.toFixed(1)} s`);
+
+    // A spec write, then the watch seeing its status: one end-to-end sample.
+    const change = async (i: number, message: string, latencies: number[], counts: { errors: number; unobserved: number }) => {
+      const name = names[i] ?? "";
+      const start = now();
+      let generation: number;
+      try {
+        generation = await greetings.setMessage(name, message);
+      } catch {
+        counts.errors++;
+        return;
+      }
+      generations[i] = Math.max(generations[i] ?? 0, generation);
+      const at = await watch.reconciled(name, generation, OBSERVE_TIMEOUT_MS);
+      if (at === undefined) counts.unobserved++;
+      else latencies.push(at - start);
+    };
+
+    // 2. Rated: R changes per second spread over the N objects.
+    o.log(`rated: ${o.rate} changes/s for ${o.durationSeconds} s…`);
+    phase = "rated";
+    mark = await sampler.mark();
+    const ratedLatencies: number[] = [];
+    const ratedCounts = { errors: 0, unobserved: 0 };
+    const writes = await atRate(o.rate, o.durationSeconds * 1000, (k) => change(k % o.objects, `rated ${k}`, ratedLatencies, ratedCounts), now);
+    const rated = {
+      writes,
+      writeErrors: ratedCounts.errors,
+      offeredRatePerSecond: o.rate,
+      unobserved: ratedCounts.unobserved,
+      latency: summarizeLatency(ratedLatencies),
+      ...reconcileStats(records.rated),
+      cpu: await sampler.since(mark),
+    };
+
+    // 3. Full load: `concurrency` changes in flight, each on its own objects, a new one as soon
+    //    as the last one's status is observed.
+    const workers = Math.min(o.concurrency, o.objects);
+    const owned = Array.from({ length: workers }, (_, w) => Array.from({ length: Math.ceil((o.objects - w) / workers) }, (_, j) => w + j * workers));
+    o.log(`full load: ${workers} changes in flight for ${o.durationSeconds} s…`);
+    phase = "full";
+    mark = await sampler.mark();
+    const fullLatencies: number[] = [];
+    const fullCounts = { errors: 0, unobserved: 0 };
+    let t = now();
+    await inFlight(workers, o.durationSeconds * 1000, async (w, round) => {
+      const mine = owned[w] ?? [];
+      await change(mine[round % mine.length] ?? 0, `full ${round}`, fullLatencies, fullCounts);
+    }, now);
+    const fullSeconds = (now() - t) / 1000;
+    const fullLoad = {
+      changes: fullLatencies.length,
+      writeErrors: fullCounts.errors,
+      unobserved: fullCounts.unobserved,
+      seconds: Math.round(fullSeconds * 100) / 100,
+      reconcilesPerSecond: Math.round((fullLatencies.length / fullSeconds) * 10) / 10,
+      latency: summarizeLatency(fullLatencies),
+      ...reconcileStats(records.full),
+      cpu: await sampler.since(mark),
+    };
+
+    // Let the pipeline go quiet, so the raw ceiling has the API server to itself.
+    const quietDeadline = now() + OBSERVE_TIMEOUT_MS;
+    while (names.some((n, i) => watch.observed(n) < (generations[i] ?? 0)) && now() < quietDeadline) await sleep(100);
+
+    // 4. Raw ceiling: the same concurrency of status merge patches, nothing else.
+    o.log(`raw ceiling: ${workers} status patches in flight for ${o.durationSeconds} s…`);
+    phase = "raw";
+    mark = await sampler.mark();
+    const rawLatencies: number[] = [];
+    let rawErrors = 0;
+    t = now();
+    await inFlight(workers, o.durationSeconds * 1000, async (w, round) => {
+      const mine = owned[w] ?? [];
+      const start = now();
+      try {
+        await greetings.patchStatus(names[mine[round % mine.length] ?? 0] ?? "", round);
+        rawLatencies.push(now() - start);
+      } catch {
+        rawErrors++;
+      }
+    }, now);
+    const rawSeconds = (now() - t) / 1000;
+    const rawCeiling = {
+      patches: rawLatencies.length,
+      errors: rawErrors,
+      seconds: Math.round(rawSeconds * 100) / 100,
+      patchesPerSecond: Math.round((rawLatencies.length / rawSeconds) * 10) / 10,
+      latency: summarizeLatency(rawLatencies),
+      cpu: await sampler.since(mark),
+    };
+
+    return {
+      startedAt,
+      finishedAt: new Date().toISOString(),
+      machine: { cpus: cpus().length, node: process.version, loadAvgStart, loadAvgEnd: loadavg() },
+      params: { objects: o.objects, rate: o.rate, durationSeconds: o.durationSeconds, concurrency: workers },
+      setup,
+      rated,
+      fullLoad,
+      rawCeiling,
+      ratioToRaw: Math.round((fullLoad.reconcilesPerSecond / rawCeiling.patchesPerSecond) * 1000) / 1000,
+      bridge: sampler.memory(),
+    };
+  } finally {
+    o.log("stopping…");
+    for (const step of cleanup) await step();
+  }
+}

@@ -1,0 +1,66 @@
+// The benchmark's verdict: targets checked, and a table a person can read.
+import type { BenchResult } from "./pipeline.ts";
+
+export interface Target {
+  name: string;
+  goal: string;
+  value: string;
+  pass: boolean;
+}
+
+const MiB = 1024 * 1024;
+
+/** The targets for this 2-core machine (set at 50 changes/s over 1000 objects). */
+export function checkTargets(r: BenchResult): Target[] {
+  return [
+    { name: "latency p50", goal: "≤ 50 ms", value: `${r.rated.latency.p50Ms} ms`, pass: r.rated.latency.p50Ms <= 50 },
+    { name: "latency p99", goal: "≤ 250 ms", value: `${r.rated.latency.p99Ms} ms`, pass: r.rated.latency.p99Ms <= 250 },
+    { name: "full load vs raw ceiling", goal: "≥ 0.3×", value: `${r.ratioToRaw}×`, pass: r.ratioToRaw >= 0.3 },
+    { name: "bridge RSS (max)", goal: "≤ 128 MiB", value: `${(r.bridge.maxRssBytes / MiB).toFixed(1)} MiB`, pass: r.bridge.maxRssBytes <= 128 * MiB },
+  ];
+}
+
+function table(rows: ReadonlyArray<readonly string[]>): string {
+  const widths = rows.reduce<number[]>((w, row) => row.map((c, i) => Math.max(w[i] ?? 0, c.length)), []);
+  return rows.map((row) => row.map((c, i) => c.padEnd(widths[i] ?? 0)).join("  ").trimEnd()).join("\n");
+}
+
+const calls = (s: { mean: number; histogram: Record<string, number> }): string =>
+  `${s.mean} (${Object.entries(s.histogram).map(([k, n]) => `${k}:${n}`).join(" ")})`;
+const cpu = (c: { bridgePercent: number; benchPercent: number; machineBusyPercent: number }): string =>
+  `bridge ${c.bridgePercent}%, poller+functions+load ${c.benchPercent}%, machine ${c.machineBusyPercent}% busy`;
+
+export function formatReport(r: BenchResult, targets: readonly Target[]): string {
+  const p = r.params;
+  const lat = (l: BenchResult["rated"]["latency"]) => `p50 ${l.p50Ms} / p95 ${l.p95Ms} / p99 ${l.p99Ms} / max ${l.maxMs} ms (n=${l.samples})`;
+  const mib = (b: number | null) => (b === null ? "n/a" : `${(b / MiB).toFixed(1)} MiB`);
+  const lines = [
+    `crdfn pipeline benchmark — ${p.objects} Greetings, ${p.rate} changes/s, ${p.durationSeconds} s phases, ${p.concurrency} in flight at full load`,
+    `machine: ${r.machine.cpus} cores, load average ${r.machine.loadAvgStart.map((x) => x.toFixed(2)).join(" ")} → ${r.machine.loadAvgEnd.map((x) => x.toFixed(2)).join(" ")}, node ${r.machine.node}`,
+    "",
+    table([
+      ["phase", "measure", "value"],
+      ["setup", "create / all Ready", `${r.setup.createSeconds.toFixed(1)} s / ${r.setup.allReadySeconds.toFixed(1)} s`],
+      ["setup", "API calls per reconcile (creation)", calls(r.setup.apiCallsPerReconcile)],
+      ["rated", "spec write → status seen", lat(r.rated.latency)],
+      ["rated", "writes / errors / unobserved", `${r.rated.writes} / ${r.rated.writeErrors} / ${r.rated.unobserved}`],
+      ["rated", "API calls per reconcile (steady state)", calls(r.rated.apiCallsPerReconcile)],
+      ["rated", "time inside the function", lat(r.rated.handlerLatency)],
+      ["rated", "bridge publish delay (mean)", r.rated.cpu.bridgePublishDelayMs === null ? "n/a" : `${r.rated.cpu.bridgePublishDelayMs} ms`],
+      ["rated", "CPU", cpu(r.rated.cpu)],
+      ["full", "reconciles/s (status observed)", `${r.fullLoad.reconcilesPerSecond} (${r.fullLoad.changes} in ${r.fullLoad.seconds} s)`],
+      ["full", "spec write → status seen", lat(r.fullLoad.latency)],
+      ["full", "API calls per reconcile", calls(r.fullLoad.apiCallsPerReconcile)],
+      ["full", "CPU", cpu(r.fullLoad.cpu)],
+      ["raw", "status patches/s", `${r.rawCeiling.patchesPerSecond} (${r.rawCeiling.patches} in ${r.rawCeiling.seconds} s, ${r.rawCeiling.errors} errors)`],
+      ["raw", "patch latency", lat(r.rawCeiling.latency)],
+      ["raw", "CPU", cpu(r.rawCeiling.cpu)],
+      ["", "full load / raw ceiling", `${r.ratioToRaw}×`],
+      ["bridge", "RSS max (/proc) / (/metrics)", `${mib(r.bridge.maxRssBytes)} / ${mib(r.bridge.maxMetricRssBytes)}`],
+      ["bridge", "heap used max (/metrics)", mib(r.bridge.maxHeapUsedBytes)],
+    ]),
+    "",
+    table([["target", "goal", "measured", ""], ...targets.map((t) => [t.name, t.goal, t.value, t.pass ? "PASS" : "MISS"])]),
+  ];
+  return lines.join("\n");
+}

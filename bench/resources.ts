@@ -1,0 +1,111 @@
+// Samples the bridge process (RSS from /proc, heap from its /metrics) while the benchmark runs,
+// and CPU use per phase: the bridge, this process (poller, functions, load) and the whole machine.
+import { cpuSeconds, machineTicks, metricValues, rssBytes, type MachineTicks } from "./proc.ts";
+
+const RSS = "process_resident_memory_bytes";
+const HEAP = "nodejs_heap_size_used_bytes";
+const PUBLISH_SUM = "crdfn_bridge_publish_delay_seconds_sum";
+const PUBLISH_COUNT = "crdfn_bridge_publish_delay_seconds_count";
+
+export interface BridgeMemory {
+  pid: number;
+  /** Highest VmRSS sampled (every 250 ms). */
+  maxRssBytes: number;
+  /** Highest values the bridge reported on /metrics (sampled every 2 s). */
+  maxMetricRssBytes: number | null;
+  maxHeapUsedBytes: number | null;
+}
+
+export interface PhaseCpu {
+  /** Percent of one core. */
+  bridgePercent: number;
+  /** This process: poller, reconcile functions, load generator and status watch. */
+  benchPercent: number;
+  /** All cores, everything on the machine (API server, etcd, ElasticMQ, other users). */
+  machineBusyPercent: number;
+  /** Mean time from the bridge observing a change to the queue accepting its event. */
+  bridgePublishDelayMs: number | null;
+}
+
+interface Mark {
+  wall: number;
+  bridge: number;
+  bench: NodeJS.CpuUsage;
+  machine: MachineTicks;
+  publish: { sum: number; count: number } | undefined;
+}
+
+export class ResourceSampler {
+  readonly #pid: number;
+  readonly #metricsUrl: string;
+  #maxRss = 0;
+  #maxMetricRss: number | null = null;
+  #maxHeap: number | null = null;
+  #lastMetrics: Record<string, number> = {};
+  readonly #timers: NodeJS.Timeout[] = [];
+
+  constructor(pid: number, metricsUrl: string) {
+    this.#pid = pid;
+    this.#metricsUrl = metricsUrl;
+  }
+
+  start(): void {
+    this.#sampleRss();
+    this.#timers.push(setInterval(() => this.#sampleRss(), 250), setInterval(() => void this.scrape(), 2000));
+  }
+
+  stop(): void {
+    for (const t of this.#timers) clearInterval(t);
+  }
+
+  #sampleRss(): void {
+    this.#maxRss = Math.max(this.#maxRss, rssBytes(this.#pid) ?? 0);
+  }
+
+  async scrape(): Promise<void> {
+    try {
+      const text = await (await fetch(this.#metricsUrl)).text();
+      this.#lastMetrics = metricValues(text, [RSS, HEAP, PUBLISH_SUM, PUBLISH_COUNT]);
+      const rss = this.#lastMetrics[RSS];
+      const heap = this.#lastMetrics[HEAP];
+      if (rss !== undefined) this.#maxMetricRss = Math.max(this.#maxMetricRss ?? 0, rss);
+      if (heap !== undefined) this.#maxHeap = Math.max(this.#maxHeap ?? 0, heap);
+    } catch {
+      // A missed scrape only lowers the sampling rate.
+    }
+  }
+
+  memory(): BridgeMemory {
+    this.#sampleRss();
+    return { pid: this.#pid, maxRssBytes: this.#maxRss, maxMetricRssBytes: this.#maxMetricRss, maxHeapUsedBytes: this.#maxHeap };
+  }
+
+  async mark(): Promise<Mark> {
+    await this.scrape();
+    const sum = this.#lastMetrics[PUBLISH_SUM];
+    const count = this.#lastMetrics[PUBLISH_COUNT];
+    return {
+      wall: performance.now(),
+      bridge: cpuSeconds(this.#pid) ?? 0,
+      bench: process.cpuUsage(),
+      machine: machineTicks(),
+      publish: sum === undefined || count === undefined ? undefined : { sum, count },
+    };
+  }
+
+  /** CPU use between a mark and now. */
+  async since(start: Mark): Promise<PhaseCpu> {
+    const end = await this.mark();
+    const seconds = (end.wall - start.wall) / 1000;
+    const bench = process.cpuUsage(start.bench);
+    const pct = (x: number) => Math.round((x / seconds) * 1000) / 10;
+    const published = end.publish && start.publish ? end.publish.count - start.publish.count : 0;
+    return {
+      bridgePercent: pct(end.bridge - start.bridge),
+      benchPercent: pct((bench.user + bench.system) / 1e6),
+      machineBusyPercent: Math.round(((end.machine.busy - start.machine.busy) / Math.max(1, end.machine.total - start.machine.total)) * 1000) / 10,
+      bridgePublishDelayMs:
+        published > 0 && end.publish && start.publish ? Math.round(((end.publish.sum - start.publish.sum) / published) * 10000) / 10 : null,
+    };
+  }
+}

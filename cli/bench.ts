@@ -1,0 +1,41 @@
+// `crdfn bench` / `npm run bench`: the whole local pipeline under load, against targets.
+import { mkdirSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { Command, InvalidArgumentError } from "commander";
+import { runPipelineBench } from "../bench/pipeline.ts";
+import { checkTargets, formatReport } from "../bench/report.ts";
+import { repoRoot } from "../emulator/paths.ts";
+
+const positive = (what: string) => (text: string): number => {
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`${what} must be a whole number ≥ 1`);
+  return n;
+};
+
+export function benchCommand(): Command {
+  return new Command("bench")
+    .description(
+      "benchmark the whole local pipeline (API server, bridge process, ElasticMQ, poller, functions): spec-write → status latency " +
+        "at a fixed rate, reconciles/s at full load, the raw status-patch ceiling of the same API server, API calls per reconcile, bridge RSS",
+    )
+    .option("--objects <n>", "Greetings to create", positive("--objects"), 1000)
+    .option("--rate <n>", "spec changes per second in the rated phase", positive("--rate"), 50)
+    .option("--duration <seconds>", "length of each measured phase", positive("--duration"), 20)
+    .option("--concurrency <n>", "changes (and raw status patches) in flight at full load", positive("--concurrency"), 32)
+    .option("--json <path>", "where to write the results (default bench-results/pipeline-<timestamp>.json)")
+    .action(async (o: { objects: number; rate: number; duration: number; concurrency: number; json?: string }) => {
+      const result = await runPipelineBench({
+        objects: o.objects,
+        rate: o.rate,
+        durationSeconds: o.duration,
+        concurrency: o.concurrency,
+        log: (line) => console.error(line),
+      });
+      const targets = checkTargets(result);
+      console.log(formatReport(result, targets));
+      const path = o.json ?? join(repoRoot, "bench-results", `pipeline-${result.startedAt.replace(/[:.]/g, "-")}.json`);
+      mkdirSync(dirname(path), { recursive: true });
+      writeFileSync(path, `${JSON.stringify({ ...result, targets }, null, 2)}\n`);
+      console.log(`\nresults: ${path}`);
+    });
+}

@@ -1,0 +1,67 @@
+// `crdfn bench` end to end with tiny numbers: it runs the whole pipeline and writes every field.
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { repoRoot } from "../emulator/paths.ts";
+
+const run = promisify(execFile);
+
+const latencyKeys = ["samples", "p50Ms", "p95Ms", "p99Ms", "maxMs", "meanMs"];
+const cpuKeys = ["bridgePercent", "benchPercent", "machineBusyPercent", "bridgePublishDelayMs"];
+const reconcileKeys = ["reconciles", "outcomes", "apiCallsPerReconcile", "handlerLatency"];
+
+function hasKeys(o: unknown, keys: readonly string[], where: string): Record<string, unknown> {
+  assert.ok(typeof o === "object" && o !== null, `${where} is an object`);
+  const rec = o as Record<string, unknown>;
+  for (const k of keys) assert.ok(k in rec, `${where}.${k} is present`);
+  return rec;
+}
+
+describe("crdfn bench (smoke)", { timeout: 150_000 }, () => {
+  it("--objects 20 --rate 10 --duration 3 prints the table and writes a complete JSON", { timeout: 150_000 }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), "crdfn-bench-smoke-"));
+    try {
+      const json = join(dir, "out.json");
+      const { stdout } = await run(process.execPath, ["cli/main.ts", "bench", "--objects", "20", "--rate", "10", "--duration", "3", "--json", json], {
+        cwd: repoRoot,
+        timeout: 140_000,
+      });
+      assert.match(stdout, /full load \/ raw ceiling/);
+      assert.match(stdout, /latency p99 .*(PASS|MISS)/);
+
+      const r = hasKeys(JSON.parse(readFileSync(json, "utf8")), ["machine", "params", "setup", "rated", "fullLoad", "rawCeiling", "ratioToRaw", "bridge", "targets"], "result");
+      assert.deepEqual(r.params, { objects: 20, rate: 10, durationSeconds: 3, concurrency: 20 });
+
+      const setup = hasKeys(r.setup, ["createSeconds", "allReadySeconds", "cpu", ...reconcileKeys], "setup");
+      assert.ok((setup.reconciles as number) >= 20, "every Greeting was reconciled at creation");
+
+      const rated = hasKeys(r.rated, ["writes", "writeErrors", "unobserved", "latency", "cpu", ...reconcileKeys], "rated");
+      assert.equal(rated.writes, 30);
+      assert.equal(rated.writeErrors, 0);
+      assert.equal(rated.unobserved, 0);
+      const latency = hasKeys(rated.latency, latencyKeys, "rated.latency");
+      assert.equal(latency.samples, 30);
+      assert.ok((latency.p50Ms as number) > 0 && (latency.p50Ms as number) <= (latency.p99Ms as number));
+      hasKeys(rated.cpu, cpuKeys, "rated.cpu");
+      const calls = hasKeys(rated.apiCallsPerReconcile, ["mean", "min", "max", "histogram"], "rated.apiCallsPerReconcile");
+      assert.ok((calls.mean as number) >= 1);
+
+      const full = hasKeys(r.fullLoad, ["changes", "reconcilesPerSecond", "latency", "cpu", ...reconcileKeys], "fullLoad");
+      assert.ok((full.reconcilesPerSecond as number) > 0);
+      const raw = hasKeys(r.rawCeiling, ["patches", "errors", "patchesPerSecond", "latency", "cpu"], "rawCeiling");
+      assert.ok((raw.patchesPerSecond as number) > 0);
+      assert.ok((r.ratioToRaw as number) > 0);
+
+      const bridge = hasKeys(r.bridge, ["pid", "maxRssBytes", "maxMetricRssBytes", "maxHeapUsedBytes"], "bridge");
+      assert.ok((bridge.maxRssBytes as number) > 10 * 2 ** 20, "the bridge process's RSS was sampled");
+      assert.ok((bridge.maxHeapUsedBytes as number) > 0, "the bridge's /metrics was scraped");
+      assert.equal((r.targets as unknown[]).length, 4);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
