@@ -2,6 +2,7 @@
 import { Command, CommanderError } from "commander";
 import { SetupError } from "../emulator/errors.ts";
 import { bridgeCommand } from "../bridge/command.ts";
+import { benchCommand } from "./bench.ts";
 import { clusterCommand } from "./cluster.ts";
 import { crdCommand } from "./crd.ts";
 import { devCommand } from "./dev.ts";
@@ -17,7 +18,8 @@ export function program(): Command {
     .addCommand(bridgeCommand())
     .addCommand(statusCommand())
     .addCommand(dlqCommand())
-    .addCommand(crdCommand());
+    .addCommand(crdCommand())
+    .addCommand(benchCommand());
 }
 
 async function main(argv: string[]): Promise<void> {
