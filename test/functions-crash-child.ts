@@ -1,0 +1,28 @@
+// A poller process for the crash test: it reconciles Greetings normally, but announces the
+// moment it is about to write status ("WRITING") and then stalls, so the test can SIGKILL it
+// exactly between its read and its write.
+import greeting from "../functions/greeting/operator.ts";
+import { SQSClient } from "@aws-sdk/client-sqs";
+import { pino } from "pino";
+import { startPoller } from "../functions/adapters/poller.ts";
+import { apiAccess } from "../functions/credentials/access.ts";
+import { loadConfig } from "../functions/runtime/config.ts";
+import { createKubeApi } from "../functions/runtime/kube-http.ts";
+import { createRuntime } from "../functions/runtime/runtime.ts";
+
+const config = loadConfig(process.env);
+const clock = () => new Date();
+const real = createKubeApi(apiAccess(config, { clock }));
+const api = {
+  ...real,
+  replaceStatus: async () => {
+    process.stdout.write("WRITING\n");
+    // Stall with the event loop kept alive (a bare pending promise would let the process exit).
+    setInterval(() => {}, 60_000);
+    return new Promise<never>(() => {});
+  },
+};
+const logger = pino({ level: "silent" });
+const runtime = createRuntime(greeting, { api, logger, clock });
+startPoller({ sqs: new SQSClient({}), queueUrls: [config.CRDFN_QUEUE_URL ?? ""], runtime, waitTimeSeconds: 1, visibilityTimeout: 3, logger });
+process.stdout.write("STARTED\n");
