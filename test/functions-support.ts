@@ -121,8 +121,8 @@ export async function purgeAll(env: Env): Promise<void> {
   for (const url of [fifo, fifoDlq, standard, standardDlq]) await env.sqs.send(new PurgeQueueCommand({ QueueUrl: url }));
 }
 
-export async function receiveAll(env: Env, queueUrl: string): Promise<Message[]> {
-  const out = await env.sqs.send(new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: 1, MessageSystemAttributeNames: ["All"], MessageAttributeNames: ["All"] }));
+export async function receiveAll(env: Env, queueUrl: string, visibilityTimeout = 1): Promise<Message[]> {
+  const out = await env.sqs.send(new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: visibilityTimeout, MessageSystemAttributeNames: ["All"], MessageAttributeNames: ["All"] }));
   return out.Messages ?? [];
 }
 

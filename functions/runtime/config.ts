@@ -18,6 +18,8 @@ const configSchema = z.object({
   /** eks mode: the EKS cluster name signed into the token. */
   CRDFN_EKS_CLUSTER: z.string().regex(/^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$/).optional(),
   AWS_REGION: z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d$/).optional(),
+  /** An SQS-compatible endpoint (ElasticMQ locally); unset on AWS. */
+  AWS_ENDPOINT_URL_SQS: z.url().optional(),
   /** The event queues the local poller consumes; the standard queue also carries requeues. */
   CRDFN_QUEUE_URL: z.url().optional(),
   CRDFN_STANDARD_QUEUE_URL: z.url().optional(),

@@ -22,8 +22,12 @@ export function buildFromEnv<Spec>(operator: Operator<Spec>, env: NodeJS.Process
   const config = loadConfig(env);
   const clock = () => new Date();
   const logger = pino({ level: config.LOG_LEVEL, base: { operator: operator.resource.kind } });
-  // The SDK reads region, endpoint (AWS_ENDPOINT_URL_SQS) and credentials from the environment.
-  const sqs = new SQSClient({});
+  // Region and endpoint from the validated settings; credentials from the SDK's own chain.
+  const sqs = new SQSClient({
+    ...(config.AWS_REGION ? { region: config.AWS_REGION } : {}),
+    ...(config.AWS_ENDPOINT_URL_SQS ? { endpoint: config.AWS_ENDPOINT_URL_SQS } : {}),
+    credentials: defaultProvider(),
+  });
   const api = createKubeApi(apiAccess(config, { clock, awsCredentials: () => defaultProvider() }));
   const requeuer = config.CRDFN_STANDARD_QUEUE_URL ? createSqsRequeuer({ sqs, queueUrl: config.CRDFN_STANDARD_QUEUE_URL, clock }) : undefined;
   if (!requeuer) logger.warn("CRDFN_STANDARD_QUEUE_URL is not set: requeues and TemporaryError retries fall back to the visibility timeout");
