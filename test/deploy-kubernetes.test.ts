@@ -23,7 +23,7 @@ import { keyEventOf, type Cr, ready } from "./functions-support.ts";
 const execFileAsync = promisify(execFile);
 const root = join(import.meta.dirname, "..");
 const NS = "demo";
-const FUNCTIONS_NS = "crdfn-system";
+const FUNCTIONS_NS = "crdfn-functions";
 const greeting: Operator<unknown> = greetingOperator;
 const cronTab: Operator<unknown> = cronTabOperator;
 
@@ -159,7 +159,7 @@ describe("Kubernetes deploy manifests", { timeout: 240_000 }, () => {
     return objects;
   }
 
-  it("passes a server-side dry run of everything in infra (every CRD, the functions' RBAC) on a fresh cluster", async () => {
+  it("passes a server-side dry run of everything in infra (every CRD and what infra/kustomization.yaml composes) on a fresh cluster", async () => {
     const objects = await dryRun("infra");
     const crds = objects.filter((o) => o.kind === "CustomResourceDefinition").map((o) => `${o.metadata.name}.yaml`);
     assert.deepEqual(crds.sort(), readdirSync(join(root, "infra/crds")).sort());
