@@ -74,10 +74,11 @@ export async function startServer(spec: ServerSpec, reaper: Reaper): Promise<Run
     } catch {
       return;
     }
-    const killed = sleep(graceMs).then(() => {
+    const escalate = setTimeout(() => {
       if (!gone) process.kill(-pid, "SIGKILL");
-    });
-    await Promise.race([exited, killed.then(() => exited)]);
+    }, graceMs);
+    await exited;
+    clearTimeout(escalate);
   };
 
   const deadline = Date.now() + spec.timeoutMs;

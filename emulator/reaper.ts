@@ -29,6 +29,8 @@ export function startReaper(): Reaper {
     forgetProcessGroup: (pid) => send(`forget ${pid}`),
     trackDir: (dir) => send(`dir ${dir}`),
     release: async () => {
+      // Waiting for its clean-up must keep us alive, although its running did not.
+      child.ref();
       stdin.end();
       await exited;
     },
