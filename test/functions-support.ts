@@ -154,6 +154,9 @@ export function crApi(env: Env, op: Operator<unknown>, namespace = "default") {
       const current = (await env.custom.getNamespacedCustomObject({ ...base, name }) as unknown) as Cr & Record<string, unknown>;
       return (await env.custom.replaceNamespacedCustomObject({ ...base, name, body: { ...current, spec } })) as Cr;
     },
+    /** A JSON patch without a resourceVersion: never conflicts with the operator's status writes. */
+    patchSpec: async (name: string, spec: Record<string, unknown>): Promise<Cr> =>
+      (await env.custom.patchNamespacedCustomObject({ ...base, name, body: [{ op: "replace", path: "/spec", value: spec }] })) as Cr,
     delete: async (name: string): Promise<void> => {
       await env.custom.deleteNamespacedCustomObject({ ...base, name });
     },
