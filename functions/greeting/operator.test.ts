@@ -1,0 +1,24 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import greeting, { greetingSpec } from "./operator.ts";
+
+const object = (message: string) => ({
+  apiVersion: "example.com/v1",
+  kind: "Greeting",
+  metadata: { name: "hi", namespace: "default", uid: "u1", resourceVersion: "1", generation: 1 },
+  spec: { message },
+});
+
+describe("Greeting reconcile", () => {
+  it("wants a ConfigMap holding the message and phase Ready", () => {
+    const result = greeting.reconcile(object("hello"), { now: new Date(0) });
+    assert.deepEqual(result.children?.[0]?.data, { message: "hello" });
+    assert.equal(result.children?.[0]?.metadata.name, "hi-greeting");
+    assert.deepEqual(result.status, { phase: "Ready" });
+  });
+
+  it("rejects padded messages, which the CRD schema lets through", () => {
+    assert.equal(greetingSpec.safeParse({ message: " hello" }).success, false);
+    assert.equal(greetingSpec.safeParse({ message: "hello" }).success, true);
+  });
+});
