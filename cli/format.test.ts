@@ -1,0 +1,80 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { z } from "zod";
+import { defineOperator } from "../core/operator.ts";
+import { envFile } from "./cluster.ts";
+import { reconcileLine } from "./dev.ts";
+import { describeMessage } from "./dlq.ts";
+import { bridgeResources } from "./pipeline.ts";
+import type { ReconcileRecord } from "./pipeline.ts";
+
+const record = (outcome: ReconcileRecord["outcome"]): ReconcileRecord => ({
+  kind: "Greeting",
+  namespace: "default",
+  name: "hello-world",
+  reason: "watch",
+  outcome,
+  latencyMs: 12.4,
+});
+
+describe("reconcile lines", () => {
+  it("say what was reconciled, how it ended and how long it took", () => {
+    assert.equal(reconcileLine(record({ result: "success", apiCalls: 3 })), "✔ Greeting hello-world reconciled in 12 ms (ns default, 3 API calls, watch)");
+    assert.equal(
+      reconcileLine(record({ result: "permanent", detail: "InvalidSpec: message: Required", apiCalls: 3 })),
+      "✖ Greeting hello-world not reconciled: InvalidSpec: message: Required (12 ms; fix the object to retry)",
+    );
+    assert.match(reconcileLine(record({ result: "retry-later", delaySeconds: 30, detail: "requeue", apiCalls: 1 })), /again in 30s/);
+  });
+});
+
+describe("bridge resources of operators", () => {
+  it("names each operator's resource and the kinds it owns, core group as v1", () => {
+    const op = (group: string, plural: string, kind: string, owns: { group: string; version: string; kind: string }[]) =>
+      defineOperator({ resource: { group, version: "v1", plural, kind }, spec: z.object({}), owns, reconcile: () => ({}) });
+    assert.equal(
+      bridgeResources([
+        op("example.com", "greetings", "Greeting", [{ group: "", version: "v1", kind: "ConfigMap" }]),
+        op("stable.example.com", "crontabs", "CronTab", [
+          { group: "batch", version: "v1", kind: "CronJob" },
+          { group: "", version: "v1", kind: "ConfigMap" },
+        ]),
+        op("demo.example.com", "plain", "Plain", []),
+      ]),
+      "example.com/v1/greetings>core/v1/configmaps,stable.example.com/v1/crontabs>batch/v1/cronjobs+core/v1/configmaps,demo.example.com/v1/plain",
+    );
+  });
+});
+
+describe(".crdfn/env", () => {
+  it("is KEY=value lines a shell can source", () => {
+    assert.equal(envFile({ A: "1", KUBECONFIG: "/x/kubeconfig" }), "A=1\nKUBECONFIG=/x/kubeconfig\n");
+  });
+});
+
+describe("dead-letter descriptions", () => {
+  it("name the object of a key event and flag a malformed body", () => {
+    const now = Date.parse("2026-11-21T12:00:10Z");
+    const body = JSON.stringify({
+      v: 1,
+      cluster: "prod",
+      group: "example.com",
+      version: "v1",
+      plural: "greetings",
+      kind: "Greeting",
+      namespace: "default",
+      name: "hello",
+      uid: "u1",
+      resourceVersion: "7",
+      generation: 2,
+      type: "MODIFIED",
+      observedAt: "2026-11-21T12:00:00Z",
+    });
+    const sent = String(Date.parse("2026-11-21T12:00:00Z"));
+    assert.equal(
+      describeMessage({ MessageId: "m1", Body: body, Attributes: { SentTimestamp: sent } }, now),
+      "m1  Greeting default/hello  MODIFIED  cluster prod  10s old",
+    );
+    assert.match(describeMessage({ MessageId: "m2", Body: "{oops", Attributes: { SentTimestamp: sent } }, now), /^m2 {2}malformed \(body is not JSON/);
+  });
+});
