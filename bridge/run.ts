@@ -57,7 +57,14 @@ export async function runBridgeProcess(o: RunOptions): Promise<number> {
     maxAttempts: 3,
     requestHandler: { connectionTimeout: 3000, requestTimeout: 15_000 },
   });
-  const bridge = startBridge(config, { kubeConfig: kubeConfigFor(o), sqs, logger, registry });
+  let kubeConfig: KubeConfig;
+  try {
+    kubeConfig = kubeConfigFor(o);
+  } catch (e) {
+    process.stderr.write(`crdfn bridge: cannot load the kubeconfig: ${(e as Error).message.split("\n")[0]}\n`);
+    return 2;
+  }
+  const bridge = startBridge(config, { kubeConfig, sqs, logger, registry });
   const health = await serveHealth(bridge, config.httpPort);
   logger.info({ port: health.port, cluster: config.cluster, resources: config.resources.length, leaseName: config.lease.name ?? null }, "bridge started");
   void bridge.ready.then(() => logger.info("initial sync done"));

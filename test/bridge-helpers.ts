@@ -92,6 +92,7 @@ export function testLogger(): Logger {
 /** Environment for a bridge pointed at the test cluster and its FIFO queue. */
 export function bridgeEnv(cluster: LocalCluster, extra: Record<string, string> = {}): Record<string, string> {
   return {
+    KUBECONFIG: cluster.kubeconfigPath,
     CRDFN_CLUSTER: "test",
     CRDFN_QUEUE_URL: cluster.sqs.queues.fifo,
     CRDFN_RESOURCES: CRONTAB_RESOURCE,
@@ -235,9 +236,10 @@ export function spawnBridge(env: Record<string, string>, args: string[] = []): B
   return { child, port, synced, exited, logs };
 }
 
-export function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+export function withTimeout<T>(p: Promise<T>, ms: number, what: string | (() => string)): Promise<T> {
   let t: NodeJS.Timeout | undefined;
-  return Promise.race([p, new Promise<never>((_, reject) => (t = setTimeout(() => reject(new Error(`timed out after ${ms} ms: ${what}`)), ms)))]).finally(() => clearTimeout(t));
+  const describe = typeof what === "string" ? () => what : what;
+  return Promise.race([p, new Promise<never>((_, reject) => (t = setTimeout(() => reject(new Error(`timed out after ${ms} ms: ${describe()}`)), ms)))]).finally(() => clearTimeout(t));
 }
 
 /** A TCP relay in front of the API server that a test can cut and restore: the bridge "goes away". */

@@ -26,6 +26,7 @@ import {
   sqsClientFor,
   testLogger,
   withTimeout,
+  type BridgeProcess,
   type Expected,
 } from "./bridge-helpers.ts";
 
@@ -55,60 +56,63 @@ describe("bridge: restarts and 410 Gone", { timeout: 300_000 }, () => {
     const kc = cluster.kubeConfig;
     const env = bridgeEnv(cluster, { CRDFN_NAMESPACES: ns });
     const first = spawnBridge(env);
-    await withTimeout(first.synced, 30_000, `first bridge sync; logs: ${first.logs.join("\n")}`);
-
-    const names = Array.from({ length: 500 }, (_, i) => `ct-${i}`);
-    const expected = new Map<string, Expected>();
-    const set = (name: string, r: { body: { metadata?: { resourceVersion?: string } } }) => expected.set(name, { deleted: false, resourceVersion: r.body.metadata?.resourceVersion ?? "" });
-    // Every tenth object carries a finalizer, as an operator with cleanup would.
-    await parallel(names, 20, async (name, i) => {
-      const body = crontab(name) as { metadata: { finalizers?: string[] } };
-      if (i % 10 === 0) body.metadata.finalizers = [HOLD];
-      set(name, await ok(kube(kc, "POST", crontabPath(ns), body), `create ${name}`));
-    });
-
-    // Phase A: updates, with the bridge SIGKILLed half-way through.
-    let done = 0;
-    await parallel(names, 20, async (name) => {
-      set(name, await ok(kube(kc, "PATCH", crontabPath(ns, name), { spec: { replicas: 2 } }, mergePatch), `update ${name}`));
-      if (++done === 250) first.child.kill("SIGKILL");
-    });
-    assert.equal(await withTimeout(first.exited, 10_000, "killed bridge exit"), null, "died by signal");
-
-    // Phase B: changes while no bridge runs at all.
-    const deletedWhileDown = new Set<string>();
-    await parallel(names.slice(0, 100), 20, async (name) => set(name, await ok(kube(kc, "PATCH", crontabPath(ns, name), { spec: { replicas: 3 } }, mergePatch), `update ${name}`)));
-    await parallel(names.slice(400), 20, async (name, i) => {
-      const r = await ok(kube(kc, "DELETE", crontabPath(ns, name)), `delete ${name}`);
-      // With a finalizer the object lives on, marked for deletion: that state must be published.
-      if (i % 10 === 0) set(name, r);
-      else {
-        expected.delete(name);
-        deletedWhileDown.add(name);
-      }
-    });
-
-    // Phase C: a fresh bridge, and churn continuing around its start.
-    const second = spawnBridge(env);
-    await parallel(names.slice(100, 200), 20, async (name) => set(name, await ok(kube(kc, "PATCH", crontabPath(ns, name), { spec: { replicas: 4 } }, mergePatch), `update ${name}`)));
-    await withTimeout(second.synced, 30_000, `second bridge sync; logs: ${second.logs.join("\n")}`);
-    await parallel(names.slice(300, 350), 20, async (name, i) => {
-      const r = await ok(kube(kc, "DELETE", crontabPath(ns, name)), `delete ${name}`);
-      if (i % 10 === 0) set(name, r);
-      else expected.set(name, { deleted: true });
-    });
-
+    let second: BridgeProcess | undefined;
     try {
+      await withTimeout(first.synced, 30_000, () => `first bridge sync; logs: ${first.logs.join("\n")}`);
+
+      const names = Array.from({ length: 500 }, (_, i) => `ct-${i}`);
+      const expected = new Map<string, Expected>();
+      const set = (name: string, r: { body: { metadata?: { resourceVersion?: string } } }) => expected.set(name, { deleted: false, resourceVersion: r.body.metadata?.resourceVersion ?? "" });
+      // Every tenth object carries a finalizer, as an operator with cleanup would.
+      await parallel(names, 20, async (name, i) => {
+        const body = crontab(name) as { metadata: { finalizers?: string[] } };
+        if (i % 10 === 0) body.metadata.finalizers = [HOLD];
+        set(name, await ok(kube(kc, "POST", crontabPath(ns), body), `create ${name}`));
+      });
+
+      // Phase A: updates, with the bridge SIGKILLed half-way through.
+      let done = 0;
+      await parallel(names, 20, async (name) => {
+        set(name, await ok(kube(kc, "PATCH", crontabPath(ns, name), { spec: { replicas: 2 } }, mergePatch), `update ${name}`));
+        if (++done === 250) first.child.kill("SIGKILL");
+      });
+      assert.equal(await withTimeout(first.exited, 10_000, "killed bridge exit"), null, "died by signal");
+
+      // Phase B: changes while no bridge runs at all.
+      const deletedWhileDown = new Set<string>();
+      await parallel(names.slice(0, 100), 20, async (name) => set(name, await ok(kube(kc, "PATCH", crontabPath(ns, name), { spec: { replicas: 3 } }, mergePatch), `update ${name}`)));
+      await parallel(names.slice(400), 20, async (name, i) => {
+        const r = await ok(kube(kc, "DELETE", crontabPath(ns, name)), `delete ${name}`);
+        // With a finalizer the object lives on, marked for deletion: that state must be published.
+        if (i % 10 === 0) set(name, r);
+        else {
+          expected.delete(name);
+          deletedWhileDown.add(name);
+        }
+      });
+
+      // Phase C: a fresh bridge, and churn continuing around its start.
+      const restarted = spawnBridge(env);
+      second = restarted;
+      await parallel(names.slice(100, 200), 20, async (name) => set(name, await ok(kube(kc, "PATCH", crontabPath(ns, name), { spec: { replicas: 4 } }, mergePatch), `update ${name}`)));
+      await withTimeout(second.synced, 30_000, () => `second bridge sync; logs: ${restarted.logs.join("\n")}`);
+      await parallel(names.slice(300, 350), 20, async (name, i) => {
+        const r = await ok(kube(kc, "DELETE", crontabPath(ns, name)), `delete ${name}`);
+        if (i % 10 === 0) set(name, r);
+        else expected.set(name, { deleted: true });
+      });
+
       await reader.until(() => mismatches(reader.byName(ns), expected).length === 0, 60_000, () => mismatches(reader.byName(ns), expected).slice(0, 5).join("; "));
       assert.deepEqual(orderViolations(reader.byName(ns)), []);
       // Objects deleted outright while no bridge ran cannot be announced by anyone (there is
       // nothing left to list); their last announced state is an older version, and a function
       // reading it finds them gone. Cleanup that must happen uses a finalizer, as above.
       assert.equal(deletedWhileDown.size, 90);
-      second.child.kill("SIGTERM");
-      assert.equal(await withTimeout(second.exited, 15_000, "SIGTERM exit"), 0, "SIGTERM flushes and exits 0");
+      restarted.child.kill("SIGTERM");
+      assert.equal(await withTimeout(restarted.exited, 15_000, "SIGTERM exit"), 0, "SIGTERM flushes and exits 0");
     } finally {
-      second.child.kill("SIGKILL");
+      first.child.kill("SIGKILL");
+      second?.child.kill("SIGKILL");
     }
   });
 
@@ -131,8 +135,8 @@ describe("bridge: restarts and 410 Gone", { timeout: 300_000 }, () => {
       // The bridge goes away; the world changes without it.
       await relay.cut();
       await parallel(names.slice(0, 10), 10, async (name) => {
-        await ok(kube(kc, "DELETE", crontabPath(ns, name)), name);
-        expected.set(name, { deleted: true });
+          await ok(kube(kc, "DELETE", crontabPath(ns, name)), name);
+          expected.set(name, { deleted: true });
       });
       await parallel(names.slice(10, 20), 10, async (name) =>
         expected.set(name, { deleted: false, resourceVersion: rvOf(await ok(kube(kc, "PATCH", crontabPath(ns, name), { spec: { replicas: 5 } }, mergePatch), name)) }),
