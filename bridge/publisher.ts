@@ -1,7 +1,8 @@
 // Publishes key events to SQS without ever dropping the latest state of an object.
 //
 // Pending events are coalesced by object key: only the newest announcement of an object waits,
-// so the buffer holds at most one entry per object and at most `maxPending` entries in all.
+// so the buffer holds at most one entry per object and at most `maxPending` entries in all,
+// counting those in flight (a failed batch goes back into the buffer, so it must fit there).
 // When it is full, `offer` waits, which stops the watch reading (backpressure) until the queue
 // accepts again. An object with a batch in flight is not sent again until that batch settles,
 // so one object's events reach its FIFO group in order.
@@ -48,8 +49,9 @@ export class Publisher {
     this.#o = options;
   }
 
+  /** Objects not yet accepted by the queue: waiting or in flight. Never above maxPending. */
   get pendingCount(): number {
-    return this.#pending.size;
+    return this.#pending.size + this.#inflight.size;
   }
 
   /**
@@ -58,7 +60,7 @@ export class Publisher {
    * Resolves once the event is buffered; waits while the buffer is full.
    */
   async offer(key: string, event: KeyEvent, cause: string, keepExisting = false): Promise<void> {
-    while (!this.#closed && !this.#pending.has(key) && this.#pending.size >= this.#o.maxPending) {
+    while (!this.#closed && !this.#pending.has(key) && this.pendingCount >= this.#o.maxPending) {
       await new Promise<void>((resolve) => this.#roomWaiters.push(resolve));
     }
     if (this.#closed) return;
@@ -130,7 +132,7 @@ export class Publisher {
       void this.#send(batch);
     }
     this.#updateGauges();
-    if (this.#pending.size < this.#o.maxPending) this.#wake(this.#roomWaiters);
+    if (this.pendingCount < this.#o.maxPending) this.#wake(this.#roomWaiters);
   }
 
   async #send(batch: Pending[]): Promise<void> {
@@ -181,7 +183,7 @@ export class Publisher {
       oldest = Math.min(oldest, p.since);
       break; // insertion order: the first waiting entry is (nearly) the oldest
     }
-    this.#o.metrics.pending.set(this.#pending.size);
+    this.#o.metrics.pending.set(this.pendingCount);
     this.#o.metrics.queueLag.set(oldest === Infinity ? 0 : (this.#o.now() - oldest) / 1000);
   }
 }

@@ -1,0 +1,90 @@
+import { describe, it, before, after } from "node:test";
+import assert from "node:assert/strict";
+import type { SQSClient } from "@aws-sdk/client-sqs";
+import { Registry } from "prom-client";
+import { startCluster } from "../emulator/cluster.ts";
+import type { LocalCluster } from "../emulator/types.ts";
+import { startBridge, type RunningBridge } from "../bridge/bridge.ts";
+import {
+  bridgeConfig,
+  createNamespace,
+  crontab,
+  crontabPath,
+  installCrontabCrd,
+  kube,
+  metricValue,
+  mismatches,
+  ok,
+  orderViolations,
+  parallel,
+  QueueReader,
+  rvOf,
+  sqsClientFor,
+  testLogger,
+  type Expected,
+} from "./bridge-helpers.ts";
+
+const MAX_PENDING = 100;
+
+describe("bridge: queue outage", { timeout: 240_000 }, () => {
+  let cluster: LocalCluster;
+  let sqs: SQSClient;
+  let bridge: RunningBridge;
+  const registry = new Registry();
+
+  before(async () => {
+    cluster = await startCluster({ log: () => {} });
+    installCrontabCrd(cluster);
+    sqs = sqsClientFor(cluster);
+    bridge = startBridge(bridgeConfig(cluster, { CRDFN_MAX_PENDING: String(MAX_PENDING) }), { kubeConfig: cluster.kubeConfig, sqs, logger: testLogger(), registry });
+    await bridge.ready;
+  });
+
+  after(async () => {
+    await bridge?.stop(1000);
+    sqs?.destroy();
+    await cluster?.stop();
+  });
+
+  it("ElasticMQ stopped for 20 s during churn and started again: 0 lost, buffer bounded", { timeout: 180_000 }, async () => {
+    const ns = "outage";
+    await createNamespace(cluster, ns);
+    const kc = cluster.kubeConfig;
+    const reader = new QueueReader(sqs, cluster.sqs.queues.fifo);
+    const names = Array.from({ length: 300 }, (_, i) => `ct-${i}`);
+    const expected = new Map<string, Expected>();
+    await parallel(names, 20, async (name) => expected.set(name, { deleted: false, resourceVersion: rvOf(await ok(kube(kc, "POST", crontabPath(ns), crontab(name)), name)) }));
+    await reader.until(() => mismatches(reader.byName(ns), expected).length === 0, 30_000);
+
+    await cluster.queue.stop();
+    const outageStart = Date.now();
+    let maxPending = 0;
+    const sampler = setInterval(() => (maxPending = Math.max(maxPending, bridge.pendingCount())), 50);
+    try {
+      // Churn through the outage: more changed objects than the buffer may hold.
+      const more = Array.from({ length: 200 }, (_, i) => `new-${i}`);
+      await parallel(more, 10, async (name) => expected.set(name, { deleted: false, resourceVersion: rvOf(await ok(kube(kc, "POST", crontabPath(ns), crontab(name)), name)) }));
+      for (const replicas of [2, 3]) {
+        await parallel(names, 10, async (name) =>
+          expected.set(name, { deleted: false, resourceVersion: rvOf(await ok(kube(kc, "PATCH", crontabPath(ns, name), { spec: { replicas } }, "application/merge-patch+json"), name)) }),
+        );
+      }
+      await parallel(names.slice(0, 50), 10, async (name) => {
+        await ok(kube(kc, "DELETE", crontabPath(ns, name)), name);
+        expected.set(name, { deleted: true });
+      });
+      const left = 20_000 - (Date.now() - outageStart);
+      if (left > 0) await new Promise((r) => setTimeout(r, left));
+      assert.equal(bridge.pendingCount(), MAX_PENDING, "the buffer filled up and the watch stopped there");
+      assert.ok((await metricValue(registry, "crdfn_bridge_publish_failures_total")) > 0);
+    } finally {
+      clearInterval(sampler);
+      await cluster.queue.start();
+    }
+
+    await reader.until(() => mismatches(reader.byName(ns), expected).length === 0, 90_000, () => mismatches(reader.byName(ns), expected).slice(0, 5).join("; "));
+    assert.ok(maxPending <= MAX_PENDING, `pending peaked at ${maxPending}`);
+    assert.deepEqual(orderViolations(reader.byName(ns)), []);
+    assert.equal(await metricValue(registry, "crdfn_bridge_pending_events"), 0);
+  });
+});
