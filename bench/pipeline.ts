@@ -4,12 +4,13 @@
 // same API server (a tight loop of status patches).
 import { cpus, loadavg } from "node:os";
 import { pino } from "pino";
-import { startPipeline, type ReconcileRecord } from "../cli/pipeline.ts";
+import { DEFAULT_RECEIVE_LOOPS, startPipeline, type ReconcileRecord } from "../cli/pipeline.ts";
 import { startCluster } from "../emulator/cluster.ts";
 import { operators } from "../functions/operators.ts";
 import { createKubeApi } from "../functions/runtime/kube-http.ts";
 import { atRate, forEachBounded, inFlight } from "./drive.ts";
 import { Greetings, objectName } from "./greetings.ts";
+import { keepAliveKubeConfig } from "./keep-alive.ts";
 import { ResourceSampler, type BridgeMemory, type PhaseCpu } from "./resources.ts";
 import { summarizeCounts, summarizeLatency, type CountSummary, type LatencySummary } from "./stats.ts";
 import { StatusWatch } from "./status-watch.ts";
@@ -22,6 +23,8 @@ export interface BenchOptions {
   durationSeconds: number;
   /** Changes in flight at full load, and status patches in flight for the raw ceiling. */
   concurrency: number;
+  /** Concurrent receive loops of the local poller on the FIFO queue (default: the pipeline's). */
+  receiveLoops?: number;
   /** Progress lines for people. */
   log: (line: string) => void;
 }
@@ -40,7 +43,7 @@ export interface BenchResult {
   startedAt: string;
   finishedAt: string;
   machine: { cpus: number; node: string; loadAvgStart: number[]; loadAvgEnd: number[] };
-  params: { objects: number; rate: number; durationSeconds: number; concurrency: number };
+  params: { objects: number; rate: number; durationSeconds: number; concurrency: number; receiveLoops: number };
   setup: ReconcileStats & { createSeconds: number; allReadySeconds: number; cpu: PhaseCpu };
   rated: ReconcileStats & {
     writes: number;
@@ -97,6 +100,7 @@ export async function runPipelineBench(o: BenchOptions): Promise<BenchResult> {
       operators,
       logger,
       bridgeProcess: true,
+      receiveLoops: o.receiveLoops ?? DEFAULT_RECEIVE_LOOPS,
       onReconcile: (r) => {
         if (r.kind === "Greeting") records[phase].push({ outcome: r.outcome, latencyMs: r.latencyMs });
       },
@@ -106,7 +110,7 @@ export async function runPipelineBench(o: BenchOptions): Promise<BenchResult> {
     sampler.start();
     cleanup.unshift(() => sampler.stop());
 
-    const greetings = new Greetings(createKubeApi({ kubeConfig: cluster.kubeConfig }), NAMESPACE);
+    const greetings = new Greetings(createKubeApi({ kubeConfig: keepAliveKubeConfig(cluster.kubeconfigPath) }), NAMESPACE);
     await greetings.createNamespace();
     const watch = new StatusWatch(cluster.kubeConfig, NAMESPACE, now);
     await watch.start();
@@ -227,7 +231,7 @@ export async function runPipelineBench(o: BenchOptions): Promise<BenchResult> {
       startedAt,
       finishedAt: new Date().toISOString(),
       machine: { cpus: cpus().length, node: process.version, loadAvgStart, loadAvgEnd: loadavg() },
-      params: { objects: o.objects, rate: o.rate, durationSeconds: o.durationSeconds, concurrency: workers },
+      params: { objects: o.objects, rate: o.rate, durationSeconds: o.durationSeconds, concurrency: workers, receiveLoops: o.receiveLoops ?? DEFAULT_RECEIVE_LOOPS },
       setup,
       rated,
       fullLoad,

@@ -35,7 +35,7 @@ export function formatReport(r: BenchResult, targets: readonly Target[]): string
   const lat = (l: BenchResult["rated"]["latency"]) => `p50 ${l.p50Ms} / p95 ${l.p95Ms} / p99 ${l.p99Ms} / max ${l.maxMs} ms (n=${l.samples})`;
   const mib = (b: number | null) => (b === null ? "n/a" : `${(b / MiB).toFixed(1)} MiB`);
   const lines = [
-    `crdfn pipeline benchmark — ${p.objects} Greetings, ${p.rate} changes/s, ${p.durationSeconds} s phases, ${p.concurrency} in flight at full load`,
+    `crdfn pipeline benchmark — ${p.objects} Greetings, ${p.rate} changes/s, ${p.durationSeconds} s phases, ${p.concurrency} in flight at full load, ${p.receiveLoops} FIFO receive loop(s)`,
     `machine: ${r.machine.cpus} cores, load average ${r.machine.loadAvgStart.map((x) => x.toFixed(2)).join(" ")} → ${r.machine.loadAvgEnd.map((x) => x.toFixed(2)).join(" ")}, node ${r.machine.node}`,
     "",
     table([

@@ -32,6 +32,8 @@ export interface ReconcileRecord {
   latencyMs: number;
 }
 
+export const DEFAULT_RECEIVE_LOOPS = 4;
+
 export interface PipelineOptions {
   cluster: LocalCluster;
   operators: ReadonlyArray<Operator<unknown>>;
@@ -48,6 +50,14 @@ export interface PipelineOptions {
    * in this one, so its memory and CPU can be measured apart (the benchmark). Default false.
    */
   bridgeProcess?: boolean;
+  /**
+   * Concurrent receive loops on the FIFO event queue, like Lambda running several batches of
+   * one queue at once. The queue never hands out a message of a group (an object) while
+   * another of that group is in flight, so per-object order holds. One loop waits for the
+   * slowest reconcile of each batch before receiving again, which caps a busy machine at a few
+   * dozen reconciles/s (see `npm run bench`). Default DEFAULT_RECEIVE_LOOPS.
+   */
+  receiveLoops?: number;
 }
 
 export interface Pipeline {
@@ -193,7 +203,7 @@ export async function startPipeline(o: PipelineOptions): Promise<Pipeline | Proc
   const runtimes = new Map(built.map((b) => [`${b.op.resource.group}/${b.op.resource.plural}`, b.runtime]));
   const poller = startPoller({
     sqs,
-    queueUrls: [queues.fifo, queues.standard],
+    queueUrls: [...Array.from({ length: o.receiveLoops ?? DEFAULT_RECEIVE_LOOPS }, () => queues.fifo), queues.standard],
     runtime: dispatcher(runtimes, o.onReconcile),
     waitTimeSeconds: 1,
     logger: o.logger.child({ part: "poller" }),
