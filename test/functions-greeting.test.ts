@@ -71,6 +71,8 @@ describe("Greeting operator, end to end", { timeout: 180_000 }, () => {
     assert.equal(first.result, "success");
     assert.equal(steady.result, "success");
     assert.ok(steady.apiCalls <= 3, `steady state made ${steady.apiCalls} calls`);
+    const exposed = await env.registry.getSingleMetricAsString("crdfn_reconcile_api_calls");
+    assert.match(exposed, /crdfn_reconcile_api_calls_bucket\{le="2",kind="Greeting"\} [1-9]/, "the count is exposed as a metric");
     // The steady-state reconcile wrote nothing: the resourceVersion did not move.
     const afterFirst = await crs().get("counted");
     await runtime.handle({ id: "m3", body: JSON.stringify(event) });
@@ -121,6 +123,7 @@ describe("Greeting operator, end to end", { timeout: 180_000 }, () => {
     });
     const conflicts = env.logs.filter((l) => l.msg === "409 Conflict; re-reading").length - conflictsBefore;
     console.log(`# 20 writers × 3 updates: ${conflicts} conflicts re-read and retried`);
+    assert.ok(conflicts > 0, "the writers raced the reconciles' status writes");
     assert.equal((await crs().get("contended"))?.metadata?.generation, last?.metadata?.generation);
   });
 
@@ -141,5 +144,7 @@ describe("Greeting operator, end to end", { timeout: 180_000 }, () => {
     assert.equal(dead[0]?.Body, '{"v":1,"name":"not a key event"}');
     const malformedLogs = env.logs.filter((l) => l.msg === "malformed key event; leaving it for the dead-letter queue");
     assert.equal(malformedLogs.length, 1, "logged once, not on every receive");
+    const receives = env.logs.filter((l) => l.messageId === dead[0]?.MessageId && String(l.msg).startsWith("malformed key event"));
+    assert.equal(receives.length, 5, "received exactly 5 times before the redrive policy moved it");
   });
 });

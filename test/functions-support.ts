@@ -4,6 +4,7 @@ import { Writable } from "node:stream";
 import { PurgeQueueCommand, ReceiveMessageCommand, SendMessageCommand, SQSClient, type Message } from "@aws-sdk/client-sqs";
 import { CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
 import { pino, type Logger } from "pino";
+import { Registry } from "prom-client";
 import { deduplicationId, encodeKeyEvent, messageGroupId, type KeyEvent } from "../core/event.ts";
 import { crdOf } from "../core/operator-crd.ts";
 import type { Operator } from "../core/operator.ts";
@@ -12,6 +13,7 @@ import { startPoller, type Poller } from "../functions/adapters/poller.ts";
 import { createKubeApi } from "../functions/runtime/kube-http.ts";
 import type { KubeApi, KubeObject } from "../functions/runtime/kube-api.ts";
 import { createSqsRequeuer } from "../functions/runtime/requeue.ts";
+import { createRuntimeMetrics } from "../functions/runtime/metrics.ts";
 import { createRuntime, type Runtime } from "../functions/runtime/runtime.ts";
 
 export const CLUSTER = "test";
@@ -25,6 +27,8 @@ export interface Env {
   /** Every log line the functions wrote, parsed (for measuring API calls per reconcile). */
   logs: Array<Record<string, unknown>>;
   logger: Logger;
+  /** The functions' Prometheus metrics. */
+  registry: Registry;
 }
 
 export async function startEnv(operators: ReadonlyArray<Operator<unknown>>): Promise<Env> {
@@ -40,7 +44,7 @@ export async function startEnv(operators: ReadonlyArray<Operator<unknown>>): Pro
   const sqs = sqsClient(cluster);
   const api = createKubeApi({ kubeConfig: cluster.kubeConfig });
   for (const op of operators) await installCrd(api, op);
-  return { cluster, sqs, api, custom: cluster.kubeConfig.makeApiClient(CustomObjectsApi), core: cluster.kubeConfig.makeApiClient(CoreV1Api), logs, logger };
+  return { cluster, sqs, api, custom: cluster.kubeConfig.makeApiClient(CustomObjectsApi), core: cluster.kubeConfig.makeApiClient(CoreV1Api), logs, logger, registry: new Registry() };
 }
 
 export function sqsClient(cluster: LocalCluster): SQSClient {
@@ -74,6 +78,7 @@ export function runtimeFor(env: Env, op: Operator<unknown>, opts: { api?: KubeAp
     api: opts.api ?? env.api,
     requeuer: createSqsRequeuer({ sqs: env.sqs, queueUrl: env.cluster.sqs.queues.standard, clock }),
     logger: env.logger,
+    metrics: createRuntimeMetrics(env.registry),
     clock,
   });
 }

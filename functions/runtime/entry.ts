@@ -3,10 +3,12 @@
 import { SQSClient } from "@aws-sdk/client-sqs";
 import { defaultProvider } from "@aws-sdk/credential-provider-node";
 import { pino, type Logger } from "pino";
+import type { Registry } from "prom-client";
 import type { Operator } from "../../core/operator.ts";
 import { apiAccess } from "../credentials/access.ts";
 import { loadConfig, type FunctionConfig } from "./config.ts";
 import { createKubeApi } from "./kube-http.ts";
+import { createRuntimeMetrics } from "./metrics.ts";
 import { createSqsRequeuer } from "./requeue.ts";
 import { createRuntime, type Runtime } from "./runtime.ts";
 
@@ -18,7 +20,7 @@ export interface Built {
 }
 
 /** Throws ConfigError (one line naming the setting) when the environment is wrong. */
-export function buildFromEnv<Spec>(operator: Operator<Spec>, env: NodeJS.ProcessEnv): Built {
+export function buildFromEnv<Spec>(operator: Operator<Spec>, env: NodeJS.ProcessEnv, opts: { registry?: Registry } = {}): Built {
   const config = loadConfig(env);
   const clock = () => new Date();
   const logger = pino({ level: config.LOG_LEVEL, base: { operator: operator.resource.kind } });
@@ -31,5 +33,5 @@ export function buildFromEnv<Spec>(operator: Operator<Spec>, env: NodeJS.Process
   const api = createKubeApi(apiAccess(config, { clock, awsCredentials: () => defaultProvider() }));
   const requeuer = config.CRDFN_STANDARD_QUEUE_URL ? createSqsRequeuer({ sqs, queueUrl: config.CRDFN_STANDARD_QUEUE_URL, clock }) : undefined;
   if (!requeuer) logger.warn("CRDFN_STANDARD_QUEUE_URL is not set: requeues and TemporaryError retries fall back to the visibility timeout");
-  return { config, runtime: createRuntime(operator, { api, ...(requeuer ? { requeuer } : {}), logger, clock }), sqs, logger };
+  return { config, runtime: createRuntime(operator, { api, ...(requeuer ? { requeuer } : {}), ...(opts.registry ? { metrics: createRuntimeMetrics(opts.registry) } : {}), logger, clock }), sqs, logger };
 }

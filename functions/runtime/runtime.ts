@@ -7,6 +7,7 @@ import { parseKeyEvent, type KeyEvent } from "../../core/event.ts";
 import { apiVersionOf, type CustomObject, type DesiredObject, type ObjectReference, type ObjectStatus, type Operator } from "../../core/operator.ts";
 import { countingApi, type KubeApi, type KubeObject, type ResourceRef } from "./kube-api.ts";
 import { DUE_AT_ATTRIBUTE, type QueueMessage } from "./message.ts";
+import type { RuntimeMetrics } from "./metrics.ts";
 import { classify, type Outcome } from "./outcome.ts";
 import type { Requeuer } from "./requeue.ts";
 import { failureStatus, sameJson, successStatus } from "./status.ts";
@@ -19,6 +20,7 @@ export interface RuntimeDeps {
   clock: () => Date;
   /** Attempts per message when writes hit 409 Conflict. Default 5. */
   maxAttempts?: number;
+  metrics?: RuntimeMetrics;
 }
 
 export type HandledOutcome = Outcome & { apiCalls: number };
@@ -54,6 +56,7 @@ export function createRuntime<Spec>(operator: Operator<Spec>, deps: RuntimeDeps)
     if (!parsed.ok) {
       // Logged once (first receive), then failed on every receive until the queue dead-letters it.
       if ((message.receiveCount ?? 1) <= 1) deps.logger.error({ messageId: message.id, error: parsed.error }, "malformed key event; leaving it for the dead-letter queue");
+      else deps.logger.debug({ messageId: message.id, receiveCount: message.receiveCount }, "malformed key event received again");
       return { result: "dead-letter", detail: "malformed key event", apiCalls: 0 };
     }
     const event = parsed.event;
@@ -62,13 +65,18 @@ export function createRuntime<Spec>(operator: Operator<Spec>, deps: RuntimeDeps)
       if ((message.receiveCount ?? 1) <= 1) log.error({ group: event.group, plural: event.plural }, "key event for a resource this operator does not serve");
       return { result: "dead-letter", detail: "not this operator's resource", apiCalls: 0 };
     }
-    const outcome = await process(event, message, api, log);
+    const started = deps.clock().getTime();
+    const outcome = await processEvent(event, message, api, log);
     const done = { ...outcome, apiCalls: calls() };
-    log.info({ outcome: done.result, detail: done.detail, apiCalls: done.apiCalls }, "handled");
+    const finished = deps.clock().getTime();
+    // Lag only for the bridge's own announcements: a requeue's observedAt is its scheduling time.
+    const lagSeconds = event.reason === "requeue" || event.reason === "retry" ? undefined : (finished - Date.parse(event.observedAt)) / 1000;
+    log.info({ outcome: done.result, detail: done.detail, apiCalls: done.apiCalls, receiveCount: message.receiveCount }, "handled");
+    deps.metrics?.observe({ kind: resource.kind, result: done.result, apiCalls: done.apiCalls, seconds: (finished - started) / 1000, ...(lagSeconds === undefined ? {} : { lagSeconds }) });
     return done;
   }
 
-  async function process(event: KeyEvent, message: QueueMessage, api: KubeApi, log: Logger): Promise<Outcome> {
+  async function processEvent(event: KeyEvent, message: QueueMessage, api: KubeApi, log: Logger): Promise<Outcome> {
     const now = deps.clock();
     const dueAt = Number(message.attributes?.[DUE_AT_ATTRIBUTE] ?? 0);
     if (deps.requeuer && dueAt > now.getTime() + DUE_SLACK_MS) {
