@@ -63,9 +63,9 @@ export const bridgeConfigSchema = z
         namespace: z.string().regex(dnsLabel, "must be a namespace name").default("crdfn-system"),
         identity: z.string().min(1).max(128).optional(),
         /** A standby takes over at most this long (plus one retry) after the leader dies. */
-        durationSeconds: positiveInt(3, 15).default(10),
+        durationSeconds: positiveInt(3, 15).default(8),
       })
-      .default({ namespace: "crdfn-system", durationSeconds: 10 }),
+      .default({ namespace: "crdfn-system", durationSeconds: 8 }),
     /** Distinct objects waiting to be published before the watch is paused (memory bound). */
     maxPending: positiveInt(10, 1_000_000).default(1000),
     publishConcurrency: positiveInt(1, 64).default(4),

@@ -1,0 +1,164 @@
+import { describe, it, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import type { SQSClient } from "@aws-sdk/client-sqs";
+import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
+import { startCluster } from "../emulator/cluster.ts";
+import type { LocalCluster } from "../emulator/types.ts";
+import { startBridge } from "../bridge/bridge.ts";
+import {
+  bridgeConfig,
+  bridgeEnv,
+  createNamespace,
+  crontab,
+  crontabPath,
+  installCrontabCrd,
+  kube,
+  kubectl,
+  ok,
+  parallel,
+  QueueReader,
+  spawnBridge,
+  sqsClientFor,
+  testLogger,
+  withTimeout,
+  type BridgeProcess,
+} from "./bridge-helpers.ts";
+
+const SA = "system:serviceaccount:crdfn-system:crdfn-bridge";
+
+/** `kubectl auth can-i` answers on stdout and signals "no" with exit code 1. */
+function canI(cluster: LocalCluster, ...args: string[]): string {
+  try {
+    return execFileSync("/usr/bin/kubectl", ["--kubeconfig", cluster.kubeconfigPath, "auth", "can-i", ...args, `--as=${SA}`], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] }).trim();
+  } catch (e) {
+    return String((e as { stdout?: string }).stdout ?? "").trim();
+  }
+}
+
+async function leaseHolder(cluster: LocalCluster, name: string): Promise<string> {
+  const r = await kube(cluster.kubeConfig, "GET", `/apis/coordination.k8s.io/v1/namespaces/crdfn-system/leases/${name}`);
+  return r.status === 200 ? String((r.body.spec as { holderIdentity?: string } | undefined)?.holderIdentity ?? "") : "";
+}
+
+async function scrape(port: number, metric: string): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  return text
+    .split("\n")
+    .filter((l) => l.startsWith(`${metric}{`) || l.startsWith(`${metric} `))
+    .reduce((n, l) => n + Number(l.split(" ").at(-1)), 0);
+}
+
+async function waitFor(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out: ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+describe("bridge: deployment identity and high availability", { timeout: 300_000 }, () => {
+  let cluster: LocalCluster;
+  let sqs: SQSClient;
+  let reader: QueueReader;
+
+  before(async () => {
+    cluster = await startCluster({ log: () => {} });
+    installCrontabCrd(cluster);
+    sqs = sqsClientFor(cluster);
+    reader = new QueueReader(sqs, cluster.sqs.queues.fifo);
+  });
+
+  after(async () => {
+    sqs?.destroy();
+    await cluster?.stop();
+  });
+
+  it("infra/bridge passes a server-side dry run against the real API server", { timeout: 60_000 }, () => {
+    // A dry run creates nothing, so the namespace the other objects live in must exist first.
+    kubectl(cluster, "apply", "--server-side", "-f", "infra/bridge/namespace.yaml");
+    const out = kubectl(cluster, "apply", "--server-side", "--dry-run=server", "-k", "infra/bridge");
+    for (const kind of ["serviceaccount/crdfn-bridge", "clusterrole.rbac.authorization.k8s.io/crdfn-bridge", "role.rbac.authorization.k8s.io/crdfn-bridge-lease", "configmap/crdfn-bridge", "deployment.apps/crdfn-bridge"]) {
+      assert.match(out, new RegExp(`${kind.replace(/\./g, "\\.")} serverside-applied \\(server dry run\\)`));
+    }
+  });
+
+  it("runs with the token of the ServiceAccount from infra/bridge, which cannot read Secrets", { timeout: 90_000 }, async () => {
+    kubectl(cluster, "apply", "--server-side", "-k", "infra/bridge");
+    const core = cluster.kubeConfig.makeApiClient(CoreV1Api);
+    const token = await core.createNamespacedServiceAccountToken({ name: "crdfn-bridge", namespace: "crdfn-system", body: { spec: { audiences: [], expirationSeconds: 3600 } } });
+    const saConfig = new KubeConfig();
+    saConfig.loadFromOptions({
+      clusters: [{ name: "test", server: cluster.server, caFile: cluster.caPath }],
+      users: [{ name: "crdfn-bridge", token: token.status?.token }],
+      contexts: [{ name: "sa", cluster: "test", user: "crdfn-bridge" }],
+      currentContext: "sa",
+    });
+
+    assert.equal(canI(cluster, "get", "secrets", "--all-namespaces"), "no");
+    assert.equal(canI(cluster, "list", "secrets", "-n", "crdfn-system"), "no");
+    assert.equal(canI(cluster, "update", "crontabs.stable.example.com", "--all-namespaces"), "no");
+    assert.equal(canI(cluster, "watch", "crontabs.stable.example.com", "--all-namespaces"), "yes");
+    assert.equal(canI(cluster, "watch", "cronjobs.batch", "--all-namespaces"), "yes");
+    assert.equal(canI(cluster, "update", "leases.coordination.k8s.io/crdfn-bridge", "-n", "crdfn-system"), "yes");
+    assert.equal(canI(cluster, "update", "leases.coordination.k8s.io/other", "-n", "crdfn-system"), "no");
+
+    const ns = "as-sa";
+    await createNamespace(cluster, ns);
+    const bridge = startBridge(bridgeConfig(cluster, { CRDFN_LEASE_NAME: "crdfn-bridge", CRDFN_LEASE_NAMESPACE: "crdfn-system" }), { kubeConfig: saConfig, sqs, logger: testLogger() });
+    try {
+      await withTimeout(bridge.ready, 30_000, "sync as the ServiceAccount");
+      assert.equal(await leaseHolder(cluster, "crdfn-bridge") !== "", true, "it holds its Lease");
+      await ok(kube(cluster.kubeConfig, "POST", crontabPath(ns), crontab("seen")), "create");
+      await reader.until(() => reader.byName(ns).has("seen"), 20_000);
+    } finally {
+      await bridge.stop(2000);
+    }
+    assert.equal(await leaseHolder(cluster, "crdfn-bridge"), "", "stop releases the Lease");
+  });
+
+  it("two replicas: exactly one publishes; SIGKILL it and the other takes over within 15 s", { timeout: 120_000 }, async () => {
+    const ns = "ha";
+    await createNamespace(cluster, ns);
+    const lease = "crdfn-ha";
+    const replicas = new Map<string, BridgeProcess>();
+    for (const id of ["replica-a", "replica-b"]) {
+      replicas.set(id, spawnBridge(bridgeEnv(cluster, { CRDFN_NAMESPACES: ns, CRDFN_LEASE_NAME: lease, CRDFN_LEASE_NAMESPACE: "crdfn-system", CRDFN_LEASE_IDENTITY: id })));
+    }
+    try {
+      await waitFor(async () => (await leaseHolder(cluster, lease)) !== "", 30_000, "a leader");
+      const leaderId = await leaseHolder(cluster, lease);
+      const standbyId = leaderId === "replica-a" ? "replica-b" : "replica-a";
+      const leader = replicas.get(leaderId);
+      const standby = replicas.get(standbyId);
+      assert.ok(leader !== undefined && standby !== undefined);
+      await withTimeout(leader.synced, 30_000, "leader sync");
+
+      const names = Array.from({ length: 20 }, (_, i) => `ct-${i}`);
+      await parallel(names, 10, (name) => ok(kube(cluster.kubeConfig, "POST", crontabPath(ns), crontab(name)), name));
+      await reader.until(() => names.every((n) => reader.byName(ns).has(n)), 20_000);
+      const [leaderPort, standbyPort] = await Promise.all([leader.port, standby.port]);
+      assert.ok((await scrape(leaderPort, "crdfn_bridge_events_published_total")) >= 20);
+      assert.equal(await scrape(standbyPort, "crdfn_bridge_events_published_total"), 0, "the standby publishes nothing");
+      assert.equal(await scrape(standbyPort, "crdfn_bridge_leader"), 0);
+      assert.equal((await fetch(`http://127.0.0.1:${standbyPort}/readyz`)).status, 200, "a standby is ready");
+      const perObject = reader.byName(ns);
+      assert.ok(names.every((n) => perObject.get(n)?.length === 1), "each object announced once");
+
+      leader.child.kill("SIGKILL");
+      const killedAt = Date.now();
+      await ok(kube(cluster.kubeConfig, "POST", crontabPath(ns), crontab("after-kill")), "create after kill");
+      await reader.until(() => reader.byName(ns).has("after-kill"), 20_000);
+      const takeoverMs = Date.now() - killedAt;
+      assert.equal(await leaseHolder(cluster, lease), standbyId);
+      assert.ok(takeoverMs < 15_000, `took over in ${takeoverMs} ms`);
+      console.log(`# takeover after SIGKILL: ${takeoverMs} ms`);
+
+      standby.child.kill("SIGTERM");
+      assert.equal(await withTimeout(standby.exited, 15_000, "SIGTERM exit"), 0);
+      assert.equal(await leaseHolder(cluster, lease), "", "SIGTERM releases the Lease");
+    } finally {
+      for (const r of replicas.values()) r.child.kill("SIGKILL");
+    }
+  });
+});
