@@ -4,8 +4,7 @@
 //    message (Body/MessageId/MessageAttributes) or a Lambda-style SQS record; throwing makes the
 //    framework answer 500, so the push source retries and eventually dead-letters.
 import type { CloudEvent, HttpFunction } from "@google-cloud/functions-framework";
-import type { Operator } from "../../core/operator.ts";
-import { buildFromEnv } from "../runtime/entry.ts";
+import { buildFromEnv, type Served } from "../runtime/entry.ts";
 import type { QueueMessage } from "../runtime/message.ts";
 import { messageHandled } from "../runtime/outcome.ts";
 import type { Runtime } from "../runtime/runtime.ts";
@@ -15,13 +14,13 @@ export interface HttpDeps {
   env?: NodeJS.ProcessEnv;
 }
 
-function lazyRuntime<Spec>(operator: Operator<Spec>, deps: HttpDeps): () => Runtime {
+function lazyRuntime(served: Served, deps: HttpDeps): () => Runtime {
   let runtime = deps.runtime;
-  return () => (runtime ??= buildFromEnv(operator, deps.env ?? process.env).runtime);
+  return () => (runtime ??= buildFromEnv(served, deps.env ?? process.env).runtime);
 }
 
-export function httpHandler<Spec>(operator: Operator<Spec>, deps: HttpDeps = {}): HttpFunction {
-  const runtime = lazyRuntime(operator, deps);
+export function httpHandler(served: Served, deps: HttpDeps = {}): HttpFunction {
+  const runtime = lazyRuntime(served, deps);
   return async (req, res) => {
     const raw = (req as { rawBody?: Buffer }).rawBody;
     const body = raw ? raw.toString("utf8") : typeof req.body === "string" ? req.body : JSON.stringify(req.body);
@@ -30,8 +29,8 @@ export function httpHandler<Spec>(operator: Operator<Spec>, deps: HttpDeps = {})
   };
 }
 
-export function cloudEventHandler<Spec>(operator: Operator<Spec>, deps: HttpDeps = {}): (event: CloudEvent<unknown>) => Promise<void> {
-  const runtime = lazyRuntime(operator, deps);
+export function cloudEventHandler(served: Served, deps: HttpDeps = {}): (event: CloudEvent<unknown>) => Promise<void> {
+  const runtime = lazyRuntime(served, deps);
   return async (event) => {
     const outcome = await runtime().handle(messageOf(event));
     if (!messageHandled(outcome)) throw new Error(`${outcome.result}: ${outcome.detail}`);

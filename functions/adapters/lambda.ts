@@ -2,8 +2,7 @@
 // (ReportBatchItemFailures): only failed messages return to the queue.
 import { BatchProcessor, EventType, processPartialResponse, SqsFifoPartialProcessorAsync } from "@aws-lambda-powertools/batch";
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda";
-import type { Operator } from "../../core/operator.ts";
-import { buildFromEnv } from "../runtime/entry.ts";
+import { buildFromEnv, type Served } from "../runtime/entry.ts";
 import type { QueueMessage } from "../runtime/message.ts";
 import { messageHandled } from "../runtime/outcome.ts";
 import type { Runtime } from "../runtime/runtime.ts";
@@ -16,12 +15,13 @@ export interface LambdaDeps {
 
 export type SqsLambdaHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse>;
 
-export function lambdaHandler<Spec>(operator: Operator<Spec>, deps: LambdaDeps = {}): SqsLambdaHandler {
+/** `served`: the operator (or operators) whose events arrive on the queue. */
+export function lambdaHandler(served: Served, deps: LambdaDeps = {}): SqsLambdaHandler {
   // Built on the first invocation, not at import (config errors then surface as a failed
   // invocation with one clear line), and kept for warm invocations.
   let runtime = deps.runtime;
   return async (event, context) => {
-    const built = (runtime ??= buildFromEnv(operator, deps.env ?? process.env).runtime);
+    const built = (runtime ??= buildFromEnv(served, deps.env ?? process.env).runtime);
     const recordHandler = async (record: SQSRecord): Promise<void> => {
       const outcome = await built.handle(fromRecord(record));
       // Throwing marks the record failed: it stays in the queue for its visibility timeout.

@@ -8,6 +8,7 @@ import type { Operator } from "../../core/operator.ts";
 import { apiAccess } from "../credentials/access.ts";
 import { loadConfig, type FunctionConfig } from "./config.ts";
 import { createKubeApi } from "./kube-http.ts";
+import { dispatchByResource } from "./dispatch.ts";
 import { createRuntimeMetrics } from "./metrics.ts";
 import { createSqsRequeuer } from "./requeue.ts";
 import { createRuntime, type Runtime } from "./runtime.ts";
@@ -19,11 +20,15 @@ export interface Built {
   logger: Logger;
 }
 
+/** One operator, or several sharing a queue. */
+export type Served = Operator<unknown> | ReadonlyArray<Operator<unknown>>;
+
 /** Throws ConfigError (one line naming the setting) when the environment is wrong. */
-export function buildFromEnv<Spec>(operator: Operator<Spec>, env: NodeJS.ProcessEnv, opts: { registry?: Registry } = {}): Built {
+export function buildFromEnv(served: Served, env: NodeJS.ProcessEnv, opts: { registry?: Registry } = {}): Built {
+  const operators = Array.isArray(served) ? (served as ReadonlyArray<Operator<unknown>>) : [served as Operator<unknown>];
   const config = loadConfig(env);
   const clock = () => new Date();
-  const logger = pino({ level: config.LOG_LEVEL, base: { operator: operator.resource.kind } });
+  const logger = pino({ level: config.LOG_LEVEL });
   // Region and endpoint from the validated settings; credentials from the SDK's own chain.
   const sqs = new SQSClient({
     ...(config.AWS_REGION ? { region: config.AWS_REGION } : {}),
@@ -33,5 +38,12 @@ export function buildFromEnv<Spec>(operator: Operator<Spec>, env: NodeJS.Process
   const api = createKubeApi(apiAccess(config, { clock, awsCredentials: () => defaultProvider() }));
   const requeuer = config.CRDFN_STANDARD_QUEUE_URL ? createSqsRequeuer({ sqs, queueUrl: config.CRDFN_STANDARD_QUEUE_URL, clock }) : undefined;
   if (!requeuer) logger.warn("CRDFN_STANDARD_QUEUE_URL is not set: requeues and TemporaryError retries fall back to the visibility timeout");
-  return { config, runtime: createRuntime(operator, { api, ...(requeuer ? { requeuer } : {}), ...(opts.registry ? { metrics: createRuntimeMetrics(opts.registry) } : {}), logger, clock }), sqs, logger };
+  const metrics = opts.registry ? createRuntimeMetrics(opts.registry) : undefined;
+  const runtime = dispatchByResource(
+    operators.map((operator) => ({
+      operator,
+      runtime: createRuntime(operator, { api, ...(requeuer ? { requeuer } : {}), ...(metrics ? { metrics } : {}), logger: logger.child({ operator: operator.resource.kind }), clock }),
+    })),
+  );
+  return { config, runtime, sqs, logger };
 }

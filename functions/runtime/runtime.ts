@@ -77,46 +77,47 @@ export function createRuntime<Spec>(operator: Operator<Spec>, deps: RuntimeDeps)
   }
 
   async function processEvent(event: KeyEvent, message: QueueMessage, api: KubeApi, log: Logger): Promise<Outcome> {
-    const now = deps.clock();
     const dueAt = Number(message.attributes?.[DUE_AT_ATTRIBUTE] ?? 0);
-    if (deps.requeuer && dueAt > now.getTime() + DUE_SLACK_MS) {
-      await deps.requeuer.schedule(event, dueAt);
-      return { result: "success", detail: "not due yet; re-sent" };
-    }
     const ref: ResourceRef = { group: resource.group, version: resource.version, plural: resource.plural, name: event.name, ...(resource.scope === "Namespaced" && event.namespace ? { namespace: event.namespace } : {}) };
-    // The requeue chain continues only while the object stays at the generation it was scheduled
-    // for; the first reconcile of a newer generation starts its own chain (see schedulesChain).
-    const scheduled = { chain: false };
+    const scheduled: { generation?: number } = {};
     let current: KubeObject | undefined;
     for (let attempt = 1; attempt <= maxAttempts; attempt++) {
-      current = await api.get(ref);
-      if (!current) return { result: "success", detail: "object is gone" };
-      if (event.reason === "requeue" && current.metadata.generation !== event.generation) return { result: "success", detail: "requeue superseded by a newer generation" };
       try {
+        if (deps.requeuer && dueAt > deps.clock().getTime() + DUE_SLACK_MS) {
+          await deps.requeuer.schedule(event, dueAt);
+          return { result: "success", detail: "not due yet; re-sent" };
+        }
+        current = await api.get(ref);
+        if (!current) return { result: "success", detail: "object is gone" };
+        // A requeue chain belongs to one generation (see reconcileObject).
+        if (event.reason === "requeue" && current.metadata.generation !== event.generation) return { result: "success", detail: "requeue superseded by a newer generation" };
         return await reconcileObject(current, event, api, ref, scheduled, (o) => (current = o));
       } catch (error) {
         const verdict = classify(error);
-        switch (verdict.kind) {
-          case "conflict":
-            log.debug({ attempt }, "409 Conflict; re-reading");
-            continue;
-          case "permanent":
-            try {
-              await recordFailure(current, ref, api, verdict.reason, verdict.message);
-            } catch (writeError) {
-              if (classify(writeError).kind === "conflict") continue;
-              return { result: "retry", detail: `recording ${verdict.reason} failed: ${(writeError as Error).message}` };
-            }
-            return { result: "permanent", detail: verdict.reason };
-          case "later":
-            return retryLater(event, current, verdict.delaySeconds, verdict.message);
-          case "retry":
-            log.warn({ error: verdict.message }, "reconcile failed; the queue will redeliver");
-            return { result: "retry", detail: verdict.message };
+        if (verdict.kind === "conflict") {
+          log.debug({ attempt }, "409 Conflict; re-reading");
+          continue;
         }
+        try {
+          if (verdict.kind === "permanent" && current) {
+            await recordFailure(current, ref, api, verdict.reason, verdict.message);
+            return { result: "permanent", detail: verdict.reason };
+          }
+          if (verdict.kind === "later" && current) return await retryLater(event, current, verdict.delaySeconds, verdict.message);
+        } catch (writeError) {
+          if (classify(writeError).kind === "conflict") continue;
+          return fail(log, `handling ${verdict.kind} failed: ${(writeError as Error).message}`);
+        }
+        return fail(log, "message" in verdict ? verdict.message : String(error));
       }
     }
-    return { result: "retry", detail: `still conflicting after ${maxAttempts} attempts` };
+    return fail(log, `still conflicting after ${maxAttempts} attempts`);
+  }
+
+  /** Any other failure: fail the message; its visibility timeout is the backoff, the DLQ the limit. */
+  function fail(log: Logger, detail: string): Outcome {
+    log.warn({ error: detail }, "reconcile failed; the queue will redeliver");
+    return { result: "retry", detail };
   }
 
   async function retryLater(event: KeyEvent, object: KubeObject, delaySeconds: number, detail: string): Promise<Outcome> {
@@ -142,7 +143,7 @@ export function createRuntime<Spec>(operator: Operator<Spec>, deps: RuntimeDeps)
     event: KeyEvent,
     api: KubeApi,
     ref: ResourceRef,
-    scheduled: { chain: boolean },
+    scheduled: { generation?: number },
     update: (o: KubeObject) => void,
   ): Promise<Outcome> {
     const now = deps.clock();
@@ -189,11 +190,15 @@ export function createRuntime<Spec>(operator: Operator<Spec>, deps: RuntimeDeps)
     const generation = object.metadata.generation ?? 0;
     const previous = object.status as ObjectStatus | undefined;
     const advancing = previous?.observedGeneration !== generation;
+    // requeueAfterSeconds keeps ONE chain of delayed events per object: the reconcile that first
+    // observes a generation starts it (exactly one status write can advance observedGeneration,
+    // thanks to the resourceVersion precondition), each requeue continues it, and a requeue for an
+    // older generation ends it. Re-announcements of an unchanged object never start another.
     const wantsChain = result.requeueAfterSeconds !== undefined && (event.reason === "requeue" || advancing);
-    if (wantsChain && deps.requeuer && !scheduled.chain) {
-      // Scheduled before the status write and at most once per message: a failed write after
+    if (wantsChain && deps.requeuer && scheduled.generation !== generation) {
+      // Scheduled before the status write, once per message and generation: a failed write after
       // this may duplicate a chain (harmless, it dies at the next generation) but never lose it.
-      scheduled.chain = true;
+      scheduled.generation = generation;
       await deps.requeuer.schedule(requeueEvent(event, object, "requeue"), now.getTime() + (result.requeueAfterSeconds ?? 0) * 1000);
     }
     const status = successStatus(previous, result.status, generation, now);
