@@ -14,6 +14,8 @@ export interface AccessDeps {
   clock: () => Date;
   /** The AWS credential chain (eks mode only); the entry builds it. */
   awsCredentials?: () => AwsCredentialIdentityProvider;
+  /** Where the ServiceAccount files are mounted, below this root (tests); default "/". */
+  serviceAccountRoot?: string;
 }
 
 export function apiAccess(config: FunctionConfig, deps: AccessDeps): ApiAccess {
@@ -26,7 +28,7 @@ export function apiAccess(config: FunctionConfig, deps: AccessDeps): ApiAccess {
     }
     case "in-cluster": {
       const kubeConfig = new KubeConfig();
-      kubeConfig.loadFromCluster();
+      kubeConfig.loadFromCluster(deps.serviceAccountRoot?.replace(/\/$/, "") ?? "");
       return { kubeConfig };
     }
     case "token": {
