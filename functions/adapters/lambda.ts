@@ -3,6 +3,7 @@
 import { BatchProcessor, EventType, processPartialResponse, SqsFifoPartialProcessorAsync } from "@aws-lambda-powertools/batch";
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda";
 import { buildFromEnv, type Served } from "../runtime/entry.ts";
+import { ConfigError } from "../runtime/config.ts";
 import type { QueueMessage } from "../runtime/message.ts";
 import { messageHandled } from "../runtime/outcome.ts";
 import type { Runtime } from "../runtime/runtime.ts";
@@ -21,7 +22,15 @@ export function lambdaHandler(served: Served, deps: LambdaDeps = {}): SqsLambdaH
   // invocation with one clear line), and kept for warm invocations.
   let runtime = deps.runtime;
   return async (event, context) => {
-    const built = (runtime ??= buildFromEnv(served, deps.env ?? process.env).runtime);
+    let built: Runtime;
+    try {
+      built = runtime ??= buildFromEnv(served, deps.env ?? process.env).runtime;
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw error;
+      // Misconfigured: say so in one line and return the whole batch (the DLQ keeps it safe).
+      console.error(error.message);
+      return { batchItemFailures: event.Records.map((r) => ({ itemIdentifier: r.messageId })) };
+    }
     const recordHandler = async (record: SQSRecord): Promise<void> => {
       const outcome = await built.handle(fromRecord(record));
       // Throwing marks the record failed: it stays in the queue for its visibility timeout.

@@ -42,6 +42,8 @@ export class ConfigError extends Error {
   constructor(message: string) {
     super(message);
     this.name = "ConfigError";
+    // Reported as its one line: a stack trace says nothing about a wrong setting.
+    this.stack = `ConfigError: ${message}`;
   }
 }
 

@@ -4,6 +4,7 @@ import { SQSClient } from "@aws-sdk/client-sqs";
 import { defaultProvider } from "@aws-sdk/credential-provider-node";
 import { pino, type Logger } from "pino";
 import type { Registry } from "prom-client";
+import type { AwsCredentialIdentityProvider } from "@smithy/types";
 import type { Operator } from "../../core/operator.ts";
 import { apiAccess } from "../credentials/access.ts";
 import { loadConfig, type FunctionConfig } from "./config.ts";
@@ -29,13 +30,16 @@ export function buildFromEnv(served: Served, env: NodeJS.ProcessEnv, opts: { reg
   const config = loadConfig(env);
   const clock = () => new Date();
   const logger = pino({ level: config.LOG_LEVEL });
-  // Region and endpoint from the validated settings; credentials from the SDK's own chain.
+  // Everything from the given environment (the SDK's chain would read process.env instead).
+  const { AWS_ACCESS_KEY_ID: accessKeyId, AWS_SECRET_ACCESS_KEY: secretAccessKey, AWS_SESSION_TOKEN: sessionToken } = env;
+  const awsCredentials = (): AwsCredentialIdentityProvider =>
+    accessKeyId && secretAccessKey ? () => Promise.resolve({ accessKeyId, secretAccessKey, ...(sessionToken ? { sessionToken } : {}) }) : defaultProvider();
   const sqs = new SQSClient({
     ...(config.AWS_REGION ? { region: config.AWS_REGION } : {}),
     ...(config.AWS_ENDPOINT_URL_SQS ? { endpoint: config.AWS_ENDPOINT_URL_SQS } : {}),
-    credentials: defaultProvider(),
+    credentials: awsCredentials(),
   });
-  const api = createKubeApi(apiAccess(config, { clock, awsCredentials: () => defaultProvider() }));
+  const api = createKubeApi(apiAccess(config, { clock, awsCredentials }));
   const requeuer = config.CRDFN_STANDARD_QUEUE_URL ? createSqsRequeuer({ sqs, queueUrl: config.CRDFN_STANDARD_QUEUE_URL, clock }) : undefined;
   if (!requeuer) logger.warn("CRDFN_STANDARD_QUEUE_URL is not set: requeues and TemporaryError retries fall back to the visibility timeout");
   const metrics = opts.registry ? createRuntimeMetrics(opts.registry) : undefined;
