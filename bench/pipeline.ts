@@ -11,6 +11,7 @@ import { createKubeApi } from "../functions/runtime/kube-http.ts";
 import { atRate, forEachBounded, inFlight } from "./drive.ts";
 import { Greetings, objectName } from "./greetings.ts";
 import { keepAliveKubeConfig } from "./keep-alive.ts";
+import { clusterPids } from "./proc.ts";
 import { ResourceSampler, type BridgeMemory, type PhaseCpu } from "./resources.ts";
 import { summarizeCounts, summarizeLatency, type CountSummary, type LatencySummary } from "./stats.ts";
 import { StatusWatch } from "./status-watch.ts";
@@ -106,7 +107,8 @@ export async function runPipelineBench(o: BenchOptions): Promise<BenchResult> {
       },
     });
     cleanup.unshift(() => pipeline.stop());
-    const sampler = new ResourceSampler(pipeline.bridgeProcess.pid, `http://127.0.0.1:${pipeline.bridgeProcess.httpPort}/metrics`);
+    const servers = clusterPids(Number(new URL(cluster.server).port));
+    const sampler = new ResourceSampler(pipeline.bridgeProcess.pid, `http://127.0.0.1:${pipeline.bridgeProcess.httpPort}/metrics`, { ...servers });
     sampler.start();
     cleanup.unshift(() => sampler.stop());
 

@@ -1,5 +1,6 @@
 // What the kernel and a Prometheus endpoint say about processes: memory, CPU time, machine load.
-import { readFileSync } from "node:fs";
+import { readFileSync, readdirSync } from "node:fs";
+import { dirname } from "node:path";
 
 /** Resident set size of a process in bytes (VmRSS), or undefined once it is gone. */
 export function rssBytes(pid: number): number | undefined {
@@ -47,4 +48,42 @@ export function metricValues(text: string, names: readonly string[]): Record<str
     if (name !== undefined && value !== undefined && names.includes(name)) out[name] = Number(value);
   }
   return out;
+}
+
+function commandLine(pid: string): string[] {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+  } catch {
+    return [];
+  }
+}
+
+export interface ClusterPids {
+  apiServer?: number;
+  etcd?: number;
+  elasticMq?: number;
+}
+
+/**
+ * The emulator's server processes behind the API server on `apiPort`, found by their command
+ * lines: the API server names its etcd, and etcd's data folder sits next to ElasticMQ's config.
+ */
+export function clusterPids(apiPort: number): ClusterPids {
+  const all = readdirSync("/proc")
+    .filter((d) => /^\d+$/.test(d))
+    .map((pid) => ({ pid: Number(pid), args: commandLine(pid) }));
+  const found: ClusterPids = {};
+  const api = all.find((p) => (p.args[0] ?? "").endsWith("kube-apiserver") && p.args.includes(`--secure-port=${apiPort}`));
+  if (api === undefined) return found;
+  found.apiServer = api.pid;
+  const etcdUrl = api.args.find((a) => a.startsWith("--etcd-servers="))?.split("=")[1];
+  const etcd = all.find((p) => (p.args[0] ?? "").endsWith("etcd") && p.args.includes(`--listen-client-urls=${etcdUrl}`));
+  if (etcd === undefined) return found;
+  found.etcd = etcd.pid;
+  const dataDir = etcd.args.find((a) => a.startsWith("--data-dir="))?.slice("--data-dir=".length);
+  if (dataDir === undefined) return found;
+  const conf = `-Dconfig.file=${dirname(dataDir)}/elasticmq/elasticmq.conf`;
+  const mq = all.find((p) => p.args.includes(conf));
+  if (mq !== undefined) found.elasticMq = mq.pid;
+  return found;
 }

@@ -27,8 +27,9 @@ function table(rows: ReadonlyArray<readonly string[]>): string {
 
 const calls = (s: { mean: number; histogram: Record<string, number> }): string =>
   `${s.mean} (${Object.entries(s.histogram).map(([k, n]) => `${k}:${n}`).join(" ")})`;
-const cpu = (c: { bridgePercent: number; benchPercent: number; machineBusyPercent: number }): string =>
-  `bridge ${c.bridgePercent}%, poller+functions+load ${c.benchPercent}%, machine ${c.machineBusyPercent}% busy`;
+const cpuNames: Record<string, string> = { apiServer: "API server", etcd: "etcd", elasticMq: "ElasticMQ", bridge: "bridge", bench: "poller+functions+load" };
+const cpu = (c: { percentOfOneCore: Record<string, number>; machineBusyPercent: number }): string =>
+  `${Object.entries(c.percentOfOneCore).map(([k, v]) => `${cpuNames[k] ?? k} ${v}%`).join(", ")}; machine ${c.machineBusyPercent}% busy (of all cores)`;
 
 export function formatReport(r: BenchResult, targets: readonly Target[]): string {
   const p = r.params;
@@ -59,6 +60,7 @@ export function formatReport(r: BenchResult, targets: readonly Target[]): string
       ["bridge", "RSS max (/proc) / (/metrics)", `${mib(r.bridge.maxRssBytes)} / ${mib(r.bridge.maxMetricRssBytes)}`],
       ["bridge", "heap used max (/metrics)", mib(r.bridge.maxHeapUsedBytes)],
     ]),
+    "CPU is in percent of one core per process.",
     "",
     table([["target", "goal", "measured", ""], ...targets.map((t) => [t.name, t.goal, t.value, t.pass ? "PASS" : "MISS"])]),
   ];

@@ -1,5 +1,6 @@
 // Samples the bridge process (RSS from /proc, heap from its /metrics) while the benchmark runs,
-// and CPU use per phase: the bridge, this process (poller, functions, load) and the whole machine.
+// and CPU use per phase of each part — the bridge, the API server, etcd, ElasticMQ and this
+// process (poller, functions, load) — and of the whole machine: where the time goes.
 import { cpuSeconds, machineTicks, metricValues, rssBytes, type MachineTicks } from "./proc.ts";
 
 const RSS = "process_resident_memory_bytes";
@@ -17,10 +18,11 @@ export interface BridgeMemory {
 }
 
 export interface PhaseCpu {
-  /** Percent of one core. */
-  bridgePercent: number;
-  /** This process: poller, reconcile functions, load generator and status watch. */
-  benchPercent: number;
+  /**
+   * Percent of one core per process: bridge, apiServer, etcd, elasticMq, and bench (this
+   * process: poller, reconcile functions, load generator and status watch).
+   */
+  percentOfOneCore: Record<string, number>;
   /** All cores, everything on the machine (API server, etcd, ElasticMQ, other users). */
   machineBusyPercent: number;
   /** Mean time from the bridge observing a change to the queue accepting its event. */
@@ -29,7 +31,7 @@ export interface PhaseCpu {
 
 interface Mark {
   wall: number;
-  bridge: number;
+  processes: Record<string, number>;
   bench: NodeJS.CpuUsage;
   machine: MachineTicks;
   publish: { sum: number; count: number } | undefined;
@@ -38,15 +40,18 @@ interface Mark {
 export class ResourceSampler {
   readonly #pid: number;
   readonly #metricsUrl: string;
+  readonly #others: Record<string, number>;
   #maxRss = 0;
   #maxMetricRss: number | null = null;
   #maxHeap: number | null = null;
   #lastMetrics: Record<string, number> = {};
   readonly #timers: NodeJS.Timeout[] = [];
 
-  constructor(pid: number, metricsUrl: string) {
+  /** `others`: more processes whose CPU use to report per phase, by name. */
+  constructor(pid: number, metricsUrl: string, others: Record<string, number>) {
     this.#pid = pid;
     this.#metricsUrl = metricsUrl;
+    this.#others = others;
   }
 
   start(): void {
@@ -86,7 +91,7 @@ export class ResourceSampler {
     const count = this.#lastMetrics[PUBLISH_COUNT];
     return {
       wall: performance.now(),
-      bridge: cpuSeconds(this.#pid) ?? 0,
+      processes: Object.fromEntries(Object.entries({ bridge: this.#pid, ...this.#others }).map(([name, pid]) => [name, cpuSeconds(pid) ?? 0])),
       bench: process.cpuUsage(),
       machine: machineTicks(),
       publish: sum === undefined || count === undefined ? undefined : { sum, count },
@@ -100,9 +105,11 @@ export class ResourceSampler {
     const bench = process.cpuUsage(start.bench);
     const pct = (x: number) => Math.round((x / seconds) * 1000) / 10;
     const published = end.publish && start.publish ? end.publish.count - start.publish.count : 0;
+    const percentOfOneCore: Record<string, number> = {};
+    for (const [name, used] of Object.entries(end.processes)) percentOfOneCore[name] = pct(used - (start.processes[name] ?? 0));
+    percentOfOneCore.bench = pct((bench.user + bench.system) / 1e6);
     return {
-      bridgePercent: pct(end.bridge - start.bridge),
-      benchPercent: pct((bench.user + bench.system) / 1e6),
+      percentOfOneCore,
       machineBusyPercent: Math.round(((end.machine.busy - start.machine.busy) / Math.max(1, end.machine.total - start.machine.total)) * 1000) / 10,
       bridgePublishDelayMs:
         published > 0 && end.publish && start.publish ? Math.round(((end.publish.sum - start.publish.sum) / published) * 10000) / 10 : null,

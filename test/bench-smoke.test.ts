@@ -11,7 +11,7 @@ import { repoRoot } from "../emulator/paths.ts";
 const run = promisify(execFile);
 
 const latencyKeys = ["samples", "p50Ms", "p95Ms", "p99Ms", "maxMs", "meanMs"];
-const cpuKeys = ["bridgePercent", "benchPercent", "machineBusyPercent", "bridgePublishDelayMs"];
+const cpuKeys = ["percentOfOneCore", "machineBusyPercent", "bridgePublishDelayMs"];
 const reconcileKeys = ["reconciles", "outcomes", "apiCallsPerReconcile", "handlerLatency"];
 
 function hasKeys(o: unknown, keys: readonly string[], where: string): Record<string, unknown> {
@@ -46,7 +46,8 @@ describe("crdfn bench (smoke)", { timeout: 150_000 }, () => {
       const latency = hasKeys(rated.latency, latencyKeys, "rated.latency");
       assert.equal(latency.samples, 30);
       assert.ok((latency.p50Ms as number) > 0 && (latency.p50Ms as number) <= (latency.p99Ms as number));
-      hasKeys(rated.cpu, cpuKeys, "rated.cpu");
+      const cpu = hasKeys(rated.cpu, cpuKeys, "rated.cpu");
+      hasKeys(cpu.percentOfOneCore, ["bridge", "apiServer", "etcd", "elasticMq", "bench"], "rated.cpu.percentOfOneCore");
       const calls = hasKeys(rated.apiCallsPerReconcile, ["mean", "min", "max", "histogram"], "rated.apiCallsPerReconcile");
       assert.ok((calls.mean as number) >= 1);
 
