@@ -1,12 +1,13 @@
-// Delayed re-delivery through the standard queue: TemporaryError retries that do not spend the
-// dead-letter budget, requeueAfterSeconds chains that neither multiply nor outlive their
-// generation, and early deliveries that wait for their due time.
+// Typed errors and delayed re-delivery through the standard queue: TemporaryError retries that
+// do not spend the dead-letter budget, PermanentError (and a child the API server rejects)
+// recorded once, requeueAfterSeconds chains that neither multiply nor outlive their generation,
+// and early deliveries that wait for their due time.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { GetQueueAttributesCommand, SendMessageCommand } from "@aws-sdk/client-sqs";
 import { z } from "zod";
 import { rfc3339Seconds } from "../core/conditions.ts";
-import { TemporaryError } from "../core/errors.ts";
+import { PermanentError, TemporaryError } from "../core/errors.ts";
 import { encodeKeyEvent } from "../core/event.ts";
 import { defineOperator, type Operator } from "../core/operator.ts";
 import type { Poller } from "../functions/adapters/poller.ts";
@@ -15,15 +16,27 @@ import { crApi, keyEventOf, pollerFor, publish, ready, receiveAll, runtimeFor, s
 
 const ticker = defineOperator({
   resource: { group: "test.crdfn.dev", version: "v1", plural: "tickers", kind: "Ticker" },
-  spec: z.object({ failUntil: z.iso.datetime().optional(), every: z.number().int().positive().optional(), label: z.string().optional() }),
+  spec: z.object({
+    failUntil: z.iso.datetime().optional(),
+    every: z.number().int().positive().optional(),
+    label: z.string().optional(),
+    refuse: z.boolean().optional(),
+    childName: z.string().optional(),
+  }),
+  owns: [{ group: "", version: "v1", kind: "ConfigMap" }],
   reconcile(t, ctx) {
     if (t.spec.failUntil && ctx.now < new Date(t.spec.failUntil)) throw new TemporaryError(1, "not yet");
-    return { status: { tickedAt: rfc3339Seconds(ctx.now) }, ...(t.spec.every ? { requeueAfterSeconds: t.spec.every } : {}) };
+    if (t.spec.refuse) throw new PermanentError("this ticker refuses to tick", "Refused");
+    return {
+      ...(t.spec.childName ? { children: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: t.spec.childName }, data: { a: "b" } }] } : {}),
+      status: { tickedAt: rfc3339Seconds(ctx.now) },
+      ...(t.spec.every ? { requeueAfterSeconds: t.spec.every } : {}),
+    };
   },
 });
 const op = ticker as Operator<unknown>;
 
-describe("requeues through the standard queue", { timeout: 180_000 }, () => {
+describe("typed errors and requeues through the standard queue", { timeout: 180_000 }, () => {
   let env: Env;
   let poller: Poller;
   const crs = () => crApi(env, op);
@@ -50,6 +63,20 @@ describe("requeues through the standard queue", { timeout: 180_000 }, () => {
     assert.ok(attempts.every((l) => l.outcome !== "retry"), "never failed back to the queue");
     assert.deepEqual(await receiveAll(env, env.cluster.sqs.queues.fifoDlq), []);
     assert.deepEqual(await receiveAll(env, env.cluster.sqs.queues.standardDlq), []);
+  });
+
+  it("PermanentError, and a child the API server rejects → Ready=False with the reason and one Event; no retries", { timeout: 30_000 }, async () => {
+    for (const [name, spec, reason] of [["refusing", { refuse: true }, "Refused"], ["bad-child", { childName: "Not_A_Valid_Name" }, "RejectedByApiServer"]] as const) {
+      const cr = await crs().create(name, spec);
+      await publish(env, keyEventOf(op, cr, "ADDED"));
+      await waitFor(`${name}: Ready=False ${reason}`, async () => ready(await crs().get(name))?.reason === reason);
+      await publish(env, { ...keyEventOf(op, cr, "RESYNC"), reason: "resync" }, "again");
+      await waitFor(`${name}: handled twice`, () => env.logs.filter((l) => l.msg === "handled" && l.object === `default/${name}`).length >= 2);
+      const outcomes = env.logs.filter((l) => l.msg === "handled" && l.object === `default/${name}`).map((l) => l.outcome);
+      assert.deepEqual(outcomes, ["permanent", "permanent"]);
+      const events = await env.core.listNamespacedEvent({ namespace: "default", fieldSelector: `involvedObject.name=${name}` });
+      assert.deepEqual(events.items.map((e) => e.reason), [reason], "one Event, not one per delivery");
+    }
   });
 
   it("requeueAfterSeconds → one chain per object that keeps ticking, does not multiply, and ends with the object", { timeout: 60_000 }, async () => {

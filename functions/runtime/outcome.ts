@@ -28,6 +28,9 @@ export type Verdict =
 
 export function classify(error: unknown): Verdict {
   if (error instanceof ApiError && error.code === 409) return { kind: "conflict" };
+  // The API server refused what reconcile asked for (an invalid child): retrying the same
+  // object cannot help, so it is recorded like a PermanentError.
+  if (error instanceof ApiError && (error.code === 400 || error.code === 422)) return { kind: "permanent", reason: "RejectedByApiServer", message: error.message };
   if (error instanceof PermanentError) return { kind: "permanent", reason: error.reason, message: error.message };
   if (error instanceof TemporaryError) return { kind: "later", delaySeconds: error.delaySeconds, message: error.message };
   return { kind: "retry", message: error instanceof Error ? error.message : String(error) };
