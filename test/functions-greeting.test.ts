@@ -125,6 +125,7 @@ describe("Greeting operator, end to end", { timeout: 180_000 }, () => {
     console.log(`# 20 writers × 3 updates: ${conflicts} conflicts re-read and retried`);
     assert.ok(conflicts > 0, "the writers raced the reconciles' status writes");
     assert.equal((await crs().get("contended"))?.metadata?.generation, last?.metadata?.generation);
+    assert.deepEqual(await receiveAll(env, env.cluster.sqs.queues.fifoDlq), [], "nothing was given up on");
   });
 
   it("a poison message lands in the DLQ after 5 receives while other objects keep reconciling", { timeout: 90_000 }, async () => {
