@@ -18,6 +18,7 @@ import {
   ok,
   parallel,
   QueueReader,
+  scrapeMetrics,
   spawnBridge,
   sqsClientFor,
   testLogger,
@@ -42,11 +43,7 @@ async function leaseHolder(cluster: LocalCluster, name: string): Promise<string>
 }
 
 async function scrape(port: number, metric: string): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-  return text
-    .split("\n")
-    .filter((l) => l.startsWith(`${metric}{`) || l.startsWith(`${metric} `))
-    .reduce((n, l) => n + Number(l.split(" ").at(-1)), 0);
+  return (await scrapeMetrics(port)).get(metric) ?? 0;
 }
 
 async function waitFor(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {

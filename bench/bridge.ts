@@ -1,0 +1,176 @@
+// `npm run bench:bridge`: the bridge's initial sync of 1k, 10k and 50k objects against a real
+// API server and ElasticMQ — sync time, retained heap per object, peak heap and RSS — and
+// publish throughput. Run with --expose-gc (the npm script does) so retained heap is measured
+// after a full collection. BENCH_SIZES=1000,10000 picks other sizes.
+import { mkdirSync, writeFileSync } from "node:fs";
+import { PurgeQueueCommand } from "@aws-sdk/client-sqs";
+import { pino } from "pino";
+import { Registry } from "prom-client";
+import { startBridge } from "../bridge/bridge.ts";
+import { startCluster } from "../emulator/cluster.ts";
+import type { LocalCluster } from "../emulator/types.ts";
+import { bridgeConfig, bridgeEnv, createNamespace, kube, metricValue, ok, parallel, scrapeMetrics, spawnBridge, sqsClientFor } from "../test/bridge-helpers.ts";
+
+const NS = "bench";
+const GROUP = "bench.crdfn.dev";
+const CREATE_CONCURRENCY = 64;
+/** Give up on a size whose objects would take longer than this to create. */
+const CREATE_BUDGET_MS = 8 * 60_000;
+
+const gc = (globalThis as { gc?: () => void }).gc;
+const mib = (bytes: number): number => bytes / 1024 / 1024;
+const heapNow = (): number => {
+  gc?.();
+  gc?.();
+  return process.memoryUsage().heapUsed;
+};
+
+async function installTinyCrd(cluster: LocalCluster): Promise<void> {
+  await ok(
+    kube(cluster.kubeConfig, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", {
+      apiVersion: "apiextensions.k8s.io/v1",
+      kind: "CustomResourceDefinition",
+      metadata: { name: `tinies.${GROUP}` },
+      spec: {
+        group: GROUP,
+        names: { plural: "tinies", singular: "tiny", kind: "Tiny" },
+        scope: "Namespaced",
+        versions: [{ name: "v1", served: true, storage: true, schema: { openAPIV3Schema: { type: "object", properties: { spec: { type: "object", "x-kubernetes-preserve-unknown-fields": true } } } } }],
+      },
+    }),
+    "tiny CRD",
+  );
+  for (let i = 0; (await kube(cluster.kubeConfig, "GET", `/apis/${GROUP}/v1/tinies`)).status !== 200; i++) {
+    if (i > 100) throw new Error("tiny CRD never served");
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function createTinies(cluster: LocalCluster, from: number, to: number): Promise<number> {
+  const started = Date.now();
+  const indexes = Array.from({ length: to - from }, (_, i) => from + i);
+  await parallel(indexes, CREATE_CONCURRENCY, (i) =>
+    ok(kube(cluster.kubeConfig, "POST", `/apis/${GROUP}/v1/namespaces/${NS}/tinies`, { apiVersion: `${GROUP}/v1`, kind: "Tiny", metadata: { name: `t-${i}` }, spec: { n: i } }), `tiny ${i}`),
+  );
+  return Date.now() - started;
+}
+
+interface Row {
+  objects: number;
+  createS: number;
+  /** In-process run: initial list handed over / everything accepted by the queue. */
+  syncS: number;
+  publishedS: number;
+  eventsPerS: number;
+  /** In-process run: heap the running bridge keeps, after a full GC. */
+  retainedHeapMiB: number;
+  heapPer10kMiB: number;
+  /** Separate `node bridge/main.ts` process, as deployed: its own heap and RSS. */
+  processSyncS: number;
+  processPeakHeapMiB: number;
+  processPeakRssMiB: number;
+}
+
+const tinyEnv = (cluster: LocalCluster, extra: Record<string, string> = {}): Record<string, string> =>
+  bridgeEnv(cluster, { CRDFN_RESOURCES: `${GROUP}/v1/tinies`, CRDFN_NAMESPACES: NS, ...extra });
+
+async function purge(cluster: LocalCluster): Promise<void> {
+  const sqs = sqsClientFor(cluster);
+  await sqs.send(new PurgeQueueCommand({ QueueUrl: cluster.sqs.queues.fifo }));
+  sqs.destroy();
+}
+
+/** The bridge in this process: sync time, publish throughput, and the heap it retains. */
+async function measureInProcess(cluster: LocalCluster, objects: number): Promise<Pick<Row, "syncS" | "publishedS" | "eventsPerS" | "retainedHeapMiB" | "heapPer10kMiB">> {
+  await purge(cluster);
+  const sqs = sqsClientFor(cluster);
+  const baseline = heapNow();
+  const registry = new Registry();
+  const started = performance.now();
+  const bridge = startBridge(bridgeConfig(cluster, { CRDFN_RESOURCES: `${GROUP}/v1/tinies`, CRDFN_NAMESPACES: NS }), { kubeConfig: cluster.kubeConfig, sqs, logger: pino({ level: "warn" }), registry });
+  await bridge.ready;
+  const synced = performance.now() - started;
+  while ((await metricValue(registry, "crdfn_bridge_events_published_total")) < objects) await new Promise((r) => setTimeout(r, 20));
+  const published = performance.now() - started;
+  const retained = heapNow() - baseline;
+  await bridge.stop(5000);
+  sqs.destroy();
+  return {
+    syncS: synced / 1000,
+    publishedS: published / 1000,
+    eventsPerS: objects / (published / 1000),
+    retainedHeapMiB: mib(retained),
+    heapPer10kMiB: mib((retained / objects) * 10_000),
+  };
+}
+
+/** The bridge as its own process: peak heap and RSS from its /metrics while it syncs and publishes. */
+async function measureProcess(cluster: LocalCluster, objects: number): Promise<Pick<Row, "processSyncS" | "processPeakHeapMiB" | "processPeakRssMiB">> {
+  await purge(cluster);
+  const started = performance.now();
+  const p = spawnBridge(tinyEnv(cluster));
+  try {
+    const port = await p.port;
+    let syncedAt = 0;
+    void p.synced.then(() => (syncedAt = performance.now()));
+    let peakHeap = 0;
+    let peakRss = 0;
+    for (;;) {
+      const m = await scrapeMetrics(port);
+      peakHeap = Math.max(peakHeap, m.get("nodejs_heap_size_used_bytes") ?? 0);
+      peakRss = Math.max(peakRss, m.get("process_resident_memory_bytes") ?? 0);
+      if (syncedAt > 0 && (m.get("crdfn_bridge_events_published_total") ?? 0) >= objects) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    return { processSyncS: (syncedAt - started) / 1000, processPeakHeapMiB: mib(peakHeap), processPeakRssMiB: mib(peakRss) };
+  } finally {
+    p.child.kill("SIGTERM");
+    await p.exited;
+  }
+}
+
+async function main(): Promise<void> {
+  if (gc === undefined) console.error("warning: run with --expose-gc for retained-heap figures");
+  const sizes = (process.env.BENCH_SIZES ?? "1000,10000,50000").split(",").map(Number);
+  console.error("starting the local control plane and ElasticMQ…");
+  const cluster = await startCluster({ log: () => {} });
+  const rows: Row[] = [];
+  const skipped: string[] = [];
+  try {
+    await installTinyCrd(cluster);
+    await createNamespace(cluster, NS);
+    let created = 0;
+    let msPerObject = 0;
+    for (const size of sizes) {
+      const projected = (size - created) * msPerObject;
+      if (projected > CREATE_BUDGET_MS) {
+        skipped.push(`${size}: creating ${size - created} more objects would take ~${Math.round(projected / 1000)} s at the measured ${Math.round(1000 / msPerObject)} objects/s`);
+        continue;
+      }
+      console.error(`creating objects ${created}..${size}…`);
+      const createMs = await createTinies(cluster, created, size);
+      msPerObject = createMs / (size - created);
+      created = size;
+      console.error(`created in ${(createMs / 1000).toFixed(1)} s; measuring the bridge's initial sync…`);
+      rows.push({ objects: size, createS: createMs / 1000, ...(await measureInProcess(cluster, size)), ...(await measureProcess(cluster, size)) });
+    }
+  } finally {
+    await cluster.stop();
+  }
+
+  const header = ["objects", "create (s)", "initial sync (s)", "all published (s)", "events/s", "retained heap (MiB)", "heap per 10k (MiB)", "process: sync (s)", "peak heap (MiB)", "peak RSS (MiB)"];
+  const table = rows.map((r) =>
+    [r.objects, r.createS.toFixed(1), r.syncS.toFixed(2), r.publishedS.toFixed(2), r.eventsPerS.toFixed(0), r.retainedHeapMiB.toFixed(2), r.heapPer10kMiB.toFixed(2), r.processSyncS.toFixed(2), r.processPeakHeapMiB.toFixed(1), r.processPeakRssMiB.toFixed(0)].map(String),
+  );
+  const widths = header.map((h, i) => Math.max(h.length, ...table.map((row) => (row[i] ?? "").length)));
+  const line = (cells: string[]) => `| ${cells.map((c, i) => c.padStart(widths[i] ?? 0)).join(" | ")} |`;
+  console.log(line(header));
+  console.log(`|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`);
+  for (const row of table) console.log(line(row));
+  for (const s of skipped) console.log(`skipped ${s}`);
+  console.log("retained heap: the in-process bridge's heap after a full GC, fixed overhead included; peak heap/RSS: a separate `node bridge/main.ts` (no forced GC), with its start-up.");
+  mkdirSync("bench-results", { recursive: true });
+  writeFileSync("bench-results/bridge.json", JSON.stringify({ rows, skipped }, null, 2));
+}
+
+await main();
