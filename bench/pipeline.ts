@@ -22,7 +22,7 @@ export interface BenchOptions {
   rate: number;
   /** Length of each measured phase. */
   durationSeconds: number;
-  /** Changes in flight at full load, and status patches in flight for the raw ceiling. */
+  /** Changes in flight in the closed loop, status patches in flight for the raw ceiling, writers at full load. */
   concurrency: number;
   /** Concurrent receive loops of the local poller on the FIFO queue (default: the pipeline's). */
   receiveLoops?: number;
@@ -30,7 +30,7 @@ export interface BenchOptions {
   log: (line: string) => void;
 }
 
-type Phase = "setup" | "rated" | "full" | "raw";
+type Phase = "setup" | "rated" | "closed" | "raw" | "full";
 
 interface ReconcileStats {
   reconciles: number;
@@ -54,7 +54,7 @@ export interface BenchResult {
     latency: LatencySummary;
     cpu: PhaseCpu;
   };
-  fullLoad: ReconcileStats & {
+  closedLoop: ReconcileStats & {
     changes: number;
     writeErrors: number;
     unobserved: number;
@@ -64,6 +64,7 @@ export interface BenchResult {
     cpu: PhaseCpu;
   };
   rawCeiling: { patches: number; errors: number; seconds: number; patchesPerSecond: number; latency: LatencySummary; cpu: PhaseCpu };
+  fullLoad: ReconcileStats & { writes: number; writeErrors: number; writesPerSecond: number; seconds: number; reconcilesPerSecond: number; cpu: PhaseCpu };
   /** Full-load reconciles/s divided by raw status patches/s. */
   ratioToRaw: number;
   bridge: BridgeMemory;
@@ -88,7 +89,7 @@ function reconcileStats(records: readonly Pick<ReconcileRecord, "outcome" | "lat
 export async function runPipelineBench(o: BenchOptions): Promise<BenchResult> {
   const startedAt = new Date().toISOString();
   const loadAvgStart = loadavg();
-  const records: Record<Phase, Pick<ReconcileRecord, "outcome" | "latencyMs">[]> = { setup: [], rated: [], full: [], raw: [] };
+  const records: Record<Phase, Pick<ReconcileRecord, "outcome" | "latencyMs">[]> = { setup: [], rated: [], closed: [], raw: [], full: [] };
   let phase: Phase = "setup";
 
   o.log("starting the local cluster…");
@@ -172,29 +173,30 @@ export async function runPipelineBench(o: BenchOptions): Promise<BenchResult> {
       cpu: await sampler.since(mark),
     };
 
-    // 3. Full load: `concurrency` changes in flight, each on its own objects, a new one as soon
-    //    as the last one's status is observed.
+    // 3. Closed loop: `concurrency` changes in flight, each on its own objects, a new one as
+    //    soon as the last one's status is observed: latency and throughput when busy.
     const workers = Math.min(o.concurrency, o.objects);
     const owned = Array.from({ length: workers }, (_, w) => Array.from({ length: Math.ceil((o.objects - w) / workers) }, (_, j) => w + j * workers));
-    o.log(`full load: ${workers} changes in flight for ${o.durationSeconds} s…`);
-    phase = "full";
-    mark = await sampler.mark();
-    const fullLatencies: number[] = [];
-    const fullCounts = { errors: 0, unobserved: 0 };
-    let t = now();
-    await inFlight(workers, o.durationSeconds * 1000, async (w, round) => {
+    const objectOf = (w: number, round: number): number => {
       const mine = owned[w] ?? [];
-      await change(mine[round % mine.length] ?? 0, `full ${round}`, fullLatencies, fullCounts);
-    }, now);
-    const fullSeconds = (now() - t) / 1000;
-    const fullLoad = {
-      changes: fullLatencies.length,
-      writeErrors: fullCounts.errors,
-      unobserved: fullCounts.unobserved,
-      seconds: Math.round(fullSeconds * 100) / 100,
-      reconcilesPerSecond: Math.round((fullLatencies.length / fullSeconds) * 10) / 10,
-      latency: summarizeLatency(fullLatencies),
-      ...reconcileStats(records.full),
+      return mine[round % mine.length] ?? 0;
+    };
+    o.log(`closed loop: ${workers} changes in flight for ${o.durationSeconds} s…`);
+    phase = "closed";
+    mark = await sampler.mark();
+    const closedLatencies: number[] = [];
+    const closedCounts = { errors: 0, unobserved: 0 };
+    let t = now();
+    await inFlight(workers, o.durationSeconds * 1000, (w, round) => change(objectOf(w, round), `closed ${round}`, closedLatencies, closedCounts), now);
+    const closedSeconds = (now() - t) / 1000;
+    const closedLoop = {
+      changes: closedLatencies.length,
+      writeErrors: closedCounts.errors,
+      unobserved: closedCounts.unobserved,
+      seconds: Math.round(closedSeconds * 100) / 100,
+      reconcilesPerSecond: Math.round((closedLatencies.length / closedSeconds) * 10) / 10,
+      latency: summarizeLatency(closedLatencies),
+      ...reconcileStats(records.closed),
       cpu: await sampler.since(mark),
     };
 
@@ -210,10 +212,9 @@ export async function runPipelineBench(o: BenchOptions): Promise<BenchResult> {
     let rawErrors = 0;
     t = now();
     await inFlight(workers, o.durationSeconds * 1000, async (w, round) => {
-      const mine = owned[w] ?? [];
       const start = now();
       try {
-        await greetings.patchStatus(names[mine[round % mine.length] ?? 0] ?? "", round);
+        await greetings.patchStatus(names[objectOf(w, round)] ?? "", round);
         rawLatencies.push(now() - start);
       } catch {
         rawErrors++;
@@ -229,6 +230,34 @@ export async function runPipelineBench(o: BenchOptions): Promise<BenchResult> {
       cpu: await sampler.since(mark),
     };
 
+    // 5. Full load, last (it leaves a backlog): `concurrency` writers change specs as fast as
+    //    the API server takes them; reconciles/s = status updates reporting a new generation.
+    o.log(`full load: ${workers} writers for ${o.durationSeconds} s…`);
+    phase = "full";
+    mark = await sampler.mark();
+    let fullWrites = 0;
+    let fullErrors = 0;
+    const advancesBefore = watch.advances;
+    t = now();
+    await inFlight(workers, o.durationSeconds * 1000, async (w, round) => {
+      try {
+        await greetings.setMessage(names[objectOf(w, round)] ?? "", `full ${round}`);
+        fullWrites++;
+      } catch {
+        fullErrors++;
+      }
+    }, now);
+    const fullSeconds = (now() - t) / 1000;
+    const fullLoad = {
+      writes: fullWrites,
+      writeErrors: fullErrors,
+      writesPerSecond: Math.round((fullWrites / fullSeconds) * 10) / 10,
+      seconds: Math.round(fullSeconds * 100) / 100,
+      reconcilesPerSecond: Math.round(((watch.advances - advancesBefore) / fullSeconds) * 10) / 10,
+      ...reconcileStats(records.full),
+      cpu: await sampler.since(mark),
+    };
+
     return {
       startedAt,
       finishedAt: new Date().toISOString(),
@@ -236,8 +265,9 @@ export async function runPipelineBench(o: BenchOptions): Promise<BenchResult> {
       params: { objects: o.objects, rate: o.rate, durationSeconds: o.durationSeconds, concurrency: workers, receiveLoops: o.receiveLoops ?? DEFAULT_RECEIVE_LOOPS },
       setup,
       rated,
-      fullLoad,
+      closedLoop,
       rawCeiling,
+      fullLoad,
       ratioToRaw: Math.round((fullLoad.reconcilesPerSecond / rawCeiling.patchesPerSecond) * 1000) / 1000,
       bridge: sampler.memory(),
     };

@@ -36,7 +36,7 @@ export function formatReport(r: BenchResult, targets: readonly Target[]): string
   const lat = (l: BenchResult["rated"]["latency"]) => `p50 ${l.p50Ms} / p95 ${l.p95Ms} / p99 ${l.p99Ms} / max ${l.maxMs} ms (n=${l.samples})`;
   const mib = (b: number | null) => (b === null ? "n/a" : `${(b / MiB).toFixed(1)} MiB`);
   const lines = [
-    `crdfn pipeline benchmark — ${p.objects} Greetings, ${p.rate} changes/s, ${p.durationSeconds} s phases, ${p.concurrency} in flight at full load, ${p.receiveLoops} FIFO receive loop(s)`,
+    `crdfn pipeline benchmark — ${p.objects} Greetings, ${p.rate} changes/s, ${p.durationSeconds} s phases, concurrency ${p.concurrency}, ${p.receiveLoops} FIFO receive loop(s)`,
     `machine: ${r.machine.cpus} cores, load average ${r.machine.loadAvgStart.map((x) => x.toFixed(2)).join(" ")} → ${r.machine.loadAvgEnd.map((x) => x.toFixed(2)).join(" ")}, node ${r.machine.node}`,
     "",
     table([
@@ -49,13 +49,17 @@ export function formatReport(r: BenchResult, targets: readonly Target[]): string
       ["rated", "time inside the function", lat(r.rated.handlerLatency)],
       ["rated", "bridge publish delay (mean)", r.rated.cpu.bridgePublishDelayMs === null ? "n/a" : `${r.rated.cpu.bridgePublishDelayMs} ms`],
       ["rated", "CPU", cpu(r.rated.cpu)],
-      ["full", "reconciles/s (status observed)", `${r.fullLoad.reconcilesPerSecond} (${r.fullLoad.changes} in ${r.fullLoad.seconds} s)`],
-      ["full", "spec write → status seen", lat(r.fullLoad.latency)],
-      ["full", "API calls per reconcile", calls(r.fullLoad.apiCallsPerReconcile)],
-      ["full", "CPU", cpu(r.fullLoad.cpu)],
+      ["closed", "reconciles/s (status observed)", `${r.closedLoop.reconcilesPerSecond} (${r.closedLoop.changes} in ${r.closedLoop.seconds} s, ${r.closedLoop.unobserved} unobserved)`],
+      ["closed", "spec write → status seen", lat(r.closedLoop.latency)],
+      ["closed", "time inside the function", lat(r.closedLoop.handlerLatency)],
+      ["closed", "CPU", cpu(r.closedLoop.cpu)],
       ["raw", "status patches/s", `${r.rawCeiling.patchesPerSecond} (${r.rawCeiling.patches} in ${r.rawCeiling.seconds} s, ${r.rawCeiling.errors} errors)`],
       ["raw", "patch latency", lat(r.rawCeiling.latency)],
       ["raw", "CPU", cpu(r.rawCeiling.cpu)],
+      ["full", "spec writes/s", `${r.fullLoad.writesPerSecond} (${r.fullLoad.writes} in ${r.fullLoad.seconds} s, ${r.fullLoad.writeErrors} errors)`],
+      ["full", "reconciles/s (status observed)", `${r.fullLoad.reconcilesPerSecond}`],
+      ["full", "reconciles handled (incl. superseded)", `${r.fullLoad.reconciles}, ${calls(r.fullLoad.apiCallsPerReconcile)} API calls each`],
+      ["full", "CPU", cpu(r.fullLoad.cpu)],
       ["", "full load / raw ceiling", `${r.ratioToRaw}×`],
       ["bridge", "RSS max (/proc) / (/metrics)", `${mib(r.bridge.maxRssBytes)} / ${mib(r.bridge.maxMetricRssBytes)}`],
       ["bridge", "heap used max (/metrics)", mib(r.bridge.maxHeapUsedBytes)],

@@ -33,7 +33,7 @@ describe("crdfn bench (smoke)", { timeout: 150_000 }, () => {
       assert.match(stdout, /full load \/ raw ceiling/);
       assert.match(stdout, /latency p99 .*(PASS|MISS)/);
 
-      const r = hasKeys(JSON.parse(readFileSync(json, "utf8")), ["machine", "params", "setup", "rated", "fullLoad", "rawCeiling", "ratioToRaw", "bridge", "targets"], "result");
+      const r = hasKeys(JSON.parse(readFileSync(json, "utf8")), ["machine", "params", "setup", "rated", "closedLoop", "rawCeiling", "fullLoad", "ratioToRaw", "bridge", "targets"], "result");
       assert.deepEqual(r.params, { objects: 20, rate: 10, durationSeconds: 3, concurrency: 20, receiveLoops: 4 });
 
       const setup = hasKeys(r.setup, ["createSeconds", "allReadySeconds", "cpu", ...reconcileKeys], "setup");
@@ -42,20 +42,24 @@ describe("crdfn bench (smoke)", { timeout: 150_000 }, () => {
       const rated = hasKeys(r.rated, ["writes", "writeErrors", "unobserved", "latency", "cpu", ...reconcileKeys], "rated");
       assert.equal(rated.writes, 30);
       assert.equal(rated.writeErrors, 0);
-      assert.equal(rated.unobserved, 0);
       const latency = hasKeys(rated.latency, latencyKeys, "rated.latency");
-      assert.equal(latency.samples, 30);
+      assert.equal((latency.samples as number) + (rated.unobserved as number), 30, "every write is a sample or counted unobserved");
       assert.ok((latency.p50Ms as number) > 0 && (latency.p50Ms as number) <= (latency.p99Ms as number));
       const cpu = hasKeys(rated.cpu, cpuKeys, "rated.cpu");
       hasKeys(cpu.percentOfOneCore, ["bridge", "apiServer", "etcd", "elasticMq", "bench"], "rated.cpu.percentOfOneCore");
       const calls = hasKeys(rated.apiCallsPerReconcile, ["mean", "min", "max", "histogram"], "rated.apiCallsPerReconcile");
       assert.ok((calls.mean as number) >= 1);
 
-      const full = hasKeys(r.fullLoad, ["changes", "reconcilesPerSecond", "latency", "cpu", ...reconcileKeys], "fullLoad");
-      assert.ok((full.reconcilesPerSecond as number) > 0);
+      const closed = hasKeys(r.closedLoop, ["changes", "unobserved", "reconcilesPerSecond", "latency", "cpu", ...reconcileKeys], "closedLoop");
+      assert.ok((closed.reconcilesPerSecond as number) > 0);
+      hasKeys(closed.latency, latencyKeys, "closedLoop.latency");
+      const full = hasKeys(r.fullLoad, ["writes", "writeErrors", "writesPerSecond", "reconcilesPerSecond", "cpu", ...reconcileKeys], "fullLoad");
+      // 20 writers on 20 objects keep every object hot, so its reconciles may all conflict: no
+      // lower bound on reconciles here, only that the writers ran.
+      assert.ok((full.writes as number) > 0 && typeof full.reconcilesPerSecond === "number");
       const raw = hasKeys(r.rawCeiling, ["patches", "errors", "patchesPerSecond", "latency", "cpu"], "rawCeiling");
       assert.ok((raw.patchesPerSecond as number) > 0);
-      assert.ok((r.ratioToRaw as number) > 0);
+      assert.equal(typeof r.ratioToRaw, "number");
 
       const bridge = hasKeys(r.bridge, ["pid", "maxRssBytes", "maxMetricRssBytes", "maxHeapUsedBytes"], "bridge");
       assert.ok((bridge.maxRssBytes as number) > 10 * 2 ** 20, "the bridge process's RSS was sampled");
