@@ -138,9 +138,11 @@ function startEngine(config: BridgeConfig, deps: Required<BridgeDeps>, metrics: 
     publisher,
     async stop(flushTimeoutMs) {
       controller.abort();
-      await done.catch(() => undefined);
+      // Flush before waiting for the reflectors: one may be parked in a full buffer, and only
+      // progress (or close) frees it.
       if (flushTimeoutMs > 0 && !(await publisher.flush(flushTimeoutMs))) logger.warn({ pending: publisher.pendingCount }, "stopped before the queue took every event; the next leader relists");
       publisher.close();
+      await done.catch(() => undefined);
     },
   };
 }

@@ -39,7 +39,10 @@ export class LeaderElector {
     const retryMs = (this.#o.durationSeconds * 1000) / 5;
     const renewDeadlineMs = this.#o.durationSeconds * 700;
     while (!signal.aborted) {
-      const ok = await this.#tryAcquireOrRenew().catch((e: unknown) => {
+      // A hung request must not keep a leader that cannot renew from standing down in time.
+      let timer: NodeJS.Timeout | undefined;
+      const deadline = new Promise<boolean>((_, reject) => (timer = setTimeout(() => reject(new Error("lease request timed out")), retryMs)));
+      const ok = await Promise.race([this.#tryAcquireOrRenew(), deadline]).finally(() => clearTimeout(timer)).catch((e: unknown) => {
         this.#o.logger.warn({ err: (e as Error).message }, "lease update failed");
         return false;
       });

@@ -95,15 +95,19 @@ export async function runReflector(o: ReflectorOptions): Promise<void> {
         const status = ev.object as { code?: number; message?: string };
         throw new KubeHttpError(status.code ?? 500, status.message ?? "watch error");
       }
+      failures = 0;
+      if (ev.type === "BOOKMARK") {
+        // A bookmark carries only a resourceVersion: where to resume, nothing to announce.
+        const rv = (ev.object as { metadata?: { resourceVersion?: unknown } }).metadata?.resourceVersion;
+        if (typeof rv === "string" && rv !== "") resourceVersion = rv;
+        continue;
+      }
       const obj = parseObject(ev.object, log);
       if (obj === undefined) continue;
-      failures = 0;
-      if (ev.type !== "BOOKMARK") {
-        o.metrics.observed.inc({ resource: label, type: ev.type });
-        if (ev.type === "DELETED") await o.sink.remove(obj);
-        else await o.sink.upsert(obj, "watch");
-        o.metrics.objects.set({ resource: label }, o.sink.size);
-      }
+      o.metrics.observed.inc({ resource: label, type: ev.type });
+      if (ev.type === "DELETED") await o.sink.remove(obj);
+      else await o.sink.upsert(obj, "watch");
+      o.metrics.objects.set({ resource: label }, o.sink.size);
       resourceVersion = obj.metadata.resourceVersion;
     }
   };
