@@ -30,7 +30,15 @@ export async function kube(kc: KubeConfig, method: string, path: string, body?: 
       let text = "";
       res.setEncoding("utf8");
       res.on("data", (c: string) => (text += c));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: text === "" ? {} : (JSON.parse(text) as Reply["body"]) }));
+      res.on("end", () => {
+        let parsed: Reply["body"];
+        try {
+          parsed = text === "" ? {} : (JSON.parse(text) as Reply["body"]);
+        } catch {
+          parsed = { message: text };
+        }
+        resolve({ status: res.statusCode ?? 0, body: parsed });
+      });
       res.on("error", reject);
     });
     req.on("error", reject);
