@@ -3,6 +3,7 @@
 // measured from a spec write to the status that reports it, next to the raw ceiling of the
 // same API server (a tight loop of status patches).
 import { cpus, loadavg } from "node:os";
+import { SQSClient } from "@aws-sdk/client-sqs";
 import { pino } from "pino";
 import { DEFAULT_RECEIVE_LOOPS, startPipeline, type ReconcileRecord } from "../cli/pipeline.ts";
 import { startCluster } from "../emulator/cluster.ts";
@@ -12,6 +13,7 @@ import { atRate, forEachBounded, inFlight } from "./drive.ts";
 import { Greetings, objectName } from "./greetings.ts";
 import { keepAliveKubeConfig } from "./keep-alive.ts";
 import { clusterPids } from "./proc.ts";
+import { untilQueuesEmpty } from "./queue-depth.ts";
 import { ResourceSampler, type BridgeMemory, type PhaseCpu } from "./resources.ts";
 import { summarizeCounts, summarizeLatency, type CountSummary, type LatencySummary } from "./stats.ts";
 import { StatusWatch } from "./status-watch.ts";
@@ -45,7 +47,8 @@ export interface BenchResult {
   finishedAt: string;
   machine: { cpus: number; node: string; loadAvgStart: number[]; loadAvgEnd: number[] };
   params: { objects: number; rate: number; durationSeconds: number; concurrency: number; receiveLoops: number };
-  setup: ReconcileStats & { createSeconds: number; allReadySeconds: number; cpu: PhaseCpu };
+  /** `drainSeconds`: from all Ready until the queues were empty (the children's announcements). */
+  setup: ReconcileStats & { createSeconds: number; allReadySeconds: number; drainSeconds: number; cpu: PhaseCpu };
   rated: ReconcileStats & {
     writes: number;
     writeErrors: number;
@@ -72,6 +75,7 @@ export interface BenchResult {
 
 const NAMESPACE = "crdfn-bench";
 const OBSERVE_TIMEOUT_MS = 30_000;
+const QUIET_TIMEOUT_MS = 180_000;
 const now = (): number => performance.now();
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -113,6 +117,10 @@ export async function runPipelineBench(o: BenchOptions): Promise<BenchResult> {
     sampler.start();
     cleanup.unshift(() => sampler.stop());
 
+    const { endpoint, region, accessKeyId, secretAccessKey, queues } = cluster.sqs;
+    const sqs = new SQSClient({ endpoint, region, credentials: { accessKeyId, secretAccessKey } });
+    cleanup.unshift(() => sqs.destroy());
+    const quiet = () => untilQueuesEmpty(sqs, [queues.fifo, queues.standard], QUIET_TIMEOUT_MS);
     const greetings = new Greetings(createKubeApi({ kubeConfig: keepAliveKubeConfig(cluster.kubeconfigPath) }), NAMESPACE);
     await greetings.createNamespace();
     const watch = new StatusWatch(cluster.kubeConfig, NAMESPACE, now);
@@ -136,8 +144,10 @@ export async function runPipelineBench(o: BenchOptions): Promise<BenchResult> {
     }
     const stale = names.filter((n, i) => watch.observed(n) !== generations[i]);
     if (stale.length) throw new Error(`${stale.length} Greetings report an observedGeneration other than their generation`);
-    const setup = { createSeconds, allReadySeconds: (now() - t0) / 1000, ...reconcileStats(records.setup), cpu: await sampler.since(mark) };
-    o.log(`  all Ready in ${setup.allReadySeconds.toFixed(1)} s`);
+    const allReadySeconds = (now() - t0) / 1000;
+    o.log(`  all Ready in ${allReadySeconds.toFixed(1)} s`);
+    const drainSeconds = await quiet();
+    const setup = { createSeconds, allReadySeconds, drainSeconds, ...reconcileStats(records.setup), cpu: await sampler.since(mark) };
 
     // A spec write, then the watch seeing its status: one end-to-end sample.
     const change = async (i: number, message: string, latencies: number[], counts: { errors: number; unobserved: number }) => {
@@ -173,6 +183,8 @@ export async function runPipelineBench(o: BenchOptions): Promise<BenchResult> {
       cpu: await sampler.since(mark),
     };
 
+    await quiet();
+
     // 3. Closed loop: `concurrency` changes in flight, each on its own objects, a new one as
     //    soon as the last one's status is observed: latency and throughput when busy.
     const workers = Math.min(o.concurrency, o.objects);
@@ -200,9 +212,8 @@ export async function runPipelineBench(o: BenchOptions): Promise<BenchResult> {
       cpu: await sampler.since(mark),
     };
 
-    // Let the pipeline go quiet, so the raw ceiling has the API server to itself.
-    const quietDeadline = now() + OBSERVE_TIMEOUT_MS;
-    while (names.some((n, i) => watch.observed(n) < (generations[i] ?? 0)) && now() < quietDeadline) await sleep(100);
+    // The raw ceiling gets the API server to itself.
+    await quiet();
 
     // 4. Raw ceiling: the same concurrency of status merge patches, nothing else.
     o.log(`raw ceiling: ${workers} status patches in flight for ${o.durationSeconds} s…`);

@@ -41,7 +41,7 @@ export function formatReport(r: BenchResult, targets: readonly Target[]): string
     "",
     table([
       ["phase", "measure", "value"],
-      ["setup", "create / all Ready", `${r.setup.createSeconds.toFixed(1)} s / ${r.setup.allReadySeconds.toFixed(1)} s`],
+      ["setup", "create / all Ready / queues empty", `${r.setup.createSeconds.toFixed(1)} s / ${r.setup.allReadySeconds.toFixed(1)} s / +${r.setup.drainSeconds} s`],
       ["setup", "API calls per reconcile (creation)", calls(r.setup.apiCallsPerReconcile)],
       ["rated", "spec write → status seen", lat(r.rated.latency)],
       ["rated", "writes / errors / unobserved", `${r.rated.writes} / ${r.rated.writeErrors} / ${r.rated.unobserved}`],

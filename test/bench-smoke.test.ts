@@ -36,7 +36,7 @@ describe("crdfn bench (smoke)", { timeout: 150_000 }, () => {
       const r = hasKeys(JSON.parse(readFileSync(json, "utf8")), ["machine", "params", "setup", "rated", "closedLoop", "rawCeiling", "fullLoad", "ratioToRaw", "bridge", "targets"], "result");
       assert.deepEqual(r.params, { objects: 20, rate: 10, durationSeconds: 3, concurrency: 20, receiveLoops: 4 });
 
-      const setup = hasKeys(r.setup, ["createSeconds", "allReadySeconds", "cpu", ...reconcileKeys], "setup");
+      const setup = hasKeys(r.setup, ["createSeconds", "allReadySeconds", "drainSeconds", "cpu", ...reconcileKeys], "setup");
       assert.ok((setup.reconciles as number) >= 20, "every Greeting was reconciled at creation");
 
       const rated = hasKeys(r.rated, ["writes", "writeErrors", "unobserved", "latency", "cpu", ...reconcileKeys], "rated");
