@@ -47,7 +47,7 @@ export const bridgeConfigSchema = z
     /** Applies to the watched resources, not to their children (children are found by owner). */
     labelSelector: z.string().default(""),
     /** Re-announce every object this often (jittered ±10 %); 0 turns resync off. */
-    resyncSeconds: z.coerce.number().int().refine((n) => n === 0 || (n >= 10 && n <= 86400), "must be 0 (off) or 10..86400").default(600),
+    resyncSeconds: z.coerce.number().int().min(0, "must be 0 (off) or 1..86400 seconds").max(86400, "must be 0 (off) or 1..86400 seconds").default(600),
     /** Skip changes that touch only status, managedFields or resourceVersion of a watched resource. */
     skipStatusOnly: bool.default(true),
     /**

@@ -123,4 +123,33 @@ describe("bridge: churn against a real API server and ElasticMQ", { timeout: 240
     await reader.until(() => (reader.byName(ns).get("parent")?.length ?? 0) >= 3, 20_000);
     assert.ok(reader.all.every((r) => r.event.kind === "CronTab"));
   });
+
+  it("resync re-announces every object as RESYNC on its period, past FIFO deduplication", { timeout: 30_000 }, async () => {
+    const ns = "resync";
+    await createNamespace(cluster, ns);
+    const names = ["r-0", "r-1", "r-2"];
+    for (const name of names) await ok(kube(cluster.kubeConfig, "POST", crontabPath(ns), crontab(name)), name);
+    const resyncing = startBridge(bridgeConfig(cluster, { CRDFN_NAMESPACES: ns, CRDFN_RESYNC_SECONDS: "1" }), { kubeConfig: cluster.kubeConfig, sqs, logger: testLogger() });
+    try {
+      const resynced = (name: string) => (reader.byName(ns).get(name) ?? []).filter((e) => e.type === "RESYNC" && e.reason === "resync").length;
+      await reader.until(() => names.every((n) => resynced(n) >= 2), 20_000, () => names.map((n) => `${n}: ${resynced(n)}`).join(", "));
+    } finally {
+      await resyncing.stop(1000);
+    }
+  });
+
+  it("standard-queue mode publishes without group or deduplication ids", { timeout: 30_000 }, async () => {
+    const ns = "standard";
+    await createNamespace(cluster, ns);
+    const standard = new QueueReader(sqs, cluster.sqs.queues.standard);
+    const config = bridgeConfig(cluster, { CRDFN_NAMESPACES: ns, CRDFN_QUEUE_MODE: "standard", CRDFN_QUEUE_URL: cluster.sqs.queues.standard });
+    const plain = startBridge(config, { kubeConfig: cluster.kubeConfig, sqs, logger: testLogger() });
+    try {
+      const created = await ok(kube(cluster.kubeConfig, "POST", crontabPath(ns), crontab("plain")), "create");
+      await standard.until(() => standard.byName(ns).get("plain")?.some((e) => e.resourceVersion === rvOf(created)) === true, 20_000);
+      assert.equal(standard.all[0]?.groupId, "");
+    } finally {
+      await plain.stop(1000);
+    }
+  });
 });

@@ -139,6 +139,8 @@ describe("bridge: deployment identity and high availability", { timeout: 300_000
       assert.equal(await scrape(standbyPort, "crdfn_bridge_events_published_total"), 0, "the standby publishes nothing");
       assert.equal(await scrape(standbyPort, "crdfn_bridge_leader"), 0);
       assert.equal((await fetch(`http://127.0.0.1:${standbyPort}/readyz`)).status, 200, "a standby is ready");
+      assert.equal((await fetch(`http://127.0.0.1:${leaderPort}/healthz`)).status, 200);
+      assert.ok((await scrape(leaderPort, "crdfn_bridge_events_observed_total")) >= 20);
       const perObject = reader.byName(ns);
       assert.ok(names.every((n) => perObject.get(n)?.length === 1), "each object announced once");
 

@@ -214,9 +214,9 @@ export interface BridgeProcess {
   logs: string[];
 }
 
-/** Runs `node bridge/main.ts` as a separate process, as the container does. */
-export function spawnBridge(env: Record<string, string>, args: string[] = []): BridgeProcess {
-  const child = spawn(process.execPath, ["bridge/main.ts", ...args], { env: { PATH: process.env.PATH ?? "", ...env }, stdio: ["ignore", "pipe", "pipe"] });
+/** Runs `node bridge/main.ts` (or a bundle of it) as a separate process, as the container does. */
+export function spawnBridge(env: Record<string, string>, entry = "bridge/main.ts"): BridgeProcess {
+  const child = spawn(process.execPath, [entry], { env: { PATH: process.env.PATH ?? "", ...env }, stdio: ["ignore", "pipe", "pipe"] });
   const logs: string[] = [];
   let resolvePort: (p: number) => void = () => undefined;
   let resolveSynced: () => void = () => undefined;
