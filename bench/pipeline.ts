@@ -70,6 +70,8 @@ export interface BenchResult {
   fullLoad: ReconcileStats & { writes: number; writeErrors: number; writesPerSecond: number; seconds: number; reconcilesPerSecond: number; cpu: PhaseCpu };
   /** Full-load reconciles/s divided by raw status patches/s. */
   ratioToRaw: number;
+  /** Closed-loop reconciles/s divided by raw status patches/s (no writers competing). */
+  closedLoopRatioToRaw: number;
   bridge: BridgeMemory;
 }
 
@@ -280,6 +282,7 @@ export async function runPipelineBench(o: BenchOptions): Promise<BenchResult> {
       rawCeiling,
       fullLoad,
       ratioToRaw: Math.round((fullLoad.reconcilesPerSecond / rawCeiling.patchesPerSecond) * 1000) / 1000,
+      closedLoopRatioToRaw: Math.round((closedLoop.reconcilesPerSecond / rawCeiling.patchesPerSecond) * 1000) / 1000,
       bridge: sampler.memory(),
     };
   } finally {

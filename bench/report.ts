@@ -61,6 +61,7 @@ export function formatReport(r: BenchResult, targets: readonly Target[]): string
       ["full", "reconciles handled (incl. superseded)", `${r.fullLoad.reconciles}, ${calls(r.fullLoad.apiCallsPerReconcile)} API calls each`],
       ["full", "CPU", cpu(r.fullLoad.cpu)],
       ["", "full load / raw ceiling", `${r.ratioToRaw}×`],
+      ["", "closed loop / raw ceiling", `${r.closedLoopRatioToRaw}×`],
       ["bridge", "RSS max (/proc) / (/metrics)", `${mib(r.bridge.maxRssBytes)} / ${mib(r.bridge.maxMetricRssBytes)}`],
       ["bridge", "heap used max (/metrics)", mib(r.bridge.maxHeapUsedBytes)],
     ]),

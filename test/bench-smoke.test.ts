@@ -33,7 +33,7 @@ describe("crdfn bench (smoke)", { timeout: 150_000 }, () => {
       assert.match(stdout, /full load \/ raw ceiling/);
       assert.match(stdout, /latency p99 .*(PASS|MISS)/);
 
-      const r = hasKeys(JSON.parse(readFileSync(json, "utf8")), ["machine", "params", "setup", "rated", "closedLoop", "rawCeiling", "fullLoad", "ratioToRaw", "bridge", "targets"], "result");
+      const r = hasKeys(JSON.parse(readFileSync(json, "utf8")), ["machine", "params", "setup", "rated", "closedLoop", "rawCeiling", "fullLoad", "ratioToRaw", "closedLoopRatioToRaw", "bridge", "targets"], "result");
       assert.deepEqual(r.params, { objects: 20, rate: 10, durationSeconds: 3, concurrency: 20, receiveLoops: 4 });
 
       const setup = hasKeys(r.setup, ["createSeconds", "allReadySeconds", "drainSeconds", "cpu", ...reconcileKeys], "setup");
