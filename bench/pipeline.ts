@@ -162,7 +162,6 @@ export async function runPipelineBench(o: BenchOptions): Promise<BenchResult> {
         counts.errors++;
         return;
       }
-      generations[i] = Math.max(generations[i] ?? 0, generation);
       const at = await watch.reconciled(name, generation, OBSERVE_TIMEOUT_MS);
       if (at === undefined) counts.unobserved++;
       else latencies.push(at - start);
