@@ -111,18 +111,17 @@ export function bridgeResources(operators: ReadonlyArray<Operator<unknown>>): st
     .join(",");
 }
 
-/** Routes each message to the runtime of the operator its event names: one fleet, many kinds. */
-export function dispatcher(runtimes: ReadonlyMap<string, Runtime>, onReconcile?: (r: ReconcileRecord) => void) {
+/** Reports each reconcile the runtime handles, for the live lines of `crdfn dev` and the benchmark. */
+export function observed(runtime: Runtime, onReconcile?: (r: ReconcileRecord) => void): Runtime {
+  if (!onReconcile) return runtime;
   return {
     async handle(message: QueueMessage): Promise<HandledOutcome> {
       const started = performance.now();
+      const outcome = await runtime.handle(message);
       const parsed = parseKeyEvent(message.body);
-      const runtime = parsed.ok ? runtimes.get(`${parsed.event.group}/${parsed.event.plural}`) : undefined;
-      // A message no operator here understands still goes through a runtime, which dead-letters it.
-      const outcome = await (runtime ?? runtimes.values().next().value!).handle(message);
       if (parsed.ok) {
         const e = parsed.event;
-        onReconcile?.({
+        onReconcile({
           kind: e.kind,
           ...(e.namespace ? { namespace: e.namespace } : {}),
           name: e.name,
@@ -199,18 +198,18 @@ export async function startPipeline(o: PipelineOptions): Promise<Pipeline | Proc
   const bridgeConfig = loadBridgeConfig(bridgeEnv(o));
 
   const functionEnv = { ...process.env, ...o.cluster.env, LOG_LEVEL: o.functionLogLevel ?? "warn", CRDFN_KUBE_AUTH: "kubeconfig" };
-  const built = o.operators.map((op) => ({ op, ...buildFromEnv(op, functionEnv) }));
-  const runtimes = new Map(built.map((b) => [`${b.op.resource.group}/${b.op.resource.plural}`, b.runtime]));
+  // One function process serving every operator, dispatching by the resource each event names.
+  const functions = buildFromEnv(o.operators, functionEnv);
   const poller = startPoller({
     sqs,
     queueUrls: [...Array.from({ length: o.receiveLoops ?? DEFAULT_RECEIVE_LOOPS }, () => queues.fifo), queues.standard],
-    runtime: dispatcher(runtimes, o.onReconcile),
+    runtime: observed(functions.runtime, o.onReconcile),
     waitTimeSeconds: 1,
     logger: o.logger.child({ part: "poller" }),
   });
   const stopFunctions = async () => {
     await poller.stop();
-    for (const b of built) b.sqs.destroy();
+    functions.sqs.destroy();
     sqs.destroy();
   };
 
