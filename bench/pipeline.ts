@@ -5,7 +5,7 @@
 import { cpus, loadavg } from "node:os";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import { pino } from "pino";
-import { DEFAULT_RECEIVE_LOOPS, startPipeline, type ReconcileRecord } from "../cli/pipeline.ts";
+import { DEFAULT_RECEIVE_LOOPS, shippedBridgeNodeOptions, startPipeline, type ReconcileRecord } from "../cli/pipeline.ts";
 import { startCluster } from "../emulator/cluster.ts";
 import { operators } from "../functions/operators.ts";
 import { createKubeApi } from "../functions/runtime/kube-http.ts";
@@ -72,7 +72,8 @@ export interface BenchResult {
   ratioToRaw: number;
   /** Closed-loop reconciles/s divided by raw status patches/s (no writers competing). */
   closedLoopRatioToRaw: number;
-  bridge: BridgeMemory;
+  /** The bridge process as its image runs it: the bundle, under the deployment's NODE_OPTIONS. */
+  bridge: BridgeMemory & { nodeOptions: string };
 }
 
 const NAMESPACE = "crdfn-bench";
@@ -282,7 +283,7 @@ export async function runPipelineBench(o: BenchOptions): Promise<BenchResult> {
       fullLoad,
       ratioToRaw: Math.round((fullLoad.reconcilesPerSecond / rawCeiling.patchesPerSecond) * 1000) / 1000,
       closedLoopRatioToRaw: Math.round((closedLoop.reconcilesPerSecond / rawCeiling.patchesPerSecond) * 1000) / 1000,
-      bridge: sampler.memory(),
+      bridge: { ...sampler.memory(), nodeOptions: shippedBridgeNodeOptions() },
     };
   } finally {
     o.log("stopping…");

@@ -62,6 +62,7 @@ export function formatReport(r: BenchResult, targets: readonly Target[]): string
       ["full", "CPU", cpu(r.fullLoad.cpu)],
       ["", "full load / raw ceiling", `${r.ratioToRaw}×`],
       ["", "closed loop / raw ceiling", `${r.closedLoopRatioToRaw}×`],
+      ["bridge", "process", `bundle, NODE_OPTIONS="${r.bridge.nodeOptions}"`],
       ["bridge", "RSS max (/proc) / (/metrics)", `${mib(r.bridge.maxRssBytes)} / ${mib(r.bridge.maxMetricRssBytes)}`],
       ["bridge", "heap used max (/metrics)", mib(r.bridge.maxHeapUsedBytes)],
     ]),

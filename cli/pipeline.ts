@@ -1,20 +1,22 @@
 // The whole crdfn pipeline on one machine — bridge, queue, poller, reconcile runtimes — over
 // an environment from the emulator. `crdfn dev`, the benchmark and the end-to-end tests of a
 // user's operator all run this, so what they show is what they share.
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import { KubernetesObjectApi, PatchStrategy, loadYaml, type KubernetesObject } from "@kubernetes/client-node";
 import type { Logger } from "pino";
+import { parse as parseYaml } from "yaml";
 import { parseKeyEvent } from "../core/event.ts";
 import type { Operator } from "../core/operator.ts";
 import { startBridge, type RunningBridge } from "../bridge/bridge.ts";
+import { bundleBridge } from "../bridge/bundle.ts";
 import { loadBridgeConfig } from "../bridge/config.ts";
 import type { LocalCluster } from "../emulator/cluster.ts";
 import { repoRoot } from "../emulator/paths.ts";
 import { freePort } from "../emulator/ports.ts";
-import { startServer } from "../emulator/process.ts";
+import { startServer, type RunningServer } from "../emulator/process.ts";
 import { startReaper } from "../emulator/reaper.ts";
 import { startPoller } from "../functions/adapters/poller.ts";
 import { crdFiles } from "../functions/crds.ts";
@@ -46,8 +48,9 @@ export interface PipelineOptions {
   /** Re-announce every object this often (seconds, 0 = never). Default 600. */
   resyncSeconds?: number;
   /**
-   * Run the bridge as its own process (`node bridge/main.ts`, as in its container) instead of
-   * in this one, so its memory and CPU can be measured apart (the benchmark). Default false.
+   * Run the bridge as its own process, as its image runs it (the bundle, under the deployment's
+   * NODE_OPTIONS), instead of in this one, so its memory and CPU can be measured apart (the
+   * benchmark). Default false.
    */
   bridgeProcess?: boolean;
   /**
@@ -148,34 +151,52 @@ function bridgeEnv(o: PipelineOptions): Record<string, string> {
   };
 }
 
-/** Starts `node bridge/main.ts` against the cluster and waits for its /readyz (initial sync done). */
+/** NODE_OPTIONS as infra/bridge/deployment.yaml gives the bridge container ("" if it sets none). */
+export function shippedBridgeNodeOptions(): string {
+  const deployment = parseYaml(readFileSync(join(repoRoot, "infra", "bridge", "deployment.yaml"), "utf8")) as {
+    spec?: { template?: { spec?: { containers?: { env?: { name: string; value?: string }[] }[] } } };
+  };
+  const env = deployment.spec?.template?.spec?.containers?.[0]?.env ?? [];
+  return env.find((e) => e.name === "NODE_OPTIONS")?.value ?? "";
+}
+
+/**
+ * Starts the bridge as its image runs it — the bundle (bridge/bundle.ts) under the deployment's
+ * NODE_OPTIONS — against the cluster, and waits for its /readyz (initial sync done).
+ */
 async function spawnBridge(o: PipelineOptions): Promise<BridgeProcess & { stop(): Promise<void> }> {
   const dir = mkdtempSync(join(tmpdir(), "crdfn-bridge-"));
   const reaper = startReaper();
   reaper.trackDir(dir);
+  const entry = join(dir, "bridge.mjs");
   const httpPort = await freePort();
   const logFile = join(dir, "bridge.log");
-  const server = await startServer(
-    {
-      name: "crdfn bridge",
-      command: process.execPath,
-      args: [join(repoRoot, "bridge", "main.ts")],
-      logFile,
-      env: {
-        ...process.env,
-        ...o.cluster.env,
-        ...bridgeEnv(o),
-        CRDFN_HTTP_PORT: String(httpPort),
-        CRDFN_LOG_LEVEL: o.logger.level === "silent" ? "fatal" : o.logger.level,
+  let server: RunningServer;
+  try {
+    await bundleBridge(entry);
+    server = await startServer(
+      {
+        name: "crdfn bridge",
+        command: process.execPath,
+        args: [entry],
+        logFile,
+        env: {
+          ...process.env,
+          ...o.cluster.env,
+          ...bridgeEnv(o),
+          CRDFN_HTTP_PORT: String(httpPort),
+          CRDFN_LOG_LEVEL: o.logger.level === "silent" ? "fatal" : o.logger.level,
+          NODE_OPTIONS: shippedBridgeNodeOptions(),
+        },
+        ready: async () => (await fetch(`http://127.0.0.1:${httpPort}/readyz`)).ok,
+        timeoutMs: 60_000,
       },
-      ready: async () => (await fetch(`http://127.0.0.1:${httpPort}/readyz`)).ok,
-      timeoutMs: 60_000,
-    },
-    reaper,
-  ).catch(async (e: unknown) => {
+      reaper,
+    );
+  } catch (e) {
     await reaper.release();
     throw e;
-  });
+  }
   return {
     pid: server.pid,
     httpPort,

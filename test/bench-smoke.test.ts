@@ -61,7 +61,7 @@ describe("crdfn bench (smoke)", { timeout: 150_000 }, () => {
       assert.ok((raw.patchesPerSecond as number) > 0);
       assert.equal(typeof r.ratioToRaw, "number");
 
-      const bridge = hasKeys(r.bridge, ["pid", "maxRssBytes", "maxMetricRssBytes", "maxHeapUsedBytes"], "bridge");
+      const bridge = hasKeys(r.bridge, ["pid", "maxRssBytes", "maxMetricRssBytes", "maxHeapUsedBytes", "nodeOptions"], "bridge");
       assert.ok((bridge.maxRssBytes as number) > 10 * 2 ** 20, "the bridge process's RSS was sampled");
       assert.ok((bridge.maxHeapUsedBytes as number) > 0, "the bridge's /metrics was scraped");
       assert.equal((r.targets as unknown[]).length, 4);
