@@ -44,7 +44,10 @@ export class KubeHttp {
     const opts: https.RequestOptions = { method: "GET", headers: { Accept: "application/json" } };
     await this.#kc.applyToHTTPSOptions(opts);
     signal.throwIfAborted();
-    const lib = url.protocol === "http:" ? http : https;
+    const plain = url.protocol === "http:";
+    // A plain-HTTP server (kubectl proxy) cannot use the kubeconfig's TLS agent.
+    if (plain) delete opts.agent;
+    const lib = plain ? http : https;
     return new Promise((resolve, reject) => {
       const req = lib.request(url, { ...opts, signal }, (res) => resolve({ req, res }));
       req.on("error", reject);
@@ -82,10 +85,16 @@ export class KubeHttp {
       const chunks = res[Symbol.asyncIterator]() as AsyncIterator<string>;
       let rest = "";
       for (;;) {
-        const timer = setTimeout(() => req.destroy(new Error(`watch silent for ${silenceMs} ms`)), silenceMs);
+        let silent = false;
+        const timer = setTimeout(() => {
+          silent = true;
+          req.destroy();
+        }, silenceMs);
         let next: IteratorResult<string>;
         try {
           next = await chunks.next();
+        } catch (e) {
+          throw silent ? new Error(`watch silent for ${silenceMs} ms`) : e;
         } finally {
           clearTimeout(timer);
         }
