@@ -10,6 +10,7 @@ import { pino } from "pino";
 import { Registry } from "prom-client";
 import { startBridge } from "../bridge/bridge.ts";
 import { bundleBridge } from "../bridge/bundle.ts";
+import { shippedBridgeNodeOptions } from "../cli/pipeline.ts";
 import { startCluster } from "../emulator/cluster.ts";
 import type { LocalCluster } from "../emulator/types.ts";
 import { bridgeConfig, bridgeEnv, createNamespace, kube, metricValue, ok, parallel, scrapeMetrics, spawnBridge, sqsClientFor } from "../test/bridge-helpers.ts";
@@ -74,8 +75,8 @@ interface Row {
   processPeakRssMiB: number;
 }
 
-/** As infra/bridge/deployment.yaml sets it: a heap cap makes V8 collect before it grows. */
-const SHIPPED_NODE_OPTIONS = "--max-old-space-size=128";
+/** As infra/bridge/deployment.yaml sets it, so the benchmark measures what ships. */
+const SHIPPED_NODE_OPTIONS = shippedBridgeNodeOptions();
 
 const tinyEnv = (cluster: LocalCluster): Record<string, string> =>
   bridgeEnv(cluster, { CRDFN_RESOURCES: `${GROUP}/v1/tinies`, CRDFN_NAMESPACES: NS, NODE_OPTIONS: SHIPPED_NODE_OPTIONS });
