@@ -67,7 +67,13 @@ function startEngine(config: BridgeConfig, deps: Required<BridgeDeps>, metrics: 
       logger.error({ object: key, err: (e as Error).message.slice(0, 300) }, "object cannot be announced under the event contract");
     }
   };
-  const trackerOptions: TrackerOptions = { cluster: config.cluster, skipStatusOnly: config.skipStatusOnly, announce, now: deps.clock };
+  const trackerOptions: TrackerOptions = {
+    cluster: config.cluster,
+    skipStatusOnly: config.skipStatusOnly,
+    announce,
+    now: deps.clock,
+    ...(config.functionFieldManager ? { functionFieldManager: config.functionFieldManager } : {}),
+  };
   const parents: ParentTracker[] = [];
 
   const run = async (onSynced: () => void): Promise<void> => {

@@ -55,6 +55,11 @@ export const bridgeConfigSchema = z
      * children's readiness, and a function never writes a child's status itself, so no loop.
      */
     childStatus: z.enum(["announce", "ignore"]).default("announce"),
+    /**
+     * The functions' server-side apply field manager (defineOperator's fieldManager). A child
+     * change that is the function's own apply does not announce its parent again; "" turns that off.
+     */
+    functionFieldManager: z.string().max(128).default("crdfn"),
     httpPort: positiveInt(0, 65535).default(8080),
     lease: z
       .strictObject({
@@ -125,6 +130,7 @@ const envSettings: ReadonlyArray<[string, string[], (s: string) => unknown]> = [
   ["CRDFN_RESYNC_SECONDS", ["resyncSeconds"], String],
   ["CRDFN_SKIP_STATUS_ONLY", ["skipStatusOnly"], String],
   ["CRDFN_CHILD_STATUS", ["childStatus"], String],
+  ["CRDFN_FUNCTION_FIELD_MANAGER", ["functionFieldManager"], String],
   ["CRDFN_HTTP_PORT", ["httpPort"], String],
   ["CRDFN_LEASE_NAME", ["lease", "name"], String],
   ["CRDFN_LEASE_NAMESPACE", ["lease", "namespace"], String],

@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { controllerOf, fingerprint, type KubeObject } from "./kube-object.ts";
+import { controllerOf, fingerprint, lastWrittenByApply, type KubeObject } from "./kube-object.ts";
 
 const base = (): KubeObject => ({
   apiVersion: "stable.example.com/v1",
@@ -50,5 +50,43 @@ describe("controllerOf", () => {
     ];
     assert.equal(controllerOf(o, "stable.example.com", "CronTab")?.name, "p");
     assert.equal(controllerOf(o, "batch", "CronTab"), undefined);
+  });
+});
+
+describe("lastWrittenByApply", () => {
+  const child = (...entries: Array<{ manager: string; operation: string; time: string; subresource?: string }>) => ({
+    metadata: { name: "c", namespace: "ns", uid: "u", resourceVersion: "1", managedFields: entries },
+  });
+
+  it("recognises the function's own apply as the newest write", () => {
+    const obj = child(
+      { manager: "kubectl-edit", operation: "Update", time: "2026-11-21T10:00:00Z" },
+      { manager: "crdfn", operation: "Apply", time: "2026-11-21T10:00:05Z" },
+    );
+    assert.equal(lastWrittenByApply(obj, "crdfn"), true);
+    assert.equal(lastWrittenByApply(obj, "someone-else"), false);
+  });
+
+  it("announces drift: someone else wrote last", () => {
+    const obj = child(
+      { manager: "crdfn", operation: "Apply", time: "2026-11-21T10:00:05Z" },
+      { manager: "kubectl-edit", operation: "Update", time: "2026-11-21T10:00:09Z" },
+    );
+    assert.equal(lastWrittenByApply(obj, "crdfn"), false);
+  });
+
+  it("announces when the newest second is shared or the write was to a subresource", () => {
+    assert.equal(
+      lastWrittenByApply(
+        child(
+          { manager: "crdfn", operation: "Apply", time: "2026-11-21T10:00:05Z" },
+          { manager: "kubectl-edit", operation: "Update", time: "2026-11-21T10:00:05Z" },
+        ),
+        "crdfn",
+      ),
+      false,
+    );
+    assert.equal(lastWrittenByApply(child({ manager: "crdfn", operation: "Apply", time: "2026-11-21T10:00:05Z", subresource: "status" }), "crdfn"), false);
+    assert.equal(lastWrittenByApply(child(), "crdfn"), false);
   });
 });

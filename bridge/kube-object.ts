@@ -67,3 +67,23 @@ export function groupOf(apiVersion: string): string {
   const slash = apiVersion.lastIndexOf("/");
   return slash < 0 ? "" : apiVersion.slice(0, slash);
 }
+
+interface ManagedFieldsEntry {
+  manager?: string;
+  operation?: string;
+  subresource?: string;
+  time?: string;
+}
+
+/**
+ * Whether the latest write to this object was a server-side apply by `fieldManager` (not to a
+ * subresource). managedFields times have one-second resolution: when several entries share the
+ * newest second, no single write is the latest and the answer is no.
+ */
+export function lastWrittenByApply(obj: KubeObject, fieldManager: string): boolean {
+  const entries = ((obj.metadata as { managedFields?: ManagedFieldsEntry[] }).managedFields ?? []).filter((e) => !Number.isNaN(Date.parse(e.time ?? "")));
+  const newest = Math.max(...entries.map((e) => Date.parse(e.time!)));
+  const latest = entries.filter((e) => Date.parse(e.time!) === newest);
+  const [only] = latest;
+  return latest.length === 1 && only!.manager === fieldManager && only!.operation === "Apply" && only!.subresource === undefined;
+}

@@ -4,7 +4,7 @@
 // controller owner, the object a function reconciles.
 import type { KeyEvent } from "../core/event.ts";
 import type { ResourceRef } from "./config.ts";
-import { controllerOf, fingerprint, type KubeObject } from "./kube-object.ts";
+import { controllerOf, fingerprint, lastWrittenByApply, type KubeObject } from "./kube-object.ts";
 
 export interface ResolvedResource extends ResourceRef {
   kind: string;
@@ -50,6 +50,12 @@ export interface TrackerOptions {
   skipStatusOnly: boolean;
   announce: Announce;
   now: () => Date;
+  /**
+   * Field manager the functions apply children with. A child change that is that apply is the
+   * function's own write in answer to its parent's event: announcing it would only reconcile
+   * the parent again for nothing. Unset: every change announces.
+   */
+  functionFieldManager?: string;
 }
 
 const keyOf = (namespace: string | undefined, name: string): string => `${namespace ?? ""}/${name}`;
@@ -197,6 +203,8 @@ export class ChildTracker extends Tracker<ChildEntry> {
     if (parent === "") this.entries.delete(key);
     else this.entries.set(key, next);
     if (!this.changed(prev, next)) return;
+    const sameParent = prev === undefined || prev.parent === parent;
+    if (sameParent && this.o.functionFieldManager !== undefined && lastWrittenByApply(obj, this.o.functionFieldManager)) return;
     const cause = `child:${m.uid}:${m.resourceVersion}`;
     if (parent !== "") await this.#parents.reannounce(m.namespace, parent, "child", cause);
     // Adopted away or orphaned: the former owner must notice its child is no longer its own.
