@@ -31,7 +31,7 @@ const SA = "system:serviceaccount:crdfn-system:crdfn-bridge";
 /** `kubectl auth can-i` answers on stdout and signals "no" with exit code 1. */
 function canI(cluster: LocalCluster, ...args: string[]): string {
   try {
-    return execFileSync("/usr/bin/kubectl", ["--kubeconfig", cluster.kubeconfigPath, "auth", "can-i", ...args, `--as=${SA}`], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] }).trim();
+    return execFileSync(cluster.kubectl, ["--kubeconfig", cluster.kubeconfigPath, "auth", "can-i", ...args, `--as=${SA}`], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] }).trim();
   } catch (e) {
     return String((e as { stdout?: string }).stdout ?? "").trim();
   }

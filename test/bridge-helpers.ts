@@ -55,7 +55,7 @@ export async function ok(reply: Promise<Reply>, what: string): Promise<Reply> {
 export const rvOf = (r: Reply): string => r.body.metadata?.resourceVersion ?? "";
 
 export function kubectl(cluster: LocalCluster, ...args: string[]): string {
-  return execFileSync("/usr/bin/kubectl", ["--kubeconfig", cluster.kubeconfigPath, ...args], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+  return execFileSync(cluster.kubectl, ["--kubeconfig", cluster.kubeconfigPath, ...args], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
 }
 
 export function installCrontabCrd(cluster: LocalCluster): void {
