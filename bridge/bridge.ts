@@ -8,6 +8,7 @@ import type { SQSClient } from "@aws-sdk/client-sqs";
 import { CoordinationV1Api, type KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { Registry } from "prom-client";
+import type { KeyEvent } from "../core/event.ts";
 import type { BridgeConfig } from "./config.ts";
 import { resolveResource } from "./discovery.ts";
 import { KubeHttp } from "./kube-http.ts";
@@ -44,6 +45,12 @@ interface Engine {
   stop(flushTimeoutMs: number): Promise<void>;
 }
 
+/** Each watched resource's events go to its own queueUrl when it names one, else to queue.url. */
+function queueRouter(config: BridgeConfig): (event: KeyEvent) => string {
+  const routes = new Map(config.resources.map((r) => [`${r.group}/${r.plural}`, r.queueUrl ?? config.queue.url]));
+  return (event) => routes.get(`${event.group}/${event.plural}`) ?? config.queue.url;
+}
+
 function startEngine(config: BridgeConfig, deps: Required<BridgeDeps>, metrics: BridgeMetrics): Engine {
   const { logger } = deps;
   const controller = new AbortController();
@@ -51,7 +58,7 @@ function startEngine(config: BridgeConfig, deps: Required<BridgeDeps>, metrics: 
   const http = new KubeHttp(deps.kubeConfig);
   const publisher = new Publisher({
     sqs: deps.sqs,
-    queueUrl: config.queue.url,
+    queueUrlOf: queueRouter(config),
     mode: config.queue.mode,
     maxPending: config.maxPending,
     concurrency: config.publishConcurrency,

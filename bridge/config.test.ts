@@ -59,3 +59,25 @@ describe("bridge config", () => {
     assert.match(errorOf(() => loadBridgeConfig({}, { resources: [{ group: "a.b", version: "1", plural: "xs" }], queue: { url: base.CRDFN_QUEUE_URL } }, "/etc/crdfn/bridge.yaml")), /^\/etc\/crdfn\/bridge.yaml: resources\[0\]\.version: /);
   });
 });
+
+describe("a queue per resource", () => {
+  const greetings = "http://127.0.0.1:9324/000000000000/greeting.fifo";
+
+  it("takes an entry's @queue URL, leaving the others on CRDFN_QUEUE_URL", () => {
+    const c = loadBridgeConfig({ ...base, CRDFN_RESOURCES: `example.com/v1/greetings>v1/configmaps@${greetings}, stable.example.com/v1/crontabs` });
+    assert.deepEqual(
+      c.resources.map((r) => [r.plural, r.owns.map((o) => o.plural), r.queueUrl]),
+      [
+        ["greetings", ["configmaps"], greetings],
+        ["crontabs", [], undefined],
+      ],
+    );
+  });
+
+  it("holds every resource queue to the queue mode, naming the resource", () => {
+    assert.match(
+      errorOf(() => loadBridgeConfig({ ...base, CRDFN_RESOURCES: "example.com/v1/greetings@http://127.0.0.1:9324/000000000000/greeting" })),
+      /^CRDFN_RESOURCES \(resources\[0\]\.queueUrl\): fifo needs a queue URL ending in \.fifo/,
+    );
+  });
+});

@@ -7,6 +7,8 @@
 //   env  CRDFN_RESOURCES="stable.example.com/v1/crontabs>batch/v1/cronjobs+v1/configmaps, example.com/v1/widgets"
 //        A comma-separated list of `group/version/plural`, each optionally followed by `>` and
 //        the kinds it owns, joined with `+`. The core group is written `v1/<plural>` (or `core/v1/<plural>`).
+//        An entry may end in `@<queue URL>` to send that resource's events to its own queue
+//        (a queue per operator) instead of CRDFN_QUEUE_URL.
 //   file resources:
 //          - { group: stable.example.com, version: v1, plural: crontabs,
 //              owns: [{ group: batch, version: v1, plural: cronjobs }] }
@@ -20,6 +22,7 @@ export interface ResourceRef {
 }
 export interface WatchedResource extends ResourceRef {
   owns: ResourceRef[];
+  queueUrl?: string;
 }
 
 const dnsLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
@@ -28,7 +31,11 @@ const resourceRefSchema = z.strictObject({
   version: z.string().regex(/^v[0-9a-z]+$/, "must be an API version such as v1"),
   plural: z.string().regex(dnsLabel, "must be a lower-case plural resource name"),
 });
-const watchedResourceSchema = resourceRefSchema.extend({ owns: z.array(resourceRefSchema).default([]) });
+const watchedResourceSchema = resourceRefSchema.extend({
+  owns: z.array(resourceRefSchema).default([]),
+  /** This resource's events go here instead of queue.url (e.g. the queue of its operator's function). */
+  queueUrl: z.url("must be the queue URL").optional(),
+});
 
 const positiveInt = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 const bool = z.union([z.boolean(), z.enum(["true", "false"]).transform((s) => s === "true")]);
@@ -86,10 +93,16 @@ export const bridgeConfigSchema = z
       .default({ region: "us-east-1" }),
   })
   .superRefine((c, ctx) => {
-    if (c.queue.mode === "fifo" && !c.queue.url.endsWith(".fifo"))
-      ctx.addIssue({ code: "custom", path: ["queue", "mode"], message: "fifo needs a queue URL ending in .fifo (or set standard)" });
-    if (c.queue.mode === "standard" && c.queue.url.endsWith(".fifo"))
-      ctx.addIssue({ code: "custom", path: ["queue", "mode"], message: "standard mode cannot publish to a .fifo queue" });
+    const urls: Array<[string, (string | number)[]]> = [
+      [c.queue.url, ["queue", "mode"]],
+      ...c.resources.flatMap((r, i): Array<[string, (string | number)[]]> => (r.queueUrl === undefined ? [] : [[r.queueUrl, ["resources", i, "queueUrl"]]])),
+    ];
+    for (const [url, path] of urls) {
+      if (c.queue.mode === "fifo" && !url.endsWith(".fifo"))
+        ctx.addIssue({ code: "custom", path, message: "fifo needs a queue URL ending in .fifo (or set standard)" });
+      if (c.queue.mode === "standard" && url.endsWith(".fifo"))
+        ctx.addIssue({ code: "custom", path, message: "standard mode cannot publish to a .fifo queue" });
+    }
   });
 
 export type BridgeConfig = z.output<typeof bridgeConfigSchema>;
@@ -112,8 +125,10 @@ export function parseResourceList(text: string): unknown[] {
     .split(",")
     .filter((s) => s.trim() !== "")
     .map((entry) => {
-      const [parent = "", owned] = entry.split(">");
-      return { ...ref(parent), owns: owned === undefined ? [] : owned.split("+").map(ref) };
+      const at = entry.indexOf("@");
+      const [parent = "", owned] = (at < 0 ? entry : entry.slice(0, at)).split(">");
+      const queueUrl = at < 0 ? undefined : entry.slice(at + 1).trim();
+      return { ...ref(parent), owns: owned === undefined ? [] : owned.split("+").map(ref), ...(queueUrl === undefined ? {} : { queueUrl }) };
     });
 }
 

@@ -13,7 +13,8 @@ import type { BridgeMetrics } from "./metrics.ts";
 
 export interface PublisherOptions {
   sqs: SQSClient;
-  queueUrl: string;
+  /** The queue an event goes to: one for all, or one per resource (a queue per operator). */
+  queueUrlOf: (event: KeyEvent) => string;
   mode: "fifo" | "standard";
   maxPending: number;
   concurrency: number;
@@ -25,6 +26,7 @@ export interface PublisherOptions {
 interface Pending {
   key: string;
   event: KeyEvent;
+  queueUrl: string;
   entry: Omit<SendMessageBatchRequestEntry, "Id">;
   /** When the oldest change this entry stands for was first queued (for the lag metric). */
   since: number;
@@ -71,7 +73,7 @@ export class Publisher {
       entry.MessageGroupId = messageGroupId(event);
       entry.MessageDeduplicationId = deduplicationId(event, cause);
     }
-    this.#pending.set(key, { key, event, entry, since: existing?.since ?? this.#o.now() });
+    this.#pending.set(key, { key, event, queueUrl: this.#o.queueUrlOf(event), entry, since: existing?.since ?? this.#o.now() });
     this.#pump();
   }
 
@@ -117,9 +119,10 @@ export class Publisher {
       return;
     }
     while (this.#batches < this.#o.concurrency) {
+      // One SendMessageBatch goes to one queue: the first sendable entry picks it.
       const batch: Pending[] = [];
       for (const p of this.#pending.values()) {
-        if (this.#inflight.has(p.key)) continue;
+        if (this.#inflight.has(p.key) || (batch.length > 0 && p.queueUrl !== batch[0]!.queueUrl)) continue;
         batch.push(p);
         if (batch.length === MAX_BATCH) break;
       }
@@ -139,7 +142,7 @@ export class Publisher {
     let failed: Pending[] = [];
     try {
       const out = await this.#o.sqs.send(
-        new SendMessageBatchCommand({ QueueUrl: this.#o.queueUrl, Entries: batch.map((p, i) => ({ Id: `e${i}`, ...p.entry })) }),
+        new SendMessageBatchCommand({ QueueUrl: batch[0]!.queueUrl, Entries: batch.map((p, i) => ({ Id: `e${i}`, ...p.entry })) }),
       );
       const now = this.#o.now();
       for (const ok of out.Successful ?? []) {
