@@ -28,7 +28,7 @@ export interface LocalCluster {
   server: string;
   /** kubectl built from the same pin: use it in tests, not whatever kubectl the machine has. */
   kubectl: string;
-  /** Public key that verifies ServiceAccount tokens; the CA that signed the API server's certificate. */
+  /** The throwaway CA that signed the API server's serving certificate (and the admin's). */
   caPath: string;
   sqs: SqsEnvironment;
   /** Environment variables that point a process at this cluster and queue (as in `.crdfn/env`). */
