@@ -3,10 +3,9 @@
 // measured from a spec write to the status that reports it, next to the raw ceiling of the
 // same API server (a tight loop of status patches).
 import { cpus, loadavg } from "node:os";
-import { SQSClient } from "@aws-sdk/client-sqs";
 import { pino } from "pino";
 import { DEFAULT_RECEIVE_LOOPS, shippedBridgeNodeOptions, startPipeline, type ReconcileRecord } from "../cli/pipeline.ts";
-import { startCluster } from "../emulator/cluster.ts";
+import { sqsClient, startCluster } from "../emulator/cluster.ts";
 import { operators } from "../functions/operators.ts";
 import { createKubeApi } from "../functions/runtime/kube-http.ts";
 import { atRate, forEachBounded, inFlight } from "./drive.ts";
@@ -120,8 +119,8 @@ export async function runPipelineBench(o: BenchOptions): Promise<BenchResult> {
     sampler.start();
     cleanup.unshift(() => sampler.stop());
 
-    const { endpoint, region, accessKeyId, secretAccessKey, queues } = cluster.sqs;
-    const sqs = new SQSClient({ endpoint, region, credentials: { accessKeyId, secretAccessKey } });
+    const { queues } = cluster.sqs;
+    const sqs = sqsClient(cluster.sqs);
     cleanup.unshift(() => sqs.destroy());
     const quiet = () => untilQueuesEmpty(sqs, [queues.fifo, queues.standard], QUIET_TIMEOUT_MS);
     const greetings = new Greetings(createKubeApi({ kubeConfig: keepAliveKubeConfig(cluster.kubeconfigPath) }), NAMESPACE);

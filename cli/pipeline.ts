@@ -4,7 +4,6 @@
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { SQSClient } from "@aws-sdk/client-sqs";
 import { KubernetesObjectApi, PatchStrategy, loadYaml, type KubernetesObject } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { parse as parseYaml } from "yaml";
@@ -13,7 +12,7 @@ import type { Operator } from "../core/operator.ts";
 import { startBridge, type RunningBridge } from "../bridge/bridge.ts";
 import { bundleBridge } from "../bridge/bundle.ts";
 import { loadBridgeConfig } from "../bridge/config.ts";
-import type { LocalCluster } from "../emulator/cluster.ts";
+import { sqsClient, type LocalCluster } from "../emulator/cluster.ts";
 import { repoRoot } from "../emulator/paths.ts";
 import { freePort } from "../emulator/ports.ts";
 import { startServer, type RunningServer } from "../emulator/process.ts";
@@ -213,8 +212,8 @@ export function startPipeline(o: PipelineOptions & { bridgeProcess: true }): Pro
 export function startPipeline(o: PipelineOptions & { bridgeProcess?: false }): Promise<Pipeline>;
 export async function startPipeline(o: PipelineOptions): Promise<Pipeline | ProcessPipeline> {
   await installCrds(o.cluster, o.operators);
-  const { endpoint, region, accessKeyId, secretAccessKey, queues } = o.cluster.sqs;
-  const sqs = new SQSClient({ endpoint, region, credentials: { accessKeyId, secretAccessKey } });
+  const { queues } = o.cluster.sqs;
+  const sqs = sqsClient(o.cluster.sqs);
   // Validated here in either mode, so a bad setting fails before anything is started.
   const bridgeConfig = loadBridgeConfig(bridgeEnv(o));
 

@@ -3,7 +3,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { SQSClient } from "@aws-sdk/client-sqs";
+import { SQSClient, type SQSClientConfig } from "@aws-sdk/client-sqs";
 import { KubeConfig } from "@kubernetes/client-node";
 import { controlPlaneBinaries } from "./binaries.ts";
 import { startApiServer, startControllerManager, startEtcd } from "./controlplane.ts";
@@ -120,6 +120,12 @@ export async function startCluster(opts: StartOptions = {}): Promise<LocalCluste
     await stopAll();
     throw e;
   }
+}
+
+/** An SQS client for a local environment's queue (its endpoint, region and placeholder credentials). */
+export function sqsClient(sqs: SqsEnvironment, options: Omit<SQSClientConfig, "endpoint" | "region" | "credentials"> = {}): SQSClient {
+  const { endpoint, region, accessKeyId, secretAccessKey } = sqs;
+  return new SQSClient({ ...options, endpoint, region, credentials: { accessKeyId, secretAccessKey } });
 }
 
 async function sqsEnvironment(endpoint: string, external: boolean, defs: ReturnType<typeof queueDefinitions>): Promise<SqsEnvironment> {

@@ -1,38 +1,36 @@
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import type { SQSClient } from "@aws-sdk/client-sqs";
-import { startCluster } from "../emulator/cluster.ts";
 import type { LocalCluster } from "../emulator/types.ts";
 import { startBridge, type RunningBridge } from "../bridge/bridge.ts";
 import { MAX_EVENT_BYTES } from "../core/event.ts";
 import {
+  QueueReader,
   bridgeConfig,
   createNamespace,
   crontab,
   crontabPath,
-  installCrontabCrd,
   kube,
   mismatches,
   ok,
   orderViolations,
   parallel,
-  QueueReader,
   rvOf,
-  sqsClientFor,
+  startBridgeEnvironment,
   testLogger,
   type Expected,
 } from "./bridge-helpers.ts";
 
 describe("bridge: churn against a real API server and ElasticMQ", { timeout: 240_000 }, () => {
+  let env: Awaited<ReturnType<typeof startBridgeEnvironment>>;
   let cluster: LocalCluster;
   let sqs: SQSClient;
   let bridge: RunningBridge;
   let reader: QueueReader;
 
   before(async () => {
-    cluster = await startCluster({ log: () => {} });
-    installCrontabCrd(cluster);
-    sqs = sqsClientFor(cluster);
+    env = await startBridgeEnvironment();
+    ({ cluster, sqs } = env);
     reader = new QueueReader(sqs, cluster.sqs.queues.fifo);
     bridge = startBridge(bridgeConfig(cluster), { kubeConfig: cluster.kubeConfig, sqs, logger: testLogger() });
     await bridge.ready;
@@ -40,8 +38,7 @@ describe("bridge: churn against a real API server and ElasticMQ", { timeout: 240
 
   after(async () => {
     await bridge?.stop(1000);
-    sqs?.destroy();
-    await cluster?.stop();
+    await env?.stop();
   });
 
   it("500 objects created, updated and deleted: final states all published, in order, status-only writes silent", { timeout: 150_000 }, async () => {

@@ -3,24 +3,22 @@ import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
-import { startCluster } from "../emulator/cluster.ts";
 import type { LocalCluster } from "../emulator/types.ts";
 import { startBridge } from "../bridge/bridge.ts";
 import {
+  QueueReader,
   bridgeConfig,
   bridgeEnv,
   createNamespace,
   crontab,
   crontabPath,
-  installCrontabCrd,
   kube,
   kubectl,
   ok,
   parallel,
-  QueueReader,
   scrapeMetrics,
   spawnBridge,
-  sqsClientFor,
+  startBridgeEnvironment,
   testLogger,
   withTimeout,
   type BridgeProcess,
@@ -55,21 +53,18 @@ async function waitFor(check: () => Promise<boolean>, timeoutMs: number, what: s
 }
 
 describe("bridge: deployment identity and high availability", { timeout: 300_000 }, () => {
+  let env: Awaited<ReturnType<typeof startBridgeEnvironment>>;
   let cluster: LocalCluster;
   let sqs: SQSClient;
   let reader: QueueReader;
 
   before(async () => {
-    cluster = await startCluster({ log: () => {} });
-    installCrontabCrd(cluster);
-    sqs = sqsClientFor(cluster);
+    env = await startBridgeEnvironment();
+    ({ cluster, sqs } = env);
     reader = new QueueReader(sqs, cluster.sqs.queues.fifo);
   });
 
-  after(async () => {
-    sqs?.destroy();
-    await cluster?.stop();
-  });
+  after(async () => env?.stop());
 
   it("infra/bridge passes a server-side dry run against the real API server", { timeout: 60_000 }, () => {
     // A dry run creates nothing, so the namespace the other objects live in must exist first.

@@ -4,12 +4,13 @@ import { spawn, execFileSync, type ChildProcess } from "node:child_process";
 import https from "node:https";
 import { once } from "node:events";
 import { connect, createServer, type AddressInfo, type Server, type Socket } from "node:net";
-import { DeleteMessageBatchCommand, ReceiveMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
+import { DeleteMessageBatchCommand, ReceiveMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import { KubeConfig } from "@kubernetes/client-node";
 import type { Registry } from "prom-client";
 import { pino, type Logger } from "pino";
 import { parseKeyEvent, type KeyEvent } from "../core/event.ts";
 import { loadBridgeConfig, type BridgeConfig } from "../bridge/config.ts";
+import { sqsClient, startCluster } from "../emulator/cluster.ts";
 import type { LocalCluster } from "../emulator/types.ts";
 
 export const CRONTABS = "/apis/stable.example.com/v1";
@@ -88,9 +89,24 @@ export async function parallel<T, R>(items: readonly T[], concurrency: number, f
   return out;
 }
 
+/** Fails fast while the queue is down (outage tests), instead of the SDK's long retries. */
 export function sqsClientFor(cluster: LocalCluster): SQSClient {
-  const { endpoint, region, accessKeyId, secretAccessKey } = cluster.sqs;
-  return new SQSClient({ endpoint, region, credentials: { accessKeyId, secretAccessKey }, maxAttempts: 2, requestHandler: { connectionTimeout: 2000, requestTimeout: 10_000 } });
+  return sqsClient(cluster.sqs, { maxAttempts: 2, requestHandler: { connectionTimeout: 2000, requestTimeout: 10_000 } });
+}
+
+/** What every bridge test file stands on: a cluster with the CronTab CRD and a queue client. */
+export async function startBridgeEnvironment(): Promise<{ cluster: LocalCluster; sqs: SQSClient; stop(): Promise<void> }> {
+  const cluster = await startCluster({ log: () => {} });
+  installCrontabCrd(cluster);
+  const sqs = sqsClientFor(cluster);
+  return {
+    cluster,
+    sqs,
+    async stop() {
+      sqs.destroy();
+      await cluster.stop();
+    },
+  };
 }
 
 export function testLogger(): Logger {

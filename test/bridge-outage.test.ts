@@ -2,24 +2,22 @@ import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import { Registry } from "prom-client";
-import { startCluster } from "../emulator/cluster.ts";
 import type { LocalCluster } from "../emulator/types.ts";
 import { startBridge, type RunningBridge } from "../bridge/bridge.ts";
 import {
+  QueueReader,
   bridgeConfig,
   createNamespace,
   crontab,
   crontabPath,
-  installCrontabCrd,
   kube,
   metricValue,
   mismatches,
   ok,
   orderViolations,
   parallel,
-  QueueReader,
   rvOf,
-  sqsClientFor,
+  startBridgeEnvironment,
   testLogger,
   type Expected,
 } from "./bridge-helpers.ts";
@@ -27,23 +25,22 @@ import {
 const MAX_PENDING = 100;
 
 describe("bridge: queue outage", { timeout: 240_000 }, () => {
+  let env: Awaited<ReturnType<typeof startBridgeEnvironment>>;
   let cluster: LocalCluster;
   let sqs: SQSClient;
   let bridge: RunningBridge;
   const registry = new Registry();
 
   before(async () => {
-    cluster = await startCluster({ log: () => {} });
-    installCrontabCrd(cluster);
-    sqs = sqsClientFor(cluster);
+    env = await startBridgeEnvironment();
+    ({ cluster, sqs } = env);
     bridge = startBridge(bridgeConfig(cluster, { CRDFN_MAX_PENDING: String(MAX_PENDING) }), { kubeConfig: cluster.kubeConfig, sqs, logger: testLogger(), registry });
     await bridge.ready;
   });
 
   after(async () => {
     await bridge?.stop(1000);
-    sqs?.destroy();
-    await cluster?.stop();
+    await env?.stop();
   });
 
   it("ElasticMQ stopped for 20 s during churn and started again: 0 lost, buffer bounded", { timeout: 180_000 }, async () => {

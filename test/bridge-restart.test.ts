@@ -2,16 +2,16 @@ import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import { Registry } from "prom-client";
-import { startCluster } from "../emulator/cluster.ts";
 import type { LocalCluster } from "../emulator/types.ts";
 import { startBridge } from "../bridge/bridge.ts";
 import {
+  QueueReader,
+  Relay,
   bridgeConfig,
   bridgeEnv,
   createNamespace,
   crontab,
   crontabPath,
-  installCrontabCrd,
   kube,
   kubeConfigVia,
   metricValue,
@@ -19,11 +19,9 @@ import {
   ok,
   orderViolations,
   parallel,
-  QueueReader,
-  Relay,
   rvOf,
   spawnBridge,
-  sqsClientFor,
+  startBridgeEnvironment,
   testLogger,
   withTimeout,
   type BridgeProcess,
@@ -34,21 +32,18 @@ const HOLD = "test.crdfn.dev/hold";
 const mergePatch = "application/merge-patch+json";
 
 describe("bridge: restarts and 410 Gone", { timeout: 300_000 }, () => {
+  let env: Awaited<ReturnType<typeof startBridgeEnvironment>>;
   let cluster: LocalCluster;
   let sqs: SQSClient;
   let reader: QueueReader;
 
   before(async () => {
-    cluster = await startCluster({ log: () => {} });
-    installCrontabCrd(cluster);
-    sqs = sqsClientFor(cluster);
+    env = await startBridgeEnvironment();
+    ({ cluster, sqs } = env);
     reader = new QueueReader(sqs, cluster.sqs.queues.fifo);
   });
 
-  after(async () => {
-    sqs?.destroy();
-    await cluster?.stop();
-  });
+  after(async () => env?.stop());
 
   it("killed with SIGKILL in the middle of churn and restarted: every object's latest state is published (0 lost)", { timeout: 150_000 }, async () => {
     const ns = "killed";

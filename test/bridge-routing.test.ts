@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { CreateQueueCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import { startBridge, type RunningBridge } from "../bridge/bridge.ts";
-import { startCluster, type LocalCluster } from "../emulator/cluster.ts";
+import type { LocalCluster } from "../emulator/cluster.ts";
 import { eventually } from "./support/eventually.ts";
 import {
   CRONTAB_RESOURCE,
@@ -14,25 +14,24 @@ import {
   createNamespace,
   crontab,
   crontabPath,
-  installCrontabCrd,
   kube,
   ok,
-  sqsClientFor,
+  startBridgeEnvironment,
   testLogger,
 } from "./bridge-helpers.ts";
 
 describe("bridge: a queue per resource", { timeout: 120_000 }, () => {
   const ns = "routing";
+  let env: Awaited<ReturnType<typeof startBridgeEnvironment>>;
   let cluster: LocalCluster;
   let sqs: SQSClient;
   let bridge: RunningBridge;
   let crontabQueue: string;
 
   before(async () => {
-    cluster = await startCluster({ log: () => {} });
-    installCrontabCrd(cluster);
+    env = await startBridgeEnvironment();
+    ({ cluster, sqs } = env);
     await createNamespace(cluster, ns);
-    sqs = sqsClientFor(cluster);
     crontabQueue = (await sqs.send(new CreateQueueCommand({ QueueName: "crontab-operator.fifo", Attributes: { FifoQueue: "true" } }))).QueueUrl!;
     const config = bridgeConfig(cluster, { CRDFN_RESOURCES: `${CRONTAB_RESOURCE}@${crontabQueue},v1/configmaps`, CRDFN_NAMESPACES: ns });
     bridge = startBridge(config, { kubeConfig: cluster.kubeConfig, sqs, logger: testLogger() });
@@ -40,8 +39,7 @@ describe("bridge: a queue per resource", { timeout: 120_000 }, () => {
   });
   after(async () => {
     await bridge?.stop(1000);
-    sqs?.destroy();
-    await cluster?.stop();
+    await env?.stop();
   });
 
   it("sends each resource's events to its own queue, the rest to the default one", async () => {

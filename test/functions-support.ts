@@ -1,14 +1,14 @@
 // Shared set-up for the functions' end-to-end tests: a real cluster and queue, the CRDs installed,
 // key events published the way the bridge does (core/event.ts is the interface between the two).
 import { Writable } from "node:stream";
-import { PurgeQueueCommand, ReceiveMessageCommand, SendMessageCommand, SQSClient, type Message } from "@aws-sdk/client-sqs";
+import { PurgeQueueCommand, ReceiveMessageCommand, SendMessageCommand, type SQSClient, type Message } from "@aws-sdk/client-sqs";
 import { CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
 import { pino, type Logger } from "pino";
 import { Registry } from "prom-client";
 import { deduplicationId, encodeKeyEvent, messageGroupId, type KeyEvent } from "../core/event.ts";
 import { crdOf } from "../core/operator-crd.ts";
 import type { Operator } from "../core/operator.ts";
-import { startCluster, type LocalCluster } from "../emulator/cluster.ts";
+import { sqsClient, startCluster, type LocalCluster } from "../emulator/cluster.ts";
 import { startPoller, type Poller } from "../functions/adapters/poller.ts";
 import { createKubeApi } from "../functions/runtime/kube-http.ts";
 import type { KubeApi, KubeObject } from "../functions/runtime/kube-api.ts";
@@ -41,15 +41,10 @@ export async function startEnv(operators: ReadonlyArray<Operator<unknown>>): Pro
     },
   });
   const logger = pino({ level: "debug" }, sink);
-  const sqs = sqsClient(cluster);
+  const sqs = sqsClient(cluster.sqs);
   const api = createKubeApi({ kubeConfig: cluster.kubeConfig });
   for (const op of operators) await installCrd(api, op);
   return { cluster, sqs, api, custom: cluster.kubeConfig.makeApiClient(CustomObjectsApi), core: cluster.kubeConfig.makeApiClient(CoreV1Api), logs, logger, registry: new Registry() };
-}
-
-export function sqsClient(cluster: LocalCluster): SQSClient {
-  const { endpoint, region, accessKeyId, secretAccessKey } = cluster.sqs;
-  return new SQSClient({ endpoint, region, credentials: { accessKeyId, secretAccessKey } });
 }
 
 async function installCrd(api: KubeApi, op: Operator<unknown>): Promise<void> {

@@ -7,9 +7,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { describe, it } from "node:test";
-import { ReceiveMessageCommand, SendMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
+import { ReceiveMessageCommand, SendMessageCommand } from "@aws-sdk/client-sqs";
 import { controlPlaneBinaries } from "../emulator/binaries.ts";
-import { startCluster } from "../emulator/cluster.ts";
+import { sqsClient, startCluster } from "../emulator/cluster.ts";
 import { elasticMqClasspath } from "../emulator/elasticmq.ts";
 import { SetupError } from "../emulator/errors.ts";
 import { eventually } from "./support/eventually.ts";
@@ -50,7 +50,7 @@ describe("environment lifecycle", { timeout: 120_000 }, () => {
 
   it("keeps queued messages across a queue restart, as SQS would through an outage", async () => {
     const c = await startCluster({ controllerManager: false, log: () => {} });
-    const sqs = new SQSClient({ endpoint: c.sqs.endpoint, region: c.sqs.region, credentials: c.sqs });
+    const sqs = sqsClient(c.sqs);
     try {
       const q = c.sqs.queues.fifo;
       await sqs.send(new SendMessageCommand({ QueueUrl: q, MessageBody: "durable", MessageGroupId: "g", MessageDeduplicationId: "d" }));

@@ -2,16 +2,17 @@
 // redelivery after the visibility timeout, dead-lettering after 5 receives, typed errors.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
+import type {
+  SQSClient} from "@aws-sdk/client-sqs";
 import {
   DeleteMessageCommand,
   GetQueueUrlCommand,
   QueueDoesNotExist,
   ReceiveMessageCommand,
   SendMessageCommand,
-  SQSClient,
   type Message,
 } from "@aws-sdk/client-sqs";
-import { startCluster, type LocalCluster } from "../emulator/cluster.ts";
+import { sqsClient, startCluster, type LocalCluster } from "../emulator/cluster.ts";
 import { MAX_RECEIVE_COUNT } from "../emulator/queues.ts";
 import { eventually } from "./support/eventually.ts";
 
@@ -28,8 +29,7 @@ describe("local SQS queue", { timeout: 120_000 }, () => {
 
   before(async () => {
     cluster = await startCluster({ controllerManager: false, log: () => {} });
-    const { endpoint, region, accessKeyId, secretAccessKey } = cluster.sqs;
-    sqs = new SQSClient({ endpoint, region, credentials: { accessKeyId, secretAccessKey } });
+    sqs = sqsClient(cluster.sqs);
   });
   after(async () => {
     sqs?.destroy();
