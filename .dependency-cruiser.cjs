@@ -1,26 +1,47 @@
-// The architecture's layering, checked on every `npm test` (as kopf does with import-linter).
+// The architecture's layering, checked on every `npm test` (as kopf does with import-linter);
+// test/layers.test.ts proves a forbidden import fails it.
 //   core/      the event contract and operator API: pure, no client library, no I/O
+//   clients/   the I/O clients both sides share (Kubernetes HTTP, SQS messages); imports core
 //   bridge/    in-cluster watcher → queue; never imports functions/
-//   functions/ reconcile runtime, FaaS adapters, example operators; never imports bridge/
+//   functions/ reconcile runtime, FaaS adapters, crdfn/testing; never imports bridge/
 //   emulator/  local control plane + queue for tests and `crdfn dev`; dev-only
+//   examples/  operators exactly as a user writes them: only crdfn's public entry points
 //   cli/, test/, bench/ compose everything
-const clientLibraries = "^(@kubernetes/client-node|@aws-sdk/|@smithy/|@google-cloud/|@aws-lambda-powertools/|pino|prom-client|undici|ws)";
-const nodeIo = "^(node:)?(fs|net|http|https|http2|child_process|dgram|dns|tls|cluster|worker_threads)(/|$)";
+// dependency-cruiser resolves packages to their files (node_modules/…), so package rules match
+// resolved paths, and Node built-ins resolve to their bare names (fs, node:test).
+const npm = ["npm", "npm-dev", "npm-peer", "npm-optional", "npm-no-pkg", "npm-unknown", "npm-bundled"];
+const nodeIo = "^(node:)?(fs|net|http|https|http2|child_process|dgram|dns|tls|cluster|worker_threads|os|process)(/|$)";
+const publicEntries = "^(core/index\\.ts|functions/adapters/(lambda|http)\\.ts|functions/testing/index\\.ts)$";
+const framework = "^(core|clients|bridge|functions|emulator|cli|bench|test)/";
+const notTest = "\\.test\\.ts$";
 
 module.exports = {
   forbidden: [
     {
       name: "core-is-pure",
-      comment: "core/ holds the contracts both sides share; it must not pull in a client library or do I/O.",
+      comment: "core/ holds the contracts both sides share: of packages only zod and yaml, and no I/O.",
       severity: "error",
-      from: { path: "^core/", pathNot: "\\.test\\.ts$" },
-      to: { path: [clientLibraries, nodeIo], dependencyTypesNot: ["type-only"] },
+      from: { path: "^core/", pathNot: notTest },
+      to: { dependencyTypes: npm, pathNot: "^node_modules/(zod|yaml)/", dependencyTypesNot: ["type-only"] },
+    },
+    {
+      name: "core-does-no-io",
+      severity: "error",
+      from: { path: "^core/", pathNot: notTest },
+      to: { path: nodeIo, dependencyTypesNot: ["type-only"] },
     },
     {
       name: "core-imports-no-layer",
       severity: "error",
       from: { path: "^core/" },
-      to: { path: "^(bridge|functions|emulator|cli|test|bench)/" },
+      to: { path: "^(clients|bridge|functions|emulator|cli|examples|test|bench)/" },
+    },
+    {
+      name: "clients-are-shared",
+      comment: "clients/ serves both sides, so it depends on neither.",
+      severity: "error",
+      from: { path: "^clients/" },
+      to: { path: "^(bridge|functions|emulator|cli|examples|test|bench)/" },
     },
     {
       name: "bridge-not-functions",
@@ -37,16 +58,44 @@ module.exports = {
     },
     {
       name: "production-not-dev-tooling",
-      comment: "What ships (bridge, functions) must not depend on the emulator, the CLI or tests.",
+      comment: "What ships (bridge, functions) must not depend on the emulator, the CLI, examples or tests.",
       severity: "error",
-      from: { path: "^(bridge|functions)/", pathNot: "\\.test\\.ts$" },
-      to: { path: "^(emulator|cli|test|bench)/" },
+      from: { path: "^(clients|bridge|functions)/", pathNot: notTest },
+      to: { path: "^(emulator|cli|examples|test|bench)/" },
     },
     {
       name: "emulator-is-infrastructure-only",
       severity: "error",
       from: { path: "^emulator/" },
-      to: { path: "^(bridge|functions|cli|test|bench)/" },
+      to: { path: "^(core|clients|bridge|functions|cli|examples|test|bench)/" },
+    },
+    {
+      name: "examples-use-the-public-api",
+      comment: "An example is a user's operator: it imports crdfn's public entry points, nothing else of crdfn.",
+      severity: "error",
+      from: { path: "^examples/", pathNot: notTest },
+      to: { path: framework, pathNot: publicEntries },
+    },
+    {
+      name: "examples-import-by-package-name",
+      comment: "…and by the package name (`crdfn`, `crdfn/lambda`), never by a relative path into the framework.",
+      severity: "error",
+      from: { path: "^examples/", pathNot: notTest },
+      to: { path: framework, dependencyTypes: ["local"] },
+    },
+    {
+      name: "framework-not-examples",
+      comment: "The framework works for any operator; only tests and benchmarks name the examples.",
+      severity: "error",
+      from: { path: "^(core|clients|bridge|functions|emulator|cli)/", pathNot: notTest },
+      to: { path: "^examples/" },
+    },
+    {
+      name: "cli-ships",
+      comment: "The CLI is published; benchmarks, tests and examples are not.",
+      severity: "error",
+      from: { path: "^cli/", pathNot: notTest },
+      to: { path: "^(examples|test|bench)/" },
     },
     { name: "no-circular", severity: "error", from: {}, to: { circular: true } },
   ],
@@ -54,6 +103,6 @@ module.exports = {
     doNotFollow: { path: "node_modules" },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: "tsconfig.json" },
-    enhancedResolveOptions: { exportsFields: ["exports"], conditionNames: ["import", "require", "node", "default"] },
+    enhancedResolveOptions: { exportsFields: ["exports"], conditionNames: ["crdfn-source", "import", "require", "node", "default"] },
   },
 };

@@ -9,7 +9,7 @@ import { PurgeQueueCommand } from "@aws-sdk/client-sqs";
 import { pino } from "pino";
 import { Registry } from "prom-client";
 import { startBridge } from "../bridge/bridge.ts";
-import { bundleBridge } from "../bridge/bundle.ts";
+import { bundleBridge } from "../cli/bundle.ts";
 import { shippedBridgeNodeOptions } from "../cli/pipeline.ts";
 import { startCluster } from "../emulator/cluster.ts";
 import type { LocalCluster } from "../emulator/types.ts";

@@ -5,8 +5,10 @@
 import { cpus, loadavg } from "node:os";
 import { pino } from "pino";
 import { DEFAULT_RECEIVE_LOOPS, shippedBridgeNodeOptions, startPipeline, type ReconcileRecord } from "../cli/pipeline.ts";
+import type { Operator } from "../core/operator.ts";
 import { sqsClient, startCluster } from "../emulator/cluster.ts";
-import { operators } from "../functions/operators.ts";
+import cronTab from "../examples/crontab/operator.ts";
+import greeting from "../examples/greeting/operator.ts";
 import { createKubeApi } from "../functions/runtime/kube-http.ts";
 import { atRate, forEachBounded, inFlight } from "./drive.ts";
 import { Greetings, objectName } from "./greetings.ts";
@@ -105,7 +107,7 @@ export async function runPipelineBench(o: BenchOptions): Promise<BenchResult> {
     const logger = pino({ level: "warn" }, pino.destination(2));
     const pipeline = await startPipeline({
       cluster,
-      operators,
+      operators: [greeting, cronTab] as ReadonlyArray<Operator<unknown>>,
       logger,
       bridgeProcess: true,
       receiveLoops: o.receiveLoops ?? DEFAULT_RECEIVE_LOOPS,

@@ -1,6 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { ConfigError, loadBridgeConfig } from "./config.ts";
+import { ConfigError } from "../core/config-error.ts";
+import { loadBridgeConfig } from "./config.ts";
 
 const base = { CRDFN_QUEUE_URL: "http://127.0.0.1:9324/000000000000/crdfn-events.fifo", CRDFN_RESOURCES: "stable.example.com/v1/crontabs" };
 

@@ -13,6 +13,7 @@
 //          - { group: stable.example.com, version: v1, plural: crontabs,
 //              owns: [{ group: batch, version: v1, plural: cronjobs }] }
 import { z } from "zod";
+import { ConfigError } from "../core/config-error.ts";
 
 export interface ResourceRef {
   /** "" for the core group. */
@@ -108,10 +109,6 @@ export const bridgeConfigSchema = z
 export type BridgeConfig = z.output<typeof bridgeConfigSchema>;
 export type BridgeConfigInput = z.input<typeof bridgeConfigSchema>;
 
-/** A setting was wrong; `message` holds one line per bad setting. */
-export class ConfigError extends Error {
-  override name = "ConfigError";
-}
 
 /** Parses the compact env syntax for CRDFN_RESOURCES (see the top of this file). */
 export function parseResourceList(text: string): unknown[] {

@@ -8,7 +8,8 @@ import { pino } from "pino";
 import { collectDefaultMetrics, Registry } from "prom-client";
 import { parse as parseYaml } from "yaml";
 import { startBridge } from "./bridge.ts";
-import { ConfigError, loadBridgeConfig, type BridgeConfig } from "./config.ts";
+import { ConfigError } from "../core/config-error.ts";
+import { loadBridgeConfig, type BridgeConfig } from "./config.ts";
 import { serveHealth } from "./health-server.ts";
 
 export interface RunOptions {

@@ -1,18 +1,14 @@
 // `crdfn dev` / `npm start`: the local emulator, end to end, in the foreground.
-import { readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { readFileSync } from "node:fs";
 import { KubernetesObjectApi, PatchStrategy, loadAllYaml, type KubernetesObject } from "@kubernetes/client-node";
 import { Command } from "commander";
 import { pino } from "pino";
 import { startCluster } from "../emulator/cluster.ts";
-import { repoRoot } from "../emulator/paths.ts";
 import { SetupError } from "../emulator/errors.ts";
 import { writeStateDir } from "./cluster.ts";
-import { selectOperators } from "./operators.ts";
+import { exampleSamples, selectOperators } from "./operators.ts";
 import { startPipeline, type ReconcileRecord } from "./pipeline.ts";
 import { untilSignal } from "./signals.ts";
-
-const samplesDir = join(repoRoot, "infra", "samples");
 
 /** One readable line per reconcile: what, how it ended, how long it took. */
 export function reconcileLine(r: ReconcileRecord): string {
@@ -33,10 +29,11 @@ export function reconcileLine(r: ReconcileRecord): string {
   }
 }
 
-async function applySamples(api: KubernetesObjectApi): Promise<string[]> {
+/** Server-side applies every object of the given YAML files (as field manager crdfn-dev). */
+async function applyFiles(api: KubernetesObjectApi, files: string[]): Promise<string[]> {
   const applied: string[] = [];
-  for (const file of readdirSync(samplesDir).filter((f) => f.endsWith(".yaml")).sort()) {
-    for (const obj of loadAllYaml(readFileSync(join(samplesDir, file), "utf8")) as KubernetesObject[]) {
+  for (const file of files) {
+    for (const obj of loadAllYaml(readFileSync(file, "utf8")) as KubernetesObject[]) {
       await api.patch(obj, undefined, undefined, "crdfn-dev", true, PatchStrategy.ServerSideApply);
       applied.push(`${obj.kind} ${obj.metadata?.name}`);
     }
@@ -61,10 +58,16 @@ export function devCommand(): Command {
     .option("--state-dir <dir>", "where to write kubeconfig and env", ".crdfn")
     .option("--operator <file...>", "run your operator module(s) (default export defineOperator({...})) instead of the examples")
     .option("--examples", "with --operator: run the example operators too")
-    .option("--no-samples", "do not apply the sample objects from infra/samples")
+    .option("--apply <file...>", "after start-up, server-side apply these YAML files (your sample objects)")
+    .option("--no-samples", "do not apply the examples' sample objects")
     .option("--kind", "use a kind cluster (needs Docker and kind)")
     .option("--log-level <level>", "bridge and function log level (pino JSON on stderr)", "warn")
-    .action(async (o: { stateDir: string; operator?: string[]; examples?: boolean; samples: boolean; kind?: boolean; logLevel: string }) => {
+    .addHelpText(
+      "after",
+      "\nExamples:\n  $ crdfn dev                                          # the examples of a crdfn checkout\n" +
+        "  $ crdfn dev --operator operator.ts --apply sample.yaml  # your operator and its sample object",
+    )
+    .action(async (o: { stateDir: string; operator?: string[]; examples?: boolean; apply?: string[]; samples: boolean; kind?: boolean; logLevel: string }) => {
       kindRequested(o.kind === true);
       const operators = await selectOperators(o.operator, o.examples === true);
       const examplesRunning = !o.operator || o.examples === true;
@@ -81,9 +84,10 @@ export function devCommand(): Command {
         say(`  kubectl --kubeconfig ${files.kubeconfig} get ${operators.map((op) => op.resource.plural).join(",")}`);
         say(`  environment for other tools: set -a; . ${files.env}; set +a`);
         say(`  Ctrl-C stops everything.`);
-        if (o.samples && examplesRunning) {
-          const applied = await applySamples(KubernetesObjectApi.makeApiClient(cluster.kubeConfig));
-          say(`applied samples: ${applied.join(", ")}`);
+        const toApply = [...(o.samples && examplesRunning ? exampleSamples() : []), ...(o.apply ?? [])];
+        if (toApply.length > 0) {
+          const applied = await applyFiles(KubernetesObjectApi.makeApiClient(cluster.kubeConfig), toApply);
+          say(`applied: ${applied.join(", ")}`);
         }
         await untilSignal();
         say("stopping…");

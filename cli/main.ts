@@ -1,8 +1,9 @@
 // The crdfn command line. Problems a person can fix are printed as one line, never a stack.
 import { Command, CommanderError } from "commander";
 import { SetupError } from "../emulator/errors.ts";
+import { packageVersion } from "../emulator/paths.ts";
+import { ConfigError } from "../core/config-error.ts";
 import { bridgeCommand } from "../bridge/command.ts";
-import { benchCommand } from "./bench.ts";
 import { clusterCommand } from "./cluster.ts";
 import { crdCommand } from "./crd.ts";
 import { devCommand } from "./dev.ts";
@@ -12,14 +13,14 @@ import { statusCommand } from "./status.ts";
 export function program(): Command {
   return new Command("crdfn")
     .description("Kubernetes operators whose reconcile logic runs as serverless functions")
+    .version(packageVersion, "-V, --version", "print the crdfn version")
     .showHelpAfterError()
     .addCommand(devCommand())
     .addCommand(clusterCommand())
     .addCommand(bridgeCommand())
     .addCommand(statusCommand())
     .addCommand(dlqCommand())
-    .addCommand(crdCommand())
-    .addCommand(benchCommand());
+    .addCommand(crdCommand());
 }
 
 async function main(argv: string[]): Promise<void> {
@@ -27,7 +28,7 @@ async function main(argv: string[]): Promise<void> {
     await program().exitOverride().parseAsync(argv);
   } catch (e) {
     if (e instanceof CommanderError) process.exit(e.exitCode);
-    if (e instanceof SetupError || (e instanceof Error && e.name === "ConfigError")) {
+    if (e instanceof SetupError || e instanceof ConfigError) {
       console.error(`crdfn: ${e.message}`);
       process.exit(2);
     }

@@ -1,9 +1,11 @@
-// Loading operators a user wrote (a module whose default export is defineOperator(...)).
-import { resolve } from "node:path";
-import { pathToFileURL } from "node:url";
+// Loading operators: a module whose default export is defineOperator(...), written by a user
+// (any folder, TypeScript or JavaScript) or shipped as an example in this checkout.
+import { existsSync, readdirSync } from "node:fs";
+import { join } from "node:path";
 import type { Operator } from "../core/operator.ts";
 import { SetupError } from "../emulator/errors.ts";
-import { operators as examples } from "../functions/operators.ts";
+import { packageRoot } from "../emulator/paths.ts";
+import { importBundled } from "./bundle.ts";
 
 function isOperator(x: unknown): x is Operator<unknown> {
   const o = x as Partial<Operator<unknown>> | undefined;
@@ -11,20 +13,43 @@ function isOperator(x: unknown): x is Operator<unknown> {
 }
 
 export async function loadOperator(file: string): Promise<Operator<unknown>> {
+  if (!existsSync(file)) throw new SetupError(`--operator ${file}: no such file`);
   let mod: { default?: unknown };
   try {
-    mod = (await import(pathToFileURL(resolve(file)).href)) as { default?: unknown };
+    mod = (await importBundled(file)) as { default?: unknown };
   } catch (e) {
-    throw new SetupError(`--operator ${file}: cannot load it: ${(e as Error).message.split("\n")[0]}`);
+    throw new SetupError(`--operator ${file}: cannot load it: ${(e as Error).message.split("\n").slice(0, 3).join(" ")}`);
   }
   if (!isOperator(mod.default)) throw new SetupError(`--operator ${file}: its default export is not defineOperator({...})`);
   return mod.default;
 }
 
-/** The operators a command runs: the given files, else the examples shipped here. */
+const examplesDir = join(packageRoot, "examples");
+
+/** The example operators' modules; only a checkout of crdfn has them. */
+export function exampleFiles(): string[] {
+  if (!existsSync(examplesDir)) return [];
+  return readdirSync(examplesDir, { withFileTypes: true })
+    .filter((d) => d.isDirectory() && existsSync(join(examplesDir, d.name, "operator.ts")))
+    .map((d) => join(examplesDir, d.name, "operator.ts"))
+    .sort();
+}
+
+/** Sample objects of the examples (`examples/<name>/sample.yaml`). */
+export function exampleSamples(): string[] {
+  return exampleFiles()
+    .map((f) => join(f, "..", "sample.yaml"))
+    .filter((f) => existsSync(f));
+}
+
+/** The operators a command runs: the given files, else the examples of this checkout. */
 export async function selectOperators(files: string[] | undefined, withExamples: boolean): Promise<Operator<unknown>[]> {
-  const mine = await Promise.all((files ?? []).map(loadOperator));
-  const all = [...(withExamples || mine.length === 0 ? examples : []), ...mine];
+  const useExamples = withExamples || !files?.length;
+  const examples = useExamples ? exampleFiles() : [];
+  if (useExamples && examples.length === 0 && !files?.length) {
+    throw new SetupError("no operator given: name your operator module with --operator operator.ts");
+  }
+  const all = await Promise.all([...examples, ...(files ?? [])].map(loadOperator));
   const seen = new Set<string>();
   for (const op of all) {
     const key = `${op.resource.plural}.${op.resource.group}`;

@@ -10,15 +10,15 @@ import { parse as parseYaml } from "yaml";
 import { parseKeyEvent } from "../core/event.ts";
 import type { Operator } from "../core/operator.ts";
 import { startBridge, type RunningBridge } from "../bridge/bridge.ts";
-import { bundleBridge } from "../bridge/bundle.ts";
+import { bundleBridge } from "./bundle.ts";
 import { loadBridgeConfig } from "../bridge/config.ts";
 import { sqsClient, type LocalCluster } from "../emulator/cluster.ts";
-import { repoRoot } from "../emulator/paths.ts";
+import { packageRoot } from "../emulator/paths.ts";
 import { freePort } from "../emulator/ports.ts";
 import { startServer, type RunningServer } from "../emulator/process.ts";
 import { startReaper } from "../emulator/reaper.ts";
 import { startPoller } from "../functions/adapters/poller.ts";
-import { crdFiles } from "../functions/crds.ts";
+import { crdFiles } from "../core/operator-crd.ts";
 import { buildFromEnv } from "../functions/runtime/entry.ts";
 import type { QueueMessage } from "../functions/runtime/message.ts";
 import type { HandledOutcome, Runtime } from "../functions/runtime/runtime.ts";
@@ -152,7 +152,7 @@ function bridgeEnv(o: PipelineOptions): Record<string, string> {
 
 /** NODE_OPTIONS as infra/bridge/deployment.yaml gives the bridge container ("" if it sets none). */
 export function shippedBridgeNodeOptions(): string {
-  const deployment = parseYaml(readFileSync(join(repoRoot, "infra", "bridge", "deployment.yaml"), "utf8")) as {
+  const deployment = parseYaml(readFileSync(join(packageRoot, "infra", "bridge", "deployment.yaml"), "utf8")) as {
     spec?: { template?: { spec?: { containers?: { env?: { name: string; value?: string }[] }[] } } };
   };
   const env = deployment.spec?.template?.spec?.containers?.[0]?.env ?? [];
@@ -160,7 +160,7 @@ export function shippedBridgeNodeOptions(): string {
 }
 
 /**
- * Starts the bridge as its image runs it — the bundle (bridge/bundle.ts) under the deployment's
+ * Starts the bridge as its image runs it — the bundle (cli/bundle.ts) under the deployment's
  * NODE_OPTIONS — against the cluster, and waits for its /readyz (initial sync done).
  */
 async function spawnBridge(o: PipelineOptions): Promise<BridgeProcess & { stop(): Promise<void> }> {

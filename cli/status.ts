@@ -5,8 +5,8 @@ import { GetQueueAttributesCommand, ReceiveMessageCommand, type SQSClient } from
 import { CustomObjectsApi, KubeConfig } from "@kubernetes/client-node";
 import { Command } from "commander";
 import type { Operator } from "../core/operator.ts";
-import { operators } from "../functions/operators.ts";
 import { describeMessage } from "./dlq.ts";
+import { selectOperators } from "./operators.ts";
 import { adminEnv, required, sqsFrom } from "./settings.ts";
 
 interface Depth {
@@ -89,7 +89,8 @@ export function statusCommand(): Command {
     .description("queue and dead-letter depth, oldest dead letter, and the latest reconcile outcomes recorded on the objects")
     .option("--state-dir <dir>", "where crdfn dev wrote env", ".crdfn")
     .option("--limit <n>", "outcomes to show", (v) => Number(v), 20)
-    .action(async (o: { stateDir: string; limit: number }) => {
+    .option("--operator <file...>", "your operator module(s) (default: the examples of a crdfn checkout)")
+    .action(async (o: { stateDir: string; limit: number; operator?: string[] }) => {
       const env = adminEnv(o.stateDir);
       const hint = "run `crdfn dev` or `crdfn cluster up` first, or export it";
       const queues: Array<[string, string | undefined]> = [
@@ -113,7 +114,7 @@ export function statusCommand(): Command {
       }
       const kc = new KubeConfig();
       kc.loadFromFile(required(env, "KUBECONFIG", hint));
-      const rows = await outcomes(kc, operators, o.limit);
+      const rows = await outcomes(kc, await selectOperators(o.operator, false), o.limit);
       console.log(`Latest reconcile outcomes (from each object's Ready condition)\n${table(rows.map(({ object, ready, reason, synced, since }) => ({ object, ready, reason, synced, since })))}`);
     });
 }

@@ -6,7 +6,7 @@ import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { SetupError } from "./errors.ts";
-import { cacheRoot, repoRoot } from "./paths.ts";
+import { cacheRoot, packageRoot } from "./paths.ts";
 
 export interface ControlPlaneBinaries {
   etcd: string;
@@ -19,7 +19,7 @@ export interface ControlPlaneBinaries {
   source: string;
 }
 
-const moduleDir = join(repoRoot, "infra", "controlplane");
+const moduleDir = join(packageRoot, "infra", "controlplane");
 
 /** The Kubernetes version pinned in the wrapper module: the one source of truth. */
 export function pinnedKubernetesVersion(): string {

@@ -6,12 +6,12 @@ import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { SetupError } from "./errors.ts";
-import { cacheRoot, repoRoot } from "./paths.ts";
+import { cacheRoot, packageRoot } from "./paths.ts";
 import { startServer, type RunningServer } from "./process.ts";
 import { elasticMqQueuesConfig, type QueueDefinition } from "./queues.ts";
 import type { Reaper } from "./reaper.ts";
 
-const pomDir = join(repoRoot, "infra", "elasticmq");
+const pomDir = join(packageRoot, "infra", "elasticmq");
 
 export function pinnedElasticMqVersion(): string {
   const m = /<elasticmq\.version>([^<]+)<\/elasticmq\.version>/.exec(readFileSync(join(pomDir, "pom.xml"), "utf8"));

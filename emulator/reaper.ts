@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { join } from "node:path";
-import { repoRoot } from "./paths.ts";
+import { packageRoot } from "./paths.ts";
 
 /** Handle on the reaper process (see reaper.mjs): tell it what to clean up if we die. */
 export interface Reaper {
@@ -12,7 +12,7 @@ export interface Reaper {
 }
 
 export function startReaper(): Reaper {
-  const child: ChildProcess = spawn(process.execPath, [join(repoRoot, "emulator", "reaper.mjs")], {
+  const child: ChildProcess = spawn(process.execPath, [join(packageRoot, "emulator", "reaper.mjs")], {
     stdio: ["pipe", "ignore", "ignore"],
     detached: true,
   });

@@ -1,4 +1,4 @@
-// `crdfn bench` end to end with tiny numbers: it runs the whole pipeline and writes every field.
+// `npm run bench` end to end with tiny numbers: it runs the whole pipeline and writes every field.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { repoRoot } from "../emulator/paths.ts";
+import { packageRoot } from "../emulator/paths.ts";
 
 const run = promisify(execFile);
 
@@ -21,13 +21,13 @@ function hasKeys(o: unknown, keys: readonly string[], where: string): Record<str
   return rec;
 }
 
-describe("crdfn bench (smoke)", { timeout: 150_000 }, () => {
+describe("npm run bench (smoke)", { timeout: 150_000 }, () => {
   it("--objects 20 --rate 10 --duration 3 prints the table and writes a complete JSON", { timeout: 150_000 }, async () => {
     const dir = mkdtempSync(join(tmpdir(), "crdfn-bench-smoke-"));
     try {
       const json = join(dir, "out.json");
-      const { stdout } = await run(process.execPath, ["cli/main.ts", "bench", "--objects", "20", "--rate", "10", "--duration", "3", "--json", json], {
-        cwd: repoRoot,
+      const { stdout } = await run(process.execPath, ["bench/main.ts", "--objects", "20", "--rate", "10", "--duration", "3", "--json", json], {
+        cwd: packageRoot,
         timeout: 140_000,
       });
       assert.match(stdout, /full load \/ raw ceiling/);

@@ -12,11 +12,11 @@ import { SendMessageCommand } from "@aws-sdk/client-sqs";
 import { readEnvFile, sqsFrom } from "../cli/settings.ts";
 import { deduplicationId, encodeKeyEvent, messageGroupId, type KeyEvent } from "../core/event.ts";
 import { controlPlaneBinaries } from "../emulator/binaries.ts";
-import { repoRoot } from "../emulator/paths.ts";
+import { packageRoot } from "../emulator/paths.ts";
 import { eventually } from "./support/eventually.ts";
 
 const run = promisify(execFile);
-const main = join(repoRoot, "cli", "main.ts");
+const main = join(packageRoot, "cli", "main.ts");
 
 /** Command lines of running processes that contain `pattern`. */
 function processes(pattern: string): string[] {

@@ -11,7 +11,7 @@ import { pino } from "pino";
 import { loadOperator } from "../cli/operators.ts";
 import { startPipeline, type Pipeline, type ReconcileRecord } from "../cli/pipeline.ts";
 import { startCluster, type LocalCluster } from "../emulator/cluster.ts";
-import { repoRoot } from "../emulator/paths.ts";
+import { packageRoot } from "../emulator/paths.ts";
 import { eventually } from "./support/eventually.ts";
 
 type Motd = KubernetesObject & {
@@ -20,7 +20,7 @@ type Motd = KubernetesObject & {
 
 /** Fenced blocks written as ```lang file=path in the README section. */
 function readmeFiles(section: string): Map<string, string> {
-  const readme = readFileSync(join(repoRoot, "README.md"), "utf8");
+  const readme = readFileSync(join(packageRoot, "README.md"), "utf8");
   const start = readme.indexOf(`## ${section}`);
   assert.ok(start >= 0, `README has no "${section}" section`);
   const end = readme.indexOf("\n## ", start + 3);
@@ -39,8 +39,8 @@ describe("an operator written from the README", { timeout: 180_000 }, () => {
 
   before(async () => {
     // Inside the repository, as the README says, so `import … from "crdfn"` resolves.
-    mkdirSync(join(repoRoot, ".crdfn"), { recursive: true });
-    folder = mkdtempSync(join(repoRoot, ".crdfn", "readme-operator-"));
+    mkdirSync(join(packageRoot, ".crdfn"), { recursive: true });
+    folder = mkdtempSync(join(packageRoot, ".crdfn", "readme-operator-"));
     for (const [path, content] of files) {
       mkdirSync(dirname(join(folder, path)), { recursive: true });
       writeFileSync(join(folder, path), content);
@@ -61,7 +61,7 @@ describe("an operator written from the README", { timeout: 180_000 }, () => {
 
   it("type-checks under the project's strict settings", () => {
     writeFileSync(join(folder, "tsconfig.json"), JSON.stringify({ extends: "../../tsconfig.json", include: ["operators"] }));
-    execFileSync(join(repoRoot, "node_modules", ".bin", "tsc"), ["--noEmit", "-p", folder], { encoding: "utf8" });
+    execFileSync(join(packageRoot, "node_modules", ".bin", "tsc"), ["--noEmit", "-p", folder], { encoding: "utf8" });
   });
 
   it("reconciles the sample into its ConfigMap and a Ready status", async () => {

@@ -16,8 +16,8 @@ import { encodeKeyEvent, messageGroupId } from "../core/event.ts";
 import type { Operator } from "../core/operator.ts";
 import { startCluster, type LocalCluster } from "../emulator/cluster.ts";
 import { lambdaHandler } from "../functions/adapters/lambda.ts";
-import cronTabOperator, { REGISTRY, cronJobName } from "../functions/crontab/operator.ts";
-import greetingOperator, { configMapName } from "../functions/greeting/operator.ts";
+import cronTabOperator, { REGISTRY, cronJobName } from "../examples/crontab/operator.ts";
+import greetingOperator, { configMapName } from "../examples/greeting/operator.ts";
 import { keyEventOf, type Cr, ready } from "./functions-support.ts";
 
 const execFileAsync = promisify(execFile);

@@ -10,10 +10,12 @@ import { promisify } from "node:util";
 import { inflateRawSync } from "node:zlib";
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { operators } from "../functions/operators.ts";
+import cronTab from "../examples/crontab/operator.ts";
+import greeting from "../examples/greeting/operator.ts";
 import { loadConfig } from "../functions/runtime/config.ts";
 
 const run = promisify(execFile);
+const operators = [greeting, cronTab];
 const root = join(import.meta.dirname, "..");
 
 const PARAMS = {
@@ -113,12 +115,12 @@ describe("serverless package (offline)", { timeout: 300_000 }, () => {
     for (const name of names) {
       const { fn } = functionOf(name);
       assert.match(String(fn.Runtime), /^nodejs(22|24)\.x$/);
-      assert.equal(fn.Handler, `functions/${name}/lambda.handler`);
+      assert.equal(fn.Handler, `examples/${name}/lambda.handler`);
       const zip = join(dir, `${name}.zip`);
       const size = statSync(zip).size;
       console.log(`${name}.zip: ${(size / 1024).toFixed(0)} KiB`);
       assert.ok(size < MAX_ZIP_BYTES, `${name}.zip is ${size} bytes`);
-      assert.deepEqual(Object.keys(unzip(readFileSync(zip))), [`functions/${name}/lambda.mjs`]);
+      assert.deepEqual(Object.keys(unzip(readFileSync(zip))), [`examples/${name}/lambda.mjs`]);
     }
   });
 
@@ -213,7 +215,7 @@ describe("serverless package (offline)", { timeout: 300_000 }, () => {
       try {
         const files = unzip(readFileSync(join(dir, `${name}.zip`)));
         const bundle = join(work, "lambda.mjs");
-        writeFileSync(bundle, files[`functions/${name}/lambda.mjs`] ?? "");
+        writeFileSync(bundle, files[`examples/${name}/lambda.mjs`] ?? "");
         const event = {
           Records: [
             {

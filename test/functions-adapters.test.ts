@@ -12,7 +12,7 @@ import { messageGroupId } from "../core/event.ts";
 import type { Operator } from "../core/operator.ts";
 import { cloudEventHandler, httpHandler } from "../functions/adapters/http.ts";
 import { lambdaHandler } from "../functions/adapters/lambda.ts";
-import greeting, { configMapName } from "../functions/greeting/operator.ts";
+import greeting, { configMapName } from "../examples/greeting/operator.ts";
 import { crApi, keyEventOf, pollerFor, publish, ready, receiveAll, runtimeFor, startEnv, waitFor, type Env } from "./functions-support.ts";
 
 const op = greeting as Operator<unknown>;

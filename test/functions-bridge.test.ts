@@ -9,8 +9,8 @@ import { loadBridgeConfig } from "../bridge/config.ts";
 import type { Operator } from "../core/operator.ts";
 import { startLocalFunctions } from "../functions/adapters/local.ts";
 import type { Poller } from "../functions/adapters/poller.ts";
-import cronTab, { cronJobName, REGISTRY } from "../functions/crontab/operator.ts";
-import greeting, { configMapName } from "../functions/greeting/operator.ts";
+import cronTab, { cronJobName, REGISTRY } from "../examples/crontab/operator.ts";
+import greeting, { configMapName } from "../examples/greeting/operator.ts";
 import { CLUSTER, crApi, ready, startEnv, waitFor, type Env } from "./functions-support.ts";
 
 const op = cronTab as Operator<unknown>;

@@ -1,7 +1,7 @@
 // A poller process for the crash test: it reconciles Greetings normally, but announces the
 // moment it is about to write status ("WRITING") and then stalls, so the test can SIGKILL it
 // exactly between its read and its write.
-import greeting from "../functions/greeting/operator.ts";
+import greeting from "../examples/greeting/operator.ts";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import { pino } from "pino";
 import { startPoller } from "../functions/adapters/poller.ts";

@@ -10,7 +10,7 @@ import { pino } from "pino";
 import { clusterRoleOf } from "../core/operator-rbac.ts";
 import type { Operator } from "../core/operator.ts";
 import { apiAccess } from "../functions/credentials/access.ts";
-import cronTab, { REGISTRY } from "../functions/crontab/operator.ts";
+import cronTab, { REGISTRY } from "../examples/crontab/operator.ts";
 import { loadConfig } from "../functions/runtime/config.ts";
 import { createKubeApi } from "../functions/runtime/kube-http.ts";
 import type { KubeApi, KubeObject } from "../functions/runtime/kube-api.ts";

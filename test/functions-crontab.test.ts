@@ -3,7 +3,7 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { BatchV1Api } from "@kubernetes/client-node";
-import cronTab, { cronJobName, FINALIZER, REGISTRY } from "../functions/crontab/operator.ts";
+import cronTab, { cronJobName, FINALIZER, REGISTRY } from "../examples/crontab/operator.ts";
 import type { Operator } from "../core/operator.ts";
 import type { Poller } from "../functions/adapters/poller.ts";
 import type { Runtime } from "../functions/runtime/runtime.ts";

@@ -3,7 +3,7 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { SendMessageCommand } from "@aws-sdk/client-sqs";
-import greeting, { configMapName } from "../functions/greeting/operator.ts";
+import greeting, { configMapName } from "../examples/greeting/operator.ts";
 import type { Operator } from "../core/operator.ts";
 import type { Poller } from "../functions/adapters/poller.ts";
 import type { Runtime } from "../functions/runtime/runtime.ts";

@@ -25,7 +25,7 @@ const ticker = defineOperator({
   }),
   owns: [{ group: "", version: "v1", kind: "ConfigMap" }],
   reconcile(t, ctx) {
-    if (t.spec.failUntil && ctx.now < new Date(t.spec.failUntil)) throw new TemporaryError(1, "not yet");
+    if (t.spec.failUntil && ctx.now < new Date(t.spec.failUntil)) throw new TemporaryError("not yet", 1);
     if (t.spec.refuse) throw new PermanentError("this ticker refuses to tick", "Refused");
     return {
       ...(t.spec.childName ? { children: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: t.spec.childName }, data: { a: "b" } }] } : {}),

@@ -1,7 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { Context, SQSEvent } from "aws-lambda";
-import greeting from "../greeting/operator.ts";
+import greeting from "../../examples/greeting/operator.ts";
 import { lambdaHandler } from "./lambda.ts";
 
 describe("Lambda handler", () => {

@@ -3,7 +3,7 @@
 import { BatchProcessor, EventType, processPartialResponse, SqsFifoPartialProcessorAsync } from "@aws-lambda-powertools/batch";
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda";
 import { buildFromEnv, type Served } from "../runtime/entry.ts";
-import { ConfigError } from "../runtime/config.ts";
+import { ConfigError } from "../../core/config-error.ts";
 import type { QueueMessage } from "../runtime/message.ts";
 import { messageHandled } from "../runtime/outcome.ts";
 import type { Runtime } from "../runtime/runtime.ts";

@@ -1,7 +1,7 @@
 // The local function host for `crdfn dev` and the emulator: everything built from the same
 // environment a Lambda would get, consuming the event queue and the requeue queue.
 import type { Registry } from "prom-client";
-import { ConfigError } from "../runtime/config.ts";
+import { ConfigError } from "../../core/config-error.ts";
 import { buildFromEnv, type Served } from "../runtime/entry.ts";
 import { startPoller, type Poller } from "./poller.ts";
 

@@ -1,6 +1,7 @@
 // Settings of a function process, from its environment, validated once in the entry: a bad
 // setting stops start-up with ONE line naming it.
 import { z } from "zod";
+import { ConfigError } from "../../core/config-error.ts";
 
 export const authModes = ["kubeconfig", "in-cluster", "token", "eks"] as const;
 
@@ -38,14 +39,6 @@ const configSchema = z.object({
 
 export type FunctionConfig = z.infer<typeof configSchema>;
 
-export class ConfigError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "ConfigError";
-    // Reported as its one line: a stack trace says nothing about a wrong setting.
-    this.stack = `ConfigError: ${message}`;
-  }
-}
 
 /** Reads only the settings above; never echoes a value (tokens live here). */
 export function loadConfig(env: NodeJS.ProcessEnv): FunctionConfig {

@@ -1,8 +1,8 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { encodeKeyEvent } from "../../core/event.ts";
-import crontab from "../crontab/operator.ts";
-import greeting from "../greeting/operator.ts";
+import crontab from "../../examples/crontab/operator.ts";
+import greeting from "../../examples/greeting/operator.ts";
 import { dispatchByResource } from "./dispatch.ts";
 import type { Runtime } from "./runtime.ts";
 

@@ -9,7 +9,7 @@ describe("classify", () => {
     assert.deepEqual(classify(new ApiError(409, "Conflict", "x")), { kind: "conflict" });
     assert.deepEqual(classify(new ApiError(422, "Invalid", "bad child")), { kind: "permanent", reason: "RejectedByApiServer", message: "bad child" });
     assert.deepEqual(classify(new PermanentError("no", "QuotaExceeded")), { kind: "permanent", reason: "QuotaExceeded", message: "no" });
-    assert.deepEqual(classify(new TemporaryError(2.5, "wait")), { kind: "later", delaySeconds: 3, message: "wait" });
+    assert.deepEqual(classify(new TemporaryError("wait", 2.5)), { kind: "later", delaySeconds: 3, message: "wait" });
     assert.deepEqual(classify(new ApiError(503, "ServiceUnavailable", "down")), { kind: "retry", message: "down" });
     assert.deepEqual(classify("thrown string"), { kind: "retry", message: "thrown string" });
   });

@@ -2,7 +2,7 @@
 // batch/v1 CronJob, plus an entry in a shared "crontab-registry" ConfigMap that the finalizer
 // withdraws — cleanup you can watch happen.
 import { z } from "zod";
-import { defineOperator } from "../../core/operator.ts";
+import { defineOperator } from "crdfn";
 
 /** The pattern from the Kubernetes CRD documentation. */
 export const CRON_SPEC_PATTERN = /^(\d+|\*)(\/\d+)?(\s+(\d+|\*)(\/\d+)?){4}$/;

@@ -1,6 +1,6 @@
 // Greeting (example.com/v1): spec.message → a ConfigMap holding it.
 import { z } from "zod";
-import { defineOperator } from "../../core/operator.ts";
+import { defineOperator } from "crdfn";
 
 export const greetingSpec = z.object({
   message: z

@@ -1,0 +1,49 @@
+// `npm run layers` is only worth its place if it fails on the imports it forbids: a probe file
+// with one forbidden import is placed in the layer and the check must name the broken rule.
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { describe, it } from "node:test";
+
+const run = promisify(execFile);
+const root = join(import.meta.dirname, "..");
+const depcruise = join(root, "node_modules", "dependency-cruiser", "bin", "dependency-cruiser.mjs");
+
+async function violations(dir: string, source: string): Promise<string> {
+  const probe = join(dir, `layers-probe-${randomBytes(4).toString("hex")}.ts`);
+  writeFileSync(join(root, probe), source);
+  try {
+    await run(process.execPath, [depcruise, "--config", ".dependency-cruiser.cjs", probe], { cwd: root });
+    return "";
+  } catch (e) {
+    return (e as { stdout?: string }).stdout ?? String(e);
+  } finally {
+    rmSync(join(root, probe), { force: true });
+  }
+}
+
+describe("the layering check", { timeout: 120_000 }, () => {
+  it("fails when core/ imports a client library", async () => {
+    assert.match(await violations("core", 'import { pino } from "pino";\nexport const p = pino;\n'), /core-is-pure/);
+  });
+  it("fails when core/ imports the Kubernetes client", async () => {
+    assert.match(await violations("core", 'import { KubeConfig } from "@kubernetes/client-node";\nexport const k = KubeConfig;\n'), /core-is-pure/);
+  });
+  it("fails when core/ does I/O", async () => {
+    assert.match(await violations("core", 'import { readFileSync } from "node:fs";\nexport const r = readFileSync;\n'), /core-does-no-io/);
+  });
+  it("fails when the bridge imports the functions", async () => {
+    assert.match(await violations("bridge", 'import { createRuntime } from "../functions/runtime/runtime.ts";\nexport const c = createRuntime;\n'), /bridge-not-functions/);
+  });
+  it("fails when an example reaches past the public entry points", async () => {
+    const found = await violations("examples", 'import { createRuntime } from "../functions/runtime/runtime.ts";\nexport const c = createRuntime;\n');
+    assert.match(found, /examples-use-the-public-api/);
+    assert.match(found, /examples-import-by-package-name/);
+  });
+  it("passes a file that keeps the rules", async () => {
+    assert.equal(await violations("examples", 'import { defineOperator } from "crdfn";\nexport const d = defineOperator;\n'), "");
+  });
+});
