@@ -8,6 +8,7 @@ import { clusterCommand } from "./cluster.ts";
 import { crdCommand } from "./crd.ts";
 import { devCommand } from "./dev.ts";
 import { dlqCommand } from "./dlq.ts";
+import { generateCommand } from "./generate.ts";
 import { statusCommand } from "./status.ts";
 
 export function program(): Command {
@@ -20,7 +21,8 @@ export function program(): Command {
     .addCommand(bridgeCommand())
     .addCommand(statusCommand())
     .addCommand(dlqCommand())
-    .addCommand(crdCommand());
+    .addCommand(crdCommand())
+    .addCommand(generateCommand());
 }
 
 async function main(argv: string[]): Promise<void> {

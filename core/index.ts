@@ -10,6 +10,7 @@ export type {
   Operator,
   OperatorDefinition,
   OwnedKind,
+  SharedObject,
   PrinterColumn,
   ReconcileContext,
   ReconcileResult,

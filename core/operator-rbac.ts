@@ -1,30 +1,105 @@
-// The least privilege a function needs for an operator: its resource (read, finalizers, status),
-// the kinds it owns (server-side apply), and Events. Generated, like the CRD, from the definition.
+// The least privilege a function needs for an operator, generated from its definition (the one
+// truth: infra/functions/ is written from this). Its resource: get, patch only to add and remove
+// a declared finalizer, update on /status. Its owned kinds: get, create, patch (server-side
+// apply) and delete (pruning). Events: create. Nothing else, and no list/watch: the bridge watches.
+// RBAC cannot limit create by name or by owner; the admission policy (operator-admission.ts) does.
 import type { Operator } from "./operator.ts";
 
 export interface PolicyRule {
   apiGroups: string[];
   resources: string[];
   verbs: string[];
+  resourceNames?: string[];
 }
 
-export function rbacRulesOf(operator: Operator<unknown>): PolicyRule[] {
-  const { group, plural } = operator.resource;
-  const owned = new Map<string, Set<string>>();
-  for (const o of operator.owns) owned.set(o.group, (owned.get(o.group) ?? new Set()).add(o.plural));
-  return [
-    // get: the fresh read; patch: adding and removing the finalizer.
-    { apiGroups: [group], resources: [plural], verbs: ["get", "patch"] },
+type Manifest = Record<string, unknown>;
+
+/** The short name of an operator in identities, queues and files: its kind in lower case. */
+export const operatorName = (operator: Operator<unknown>): string => operator.resource.kind.toLowerCase();
+
+/** Who the function is in the cluster: its ServiceAccount (in-cluster, tokens) and the group an EKS access entry maps its Lambda role to. */
+export function functionIdentity(operator: Operator<unknown>, functionsNamespace: string) {
+  const name = operatorName(operator);
+  return {
+    serviceAccount: `crdfn-${name}`,
+    namespace: functionsNamespace,
+    username: `system:serviceaccount:${functionsNamespace}:crdfn-${name}`,
+    group: `crdfn:${name}`,
+  };
+}
+
+function ownedRules(kinds: ReadonlyArray<{ group: string; plural: string }>, verbs: string[]): PolicyRule[] {
+  const byGroup = new Map<string, Set<string>>();
+  for (const o of kinds) byGroup.set(o.group, (byGroup.get(o.group) ?? new Set()).add(o.plural));
+  return [...byGroup].map(([g, plurals]) => ({ apiGroups: [g], resources: [...plurals].sort(), verbs }));
+}
+
+/** The rules split by where they apply: in each served namespace, or cluster-wide (cluster-scoped objects). */
+export function rbacRulesByScope(operator: Operator<unknown>): { namespaced: PolicyRule[]; cluster: PolicyRule[] } {
+  const { group, plural, scope } = operator.resource;
+  const own: PolicyRule[] = [
+    // get: the fresh read; patch: only a declared finalizer is ever added or removed.
+    { apiGroups: [group], resources: [plural], verbs: operator.finalizer ? ["get", "patch"] : ["get"] },
+    // The runtime PUTs status with a resourceVersion precondition.
     { apiGroups: [group], resources: [`${plural}/status`], verbs: ["update"] },
-    // Setting blockOwnerDeletion on children needs update on the owner's finalizers.
+    // Children's owner references set blockOwnerDeletion, which OwnerReferencesPermissionEnforcement
+    // allows only to who may update the owner's finalizers (a permission check; CRDs have no such subresource).
     { apiGroups: [group], resources: [`${plural}/finalizers`], verbs: ["update"] },
-    // Server-side apply is a patch, which creates the object when it is missing.
-    ...[...owned].map(([g, plurals]) => ({ apiGroups: [g], resources: [...plurals].sort(), verbs: ["get", "create", "patch"] })),
+  ];
+  const childVerbs = ["get", "create", "patch", "delete"];
+  const ownedKeys = new Set(operator.owns.map((o) => `${o.group}/${o.plural}`));
+  // A shared object of a kind it does not own: that name only (apply creates or patches it).
+  const shared = operator.shares
+    .filter((s) => !ownedKeys.has(`${s.group}/${s.plural}`))
+    .map((s) => ({ apiGroups: [s.group], resources: [s.plural], resourceNames: [s.name], verbs: ["get", "create", "patch"] }));
+  const namespaced = [
+    ...(scope === "Namespaced" ? own : []),
+    ...ownedRules(operator.owns.filter((o) => o.namespaced), childVerbs),
+    ...shared,
     { apiGroups: [""], resources: ["events"], verbs: ["create"] },
   ];
+  const cluster = [...(scope === "Cluster" ? own : []), ...ownedRules(operator.owns.filter((o) => !o.namespaced), childVerbs)];
+  return { namespaced, cluster };
 }
 
-/** A ClusterRole for the operator's functions (bind it to the functions' identity). */
-export function clusterRoleOf(operator: Operator<unknown>, name = `crdfn-${operator.resource.plural}-functions`): Record<string, unknown> {
+/** All rules, as one ClusterRole would hold them (the function serving every namespace). */
+export function rbacRulesOf(operator: Operator<unknown>): PolicyRule[] {
+  const { namespaced, cluster } = rbacRulesByScope(operator);
+  return [...cluster, ...namespaced];
+}
+
+/** A ClusterRole holding every rule (bind it to the functions' identity). */
+export function clusterRoleOf(operator: Operator<unknown>, name = `crdfn-${operatorName(operator)}-function`): Manifest {
   return { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: { name }, rules: rbacRulesOf(operator) };
+}
+
+/**
+ * The function's identity and its grants. `namespaces` empty: one ClusterRole for everything.
+ * Otherwise a Role + RoleBinding in each served namespace, and a ClusterRole only for what is
+ * cluster-scoped (a cluster-scoped resource, or owned kinds declared `namespaced: false`).
+ */
+export function functionRbacOf(operator: Operator<unknown>, o: { functionsNamespace: string; namespaces: readonly string[] }): Manifest[] {
+  const id = functionIdentity(operator, o.functionsNamespace);
+  const name = `crdfn-${operatorName(operator)}-function`;
+  const subjects = [
+    { kind: "ServiceAccount", name: id.serviceAccount, namespace: id.namespace },
+    // The Lambda's IAM role, mapped by an EKS access entry to this group.
+    { kind: "Group", apiGroup: "rbac.authorization.k8s.io", name: id.group },
+  ];
+  const rbac = "rbac.authorization.k8s.io/v1";
+  const clusterRole = (roleName: string, rules: PolicyRule[]): Manifest[] => [
+    { apiVersion: rbac, kind: "ClusterRole", metadata: { name: roleName }, rules },
+    { apiVersion: rbac, kind: "ClusterRoleBinding", metadata: { name: roleName }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: roleName }, subjects },
+  ];
+  const out: Manifest[] = [{ apiVersion: "v1", kind: "ServiceAccount", metadata: { name: id.serviceAccount, namespace: id.namespace } }];
+  if (o.namespaces.length === 0) return [...out, ...clusterRole(name, rbacRulesOf(operator))];
+  const { namespaced, cluster } = rbacRulesByScope(operator);
+  if (cluster.length > 0) out.push(...clusterRole(`${name}-cluster`, cluster));
+  for (const namespace of o.namespaces) {
+    out.push(
+      { apiVersion: rbac, kind: "Role", metadata: { name, namespace }, rules: namespaced },
+      { apiVersion: rbac, kind: "RoleBinding", metadata: { name, namespace }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name }, subjects },
+    );
+  }
+  return out;
 }

@@ -48,6 +48,18 @@ export interface OwnedKind {
   namespaced?: boolean;
 }
 
+/**
+ * An object without an owner that `shared` contributes to, by name: the only objects of its kind
+ * the generated admission policy lets the function write without a controller owner reference.
+ */
+export interface SharedObject {
+  group: string;
+  kind: string;
+  name: string;
+  /** Default: as for OwnedKind. */
+  plural?: string;
+}
+
 export interface ObjectMeta {
   name: string;
   namespace?: string;
@@ -128,6 +140,8 @@ export interface OperatorDefinition<Spec> {
   /** The spec schema: validates every object read and generates the CRD schema. */
   spec: z.ZodType<Spec>;
   owns?: OwnedKind[];
+  /** The objects `shared` may name (their kinds must also be owned). */
+  shares?: SharedObject[];
   finalizer?: string;
   /** Pure: no I/O, no clock except ctx.now, no randomness. Throw TemporaryError or PermanentError. */
   reconcile(object: CustomObject<Spec>, ctx: ReconcileContext): ReconcileResult;
@@ -141,6 +155,7 @@ export interface OperatorDefinition<Spec> {
 export interface Operator<Spec = unknown> extends OperatorDefinition<Spec> {
   resource: ResourceDefinition & { scope: Scope; singular: string };
   owns: Array<OwnedKind & { plural: string; namespaced: boolean }>;
+  shares: Array<SharedObject & { plural: string }>;
   fieldManager: string;
   /** "group/version" of the resource ("v1" for the core group). */
   apiVersion: string;
@@ -167,6 +182,7 @@ export function defineOperator<Spec>(definition: OperatorDefinition<Spec>): Oper
     ...definition,
     resource: { ...resource, scope: resource.scope ?? "Namespaced", singular: resource.singular ?? resource.kind.toLowerCase() },
     owns: (definition.owns ?? []).map((o) => ({ ...o, plural: o.plural ?? pluralOf(o.kind), namespaced: o.namespaced ?? true })),
+    shares: (definition.shares ?? []).map((s) => ({ ...s, plural: s.plural ?? pluralOf(s.kind) })),
     fieldManager: definition.fieldManager ?? "crdfn",
     apiVersion: apiVersionOf(resource.group, resource.version),
   });

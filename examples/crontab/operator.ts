@@ -41,6 +41,7 @@ export default defineOperator({
     { group: "batch", version: "v1", kind: "CronJob" },
     { group: "", version: "v1", kind: "ConfigMap" },
   ],
+  shares: [{ group: "", kind: "ConfigMap", name: REGISTRY }],
   finalizer: FINALIZER,
   reconcile(cronTab) {
     const { name } = cronTab.metadata;

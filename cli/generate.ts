@@ -1,0 +1,143 @@
+// `crdfn generate`: every file a deployment needs, written from the operators and a few settings
+// (core/deploy-files.ts), and `--check`, which fails when a committed file differs from them.
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, join, relative, resolve } from "node:path";
+import { Command } from "commander";
+import { parse as parseYaml } from "yaml";
+import { deployFiles, type GeneratedOperator } from "../core/deploy-files.ts";
+import { parseDeploySettings, type DeploySettings } from "../core/deploy-settings.ts";
+import { SetupError } from "../emulator/errors.ts";
+import { loadOperator } from "./operators.ts";
+
+export const DEFAULT_SETTINGS = "crdfn.deploy.yaml";
+
+export interface GenerateFlags {
+  settings?: string;
+  out?: string;
+  cluster?: string;
+  namespace?: string[];
+  functionsNamespace?: string;
+  bridgeImage?: string;
+  queuePrefix?: string;
+  queueUrlBase?: string;
+  region?: string;
+}
+
+export interface Generated {
+  /** Absolute output folder. */
+  outDir: string;
+  files: Map<string, string>;
+  settings: DeploySettings;
+}
+
+/** Settings (file, then flags over it) → the operators loaded → the files. */
+export async function generate(operatorFiles: string[], flags: GenerateFlags, cwd = process.cwd()): Promise<Generated> {
+  const settingsFile = flags.settings ? resolve(cwd, flags.settings) : existsSync(join(cwd, DEFAULT_SETTINGS)) ? join(cwd, DEFAULT_SETTINGS) : undefined;
+  if (flags.settings && !existsSync(settingsFile!)) throw new SetupError(`--settings ${flags.settings}: no such file`);
+  let raw: Record<string, unknown> = {};
+  if (settingsFile) {
+    try {
+      raw = (parseYaml(readFileSync(settingsFile, "utf8")) ?? {}) as Record<string, unknown>;
+    } catch (e) {
+      throw new SetupError(`${settingsFile}: not YAML: ${(e as Error).message.split("\n")[0]}`);
+    }
+  }
+  const base = settingsFile ? dirname(settingsFile) : cwd;
+  const over = (key: string, value: unknown) => (value === undefined ? {} : { [key]: value });
+  const bridge = { ...(raw.bridge as object | undefined), ...over("image", flags.bridgeImage) };
+  const queues = { ...(raw.queues as object | undefined), ...over("prefix", flags.queuePrefix), ...over("urlBase", flags.queueUrlBase), ...over("region", flags.region) };
+  const merged = {
+    ...raw,
+    ...over("out", flags.out),
+    ...over("cluster", flags.cluster),
+    ...over("namespaces", flags.namespace),
+    ...over("functionsNamespace", flags.functionsNamespace),
+    ...(Object.keys(bridge).length ? { bridge } : {}),
+    ...(Object.keys(queues).length ? { queues } : {}),
+  };
+  const settings = parseDeploySettings(merged, settingsFile ? relative(cwd, settingsFile) || settingsFile : "flags");
+  const modules = [
+    ...settings.operators.map((o) => ({ file: resolve(base, o.module), handler: o.handler })),
+    ...operatorFiles.map((f) => ({ file: resolve(cwd, f), handler: undefined })),
+  ];
+  if (modules.length === 0) throw new SetupError(`no operator given: name its module (crdfn generate operator.ts) or list it under operators: in ${DEFAULT_SETTINGS}`);
+  const operators: GeneratedOperator[] = [];
+  const seen = new Set<string>();
+  for (const m of modules) {
+    const operator = await loadOperator(m.file);
+    const key = `${operator.resource.plural}.${operator.resource.group}`;
+    if (seen.has(key)) throw new SetupError(`two operators manage ${key}`);
+    seen.add(key);
+    // serverless.yml sits beside the settings (or in the current folder); its handlers are relative to it.
+    operators.push({ operator, handler: m.handler ?? `${relative(base, join(dirname(m.file), "lambda")).split("\\").join("/")}.handler` });
+  }
+  return { outDir: resolve(base, settings.out), files: deployFiles(operators, settings), settings };
+}
+
+/** Folders the generator owns entirely: a file there that it no longer writes is stale too. */
+const OWNED_DIRS = ["crds", "functions", "serverless"];
+
+/** The files under outDir that differ from what the generator writes now (missing, edited, or left over). */
+export function staleFiles(g: Pick<Generated, "outDir" | "files">): string[] {
+  const stale: string[] = [];
+  for (const [file, text] of g.files) {
+    const path = join(g.outDir, file);
+    if (!existsSync(path)) stale.push(`${file} (missing)`);
+    else if (readFileSync(path, "utf8") !== text) stale.push(`${file} (differs)`);
+  }
+  for (const dir of OWNED_DIRS) {
+    if (!existsSync(join(g.outDir, dir))) continue;
+    for (const f of readdirSync(join(g.outDir, dir))) if (!g.files.has(`${dir}/${f}`)) stale.push(`${dir}/${f} (not generated)`);
+  }
+  return stale.sort();
+}
+
+export function generateCommand(): Command {
+  const collect = (v: string, prev: string[] = []) => [...prev, ...v.split(",").map((s) => s.trim()).filter(Boolean)];
+  return new Command("generate")
+    .description("write the CRDs, the functions' RBAC and admission policies, the bridge's manifests, a kustomization and the Serverless resources for your operators")
+    .argument("[operator-files...]", "modules whose default export is defineOperator({...}) (added to the settings' operators)")
+    .option("--settings <file>", `deploy settings (YAML; default: ./${DEFAULT_SETTINGS} when present)`)
+    .option("--out <dir>", "output folder (default: the settings' out, else ./deploy)")
+    .option("--cluster <name>", "the cluster name the bridge puts in every event")
+    .option("--namespace <ns>", "a namespace the operators serve (repeatable or comma-separated; default: all)", collect)
+    .option("--functions-namespace <ns>", "where the functions' ServiceAccounts live (default crdfn-functions)")
+    .option("--bridge-image <ref>", "the bridge's container image")
+    .option("--queue-prefix <prefix>", "queue names are <prefix><operator>.fifo, …-requeue (default crdfn-prod-)")
+    .option("--queue-url-base <url>", "https://sqs.<region>.amazonaws.com/<account>, for the bridge's queue URLs")
+    .option("--region <region>", "the queues' AWS region")
+    .option("--check", "write nothing; exit 1 listing every file that differs from what would be written")
+    .addHelpText(
+      "after",
+      `
+Examples:
+  $ crdfn generate operator.ts --namespace shop --cluster prod --out deploy
+  $ crdfn generate --settings ${DEFAULT_SETTINGS}          # operators and settings from the file
+  $ crdfn generate --check                                # in CI: fail when deploy files are stale
+  $ kubectl apply --server-side -k deploy                 # then: npx serverless deploy
+
+${DEFAULT_SETTINGS}:
+  operators: [{ module: src/operator.ts, handler: src/lambda.handler }]
+  out: deploy
+  cluster: prod
+  namespaces: [shop]            # [] = all namespaces
+  bridge: { image: ghcr.io/crdfn/bridge:0.1.0 }
+  queues: { prefix: crdfn-prod-, urlBase: https://sqs.eu-west-1.amazonaws.com/123456789012, region: eu-west-1 }`,
+    )
+    .action(async (files: string[], o: GenerateFlags & { check?: boolean }) => {
+      const g = await generate(files, o);
+      const where = relative(process.cwd(), g.outDir) || ".";
+      if (o.check) {
+        const stale = staleFiles(g);
+        if (stale.length === 0) return console.log(`${where}: ${g.files.size} files up to date`);
+        console.error(`${where} is stale (run crdfn generate):\n${stale.map((f) => `  ${f}`).join("\n")}`);
+        process.exitCode = 1;
+        return;
+      }
+      for (const [file, text] of g.files) {
+        mkdirSync(dirname(join(g.outDir, file)), { recursive: true });
+        writeFileSync(join(g.outDir, file), text);
+      }
+      console.log(`wrote ${g.files.size} files into ${where}/ — apply: kubectl apply --server-side -k ${where}; serverless.yml: functions: \${file(./${where}/serverless/functions.yml)}, resources: \${file(./${where}/serverless/resources.yml)}`);
+    });
+}

@@ -1,0 +1,139 @@
+// The bridge's deployment, generated from the operators it serves: its settings (ConfigMap), read
+// access to exactly what it watches, its Lease, and the Deployment. One active replica holds the
+// Lease and publishes; a standby takes over.
+import type { Operator } from "./operator.ts";
+import type { DeploySettings } from "./deploy-settings.ts";
+import type { PolicyRule } from "./operator-rbac.ts";
+import { operatorName } from "./operator-rbac.ts";
+
+type Manifest = Record<string, unknown>;
+const rbac = "rbac.authorization.k8s.io/v1";
+export const BRIDGE = "crdfn-bridge";
+
+/** The event queue (FIFO) of an operator's function, as serverless-resources.ts names it. */
+export const eventQueueName = (operator: Operator<unknown>, s: DeploySettings): string => `${s.queues.prefix}${operatorName(operator)}.fifo`;
+export const eventQueueUrl = (operator: Operator<unknown>, s: DeploySettings): string => `${s.queues.urlBase.replace(/\/$/, "")}/${eventQueueName(operator, s)}`;
+
+const ref = (r: { group: string; version: string; plural: string }) => ({ group: r.group, version: r.version, plural: r.plural });
+
+/** The bridge's bridge.yaml (bridge/config.ts reads it through CRDFN_CONFIG_FILE). */
+export function bridgeConfigOf(operators: ReadonlyArray<Operator<unknown>>, s: DeploySettings): Manifest {
+  const managers = [...new Set(operators.map((op) => op.fieldManager))];
+  return {
+    cluster: s.cluster,
+    // Every resource names its own queue; this one is only the fallback the schema requires.
+    queue: { url: eventQueueUrl(operators[0]!, s), mode: "fifo" },
+    resources: operators.map((op) => ({ ...ref(op.resource), owns: op.owns.map(ref), queueUrl: eventQueueUrl(op, s) })),
+    namespaces: [...s.namespaces],
+    resyncSeconds: 600,
+    // One field manager for all: the bridge skips the functions' own applies to children.
+    ...(managers.length === 1 ? { functionFieldManager: managers[0] } : { functionFieldManager: "" }),
+    lease: { name: BRIDGE, namespace: s.bridge.namespace, durationSeconds: 8 },
+    aws: { region: s.queues.region },
+  };
+}
+
+/** get/list/watch on each watched resource and owned kind, split by where the grant must live. */
+function watchRules(operators: ReadonlyArray<Operator<unknown>>): { namespaced: PolicyRule[]; cluster: PolicyRule[] } {
+  const namespaced = new Map<string, Set<string>>();
+  const cluster = new Map<string, Set<string>>();
+  const add = (m: Map<string, Set<string>>, group: string, plural: string) => m.set(group, (m.get(group) ?? new Set()).add(plural));
+  for (const op of operators) {
+    add(op.resource.scope === "Namespaced" ? namespaced : cluster, op.resource.group, op.resource.plural);
+    for (const o of op.owns) add(o.namespaced ? namespaced : cluster, o.group, o.plural);
+  }
+  const rules = (m: Map<string, Set<string>>): PolicyRule[] =>
+    [...m].sort(([a], [b]) => a.localeCompare(b)).map(([g, plurals]) => ({ apiGroups: [g], resources: [...plurals].sort(), verbs: ["get", "list", "watch"] }));
+  return { namespaced: rules(namespaced), cluster: rules(cluster) };
+}
+
+/** Read-only access to what the bridge watches: cluster-wide, or Roles in the served namespaces. */
+export function bridgeWatchRbacOf(operators: ReadonlyArray<Operator<unknown>>, s: DeploySettings): Manifest[] {
+  const subjects = [{ kind: "ServiceAccount", name: BRIDGE, namespace: s.bridge.namespace }];
+  const { namespaced, cluster } = watchRules(operators);
+  const clusterRole = (name: string, rules: PolicyRule[]): Manifest[] => [
+    { apiVersion: rbac, kind: "ClusterRole", metadata: { name }, rules },
+    { apiVersion: rbac, kind: "ClusterRoleBinding", metadata: { name }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name }, subjects },
+  ];
+  if (s.namespaces.length === 0) return clusterRole(BRIDGE, [...cluster, ...namespaced]);
+  const out: Manifest[] = cluster.length > 0 ? clusterRole(`${BRIDGE}-cluster`, cluster) : [];
+  for (const namespace of s.namespaces) {
+    out.push(
+      { apiVersion: rbac, kind: "Role", metadata: { name: BRIDGE, namespace }, rules: namespaced },
+      { apiVersion: rbac, kind: "RoleBinding", metadata: { name: BRIDGE, namespace }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: BRIDGE }, subjects },
+    );
+  }
+  return out;
+}
+
+/** Leader election: its own Lease only. `create` cannot be limited by name (the object does not exist yet), so it is granted on leases in this namespace alone. */
+export function bridgeLeaseRbacOf(s: DeploySettings): Manifest[] {
+  const namespace = s.bridge.namespace;
+  const name = `${BRIDGE}-lease`;
+  return [
+    {
+      apiVersion: rbac,
+      kind: "Role",
+      metadata: { name, namespace },
+      rules: [
+        { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["create"] },
+        { apiGroups: ["coordination.k8s.io"], resources: ["leases"], resourceNames: [BRIDGE], verbs: ["get", "update"] },
+      ],
+    },
+    {
+      apiVersion: rbac,
+      kind: "RoleBinding",
+      metadata: { name, namespace },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name },
+      subjects: [{ kind: "ServiceAccount", name: BRIDGE, namespace }],
+    },
+  ];
+}
+
+export function bridgeDeploymentOf(s: DeploySettings): Manifest {
+  const labels = { "app.kubernetes.io/name": BRIDGE };
+  return {
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: { name: BRIDGE, namespace: s.bridge.namespace },
+    spec: {
+      // Two replicas: one publishes (holds the Lease), the other takes over within 15 s.
+      replicas: s.bridge.replicas,
+      selector: { matchLabels: labels },
+      strategy: { type: "RollingUpdate", rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
+      template: {
+        metadata: { labels, annotations: { "prometheus.io/scrape": "true", "prometheus.io/port": "8080" } },
+        spec: {
+          serviceAccountName: BRIDGE,
+          // Long enough for SIGTERM to flush in-flight batches (10 s) and release the Lease.
+          terminationGracePeriodSeconds: 20,
+          securityContext: { runAsNonRoot: true, runAsUser: 10001, runAsGroup: 10001, seccompProfile: { type: "RuntimeDefault" } },
+          containers: [
+            {
+              name: "bridge",
+              image: s.bridge.image,
+              imagePullPolicy: "IfNotPresent",
+              env: [
+                { name: "CRDFN_CONFIG_FILE", value: "/etc/crdfn/bridge.yaml" },
+                { name: "CRDFN_LEASE_IDENTITY", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } },
+                { name: "CRDFN_HTTP_PORT", value: "8080" },
+                // The bridge keeps ~3 MiB per 10k objects. A capped old space makes V8 collect before
+                // the heap grows; a small young generation keeps those collections cheap (without it
+                // GC took most of a core at full load; bench: npm run bench:bridge).
+                { name: "NODE_OPTIONS", value: "--max-old-space-size=128 --max-semi-space-size=8" },
+              ],
+              ports: [{ name: "http", containerPort: 8080 }],
+              livenessProbe: { httpGet: { path: "/healthz", port: "http" }, periodSeconds: 10 },
+              readinessProbe: { httpGet: { path: "/readyz", port: "http" }, periodSeconds: 5 },
+              startupProbe: { httpGet: { path: "/healthz", port: "http" }, failureThreshold: 30, periodSeconds: 2 },
+              resources: { requests: { cpu: "50m", memory: "160Mi" }, limits: { memory: "384Mi" } },
+              securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } },
+              volumeMounts: [{ name: "config", mountPath: "/etc/crdfn", readOnly: true }],
+            },
+          ],
+          volumes: [{ name: "config", configMap: { name: BRIDGE } }],
+        },
+      },
+    },
+  };
+}
