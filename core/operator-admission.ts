@@ -62,7 +62,7 @@ export function admissionPolicyOf(operator: Operator<unknown>, o: { functionsNam
     spec: {
       failurePolicy: "Fail",
       matchConstraints: {
-        resourceRules: [{ apiGroups: ["*"], apiVersions: ["*"], resources: ["*", "*/*"], operations: ["CREATE", "UPDATE", "DELETE"] }],
+        resourceRules: [{ apiGroups: ["*"], apiVersions: ["*"], resources: ["*/*"], operations: ["CREATE", "UPDATE", "DELETE"] }],
       },
       // Only this function's identities: the ServiceAccount and the Lambda role's group.
       matchConditions: [{ name: "is-the-function", expression: `request.userInfo.username == ${lit(id.username)} || ${lit(id.group)} in request.userInfo.groups` }],
