@@ -19,6 +19,8 @@ import { lambdaHandler } from "../functions/adapters/lambda.ts";
 import cronTabOperator, { REGISTRY, cronJobName } from "../examples/crontab/operator.ts";
 import greetingOperator, { configMapName } from "../examples/greeting/operator.ts";
 import { keyEventOf, type Cr, ready } from "./functions-support.ts";
+import { eventually } from "./support/eventually.ts";
+import { denied, lambdaGroupKubectl, serviceAccountKubectl, type Kubectl } from "./support/identities.ts";
 
 const execFileAsync = promisify(execFile);
 const root = join(import.meta.dirname, "..");
@@ -57,8 +59,9 @@ const commonDenied: Check[] = [
   ["get", "secrets"],
   ["list", "secrets"],
   ["create", "pods"],
-  ["delete", "configmaps"],
   ["list", "configmaps"],
+  ["watch", "configmaps"],
+  ["patch", "events"],
   ["create", "rolebindings.rbac.authorization.k8s.io"],
   ["escalate", "clusterroles.rbac.authorization.k8s.io"],
   ["impersonate", "serviceaccounts"],
@@ -71,16 +74,18 @@ const expectations: Array<{ identities: Identity[]; allowed: Check[]; denied: Ch
     allowed: [
       ["get", "greetings.example.com"],
       ["update", "greetings/status.example.com"],
-      ["patch", "greetings/status.example.com"],
       ["update", "greetings/finalizers.example.com"],
+      // Any ConfigMap by RBAC (names derive from the Greeting's); the admission policy then
+      // requires a controller owner reference to a Greeting (test/deploy-generate.test.ts).
       ["create", "configmaps"],
       ["patch", "configmaps", "hello-greeting"],
+      ["delete", "configmaps", "hello-greeting"],
       ["create", "events"],
-      ["patch", "events"],
     ],
     denied: [
       ...commonDenied,
-      // Its own resource: no list/watch (the bridge's job), no spec writes, no deletes.
+      // Its own resource: no list/watch (the bridge's job), no spec writes (no finalizer: no patch), no deletes.
+      ["patch", "greetings/status.example.com"],
       ["list", "greetings.example.com"],
       ["watch", "greetings.example.com"],
       ["update", "greetings.example.com"],
@@ -98,10 +103,10 @@ const expectations: Array<{ identities: Identity[]; allowed: Check[]; denied: Ch
       ["get", "crontabs.stable.example.com"],
       ["patch", "crontabs.stable.example.com"],
       ["update", "crontabs/status.stable.example.com"],
-      ["patch", "crontabs/status.stable.example.com"],
       ["update", "crontabs/finalizers.stable.example.com"],
       ["create", "cronjobs.batch"],
       ["patch", "cronjobs.batch", "nightly-cron"],
+      ["delete", "cronjobs.batch", "nightly-cron"],
       ["get", "configmaps", REGISTRY],
       ["create", "configmaps", REGISTRY],
       ["patch", "configmaps", REGISTRY],
@@ -112,11 +117,7 @@ const expectations: Array<{ identities: Identity[]; allowed: Check[]; denied: Ch
       ["list", "crontabs.stable.example.com"],
       ["delete", "crontabs.stable.example.com"],
       ["update", "crontabs.stable.example.com"],
-      ["delete", "cronjobs.batch"],
-      // The registry only: no other ConfigMap, not even one named after a Greeting.
-      ["create", "configmaps"],
-      ["get", "configmaps", "hello-greeting"],
-      ["patch", "configmaps", "hello-greeting"],
+      ["list", "cronjobs.batch"],
       ["get", "greetings.example.com"],
       ["patch", "greetings/status.example.com"],
     ],
@@ -125,7 +126,7 @@ const expectations: Array<{ identities: Identity[]; allowed: Check[]; denied: Ch
 
 describe("Kubernetes deploy manifests", { timeout: 240_000 }, () => {
   let cluster: LocalCluster;
-  let kubectl: (args: string[], input?: string) => Promise<string>;
+  let kubectl: Kubectl;
   let custom: CustomObjectsApi;
   let core: CoreV1Api;
 
@@ -174,6 +175,7 @@ describe("Kubernetes deploy manifests", { timeout: 240_000 }, () => {
   it("passes a server-side dry run of infra/functions, persisting nothing", async () => {
     await dryRun("infra/functions");
     await assert.rejects(kubectl(["get", "clusterrole", "crdfn-greeting-function"]), /NotFound/);
+    await assert.rejects(kubectl(["get", "validatingadmissionpolicy", "crdfn-greeting-function"]), /NotFound/);
   });
 
   it("passes a server-side dry run of infra/bridge", async () => {
@@ -183,6 +185,35 @@ describe("Kubernetes deploy manifests", { timeout: 240_000 }, () => {
   it("applies infra/functions", async () => {
     await kubectl(["apply", "--server-side", "-k", "infra/functions"]);
     await kubectl(["create", "namespace", NS]);
+  });
+
+  it("lets the examples' cluster-wide identities write nothing in kube-system, the bridge's namespace or unowned ConfigMaps (admission policy)", async () => {
+    await kubectl(["apply", "--server-side", "-f", "infra/bridge/namespace.yaml"]);
+    await kubectl(["apply", "--server-side", "-f", "infra/bridge/configmap.yaml"]);
+    await kubectl(["create", "configmap", "victim-greeting", "-n", NS, "--from-literal=mine=yes"]);
+    const identities: Array<[string, Kubectl]> = [
+      ["ServiceAccount crdfn-greeting", await serviceAccountKubectl(cluster, kubectl, "crdfn-greeting", FUNCTIONS_NS)],
+      ["Lambda group crdfn:greeting", lambdaGroupKubectl(cluster, "greeting")],
+      ["Lambda group crdfn:crontab", lambdaGroupKubectl(cluster, "crontab")],
+    ];
+    const apply = (k: Kubectl, ns: string, name: string) =>
+      k(["apply", "--server-side", "--force-conflicts", "--field-manager=crdfn", "-f", "-"], JSON.stringify({ apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: ns }, data: { mapRoles: "- groups: [system:masters]" } }));
+    await eventually(async () => assert.equal((await denied(apply(identities[0]![1], "kube-system", "aws-auth"))).by, "admission policy"), { timeoutMs: 30_000, intervalMs: 500 });
+    for (const [who, k] of identities) {
+      const op = who.includes("crontab") ? "crontab" : "greeting";
+      for (const [what, attack, message] of [
+        ["server-side apply kube-system/aws-auth", () => apply(k, "kube-system", "aws-auth"), new RegExp(`the ${op} function may never write in namespace kube-system`)],
+        ["rewrite crdfn-system/crdfn-bridge", () => apply(k, "crdfn-system", "crdfn-bridge"), new RegExp(`the ${op} function may never write in namespace crdfn-system`)],
+        [`take over ${NS}/victim-greeting`, () => apply(k, NS, "victim-greeting"), /may write configmaps only with a controller owner reference/],
+      ] as const) {
+        const d = await denied(attack());
+        console.log(`- ${who}: ${what} → ${d.by}: ${d.message}`);
+        assert.equal(d.by, "admission policy", `${who}: ${what}`);
+        assert.match(d.message, message);
+      }
+    }
+    assert.deepEqual(JSON.parse(await kubectl(["get", "configmap", "victim-greeting", "-n", NS, "-o", "jsonpath={.data}"])), { mine: "yes" });
+    await assert.rejects(kubectl(["get", "configmap", "aws-auth", "-n", "kube-system"]), /NotFound/);
   });
 
   it("lets each function identity touch only its resource, its status, its owned kinds and events", async () => {
