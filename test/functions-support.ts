@@ -73,7 +73,7 @@ export function runtimeFor(env: Env, op: Operator<unknown>, opts: { api?: KubeAp
     api: opts.api ?? env.api,
     requeuer: createSqsRequeuer({ sqs: env.sqs, queueUrl: env.cluster.sqs.queues.standard, clock }),
     logger: env.logger,
-    metrics: createRuntimeMetrics(env.registry),
+    metrics: createRuntimeMetrics(env.registry, CLUSTER),
     clock,
   });
 }
