@@ -147,7 +147,7 @@ describe("one function host, two clusters", { timeout: 600_000 }, () => {
     assert.deepEqual(new Set(totals.filter((v) => v.value > 0).map((v) => v.labels.cluster)), new Set(["a", "b"]));
   });
 
-  let aAloneMs: number[] = [];
+  const aAloneMs: number[] = [];
 
   it("a change in A never touches B (B watched during A's churn)", { timeout: 180_000 }, async () => {
     // Let B's own echoes (status write, ConfigMap added) pass, then watch everything of B's.
