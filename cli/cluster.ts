@@ -1,7 +1,10 @@
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { Command } from "commander";
+import { clusterIdSchema } from "../core/event.ts";
+import { ConfigError } from "../core/config-error.ts";
 import { startCluster, type LocalCluster } from "../emulator/cluster.ts";
+import { readEnvFile } from "./settings.ts";
 import { untilSignal } from "./signals.ts";
 
 /** `.crdfn/env`: sourceable by a shell and readable by dotenv-style loaders. */
@@ -12,14 +15,48 @@ export function envFile(env: Record<string, string>): string {
     .concat("\n");
 }
 
-/** Writes `.crdfn/kubeconfig` and `.crdfn/env` for people and tools outside this process. */
-export function writeStateDir(stateDir: string, cluster: LocalCluster): { kubeconfig: string; env: string } {
+/**
+ * Writes `.crdfn/kubeconfig` and `.crdfn/env` for people and tools outside this process. With a
+ * cluster `name`, the env also names it (CRDFN_CLUSTER, read by both the bridge and the functions).
+ */
+export function writeStateDir(stateDir: string, cluster: LocalCluster, name?: string): { kubeconfig: string; env: string } {
   mkdirSync(stateDir, { recursive: true });
   const kubeconfig = join(stateDir, "kubeconfig");
   const env = join(stateDir, "env");
   writeFileSync(kubeconfig, readFileSync(cluster.kubeconfigPath), { mode: 0o600 });
-  writeFileSync(env, envFile({ ...cluster.env, KUBECONFIG: resolve(kubeconfig) }), { mode: 0o600 });
+  writeFileSync(env, envFile({ ...cluster.env, KUBECONFIG: resolve(kubeconfig), ...(name ? { CRDFN_CLUSTER: name } : {}) }), { mode: 0o600 });
   return { kubeconfig, env };
+}
+
+/**
+ * `.crdfn/clusters.json`: the functions' cluster registry (CRDFN_CLUSTERS_FILE) for every local
+ * cluster under this state dir — the first one (`.crdfn/kubeconfig`, named by its env's
+ * CRDFN_CLUSTER, else "default") and each `--name`d one — so one function host serves them all.
+ */
+export function updateLocalRegistry(stateDir: string, change: { add?: string; remove?: string }): string {
+  const file = join(stateDir, "clusters.json");
+  const registry = (existsSync(file) ? JSON.parse(readFileSync(file, "utf8")) : {}) as Record<string, unknown>;
+  const primaryEnv = join(stateDir, "env");
+  if (existsSync(join(stateDir, "kubeconfig")) && existsSync(primaryEnv)) {
+    registry[readEnvFile(primaryEnv).CRDFN_CLUSTER ?? "default"] = { auth: "kubeconfig", kubeconfig: resolve(stateDir, "kubeconfig") };
+  }
+  if (change.add) registry[change.add] = { auth: "kubeconfig", kubeconfig: resolve(stateDir, change.add, "kubeconfig") };
+  if (change.remove) delete registry[change.remove];
+  writeFileSync(file, `${JSON.stringify(registry, null, 2)}\n`, { mode: 0o600 });
+  return file;
+}
+
+/** The SQS endpoint of the first cluster under `stateDir`, when it is up: the fleet's queue. */
+async function sharedQueueEndpoint(stateDir: string): Promise<string | undefined> {
+  const file = join(stateDir, "env");
+  const endpoint = existsSync(file) ? readEnvFile(file).AWS_ENDPOINT_URL_SQS : undefined;
+  if (!endpoint) return undefined;
+  try {
+    await fetch(endpoint, { signal: AbortSignal.timeout(2000) });
+    return endpoint;
+  } catch {
+    return undefined;
+  }
 }
 
 export function clusterCommand(): Command {
@@ -31,26 +68,39 @@ export function clusterCommand(): Command {
         "write .crdfn/kubeconfig and .crdfn/env; Ctrl-C stops everything",
     )
     .option("--state-dir <dir>", "where to write kubeconfig and env", ".crdfn")
+    .option(
+      "--name <id>",
+      "start an additional cluster with this id: state in <state-dir>/<id>/, CRDFN_CLUSTER=<id> in its env, the first cluster's queue when it is up, " +
+        "and an entry in <state-dir>/clusters.json (the functions' CRDFN_CLUSTERS_FILE)",
+    )
     .option("--no-controller-manager", "skip kube-controller-manager (no garbage collection)")
-    .action(async (o: { stateDir: string; controllerManager: boolean }) => {
+    .action(async (o: { stateDir: string; name?: string; controllerManager: boolean }) => {
       const t0 = Date.now();
-      const c = await startCluster({ controllerManager: o.controllerManager });
-      const files = writeStateDir(o.stateDir, c);
+      const name = o.name;
+      if (name !== undefined && !clusterIdSchema.safeParse(name).success) throw new ConfigError(`invalid option --name: ${clusterIdSchema.safeParse(name).error?.issues[0]?.message ?? "invalid"}`);
+      const shared = name ? await sharedQueueEndpoint(o.stateDir) : undefined;
+      if (name && !shared) console.error(`no running queue in ${join(o.stateDir, "env")}: cluster ${name} gets its own ElasticMQ`);
+      const c = await startCluster({ controllerManager: o.controllerManager, ...(shared ? { env: { ...process.env, CRDFN_SQS_ENDPOINT: shared } } : {}) });
+      const files = writeStateDir(name ? join(o.stateDir, name) : o.stateDir, c, name);
+      const registry = name ? updateLocalRegistry(o.stateDir, { add: name }) : undefined;
       console.error(
         [
-          `crdfn cluster ready in ${((Date.now() - t0) / 1000).toFixed(1)}s`,
+          `crdfn cluster${name ? ` ${name}` : ""} ready in ${((Date.now() - t0) / 1000).toFixed(1)}s`,
           `  kube-apiserver  ${c.server}`,
-          `  SQS endpoint    ${c.sqs.endpoint}  (queue ${c.sqs.queues.fifo})`,
+          `  SQS endpoint    ${c.sqs.endpoint}  (queue ${c.sqs.queues.fifo}${shared ? ", shared with the first cluster" : ""})`,
           `  kubeconfig      ${files.kubeconfig}`,
           `  environment     ${files.env}`,
+          ...(registry ? [`  registry        ${registry}  (CRDFN_CLUSTERS_FILE for one function host serving every cluster here)`] : []),
           ``,
           `next:  kubectl --kubeconfig ${files.kubeconfig} get ns`,
           `       set -a; . ${files.env}; set +a   # point the AWS SDK and kubectl at it`,
+          ...(name ? [`       (set -a; . ${files.env}; crdfn bridge)   # this cluster's bridge, publishing events named "${name}"`] : []),
           `Ctrl-C stops everything.`,
         ].join("\n"),
       );
       await untilSignal();
       console.error("stopping…");
+      if (name) updateLocalRegistry(o.stateDir, { remove: name });
       await c.stop();
       console.error("stopped");
     });

@@ -217,7 +217,8 @@ export async function startPipeline(o: PipelineOptions): Promise<Pipeline | Proc
   // Validated here in either mode, so a bad setting fails before anything is started.
   const bridgeConfig = loadBridgeConfig(bridgeEnv(o));
 
-  const functionEnv = { ...process.env, ...o.cluster.env, LOG_LEVEL: o.functionLogLevel ?? "warn", CRDFN_KUBE_AUTH: "kubeconfig" };
+  // The functions serve exactly the cluster the bridge names in its events.
+  const functionEnv = { ...process.env, ...o.cluster.env, LOG_LEVEL: o.functionLogLevel ?? "warn", CRDFN_KUBE_AUTH: "kubeconfig", CRDFN_CLUSTER: bridgeConfig.cluster };
   // One function process serving every operator, dispatching by the resource each event names.
   const functions = buildFromEnv(o.operators, functionEnv);
   const poller = startPoller({

@@ -67,7 +67,7 @@ export function deployFiles(operators: ReadonlyArray<GeneratedOperator>, s: Depl
     "kustomization.yaml",
     yaml([kustomization([...[...crds.keys()].map((f) => `crds/${f}`), "bridge", "functions"])], "# Everything crdfn puts into the cluster, in one apply: kubectl apply --server-side -k <this folder>\n"),
   );
-  files.set("serverless/functions.yml", yaml([serverlessFunctionsOf(operators)], "# serverless.yml: functions: ${file(./<out>/serverless/functions.yml)}\n"));
+  files.set("serverless/functions.yml", yaml([serverlessFunctionsOf(operators, s.cluster)], "# serverless.yml: functions: ${file(./<out>/serverless/functions.yml)}\n"));
   files.set("serverless/resources.yml", yaml([serverlessResourcesOf(ops, s)], "# serverless.yml: resources: ${file(./<out>/serverless/resources.yml)}\n"));
   return files;
 }

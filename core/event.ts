@@ -10,6 +10,9 @@ export const MAX_EVENT_BYTES = 1024;
 const dnsSubdomain = z.string().max(253).regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/);
 const dnsLabel = z.string().min(1).max(63).regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/);
 
+/** A cluster's id as events carry it (the bridge's CRDFN_CLUSTER, the functions' registry keys). */
+export const clusterIdSchema = z.string().min(1).max(63).regex(/^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/, "must be a short name (letters, digits, - _ .)");
+
 export const eventTypes = ["ADDED", "MODIFIED", "DELETED", "RESYNC"] as const;
 export type EventType = (typeof eventTypes)[number];
 
@@ -17,7 +20,7 @@ export const keyEventSchema = z
   .strictObject({
     v: z.literal(1),
     /** Which cluster the object lives in, so one function fleet can serve many. */
-    cluster: z.string().min(1).max(63).regex(/^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/),
+    cluster: clusterIdSchema,
     /** API group; "" for the core group. */
     group: z.union([z.literal(""), dnsSubdomain]),
     version: z.string().min(1).max(20).regex(/^v[0-9a-z]+$/),

@@ -22,7 +22,8 @@ const DLQ_AFTER_RECEIVES = 5;
 const FOURTEEN_DAYS = 1_209_600;
 
 /** serverless.yml `functions:` — one per operator, triggered by its two queues with partial batch responses. */
-export function serverlessFunctionsOf(operators: ReadonlyArray<{ operator: Operator<unknown>; handler: string }>): Json {
+/** `cluster`: the id the bridge puts in every event; a function serves only that cluster. */
+export function serverlessFunctionsOf(operators: ReadonlyArray<{ operator: Operator<unknown>; handler: string }>, cluster: string): Json {
   const trigger = (queue: string) => ({
     sqs: {
       arn: getAtt(queue),
@@ -39,7 +40,7 @@ export function serverlessFunctionsOf(operators: ReadonlyArray<{ operator: Opera
         {
           handler,
           role: `${id}FunctionRole`,
-          environment: { CRDFN_STANDARD_QUEUE_URL: { Ref: `${id}RequeueQueue` } },
+          environment: { CRDFN_CLUSTER: cluster, CRDFN_STANDARD_QUEUE_URL: { Ref: `${id}RequeueQueue` } },
           events: [trigger(`${id}EventsQueue`), trigger(`${id}RequeueQueue`)],
         },
       ];

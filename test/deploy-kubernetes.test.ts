@@ -18,7 +18,7 @@ import { startCluster, type LocalCluster } from "../emulator/cluster.ts";
 import { lambdaHandler } from "../functions/adapters/lambda.ts";
 import cronTabOperator, { REGISTRY, cronJobName } from "../examples/crontab/operator.ts";
 import greetingOperator, { configMapName } from "../examples/greeting/operator.ts";
-import { keyEventOf, type Cr, ready } from "./functions-support.ts";
+import { CLUSTER, keyEventOf, type Cr, ready } from "./functions-support.ts";
 import { eventually } from "./support/eventually.ts";
 import { denied, lambdaGroupKubectl, serviceAccountKubectl, type Kubectl } from "./support/identities.ts";
 
@@ -243,7 +243,7 @@ describe("Kubernetes deploy manifests", { timeout: 240_000 }, () => {
   async function handlerAs(serviceAccountName: string, op: Operator<unknown>) {
     const token = (await kubectl(["create", "token", serviceAccountName, "-n", FUNCTIONS_NS, "--duration=10m"])).trim();
     const handler = lambdaHandler(op, {
-      env: { CRDFN_KUBE_AUTH: "token", CRDFN_KUBE_SERVER: cluster.server, CRDFN_KUBE_CA_FILE: cluster.caPath, CRDFN_KUBE_TOKEN: token, LOG_LEVEL: "silent" },
+      env: { CRDFN_CLUSTER: CLUSTER, CRDFN_KUBE_AUTH: "token", CRDFN_KUBE_SERVER: cluster.server, CRDFN_KUBE_CA_FILE: cluster.caPath, CRDFN_KUBE_TOKEN: token, LOG_LEVEL: "silent" },
     });
     /** Delivers the key event for `name`'s current state the way Lambda's SQS trigger would; returns the failed ids. */
     return async (name: string): Promise<string[]> => {

@@ -13,7 +13,7 @@ import type { Operator } from "../core/operator.ts";
 import { cloudEventHandler, httpHandler } from "../functions/adapters/http.ts";
 import { lambdaHandler } from "../functions/adapters/lambda.ts";
 import greeting, { configMapName } from "../examples/greeting/operator.ts";
-import { crApi, keyEventOf, pollerFor, publish, ready, receiveAll, runtimeFor, startEnv, waitFor, type Env } from "./functions-support.ts";
+import { CLUSTER, crApi, keyEventOf, pollerFor, publish, ready, receiveAll, runtimeFor, startEnv, waitFor, type Env } from "./functions-support.ts";
 
 const op = greeting as Operator<unknown>;
 const MESSAGE = "same everywhere";
@@ -61,7 +61,7 @@ describe("adapters reach the same state as the poller", { timeout: 180_000 }, ()
   before(async () => {
     env = await startEnv([op]);
     // As Lambda and Cloud Run give it to the function: settings in the process environment.
-    Object.assign(process.env, env.cluster.env, { LOG_LEVEL: "silent" });
+    Object.assign(process.env, env.cluster.env, { CRDFN_CLUSTER: CLUSTER, LOG_LEVEL: "silent" });
     http("greeting-http", httpHandler(op));
     cloudEvent("greeting-events", cloudEventHandler(op));
     server = getTestServer("greeting-http");

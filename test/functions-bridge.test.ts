@@ -52,7 +52,7 @@ describe("CronTab through the bridge", { timeout: 180_000 }, () => {
     });
     bridge = startBridge(config, { kubeConfig: env.cluster.kubeConfig, sqs: env.sqs, logger: env.logger.child({ component: "bridge" }) });
     await bridge.ready;
-    poller = startLocalFunctions([greeting, cronTab], { env: { ...env.cluster.env, LOG_LEVEL: "silent" }, registry: env.registry, waitTimeSeconds: 1, visibilityTimeout: 5 });
+    poller = startLocalFunctions([greeting, cronTab], { env: { ...env.cluster.env, CRDFN_CLUSTER: CLUSTER, LOG_LEVEL: "silent" }, registry: env.registry, waitTimeSeconds: 1, visibilityTimeout: 5 });
   });
   after(async () => {
     await poller?.stop();

@@ -47,7 +47,7 @@ export async function startEnv(operators: ReadonlyArray<Operator<unknown>>): Pro
   return { cluster, sqs, api, custom: cluster.kubeConfig.makeApiClient(CustomObjectsApi), core: cluster.kubeConfig.makeApiClient(CoreV1Api), logs, logger, registry: new Registry() };
 }
 
-async function installCrd(api: KubeApi, op: Operator<unknown>): Promise<void> {
+export async function installCrd(api: KubeApi, op: Operator<unknown>): Promise<void> {
   const crd = crdOf(op) as unknown as KubeObject;
   const ref = { group: "apiextensions.k8s.io", version: "v1", plural: "customresourcedefinitions", name: crd.metadata.name };
   await api.apply(ref, crd, "crdfn-test");
@@ -73,7 +73,7 @@ export function runtimeFor(env: Env, op: Operator<unknown>, opts: { api?: KubeAp
     api: opts.api ?? env.api,
     requeuer: createSqsRequeuer({ sqs: env.sqs, queueUrl: env.cluster.sqs.queues.standard, clock }),
     logger: env.logger,
-    metrics: createRuntimeMetrics(env.registry),
+    metrics: createRuntimeMetrics(env.registry, CLUSTER),
     clock,
   });
 }

@@ -1,8 +1,11 @@
-// How a function reaches the API server, chosen by CRDFN_KUBE_AUTH: a kubeconfig file, the
-// in-cluster ServiceAccount, a bearer token (env or a rotating file), or an EKS IAM token.
+// How a function reaches one cluster's API server, chosen by its registry entry's `auth`: a
+// kubeconfig file (and context), the in-cluster ServiceAccount, a bearer token (inline or a
+// rotating file), or an EKS IAM token.
 import { readFile } from "node:fs/promises";
 import { KubeConfig } from "@kubernetes/client-node";
 import type { AwsCredentialIdentityProvider } from "@smithy/types";
+import type { ClusterEntry } from "../clusters/registry.ts";
+import { singleClusterEntry } from "../clusters/registry.ts";
 import type { FunctionConfig } from "../runtime/config.ts";
 import type { ApiAccess } from "../runtime/kube-http.ts";
 import { eksTokenProvider } from "./eks-token.ts";
@@ -14,16 +17,25 @@ export interface AccessDeps {
   clock: () => Date;
   /** The AWS credential chain (eks mode only); the entry builds it. */
   awsCredentials?: () => AwsCredentialIdentityProvider;
+  /** eks entries without a region of their own sign for this one (AWS_REGION). */
+  region?: string;
   /** Where the ServiceAccount files are mounted, below this root (tests); default "/". */
   serviceAccountRoot?: string;
 }
 
+/** The single-cluster settings' access (CRDFN_KUBE_AUTH and friends). */
 export function apiAccess(config: FunctionConfig, deps: AccessDeps): ApiAccess {
-  switch (config.CRDFN_KUBE_AUTH) {
+  return clusterAccess(singleClusterEntry(config), deps);
+}
+
+/** Each call builds fresh token caches: call once per cluster and keep the result. */
+export function clusterAccess(entry: ClusterEntry, deps: AccessDeps): ApiAccess {
+  switch (entry.auth) {
     case "kubeconfig": {
       const kubeConfig = new KubeConfig();
-      if (config.KUBECONFIG) kubeConfig.loadFromFile(config.KUBECONFIG);
+      if (entry.kubeconfig) kubeConfig.loadFromFile(entry.kubeconfig);
       else kubeConfig.loadFromDefault();
+      if (entry.context) kubeConfig.setCurrentContext(entry.context);
       return { kubeConfig };
     }
     case "in-cluster": {
@@ -32,30 +44,29 @@ export function apiAccess(config: FunctionConfig, deps: AccessDeps): ApiAccess {
       return { kubeConfig };
     }
     case "token": {
-      const token = config.CRDFN_KUBE_TOKEN;
-      const file = config.CRDFN_KUBE_TOKEN_FILE;
-      return { kubeConfig: serverOnly(config), token: token !== undefined ? () => Promise.resolve(token) : tokenFile(file ?? "", deps.clock) };
+      const { token, tokenFile: file } = entry;
+      return { kubeConfig: serverOnly(entry), token: token !== undefined ? () => Promise.resolve(token) : tokenFile(file ?? "", deps.clock) };
     }
     case "eks": {
       if (!deps.awsCredentials) throw new Error("eks authentication needs the AWS credential chain");
       return {
-        kubeConfig: serverOnly(config),
-        token: eksTokenProvider({ clusterName: config.CRDFN_EKS_CLUSTER ?? "", region: config.AWS_REGION ?? "", credentials: deps.awsCredentials(), clock: deps.clock }),
+        kubeConfig: serverOnly(entry),
+        token: eksTokenProvider({ clusterName: entry.eksCluster, region: entry.region ?? deps.region ?? "", credentials: deps.awsCredentials(), clock: deps.clock }),
       };
     }
   }
 }
 
 /** A kubeconfig naming only the server and its CA; the token provider authenticates. */
-function serverOnly(config: FunctionConfig): KubeConfig {
+function serverOnly(entry: { server: string; caFile?: string | undefined; caData?: string | undefined }): KubeConfig {
   const kubeConfig = new KubeConfig();
   kubeConfig.loadFromClusterAndUser(
     {
       name: "crdfn",
-      server: config.CRDFN_KUBE_SERVER ?? "",
+      server: entry.server,
       skipTLSVerify: false,
-      ...(config.CRDFN_KUBE_CA_FILE ? { caFile: config.CRDFN_KUBE_CA_FILE } : {}),
-      ...(config.CRDFN_KUBE_CA_DATA ? { caData: config.CRDFN_KUBE_CA_DATA } : {}),
+      ...(entry.caFile ? { caFile: entry.caFile } : {}),
+      ...(entry.caData ? { caData: entry.caData } : {}),
     },
     { name: "crdfn" },
   );

@@ -2,10 +2,20 @@
 // setting stops start-up with ONE line naming it.
 import { z } from "zod";
 import { ConfigError } from "../../core/config-error.ts";
+import { clusterIdSchema } from "../../core/event.ts";
 
 export const authModes = ["kubeconfig", "in-cluster", "token", "eks"] as const;
+export const eksClusterNameSchema = z.string().regex(/^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$/);
+export const awsRegionSchema = z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d$/);
+/** Single-cluster settings: with CRDFN_CLUSTERS(_FILE) they belong in each cluster's entry. */
+const singleClusterSettings = ["CRDFN_CLUSTER", "CRDFN_KUBE_AUTH", "CRDFN_KUBE_SERVER", "CRDFN_KUBE_CA_FILE", "CRDFN_KUBE_CA_DATA", "CRDFN_KUBE_TOKEN", "CRDFN_KUBE_TOKEN_FILE", "CRDFN_EKS_CLUSTER"] as const;
 
 const configSchema = z.object({
+  /** The clusters served (functions/clusters/registry.ts): JSON, or a JSON/YAML file. */
+  CRDFN_CLUSTERS: z.string().min(1).optional(),
+  CRDFN_CLUSTERS_FILE: z.string().min(1).optional(),
+  /** Without a registry: the id of the one cluster served; events naming another are refused. */
+  CRDFN_CLUSTER: clusterIdSchema.default("default"),
   /** How to reach the API server. */
   CRDFN_KUBE_AUTH: z.enum(authModes).default("kubeconfig"),
   KUBECONFIG: z.string().min(1).optional(),
@@ -17,8 +27,8 @@ const configSchema = z.object({
   CRDFN_KUBE_TOKEN: z.string().min(1).optional(),
   CRDFN_KUBE_TOKEN_FILE: z.string().min(1).optional(),
   /** eks mode: the EKS cluster name signed into the token. */
-  CRDFN_EKS_CLUSTER: z.string().regex(/^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$/).optional(),
-  AWS_REGION: z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d$/).optional(),
+  CRDFN_EKS_CLUSTER: eksClusterNameSchema.optional(),
+  AWS_REGION: awsRegionSchema.optional(),
   /** An SQS-compatible endpoint (ElasticMQ locally); unset on AWS. */
   AWS_ENDPOINT_URL_SQS: z.url().optional(),
   /** The event queues the local poller consumes; the standard queue also carries requeues. */
@@ -26,6 +36,11 @@ const configSchema = z.object({
   CRDFN_STANDARD_QUEUE_URL: z.url().optional(),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
 }).superRefine((c, ctx) => {
+  if (c.CRDFN_CLUSTERS !== undefined || c.CRDFN_CLUSTERS_FILE !== undefined) {
+    if (c.CRDFN_CLUSTERS !== undefined && c.CRDFN_CLUSTERS_FILE !== undefined) ctx.addIssue({ code: "custom", path: ["CRDFN_CLUSTERS_FILE"], message: "set CRDFN_CLUSTERS or CRDFN_CLUSTERS_FILE, not both" });
+    // The single-cluster settings are checked against the raw environment in loadConfig.
+    return;
+  }
   const need = (key: keyof typeof c, why: string) => {
     if (c[key] === undefined) ctx.addIssue({ code: "custom", path: [key], message: `required ${why}` });
   };
@@ -43,7 +58,12 @@ export type FunctionConfig = z.infer<typeof configSchema>;
 /** Reads only the settings above; never echoes a value (tokens live here). */
 export function loadConfig(env: NodeJS.ProcessEnv): FunctionConfig {
   const parsed = configSchema.safeParse(env);
-  if (parsed.success) return parsed.data;
+  if (parsed.success) {
+    const registry = env.CRDFN_CLUSTERS !== undefined ? "CRDFN_CLUSTERS" : env.CRDFN_CLUSTERS_FILE !== undefined ? "CRDFN_CLUSTERS_FILE" : undefined;
+    const mixed = registry && singleClusterSettings.find((key) => env[key] !== undefined);
+    if (mixed) throw new ConfigError(`invalid setting ${mixed}: not with ${registry}; put it in the cluster's entry`);
+    return parsed.data;
+  }
   const issue = parsed.error.issues[0];
   throw new ConfigError(`invalid setting ${issue?.path.join(".") ?? "?"}: ${issue?.message ?? "invalid"}`);
 }

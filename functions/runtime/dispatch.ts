@@ -1,5 +1,6 @@
-// One queue carries the events of every resource the bridge watches; a function process that
-// serves several operators routes each event to the runtime of its resource.
+// One queue carries the events of every resource and cluster the bridges watch; a function
+// process routes each event to the runtime of its cluster, then of its resource.
+import type { Logger } from "pino";
 import { parseKeyEvent } from "../../core/event.ts";
 import type { Operator } from "../../core/operator.ts";
 import type { Runtime } from "./runtime.ts";
@@ -20,6 +21,36 @@ export function dispatchByResource(served: readonly OperatorRuntime[]): Runtime 
       const runtime = parsed.ok ? byResource.get(`${parsed.event.group}/${parsed.event.plural}`) : undefined;
       // Malformed, or a resource nobody here serves: the first runtime logs it and dead-letters it.
       return (runtime ?? first.runtime).handle(message);
+    },
+  };
+}
+
+/**
+ * One queue may carry the events of many clusters: each goes to the runtime of the cluster it
+ * names, built on that cluster's first event and kept (with its client's keep-alive connection
+ * and token cache). An event naming a cluster not served here is never reconciled against
+ * another: it is logged once and dead-lettered.
+ */
+export function dispatchByCluster(clusters: readonly string[], build: (cluster: string) => Runtime, logger: Logger): Runtime {
+  const [first] = clusters;
+  if (first === undefined) throw new Error("dispatchByCluster needs at least one cluster");
+  const served = new Set(clusters);
+  const built = new Map<string, Runtime>();
+  const runtimeOf = (cluster: string): Runtime => {
+    let runtime = built.get(cluster);
+    if (!runtime) built.set(cluster, (runtime = build(cluster)));
+    return runtime;
+  };
+  return {
+    handle(message) {
+      const parsed = parseKeyEvent(message.body);
+      // Malformed: any runtime logs it and dead-letters it without calling its API server.
+      if (!parsed.ok) return runtimeOf(first).handle(message);
+      const { cluster, namespace, name } = parsed.event;
+      if (served.has(cluster)) return runtimeOf(cluster).handle(message);
+      // Logged on the first receive only; the queue's later receives count it towards its DLQ.
+      if ((message.receiveCount ?? 1) <= 1) logger.error({ messageId: message.id, cluster, object: `${namespace ?? ""}/${name}` }, `key event for cluster "${cluster}", which is not in the registry; leaving it for the dead-letter queue`);
+      return Promise.resolve({ result: "dead-letter", detail: `cluster ${cluster} is not served here`, apiCalls: 0 });
     },
   };
 }

@@ -1,21 +1,24 @@
 // Builds everything a function process needs from its environment. Only entry points call
 // this (Lambda handler on first invocation, functions-framework start-up, the local poller).
+import { readFileSync } from "node:fs";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import { defaultProvider } from "@aws-sdk/credential-provider-node";
 import { pino, type Logger } from "pino";
 import type { Registry } from "prom-client";
 import type { AwsCredentialIdentityProvider } from "@smithy/types";
 import type { Operator } from "../../core/operator.ts";
-import { apiAccess } from "../credentials/access.ts";
+import { loadClusterRegistry, type ClusterRegistry } from "../clusters/registry.ts";
+import { clusterAccess } from "../credentials/access.ts";
 import { loadConfig, type FunctionConfig } from "./config.ts";
 import { createKubeApi } from "./kube-http.ts";
-import { dispatchByResource } from "./dispatch.ts";
+import { dispatchByCluster, dispatchByResource } from "./dispatch.ts";
 import { createRuntimeMetrics } from "./metrics.ts";
 import { createSqsRequeuer } from "./requeue.ts";
 import { createRuntime, type Runtime } from "./runtime.ts";
 
 export interface Built {
   config: FunctionConfig;
+  clusters: ClusterRegistry;
   runtime: Runtime;
   sqs: SQSClient;
   logger: Logger;
@@ -25,29 +28,40 @@ export interface Built {
 export type Served = Operator<unknown> | ReadonlyArray<Operator<unknown>>;
 
 /** Throws ConfigError (one line naming the setting) when the environment is wrong. */
-export function buildFromEnv(served: Served, env: NodeJS.ProcessEnv, opts: { registry?: Registry } = {}): Built {
+export function buildFromEnv(served: Served, env: NodeJS.ProcessEnv, opts: { registry?: Registry; logger?: Logger } = {}): Built {
   const operators = Array.isArray(served) ? (served as ReadonlyArray<Operator<unknown>>) : [served as Operator<unknown>];
   const config = loadConfig(env);
+  const clusters = loadClusterRegistry(config, (path) => readFileSync(path, "utf8"));
   const clock = () => new Date();
-  const logger = pino({ level: config.LOG_LEVEL });
+  const logger = opts.logger ?? pino({ level: config.LOG_LEVEL });
   // Everything from the given environment (the SDK's chain would read process.env instead).
   const { AWS_ACCESS_KEY_ID: accessKeyId, AWS_SECRET_ACCESS_KEY: secretAccessKey, AWS_SESSION_TOKEN: sessionToken } = env;
+  let chain: AwsCredentialIdentityProvider | undefined;
+  // One chain for SQS and every EKS cluster: the same role signs all their tokens.
   const awsCredentials = (): AwsCredentialIdentityProvider =>
-    accessKeyId && secretAccessKey ? () => Promise.resolve({ accessKeyId, secretAccessKey, ...(sessionToken ? { sessionToken } : {}) }) : defaultProvider();
+    (chain ??= accessKeyId && secretAccessKey ? () => Promise.resolve({ accessKeyId, secretAccessKey, ...(sessionToken ? { sessionToken } : {}) }) : defaultProvider());
   const sqs = new SQSClient({
     ...(config.AWS_REGION ? { region: config.AWS_REGION } : {}),
     ...(config.AWS_ENDPOINT_URL_SQS ? { endpoint: config.AWS_ENDPOINT_URL_SQS } : {}),
     credentials: awsCredentials(),
   });
-  const api = createKubeApi(apiAccess(config, { clock, awsCredentials }));
   const requeuer = config.CRDFN_STANDARD_QUEUE_URL ? createSqsRequeuer({ sqs, queueUrl: config.CRDFN_STANDARD_QUEUE_URL, clock }) : undefined;
   if (!requeuer) logger.warn("CRDFN_STANDARD_QUEUE_URL is not set: requeues and TemporaryError retries fall back to the visibility timeout");
-  const metrics = opts.registry ? createRuntimeMetrics(opts.registry) : undefined;
-  const runtime = dispatchByResource(
-    operators.map((operator) => ({
-      operator,
-      runtime: createRuntime(operator, { api, ...(requeuer ? { requeuer } : {}), ...(metrics ? { metrics } : {}), logger: logger.child({ operator: operator.resource.kind }), clock }),
-    })),
-  );
-  return { config, runtime, sqs, logger };
+  // Per cluster, on its first event: one client (keep-alive agent, token cache), its logger and
+  // metrics labelled with the cluster, and a runtime per operator over them.
+  const buildCluster = (cluster: string): Runtime => {
+    const entry = clusters.get(cluster);
+    if (!entry) throw new Error(`cluster ${cluster} is not in the registry`);
+    const api = createKubeApi(clusterAccess(entry, { clock, awsCredentials, ...(config.AWS_REGION ? { region: config.AWS_REGION } : {}) }));
+    const log = logger.child({ cluster });
+    const metrics = opts.registry ? createRuntimeMetrics(opts.registry, cluster) : undefined;
+    return dispatchByResource(
+      operators.map((operator) => ({
+        operator,
+        runtime: createRuntime(operator, { api, ...(requeuer ? { requeuer } : {}), ...(metrics ? { metrics } : {}), logger: log.child({ operator: operator.resource.kind }), clock }),
+      })),
+    );
+  };
+  const runtime = dispatchByCluster([...clusters.keys()], buildCluster, logger);
+  return { config, clusters, runtime, sqs, logger };
 }

@@ -1,0 +1,60 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { loadConfig } from "../runtime/config.ts";
+import { loadClusterRegistry } from "./registry.ts";
+
+const noFile = (path: string): string => {
+  throw Object.assign(new Error(`ENOENT: ${path}`), { code: "ENOENT" });
+};
+const load = (env: NodeJS.ProcessEnv, readFile = noFile) => loadClusterRegistry(loadConfig(env), readFile);
+const oneLine = (pattern: RegExp) => (e: Error) => pattern.test(e.message) && !e.message.includes("\n");
+
+describe("cluster registry", () => {
+  it("without a registry, the single-cluster settings are one entry named CRDFN_CLUSTER", () => {
+    assert.deepEqual([...load({})], [["default", { auth: "kubeconfig" }]]);
+    assert.deepEqual([...load({ CRDFN_CLUSTER: "prod-eu", CRDFN_KUBE_AUTH: "eks", CRDFN_KUBE_SERVER: "https://k", CRDFN_EKS_CLUSTER: "prod", AWS_REGION: "eu-west-1" })], [
+      ["prod-eu", { auth: "eks", server: "https://k", eksCluster: "prod", region: "eu-west-1" }],
+    ]);
+  });
+
+  it("reads every cluster from CRDFN_CLUSTERS (JSON) or CRDFN_CLUSTERS_FILE (YAML or JSON)", () => {
+    const clusters = {
+      a: { auth: "kubeconfig", kubeconfig: "/k/a", context: "ctx-a" },
+      b: { auth: "eks", server: "https://b.eks.amazonaws.com", caData: "QUJD", eksCluster: "b-prod", region: "us-east-2" },
+      c: { auth: "token", server: "https://c", caFile: "/ca.pem", tokenFile: "/var/run/token" },
+    };
+    const registry = load({ CRDFN_CLUSTERS: JSON.stringify(clusters) });
+    assert.deepEqual([...registry.keys()], ["a", "b", "c"]);
+    assert.deepEqual(registry.get("b"), clusters.b);
+    const fromFile = load({ CRDFN_CLUSTERS_FILE: "/etc/clusters.yaml" }, () => "a:\n  auth: kubeconfig\n  kubeconfig: /k/a\n");
+    assert.deepEqual([...fromFile], [["a", { auth: "kubeconfig", kubeconfig: "/k/a" }]]);
+  });
+
+  it("an eks entry without a region signs for AWS_REGION", () => {
+    const registry = load({ AWS_REGION: "eu-west-1", CRDFN_CLUSTERS: JSON.stringify({ x: { auth: "eks", server: "https://x", eksCluster: "x" } }) });
+    assert.equal(registry.get("x")?.auth, "eks");
+    assert.throws(() => load({ CRDFN_CLUSTERS: JSON.stringify({ x: { auth: "eks", server: "https://x", eksCluster: "x" } }) }), oneLine(/^invalid setting CRDFN_CLUSTERS: cluster "x": region: required/));
+  });
+
+  it("bad input: one line naming the setting and the bad entry, never a value", () => {
+    const bad = (clusters: unknown, pattern: RegExp) => assert.throws(() => load({ CRDFN_CLUSTERS: JSON.stringify(clusters) }), oneLine(pattern));
+    bad({ b: { auth: "token", server: "not a url", token: "s3cret" } }, /^invalid setting CRDFN_CLUSTERS: cluster "b": server: /);
+    bad({ b: { auth: "token", server: "https://b" } }, /^invalid setting CRDFN_CLUSTERS: cluster "b": tokenFile: needs exactly one of token, tokenFile/);
+    bad({ b: { auth: "magic" } }, /^invalid setting CRDFN_CLUSTERS: cluster "b": auth: /);
+    bad({ b: { auth: "kubeconfig", kubeconfg: "/typo" } }, /^invalid setting CRDFN_CLUSTERS: cluster "b": /);
+    bad({ "no/slash": { auth: "kubeconfig" } }, /^invalid setting CRDFN_CLUSTERS: cluster id "no\/slash": /);
+    bad({}, /^invalid setting CRDFN_CLUSTERS: names no cluster/);
+    bad([], /^invalid setting CRDFN_CLUSTERS: /);
+    assert.throws(() => load({ CRDFN_CLUSTERS: '{"b": {"auth": "token", "token": "s3cret"' }), (e: Error) => e.message === "invalid setting CRDFN_CLUSTERS: not valid JSON");
+    assert.throws(() => load({ CRDFN_CLUSTERS: JSON.stringify({ b: { auth: "token", server: "x", token: "s3cret" } }) }), (e: Error) => !e.message.includes("s3cret"));
+    assert.throws(() => load({ CRDFN_CLUSTERS_FILE: "/nope.yaml" }), oneLine(/^invalid setting CRDFN_CLUSTERS_FILE: cannot read \/nope.yaml: ENOENT$/));
+  });
+
+  it("a registry and the single-cluster settings are never mixed", () => {
+    const clusters = JSON.stringify({ a: { auth: "kubeconfig" } });
+    assert.throws(() => load({ CRDFN_CLUSTERS: clusters, CRDFN_KUBE_AUTH: "eks" }), oneLine(/^invalid setting CRDFN_KUBE_AUTH: not with CRDFN_CLUSTERS/));
+    assert.throws(() => load({ CRDFN_CLUSTERS: clusters, CRDFN_CLUSTER: "a" }), oneLine(/^invalid setting CRDFN_CLUSTER: not with CRDFN_CLUSTERS/));
+    assert.throws(() => load({ CRDFN_CLUSTERS: clusters, CRDFN_CLUSTERS_FILE: "/f" }), oneLine(/^invalid setting CRDFN_CLUSTERS_FILE: /));
+    assert.throws(() => load({ CRDFN_CLUSTER: "not/an/id" }), oneLine(/^invalid setting CRDFN_CLUSTER: /));
+  });
+});

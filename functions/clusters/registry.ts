@@ -1,0 +1,97 @@
+// The clusters a function fleet serves: cluster id (the `cluster` every event carries) → how to
+// reach that cluster's API server. From ONE setting: CRDFN_CLUSTERS (JSON) or CRDFN_CLUSTERS_FILE
+// (JSON or YAML); without either, the single-cluster settings (CRDFN_KUBE_*) are a registry of
+// one entry named CRDFN_CLUSTER. An event naming any other cluster is never served.
+import { z } from "zod";
+import { parse as parseYaml } from "yaml";
+import { ConfigError } from "../../core/config-error.ts";
+import { clusterIdSchema } from "../../core/event.ts";
+import { awsRegionSchema, eksClusterNameSchema, type FunctionConfig } from "../runtime/config.ts";
+
+const path = z.string().min(1);
+const server = z.url({ protocol: /^https?$/ });
+/** The CA of a token / eks entry: a PEM file, or base64 PEM (as EKS's DescribeCluster gives it). */
+const ca = { caFile: path.optional(), caData: z.base64().optional() };
+
+const entrySchema = z.discriminatedUnion("auth", [
+  /** Local use: a kubeconfig file (default: KUBECONFIG / ~/.kube/config) and optionally one of its contexts. */
+  z.strictObject({ auth: z.literal("kubeconfig"), kubeconfig: path.optional(), context: z.string().min(1).optional() }),
+  /** The ServiceAccount of the pod the functions run in (Cloud Run on GKE, Knative). */
+  z.strictObject({ auth: z.literal("in-cluster") }),
+  /** A bearer token: inline, or a file re-read as it rotates (a mounted secret, a projected token). */
+  z
+    .strictObject({ auth: z.literal("token"), server, ...ca, token: z.string().min(1).optional(), tokenFile: path.optional() })
+    .refine((e) => (e.token === undefined) !== (e.tokenFile === undefined), { message: "needs exactly one of token, tokenFile", path: ["tokenFile"] }),
+  /** An EKS IAM token for the named EKS cluster, signed with the function's own AWS role. */
+  z.strictObject({ auth: z.literal("eks"), server, ...ca, eksCluster: eksClusterNameSchema, region: awsRegionSchema.optional() }),
+]);
+
+export type ClusterEntry = z.infer<typeof entrySchema>;
+/** Cluster id → entry, in the order the setting lists them. */
+export type ClusterRegistry = ReadonlyMap<string, ClusterEntry>;
+
+const registrySchema = z
+  .record(clusterIdSchema, entrySchema)
+  .refine((r) => Object.keys(r).length > 0, { message: "names no cluster" });
+
+/** Reads the registry setting (and its file, through `readFile`); throws ConfigError in one line. */
+export function loadClusterRegistry(config: FunctionConfig, readFile: (path: string) => string): ClusterRegistry {
+  if (config.CRDFN_CLUSTERS === undefined && config.CRDFN_CLUSTERS_FILE === undefined) {
+    return new Map([[config.CRDFN_CLUSTER, singleClusterEntry(config)]]);
+  }
+  const setting = config.CRDFN_CLUSTERS !== undefined ? "CRDFN_CLUSTERS" : "CRDFN_CLUSTERS_FILE";
+  const fail = (why: string): never => {
+    throw new ConfigError(`invalid setting ${setting}: ${why}`);
+  };
+  let raw: unknown;
+  if (config.CRDFN_CLUSTERS !== undefined) {
+    try {
+      raw = JSON.parse(config.CRDFN_CLUSTERS);
+    } catch {
+      // Not JSON.parse's message: it quotes the input, and entries may hold tokens.
+      fail("not valid JSON");
+    }
+  } else {
+    const file = config.CRDFN_CLUSTERS_FILE ?? "";
+    let text = "";
+    try {
+      text = readFile(file);
+    } catch (e) {
+      fail(`cannot read ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    }
+    try {
+      raw = parseYaml(text);
+    } catch {
+      fail(`${file} is not valid YAML or JSON`);
+    }
+  }
+  const parsed = registrySchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const [id, ...field] = issue?.path ?? [];
+    const where = id === undefined ? "" : issue?.code === "invalid_key" ? `cluster id "${String(id)}": ` : `cluster "${String(id)}": ${field.length ? `${field.join(".")}: ` : ""}`;
+    // A bad key's own reason (the id's pattern) is nested in the record's issue.
+    const nested = issue?.code === "invalid_key" ? issue.issues[0]?.message : undefined;
+    fail(`${where}${nested ?? issue?.message ?? "invalid"}`);
+  }
+  const registry = new Map(Object.entries(parsed.data ?? {}));
+  for (const [id, entry] of registry) {
+    if (entry.auth === "eks" && entry.region === undefined && config.AWS_REGION === undefined) fail(`cluster "${id}": region: required (or AWS_REGION)`);
+  }
+  return registry;
+}
+
+/** The single-cluster settings (CRDFN_KUBE_AUTH and friends) as one registry entry. */
+export function singleClusterEntry(c: FunctionConfig): ClusterEntry {
+  const caOf = { ...(c.CRDFN_KUBE_CA_FILE ? { caFile: c.CRDFN_KUBE_CA_FILE } : {}), ...(c.CRDFN_KUBE_CA_DATA ? { caData: c.CRDFN_KUBE_CA_DATA } : {}) };
+  switch (c.CRDFN_KUBE_AUTH) {
+    case "kubeconfig":
+      return { auth: "kubeconfig", ...(c.KUBECONFIG ? { kubeconfig: c.KUBECONFIG } : {}) };
+    case "in-cluster":
+      return { auth: "in-cluster" };
+    case "token":
+      return { auth: "token", server: c.CRDFN_KUBE_SERVER ?? "", ...caOf, ...(c.CRDFN_KUBE_TOKEN !== undefined ? { token: c.CRDFN_KUBE_TOKEN } : { tokenFile: c.CRDFN_KUBE_TOKEN_FILE ?? "" }) };
+    case "eks":
+      return { auth: "eks", server: c.CRDFN_KUBE_SERVER ?? "", ...caOf, eksCluster: c.CRDFN_EKS_CLUSTER ?? "", ...(c.AWS_REGION ? { region: c.AWS_REGION } : {}) };
+  }
+}
