@@ -14,6 +14,7 @@ export type {
   ReconcileContext,
   ReconcileResult,
   ResourceDefinition,
+  ResourceVersion,
   ScaleSubresource,
   Scope,
   StatusInput,
