@@ -13,6 +13,7 @@ import { startBridge, type RunningBridge } from "../bridge/bridge.ts";
 import { bundleBridge } from "./bundle.ts";
 import { loadBridgeConfig } from "../bridge/config.ts";
 import { sqsClient, type SqsEnvironment } from "../emulator/cluster.ts";
+import { SetupError } from "../emulator/errors.ts";
 import { queueEnv } from "../emulator/queue.ts";
 import { packageRoot } from "../emulator/paths.ts";
 import { freePort } from "../emulator/ports.ts";
@@ -105,6 +106,16 @@ export interface ProcessPipeline {
   stop(): Promise<void>;
 }
 
+/** The API server's own message (its Status body), not the client's dump of the response. */
+function apiMessage(e: unknown): string {
+  if (!(e instanceof ApiException)) return e instanceof Error ? e.message : String(e);
+  try {
+    return (JSON.parse(String(e.body)) as { message?: string }).message ?? `HTTP ${e.code}`;
+  } catch {
+    return `HTTP ${e.code}`;
+  }
+}
+
 type InstalledCrd = KubernetesObject & { status?: { storedVersions?: string[]; conditions?: { type: string; status: string }[] } };
 
 async function readCrd(api: KubernetesObjectApi, name: string): Promise<InstalledCrd | undefined> {
@@ -133,7 +144,11 @@ export async function installCrds(kubeConfig: KubeConfig, operators: ReadonlyArr
     // loadYaml yields client-node's typed model; a plain object would lose the
     // `x-kubernetes-*` keys in its serializer (status would then be pruned to {}).
     const crd = loadYaml<KubernetesObject>(stringify(generated));
-    await api.patch(crd, undefined, undefined, "crdfn-dev", true, PatchStrategy.ServerSideApply);
+    try {
+      await api.patch(crd, undefined, undefined, "crdfn-dev", true, PatchStrategy.ServerSideApply);
+    } catch (e) {
+      throw new SetupError(`applying CRD ${name}: ${apiMessage(e)}`);
+    }
   }
   for (const op of operators) {
     const name = crdName(op);
