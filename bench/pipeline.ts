@@ -107,6 +107,7 @@ export async function runPipelineBench(o: BenchOptions): Promise<BenchResult> {
     const logger = pino({ level: "warn" }, pino.destination(2));
     const pipeline = await startPipeline({
       cluster,
+      queue: cluster.sqs,
       operators: [greeting, cronTab] as ReadonlyArray<Operator<unknown>>,
       logger,
       bridgeProcess: true,

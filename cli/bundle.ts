@@ -29,11 +29,13 @@ export async function bundleBridge(outfile: string): Promise<void> {
  * Imports a module written in TypeScript (or JavaScript): bundles its own files with esbuild,
  * leaving packages external so `crdfn` and `zod` resolve from the user's project exactly as
  * they would at run time. The bundle is written beside the source for that resolution and
- * removed right after it is imported.
+ * removed right after it is imported. `inputs`: the absolute paths of the files bundled (what
+ * `crdfn dev --watch` watches).
  */
-export async function importBundled(file: string): Promise<unknown> {
+export async function importBundled(file: string): Promise<{ module: unknown; inputs: string[] }> {
   const entry = resolve(file);
   const out = await build({
+    metafile: true,
     entryPoints: [entry],
     bundle: true,
     packages: "external",
@@ -47,8 +49,9 @@ export async function importBundled(file: string): Promise<unknown> {
   const text = out.outputFiles[0]?.text ?? "";
   const tmp = join(dirname(entry), `.${basename(entry)}.${randomBytes(4).toString("hex")}.crdfn.mjs`);
   writeFileSync(tmp, text);
+  const inputs = Object.keys(out.metafile.inputs).map((p) => resolve(p));
   try {
-    return await import(pathToFileURL(tmp).href);
+    return { module: await import(pathToFileURL(tmp).href), inputs };
   } finally {
     rmSync(tmp, { force: true });
   }

@@ -3,12 +3,12 @@ import { readFileSync } from "node:fs";
 import { KubernetesObjectApi, PatchStrategy, loadAllYaml, type KubernetesObject } from "@kubernetes/client-node";
 import { Command } from "commander";
 import { pino } from "pino";
-import { startCluster } from "../emulator/cluster.ts";
 import { SetupError } from "../emulator/errors.ts";
-import { writeStateDir } from "./cluster.ts";
-import { exampleSamples, selectOperators } from "./operators.ts";
+import { defaultKubeconfig, existingTarget, kindKubeconfig, KIND_CLUSTER, KIND_CONTEXT, startedTarget, type DevTarget } from "./dev-target.ts";
+import { checkDistinct, exampleSamples, loadOperatorWithInputs, operatorFiles } from "./operators.ts";
 import { startPipeline, type ReconcileRecord } from "./pipeline.ts";
 import { untilSignal } from "./signals.ts";
+import { watchOperators } from "./watch.ts";
 
 /** One readable line per reconcile: what, how it ended, how long it took. */
 export function reconcileLine(r: ReconcileRecord): string {
@@ -41,12 +41,27 @@ async function applyFiles(api: KubernetesObjectApi, files: string[]): Promise<st
   return applied;
 }
 
-function kindRequested(wanted: boolean): void {
-  if (wanted) {
-    throw new SetupError(
-      "--kind: a kind cluster needs a Docker engine, and this build only ships the embedded control plane; run `crdfn dev` without --kind",
-    );
-  }
+interface DevOptions {
+  stateDir: string;
+  operator?: string[];
+  examples?: boolean;
+  apply?: string[];
+  samples: boolean;
+  kind?: boolean;
+  kubeconfig?: string;
+  context?: string;
+  installCrds: boolean;
+  watch?: boolean;
+  logLevel: string;
+}
+
+/** The cluster the options name: kind's, a kubeconfig's, else a control plane started here. */
+function target(o: DevOptions, say: (line: string) => void): Promise<DevTarget> {
+  if (o.kind && (o.kubeconfig || o.context)) throw new SetupError("--kind names the kind cluster itself: leave out --kubeconfig and --context");
+  if (o.kind) return existingTarget({ kubeconfig: kindKubeconfig(o.stateDir), context: KIND_CONTEXT, stateDir: o.stateDir, say });
+  if (o.kubeconfig || o.context) return existingTarget({ kubeconfig: o.kubeconfig ?? defaultKubeconfig(), ...(o.context ? { context: o.context } : {}), stateDir: o.stateDir, say });
+  if (!o.installCrds) throw new SetupError("--no-install-crds applies to an existing cluster (--kubeconfig); the embedded one starts empty");
+  return startedTarget(o.stateDir, say);
 }
 
 export function devCommand(): Command {
@@ -60,33 +75,53 @@ export function devCommand(): Command {
     .option("--examples", "with --operator: run the example operators too")
     .option("--apply <file...>", "after start-up, server-side apply these YAML files (your sample objects)")
     .option("--no-samples", "do not apply the examples' sample objects")
-    .option("--kind", "use a kind cluster (needs Docker and kind)")
+    .option("--kubeconfig <file>", "run against this existing cluster instead of starting one; Ctrl-C leaves it untouched")
+    .option("--context <name>", "the kubeconfig context to use (default: its current context)")
+    .option("--no-install-crds", "with --kubeconfig: do not apply the operators' CRDs (they are installed already)")
+    .option("--kind", `run against the kind cluster "${KIND_CLUSTER}" (needs Docker and kind; see infra/kind/)`)
+    .option("--watch", "reload an operator when its file (or one it imports) changes, without restarting anything else")
     .option("--log-level <level>", "bridge and function log level (pino JSON on stderr)", "warn")
     .addHelpText(
       "after",
       "\nExamples:\n  $ crdfn dev                                          # the examples of a crdfn checkout\n" +
         "  $ crdfn dev --operator operator.ts --apply sample.yaml  # your operator and its sample object",
     )
-    .action(async (o: { stateDir: string; operator?: string[]; examples?: boolean; apply?: string[]; samples: boolean; kind?: boolean; logLevel: string }) => {
-      kindRequested(o.kind === true);
-      const operators = await selectOperators(o.operator, o.examples === true);
+    .action(async (o: DevOptions) => {
+      const files = operatorFiles(o.operator, o.examples === true);
+      const loaded = await Promise.all(files.map(async (file) => ({ file, ...(await loadOperatorWithInputs(file)) })));
+      const operators = loaded.map((l) => l.operator);
+      checkDistinct(operators);
       const examplesRunning = !o.operator || o.examples === true;
       const t0 = Date.now();
       const say = (line: string) => console.log(line);
-      const cluster = await startCluster({ log: (l) => say(l) });
-      const stopAll: Array<() => Promise<void>> = [() => cluster.stop()];
+      const env = await target(o, say);
+      const stopAll: Array<() => Promise<void>> = [() => env.stop()];
       try {
-        const files = writeStateDir(o.stateDir, cluster);
         const logger = pino({ level: o.logLevel }, pino.destination(2));
-        const pipeline = await startPipeline({ cluster, operators, logger, functionLogLevel: o.logLevel, onReconcile: (r) => say(reconcileLine(r)) });
+        const pipeline = await startPipeline({
+          cluster: env.cluster,
+          queue: env.queue,
+          installCrds: o.installCrds,
+          operators,
+          logger,
+          functionLogLevel: o.logLevel,
+          onReconcile: (r) => say(reconcileLine(r)),
+          log: say,
+        });
         stopAll.unshift(() => pipeline.stop());
+        if (o.watch) {
+          const watching = watchOperators({ loaded, apply: (next) => pipeline.reload(next), say });
+          stopAll.unshift(() => Promise.resolve(watching.close()));
+        }
         say(`crdfn dev ready in ${((Date.now() - t0) / 1000).toFixed(1)}s — operators: ${operators.map((op) => op.resource.kind).join(", ")}`);
-        say(`  kubectl --kubeconfig ${files.kubeconfig} get ${operators.map((op) => op.resource.plural).join(",")}`);
-        say(`  environment for other tools: set -a; . ${files.env}; set +a`);
-        say(`  Ctrl-C stops everything.`);
-        const toApply = [...(o.samples && examplesRunning ? exampleSamples() : []), ...(o.apply ?? [])];
+        say(`  kubectl --kubeconfig ${env.files.kubeconfig} get ${operators.map((op) => op.resource.plural).join(",")}`);
+        say(`  environment for other tools: set -a; . ${env.files.env}; set +a`);
+        if (o.watch) say(`  watching ${files.length} operator module(s) for changes`);
+        say(env.ownsCluster ? `  Ctrl-C stops everything.` : `  Ctrl-C stops crdfn dev; the cluster and its objects stay.`);
+        // An existing cluster gets nothing but the CRDs and what --apply names.
+        const toApply = [...(o.samples && examplesRunning && env.ownsCluster ? exampleSamples() : []), ...(o.apply ?? [])];
         if (toApply.length > 0) {
-          const applied = await applyFiles(KubernetesObjectApi.makeApiClient(cluster.kubeConfig), toApply);
+          const applied = await applyFiles(KubernetesObjectApi.makeApiClient(env.cluster.kubeConfig), toApply);
           say(`applied: ${applied.join(", ")}`);
         }
         await untilSignal();

@@ -13,15 +13,21 @@ function isOperator(x: unknown): x is Operator<unknown> {
 }
 
 export async function loadOperator(file: string): Promise<Operator<unknown>> {
+  return (await loadOperatorWithInputs(file)).operator;
+}
+
+/** loadOperator, and the files it is built from (the module and what it imports). */
+export async function loadOperatorWithInputs(file: string): Promise<{ operator: Operator<unknown>; inputs: string[] }> {
   if (!existsSync(file)) throw new SetupError(`--operator ${file}: no such file`);
-  let mod: { default?: unknown };
+  let loaded: { module: unknown; inputs: string[] };
   try {
-    mod = (await importBundled(file)) as { default?: unknown };
+    loaded = await importBundled(file);
   } catch (e) {
     throw new SetupError(`--operator ${file}: cannot load it: ${(e as Error).message.split("\n").slice(0, 3).join(" ")}`);
   }
+  const mod = loaded.module as { default?: unknown };
   if (!isOperator(mod.default)) throw new SetupError(`--operator ${file}: its default export is not defineOperator({...})`);
-  return mod.default;
+  return { operator: mod.default, inputs: loaded.inputs };
 }
 
 const examplesDir = join(packageRoot, "examples");
@@ -42,19 +48,29 @@ export function exampleSamples(): string[] {
     .filter((f) => existsSync(f));
 }
 
-/** The operators a command runs: the given files, else the examples of this checkout. */
-export async function selectOperators(files: string[] | undefined, withExamples: boolean): Promise<Operator<unknown>[]> {
+/** The operator modules a command runs: the given files, else (or also) the examples of this checkout. */
+export function operatorFiles(files: string[] | undefined, withExamples: boolean): string[] {
   const useExamples = withExamples || !files?.length;
   const examples = useExamples ? exampleFiles() : [];
   if (useExamples && examples.length === 0 && !files?.length) {
     throw new SetupError("no operator given: name your operator module with --operator operator.ts");
   }
-  const all = await Promise.all([...examples, ...(files ?? [])].map(loadOperator));
+  return [...examples, ...(files ?? [])];
+}
+
+/** Refuses two operators of one resource. */
+export function checkDistinct(operators: ReadonlyArray<Operator<unknown>>): void {
   const seen = new Set<string>();
-  for (const op of all) {
+  for (const op of operators) {
     const key = `${op.resource.plural}.${op.resource.group}`;
     if (seen.has(key)) throw new SetupError(`two operators manage ${key}`);
     seen.add(key);
   }
+}
+
+/** The operators a command runs: the given files, else the examples of this checkout. */
+export async function selectOperators(files: string[] | undefined, withExamples: boolean): Promise<Operator<unknown>[]> {
+  const all = await Promise.all(operatorFiles(files, withExamples).map(loadOperator));
+  checkDistinct(all);
   return all;
 }

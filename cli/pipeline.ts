@@ -1,25 +1,27 @@
 // The whole crdfn pipeline on one machine — bridge, queue, poller, reconcile runtimes — over
-// an environment from the emulator. `crdfn dev`, the benchmark and the end-to-end tests of a
+// a cluster (any kubeconfig: the emulator's, kind's, a remote one) and a queue, given apart. `crdfn dev`, the benchmark and the end-to-end tests of a
 // user's operator all run this, so what they show is what they share.
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { KubernetesObjectApi, PatchStrategy, loadYaml, type KubernetesObject } from "@kubernetes/client-node";
+import { ApiException, KubernetesObjectApi, PatchStrategy, loadYaml, type KubeConfig, type KubernetesObject } from "@kubernetes/client-node";
 import type { Logger } from "pino";
-import { parse as parseYaml } from "yaml";
+import { parse as parseYaml, stringify } from "yaml";
 import { parseKeyEvent } from "../core/event.ts";
 import type { Operator } from "../core/operator.ts";
 import { startBridge, type RunningBridge } from "../bridge/bridge.ts";
 import { bundleBridge } from "./bundle.ts";
 import { loadBridgeConfig } from "../bridge/config.ts";
-import { sqsClient, type LocalCluster } from "../emulator/cluster.ts";
+import { sqsClient, type SqsEnvironment } from "../emulator/cluster.ts";
+import { SetupError } from "../emulator/errors.ts";
+import { queueEnv } from "../emulator/queue.ts";
 import { packageRoot } from "../emulator/paths.ts";
 import { freePort } from "../emulator/ports.ts";
 import { startServer, type RunningServer } from "../emulator/process.ts";
 import { startReaper } from "../emulator/reaper.ts";
 import { startPoller } from "../functions/adapters/poller.ts";
-import { crdFiles } from "../core/operator-crd.ts";
-import { buildFromEnv } from "../functions/runtime/entry.ts";
+import { crdName, crdOf } from "../core/operator-crd.ts";
+import { buildFromEnv, type Built } from "../functions/runtime/entry.ts";
 import type { QueueMessage } from "../functions/runtime/message.ts";
 import type { HandledOutcome, Runtime } from "../functions/runtime/runtime.ts";
 
@@ -35,8 +37,20 @@ export interface ReconcileRecord {
 
 export const DEFAULT_RECEIVE_LOOPS = 4;
 
+/** The Kubernetes side: whatever a kubeconfig reaches (a LocalCluster is one). */
+export interface PipelineCluster {
+  kubeConfig: KubeConfig;
+  /** The same kubeconfig as a file, with the current context chosen, for the functions. */
+  kubeconfigPath: string;
+}
+
 export interface PipelineOptions {
-  cluster: LocalCluster;
+  cluster: PipelineCluster;
+  queue: SqsEnvironment;
+  /** Server-side apply the operators' CRDs first. Default true. */
+  installCrds?: boolean;
+  /** Lines for the person running it (CRD versions kept). */
+  log?: (line: string) => void;
   operators: ReadonlyArray<Operator<unknown>>;
   logger: Logger;
   /** Cluster name the bridge puts in every event. */
@@ -62,8 +76,21 @@ export interface PipelineOptions {
   receiveLoops?: number;
 }
 
+export interface Reloaded {
+  /** CRDs re-applied because the new operators generate a different one. */
+  crdsApplied: string[];
+  /** The operators' watched or owned kinds changed: the running bridge still watches the old ones. */
+  bridgeStale: boolean;
+  notes: string[];
+}
+
 export interface Pipeline {
   bridge: RunningBridge;
+  /**
+   * Swaps the reconcile runtime behind the poller for one built from `operators` (the bridge,
+   * the queue and the cluster keep running); re-applies the CRDs that changed.
+   */
+  reload(operators: ReadonlyArray<Operator<unknown>>): Promise<Reloaded>;
   stop(): Promise<void>;
 }
 
@@ -79,26 +106,60 @@ export interface ProcessPipeline {
   stop(): Promise<void>;
 }
 
-/** Installs (server-side apply) each operator's generated CRD and waits until it is served. */
-export async function installCrds(cluster: LocalCluster, operators: ReadonlyArray<Operator<unknown>>): Promise<void> {
-  const api = KubernetesObjectApi.makeApiClient(cluster.kubeConfig);
-  for (const text of crdFiles(operators).values()) {
+/** The API server's own message (its Status body), not the client's dump of the response. */
+function apiMessage(e: unknown): string {
+  if (!(e instanceof ApiException)) return e instanceof Error ? e.message : String(e);
+  try {
+    return (JSON.parse(String(e.body)) as { message?: string }).message ?? `HTTP ${e.code}`;
+  } catch {
+    return `HTTP ${e.code}`;
+  }
+}
+
+type InstalledCrd = KubernetesObject & { status?: { storedVersions?: string[]; conditions?: { type: string; status: string }[] } };
+
+async function readCrd(api: KubernetesObjectApi, name: string): Promise<InstalledCrd | undefined> {
+  try {
+    return await api.read<InstalledCrd>({ apiVersion: "apiextensions.k8s.io/v1", kind: "CustomResourceDefinition", metadata: { name } });
+  } catch (e) {
+    if (e instanceof ApiException && e.code === 404) return undefined;
+    throw e;
+  }
+}
+
+/**
+ * Installs (server-side apply) each operator's generated CRD and waits until it is served. A
+ * version already in the installed CRD's status.storedVersions stays listed (unserved) even if
+ * the operator dropped it, as the API server requires; the returned notes say which.
+ */
+export async function installCrds(kubeConfig: KubeConfig, operators: ReadonlyArray<Operator<unknown>>): Promise<string[]> {
+  const api = KubernetesObjectApi.makeApiClient(kubeConfig);
+  const notes: string[] = [];
+  for (const op of operators) {
+    const name = crdName(op);
+    const stored = (await readCrd(api, name))?.status?.storedVersions ?? [];
+    const generated = crdOf(op, stored);
+    const kept = stored.filter((v) => !(op.resource.versions ?? [{ name: op.resource.version }]).some((d) => d.name === v));
+    if (kept.length) notes.push(`CRD ${name} keeps ${kept.join(", ")} (objects may still be stored so), unserved`);
     // loadYaml yields client-node's typed model; a plain object would lose the
     // `x-kubernetes-*` keys in its serializer (status would then be pruned to {}).
-    const crd = loadYaml<KubernetesObject>(text);
-    await api.patch(crd, undefined, undefined, "crdfn-dev", true, PatchStrategy.ServerSideApply);
+    const crd = loadYaml<KubernetesObject>(stringify(generated));
+    try {
+      await api.patch(crd, undefined, undefined, "crdfn-dev", true, PatchStrategy.ServerSideApply);
+    } catch (e) {
+      throw new SetupError(`applying CRD ${name}: ${apiMessage(e)}`);
+    }
   }
   for (const op of operators) {
-    const name = `${op.resource.plural}.${op.resource.group}`;
+    const name = crdName(op);
     for (let i = 0; ; i++) {
-      const crd = (await api.read({ apiVersion: "apiextensions.k8s.io/v1", kind: "CustomResourceDefinition", metadata: { name } })) as {
-        status?: { conditions?: { type: string; status: string }[] };
-      };
-      if (crd.status?.conditions?.some((c) => c.type === "Established" && c.status === "True")) break;
+      const crd = await readCrd(api, name);
+      if (crd?.status?.conditions?.some((c) => c.type === "Established" && c.status === "True")) break;
       if (i > 300) throw new Error(`CRD ${name} was not Established within 30s`);
       await new Promise((r) => setTimeout(r, 100));
     }
   }
+  return notes;
 }
 
 /** The bridge's CRDFN_RESOURCES syntax for these operators and the kinds they own. */
@@ -139,7 +200,7 @@ export function observed(runtime: Runtime, onReconcile?: (r: ReconcileRecord) =>
 
 /** The bridge's settings, as the CRDFN_* environment its process entry reads. */
 function bridgeEnv(o: PipelineOptions): Record<string, string> {
-  const { endpoint, region, queues } = o.cluster.sqs;
+  const { endpoint, region, queues } = o.queue;
   return {
     CRDFN_CLUSTER: o.clusterName ?? "local",
     CRDFN_QUEUE_URL: queues.fifo,
@@ -148,6 +209,11 @@ function bridgeEnv(o: PipelineOptions): Record<string, string> {
     AWS_REGION: region,
     AWS_ENDPOINT_URL_SQS: endpoint,
   };
+}
+
+/** What points a process (the bridge's, the functions') at the cluster and the queue. */
+function processEnv(o: PipelineOptions): Record<string, string> {
+  return { KUBECONFIG: o.cluster.kubeconfigPath, ...queueEnv(o.queue) };
 }
 
 /** NODE_OPTIONS as infra/bridge/deployment.yaml gives the bridge container ("" if it sets none). */
@@ -181,7 +247,7 @@ async function spawnBridge(o: PipelineOptions): Promise<BridgeProcess & { stop()
         logFile,
         env: {
           ...process.env,
-          ...o.cluster.env,
+          ...processEnv(o),
           ...bridgeEnv(o),
           CRDFN_HTTP_PORT: String(httpPort),
           CRDFN_LOG_LEVEL: o.logger.level === "silent" ? "fatal" : o.logger.level,
@@ -211,26 +277,30 @@ async function spawnBridge(o: PipelineOptions): Promise<BridgeProcess & { stop()
 export function startPipeline(o: PipelineOptions & { bridgeProcess: true }): Promise<ProcessPipeline>;
 export function startPipeline(o: PipelineOptions & { bridgeProcess?: false }): Promise<Pipeline>;
 export async function startPipeline(o: PipelineOptions): Promise<Pipeline | ProcessPipeline> {
-  await installCrds(o.cluster, o.operators);
-  const { queues } = o.cluster.sqs;
-  const sqs = sqsClient(o.cluster.sqs);
+  if (o.installCrds ?? true) for (const note of await installCrds(o.cluster.kubeConfig, o.operators)) o.log?.(note);
+  const { queues } = o.queue;
+  const sqs = sqsClient(o.queue);
   // Validated here in either mode, so a bad setting fails before anything is started.
   const bridgeConfig = loadBridgeConfig(bridgeEnv(o));
 
   // The functions serve exactly the cluster the bridge names in its events.
-  const functionEnv = { ...process.env, ...o.cluster.env, LOG_LEVEL: o.functionLogLevel ?? "warn", CRDFN_KUBE_AUTH: "kubeconfig", CRDFN_CLUSTER: bridgeConfig.cluster };
+  const functionEnv = { ...process.env, ...processEnv(o), LOG_LEVEL: o.functionLogLevel ?? "warn", CRDFN_KUBE_AUTH: "kubeconfig", CRDFN_CLUSTER: bridgeConfig.cluster };
   // One function process serving every operator, dispatching by the resource each event names.
-  const functions = buildFromEnv(o.operators, functionEnv);
+  let operators = o.operators;
+  let functions = buildFromEnv(operators, functionEnv);
+  // Reloaded runtimes may still finish a message in hand: their clients close at stop.
+  const retired: Built[] = [];
+  const current: Runtime = { handle: (message) => functions.runtime.handle(message) };
   const poller = startPoller({
     sqs,
     queueUrls: [...Array.from({ length: o.receiveLoops ?? DEFAULT_RECEIVE_LOOPS }, () => queues.fifo), queues.standard],
-    runtime: observed(functions.runtime, o.onReconcile),
+    runtime: observed(current, o.onReconcile),
     waitTimeSeconds: 1,
     logger: o.logger.child({ part: "poller" }),
   });
   const stopFunctions = async () => {
     await poller.stop();
-    functions.sqs.destroy();
+    for (const built of [...retired, functions]) built.sqs.destroy();
     sqs.destroy();
   };
 
@@ -251,6 +321,18 @@ export async function startPipeline(o: PipelineOptions): Promise<Pipeline | Proc
   await bridge.ready;
   return {
     bridge,
+    async reload(next) {
+      const crdText = (op: Operator<unknown>) => JSON.stringify(crdOf(op));
+      const before = new Map(operators.map((op) => [crdName(op), crdText(op)]));
+      const changed = next.filter((op) => before.get(crdName(op)) !== crdText(op));
+      const notes = o.installCrds ?? true ? await installCrds(o.cluster.kubeConfig, changed) : [];
+      const built = buildFromEnv(next, functionEnv);
+      const bridgeStale = bridgeResources(next) !== bridgeResources(operators);
+      retired.push(functions);
+      functions = built;
+      operators = next;
+      return { crdsApplied: changed.map(crdName), bridgeStale, notes };
+    },
     async stop() {
       await bridge.stop();
       await stopFunctions();

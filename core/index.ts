@@ -15,6 +15,7 @@ export type {
   ReconcileContext,
   ReconcileResult,
   ResourceDefinition,
+  ResourceVersion,
   ScaleSubresource,
   Scope,
   StatusInput,

@@ -2,7 +2,7 @@
 // server's validation and the runtime's. Pure: the CLI writes the files.
 import { stringify } from "yaml";
 import { z } from "zod";
-import type { Operator } from "./operator.ts";
+import type { Operator, ResourceDefinition } from "./operator.ts";
 
 type Json = Record<string, unknown>;
 
@@ -49,8 +49,33 @@ export function crdName(operator: Operator<unknown>): string {
   return `${operator.resource.plural}.${operator.resource.group}`;
 }
 
-/** The apiextensions.k8s.io/v1 CustomResourceDefinition for an operator. */
-export function crdOf(operator: Operator<unknown>): Json {
+/**
+ * The apiextensions.k8s.io/v1 CustomResourceDefinition for an operator. `storedVersions` (the
+ * installed CRD's status.storedVersions) keeps a version the operator no longer declares,
+ * unserved: the API server refuses a CRD that drops a version objects may still be stored as.
+ */
+export function crdOf(operator: Operator<unknown>, storedVersions: readonly string[] = []): Json {
+  const crd = oneVersionCrd(operator);
+  const spec = crd.spec as { versions: Json[] };
+  spec.versions = versionsOf(operator.resource, storedVersions).map((v) => ({ ...spec.versions[0], ...v }));
+  return crd;
+}
+
+/** Name, served, storage and deprecation of every version; all share one schema (conversion None). */
+export function versionsOf(r: ResourceDefinition, storedVersions: readonly string[] = []): Json[] {
+  const declared = r.versions ?? [{ name: r.version }];
+  const storage = declared.find((v) => v.storage === true)?.name ?? r.version;
+  const listed = declared.map((v) => ({
+    name: v.name,
+    served: v.served ?? true,
+    storage: v.name === storage,
+    ...(v.deprecated ? { deprecated: true, ...(v.deprecationWarning ? { deprecationWarning: v.deprecationWarning } : {}) } : {}),
+  }));
+  const kept = storedVersions.filter((name) => !declared.some((v) => v.name === name)).map((name) => ({ name, served: false, storage: false }));
+  return [...listed, ...kept];
+}
+
+function oneVersionCrd(operator: Operator<unknown>): Json {
   const r = operator.resource;
   const spec = structuralSchema(z.toJSONSchema(operator.spec, { target: "openapi-3.0", io: "input" }));
   const names: Json = { plural: r.plural, singular: r.singular, kind: r.kind };

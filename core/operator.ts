@@ -22,9 +22,29 @@ export interface ScaleSubresource {
   labelSelectorPath?: string;
 }
 
+/**
+ * One version the CRD serves besides (or including) the reconciled one. Every version shares the
+ * operator's spec schema, so the API server converts between them with strategy None (it only
+ * rewrites apiVersion); versions whose shapes differ would need a conversion webhook, which crdfn
+ * does not generate.
+ */
+export interface ResourceVersion {
+  name: string;
+  /** Default true. */
+  served?: boolean;
+  /** The one version objects are stored as. Default: the reconciled version. */
+  storage?: boolean;
+  deprecated?: boolean;
+  /** What `kubectl` prints for a deprecated version. */
+  deprecationWarning?: string;
+}
+
 export interface ResourceDefinition {
   group: string;
+  /** The version the operator reads, reconciles and watches. */
   version: string;
+  /** Every version the CRD serves (default: only `version`); `version` must be among them. */
+  versions?: ResourceVersion[];
   plural: string;
   kind: string;
   /** Default "Namespaced". */
@@ -173,8 +193,28 @@ export function apiVersionOf(group: string, version: string): string {
   return group === "" ? version : `${group}/${version}`;
 }
 
+/** Throws on a versions list the API server would refuse, naming what is wrong. */
+function checkVersions(resource: ResourceDefinition): void {
+  const versions = resource.versions;
+  if (!versions) return;
+  const where = `${resource.kind} versions`;
+  const names = versions.map((v) => v.name);
+  const twice = names.find((n, i) => names.indexOf(n) !== i);
+  if (twice) throw new Error(`${where}: "${twice}" is listed twice`);
+  const shaped = versions.find((v) => "schema" in v || "spec" in v);
+  if (shaped) {
+    throw new Error(`${where}: "${shaped.name}" has its own schema; every version shares the spec schema (a different shape needs a conversion webhook, which crdfn does not generate)`);
+  }
+  const reconciled = versions.find((v) => v.name === resource.version);
+  if (!reconciled) throw new Error(`${where}: the reconciled version "${resource.version}" is not listed (${names.join(", ")})`);
+  if (reconciled.served === false) throw new Error(`${where}: the reconciled version "${resource.version}" must be served`);
+  const storage = versions.filter((v) => v.storage === true);
+  if (storage.length > 1) throw new Error(`${where}: only one version may be the storage version (${storage.map((v) => v.name).join(", ")})`);
+}
+
 export function defineOperator<Spec>(definition: OperatorDefinition<Spec>): Operator<Spec> {
   const { resource } = definition;
+  checkVersions(resource);
   if (definition.finalizer !== undefined && !/^[a-z0-9.-]+\/[A-Za-z0-9._-]+$/.test(definition.finalizer)) {
     throw new Error(`finalizer "${definition.finalizer}" must be a qualified name like "${resource.group}/cleanup"`);
   }

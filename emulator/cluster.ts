@@ -18,7 +18,7 @@ import type { LocalCluster, SqsEnvironment, StartOptions } from "./types.ts";
 
 export type { LocalCluster, QueueUrls, SqsEnvironment, StartOptions } from "./types.ts";
 
-const REGION = "us-east-1";
+export const REGION = "us-east-1";
 // ElasticMQ ignores credentials; the SDK still wants some. Not secrets.
 const LOCAL_CREDENTIALS = { accessKeyId: "local", secretAccessKey: "local" };
 
@@ -128,7 +128,7 @@ export function sqsClient(sqs: SqsEnvironment, options: Omit<SQSClientConfig, "e
   return new SQSClient({ ...options, endpoint, region, credentials: { accessKeyId, secretAccessKey } });
 }
 
-async function sqsEnvironment(endpoint: string, external: boolean, defs: ReturnType<typeof queueDefinitions>): Promise<SqsEnvironment> {
+export async function sqsEnvironment(endpoint: string, external: boolean, defs: ReturnType<typeof queueDefinitions>): Promise<SqsEnvironment> {
   const base = { endpoint, region: REGION, ...LOCAL_CREDENTIALS };
   if (!external) return { ...base, queues: queueUrlsAt(endpoint, defs) };
   const client = new SQSClient({ endpoint, region: REGION, credentials: LOCAL_CREDENTIALS });

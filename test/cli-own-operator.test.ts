@@ -47,7 +47,7 @@ describe("an operator written from the README", { timeout: 180_000 }, () => {
     }
     cluster = await startCluster({ log: () => {} });
     const operator = await loadOperator(join(folder, "operators/motd/operator.ts"));
-    pipeline = await startPipeline({ cluster, operators: [operator], logger: pino({ level: "warn" }), onReconcile: (r) => records.push(r) });
+    pipeline = await startPipeline({ cluster, queue: cluster.sqs, operators: [operator], logger: pino({ level: "warn" }), onReconcile: (r) => records.push(r) });
   });
   after(async () => {
     await pipeline?.stop();

@@ -1,0 +1,62 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { z } from "zod";
+import { defineOperator, type ResourceVersion } from "./operator.ts";
+import { crdOf } from "./operator-crd.ts";
+
+const widget = (version: string, versions?: ResourceVersion[]) =>
+  defineOperator({
+    resource: { group: "example.com", version, plural: "widgets", kind: "Widget", ...(versions ? { versions } : {}) },
+    spec: z.object({ size: z.number() }),
+    reconcile: () => ({}),
+  });
+
+type Version = { name: string; served: boolean; storage: boolean; deprecated?: boolean; deprecationWarning?: string; schema: unknown };
+const versions = (crd: Record<string, unknown>) => (crd.spec as { versions: Version[] }).versions;
+
+describe("multi-version CRDs", () => {
+  it("declares one served, stored version by default", () => {
+    assert.deepEqual(
+      versions(crdOf(widget("v1"))).map(({ name, served, storage }) => ({ name, served, storage })),
+      [{ name: "v1", served: true, storage: true }],
+    );
+  });
+
+  it("serves every declared version with the same schema, one of them stored, deprecation included", () => {
+    const op = widget("v2", [
+      { name: "v1", deprecated: true, deprecationWarning: "example.com/v1 Widget is deprecated; use v2" },
+      { name: "v2", storage: true },
+    ]);
+    const [v1, v2] = versions(crdOf(op));
+    const { name, served, storage, deprecated, deprecationWarning } = v1!;
+    assert.deepEqual({ name, served, storage, deprecated, deprecationWarning }, { name: "v1", served: true, storage: false, deprecated: true, deprecationWarning: "example.com/v1 Widget is deprecated; use v2" });
+    assert.equal(v2?.storage, true);
+    assert.deepEqual(v1?.schema, v2?.schema);
+    assert.equal(op.apiVersion, "example.com/v2");
+  });
+
+  it("stores the reconciled version unless another is marked", () => {
+    const [v1, v2] = versions(crdOf(widget("v2", [{ name: "v1" }, { name: "v2" }])));
+    assert.deepEqual([v1?.storage, v2?.storage], [false, true]);
+  });
+
+  it("keeps a stored version the operator dropped, unserved", () => {
+    const all = versions(crdOf(widget("v2"), ["v1", "v2"]));
+    assert.deepEqual(
+      all.map(({ name, served, storage }) => ({ name, served, storage })),
+      [
+        { name: "v2", served: true, storage: true },
+        { name: "v1", served: false, storage: false },
+      ],
+    );
+  });
+
+  it("refuses versions the API server would refuse, naming the problem", () => {
+    assert.throws(() => widget("v3", [{ name: "v1" }]), /Widget versions: the reconciled version "v3" is not listed \(v1\)/);
+    assert.throws(() => widget("v1", [{ name: "v1" }, { name: "v1" }]), /"v1" is listed twice/);
+    assert.throws(() => widget("v1", [{ name: "v1", served: false }]), /reconciled version "v1" must be served/);
+    assert.throws(() => widget("v1", [{ name: "v1", storage: true }, { name: "v2", storage: true }]), /only one version may be the storage version \(v1, v2\)/);
+    const shaped = { name: "v2", schema: {} } as ResourceVersion;
+    assert.throws(() => widget("v1", [{ name: "v1" }, shaped]), /needs a conversion webhook/);
+  });
+});
