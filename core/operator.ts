@@ -123,10 +123,11 @@ export interface FinalizeResult {
   retryAfterSeconds?: number;
 }
 
-export interface OperatorDefinition<Spec> {
+/** `SpecInput` is what the schema accepts before defaults (what a manifest or a test may omit). */
+export interface OperatorDefinition<Spec, SpecInput = unknown> {
   resource: ResourceDefinition;
   /** The spec schema: validates every object read and generates the CRD schema. */
-  spec: z.ZodType<Spec>;
+  spec: z.ZodType<Spec, SpecInput>;
   owns?: OwnedKind[];
   finalizer?: string;
   /** Pure: no I/O, no clock except ctx.now, no randomness. Throw TemporaryError or PermanentError. */
@@ -138,7 +139,7 @@ export interface OperatorDefinition<Spec> {
 }
 
 /** A definition with its defaults filled in. */
-export interface Operator<Spec = unknown> extends OperatorDefinition<Spec> {
+export interface Operator<Spec = unknown, SpecInput = unknown> extends OperatorDefinition<Spec, SpecInput> {
   resource: ResourceDefinition & { scope: Scope; singular: string };
   owns: Array<OwnedKind & { plural: string; namespaced: boolean }>;
   fieldManager: string;
@@ -158,7 +159,7 @@ export function apiVersionOf(group: string, version: string): string {
   return group === "" ? version : `${group}/${version}`;
 }
 
-export function defineOperator<Spec>(definition: OperatorDefinition<Spec>): Operator<Spec> {
+export function defineOperator<Spec, SpecInput = unknown>(definition: OperatorDefinition<Spec, SpecInput>): Operator<Spec, SpecInput> {
   const { resource } = definition;
   if (definition.finalizer !== undefined && !/^[a-z0-9.-]+\/[A-Za-z0-9._-]+$/.test(definition.finalizer)) {
     throw new Error(`finalizer "${definition.finalizer}" must be a qualified name like "${resource.group}/cleanup"`);
