@@ -23,7 +23,9 @@ export function writeStateDir(stateDir: string, cluster: LocalCluster): { kubeco
 }
 
 export function clusterCommand(): Command {
-  const cluster = new Command("cluster").description("a local Kubernetes control plane and SQS queue");
+  const cluster = new Command("cluster")
+    .description("a local Kubernetes control plane and SQS queue")
+    .addHelpText("after", "\nExamples:\n  $ crdfn cluster up");
   cluster
     .command("up")
     .description(
@@ -32,6 +34,11 @@ export function clusterCommand(): Command {
     )
     .option("--state-dir <dir>", "where to write kubeconfig and env", ".crdfn")
     .option("--no-controller-manager", "skip kube-controller-manager (no garbage collection)")
+    .addHelpText(
+      "after",
+      "\nExamples:\n  $ crdfn cluster up                       # then, in another terminal:\n" +
+        "  $ kubectl --kubeconfig .crdfn/kubeconfig get ns\n  $ crdfn cluster up --state-dir /tmp/crdfn --no-controller-manager",
+    )
     .action(async (o: { stateDir: string; controllerManager: boolean }) => {
       const t0 = Date.now();
       const c = await startCluster({ controllerManager: o.controllerManager });
