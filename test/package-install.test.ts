@@ -82,7 +82,8 @@ describe("crdfn installed from its tarball into a project outside the repository
     env24 = userEnv(cachedNode(24));
   });
   after(() => {
-    if (dev?.exitCode === null && dev.pid) process.kill(-dev.pid, "SIGKILL");
+    // Only if a failed assertion left it running.
+    if (dev?.pid && dev.exitCode === null && dev.signalCode === null) process.kill(-dev.pid, "SIGKILL");
     rmSync(work, { recursive: true, force: true });
   });
 
