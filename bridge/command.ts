@@ -25,7 +25,12 @@ export function bridgeCommand(): Command {
     .option("--kubeconfig <path>", "kubeconfig file (default: in-cluster, else $KUBECONFIG or ~/.kube/config)")
     .option("--context <name>", "kubeconfig context");
   for (const [flag, env, help] of overrides) cmd.option(flag, `${help} [${env}]`);
-  cmd.addHelpText("after", `\nEnvironment: ${envVariableNames.join(", ")}, CRDFN_CONFIG_FILE`);
+  cmd.addHelpText(
+    "after",
+    `\nEnvironment: ${envVariableNames.join(", ")}, CRDFN_CONFIG_FILE\n` +
+      "\nExamples:\n  $ set -a; . .crdfn/env; set +a; crdfn bridge   # against crdfn cluster up\n" +
+      "  $ crdfn bridge --kubeconfig ~/.kube/config --context prod --log-level info",
+  );
   cmd.action(async (opts: Record<string, string | undefined>) => {
     const env: NodeJS.ProcessEnv = { ...process.env };
     for (const [flag, name] of overrides) {

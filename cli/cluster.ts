@@ -60,7 +60,9 @@ async function sharedQueueEndpoint(stateDir: string): Promise<string | undefined
 }
 
 export function clusterCommand(): Command {
-  const cluster = new Command("cluster").description("a local Kubernetes control plane and SQS queue");
+  const cluster = new Command("cluster")
+    .description("a local Kubernetes control plane and SQS queue")
+    .addHelpText("after", "\nExamples:\n  $ crdfn cluster up");
   cluster
     .command("up")
     .description(
@@ -74,6 +76,11 @@ export function clusterCommand(): Command {
         "and an entry in <state-dir>/clusters.json (the functions' CRDFN_CLUSTERS_FILE)",
     )
     .option("--no-controller-manager", "skip kube-controller-manager (no garbage collection)")
+    .addHelpText(
+      "after",
+      "\nExamples:\n  $ crdfn cluster up                       # then, in another terminal:\n" +
+        "  $ kubectl --kubeconfig .crdfn/kubeconfig get ns\n  $ crdfn cluster up --name b              # a second cluster sharing the first one's queue\n  $ crdfn cluster up --state-dir /tmp/crdfn --no-controller-manager",
+    )
     .action(async (o: { stateDir: string; name?: string; controllerManager: boolean }) => {
       const t0 = Date.now();
       const name = o.name;

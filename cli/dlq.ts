@@ -38,12 +38,15 @@ export function describeMessage(m: Message, now = Date.now()): string {
 }
 
 export function dlqCommand(): Command {
-  const dlq = new Command("dlq").description("inspect and redrive the dead-letter queue");
+  const dlq = new Command("dlq")
+    .description("inspect and redrive the dead-letter queue")
+    .addHelpText("after", "\nExamples:\n  $ crdfn dlq list\n  $ crdfn dlq redrive");
   dlq
     .command("list")
     .description("show messages in the dead-letter queue (they stay there)")
     .option("--state-dir <dir>", "where crdfn dev wrote env", ".crdfn")
     .option("--max <n>", "at most this many", (v) => Number(v), 50)
+    .addHelpText("after", "\nExamples:\n  $ crdfn dlq list\n  $ crdfn dlq list --max 5 --state-dir .crdfn")
     .action(async (o: { stateDir: string; max: number }) => {
       const env = adminEnv(o.stateDir);
       const sqs = sqsFrom(env);
@@ -61,6 +64,7 @@ export function dlqCommand(): Command {
     .description("move dead-lettered messages back to the event queue, to be reconciled again")
     .option("--state-dir <dir>", "where crdfn dev wrote env", ".crdfn")
     .option("--max <n>", "at most this many", (v) => Number(v), 1000)
+    .addHelpText("after", "\nExamples:\n  $ crdfn dlq redrive              # after fixing what made them fail\n  $ crdfn dlq redrive --max 10")
     .action(async (o: { stateDir: string; max: number }) => {
       const env = adminEnv(o.stateDir);
       const source = required(env, "CRDFN_DLQ_URL", hint);

@@ -110,19 +110,19 @@ export function generateCommand(): Command {
     .addHelpText(
       "after",
       `
-Examples:
-  $ crdfn generate operator.ts --namespace shop --cluster prod --out deploy
-  $ crdfn generate --settings ${DEFAULT_SETTINGS}          # operators and settings from the file
-  $ crdfn generate --check                                # in CI: fail when deploy files are stale
-  $ kubectl apply --server-side -k deploy                 # then: npx serverless deploy
-
 ${DEFAULT_SETTINGS}:
   operators: [{ module: src/operator.ts, handler: src/lambda.handler }]
   out: deploy
   cluster: prod
   namespaces: [shop]            # [] = all namespaces
   bridge: { image: ghcr.io/crdfn/bridge:0.1.0 }
-  queues: { prefix: crdfn-prod-, urlBase: https://sqs.eu-west-1.amazonaws.com/123456789012, region: eu-west-1 }`,
+  queues: { prefix: crdfn-prod-, urlBase: https://sqs.eu-west-1.amazonaws.com/123456789012, region: eu-west-1 }
+
+Examples:
+  $ crdfn generate operator.ts --namespace shop --cluster prod --out deploy
+  $ crdfn generate --settings ${DEFAULT_SETTINGS}          # operators and settings from the file
+  $ crdfn generate --check                                # in CI: fail when deploy files are stale
+  $ kubectl apply --server-side -k deploy                 # then: npx serverless deploy`,
     )
     .action(async (files: string[], o: GenerateFlags & { check?: boolean }) => {
       const g = await generate(files, o);

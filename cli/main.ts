@@ -1,29 +1,8 @@
 // The crdfn command line. Problems a person can fix are printed as one line, never a stack.
-import { Command, CommanderError } from "commander";
+import { CommanderError } from "commander";
 import { SetupError } from "../emulator/errors.ts";
-import { packageVersion } from "../emulator/paths.ts";
 import { ConfigError } from "../core/config-error.ts";
-import { bridgeCommand } from "../bridge/command.ts";
-import { clusterCommand } from "./cluster.ts";
-import { crdCommand } from "./crd.ts";
-import { devCommand } from "./dev.ts";
-import { dlqCommand } from "./dlq.ts";
-import { generateCommand } from "./generate.ts";
-import { statusCommand } from "./status.ts";
-
-export function program(): Command {
-  return new Command("crdfn")
-    .description("Kubernetes operators whose reconcile logic runs as serverless functions")
-    .version(packageVersion, "-V, --version", "print the crdfn version")
-    .showHelpAfterError()
-    .addCommand(devCommand())
-    .addCommand(clusterCommand())
-    .addCommand(bridgeCommand())
-    .addCommand(statusCommand())
-    .addCommand(dlqCommand())
-    .addCommand(crdCommand())
-    .addCommand(generateCommand());
-}
+import { program } from "./program.ts";
 
 async function main(argv: string[]): Promise<void> {
   try {

@@ -90,6 +90,7 @@ export function statusCommand(): Command {
     .option("--state-dir <dir>", "where crdfn dev wrote env", ".crdfn")
     .option("--limit <n>", "outcomes to show", (v) => Number(v), 20)
     .option("--operator <file...>", "your operator module(s) (default: the examples of a crdfn checkout)")
+    .addHelpText("after", "\nExamples:\n  $ crdfn status                         # while crdfn dev runs\n  $ crdfn status --operator operator.ts --limit 5")
     .action(async (o: { stateDir: string; limit: number; operator?: string[] }) => {
       const env = adminEnv(o.stateDir);
       const hint = "run `crdfn dev` or `crdfn cluster up` first, or export it";

@@ -155,10 +155,11 @@ export interface FinalizeResult {
   retryAfterSeconds?: number;
 }
 
-export interface OperatorDefinition<Spec> {
+/** `SpecInput` is what the schema accepts before defaults (what a manifest or a test may omit). */
+export interface OperatorDefinition<Spec, SpecInput = unknown> {
   resource: ResourceDefinition;
   /** The spec schema: validates every object read and generates the CRD schema. */
-  spec: z.ZodType<Spec>;
+  spec: z.ZodType<Spec, SpecInput>;
   owns?: OwnedKind[];
   /** The objects `shared` may name (their kinds must also be owned). */
   shares?: SharedObject[];
@@ -172,7 +173,7 @@ export interface OperatorDefinition<Spec> {
 }
 
 /** A definition with its defaults filled in. */
-export interface Operator<Spec = unknown> extends OperatorDefinition<Spec> {
+export interface Operator<Spec = unknown, SpecInput = unknown> extends OperatorDefinition<Spec, SpecInput> {
   resource: ResourceDefinition & { scope: Scope; singular: string };
   owns: Array<OwnedKind & { plural: string; namespaced: boolean }>;
   shares: Array<SharedObject & { plural: string }>;
@@ -212,7 +213,7 @@ function checkVersions(resource: ResourceDefinition): void {
   if (storage.length > 1) throw new Error(`${where}: only one version may be the storage version (${storage.map((v) => v.name).join(", ")})`);
 }
 
-export function defineOperator<Spec>(definition: OperatorDefinition<Spec>): Operator<Spec> {
+export function defineOperator<Spec, SpecInput = unknown>(definition: OperatorDefinition<Spec, SpecInput>): Operator<Spec, SpecInput> {
   const { resource } = definition;
   checkVersions(resource);
   if (definition.finalizer !== undefined && !/^[a-z0-9.-]+\/[A-Za-z0-9._-]+$/.test(definition.finalizer)) {

@@ -1,6 +1,6 @@
-// A user's own operator, written by following only the README: the code blocks of its
-// "Writing your own operator" section are written into a new folder exactly as printed, and
-// the operator must then work in the emulator like the shipped examples.
+// A user's own project, as the README shows it: the files its "Your own project" section prints
+// are the ones `crdfn init motd` writes (one truth: cli/init-templates.ts), and the operator
+// must work in the emulator like the shipped examples, its unit test type-checking strictly.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -8,6 +8,7 @@ import { dirname, join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { KubernetesObjectApi, PatchStrategy, loadYaml, type KubernetesObject } from "@kubernetes/client-node";
 import { pino } from "pino";
+import { projectFiles, projectNames } from "../cli/init-templates.ts";
 import { loadOperator } from "../cli/operators.ts";
 import { startPipeline, type Pipeline, type ReconcileRecord } from "../cli/pipeline.ts";
 import { startCluster, type LocalCluster } from "../emulator/cluster.ts";
@@ -35,10 +36,11 @@ describe("an operator written from the README", { timeout: 180_000 }, () => {
   let pipeline: Pipeline;
   let folder: string;
   const records: ReconcileRecord[] = [];
-  const files = readmeFiles("Writing your own operator");
+  const files = readmeFiles("Your own project");
 
   before(async () => {
-    // Inside the repository, as the README says, so `import … from "crdfn"` resolves.
+    // Inside the repository without a package.json of its own, so `import … from "crdfn"`
+    // resolves to this checkout (test/package-install.test.ts covers an installed crdfn).
     mkdirSync(join(packageRoot, ".crdfn"), { recursive: true });
     folder = mkdtempSync(join(packageRoot, ".crdfn", "readme-operator-"));
     for (const [path, content] of files) {
@@ -46,7 +48,7 @@ describe("an operator written from the README", { timeout: 180_000 }, () => {
       writeFileSync(join(folder, path), content);
     }
     cluster = await startCluster({ log: () => {} });
-    const operator = await loadOperator(join(folder, "operators/motd/operator.ts"));
+    const operator = await loadOperator(join(folder, "operator.ts"));
     pipeline = await startPipeline({ cluster, queue: cluster.sqs, operators: [operator], logger: pino({ level: "warn" }), onReconcile: (r) => records.push(r) });
   });
   after(async () => {
@@ -55,23 +57,32 @@ describe("an operator written from the README", { timeout: 180_000 }, () => {
     rmSync(folder, { recursive: true, force: true });
   });
 
-  it("has an operator module and a sample object", () => {
-    assert.deepEqual([...files.keys()].sort(), ["operators/motd/operator.ts", "operators/motd/sample.yaml"]);
+  it("prints the operator, its sample and its unit test exactly as `crdfn init motd` writes them", () => {
+    assert.deepEqual([...files.keys()].sort(), ["operator.test.ts", "operator.ts", "sample.yaml"]);
+    const made = projectFiles(projectNames("motd"), { crdfn: "^0.0.0", zod: "^4.0.0", typescript: "^6.0.0", typesNode: "^22.18.0" });
+    for (const [path, text] of files) assert.equal(text, made.get(path), `README's ${path} differs from crdfn init's`);
   });
 
   it("type-checks under the project's strict settings", () => {
-    writeFileSync(join(folder, "tsconfig.json"), JSON.stringify({ extends: "../../tsconfig.json", include: ["operators"] }));
+    writeFileSync(join(folder, "tsconfig.json"), JSON.stringify({ extends: "../../tsconfig.json", include: ["*.ts"] }));
     execFileSync(join(packageRoot, "node_modules", ".bin", "tsc"), ["--noEmit", "-p", folder], { encoding: "utf8" });
+  });
+
+  it("passes its own unit test", () => {
+    // Without NODE_TEST_CONTEXT, which would make that run report to this test runner instead.
+    const { NODE_TEST_CONTEXT: _, ...env } = process.env;
+    const out = execFileSync(process.execPath, ["--conditions=crdfn-source", "--test", "operator.test.ts"], { cwd: folder, env, encoding: "utf8" });
+    assert.match(out, /[#ℹ] pass 2\n[#ℹ] fail 0\n/);
   });
 
   it("reconciles the sample into its ConfigMap and a Ready status", async () => {
     const api = KubernetesObjectApi.makeApiClient(cluster.kubeConfig);
-    const sample = loadYaml<KubernetesObject>(files.get("operators/motd/sample.yaml")!);
+    const sample = loadYaml<KubernetesObject>(files.get("sample.yaml")!);
     await api.patch(sample, undefined, undefined, "readme-test", true, PatchStrategy.ServerSideApply);
     const cm = await eventually(() =>
       api.read({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "welcome-motd", namespace: "default" } }),
     );
-    assert.equal((cm as { data?: Record<string, string> }).data?.motd, "Welcome to the cluster.\nBackups run at 02:00 UTC.");
+    assert.equal((cm as { data?: Record<string, string> }).data?.text, "Welcome to the cluster.\nBackups run at 02:00 UTC.");
     assert.equal(cm.metadata?.labels?.audience, "everyone", "the zod default reached reconcile");
     assert.equal(cm.metadata?.ownerReferences?.[0]?.kind, "Motd");
     await eventually(async () => {

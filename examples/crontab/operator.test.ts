@@ -1,13 +1,10 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
+import { testObject } from "crdfn/testing";
 import cronTab, { cronTabSpec, REGISTRY } from "./operator.ts";
 
-const object = (spec: { cronSpec: string; image: string; replicas: number }) => ({
-  apiVersion: "stable.example.com/v1",
-  kind: "CronTab",
-  metadata: { name: "nightly", namespace: "default", uid: "u1", resourceVersion: "1", generation: 1 },
-  spec,
-});
+// The spec as a manifest writes it (replicas may be left to its default).
+const object = (spec: { cronSpec: string; image: string; replicas?: number }) => testObject(cronTab, { name: "nightly", spec });
 
 describe("CronTab", () => {
   it("validates cronSpec with the documentation's pattern and replicas within 1–10", () => {
@@ -28,7 +25,7 @@ describe("CronTab", () => {
 
   it("finalizes by withdrawing its registry entry", async () => {
     const released: unknown[] = [];
-    const done = await cronTab.finalize?.(object({ cronSpec: "0 3 * * *", image: "x", replicas: 1 }), { now: new Date(0), release: (o) => Promise.resolve(void released.push(o)) });
+    const done = await cronTab.finalize?.(object({ cronSpec: "0 3 * * *", image: "x" }), { now: new Date(0), release: (o) => Promise.resolve(void released.push(o)) });
     assert.deepEqual(done, { done: true });
     assert.deepEqual(released, [{ apiVersion: "v1", kind: "ConfigMap", name: REGISTRY, namespace: "default" }]);
   });

@@ -1,13 +1,9 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
+import { testObject } from "crdfn/testing";
 import greeting, { greetingSpec } from "./operator.ts";
 
-const object = (message: string) => ({
-  apiVersion: "example.com/v1",
-  kind: "Greeting",
-  metadata: { name: "hi", namespace: "default", uid: "u1", resourceVersion: "1", generation: 1 },
-  spec: { message },
-});
+const object = (message: string) => testObject(greeting, { name: "hi", spec: { message } });
 
 describe("Greeting reconcile", () => {
   it("wants a ConfigMap holding the message and phase Ready", () => {
