@@ -22,7 +22,7 @@ module.exports = {
       comment: "core/ holds the contracts both sides share: of packages only zod and yaml, and no I/O.",
       severity: "error",
       from: { path: "^core/", pathNot: notTest },
-      to: { dependencyTypes: npm, pathNot: "^node_modules/(zod|yaml)/", dependencyTypesNot: ["type-only"] },
+      to: { dependencyTypes: npm, pathNot: "(^|/)node_modules/(zod|yaml)/", dependencyTypesNot: ["type-only"] },
     },
     {
       name: "core-does-no-io",

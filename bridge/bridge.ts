@@ -5,13 +5,13 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type { SQSClient } from "@aws-sdk/client-sqs";
-import { CoordinationV1Api, type KubeConfig } from "@kubernetes/client-node";
+import type { KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { Registry } from "prom-client";
 import type { KeyEvent } from "../core/event.ts";
 import type { BridgeConfig } from "./config.ts";
 import { resolveResource } from "./discovery.ts";
-import { KubeHttp } from "./kube-http.ts";
+import { KubeHttp } from "../clients/kube-http.ts";
 import { LeaderElector } from "./lease.ts";
 import { createBridgeMetrics, type BridgeMetrics } from "./metrics.ts";
 import { Publisher } from "./publisher.ts";
@@ -55,7 +55,7 @@ function startEngine(config: BridgeConfig, deps: Required<BridgeDeps>, metrics: 
   const { logger } = deps;
   const controller = new AbortController();
   const signal = controller.signal;
-  const http = new KubeHttp(deps.kubeConfig);
+  const http = new KubeHttp({ kubeConfig: deps.kubeConfig, timeoutMs: 30_000 });
   const publisher = new Publisher({
     sqs: deps.sqs,
     queueUrlOf: queueRouter(config),
@@ -197,7 +197,7 @@ export function startBridge(config: BridgeConfig, deps: BridgeDeps): RunningBrid
     begin();
   } else {
     elector = new LeaderElector({
-      coordination: full.kubeConfig.makeApiClient(CoordinationV1Api),
+      http: new KubeHttp({ kubeConfig: full.kubeConfig }),
       namespace: lease.namespace,
       name: lease.name,
       identity: lease.identity ?? `${hostname()}-${randomUUID().slice(0, 8)}`,

@@ -3,7 +3,8 @@
 // still being created) is waited for rather than treated as fatal.
 import type { Logger } from "pino";
 import type { ResourceRef } from "./config.ts";
-import { KubeHttpError, type KubeHttp } from "./kube-http.ts";
+import { ApiError, type KubeHttp } from "../clients/kube-http.ts";
+import { groupVersionPath } from "../core/resource-path.ts";
 import type { ResolvedResource } from "./tracker.ts";
 
 interface ApiResourceList {
@@ -11,7 +12,7 @@ interface ApiResourceList {
 }
 
 export async function resolveResource(http: KubeHttp, ref: ResourceRef, signal: AbortSignal, logger: Logger): Promise<ResolvedResource> {
-  const path = ref.group === "" ? `/api/${ref.version}` : `/apis/${ref.group}/${ref.version}`;
+  const path = groupVersionPath(ref);
   for (let attempt = 1; ; attempt++) {
     try {
       const list = (await http.getJson(path, {}, signal)) as ApiResourceList;
@@ -20,7 +21,7 @@ export async function resolveResource(http: KubeHttp, ref: ResourceRef, signal: 
       if (attempt === 1) logger.warn({ path, plural: ref.plural }, "resource not served (yet); waiting for it");
     } catch (e) {
       signal.throwIfAborted();
-      if (attempt === 1 || !(e instanceof KubeHttpError && e.status === 404)) logger.warn({ path, err: (e as Error).message }, "API discovery failed; retrying");
+      if (attempt === 1 || !(e instanceof ApiError && e.code === 404)) logger.warn({ path, err: (e as Error).message }, "API discovery failed; retrying");
     }
     await new Promise((resolve) => setTimeout(resolve, Math.min(5000, 250 * attempt)));
     signal.throwIfAborted();

@@ -4,7 +4,7 @@ import { readFile } from "node:fs/promises";
 import { KubeConfig } from "@kubernetes/client-node";
 import type { AwsCredentialIdentityProvider } from "@smithy/types";
 import type { FunctionConfig } from "../runtime/config.ts";
-import type { ApiAccess } from "../runtime/kube-http.ts";
+import type { KubeAccess } from "../../clients/kube-http.ts";
 import { eksTokenProvider } from "./eks-token.ts";
 
 /** Re-read a token file this often: projected ServiceAccount tokens rotate underneath us. */
@@ -18,7 +18,7 @@ export interface AccessDeps {
   serviceAccountRoot?: string;
 }
 
-export function apiAccess(config: FunctionConfig, deps: AccessDeps): ApiAccess {
+export function apiAccess(config: FunctionConfig, deps: AccessDeps): KubeAccess {
   switch (config.CRDFN_KUBE_AUTH) {
     case "kubeconfig": {
       const kubeConfig = new KubeConfig();
