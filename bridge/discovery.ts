@@ -4,6 +4,7 @@
 import type { Logger } from "pino";
 import type { ResourceRef } from "./config.ts";
 import { ApiError, type KubeHttp } from "../clients/kube-http.ts";
+import { backoffMs } from "../core/backoff.ts";
 import { groupVersionPath } from "../core/resource-path.ts";
 import type { ResolvedResource } from "./tracker.ts";
 
@@ -23,7 +24,7 @@ export async function resolveResource(http: KubeHttp, ref: ResourceRef, signal: 
       signal.throwIfAborted();
       if (attempt === 1 || !(e instanceof ApiError && e.code === 404)) logger.warn({ path, err: (e as Error).message }, "API discovery failed; retrying");
     }
-    await new Promise((resolve) => setTimeout(resolve, Math.min(5000, 250 * attempt)));
+    await new Promise((resolve) => setTimeout(resolve, backoffMs(attempt, { initialMs: 250, maxMs: 5000 })));
     signal.throwIfAborted();
   }
 }

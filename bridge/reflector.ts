@@ -4,6 +4,7 @@
 // it knew. Errors and silence reconnect with jittered exponential backoff.
 import type { Logger } from "pino";
 import { ApiError, type KubeHttp } from "../clients/kube-http.ts";
+import { backoffMs, type BackoffPolicy } from "../core/backoff.ts";
 import { resourcePath } from "../core/resource-path.ts";
 import { kubeObjectSchema, type KubeObject } from "./kube-object.ts";
 import type { BridgeMetrics } from "./metrics.ts";
@@ -24,7 +25,7 @@ export interface ReflectorOptions {
   onSynced: () => void;
 }
 
-const MAX_BACKOFF_MS = 30_000;
+const BACKOFF: BackoffPolicy = { initialMs: 500, maxMs: 30_000, jitter: 0.5 };
 
 /** An object the API server sent that is not a Kubernetes object is a bug worth a loud log, not a crash. */
 function parseObject(raw: unknown, logger: Logger): KubeObject | undefined {
@@ -134,7 +135,7 @@ export async function runReflector(o: ReflectorOptions): Promise<void> {
       }
       failures++;
       o.metrics.watchRestarts.inc({ resource: label, reason: "error" });
-      const backoff = Math.min(MAX_BACKOFF_MS, 250 * 2 ** failures) * (0.5 + Math.random() / 2);
+      const backoff = backoffMs(failures, BACKOFF);
       log.warn({ err: (e as Error).message, retryInMs: Math.round(backoff) }, "list/watch failed; retrying");
       await sleep(backoff, o.signal);
     }

@@ -9,6 +9,7 @@ import {
   type SQSClient,
 } from "@aws-sdk/client-sqs";
 import type { Logger } from "pino";
+import { backoffMs } from "../../core/backoff.ts";
 import type { QueueMessage } from "../runtime/message.ts";
 import { messageHandled, type Outcome } from "../runtime/outcome.ts";
 
@@ -49,7 +50,7 @@ export function startPoller(opts: PollerOptions): Poller {
 async function pollLoop(queueUrl: string, opts: PollerOptions, signal: AbortSignal): Promise<void> {
   const log = opts.logger.child({ queue: queueUrl.split("/").pop() });
   const fifo = queueUrl.endsWith(".fifo");
-  let backoffMs = 250;
+  let failures = 0;
   while (!signal.aborted) {
     let messages: Message[];
     try {
@@ -65,13 +66,13 @@ async function pollLoop(queueUrl: string, opts: PollerOptions, signal: AbortSign
         { abortSignal: signal },
       );
       messages = out.Messages ?? [];
-      backoffMs = 250;
+      failures = 0;
     } catch (error) {
       if (signal.aborted) return;
       // Queue outage: keep trying, with a capped backoff, so nothing is lost when it returns.
-      log.warn({ error: (error as Error).message, retryInMs: backoffMs }, "receive failed");
-      await sleep(backoffMs);
-      backoffMs = Math.min(backoffMs * 2, 5000);
+      const retryInMs = backoffMs(++failures, { initialMs: 250, maxMs: 5000 });
+      log.warn({ error: (error as Error).message, retryInMs }, "receive failed");
+      await sleep(retryInMs);
       continue;
     }
     if (messages.length === 0) continue;
