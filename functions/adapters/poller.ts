@@ -10,7 +10,7 @@ import {
 } from "@aws-sdk/client-sqs";
 import type { Logger } from "pino";
 import { backoffMs } from "../../core/backoff.ts";
-import type { QueueMessage } from "../runtime/message.ts";
+import { fromSqsMessage, type QueueMessage } from "../../clients/queue-message.ts";
 import { messageHandled, type Outcome } from "../runtime/outcome.ts";
 
 export interface MessageHandler {
@@ -101,7 +101,7 @@ export async function processBatch(messages: Message[], fifo: boolean, runtime: 
           outcomes.set(id, { result: "retry", detail: "an earlier message of its group failed" });
           continue;
         }
-        const outcome = await handleSafely(runtime, toQueueMessage(m), log);
+        const outcome = await handleSafely(runtime, fromSqsMessage(m), log);
         outcomes.set(id, outcome);
         failed = !messageHandled(outcome);
       }
@@ -117,13 +117,6 @@ async function handleSafely(runtime: MessageHandler, m: QueueMessage, log: Logge
     log.error({ messageId: m.id, error: (error as Error).message }, "handler threw");
     return { result: "retry", detail: (error as Error).message };
   }
-}
-
-export function toQueueMessage(m: Message): QueueMessage {
-  const attributes: Record<string, string> = {};
-  for (const [k, v] of Object.entries(m.MessageAttributes ?? {})) if (v.StringValue !== undefined) attributes[k] = v.StringValue;
-  const receiveCount = Number(m.Attributes?.ApproximateReceiveCount ?? "1");
-  return { id: m.MessageId ?? "", body: m.Body ?? "", attributes, receiveCount };
 }
 
 async function settle(queueUrl: string, messages: Message[], outcomes: Map<string, Outcome>, sqs: SQSClient, log: Logger): Promise<void> {
