@@ -66,11 +66,16 @@ export class KubeHttp {
     return this.#server.protocol === "http:";
   }
 
+  /** The status and body of the answer, whatever the status. */
+  async request(method: string, path: string, o: RequestOptions = {}): Promise<{ status: number; text: string }> {
+    const { res } = await this.#open(method, path, o);
+    return { status: res.statusCode ?? 0, text: await readText(res) };
+  }
+
   /** The parsed JSON body of a 2xx answer; any other status throws ApiError. */
   async json(method: string, path: string, o: RequestOptions = {}): Promise<unknown> {
-    const { res } = await this.#open(method, path, o);
-    const text = await readText(res);
-    if (!isOk(res)) throw apiError(method, path, res.statusCode ?? 0, text);
+    const { status, text } = await this.request(method, path, o);
+    if (!isOk(status)) throw apiError(method, path, status, text);
     return JSON.parse(text);
   }
 
@@ -86,7 +91,7 @@ export class KubeHttp {
   async *watch(path: string, query: Query, signal: AbortSignal, silenceMs: number): AsyncGenerator<WatchEvent> {
     const { req, res } = await this.#open("GET", path, { query: { ...query, watch: "true" }, signal });
     try {
-      if (!isOk(res)) throw apiError("GET", path, res.statusCode ?? 0, await readText(res));
+      if (!isOk(res.statusCode ?? 0)) throw apiError("GET", path, res.statusCode ?? 0, await readText(res));
       req.setTimeout(0); // from here on, silence decides
       res.setEncoding("utf8"); // decodes characters split across chunks correctly
       const chunks = res[Symbol.asyncIterator]() as AsyncIterator<string>;
@@ -143,7 +148,7 @@ export class KubeHttp {
   }
 }
 
-const isOk = (res: http.IncomingMessage): boolean => (res.statusCode ?? 0) >= 200 && (res.statusCode ?? 0) < 300;
+const isOk = (status: number): boolean => status >= 200 && status < 300;
 
 async function readText(res: http.IncomingMessage): Promise<string> {
   const chunks: Buffer[] = [];

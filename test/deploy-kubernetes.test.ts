@@ -18,7 +18,7 @@ import { startCluster, type LocalCluster } from "../emulator/cluster.ts";
 import { lambdaHandler } from "../functions/adapters/lambda.ts";
 import cronTabOperator, { REGISTRY, cronJobName } from "../examples/crontab/operator.ts";
 import greetingOperator, { configMapName } from "../examples/greeting/operator.ts";
-import { keyEventOf, type Cr, ready } from "./functions-support.ts";
+import { keyEventOf, type Cr, ready } from "./support/functions-environment.ts";
 
 const execFileAsync = promisify(execFile);
 const root = join(import.meta.dirname, "..");
