@@ -2,17 +2,16 @@
 // which every authenticated identity may read. A resource that is not served yet (its CRD is
 // still being created) is waited for rather than treated as fatal.
 import type { Logger } from "pino";
-import type { ResourceRef } from "./config.ts";
 import { ApiError, type KubeHttp } from "../clients/kube-http.ts";
 import { backoffMs } from "../core/backoff.ts";
-import { groupVersionPath } from "../core/resource-path.ts";
+import { groupVersionPath, type GroupVersionResource } from "../core/resource-path.ts";
 import type { ResolvedResource } from "./tracker.ts";
 
 interface ApiResourceList {
   resources?: Array<{ name: string; kind: string; namespaced: boolean }>;
 }
 
-export async function resolveResource(http: KubeHttp, ref: ResourceRef, signal: AbortSignal, logger: Logger): Promise<ResolvedResource> {
+export async function resolveResource(http: KubeHttp, ref: GroupVersionResource, signal: AbortSignal, logger: Logger): Promise<ResolvedResource> {
   const path = groupVersionPath(ref);
   for (let attempt = 1; ; attempt++) {
     try {

@@ -1,17 +1,22 @@
 // Where a resource lives in the Kubernetes REST API. Every segment is URL-encoded: names come
 // from objects and configuration, never from a trusted list.
 
-/** A REST location: the collection when `name` is absent, every namespace when `namespace` is. */
-export interface ResourceRef {
+/** A kind of resource, as the REST API names it. */
+export interface GroupVersionResource {
+  /** "" for the core group. */
   group: string;
   version: string;
   plural: string;
+}
+
+/** A REST location: the collection when `name` is absent, every namespace when `namespace` is. */
+export interface ResourceRef extends GroupVersionResource {
   namespace?: string;
   name?: string;
 }
 
 /** The discovery document of a group/version: "/api/v1" for the core group, else "/apis/<group>/<version>". */
-export function groupVersionPath(ref: { group: string; version: string }): string {
+export function groupVersionPath(ref: Pick<GroupVersionResource, "group" | "version">): string {
   const version = encodeURIComponent(ref.version);
   return ref.group === "" ? `/api/${version}` : `/apis/${encodeURIComponent(ref.group)}/${version}`;
 }
