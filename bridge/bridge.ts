@@ -4,6 +4,7 @@
 // published yet is published now (FIFO deduplication drops what it had).
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
@@ -123,10 +124,7 @@ function startEngine(config: BridgeConfig, deps: Required<BridgeDeps>, metrics: 
     if (config.resyncSeconds === 0) return;
     while (!signal.aborted) {
       const delay = config.resyncSeconds * 1000 * (0.9 + Math.random() * 0.2);
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, delay);
-        signal.addEventListener("abort", () => (clearTimeout(t), resolve()), { once: true });
-      });
+      await sleep(delay, undefined, { signal }).catch(() => undefined); // an abort ends the wait
       const cause = `resync:${deps.clock().getTime()}`;
       for (const parent of parents) {
         for (const [namespace, name] of parent.keys()) {

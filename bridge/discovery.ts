@@ -1,6 +1,7 @@
 // Resolves a configured group/version/plural to its kind and scope through API discovery,
 // which every authenticated identity may read. A resource that is not served yet (its CRD is
 // still being created) is waited for rather than treated as fatal.
+import { setTimeout as delay } from "node:timers/promises";
 import type { Logger } from "pino";
 import { ApiError, type KubeHttp } from "../clients/kube-http.ts";
 import { backoffMs } from "../core/backoff.ts";
@@ -23,7 +24,7 @@ export async function resolveResource(http: KubeHttp, ref: GroupVersionResource,
       signal.throwIfAborted();
       if (attempt === 1 || !(e instanceof ApiError && e.code === 404)) logger.warn({ path, err: (e as Error).message }, "API discovery failed; retrying");
     }
-    await new Promise((resolve) => setTimeout(resolve, backoffMs(attempt, { initialMs: 250, maxMs: 5000 })));
+    await delay(backoffMs(attempt, { initialMs: 250, maxMs: 5000 }), undefined, { signal }).catch(() => undefined);
     signal.throwIfAborted();
   }
 }

@@ -2,6 +2,7 @@
 // none). Expiry is judged by when *this* replica last saw the Lease change, never by comparing
 // the holder's renewTime with our clock, so clock skew between nodes cannot cause two leaders.
 // Writes carry the Lease's resourceVersion: of two candidates, only one replace succeeds.
+import { setTimeout as delay } from "node:timers/promises";
 import type { Logger } from "pino";
 import { ApiError, type KubeHttp } from "../clients/kube-http.ts";
 import { resourcePath } from "../core/resource-path.ts";
@@ -80,10 +81,7 @@ export class LeaderElector {
         this.#stepDown("could not renew the lease in time; standing by");
       }
       // Leaders renew a little faster than standbys retry, so a healthy leader is never raced.
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, this.#leader ? retryMs : retryMs * (1 + Math.random() * 0.2));
-        signal.addEventListener("abort", () => (clearTimeout(t), resolve()), { once: true });
-      });
+      await delay(this.#leader ? retryMs : retryMs * (1 + Math.random() * 0.2), undefined, { signal }).catch(() => undefined); // an abort ends the wait
     }
   }
 

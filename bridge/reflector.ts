@@ -2,6 +2,7 @@
 // Paginated LIST; WATCH with bookmarks from the last resourceVersion seen; 410 Gone (on the
 // watch or an expired continue token) → relist, and the sink diffs the new list against what
 // it knew. Errors and silence reconnect with jittered exponential backoff.
+import { setTimeout as delay } from "node:timers/promises";
 import type { Logger } from "pino";
 import { ApiError, type KubeHttp } from "../clients/kube-http.ts";
 import { backoffMs, type BackoffPolicy } from "../core/backoff.ts";
@@ -34,17 +35,6 @@ function parseObject(raw: unknown, logger: Logger): KubeObject | undefined {
   logger.error({ issues: parsed.error.issues.length }, "skipping an object without name, uid or resourceVersion");
   return undefined;
 }
-
-const sleep = (ms: number, signal: AbortSignal): Promise<void> =>
-  new Promise((resolve) => {
-    const t = setTimeout(done, ms);
-    function done(): void {
-      clearTimeout(t);
-      signal.removeEventListener("abort", done);
-      resolve();
-    }
-    signal.addEventListener("abort", done, { once: true });
-  });
 
 export async function runReflector(o: ReflectorOptions): Promise<void> {
   const r = o.sink.resource;
@@ -137,7 +127,7 @@ export async function runReflector(o: ReflectorOptions): Promise<void> {
       o.metrics.watchRestarts.inc({ resource: label, reason: "error" });
       const backoff = backoffMs(failures, BACKOFF);
       log.warn({ err: (e as Error).message, retryInMs: Math.round(backoff) }, "list/watch failed; retrying");
-      await sleep(backoff, o.signal);
+      await delay(backoff, undefined, { signal: o.signal }).catch(() => undefined); // an abort ends the wait
     }
   }
 }

@@ -8,6 +8,7 @@ import {
   type Message,
   type SQSClient,
 } from "@aws-sdk/client-sqs";
+import { setTimeout as delay } from "node:timers/promises";
 import type { Logger } from "pino";
 import { backoffMs } from "../../core/backoff.ts";
 import { fromSqsMessage, type QueueMessage } from "../../clients/queue-message.ts";
@@ -72,7 +73,7 @@ async function pollLoop(queueUrl: string, opts: PollerOptions, signal: AbortSign
       // Queue outage: keep trying, with a capped backoff, so nothing is lost when it returns.
       const retryInMs = backoffMs(++failures, { initialMs: 250, maxMs: 5000 });
       log.warn({ error: (error as Error).message, retryInMs }, "receive failed");
-      await sleep(retryInMs);
+      await delay(retryInMs, undefined, { signal }).catch(() => undefined); // an abort ends the wait
       continue;
     }
     if (messages.length === 0) continue;
@@ -142,5 +143,3 @@ async function settle(queueUrl: string, messages: Message[], outcomes: Map<strin
     log.warn({ error: (error as Error).message }, "settling the batch failed; messages will be redelivered");
   }
 }
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
