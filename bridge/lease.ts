@@ -34,10 +34,11 @@ const microTime = (d: Date): string => d.toISOString().replace(/Z$/, "000Z");
 
 /** The Lease API, as the few calls an election makes. */
 function leases(http: KubeHttp, namespace: string, name: string) {
-  const path = resourcePath({ group: "coordination.k8s.io", version: "v1", plural: "leases", namespace, name });
+  const collection = { group: "coordination.k8s.io", version: "v1", plural: "leases", namespace };
+  const path = resourcePath({ ...collection, name });
   return {
     read: async () => (await http.json("GET", path)) as Lease,
-    create: async (lease: Lease) => (await http.json("POST", resourcePath({ group: "coordination.k8s.io", version: "v1", plural: "leases", namespace }), { body: lease })) as Lease,
+    create: async (lease: Lease) => (await http.json("POST", resourcePath(collection), { body: lease })) as Lease,
     replace: async (lease: Lease) => (await http.json("PUT", path, { body: lease })) as Lease,
   };
 }
