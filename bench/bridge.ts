@@ -13,7 +13,11 @@ import { bundleBridge } from "../cli/bundle.ts";
 import { shippedBridgeNodeOptions } from "../cli/pipeline.ts";
 import { startCluster } from "../emulator/cluster.ts";
 import type { LocalCluster } from "../emulator/types.ts";
-import { bridgeConfig, bridgeEnv, createNamespace, kube, metricValue, ok, parallel, scrapeMetrics, spawnBridge, sqsClientFor } from "../test/bridge-helpers.ts";
+import { bridgeConfig, bridgeEnv, spawnBridge, sqsClientFor } from "../test/support/bridge-environment.ts";
+import { createNamespace } from "../test/support/crontabs.ts";
+import { kube, ok } from "../test/support/kube-requests.ts";
+import { metricValue, scrapeMetrics } from "../test/support/metrics.ts";
+import { parallel } from "../test/support/promises.ts";
 
 const NS = "bench";
 const GROUP = "bench.crdfn.dev";

@@ -12,7 +12,6 @@ import greeting from "../examples/greeting/operator.ts";
 import { createKubeApi } from "../functions/runtime/kube-http.ts";
 import { atRate, forEachBounded, inFlight } from "./drive.ts";
 import { Greetings, objectName } from "./greetings.ts";
-import { keepAliveKubeConfig } from "./keep-alive.ts";
 import { clusterPids } from "./proc.ts";
 import { untilQueuesEmpty } from "./queue-depth.ts";
 import { ResourceSampler, type BridgeMemory, type PhaseCpu } from "./resources.ts";
@@ -126,7 +125,7 @@ export async function runPipelineBench(o: BenchOptions): Promise<BenchResult> {
     const sqs = sqsClient(cluster.sqs);
     cleanup.unshift(() => sqs.destroy());
     const quiet = () => untilQueuesEmpty(sqs, [queues.fifo, queues.standard], QUIET_TIMEOUT_MS);
-    const greetings = new Greetings(createKubeApi({ kubeConfig: keepAliveKubeConfig(cluster.kubeconfigPath) }), NAMESPACE);
+    const greetings = new Greetings(createKubeApi({ kubeConfig: cluster.kubeConfig }), NAMESPACE);
     await greetings.createNamespace();
     const watch = new StatusWatch(cluster.kubeConfig, NAMESPACE, now);
     await watch.start();

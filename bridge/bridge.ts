@@ -4,14 +4,15 @@
 // published yet is published now (FIFO deduplication drops what it had).
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { SQSClient } from "@aws-sdk/client-sqs";
-import { CoordinationV1Api, type KubeConfig } from "@kubernetes/client-node";
+import type { KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { Registry } from "prom-client";
 import type { KeyEvent } from "../core/event.ts";
 import type { BridgeConfig } from "./config.ts";
 import { resolveResource } from "./discovery.ts";
-import { KubeHttp } from "./kube-http.ts";
+import { KubeHttp } from "../clients/kube-http.ts";
 import { LeaderElector } from "./lease.ts";
 import { createBridgeMetrics, type BridgeMetrics } from "./metrics.ts";
 import { Publisher } from "./publisher.ts";
@@ -55,7 +56,7 @@ function startEngine(config: BridgeConfig, deps: Required<BridgeDeps>, metrics: 
   const { logger } = deps;
   const controller = new AbortController();
   const signal = controller.signal;
-  const http = new KubeHttp(deps.kubeConfig);
+  const http = new KubeHttp({ kubeConfig: deps.kubeConfig, timeoutMs: 30_000 });
   const publisher = new Publisher({
     sqs: deps.sqs,
     queueUrlOf: queueRouter(config),
@@ -123,10 +124,7 @@ function startEngine(config: BridgeConfig, deps: Required<BridgeDeps>, metrics: 
     if (config.resyncSeconds === 0) return;
     while (!signal.aborted) {
       const delay = config.resyncSeconds * 1000 * (0.9 + Math.random() * 0.2);
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, delay);
-        signal.addEventListener("abort", () => (clearTimeout(t), resolve()), { once: true });
-      });
+      await sleep(delay, undefined, { signal }).catch(() => undefined); // an abort ends the wait
       const cause = `resync:${deps.clock().getTime()}`;
       for (const parent of parents) {
         for (const [namespace, name] of parent.keys()) {
@@ -197,7 +195,7 @@ export function startBridge(config: BridgeConfig, deps: BridgeDeps): RunningBrid
     begin();
   } else {
     elector = new LeaderElector({
-      coordination: full.kubeConfig.makeApiClient(CoordinationV1Api),
+      http: new KubeHttp({ kubeConfig: full.kubeConfig }),
       namespace: lease.namespace,
       name: lease.name,
       identity: lease.identity ?? `${hostname()}-${randomUUID().slice(0, 8)}`,

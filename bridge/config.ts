@@ -14,15 +14,10 @@
 //              owns: [{ group: batch, version: v1, plural: cronjobs }] }
 import { z } from "zod";
 import { ConfigError } from "../core/config-error.ts";
+import type { GroupVersionResource } from "../core/resource-path.ts";
 
-export interface ResourceRef {
-  /** "" for the core group. */
-  group: string;
-  version: string;
-  plural: string;
-}
-export interface WatchedResource extends ResourceRef {
-  owns: ResourceRef[];
+export interface WatchedResource extends GroupVersionResource {
+  owns: GroupVersionResource[];
   queueUrl?: string;
 }
 

@@ -1,17 +1,19 @@
 // Resolves a configured group/version/plural to its kind and scope through API discovery,
 // which every authenticated identity may read. A resource that is not served yet (its CRD is
 // still being created) is waited for rather than treated as fatal.
+import { setTimeout as delay } from "node:timers/promises";
 import type { Logger } from "pino";
-import type { ResourceRef } from "./config.ts";
-import { KubeHttpError, type KubeHttp } from "./kube-http.ts";
+import { ApiError, type KubeHttp } from "../clients/kube-http.ts";
+import { backoffMs } from "../core/backoff.ts";
+import { groupVersionPath, type GroupVersionResource } from "../core/resource-path.ts";
 import type { ResolvedResource } from "./tracker.ts";
 
 interface ApiResourceList {
   resources?: Array<{ name: string; kind: string; namespaced: boolean }>;
 }
 
-export async function resolveResource(http: KubeHttp, ref: ResourceRef, signal: AbortSignal, logger: Logger): Promise<ResolvedResource> {
-  const path = ref.group === "" ? `/api/${ref.version}` : `/apis/${ref.group}/${ref.version}`;
+export async function resolveResource(http: KubeHttp, ref: GroupVersionResource, signal: AbortSignal, logger: Logger): Promise<ResolvedResource> {
+  const path = groupVersionPath(ref);
   for (let attempt = 1; ; attempt++) {
     try {
       const list = (await http.getJson(path, {}, signal)) as ApiResourceList;
@@ -20,9 +22,9 @@ export async function resolveResource(http: KubeHttp, ref: ResourceRef, signal: 
       if (attempt === 1) logger.warn({ path, plural: ref.plural }, "resource not served (yet); waiting for it");
     } catch (e) {
       signal.throwIfAborted();
-      if (attempt === 1 || !(e instanceof KubeHttpError && e.status === 404)) logger.warn({ path, err: (e as Error).message }, "API discovery failed; retrying");
+      if (attempt === 1 || !(e instanceof ApiError && e.code === 404)) logger.warn({ path, err: (e as Error).message }, "API discovery failed; retrying");
     }
-    await new Promise((resolve) => setTimeout(resolve, Math.min(5000, 250 * attempt)));
+    await delay(backoffMs(attempt, { initialMs: 250, maxMs: 5000 }), undefined, { signal }).catch(() => undefined);
     signal.throwIfAborted();
   }
 }

@@ -2,6 +2,7 @@
 // rest that decides whether a change is worth announcing. The bridge never keeps a body.
 import { createHash } from "node:crypto";
 import { z } from "zod";
+import { canonicalJson } from "../core/canonical-json.ts";
 
 const ownerReferenceSchema = z.looseObject({
   apiVersion: z.string(),
@@ -24,17 +25,6 @@ export const kubeObjectSchema = z.looseObject({
 export type KubeObject = z.infer<typeof kubeObjectSchema>;
 export type OwnerReference = z.infer<typeof ownerReferenceSchema>;
 
-/** JSON with object keys sorted, so the same content always hashes the same. */
-function canonical(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
-  if (value !== null && typeof value === "object") {
-    const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined);
-    entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(",")}}`;
-  }
-  return JSON.stringify(value);
-}
-
 /**
  * A 96-bit digest of what a reconcile can depend on: labels, annotations, finalizers,
  * deletionTimestamp, ownerReferences and every top-level field but metadata and (unless
@@ -54,7 +44,7 @@ export function fingerprint(obj: KubeObject, includeStatus: boolean): string {
     deletionTimestamp: meta.deletionTimestamp,
     ownerReferences: meta.ownerReferences,
   };
-  return createHash("sha256").update(canonical(meaningful)).digest("base64url").slice(0, 16);
+  return createHash("sha256").update(canonicalJson(meaningful)).digest("base64url").slice(0, 16);
 }
 
 /** The owner reference of the controller, if it is of the given group and kind. */

@@ -2,11 +2,13 @@
 // none). Expiry is judged by when *this* replica last saw the Lease change, never by comparing
 // the holder's renewTime with our clock, so clock skew between nodes cannot cause two leaders.
 // Writes carry the Lease's resourceVersion: of two candidates, only one replace succeeds.
-import { ApiException, V1MicroTime, type CoordinationV1Api, type V1Lease } from "@kubernetes/client-node";
+import { setTimeout as delay } from "node:timers/promises";
 import type { Logger } from "pino";
+import { ApiError, type KubeHttp } from "../clients/kube-http.ts";
+import { resourcePath } from "../core/resource-path.ts";
 
 export interface LeaderElectionOptions {
-  coordination: CoordinationV1Api;
+  http: KubeHttp;
   namespace: string;
   name: string;
   identity: string;
@@ -17,10 +19,33 @@ export interface LeaderElectionOptions {
   onStoppedLeading: () => void;
 }
 
-const statusOf = (e: unknown): number | undefined => (e instanceof ApiException ? e.code : undefined);
+const statusOf = (e: unknown): number | undefined => (e instanceof ApiError ? e.code : undefined);
+
+/** The fields of a coordination.k8s.io/v1 Lease an election reads and writes. */
+interface Lease {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: { name?: string; namespace?: string; resourceVersion?: string; [field: string]: unknown };
+  spec?: { holderIdentity?: string; leaseDurationSeconds?: number; acquireTime?: string; renewTime?: string; leaseTransitions?: number; [field: string]: unknown };
+}
+
+/** A Lease's times are MicroTime: RFC 3339 with six fractional digits. */
+const microTime = (d: Date): string => d.toISOString().replace(/Z$/, "000Z");
+
+/** The Lease API, as the few calls an election makes. */
+function leases(http: KubeHttp, namespace: string, name: string) {
+  const collection = { group: "coordination.k8s.io", version: "v1", plural: "leases", namespace };
+  const path = resourcePath({ ...collection, name });
+  return {
+    read: async () => (await http.json("GET", path)) as Lease,
+    create: async (lease: Lease) => (await http.json("POST", resourcePath(collection), { body: lease })) as Lease,
+    replace: async (lease: Lease) => (await http.json("PUT", path, { body: lease })) as Lease,
+  };
+}
 
 export class LeaderElector {
   readonly #o: LeaderElectionOptions;
+  readonly #lease: ReturnType<typeof leases>;
   #leader = false;
   #lastRenew = 0;
   #observedRv = "";
@@ -28,6 +53,7 @@ export class LeaderElector {
 
   constructor(options: LeaderElectionOptions) {
     this.#o = options;
+    this.#lease = leases(options.http, options.namespace, options.name);
   }
 
   get isLeader(): boolean {
@@ -56,10 +82,7 @@ export class LeaderElector {
         this.#stepDown("could not renew the lease in time; standing by");
       }
       // Leaders renew a little faster than standbys retry, so a healthy leader is never raced.
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, this.#leader ? retryMs : retryMs * (1 + Math.random() * 0.2));
-        signal.addEventListener("abort", () => (clearTimeout(t), resolve()), { once: true });
-      });
+      await delay(this.#leader ? retryMs : retryMs * (1 + Math.random() * 0.2), undefined, { signal }).catch(() => undefined); // an abort ends the wait
     }
   }
 
@@ -68,11 +91,11 @@ export class LeaderElector {
     if (!this.#leader) return;
     this.#stepDown("released the lease");
     try {
-      const lease = await this.#o.coordination.readNamespacedLease({ name: this.#o.name, namespace: this.#o.namespace });
+      const lease = await this.#lease.read();
       if (lease.spec?.holderIdentity !== this.#o.identity) return;
-      const now = new V1MicroTime(this.#o.now().getTime());
+      const now = microTime(this.#o.now());
       lease.spec = { ...lease.spec, holderIdentity: "", leaseDurationSeconds: 1, renewTime: now, acquireTime: now };
-      await this.#o.coordination.replaceNamespacedLease({ name: this.#o.name, namespace: this.#o.namespace, body: lease });
+      await this.#lease.replace(lease);
     } catch (e) {
       this.#o.logger.warn({ err: (e as Error).message }, "could not release the lease; it will expire");
     }
@@ -86,18 +109,20 @@ export class LeaderElector {
   }
 
   async #tryAcquireOrRenew(): Promise<boolean> {
-    const { coordination, namespace, name, identity, durationSeconds } = this.#o;
+    const { namespace, name, identity, durationSeconds } = this.#o;
     const now = this.#o.now();
-    const micro = new V1MicroTime(now.getTime());
-    let lease: V1Lease;
+    const micro = microTime(now);
+    let lease: Lease;
     try {
-      lease = await coordination.readNamespacedLease({ name, namespace });
+      lease = await this.#lease.read();
     } catch (e) {
       if (statusOf(e) !== 404) throw e;
       try {
-        await coordination.createNamespacedLease({
-          namespace,
-          body: { metadata: { name, namespace }, spec: { holderIdentity: identity, leaseDurationSeconds: durationSeconds, acquireTime: micro, renewTime: micro, leaseTransitions: 0 } },
+        await this.#lease.create({
+          apiVersion: "coordination.k8s.io/v1",
+          kind: "Lease",
+          metadata: { name, namespace },
+          spec: { holderIdentity: identity, leaseDurationSeconds: durationSeconds, acquireTime: micro, renewTime: micro, leaseTransitions: 0 },
         });
         return true;
       } catch (e2) {
@@ -124,7 +149,7 @@ export class LeaderElector {
       leaseTransitions: (spec.leaseTransitions ?? 0) + (mine ? 0 : 1),
     };
     try {
-      const updated = await coordination.replaceNamespacedLease({ name, namespace, body: lease });
+      const updated = await this.#lease.replace(lease);
       this.#observedRv = updated.metadata?.resourceVersion ?? "";
       this.#observedAt = now.getTime();
       if (!mine) this.#o.logger.info({ previous: holder || null }, "took over the lease");

@@ -8,6 +8,7 @@
 // so one object's events reach its FIFO group in order.
 import { SendMessageBatchCommand, type SendMessageBatchRequestEntry, type SQSClient } from "@aws-sdk/client-sqs";
 import type { Logger } from "pino";
+import { backoffMs, type BackoffPolicy } from "../core/backoff.ts";
 import { deduplicationId, encodeKeyEvent, messageGroupId, type KeyEvent } from "../core/event.ts";
 import type { BridgeMetrics } from "./metrics.ts";
 
@@ -33,7 +34,7 @@ interface Pending {
 }
 
 const MAX_BATCH = 10;
-const MAX_BACKOFF_MS = 10_000;
+const BACKOFF: BackoffPolicy = { initialMs: 200, maxMs: 10_000, jitter: 0.5 };
 
 export class Publisher {
   readonly #o: PublisherOptions;
@@ -170,8 +171,7 @@ export class Publisher {
     }
     if (failed.length > 0) {
       this.#failureStreak++;
-      const backoff = Math.min(MAX_BACKOFF_MS, 100 * 2 ** this.#failureStreak);
-      this.#backoffUntil = this.#o.now() + backoff * (0.5 + Math.random() / 2);
+      this.#backoffUntil = this.#o.now() + backoffMs(this.#failureStreak, BACKOFF);
       // A newer announcement of the same object supersedes the failed one.
       for (const p of failed) if (!this.#pending.has(p.key)) this.#pending.set(p.key, p);
     }

@@ -2,8 +2,11 @@
 // Paginated LIST; WATCH with bookmarks from the last resourceVersion seen; 410 Gone (on the
 // watch or an expired continue token) → relist, and the sink diffs the new list against what
 // it knew. Errors and silence reconnect with jittered exponential backoff.
+import { setTimeout as delay } from "node:timers/promises";
 import type { Logger } from "pino";
-import { KubeHttpError, type KubeHttp } from "./kube-http.ts";
+import { ApiError, type KubeHttp } from "../clients/kube-http.ts";
+import { backoffMs, type BackoffPolicy } from "../core/backoff.ts";
+import { resourcePath } from "../core/resource-path.ts";
 import { kubeObjectSchema, type KubeObject } from "./kube-object.ts";
 import type { BridgeMetrics } from "./metrics.ts";
 import type { ObjectSink, Via } from "./tracker.ts";
@@ -23,12 +26,7 @@ export interface ReflectorOptions {
   onSynced: () => void;
 }
 
-const MAX_BACKOFF_MS = 30_000;
-
-export function resourcePath(r: { group: string; version: string; plural: string; namespaced: boolean }, namespace: string | undefined): string {
-  const base = r.group === "" ? `/api/${r.version}` : `/apis/${r.group}/${r.version}`;
-  return r.namespaced && namespace !== undefined ? `${base}/namespaces/${namespace}/${r.plural}` : `${base}/${r.plural}`;
-}
+const BACKOFF: BackoffPolicy = { initialMs: 500, maxMs: 30_000, jitter: 0.5 };
 
 /** An object the API server sent that is not a Kubernetes object is a bug worth a loud log, not a crash. */
 function parseObject(raw: unknown, logger: Logger): KubeObject | undefined {
@@ -38,22 +36,11 @@ function parseObject(raw: unknown, logger: Logger): KubeObject | undefined {
   return undefined;
 }
 
-const sleep = (ms: number, signal: AbortSignal): Promise<void> =>
-  new Promise((resolve) => {
-    const t = setTimeout(done, ms);
-    function done(): void {
-      clearTimeout(t);
-      signal.removeEventListener("abort", done);
-      resolve();
-    }
-    signal.addEventListener("abort", done, { once: true });
-  });
-
 export async function runReflector(o: ReflectorOptions): Promise<void> {
   const r = o.sink.resource;
   const label = `${r.plural}${r.group === "" ? "" : `.${r.group}`}`;
   const log = o.logger.child({ resource: label, namespace: o.namespace ?? "*" });
-  const path = resourcePath(r, o.namespace);
+  const path = resourcePath({ ...r, namespace: r.namespaced ? o.namespace : undefined });
   const labelSelector = o.labelSelector === "" ? undefined : o.labelSelector;
   let resourceVersion = "";
   let listReason: "initial" | "gone" | "expired" = "initial";
@@ -92,8 +79,8 @@ export async function runReflector(o: ReflectorOptions): Promise<void> {
     const events = o.http.watch(path, { resourceVersion, allowWatchBookmarks: "true", timeoutSeconds, labelSelector }, o.signal, o.silenceMs);
     for await (const ev of events) {
       if (ev.type === "ERROR") {
-        const status = ev.object as { code?: number; message?: string };
-        throw new KubeHttpError(status.code ?? 500, status.message ?? "watch error");
+        const status = ev.object as { code?: number; reason?: string; message?: string };
+        throw new ApiError(status.code ?? 500, status.reason ?? "Unknown", status.message ?? "watch error");
       }
       failures = 0;
       if (ev.type === "BOOKMARK") {
@@ -128,7 +115,7 @@ export async function runReflector(o: ReflectorOptions): Promise<void> {
       o.metrics.watchRestarts.inc({ resource: label, reason: "closed" });
     } catch (e) {
       if (o.signal.aborted) break;
-      if (e instanceof KubeHttpError && e.status === 410) {
+      if (e instanceof ApiError && e.code === 410) {
         // The resourceVersion (or continue token) is compacted away: only a fresh list can say what changed.
         log.info({ err: e.message }, "resource version gone; relisting");
         o.metrics.watchRestarts.inc({ resource: label, reason: "gone" });
@@ -138,9 +125,9 @@ export async function runReflector(o: ReflectorOptions): Promise<void> {
       }
       failures++;
       o.metrics.watchRestarts.inc({ resource: label, reason: "error" });
-      const backoff = Math.min(MAX_BACKOFF_MS, 250 * 2 ** failures) * (0.5 + Math.random() / 2);
+      const backoff = backoffMs(failures, BACKOFF);
       log.warn({ err: (e as Error).message, retryInMs: Math.round(backoff) }, "list/watch failed; retrying");
-      await sleep(backoff, o.signal);
+      await delay(backoff, undefined, { signal: o.signal }).catch(() => undefined); // an abort ends the wait
     }
   }
 }

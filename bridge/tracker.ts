@@ -3,10 +3,10 @@
 // changes. Children are not announced themselves: a change to a child announces its
 // controller owner, the object a function reconciles.
 import type { KeyEvent } from "../core/event.ts";
-import type { ResourceRef } from "./config.ts";
+import type { GroupVersionResource } from "../core/resource-path.ts";
 import { controllerOf, fingerprint, lastWrittenByApply, type KubeObject } from "./kube-object.ts";
 
-export interface ResolvedResource extends ResourceRef {
+export interface ResolvedResource extends GroupVersionResource {
   kind: string;
   namespaced: boolean;
 }

@@ -3,6 +3,7 @@
 import { createHash } from "node:crypto";
 import { DeleteMessageCommand, ReceiveMessageCommand, SendMessageCommand, type Message, type SQSClient } from "@aws-sdk/client-sqs";
 import { Command } from "commander";
+import { fromSqsMessage } from "../clients/queue-message.ts";
 import { parseKeyEvent } from "../core/event.ts";
 import { adminEnv, required, sqsFrom } from "./settings.ts";
 
@@ -29,12 +30,13 @@ async function receiveSome(sqs: SQSClient, queueUrl: string, max: number, visibi
 }
 
 export function describeMessage(m: Message, now = Date.now()): string {
-  const parsed = parseKeyEvent(m.Body ?? "");
+  const { id, body } = fromSqsMessage(m);
+  const parsed = parseKeyEvent(body);
   const sent = Number(m.Attributes?.SentTimestamp ?? now);
   const age = `${Math.round((now - sent) / 1000)}s old`;
-  if (!parsed.ok) return `${m.MessageId}  malformed (${parsed.error.slice(0, 120)})  ${age}`;
+  if (!parsed.ok) return `${id}  malformed (${parsed.error.slice(0, 120)})  ${age}`;
   const e = parsed.event;
-  return `${m.MessageId}  ${e.kind} ${e.namespace ? `${e.namespace}/` : ""}${e.name}  ${e.type}${e.reason ? `/${e.reason}` : ""}  cluster ${e.cluster}  ${age}`;
+  return `${id}  ${e.kind} ${e.namespace ? `${e.namespace}/` : ""}${e.name}  ${e.type}${e.reason ? `/${e.reason}` : ""}  cluster ${e.cluster}  ${age}`;
 }
 
 export function dlqCommand(): Command {

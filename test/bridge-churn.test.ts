@@ -4,22 +4,11 @@ import type { SQSClient } from "@aws-sdk/client-sqs";
 import type { LocalCluster } from "../emulator/types.ts";
 import { startBridge, type RunningBridge } from "../bridge/bridge.ts";
 import { MAX_EVENT_BYTES } from "../core/event.ts";
-import {
-  QueueReader,
-  bridgeConfig,
-  createNamespace,
-  crontab,
-  crontabPath,
-  kube,
-  mismatches,
-  ok,
-  orderViolations,
-  parallel,
-  rvOf,
-  startBridgeEnvironment,
-  testLogger,
-  type Expected,
-} from "./bridge-helpers.ts";
+import { bridgeConfig, startBridgeEnvironment, testLogger } from "./support/bridge-environment.ts";
+import { createNamespace, crontab, crontabPath } from "./support/crontabs.ts";
+import { kube, ok, rvOf } from "./support/kube-requests.ts";
+import { parallel } from "./support/promises.ts";
+import { type Expected, mismatches, orderViolations, QueueReader } from "./support/queue-reader.ts";
 
 describe("bridge: churn against a real API server and ElasticMQ", { timeout: 240_000 }, () => {
   let env: Awaited<ReturnType<typeof startBridgeEnvironment>>;

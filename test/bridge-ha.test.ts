@@ -5,24 +5,12 @@ import type { SQSClient } from "@aws-sdk/client-sqs";
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import type { LocalCluster } from "../emulator/types.ts";
 import { startBridge } from "../bridge/bridge.ts";
-import {
-  QueueReader,
-  bridgeConfig,
-  bridgeEnv,
-  createNamespace,
-  crontab,
-  crontabPath,
-  kube,
-  kubectl,
-  ok,
-  parallel,
-  scrapeMetrics,
-  spawnBridge,
-  startBridgeEnvironment,
-  testLogger,
-  withTimeout,
-  type BridgeProcess,
-} from "./bridge-helpers.ts";
+import { bridgeConfig, bridgeEnv, type BridgeProcess, spawnBridge, startBridgeEnvironment, testLogger } from "./support/bridge-environment.ts";
+import { createNamespace, crontab, crontabPath } from "./support/crontabs.ts";
+import { kube, kubectl, ok } from "./support/kube-requests.ts";
+import { scrapeMetrics } from "./support/metrics.ts";
+import { parallel, withTimeout } from "./support/promises.ts";
+import { QueueReader } from "./support/queue-reader.ts";
 
 const SA = "system:serviceaccount:crdfn-system:crdfn-bridge";
 

@@ -4,23 +4,12 @@ import type { SQSClient } from "@aws-sdk/client-sqs";
 import { Registry } from "prom-client";
 import type { LocalCluster } from "../emulator/types.ts";
 import { startBridge, type RunningBridge } from "../bridge/bridge.ts";
-import {
-  QueueReader,
-  bridgeConfig,
-  createNamespace,
-  crontab,
-  crontabPath,
-  kube,
-  metricValue,
-  mismatches,
-  ok,
-  orderViolations,
-  parallel,
-  rvOf,
-  startBridgeEnvironment,
-  testLogger,
-  type Expected,
-} from "./bridge-helpers.ts";
+import { bridgeConfig, startBridgeEnvironment, testLogger } from "./support/bridge-environment.ts";
+import { createNamespace, crontab, crontabPath } from "./support/crontabs.ts";
+import { kube, ok, rvOf } from "./support/kube-requests.ts";
+import { metricValue } from "./support/metrics.ts";
+import { parallel } from "./support/promises.ts";
+import { type Expected, mismatches, orderViolations, QueueReader } from "./support/queue-reader.ts";
 
 const MAX_PENDING = 100;
 

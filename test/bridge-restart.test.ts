@@ -4,29 +4,13 @@ import type { SQSClient } from "@aws-sdk/client-sqs";
 import { Registry } from "prom-client";
 import type { LocalCluster } from "../emulator/types.ts";
 import { startBridge } from "../bridge/bridge.ts";
-import {
-  QueueReader,
-  Relay,
-  bridgeConfig,
-  bridgeEnv,
-  createNamespace,
-  crontab,
-  crontabPath,
-  kube,
-  kubeConfigVia,
-  metricValue,
-  mismatches,
-  ok,
-  orderViolations,
-  parallel,
-  rvOf,
-  spawnBridge,
-  startBridgeEnvironment,
-  testLogger,
-  withTimeout,
-  type BridgeProcess,
-  type Expected,
-} from "./bridge-helpers.ts";
+import { kubeConfigVia, Relay } from "./support/api-relay.ts";
+import { bridgeConfig, bridgeEnv, type BridgeProcess, spawnBridge, startBridgeEnvironment, testLogger } from "./support/bridge-environment.ts";
+import { createNamespace, crontab, crontabPath } from "./support/crontabs.ts";
+import { kube, ok, rvOf } from "./support/kube-requests.ts";
+import { metricValue } from "./support/metrics.ts";
+import { parallel, withTimeout } from "./support/promises.ts";
+import { type Expected, mismatches, orderViolations, QueueReader } from "./support/queue-reader.ts";
 
 const HOLD = "test.crdfn.dev/hold";
 const mergePatch = "application/merge-patch+json";

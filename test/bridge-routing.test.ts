@@ -7,18 +7,10 @@ import { CreateQueueCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import { startBridge, type RunningBridge } from "../bridge/bridge.ts";
 import type { LocalCluster } from "../emulator/cluster.ts";
 import { eventually } from "./support/eventually.ts";
-import {
-  CRONTAB_RESOURCE,
-  QueueReader,
-  bridgeConfig,
-  createNamespace,
-  crontab,
-  crontabPath,
-  kube,
-  ok,
-  startBridgeEnvironment,
-  testLogger,
-} from "./bridge-helpers.ts";
+import { bridgeConfig, startBridgeEnvironment, testLogger } from "./support/bridge-environment.ts";
+import { createNamespace, crontab, CRONTAB_RESOURCE, crontabPath } from "./support/crontabs.ts";
+import { kube, ok } from "./support/kube-requests.ts";
+import { QueueReader } from "./support/queue-reader.ts";
 
 describe("bridge: a queue per resource", { timeout: 120_000 }, () => {
   const ns = "routing";

@@ -19,7 +19,7 @@ import { apiAccess } from "../functions/credentials/access.ts";
 import { loadConfig } from "../functions/runtime/config.ts";
 import { createKubeApi } from "../functions/runtime/kube-http.ts";
 import { createRuntime } from "../functions/runtime/runtime.ts";
-import { keyEventOf } from "./functions-support.ts";
+import { keyEventOf } from "./support/functions-environment.ts";
 import { eventually } from "./support/eventually.ts";
 import { adminKubectl, denied, lambdaGroupKubectl, serviceAccountKubectl, type Denial, type Kubectl } from "./support/identities.ts";
 

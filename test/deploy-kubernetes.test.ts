@@ -18,7 +18,7 @@ import { startCluster, type LocalCluster } from "../emulator/cluster.ts";
 import { lambdaHandler } from "../functions/adapters/lambda.ts";
 import cronTabOperator, { REGISTRY, cronJobName } from "../examples/crontab/operator.ts";
 import greetingOperator, { configMapName } from "../examples/greeting/operator.ts";
-import { CLUSTER, keyEventOf, type Cr, ready } from "./functions-support.ts";
+import { CLUSTER, keyEventOf, type Cr, ready } from "./support/functions-environment.ts";
 import { eventually } from "./support/eventually.ts";
 import { denied, lambdaGroupKubectl, serviceAccountKubectl, type Kubectl } from "./support/identities.ts";
 

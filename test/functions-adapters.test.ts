@@ -13,7 +13,7 @@ import type { Operator } from "../core/operator.ts";
 import { cloudEventHandler, httpHandler } from "../functions/adapters/http.ts";
 import { lambdaHandler } from "../functions/adapters/lambda.ts";
 import greeting, { configMapName } from "../examples/greeting/operator.ts";
-import { CLUSTER, crApi, keyEventOf, pollerFor, publish, ready, receiveAll, runtimeFor, startEnv, waitFor, type Env } from "./functions-support.ts";
+import { CLUSTER, crApi, keyEventOf, pollerFor, publish, ready, receiveAll, runtimeFor, startEnv, waitFor, type Env } from "./support/functions-environment.ts";
 
 const op = greeting as Operator<unknown>;
 const MESSAGE = "same everywhere";

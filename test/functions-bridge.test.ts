@@ -11,7 +11,7 @@ import { startLocalFunctions } from "../functions/adapters/local.ts";
 import type { Poller } from "../functions/adapters/poller.ts";
 import cronTab, { cronJobName, REGISTRY } from "../examples/crontab/operator.ts";
 import greeting, { configMapName } from "../examples/greeting/operator.ts";
-import { CLUSTER, crApi, ready, startEnv, waitFor, type Env } from "./functions-support.ts";
+import { CLUSTER, crApi, ready, startEnv, waitFor, type Env } from "./support/functions-environment.ts";
 
 const op = cronTab as Operator<unknown>;
 const greetingOp = greeting as Operator<unknown>;

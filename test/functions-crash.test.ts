@@ -7,7 +7,7 @@ import { once } from "node:events";
 import greeting, { configMapName } from "../examples/greeting/operator.ts";
 import type { Operator } from "../core/operator.ts";
 import type { Poller } from "../functions/adapters/poller.ts";
-import { crApi, keyEventOf, pollerFor, publish, ready, receiveAll, runtimeFor, startEnv, waitFor, type Env } from "./functions-support.ts";
+import { crApi, keyEventOf, pollerFor, publish, ready, receiveAll, runtimeFor, startEnv, waitFor, type Env } from "./support/functions-environment.ts";
 
 const op = greeting as Operator<unknown>;
 
@@ -28,7 +28,7 @@ describe("a function killed mid-reconcile", { timeout: 150_000 }, () => {
     const cr = await crs.create("crashy", { message: "survive this" });
     await publish(env, keyEventOf(op, cr, "ADDED"));
 
-    const child = spawn(process.execPath, ["test/functions-crash-child.ts"], {
+    const child = spawn(process.execPath, ["test/support/poller-stalling-before-status-write.ts"], {
       env: { ...process.env, ...env.cluster.env, LOG_LEVEL: "silent" },
       stdio: ["ignore", "pipe", "inherit"],
     });

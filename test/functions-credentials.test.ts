@@ -15,7 +15,7 @@ import { loadConfig } from "../functions/runtime/config.ts";
 import { createKubeApi } from "../functions/runtime/kube-http.ts";
 import type { KubeApi, KubeObject } from "../functions/runtime/kube-api.ts";
 import { createRuntime } from "../functions/runtime/runtime.ts";
-import { crApi, keyEventOf, ready, startEnv, type Env } from "./functions-support.ts";
+import { crApi, keyEventOf, ready, startEnv, type Env } from "./support/functions-environment.ts";
 
 const op = cronTab as Operator<unknown>;
 const SA = "crontab-functions";

@@ -7,7 +7,7 @@ import cronTab, { cronJobName, FINALIZER, REGISTRY } from "../examples/crontab/o
 import type { Operator } from "../core/operator.ts";
 import type { Poller } from "../functions/adapters/poller.ts";
 import type { Runtime } from "../functions/runtime/runtime.ts";
-import { crApi, keyEventOf, pollerFor, publish, ready, runtimeFor, startEnv, waitFor, type Env } from "./functions-support.ts";
+import { crApi, keyEventOf, pollerFor, publish, ready, runtimeFor, startEnv, waitFor, type Env } from "./support/functions-environment.ts";
 
 const op = cronTab as Operator<unknown>;
 

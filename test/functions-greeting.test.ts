@@ -7,7 +7,7 @@ import greeting, { configMapName } from "../examples/greeting/operator.ts";
 import type { Operator } from "../core/operator.ts";
 import type { Poller } from "../functions/adapters/poller.ts";
 import type { Runtime } from "../functions/runtime/runtime.ts";
-import { crApi, keyEventOf, pollerFor, publish, purgeAll, ready, receiveAll, runtimeFor, startEnv, waitFor, type Env } from "./functions-support.ts";
+import { crApi, keyEventOf, pollerFor, publish, purgeAll, ready, receiveAll, runtimeFor, startEnv, waitFor, type Env } from "./support/functions-environment.ts";
 
 const op = greeting as Operator<unknown>;
 

@@ -12,7 +12,7 @@ import { encodeKeyEvent } from "../core/event.ts";
 import { defineOperator, type Operator } from "../core/operator.ts";
 import type { Poller } from "../functions/adapters/poller.ts";
 import { DUE_AT_ATTRIBUTE } from "../functions/runtime/message.ts";
-import { crApi, keyEventOf, pollerFor, publish, ready, receiveAll, runtimeFor, startEnv, waitFor, type Env } from "./functions-support.ts";
+import { crApi, keyEventOf, pollerFor, publish, ready, receiveAll, runtimeFor, startEnv, waitFor, type Env } from "./support/functions-environment.ts";
 
 const ticker = defineOperator({
   resource: { group: "test.crdfn.dev", version: "v1", plural: "tickers", kind: "Ticker" },

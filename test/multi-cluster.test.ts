@@ -18,7 +18,7 @@ import { startPoller, type Poller } from "../functions/adapters/poller.ts";
 import { buildFromEnv } from "../functions/runtime/entry.ts";
 import { createKubeApi } from "../functions/runtime/kube-http.ts";
 import type { Runtime } from "../functions/runtime/runtime.ts";
-import { installCrd, ready, waitFor, type Cr } from "./functions-support.ts";
+import { installCrd, ready, waitFor, type Cr } from "./support/functions-environment.ts";
 
 const op = greeting as Operator<unknown>;
 const NS = "default";

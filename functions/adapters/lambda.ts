@@ -4,7 +4,7 @@ import { BatchProcessor, EventType, processPartialResponse, SqsFifoPartialProces
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda";
 import { buildFromEnv, type Served } from "../runtime/entry.ts";
 import { ConfigError } from "../../core/config-error.ts";
-import type { QueueMessage } from "../runtime/message.ts";
+import { fromLambdaRecord } from "../../clients/queue-message.ts";
 import { messageHandled } from "../runtime/outcome.ts";
 import type { Runtime } from "../runtime/runtime.ts";
 
@@ -32,7 +32,7 @@ export function lambdaHandler(served: Served, deps: LambdaDeps = {}): SqsLambdaH
       return { batchItemFailures: event.Records.map((r) => ({ itemIdentifier: r.messageId })) };
     }
     const recordHandler = async (record: SQSRecord): Promise<void> => {
-      const outcome = await built.handle(fromRecord(record));
+      const outcome = await built.handle(fromLambdaRecord(record));
       // Throwing marks the record failed: it stays in the queue for its visibility timeout.
       if (!messageHandled(outcome)) throw new Error(`${outcome.result}: ${outcome.detail}`);
     };
@@ -43,10 +43,4 @@ export function lambdaHandler(served: Served, deps: LambdaDeps = {}): SqsLambdaH
       ? processPartialResponse(event, recordHandler, new SqsFifoPartialProcessorAsync(), { context, skipGroupOnError: true, throwOnFullBatchFailure: false })
       : processPartialResponse(event, recordHandler, new BatchProcessor(EventType.SQS), { context, throwOnFullBatchFailure: false });
   };
-}
-
-export function fromRecord(record: SQSRecord): QueueMessage {
-  const attributes: Record<string, string> = {};
-  for (const [k, v] of Object.entries(record.messageAttributes ?? {})) if (v.stringValue !== undefined) attributes[k] = v.stringValue;
-  return { id: record.messageId, body: record.body, attributes, receiveCount: Number(record.attributes?.ApproximateReceiveCount ?? "1") };
 }

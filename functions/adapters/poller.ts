@@ -8,8 +8,10 @@ import {
   type Message,
   type SQSClient,
 } from "@aws-sdk/client-sqs";
+import { setTimeout as delay } from "node:timers/promises";
 import type { Logger } from "pino";
-import type { QueueMessage } from "../runtime/message.ts";
+import { backoffMs } from "../../core/backoff.ts";
+import { fromSqsMessage, type QueueMessage } from "../../clients/queue-message.ts";
 import { messageHandled, type Outcome } from "../runtime/outcome.ts";
 
 export interface MessageHandler {
@@ -49,7 +51,7 @@ export function startPoller(opts: PollerOptions): Poller {
 async function pollLoop(queueUrl: string, opts: PollerOptions, signal: AbortSignal): Promise<void> {
   const log = opts.logger.child({ queue: queueUrl.split("/").pop() });
   const fifo = queueUrl.endsWith(".fifo");
-  let backoffMs = 250;
+  let failures = 0;
   while (!signal.aborted) {
     let messages: Message[];
     try {
@@ -65,13 +67,13 @@ async function pollLoop(queueUrl: string, opts: PollerOptions, signal: AbortSign
         { abortSignal: signal },
       );
       messages = out.Messages ?? [];
-      backoffMs = 250;
+      failures = 0;
     } catch (error) {
       if (signal.aborted) return;
       // Queue outage: keep trying, with a capped backoff, so nothing is lost when it returns.
-      log.warn({ error: (error as Error).message, retryInMs: backoffMs }, "receive failed");
-      await sleep(backoffMs);
-      backoffMs = Math.min(backoffMs * 2, 5000);
+      const retryInMs = backoffMs(++failures, { initialMs: 250, maxMs: 5000 });
+      log.warn({ error: (error as Error).message, retryInMs }, "receive failed");
+      await delay(retryInMs, undefined, { signal }).catch(() => undefined); // an abort ends the wait
       continue;
     }
     if (messages.length === 0) continue;
@@ -100,7 +102,7 @@ export async function processBatch(messages: Message[], fifo: boolean, runtime: 
           outcomes.set(id, { result: "retry", detail: "an earlier message of its group failed" });
           continue;
         }
-        const outcome = await handleSafely(runtime, toQueueMessage(m), log);
+        const outcome = await handleSafely(runtime, fromSqsMessage(m), log);
         outcomes.set(id, outcome);
         failed = !messageHandled(outcome);
       }
@@ -116,13 +118,6 @@ async function handleSafely(runtime: MessageHandler, m: QueueMessage, log: Logge
     log.error({ messageId: m.id, error: (error as Error).message }, "handler threw");
     return { result: "retry", detail: (error as Error).message };
   }
-}
-
-export function toQueueMessage(m: Message): QueueMessage {
-  const attributes: Record<string, string> = {};
-  for (const [k, v] of Object.entries(m.MessageAttributes ?? {})) if (v.StringValue !== undefined) attributes[k] = v.StringValue;
-  const receiveCount = Number(m.Attributes?.ApproximateReceiveCount ?? "1");
-  return { id: m.MessageId ?? "", body: m.Body ?? "", attributes, receiveCount };
 }
 
 async function settle(queueUrl: string, messages: Message[], outcomes: Map<string, Outcome>, sqs: SQSClient, log: Logger): Promise<void> {
@@ -148,5 +143,3 @@ async function settle(queueUrl: string, messages: Message[], outcomes: Map<strin
     log.warn({ error: (error as Error).message }, "settling the batch failed; messages will be redelivered");
   }
 }
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));

@@ -7,7 +7,7 @@ import type { AwsCredentialIdentityProvider } from "@smithy/types";
 import type { ClusterEntry } from "../clusters/registry.ts";
 import { singleClusterEntry } from "../clusters/registry.ts";
 import type { FunctionConfig } from "../runtime/config.ts";
-import type { ApiAccess } from "../runtime/kube-http.ts";
+import type { KubeAccess } from "../../clients/kube-http.ts";
 import { eksTokenProvider } from "./eks-token.ts";
 
 /** Re-read a token file this often: projected ServiceAccount tokens rotate underneath us. */
@@ -24,12 +24,12 @@ export interface AccessDeps {
 }
 
 /** The single-cluster settings' access (CRDFN_KUBE_AUTH and friends). */
-export function apiAccess(config: FunctionConfig, deps: AccessDeps): ApiAccess {
+export function apiAccess(config: FunctionConfig, deps: AccessDeps): KubeAccess {
   return clusterAccess(singleClusterEntry(config), deps);
 }
 
 /** Each call builds fresh token caches: call once per cluster and keep the result. */
-export function clusterAccess(entry: ClusterEntry, deps: AccessDeps): ApiAccess {
+export function clusterAccess(entry: ClusterEntry, deps: AccessDeps): KubeAccess {
   switch (entry.auth) {
     case "kubeconfig": {
       const kubeConfig = new KubeConfig();

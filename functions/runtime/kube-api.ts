@@ -1,5 +1,6 @@
 // The handful of API-server operations a reconcile needs, as an interface: the runtime is
 // written against it, the HTTP client implements it, and a counting wrapper measures it.
+import type { ResourceRef } from "../../core/resource-path.ts";
 
 export interface KubeObject {
   apiVersion: string;
@@ -17,43 +18,18 @@ export interface KubeObject {
   [field: string]: unknown;
 }
 
-/** A REST location: the collection when `name` is absent. */
-export interface ResourceRef {
-  group: string;
-  version: string;
-  plural: string;
-  namespace?: string;
-  name?: string;
-}
+export type { ResourceRef } from "../../core/resource-path.ts";
 
 export interface KubeApi {
   /** undefined when the object does not exist. */
   get(ref: ResourceRef): Promise<KubeObject | undefined>;
-  /** PUT …/status with the object's resourceVersion as precondition (409 → ApiError.code 409). */
+  /** PUT …/status with the object's resourceVersion as precondition (409 → ApiError.code 409, from clients/kube-http.ts). */
   replaceStatus(ref: ResourceRef, object: KubeObject): Promise<KubeObject>;
   /** JSON merge patch; include metadata.resourceVersion to make it conditional. */
   mergePatch(ref: ResourceRef, patch: Record<string, unknown>): Promise<KubeObject>;
   /** Server-side apply, forcing ownership of the fields it sets. */
   apply(ref: ResourceRef, object: KubeObject, fieldManager: string): Promise<KubeObject>;
   create(ref: ResourceRef, object: Record<string, unknown>): Promise<KubeObject>;
-}
-
-export class ApiError extends Error {
-  readonly code: number;
-  readonly reason: string;
-  constructor(code: number, reason: string, message: string) {
-    super(message);
-    this.name = "ApiError";
-    this.code = code;
-    this.reason = reason;
-  }
-}
-
-export function resourcePath(ref: ResourceRef, subresource?: string): string {
-  const base = ref.group === "" ? `/api/${ref.version}` : `/apis/${ref.group}/${ref.version}`;
-  const ns = ref.namespace ? `/namespaces/${encodeURIComponent(ref.namespace)}` : "";
-  const name = ref.name ? `/${encodeURIComponent(ref.name)}` : "";
-  return `${base}${ns}/${ref.plural}${name}${subresource ? `/${subresource}` : ""}`;
 }
 
 /** Wraps an API so every call is counted: the "API calls per reconcile" measurement. */

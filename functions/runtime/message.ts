@@ -1,13 +1,6 @@
-// A queue message as every adapter hands it to the runtime (SQS, Lambda record, CloudEvent).
-
-export interface QueueMessage {
-  id: string;
-  body: string;
-  /** String message attributes (the requeue due time travels here, outside the contract body). */
-  attributes?: Record<string, string>;
-  /** ApproximateReceiveCount, when the source reports it. */
-  receiveCount?: number;
-}
+// What the runtime reads off a queue message besides its body. The message itself, and how each
+// source's shape becomes one, is clients/queue-message.ts.
+export type { QueueMessage } from "../../clients/queue-message.ts";
 
 /** Message attribute: epoch milliseconds before which a delayed re-delivery must not reconcile. */
 export const DUE_AT_ATTRIBUTE = "crdfn-due-at";

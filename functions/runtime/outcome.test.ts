@@ -1,7 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { PermanentError, TemporaryError } from "../../core/errors.ts";
-import { ApiError } from "./kube-api.ts";
+import { ApiError } from "../../clients/kube-http.ts";
 import { classify, messageHandled } from "./outcome.ts";
 
 describe("classify", () => {

@@ -1,6 +1,6 @@
 // The ONE place where what went wrong becomes what the queue should do about it.
 import { PermanentError, TemporaryError } from "../../core/errors.ts";
-import { ApiError } from "./kube-api.ts";
+import { ApiError } from "../../clients/kube-http.ts";
 
 /**
  * - success: done, delete the message.

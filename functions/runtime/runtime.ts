@@ -10,7 +10,8 @@ import { DUE_AT_ATTRIBUTE, type QueueMessage } from "./message.ts";
 import type { RuntimeMetrics } from "./metrics.ts";
 import { classify, type Outcome } from "./outcome.ts";
 import type { Requeuer } from "./requeue.ts";
-import { failureStatus, sameJson, successStatus } from "./status.ts";
+import { sameJson } from "../../core/canonical-json.ts";
+import { failureStatus, successStatus } from "./status.ts";
 
 export interface RuntimeDeps {
   api: KubeApi;

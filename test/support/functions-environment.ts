@@ -5,16 +5,16 @@ import { PurgeQueueCommand, ReceiveMessageCommand, SendMessageCommand, type SQSC
 import { CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
 import { pino, type Logger } from "pino";
 import { Registry } from "prom-client";
-import { deduplicationId, encodeKeyEvent, messageGroupId, type KeyEvent } from "../core/event.ts";
-import { crdOf } from "../core/operator-crd.ts";
-import type { Operator } from "../core/operator.ts";
-import { sqsClient, startCluster, type LocalCluster } from "../emulator/cluster.ts";
-import { startPoller, type Poller } from "../functions/adapters/poller.ts";
-import { createKubeApi } from "../functions/runtime/kube-http.ts";
-import type { KubeApi, KubeObject } from "../functions/runtime/kube-api.ts";
-import { createSqsRequeuer } from "../functions/runtime/requeue.ts";
-import { createRuntimeMetrics } from "../functions/runtime/metrics.ts";
-import { createRuntime, type Runtime } from "../functions/runtime/runtime.ts";
+import { deduplicationId, encodeKeyEvent, messageGroupId, type KeyEvent } from "../../core/event.ts";
+import { crdOf } from "../../core/operator-crd.ts";
+import type { Operator } from "../../core/operator.ts";
+import { sqsClient, startCluster, type LocalCluster } from "../../emulator/cluster.ts";
+import { startPoller, type Poller } from "../../functions/adapters/poller.ts";
+import { createKubeApi } from "../../functions/runtime/kube-http.ts";
+import type { KubeApi, KubeObject } from "../../functions/runtime/kube-api.ts";
+import { createSqsRequeuer } from "../../functions/runtime/requeue.ts";
+import { createRuntimeMetrics } from "../../functions/runtime/metrics.ts";
+import { createRuntime, type Runtime } from "../../functions/runtime/runtime.ts";
 
 export const CLUSTER = "test";
 

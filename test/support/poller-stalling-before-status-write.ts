@@ -1,14 +1,14 @@
 // A poller process for the crash test: it reconciles Greetings normally, but announces the
 // moment it is about to write status ("WRITING") and then stalls, so the test can SIGKILL it
 // exactly between its read and its write.
-import greeting from "../examples/greeting/operator.ts";
+import greeting from "../../examples/greeting/operator.ts";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import { pino } from "pino";
-import { startPoller } from "../functions/adapters/poller.ts";
-import { apiAccess } from "../functions/credentials/access.ts";
-import { loadConfig } from "../functions/runtime/config.ts";
-import { createKubeApi } from "../functions/runtime/kube-http.ts";
-import { createRuntime } from "../functions/runtime/runtime.ts";
+import { startPoller } from "../../functions/adapters/poller.ts";
+import { apiAccess } from "../../functions/credentials/access.ts";
+import { loadConfig } from "../../functions/runtime/config.ts";
+import { createKubeApi } from "../../functions/runtime/kube-http.ts";
+import { createRuntime } from "../../functions/runtime/runtime.ts";
 
 const config = loadConfig(process.env);
 const clock = () => new Date();

@@ -1,0 +1,112 @@
+import { describe, it, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { KubeConfig } from "@kubernetes/client-node";
+import { ApiError, KubeHttp, type WatchEvent } from "./kube-http.ts";
+
+// A stand-in API server on loopback (plain HTTP, as behind `kubectl proxy`) whose responses
+// each test scripts: the point is the client's timing and stream handling, not Kubernetes.
+describe("KubeHttp", () => {
+  let server: Server;
+  let http: KubeHttp;
+  let kubeConfig: KubeConfig;
+  const routes = new Map<string, (res: ServerResponse, req: IncomingMessage) => void>();
+
+  before(async () => {
+    server = createServer((req, res) => (routes.get(new URL(req.url ?? "/", "http://x").pathname) ?? ((r) => r.writeHead(404).end()))(res, req));
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const kc = new KubeConfig();
+    kc.loadFromOptions({
+      clusters: [{ name: "c", server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, skipTLSVerify: true }],
+      users: [{ name: "u" }],
+      contexts: [{ name: "x", cluster: "c", user: "u" }],
+      currentContext: "x",
+    });
+    kubeConfig = kc;
+    http = new KubeHttp({ kubeConfig: kc });
+  });
+
+  after(() => {
+    server.closeAllConnections();
+    server.close();
+  });
+
+  const event = (rv: string): string => `${JSON.stringify({ type: "MODIFIED", object: { metadata: { name: "a", uid: "u", resourceVersion: rv } } })}\n`;
+
+  it("turns an error status into an ApiError with the server's reason and message, naming the request", async () => {
+    routes.set("/gone", (res) =>
+      res.writeHead(410, { "content-type": "application/json" }).end(JSON.stringify({ kind: "Status", code: 410, reason: "Expired", message: "too old resource version" })),
+    );
+    await assert.rejects(
+      http.getJson("/gone", {}, new AbortController().signal),
+      (e) => e instanceof ApiError && e.code === 410 && e.reason === "Expired" && e.message === "GET /gone: 410 too old resource version",
+    );
+  });
+
+  it("gives up on a watch that goes silent", async () => {
+    routes.set("/silent", (res) => {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.write(event("1"));
+    });
+    const seen: WatchEvent[] = [];
+    await assert.rejects(
+      (async () => {
+        for await (const ev of http.watch("/silent", {}, new AbortController().signal, 300)) seen.push(ev);
+      })(),
+      /silent/,
+    );
+    assert.equal(seen.length, 1);
+  });
+
+  it("does not count time the consumer spends paused as silence, and splits lines across chunks", async () => {
+    routes.set("/chatty", (res) => {
+      res.writeHead(200, { "content-type": "application/json" });
+      const text = event("1") + event("2") + event("3");
+      res.write(text.slice(0, 25));
+      res.end(text.slice(25));
+    });
+    const rvs: string[] = [];
+    for await (const ev of http.watch("/chatty", {}, new AbortController().signal, 200)) {
+      rvs.push((ev.object as { metadata: { resourceVersion: string } }).metadata.resourceVersion);
+      await new Promise((r) => setTimeout(r, 400)); // a full publish buffer
+    }
+    assert.deepEqual(rvs, ["1", "2", "3"]);
+  });
+
+  it("sends a JSON body with its content type and the query, over one kept-alive connection", async () => {
+    const seen: Array<{ method?: string; type?: string; query: string; body: string; port?: number }> = [];
+    routes.set("/apis/g/v1/namespaces/n/things/a", (res, req) => {
+      let body = "";
+      req.on("data", (c: Buffer) => (body += String(c)));
+      req.on("end", () => {
+        seen.push({ method: req.method, type: req.headers["content-type"], query: new URL(req.url ?? "/", "http://x").search, body, port: req.socket.remotePort });
+        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ ok: true }));
+      });
+    });
+    const path = "/apis/g/v1/namespaces/n/things/a";
+    assert.deepEqual(await http.json("PATCH", path, { body: { spec: 1 }, contentType: "application/apply-patch+yaml", query: { fieldManager: "m", force: "true", empty: "" } }), { ok: true });
+    await http.json("PUT", path, { body: { spec: 2 } });
+    assert.deepEqual(
+      seen.map(({ port: _, ...rest }) => rest),
+      [
+        { method: "PATCH", type: "application/apply-patch+yaml", query: "?fieldManager=m&force=true", body: '{"spec":1}' },
+        { method: "PUT", type: "application/json", query: "", body: '{"spec":2}' },
+      ],
+    );
+    assert.equal(seen[0]?.port, seen[1]?.port, "the second request reuses the first one's connection");
+  });
+
+  it("sends the token provider's bearer token in place of the kubeconfig's credentials", async () => {
+    routes.set("/who", (res, req) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ auth: req.headers.authorization ?? null })));
+    const withToken = new KubeHttp({ kubeConfig, token: () => Promise.resolve("t0ken") });
+    assert.deepEqual(await withToken.getJson("/who", {}), { auth: "Bearer t0ken" });
+    assert.deepEqual(await http.getJson("/who", {}), { auth: null });
+  });
+
+  it("gives up on a server that does not answer in timeoutMs", async () => {
+    routes.set("/hung", () => undefined);
+    const impatient = new KubeHttp({ kubeConfig, timeoutMs: 200 });
+    await assert.rejects(impatient.getJson("/hung", {}), /GET \/hung: no answer from the API server in 200 ms/);
+  });
+});

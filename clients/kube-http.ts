@@ -1,0 +1,171 @@
+// The one HTTP client to the API server, for the bridge and the functions alike: JSON requests
+// and a watch stream, authenticated from a KubeConfig (client certificates, tokens, exec plugins)
+// or a token provider that overrides it (EKS IAM tokens, projected tokens).
+// The generated client's Watch pushes lines through a callback, so it cannot be paused; reading
+// the response stream ourselves lets a slow consumer stop the watch at the TCP level (backpressure).
+import http from "node:http";
+import https from "node:https";
+import type { KubeConfig } from "@kubernetes/client-node";
+
+export interface KubeAccess {
+  kubeConfig: KubeConfig;
+  /** When set, its bearer token replaces whatever the kubeconfig's user would send. */
+  token?: () => Promise<string>;
+  /** How long a request may wait for the server (a watch: only for its response headers). Default 15 s. */
+  timeoutMs?: number;
+}
+
+/** The API server answered with an error status (or a watch ERROR event carried one). */
+export class ApiError extends Error {
+  override name = "ApiError";
+  /** The HTTP status (or a watch Status's code). */
+  readonly code: number;
+  /** The Status reason (NotFound, Conflict, Expired…), "Unknown" when the server gave none. */
+  readonly reason: string;
+  constructor(code: number, reason: string, message: string) {
+    super(message);
+    this.code = code;
+    this.reason = reason;
+  }
+}
+
+export interface WatchEvent {
+  type: "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK" | "ERROR";
+  object: unknown;
+}
+
+export type Query = Record<string, string | undefined>;
+
+export interface RequestOptions {
+  /** Empty and undefined values are left out. */
+  query?: Query;
+  body?: unknown;
+  /** Of the body. Default application/json. */
+  contentType?: string;
+  signal?: AbortSignal;
+}
+
+export class KubeHttp {
+  readonly #access: KubeAccess;
+  readonly #server: URL;
+  readonly #timeoutMs: number;
+  // One keep-alive agent per client: a warm function and a relisting bridge reuse their TLS connection.
+  readonly #agent: http.Agent;
+
+  constructor(access: KubeAccess) {
+    const server = access.kubeConfig.getCurrentCluster()?.server;
+    if (server === undefined) throw new Error("the kubeconfig has no current cluster");
+    this.#access = access;
+    this.#server = new URL(server);
+    this.#timeoutMs = access.timeoutMs ?? 15_000;
+    this.#agent = this.#plain ? new http.Agent({ keepAlive: true }) : new https.Agent({ keepAlive: true });
+  }
+
+  /** A plain-HTTP server (kubectl proxy) cannot use TLS. */
+  get #plain(): boolean {
+    return this.#server.protocol === "http:";
+  }
+
+  /** The status and body of the answer, whatever the status. */
+  async request(method: string, path: string, o: RequestOptions = {}): Promise<{ status: number; text: string }> {
+    const { res } = await this.#open(method, path, o);
+    return { status: res.statusCode ?? 0, text: await readText(res) };
+  }
+
+  /** The parsed JSON body of a 2xx answer; any other status throws ApiError. */
+  async json(method: string, path: string, o: RequestOptions = {}): Promise<unknown> {
+    const { status, text } = await this.request(method, path, o);
+    if (!isOk(status)) throw apiError(method, path, status, text);
+    return JSON.parse(text);
+  }
+
+  getJson(path: string, query: Query, signal?: AbortSignal): Promise<unknown> {
+    return this.json("GET", path, { query, signal });
+  }
+
+  /**
+   * Streams watch events. The next chunk is read only when the consumer asks for the next
+   * event, so a slow consumer pauses the stream. `silenceMs` counts only time spent waiting on
+   * the server, never time the consumer spends paused.
+   */
+  async *watch(path: string, query: Query, signal: AbortSignal, silenceMs: number): AsyncGenerator<WatchEvent> {
+    const { req, res } = await this.#open("GET", path, { query: { ...query, watch: "true" }, signal });
+    try {
+      if (!isOk(res.statusCode ?? 0)) throw apiError("GET", path, res.statusCode ?? 0, await readText(res));
+      req.setTimeout(0); // from here on, silence decides
+      res.setEncoding("utf8"); // decodes characters split across chunks correctly
+      const chunks = res[Symbol.asyncIterator]() as AsyncIterator<string>;
+      let rest = "";
+      for (;;) {
+        let silent = false;
+        const timer = setTimeout(() => {
+          silent = true;
+          req.destroy();
+        }, silenceMs);
+        let next: IteratorResult<string>;
+        try {
+          next = await chunks.next();
+        } catch (e) {
+          throw silent ? new Error(`watch silent for ${silenceMs} ms`) : e;
+        } finally {
+          clearTimeout(timer);
+        }
+        if (next.done === true) return;
+        const lines = (rest + next.value).split("\n");
+        rest = lines.pop() ?? "";
+        for (const line of lines) if (line.trim() !== "") yield JSON.parse(line) as WatchEvent;
+      }
+    } finally {
+      req.destroy();
+    }
+  }
+
+  async #open(method: string, path: string, o: RequestOptions): Promise<{ req: http.ClientRequest; res: http.IncomingMessage }> {
+    const url = new URL(this.#server.pathname.replace(/\/$/, "") + path, this.#server);
+    for (const [k, v] of Object.entries(o.query ?? {})) if (v !== undefined && v !== "") url.searchParams.set(k, v);
+    const options: https.RequestOptions = { method, headers: { accept: "application/json" } };
+    await this.#access.kubeConfig.applyToHTTPSOptions(options);
+    // client-node sets a fresh, non-keep-alive agent per request: a TLS handshake per API call,
+    // about a third of a busy function's CPU. Ours still gets the TLS material from `options`.
+    options.agent = this.#agent;
+    const headers = (options.headers ?? {}) as Record<string, string>;
+    if (this.#access.token) headers.Authorization = `Bearer ${await this.#access.token()}`;
+    const payload = o.body === undefined ? undefined : JSON.stringify(o.body);
+    if (payload !== undefined) {
+      headers["content-type"] = o.contentType ?? "application/json";
+      headers["content-length"] = String(Buffer.byteLength(payload));
+    }
+    options.headers = headers;
+    o.signal?.throwIfAborted();
+    const lib = this.#plain ? http : https;
+    const timeoutMs = this.#timeoutMs;
+    return new Promise((resolve, reject) => {
+      const req = lib.request(url, { ...options, ...(o.signal ? { signal: o.signal } : {}) }, (res) => resolve({ req, res }));
+      req.on("error", reject);
+      req.setTimeout(timeoutMs, () => req.destroy(new Error(`${method} ${path}: no answer from the API server in ${timeoutMs} ms`)));
+      req.end(payload);
+    });
+  }
+}
+
+const isOk = (status: number): boolean => status >= 200 && status < 300;
+
+async function readText(res: http.IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of res) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+/** The error for a failed request, with the reason and message of the server's Status when it sent one. */
+function apiError(method: string, path: string, status: number, body: string): ApiError {
+  let reason = "Unknown";
+  let message = body.slice(0, 500) || `HTTP ${status}`;
+  try {
+    const s = JSON.parse(body) as { reason?: unknown; message?: unknown };
+    if (typeof s.reason === "string") reason = s.reason;
+    if (typeof s.message === "string") message = s.message;
+  } catch {
+    // not a Status object; keep the raw text
+  }
+  return new ApiError(status, reason, `${method} ${path}: ${status} ${message}`);
+}

@@ -1,0 +1,33 @@
+import { describe, it, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { KubeConfig } from "@kubernetes/client-node";
+import { ApiError } from "../../clients/kube-http.ts";
+import { createKubeApi } from "./kube-http.ts";
+import type { KubeApi } from "./kube-api.ts";
+
+// A loopback server that knows no object: the port's mapping of API errors, not Kubernetes.
+describe("createKubeApi", () => {
+  let server: Server;
+  let api: KubeApi;
+
+  before(async () => {
+    server = createServer((_, res) => res.writeHead(404, { "content-type": "application/json" }).end(JSON.stringify({ kind: "Status", code: 404, reason: "NotFound", message: "not found" })));
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const kubeConfig = new KubeConfig();
+    kubeConfig.loadFromClusterAndUser({ name: "c", server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, skipTLSVerify: true }, { name: "u" });
+    api = createKubeApi({ kubeConfig });
+  });
+
+  after(() => {
+    server.closeAllConnections();
+    server.close();
+  });
+
+  it("reads a missing object as undefined, and a write to it throws ApiError", async () => {
+    const ref = { group: "g", version: "v1", plural: "things", namespace: "n", name: "missing" };
+    assert.equal(await api.get(ref), undefined);
+    await assert.rejects(api.mergePatch(ref, {}), (e) => e instanceof ApiError && e.code === 404 && e.reason === "NotFound");
+  });
+});

@@ -1,0 +1,21 @@
+// The CronTab fixture the bridge tests watch: its CRD, namespaces, objects and their paths.
+import type { LocalCluster } from "../../emulator/types.ts";
+import { kube, kubectl, ok } from "./kube-requests.ts";
+
+export const CRONTABS = "/apis/stable.example.com/v1";
+export const CRONTAB_RESOURCE = "stable.example.com/v1/crontabs>batch/v1/cronjobs";
+
+export function installCrontabCrd(cluster: LocalCluster): void {
+  kubectl(cluster, "apply", "--server-side", "-f", "infra/crds/crontabs.stable.example.com.yaml");
+  kubectl(cluster, "wait", "--for=condition=Established", "--timeout=30s", "crd/crontabs.stable.example.com");
+}
+
+export async function createNamespace(cluster: LocalCluster, name: string): Promise<void> {
+  await ok(kube(cluster.kubeConfig, "POST", "/api/v1/namespaces", { apiVersion: "v1", kind: "Namespace", metadata: { name } }), `namespace ${name}`);
+}
+
+export function crontab(name: string, replicas = 1): unknown {
+  return { apiVersion: "stable.example.com/v1", kind: "CronTab", metadata: { name }, spec: { cronSpec: "*/5 * * * *", image: "busybox", replicas } };
+}
+
+export const crontabPath = (ns: string, name?: string): string => `${CRONTABS}/namespaces/${ns}/crontabs${name === undefined ? "" : `/${name}`}`;
