@@ -7,7 +7,7 @@ import { cacheRoot, packageRoot } from "../../emulator/paths.ts";
 
 export const peersDir = (env: NodeJS.ProcessEnv = process.env): string => join(cacheRoot(env), "peers");
 const sourceDir = join(packageRoot, "bench", "peers");
-export const kopfOperator = join(sourceDir, "kopf", "operator.py");
+export const kopfOperator = join(sourceDir, "kopf", "greeting_operator.py");
 
 /** What is missing to build the peers (`go`, `python3` with venv), or [] if nothing. */
 export function missingToolchains(): string[] {

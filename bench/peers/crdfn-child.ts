@@ -9,11 +9,7 @@ import { startPipeline } from "../../cli/pipeline.ts";
 import type { Operator } from "../../core/operator.ts";
 import type { LocalCluster } from "../../emulator/types.ts";
 import greeting from "../../examples/greeting/operator.ts";
-
-/** The parts of a LocalCluster a pipeline uses, as the parent passes them. */
-export type ClusterHandle = Pick<LocalCluster, "kubeconfigPath" | "server" | "kubectl" | "caPath" | "sqs" | "env">;
-
-export const CLUSTER_ENV = "CRDFN_PEERS_CLUSTER";
+import { CLUSTER_ENV, type ClusterHandle } from "./systems.ts";
 
 async function main(): Promise<void> {
   const handle = JSON.parse(process.env[CLUSTER_ENV] ?? "null") as ClusterHandle | null;

@@ -9,10 +9,13 @@ import { startServer, type RunningServer } from "../../emulator/process.ts";
 import type { Reaper } from "../../emulator/reaper.ts";
 import type { LocalCluster } from "../../emulator/types.ts";
 import { kopfOperator } from "./build.ts";
-import { CLUSTER_ENV, type ClusterHandle } from "./crdfn-child.ts";
 
 export const SYSTEMS = ["crdfn", "controller-runtime(1)", "controller-runtime(8)", "kopf(default)", "kopf(tuned)"] as const;
 export type SystemName = (typeof SYSTEMS)[number];
+
+/** The parts of a LocalCluster a pipeline uses, as crdfn-child.ts receives them. */
+export type ClusterHandle = Pick<LocalCluster, "kubeconfigPath" | "server" | "kubectl" | "caPath" | "sqs" | "env">;
+export const CLUSTER_ENV = "CRDFN_PEERS_CLUSTER";
 
 export interface RunningSystem {
   /** Processes that run in the cluster in production (the bridge; a peer's whole operator). */

@@ -63,16 +63,17 @@ async def reconcile(body, spec, name, namespace, meta, status, patch, **_):
     }
     kopf.adopt(cm, owner=body)
     core = api["core"]
+    # Patch first: after the first reconcile the ConfigMap exists, so a change costs one request.
     try:
-        await core.create_namespaced_config_map(namespace, cm)
-    except ApiException as e:
-        if e.status != 409:
-            raise
         await core.patch_namespaced_config_map(
             cm["metadata"]["name"], namespace,
             {"metadata": {"labels": cm["metadata"]["labels"], "ownerReferences": cm["metadata"]["ownerReferences"]}, "data": cm["data"]},
             _content_type="application/merge-patch+json",
         )
+    except ApiException as e:
+        if e.status != 404:
+            raise
+        await core.create_namespaced_config_map(namespace, cm)
     previous = next((c for c in (status.get("conditions") or []) if c.get("type") == "Ready"), None)
     changed = previous is None or previous.get("status") != "True"
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
