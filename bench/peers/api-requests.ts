@@ -15,8 +15,9 @@ export function parseRequestCounts(metrics: string): RequestCounts {
   for (const line of metrics.split("\n")) {
     const m = LINE.exec(line);
     if (!m) continue;
-    const labels = Object.fromEntries([...(m[1] ?? "").matchAll(LABEL)].map((l) => [l[1], l[2]]));
-    const key = `${labels.verb ?? "?"} ${labels.resource ?? ""}${labels.subresource ? `/${labels.subresource}` : ""}`;
+    const labels = new Map([...(m[1] ?? "").matchAll(LABEL)].map((l): [string, string] => [l[1] ?? "", l[2] ?? ""]));
+    const sub = labels.get("subresource");
+    const key = `${labels.get("verb") ?? "?"} ${labels.get("resource") ?? ""}${sub ? `/${sub}` : ""}`;
     out[key] = (out[key] ?? 0) + Number(m[2]);
   }
   return out;
@@ -25,7 +26,9 @@ export function parseRequestCounts(metrics: string): RequestCounts {
 export async function scrapeRequestCounts(kubeConfig: KubeConfig): Promise<RequestCounts> {
   const reply = await kube(kubeConfig, "GET", "/metrics");
   if (reply.status !== 200) throw new Error(`API server /metrics answered ${reply.status}`);
-  return parseRequestCounts(String(reply.body.message ?? ""));
+  // /metrics is text, which the helper hands back as `message`.
+  const text = reply.body.message;
+  return parseRequestCounts(typeof text === "string" ? text : "");
 }
 
 /** What was served between two scrapes, only the keys that grew. */

@@ -79,6 +79,6 @@ export function ensureKopfVenv(log: (line: string) => void): Built {
   return {
     path: python,
     seconds: seconds(t0),
-    versions: { python: execFileSync(python, ["--version"], { encoding: "utf8" }).trim(), ...Object.fromEntries(freeze.map((l) => l.split("=="))) },
+    versions: { python: execFileSync(python, ["--version"], { encoding: "utf8" }).trim(), ...Object.fromEntries(freeze.map((l): [string, string] => [l.split("==")[0] ?? l, l.split("==")[1] ?? ""])) },
   };
 }
