@@ -59,8 +59,10 @@ async function untilQuiet(maxLoad: number, waitSeconds: number, log: (l: string)
   return { maxLoad, quiet, waitedSeconds: Math.round((performance.now() - t0) / 1000), loadAvg: loadavg() };
 }
 
-export async function runPeers(o: Options, log: (line: string) => void): Promise<{ path: string; report: string }> {
-  const p = o.quick ? { ...o, ...QUICK } : o;
+/** `quick`: QUICK's figures for every option not given on the command line. */
+export async function runPeers(o: Options, log: (line: string) => void, given: (key: keyof typeof QUICK) => boolean = () => false): Promise<{ path: string; report: string }> {
+  const p: Options = { ...o };
+  if (o.quick) for (const [k, v] of Object.entries(QUICK) as [keyof typeof QUICK, number][]) if (!given(k)) p[k] = v;
   const missing = missingToolchains();
   if (missing.length) throw new Error(`bench:peers needs ${missing.join(" and ")}`);
   const startedAt = new Date().toISOString();
@@ -132,10 +134,10 @@ function peersCommand(): Command {
       return n;
     }, Math.max(0.5, cpus().length * 0.25))
     .option("--quiet-wait <seconds>", "how long to wait for that before running anyway", positive("--quiet-wait"), 300)
-    .option("--quick", `a smoke: ${JSON.stringify(QUICK)}`)
+    .option("--quick", `a smoke: ${JSON.stringify(QUICK)} unless given`)
     .option("--json <path>", "where to write the results (default bench-results/peers-<timestamp>.json)")
-    .action(async (o: Options) => {
-      const { path, report } = await runPeers(o, (line) => console.error(line));
+    .action(async (o: Options, cmd: Command) => {
+      const { path, report } = await runPeers(o, (line) => console.error(line), (k) => cmd.getOptionValueSource(k) === "cli");
       console.log(report);
       console.log(`\nresults: ${path}`);
     });
