@@ -55,7 +55,7 @@ describe("npm run bench:peers (smoke)", { timeout: 600_000 }, () => {
       assert.deepEqual(new Set(runs.map((r) => r.system)), new Set(SYSTEMS), "one run of every system");
       for (const r of runs) {
         const where = String(r.system);
-        hasKeys(r, ["round", "namespace", "loadAvgStart", "loadAvgEnd", "startSeconds", "settings", "setup", "rated", "closedLoop", "rawCeiling", "closedToRaw", "peakRssMiB", "clusterSidePeakRssMiB", "offClusterPeakRssMiB"], where);
+        hasKeys(r, ["round", "namespace", "loadAvgStart", "loadAvgEnd", "startSeconds", "settings", "bridgePublishDelayMs", "setup", "rated", "closedLoop", "rawCeiling", "closedToRaw", "peakRssMiB", "clusterSidePeakRssMiB", "offClusterPeakRssMiB"], where);
         const setup = hasKeys(r.setup, ["objects", "createSeconds", "allReadySeconds", ...costKeys], `${where}.setup`);
         const rated = hasKeys(r.rated, ["ratePerSecond", "writes", "writeErrors", "unobserved", "latency", ...costKeys], `${where}.rated`);
         const closed = hasKeys(r.closedLoop, ["concurrency", "changes", "changesPerSecond", "writeErrors", "unobserved", "latency", ...costKeys], `${where}.closedLoop`);

@@ -11,7 +11,7 @@ import { kube } from "../../test/bridge-helpers.ts";
 import { atRate, forEachBounded, inFlight } from "../drive.ts";
 import { Greetings, objectName } from "../greetings.ts";
 import { keepAliveKubeConfig } from "../keep-alive.ts";
-import { clusterPids } from "../proc.ts";
+import { clusterPids, metricValues } from "../proc.ts";
 import { untilQueuesEmpty } from "../queue-depth.ts";
 import { summarizeLatency, type LatencySummary } from "../stats.ts";
 import { StatusWatch } from "../status-watch.ts";
@@ -52,6 +52,8 @@ export interface RunResult {
   startSeconds: number;
   settings: Record<string, unknown>;
   setup: { objects: number; createSeconds: number; allReadySeconds: number } & Cost;
+  /** crdfn only: mean time from the bridge seeing a change to the queue accepting its event, per phase (ms). */
+  bridgePublishDelayMs: { rated: number | null; closedLoop: number | null } | null;
   rated: { ratePerSecond: number; seconds: number; writes: number; writeErrors: number; unobserved: number; latency: LatencySummary } & Cost;
   closedLoop: { concurrency: number; seconds: number; changes: number; changesPerSecond: number; writeErrors: number; unobserved: number; latency: LatencySummary } & Cost;
   rawCeiling: { concurrency: number; seconds: number; patches: number; errors: number; patchesPerSecond: number; latency: LatencySummary };
@@ -94,6 +96,15 @@ export async function runOnce(system: SystemName, round: number, cluster: LocalC
     const quiet = async () => {
       if (system === "crdfn") await untilQueuesEmpty(sqs, [cluster.sqs.queues.fifo, cluster.sqs.queues.standard], 120_000);
       else await sleep(500);
+    };
+    const PUBLISH = ["crdfn_bridge_publish_delay_seconds_sum", "crdfn_bridge_publish_delay_seconds_count"];
+    const publishMark = async (): Promise<Record<string, number>> => {
+      if (running.bridgeMetricsUrl === undefined) return {};
+      return metricValues(await (await fetch(running.bridgeMetricsUrl)).text(), PUBLISH);
+    };
+    const publishDelay = (a: Record<string, number>, b: Record<string, number>): number | null => {
+      const n = (b[PUBLISH[1] ?? ""] ?? 0) - (a[PUBLISH[1] ?? ""] ?? 0);
+      return n > 0 ? r2((((b[PUBLISH[0] ?? ""] ?? 0) - (a[PUBLISH[0] ?? ""] ?? 0)) / n) * 1000) : null;
     };
     const sum = (u: Usage, names: Iterable<string>) => [...names].reduce((s, n) => s + (u.cpuSeconds[n] ?? 0), 0);
     const cost = (u: Usage, changes: number, driverWrites: number): Cost => {
@@ -149,10 +160,12 @@ export async function runOnce(system: SystemName, round: number, cluster: LocalC
 
     o.log(`${system} r${round}: rated ${o.rate}/s for ${o.durationSeconds} s…`);
     mark = await sampler.mark();
+    let published = await publishMark();
     const ratedLatencies: number[] = [];
     const ratedCounts = { errors: 0, unobserved: 0 };
     const writes = await atRate(o.rate, o.durationSeconds * 1000, (k) => change(k % o.objects, `rated ${k}`, ratedLatencies, ratedCounts), now);
     const ratedUsage = await sampler.since(mark);
+    const ratedPublishDelay = publishDelay(published, await publishMark());
     const rated = {
       ratePerSecond: o.rate,
       seconds: ratedUsage.seconds,
@@ -169,6 +182,7 @@ export async function runOnce(system: SystemName, round: number, cluster: LocalC
     const objectOf = (w: number, k: number): number => (w + (k * workers)) % o.objects;
     o.log(`${system} r${round}: closed loop, ${workers} in flight for ${o.durationSeconds} s…`);
     mark = await sampler.mark();
+    published = await publishMark();
     const closedLatencies: number[] = [];
     const closedCounts = { errors: 0, unobserved: 0 };
     let t = now();
@@ -185,6 +199,7 @@ export async function runOnce(system: SystemName, round: number, cluster: LocalC
       latency: summarizeLatency(closedLatencies),
       ...cost(await sampler.since(mark), closedLatencies.length, closedWrites),
     };
+    const closedPublishDelay = publishDelay(published, await publishMark());
     await quiet();
     const peakRssMiB = sampler.peakRssMiB();
     const peaks = (names: Iterable<string>) => r1([...names].reduce((s, n) => s + (peakRssMiB[n] ?? 0), 0));
@@ -223,6 +238,7 @@ export async function runOnce(system: SystemName, round: number, cluster: LocalC
       loadAvgEnd: loadavg(),
       startSeconds: running.startSeconds,
       settings: running.settings,
+      bridgePublishDelayMs: running.bridgeMetricsUrl === undefined ? null : { rated: ratedPublishDelay, closedLoop: closedPublishDelay },
       setup,
       rated,
       closedLoop,

@@ -24,6 +24,8 @@ export interface RunningSystem {
   offCluster: Record<string, number>;
   /** Settings in force, as the system reported them or as it was started. */
   settings: Record<string, unknown>;
+  /** crdfn's bridge /metrics (publish delay), absent for the peers. */
+  bridgeMetricsUrl?: string;
   /** Seconds from spawn to ready (the peers: informers synced / kopf started; crdfn: the bridge's initial sync). */
   startSeconds: number;
   logFile: string;
@@ -90,6 +92,7 @@ export async function startSystem(name: SystemName, namespace: string, cluster: 
     return started(server, {
       clusterSide: { bridge: Number(ready.bridgePid) },
       offCluster: { functions: server.pid },
+      bridgeMetricsUrl: `http://127.0.0.1:${Number(ready.bridgeHttpPort)}/metrics`,
       settings: { pipeline: "cli/pipeline.ts startPipeline, bridgeProcess: true, default receive loops", operators: ["greeting"] },
     });
   }
