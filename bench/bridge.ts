@@ -1,7 +1,10 @@
-// `npm run bench:bridge`: the bridge's initial sync of 1k, 10k and 50k objects against a real
-// API server and ElasticMQ — sync time, retained heap per object, peak heap and RSS — and
-// publish throughput. Run with --expose-gc (the npm script does) so retained heap is measured
-// after a full collection. BENCH_SIZES=1000,10000 picks other sizes.
+// `npm run bench:bridge`: the bridge's initial sync of 1k, 10k, 50k and 100k objects against a
+// real API server and ElasticMQ — sync time, retained heap per object, peak heap and RSS, idle
+// CPU — and publish throughput, next to a no-op controller-runtime operator (bench/peers) caching
+// the same objects and the ConfigMaps it would own: its RSS, sync time and idle CPU. Run with
+// --expose-gc (the npm script does) so retained heap is measured after a full collection.
+// BENCH_SIZES=1000,10000 picks other sizes; BENCH_CREATE_BUDGET_S caps the time spent creating.
+import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -18,12 +21,16 @@ import { createNamespace } from "../test/support/crontabs.ts";
 import { kube, ok } from "../test/support/kube-requests.ts";
 import { metricValue, scrapeMetrics } from "../test/support/metrics.ts";
 import { parallel } from "../test/support/promises.ts";
+import { buildControllerRuntime, missingToolchains } from "./peers/build.ts";
+import { cpuSeconds, rssBytes } from "./proc.ts";
 
 const NS = "bench";
 const GROUP = "bench.crdfn.dev";
 const CREATE_CONCURRENCY = 64;
 /** Give up on a size whose objects would take longer than this to create. */
-const CREATE_BUDGET_MS = 8 * 60_000;
+const CREATE_BUDGET_MS = Number(process.env.BENCH_CREATE_BUDGET_S ?? 1200) * 1000;
+/** How long each process is watched doing nothing after its sync, for its idle CPU. */
+const IDLE_MS = Number(process.env.BENCH_IDLE_S ?? 10) * 1000;
 
 const gc = (globalThis as { gc?: () => void }).gc;
 const mib = (bytes: number): number => bytes / 1024 / 1024;
@@ -77,6 +84,12 @@ interface Row {
   processSyncS: number;
   processPeakHeapMiB: number;
   processPeakRssMiB: number;
+  /** Percent of one core over IDLE_MS after everything was published. */
+  processIdleCpuPercent: number;
+  /** The no-op controller-runtime operator: start to informers synced, peak VmRSS, idle CPU (null without Go). */
+  crSyncS: number | null;
+  crPeakRssMiB: number | null;
+  crIdleCpuPercent: number | null;
 }
 
 /** As infra/bridge/deployment.yaml sets it, so the benchmark measures what ships. */
@@ -116,7 +129,7 @@ async function measureInProcess(cluster: LocalCluster, objects: number): Promise
 }
 
 /** The bridge as its own process: peak heap and RSS from its /metrics while it syncs and publishes. */
-async function measureProcess(cluster: LocalCluster, objects: number, entry: string): Promise<Pick<Row, "processSyncS" | "processPeakHeapMiB" | "processPeakRssMiB">> {
+async function measureProcess(cluster: LocalCluster, objects: number, entry: string): Promise<Pick<Row, "processSyncS" | "processPeakHeapMiB" | "processPeakRssMiB" | "processIdleCpuPercent">> {
   await purge(cluster);
   const started = performance.now();
   const p = spawnBridge(tinyEnv(cluster), entry);
@@ -133,16 +146,62 @@ async function measureProcess(cluster: LocalCluster, objects: number, entry: str
       if (syncedAt > 0 && (m.get("crdfn_bridge_events_published_total") ?? 0) >= objects) break;
       await new Promise((r) => setTimeout(r, 100));
     }
-    return { processSyncS: (syncedAt - started) / 1000, processPeakHeapMiB: mib(peakHeap), processPeakRssMiB: mib(peakRss) };
+    const pid = p.child.pid ?? 0;
+    const idleCpu = await idleCpuPercent(pid);
+    peakRss = Math.max(peakRss, rssBytes(pid) ?? 0);
+    return { processSyncS: (syncedAt - started) / 1000, processPeakHeapMiB: mib(peakHeap), processPeakRssMiB: mib(peakRss), processIdleCpuPercent: idleCpu };
   } finally {
     p.child.kill("SIGTERM");
     await p.exited;
   }
 }
 
+/** Percent of one core `pid` uses over IDLE_MS. */
+async function idleCpuPercent(pid: number): Promise<number> {
+  const before = cpuSeconds(pid) ?? 0;
+  await new Promise((r) => setTimeout(r, IDLE_MS));
+  return Math.round((((cpuSeconds(pid) ?? before) - before) / (IDLE_MS / 1000)) * 1000) / 10;
+}
+
+/**
+ * The no-op controller-runtime operator (bench/peers/controller-runtime --mode=noop) over the
+ * same namespace: its informers cache every Tiny (typed) and the ConfigMaps; start to synced,
+ * peak VmRSS (sampled every 100 ms, through sync and the idle window), idle CPU.
+ */
+async function measureControllerRuntime(cluster: LocalCluster, binary: string): Promise<Pick<Row, "crSyncS" | "crPeakRssMiB" | "crIdleCpuPercent">> {
+  const started = performance.now();
+  const child = spawn(binary, ["--mode", "noop", "--namespace", NS], { env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", KUBECONFIG: cluster.kubeconfigPath }, stdio: ["ignore", "pipe", "pipe"] });
+  const pid = child.pid ?? 0;
+  let peakRss = 0;
+  const sampler = setInterval(() => (peakRss = Math.max(peakRss, rssBytes(pid) ?? 0)), 100);
+  const logs: string[] = [];
+  child.stderr.setEncoding("utf8").on("data", (c: string) => logs.push(c));
+  try {
+    const synced = await new Promise<number>((resolve, reject) => {
+      let rest = "";
+      child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+        rest += chunk;
+        if (rest.includes('"synced"')) resolve(performance.now());
+      });
+      child.once("exit", (code) => reject(new Error(`controller-runtime operator exited (${code}) before its sync: ${logs.join("").slice(-2000)}`)));
+    });
+    const idle = await idleCpuPercent(pid);
+    peakRss = Math.max(peakRss, rssBytes(pid) ?? 0);
+    return { crSyncS: (synced - started) / 1000, crPeakRssMiB: mib(peakRss), crIdleCpuPercent: idle };
+  } finally {
+    clearInterval(sampler);
+    child.kill("SIGTERM");
+    if (child.exitCode === null) await new Promise((r) => child.once("exit", r));
+  }
+}
+
 async function main(): Promise<void> {
   if (gc === undefined) console.error("warning: run with --expose-gc for retained-heap figures");
-  const sizes = (process.env.BENCH_SIZES ?? "1000,10000,50000").split(",").map(Number);
+  const sizes = (process.env.BENCH_SIZES ?? "1000,10000,50000,100000").split(",").map(Number);
+  if (sizes.some((n) => !Number.isInteger(n) || n < 1)) throw new Error(`BENCH_SIZES must be whole numbers ≥ 1, comma-separated (got ${process.env.BENCH_SIZES})`);
+  const missing = missingToolchains().filter((m) => m.startsWith("go"));
+  const crBinary = missing.length ? undefined : buildControllerRuntime((l) => console.error(l)).path;
+  if (crBinary === undefined) console.error(`no controller-runtime column: needs ${missing.join("")}`);
   console.error("starting the local control plane and ElasticMQ…");
   // The process figures are for what the image runs: the bundle.
   const entry = join(mkdtempSync(join(tmpdir(), "crdfn-bench-")), "bridge.mjs");
@@ -166,15 +225,52 @@ async function main(): Promise<void> {
       msPerObject = createMs / (size - created);
       created = size;
       console.error(`created in ${(createMs / 1000).toFixed(1)} s; measuring the bridge's initial sync…`);
-      rows.push({ objects: size, createS: createMs / 1000, ...(await measureInProcess(cluster, size)), ...(await measureProcess(cluster, size, entry)) });
+      const inProcess = await measureInProcess(cluster, size);
+      const processRow = await measureProcess(cluster, size, entry);
+      console.error("measuring the no-op controller-runtime operator…");
+      const cr = crBinary === undefined ? { crSyncS: null, crPeakRssMiB: null, crIdleCpuPercent: null } : await measureControllerRuntime(cluster, crBinary);
+      rows.push({ objects: size, createS: createMs / 1000, ...inProcess, ...processRow, ...cr });
     }
   } finally {
     await cluster.stop();
   }
 
-  const header = ["objects", "create (s)", "initial sync (s)", "all published (s)", "events/s", "retained heap (MiB)", "heap per 10k (MiB)", "process: sync (s)", "peak heap (MiB)", "peak RSS (MiB)"];
+  const header = [
+    "objects",
+    "create (s)",
+    "initial sync (s)",
+    "all published (s)",
+    "events/s",
+    "retained heap (MiB)",
+    "heap per 10k (MiB)",
+    "process: sync (s)",
+    "peak heap (MiB)",
+    "peak RSS (MiB)",
+    "idle CPU %",
+    "cr: sync (s)",
+    "cr: peak RSS (MiB)",
+    "cr: idle CPU %",
+    "RSS bridge ÷ cr",
+  ];
+  const opt = (x: number | null, digits: number) => (x === null ? "–" : x.toFixed(digits));
   const table = rows.map((r) =>
-    [r.objects, r.createS.toFixed(1), r.syncS.toFixed(2), r.publishedS.toFixed(2), r.eventsPerS.toFixed(0), r.retainedHeapMiB.toFixed(2), r.heapPer10kMiB.toFixed(2), r.processSyncS.toFixed(2), r.processPeakHeapMiB.toFixed(1), r.processPeakRssMiB.toFixed(0)].map(String),
+    [
+      r.objects,
+      r.createS.toFixed(1),
+      r.syncS.toFixed(2),
+      r.publishedS.toFixed(2),
+      r.eventsPerS.toFixed(0),
+      r.retainedHeapMiB.toFixed(2),
+      r.heapPer10kMiB.toFixed(2),
+      r.processSyncS.toFixed(2),
+      r.processPeakHeapMiB.toFixed(1),
+      r.processPeakRssMiB.toFixed(0),
+      r.processIdleCpuPercent.toFixed(1),
+      opt(r.crSyncS, 2),
+      opt(r.crPeakRssMiB, 0),
+      opt(r.crIdleCpuPercent, 1),
+      r.crPeakRssMiB ? (r.processPeakRssMiB / r.crPeakRssMiB).toFixed(2) : "–",
+    ].map(String),
   );
   const widths = header.map((h, i) => Math.max(h.length, ...table.map((row) => (row[i] ?? "").length)));
   const line = (cells: string[]) => `| ${cells.map((c, i) => c.padStart(widths[i] ?? 0)).join(" | ")} |`;
@@ -182,7 +278,7 @@ async function main(): Promise<void> {
   console.log(`|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`);
   for (const row of table) console.log(line(row));
   for (const s of skipped) console.log(`skipped ${s}`);
-  console.log(`retained heap: the in-process bridge's heap after a full GC, fixed overhead included; process: the bundled bridge as the image runs it (own process, ${SHIPPED_NODE_OPTIONS}), start-up included; peak heap without forced GC.`);
+  console.log(`retained heap: the in-process bridge's heap after a full GC, fixed overhead included; process: the bundled bridge as the image runs it (own process, ${SHIPPED_NODE_OPTIONS}), start-up included; peak heap without forced GC; cr: a no-op controller-runtime operator (bench/peers/controller-runtime --mode=noop, typed informer caches of the objects and ConfigMaps) as its own process, start to informers synced.`);
   mkdirSync("bench-results", { recursive: true });
   writeFileSync("bench-results/bridge.json", JSON.stringify({ rows, skipped }, null, 2));
 }

@@ -1,0 +1,51 @@
+// Requests the API server has served, from its own counter (apiserver_request_total), by verb and
+// resource: the difference between two scrapes is what everyone asked of it in between.
+import type { KubeConfig } from "@kubernetes/client-node";
+import { kube } from "../../test/support/kube-requests.ts";
+
+/** "VERB resource[/subresource]" → requests. */
+export type RequestCounts = Record<string, number>;
+
+const LINE = /^apiserver_request_total\{([^}]*)\} (\S+)$/;
+const LABEL = /(\w+)="([^"]*)"/g;
+
+/** Sums apiserver_request_total over codes and scopes, by verb and (sub)resource. */
+export function parseRequestCounts(metrics: string): RequestCounts {
+  const out: RequestCounts = {};
+  for (const line of metrics.split("\n")) {
+    const m = LINE.exec(line);
+    if (!m) continue;
+    const labels = new Map([...(m[1] ?? "").matchAll(LABEL)].map((l): [string, string] => [l[1] ?? "", l[2] ?? ""]));
+    const sub = labels.get("subresource");
+    const key = `${labels.get("verb") ?? "?"} ${labels.get("resource") ?? ""}${sub ? `/${sub}` : ""}`;
+    out[key] = (out[key] ?? 0) + Number(m[2]);
+  }
+  return out;
+}
+
+export async function scrapeRequestCounts(kubeConfig: KubeConfig): Promise<RequestCounts> {
+  const reply = await kube(kubeConfig, "GET", "/metrics");
+  if (reply.status !== 200) throw new Error(`API server /metrics answered ${reply.status}`);
+  // /metrics is text, which the helper hands back as `message`.
+  const text = reply.body.message;
+  return parseRequestCounts(typeof text === "string" ? text : "");
+}
+
+/** What was served between two scrapes, only the keys that grew. */
+export function requestDelta(before: RequestCounts, after: RequestCounts): RequestCounts {
+  const out: RequestCounts = {};
+  for (const [k, v] of Object.entries(after)) {
+    const d = v - (before[k] ?? 0);
+    if (d > 0) out[k] = d;
+  }
+  return out;
+}
+
+/** The resources a Greeting operator touches (the rest is the control plane's own chatter). */
+export const OPERATOR_RESOURCES = ["greetings", "greetings/status", "configmaps", "events"];
+
+export function operatorRequests(delta: RequestCounts): number {
+  let n = 0;
+  for (const [k, v] of Object.entries(delta)) if (OPERATOR_RESOURCES.includes(k.split(" ")[1] ?? "")) n += v;
+  return n;
+}

@@ -1,0 +1,266 @@
+// One run of one system: a fresh namespace, the system started for it, then the same driver
+// for every system — N Greetings created until all Ready, R changes/s for D seconds (open loop),
+// C changes in flight for D seconds (closed loop), then, with the system stopped, the raw
+// ceiling of status patches on the same objects — and the namespace deleted.
+import { loadavg } from "node:os";
+import type { SQSClient } from "@aws-sdk/client-sqs";
+import type { Reaper } from "../../emulator/reaper.ts";
+import type { LocalCluster } from "../../emulator/types.ts";
+import { createKubeApi } from "../../functions/runtime/kube-http.ts";
+import { kube } from "../../test/support/kube-requests.ts";
+import { atRate, forEachBounded, inFlight } from "../drive.ts";
+import { Greetings, objectName } from "../greetings.ts";
+import { clusterPids, metricValues } from "../proc.ts";
+import { untilQueuesEmpty } from "../queue-depth.ts";
+import { summarizeLatency, type LatencySummary } from "../stats.ts";
+import { StatusWatch } from "../status-watch.ts";
+import { operatorRequests, type RequestCounts } from "./api-requests.ts";
+import { Sampler, type Usage } from "./sampler.ts";
+import { startSystem, type Binaries, type SystemName } from "./systems.ts";
+
+export interface RunOptions {
+  objects: number;
+  rate: number;
+  durationSeconds: number;
+  concurrency: number;
+  log: (line: string) => void;
+}
+
+export interface Cost {
+  cpuSeconds: Record<string, number>;
+  /** API server + etcd + the system's in-cluster part (bridge; a peer's whole operator). */
+  clusterSideCpuMsPerChange: number;
+  controlPlaneCpuMsPerChange: number;
+  operatorCpuMsPerChange: number;
+  /** The queue and the functions (crdfn only; 0 for peers). */
+  offClusterCpuMsPerChange: number;
+  driverCpuMsPerChange: number;
+  /** Requests on greetings, greetings/status, configmaps and events, less the driver's own writes. */
+  apiRequestsPerChange: number;
+  requests: RequestCounts;
+  machineBusyPercent: number;
+}
+
+export interface RunResult {
+  system: SystemName;
+  round: number;
+  namespace: string;
+  startedAt: string;
+  loadAvgStart: number[];
+  loadAvgEnd: number[];
+  startSeconds: number;
+  settings: Record<string, unknown>;
+  setup: { objects: number; createSeconds: number; allReadySeconds: number } & Cost;
+  /** crdfn only: mean time from the bridge seeing a change to the queue accepting its event, per phase (ms). */
+  bridgePublishDelayMs: { rated: number | null; closedLoop: number | null } | null;
+  rated: { ratePerSecond: number; seconds: number; writes: number; writeErrors: number; unobserved: number; latency: LatencySummary } & Cost;
+  closedLoop: { concurrency: number; seconds: number; changes: number; changesPerSecond: number; writeErrors: number; unobserved: number; latency: LatencySummary } & Cost;
+  rawCeiling: { concurrency: number; seconds: number; patches: number; errors: number; patchesPerSecond: number; latency: LatencySummary };
+  closedToRaw: number;
+  peakRssMiB: Record<string, number>;
+  clusterSidePeakRssMiB: number;
+  offClusterPeakRssMiB: number;
+}
+
+const OBSERVE_TIMEOUT_MS = 30_000;
+const now = (): number => performance.now();
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+const r1 = (x: number): number => Math.round(x * 10) / 10;
+const r2 = (x: number): number => Math.round(x * 100) / 100;
+
+export async function runOnce(system: SystemName, round: number, cluster: LocalCluster, sqs: SQSClient, bin: Binaries, reaper: Reaper, o: RunOptions): Promise<RunResult> {
+  const startedAt = new Date().toISOString();
+  const loadAvgStart = loadavg();
+  const namespace = `peers-${system.replace(/[^a-z0-9]+/g, "-").replace(/-$/, "")}-r${round}`;
+  const greetings = new Greetings(createKubeApi({ kubeConfig: cluster.kubeConfig }), namespace);
+  await greetings.createNamespace();
+  const watch = new StatusWatch(cluster.kubeConfig, namespace, now);
+  await watch.start();
+  const cleanup: Array<() => Promise<void> | void> = [() => watch.stop(), () => deleteNamespace(cluster, namespace, o.log)];
+  try {
+    o.log(`${system} r${round}: starting…`);
+    const running = await startSystem(system, namespace, cluster, bin, reaper);
+    let stopped = false;
+    const stopSystem = async () => {
+      if (!stopped) await running.stop();
+      stopped = true;
+    };
+    cleanup.unshift(stopSystem);
+    const control = clusterPids(Number(new URL(cluster.server).port));
+    const controlPlane = { apiServer: control.apiServer ?? 0, etcd: control.etcd ?? 0 };
+    const offCluster = system === "crdfn" ? { elasticMq: control.elasticMq ?? 0, ...running.offCluster } : running.offCluster;
+    const sampler = new Sampler({ ...controlPlane, ...running.clusterSide, ...offCluster }, cluster.kubeConfig);
+    sampler.start();
+    cleanup.unshift(() => sampler.stop());
+    const quiet = async () => {
+      if (system === "crdfn") await untilQueuesEmpty(sqs, [cluster.sqs.queues.fifo, cluster.sqs.queues.standard], 120_000);
+      else await sleep(500);
+    };
+    const PUBLISH = ["crdfn_bridge_publish_delay_seconds_sum", "crdfn_bridge_publish_delay_seconds_count"];
+    const publishMark = async (): Promise<Record<string, number>> => {
+      if (running.bridgeMetricsUrl === undefined) return {};
+      return metricValues(await (await fetch(running.bridgeMetricsUrl)).text(), PUBLISH);
+    };
+    const publishDelay = (a: Record<string, number>, b: Record<string, number>): number | null => {
+      const n = (b[PUBLISH[1] ?? ""] ?? 0) - (a[PUBLISH[1] ?? ""] ?? 0);
+      return n > 0 ? r2((((b[PUBLISH[0] ?? ""] ?? 0) - (a[PUBLISH[0] ?? ""] ?? 0)) / n) * 1000) : null;
+    };
+    const sum = (u: Usage, names: Iterable<string>) => [...names].reduce((s, n) => s + (u.cpuSeconds[n] ?? 0), 0);
+    const cost = (u: Usage, changes: number, driverWrites: number): Cost => {
+      const per = (names: Iterable<string>) => r2((sum(u, names) * 1000) / Math.max(1, changes));
+      return {
+        cpuSeconds: u.cpuSeconds,
+        clusterSideCpuMsPerChange: per([...Object.keys(controlPlane), ...Object.keys(running.clusterSide)]),
+        controlPlaneCpuMsPerChange: per(Object.keys(controlPlane)),
+        operatorCpuMsPerChange: per(Object.keys(running.clusterSide)),
+        offClusterCpuMsPerChange: per(Object.keys(offCluster)),
+        driverCpuMsPerChange: per(["driver"]),
+        apiRequestsPerChange: r2(Math.max(0, operatorRequests(u.requests) - driverWrites) / Math.max(1, changes)),
+        requests: u.requests,
+        machineBusyPercent: u.machineBusyPercent,
+      };
+    };
+
+    // Ready for work: a first object handled (kopf and crdfn say nothing when their watches are up).
+    await greetings.create("warmup", "warm up");
+    if ((await watch.reconciled("warmup", 1, 120_000)) === undefined) throw new Error(`${system} never reconciled its first Greeting (log: ${running.logFile})`);
+
+    const names = Array.from({ length: o.objects }, (_, i) => objectName(i));
+    o.log(`${system} r${round}: creating ${o.objects} Greetings…`);
+    let mark = await sampler.mark();
+    const t0 = now();
+    await forEachBounded(o.objects, 16, async (i) => {
+      await greetings.create(names[i] ?? "", `hello ${i}`);
+    });
+    const createSeconds = (now() - t0) / 1000;
+    const deadline = now() + 120_000 + o.objects * 200;
+    while (watch.countAtLeast(1) < o.objects + 1) {
+      if (now() > deadline) throw new Error(`${system}: only ${watch.countAtLeast(1) - 1} of ${o.objects} Greetings became Ready`);
+      await sleep(20);
+    }
+    const allReadySeconds = (now() - t0) / 1000;
+    const setup = { objects: o.objects, createSeconds: r2(createSeconds), allReadySeconds: r2(allReadySeconds), ...cost(await sampler.since(mark), o.objects, o.objects) };
+    await quiet();
+
+    const change = async (i: number, message: string, latencies: number[], counts: { errors: number; unobserved: number }) => {
+      const name = names[i] ?? "";
+      const start = now();
+      let generation: number;
+      try {
+        generation = await greetings.setMessage(name, message);
+      } catch {
+        counts.errors++;
+        return;
+      }
+      const at = await watch.reconciled(name, generation, OBSERVE_TIMEOUT_MS);
+      if (at === undefined) counts.unobserved++;
+      else latencies.push(at - start);
+    };
+
+    o.log(`${system} r${round}: rated ${o.rate}/s for ${o.durationSeconds} s…`);
+    mark = await sampler.mark();
+    let published = await publishMark();
+    const ratedLatencies: number[] = [];
+    const ratedCounts = { errors: 0, unobserved: 0 };
+    const writes = await atRate(o.rate, o.durationSeconds * 1000, (k) => change(k % o.objects, `rated ${k}`, ratedLatencies, ratedCounts), now);
+    const ratedUsage = await sampler.since(mark);
+    const ratedPublishDelay = publishDelay(published, await publishMark());
+    const rated = {
+      ratePerSecond: o.rate,
+      seconds: ratedUsage.seconds,
+      writes,
+      writeErrors: ratedCounts.errors,
+      unobserved: ratedCounts.unobserved,
+      latency: summarizeLatency(ratedLatencies),
+      ...cost(ratedUsage, ratedLatencies.length, writes),
+    };
+    await quiet();
+
+    // Each writer owns its own objects, so no two changes in flight touch the same one.
+    const workers = Math.min(o.concurrency, o.objects);
+    const objectOf = (w: number, k: number): number => (w + (k * workers)) % o.objects;
+    o.log(`${system} r${round}: closed loop, ${workers} in flight for ${o.durationSeconds} s…`);
+    mark = await sampler.mark();
+    published = await publishMark();
+    const closedLatencies: number[] = [];
+    const closedCounts = { errors: 0, unobserved: 0 };
+    let t = now();
+    await inFlight(workers, o.durationSeconds * 1000, (w, k) => change(objectOf(w, k), `closed ${k}`, closedLatencies, closedCounts), now);
+    const closedSeconds = (now() - t) / 1000;
+    const closedWrites = closedLatencies.length + closedCounts.unobserved;
+    const closedLoop = {
+      concurrency: workers,
+      seconds: r2(closedSeconds),
+      changes: closedLatencies.length,
+      changesPerSecond: r1(closedLatencies.length / closedSeconds),
+      writeErrors: closedCounts.errors,
+      unobserved: closedCounts.unobserved,
+      latency: summarizeLatency(closedLatencies),
+      ...cost(await sampler.since(mark), closedLatencies.length, closedWrites),
+    };
+    const closedPublishDelay = publishDelay(published, await publishMark());
+    await quiet();
+    const peakRssMiB = sampler.peakRssMiB();
+    const peaks = (names: Iterable<string>) => r1([...names].reduce((s, n) => s + (peakRssMiB[n] ?? 0), 0));
+
+    // The raw ceiling gets the API server to itself: the system is stopped first.
+    await stopSystem();
+    o.log(`${system} r${round}: raw ceiling, ${workers} status patches in flight for ${o.durationSeconds} s…`);
+    const rawLatencies: number[] = [];
+    let rawErrors = 0;
+    t = now();
+    await inFlight(workers, o.durationSeconds * 1000, async (w, k) => {
+      const start = now();
+      try {
+        await greetings.patchStatus(names[objectOf(w, k)] ?? "", k);
+        rawLatencies.push(now() - start);
+      } catch {
+        rawErrors++;
+      }
+    }, now);
+    const rawSeconds = (now() - t) / 1000;
+    const rawCeiling = {
+      concurrency: workers,
+      seconds: r2(rawSeconds),
+      patches: rawLatencies.length,
+      errors: rawErrors,
+      patchesPerSecond: r1(rawLatencies.length / rawSeconds),
+      latency: summarizeLatency(rawLatencies),
+    };
+
+    return {
+      system,
+      round,
+      namespace,
+      startedAt,
+      loadAvgStart,
+      loadAvgEnd: loadavg(),
+      startSeconds: running.startSeconds,
+      settings: running.settings,
+      bridgePublishDelayMs: running.bridgeMetricsUrl === undefined ? null : { rated: ratedPublishDelay, closedLoop: closedPublishDelay },
+      setup,
+      rated,
+      closedLoop,
+      rawCeiling,
+      closedToRaw: Math.round((closedLoop.changesPerSecond / Math.max(0.001, rawCeiling.patchesPerSecond)) * 1000) / 1000,
+      peakRssMiB,
+      clusterSidePeakRssMiB: peaks(Object.keys(running.clusterSide)),
+      offClusterPeakRssMiB: peaks(Object.keys(offCluster)),
+    };
+  } finally {
+    for (const step of cleanup) await step();
+  }
+}
+
+/** Deletes the run's namespace and waits until it is gone, so the next run starts clean. */
+async function deleteNamespace(cluster: LocalCluster, namespace: string, log: (line: string) => void): Promise<void> {
+  await kube(cluster.kubeConfig, "DELETE", `/api/v1/namespaces/${namespace}`);
+  const deadline = now() + 600_000;
+  while ((await kube(cluster.kubeConfig, "GET", `/api/v1/namespaces/${namespace}`)).status !== 404) {
+    if (now() > deadline) {
+      log(`namespace ${namespace} still terminating after 600 s; going on`);
+      return;
+    }
+    await sleep(500);
+  }
+}
