@@ -36,6 +36,15 @@ export interface KubeApi {
   /** Server-side apply, forcing ownership of the fields it sets. */
   apply(ref: ResourceRef, object: KubeObject, fieldManager: string): Promise<KubeObject>;
   create(ref: ResourceRef, object: Record<string, unknown>): Promise<KubeObject>;
+  /** The objects of a collection (`ref` without name), filtered by a label selector such as "a=b,c=d". */
+  list(ref: ResourceRef, labelSelector?: string): Promise<KubeObject[]>;
+  /** DELETE with preconditions (a mismatch → ApiError 409); an object already gone is not an error. */
+  delete(ref: ResourceRef, preconditions?: Preconditions): Promise<void>;
+}
+
+export interface Preconditions {
+  uid?: string;
+  resourceVersion?: string;
 }
 
 export class ApiError extends Error {
@@ -70,6 +79,8 @@ export function countingApi(api: KubeApi): { api: KubeApi; calls: () => number }
       mergePatch: counted(api.mergePatch.bind(api)),
       apply: counted(api.apply.bind(api)),
       create: counted(api.create.bind(api)),
+      list: counted(api.list.bind(api)),
+      delete: counted(api.delete.bind(api)),
     },
     calls: () => n,
   };

@@ -88,5 +88,17 @@ export function createKubeApi(access: ApiAccess): KubeApi {
         ),
       ),
     create: async (ref, object) => must(await request("POST", resourcePath(ref), object)),
+    list: async (ref, labelSelector) => {
+      const query = labelSelector ? `?labelSelector=${encodeURIComponent(labelSelector)}` : "";
+      const list = must(await request("GET", `${resourcePath(ref)}${query}`)) as unknown as { items?: KubeObject[] };
+      return list.items ?? [];
+    },
+    delete: async (ref, preconditions) => {
+      try {
+        await request("DELETE", resourcePath(ref), { apiVersion: "v1", kind: "DeleteOptions", ...(preconditions ? { preconditions } : {}), propagationPolicy: "Background" });
+      } catch (e) {
+        if (!(e instanceof ApiError && e.code === 404)) throw e;
+      }
+    },
   };
 }
