@@ -1,5 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
+import { reconcileContext } from "crdfn/testing";
 import cronTab, { cronTabSpec, REGISTRY } from "./operator.ts";
 
 const object = (spec: { cronSpec: string; image: string; replicas: number }) => ({
@@ -17,7 +18,7 @@ describe("CronTab", () => {
   });
 
   it("wants an owned CronJob, a registry entry and status replicas", () => {
-    const result = cronTab.reconcile(object({ cronSpec: "0 3 * * *", image: "busybox:1.36", replicas: 3 }), { now: new Date(0) });
+    const result = cronTab.reconcile(object({ cronSpec: "0 3 * * *", image: "busybox:1.36", replicas: 3 }), reconcileContext());
     const job = result.children?.[0] as unknown as { kind: string; spec: { schedule: string; jobTemplate: { spec: { parallelism: number } } } };
     assert.equal(job.kind, "CronJob");
     assert.equal(job.spec.schedule, "0 3 * * *");

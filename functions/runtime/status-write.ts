@@ -1,12 +1,17 @@
 // Writing status: only when it changed, through /status, conditional on the resourceVersion read.
 import type { ObjectStatus, StatusInput } from "../../core/operator.ts";
 import type { KubeObject } from "./kube-api.ts";
-import { sameJson, successStatus } from "./status.ts";
+import { findCondition } from "../../core/conditions.ts";
+import { READY, sameJson, successStatus } from "./status.ts";
 import type { Step } from "./step.ts";
 
-/** Has this generation not been reconciled successfully yet? */
+/**
+ * Has this generation not been reconciled successfully yet (first time, or after a failure)?
+ * Exactly one status write can make it so, thanks to the resourceVersion precondition.
+ */
 export function advancing(object: KubeObject): boolean {
-  return (object.status as ObjectStatus | undefined)?.observedGeneration !== (object.metadata.generation ?? 0);
+  const ready = findCondition((object.status as ObjectStatus | undefined)?.conditions, READY);
+  return ready?.status !== "True" || ready.observedGeneration !== (object.metadata.generation ?? 0);
 }
 
 export async function writeSuccessStatus(step: Step, object: KubeObject, input: StatusInput | undefined, now: Date): Promise<void> {

@@ -29,16 +29,17 @@ function keepTransition(previous: readonly Condition[] | undefined, c: Condition
 
 /** Order-insensitive deep equality of JSON values (the API server may reorder keys). */
 export function sameJson(a: unknown, b: unknown): boolean {
-  return canonical(a) === canonical(b);
+  return canonicalJson(a) === canonicalJson(b);
 }
 
-function canonical(v: unknown): string {
-  if (Array.isArray(v)) return `[${v.map(canonical).join(",")}]`;
+/** JSON with sorted keys: equal values, equal text. */
+export function canonicalJson(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonicalJson).join(",")}]`;
   if (v !== null && typeof v === "object") {
     const entries = Object.entries(v as Record<string, unknown>)
       .filter(([, x]) => x !== undefined)
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, x]) => `${JSON.stringify(k)}:${canonical(x)}`).join(",")}}`;
+    return `{${entries.map(([k, x]) => `${JSON.stringify(k)}:${canonicalJson(x)}`).join(",")}}`;
   }
   return JSON.stringify(v);
 }
