@@ -18,9 +18,11 @@ export function rbacRulesOf(operator: Operator<unknown>): PolicyRule[] {
     { apiGroups: [group], resources: [`${plural}/status`], verbs: ["update"] },
     // Setting blockOwnerDeletion on children needs update on the owner's finalizers.
     { apiGroups: [group], resources: [`${plural}/finalizers`], verbs: ["update"] },
-    // Server-side apply is a patch, which creates the object when it is missing.
-    ...[...owned].map(([g, plurals]) => ({ apiGroups: [g], resources: [...plurals].sort(), verbs: ["get", "create", "patch"] })),
-    { apiGroups: [""], resources: ["events"], verbs: ["create"] },
+    // Server-side apply is a patch, which creates the object when it is missing; get and list
+    // read existing and observed children; delete prunes them (uid precondition).
+    ...[...owned].map(([g, plurals]) => ({ apiGroups: [g], resources: [...plurals].sort(), verbs: ["get", "list", "create", "patch", "delete"] })),
+    // events.k8s.io/v1 with series: get and patch count a repeated failure on one Event.
+    { apiGroups: ["events.k8s.io"], resources: ["events"], verbs: ["create", "get", "patch"] },
   ];
 }
 
