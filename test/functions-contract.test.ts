@@ -4,13 +4,12 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { AppsV1Api, EventsV1Api } from "@kubernetes/client-node";
 import { z } from "zod";
-import { startBridge, type RunningBridge } from "../bridge/bridge.ts";
-import { loadBridgeConfig } from "../bridge/config.ts";
+import type { RunningBridge } from "../bridge/bridge.ts";
 import { defineOperator, type Operator, type ReconcileResult } from "../core/operator.ts";
 import { startLocalFunctions } from "../functions/adapters/local.ts";
 import type { Poller } from "../functions/adapters/poller.ts";
 import greeting from "../examples/greeting/operator.ts";
-import { CLUSTER, crApi, keyEventOf, ready, runtimeFor, startEnv, waitFor, type Env } from "./functions-support.ts";
+import { crApi, keyEventOf, ready, runtimeFor, startEnv, startTestBridge, waitFor, type Env } from "./functions-support.ts";
 
 /** An App owns a Deployment it observes; its status reports what kube-controller-manager wrote. */
 const app = defineOperator({
@@ -89,18 +88,7 @@ describe("the reconcile contract, end to end", { timeout: 300_000 }, () => {
     env = await startEnv(operators);
     apps = env.cluster.kubeConfig.makeApiClient(AppsV1Api);
     events = env.cluster.kubeConfig.makeApiClient(EventsV1Api);
-    const { sqs: q } = env.cluster;
-    const config = loadBridgeConfig({
-      CRDFN_CLUSTER: CLUSTER,
-      CRDFN_QUEUE_URL: q.queues.fifo,
-      CRDFN_RESOURCES: "contract.example.com/v1/apps>apps/v1/deployments, contract.example.com/v1/bundles>v1/configmaps, contract.example.com/v1/misfits>v1/configmaps, example.com/v1/greetings>v1/configmaps",
-      CRDFN_RESYNC_SECONDS: "0",
-      CRDFN_HTTP_PORT: "0",
-      AWS_REGION: q.region,
-      AWS_ENDPOINT_URL_SQS: q.endpoint,
-    });
-    bridge = startBridge(config, { kubeConfig: env.cluster.kubeConfig, sqs: env.sqs, logger: env.logger.child({ component: "bridge" }) });
-    await bridge.ready;
+    bridge = await startTestBridge(env, "contract.example.com/v1/apps>apps/v1/deployments, contract.example.com/v1/bundles>v1/configmaps, contract.example.com/v1/misfits>v1/configmaps, example.com/v1/greetings>v1/configmaps");
     poller = startLocalFunctions(operators, { env: { ...env.cluster.env, LOG_LEVEL: "silent" }, registry: env.registry, waitTimeSeconds: 1, visibilityTimeout: 2 });
   });
   after(async () => {
