@@ -103,6 +103,8 @@ describe("the reconcile contract, end to end", { timeout: 300_000 }, () => {
     await waitFor("status.replicas 2", async () => (await crs.get("web"))?.status?.replicas === 2, 60_000);
     assert.equal((await apps.readNamespacedDeployment({ name: "web", namespace: "default" })).status?.replicas, 2);
     assert.equal(ready(await crs.get("web"))?.status, "True");
+    const managed = ((await crs.get("web")) as { metadata?: { managedFields?: Array<{ manager?: string; subresource?: string }> } } | undefined)?.metadata?.managedFields ?? [];
+    assert.ok(managed.some((m) => m.manager === "crdfn" && m.subresource === "status"), "status written under the field manager crdfn");
     await new Promise((r) => setTimeout(r, 3000));
     const settled = await handled("App");
     const rv = (await crs.get("web"))?.metadata?.resourceVersion;

@@ -49,6 +49,6 @@ async function recordFailure(step: Step, object: KubeObject, reason: string, mes
   const status = failureStatus(previous, reason, message, object.metadata.generation ?? 0, step.clock());
   const unchanged = sameJson(status, previous);
   if (unchanged && !countRepeats) return;
-  if (!unchanged) await step.api.replaceStatus(step.ref, { ...object, status });
+  if (!unchanged) await step.api.replaceStatus(step.ref, { ...object, status }, step.operator.fieldManager);
   await recordEvent(step, object, { type: "Warning", reason, note: message, action: "Reconcile" }, unchanged);
 }

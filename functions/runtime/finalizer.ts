@@ -14,7 +14,7 @@ export async function ensureFinalizer(step: Step, object: KubeObject): Promise<K
   const ours = step.operator.finalizer;
   const finalizers = object.metadata.finalizers ?? [];
   if (!ours || finalizers.includes(ours)) return object;
-  return step.api.mergePatch(step.ref, { metadata: { resourceVersion: object.metadata.resourceVersion, finalizers: [...finalizers, ours] } });
+  return step.api.mergePatch(step.ref, { metadata: { resourceVersion: object.metadata.resourceVersion, finalizers: [...finalizers, ours] } }, step.operator.fieldManager);
 }
 
 /** The object is being deleted: run finalize, and drop the finalizer only when it is done. */
@@ -30,7 +30,7 @@ export async function finalizeObject(step: Step, object: KubeObject): Promise<Ou
     const result = await operator.finalize(typed, { now: step.clock(), release: (o) => release(step, o, object) });
     if (!result.done) return retryLater(step, object, result.retryAfterSeconds ?? DEFAULT_FINALIZE_RETRY_SECONDS, "finalize not done");
   }
-  await step.api.mergePatch(step.ref, { metadata: { resourceVersion: object.metadata.resourceVersion, finalizers: finalizers.filter((f) => f !== ours) } });
+  await step.api.mergePatch(step.ref, { metadata: { resourceVersion: object.metadata.resourceVersion, finalizers: finalizers.filter((f) => f !== ours) } }, step.operator.fieldManager);
   return { result: "success", detail: "finalized" };
 }
 

@@ -30,9 +30,9 @@ export interface KubeApi {
   /** undefined when the object does not exist. */
   get(ref: ResourceRef): Promise<KubeObject | undefined>;
   /** PUT …/status with the object's resourceVersion as precondition (409 → ApiError.code 409). */
-  replaceStatus(ref: ResourceRef, object: KubeObject): Promise<KubeObject>;
+  replaceStatus(ref: ResourceRef, object: KubeObject, fieldManager?: string): Promise<KubeObject>;
   /** JSON merge patch; include metadata.resourceVersion to make it conditional. */
-  mergePatch(ref: ResourceRef, patch: Record<string, unknown>): Promise<KubeObject>;
+  mergePatch(ref: ResourceRef, patch: Record<string, unknown>, fieldManager?: string): Promise<KubeObject>;
   /** Server-side apply, forcing ownership of the fields it sets. */
   apply(ref: ResourceRef, object: KubeObject, fieldManager: string): Promise<KubeObject>;
   create(ref: ResourceRef, object: Record<string, unknown>): Promise<KubeObject>;

@@ -70,14 +70,15 @@ export function createKubeApi(access: ApiAccess): KubeApi {
     return JSON.parse(text) as KubeObject;
   }
 
+  const managedBy = (fieldManager: string | undefined): string => (fieldManager ? `?fieldManager=${encodeURIComponent(fieldManager)}` : "");
   const must = (o: KubeObject | undefined): KubeObject => {
     if (!o) throw new ApiError(404, "NotFound", "object vanished");
     return o;
   };
   return {
     get: (ref) => request("GET", resourcePath(ref)),
-    replaceStatus: async (ref, object) => must(await request("PUT", resourcePath(ref, "status"), object)),
-    mergePatch: async (ref, patch) => must(await request("PATCH", resourcePath(ref), patch, "application/merge-patch+json")),
+    replaceStatus: async (ref, object, fieldManager) => must(await request("PUT", `${resourcePath(ref, "status")}${managedBy(fieldManager)}`, object)),
+    mergePatch: async (ref, patch, fieldManager) => must(await request("PATCH", `${resourcePath(ref)}${managedBy(fieldManager)}`, patch, "application/merge-patch+json")),
     apply: async (ref, object, fieldManager) =>
       must(
         await request(

@@ -4,7 +4,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { z } from "zod";
 import { PermanentError, TemporaryError } from "../../core/errors.ts";
-import { defineOperator, type OperatorDefinition, type ReconcileResult } from "../../core/operator.ts";
+import { defineOperator, type CustomObject, type OperatorDefinition, type ReconcileResult } from "../../core/operator.ts";
 import { createFakeKube, reconcileWithRuntime } from "../testing/index.ts";
 import type { KubeApi, KubeObject } from "./kube-api.ts";
 import { createRuntime } from "./runtime.ts";
@@ -103,5 +103,15 @@ describe("runtime (through the in-memory API server)", () => {
     const outcome = await runtime.handle({ id: "1", body: JSON.stringify(event) });
     assert.equal(outcome.result, "success");
     assert.equal(ready(await kube.get(ref))?.status, "True");
+  });
+});
+
+describe("reconcileWithRuntime", () => {
+  it("takes an object typed as reconcile sees it (server-set metadata is the fake's to assign)", async () => {
+    const typed: CustomObject<Spec> = { apiVersion: "example.com/v1", kind: "Greeting", metadata: { name: "typed", namespace: "team", uid: "ignored", resourceVersion: "9", generation: 7 }, spec: { message: "hey" } };
+    const run = await reconcileWithRuntime(greeter(), typed);
+    assert.equal(run.object?.metadata.namespace, "team");
+    assert.equal(run.object?.metadata.generation, 1);
+    assert.deepEqual(run.children.map((c) => c.metadata.namespace), ["team"]);
   });
 });

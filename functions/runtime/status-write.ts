@@ -17,5 +17,5 @@ export function advancing(object: KubeObject): boolean {
 export async function writeSuccessStatus(step: Step, object: KubeObject, input: StatusInput | undefined, now: Date): Promise<void> {
   const previous = object.status as ObjectStatus | undefined;
   const status = successStatus(previous, input, object.metadata.generation ?? 0, now);
-  if (!sameJson(status, previous)) await step.api.replaceStatus(step.ref, { ...object, status });
+  if (!sameJson(status, previous)) await step.api.replaceStatus(step.ref, { ...object, status }, step.operator.fieldManager);
 }

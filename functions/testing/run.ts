@@ -13,7 +13,7 @@ import { createFakeKube, type FakeKube } from "./fake-kube.ts";
 export interface ObjectInput {
   apiVersion?: string;
   kind?: string;
-  metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string>; finalizers?: string[]; [field: string]: unknown };
+  metadata: { name: string; namespace?: string | undefined; labels?: Record<string, string> | undefined; annotations?: Record<string, string> | undefined; finalizers?: string[] | undefined };
   spec: unknown;
   status?: Record<string, unknown>;
 }
