@@ -3,8 +3,10 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { z } from "zod";
 import { defineOperator, type ReconcileResult } from "../../core/operator.ts";
-import { reconcileWithRuntime } from "../testing/index.ts";
-import type { KubeObject } from "./kube-api.ts";
+import { pino } from "pino";
+import { createFakeKube, reconcileWithRuntime } from "../testing/index.ts";
+import type { KubeApi, KubeObject } from "./kube-api.ts";
+import { createRuntime } from "./runtime.ts";
 
 function failing(reconcile: () => unknown, status?: z.ZodType<Record<string, unknown>>) {
   return defineOperator({
@@ -67,5 +69,17 @@ describe("failures", () => {
     const recovered = await reconcileWithRuntime(op, thing, { kube: first.kube });
     assert.equal(ready(recovered.object)?.status, "True");
     assert.equal(recovered.requeues.length, 1);
+  });
+
+  it("a 404 on a write means the object is gone: success, not a retry", async () => {
+    const kube = createFakeKube();
+    const ref = { group: "example.com", version: "v1", plural: "things", namespace: "default", name: "t" };
+    const created = kube.put(ref, { apiVersion: "example.com/v1", kind: "Thing", ...thing });
+    // The object is deleted between the runtime's read and its status write.
+    const api: KubeApi = { ...kube, replaceStatus: async (r, o, m) => (await kube.delete(ref), kube.replaceStatus(r, o, m)) };
+    const runtime = createRuntime(failing(() => ({})), { api, logger: pino({ level: "silent" }), clock: () => new Date() });
+    const event = { v: 1, cluster: "t", group: "example.com", version: "v1", plural: "things", kind: "Thing", namespace: "default", name: "t", uid: created.metadata.uid, resourceVersion: created.metadata.resourceVersion, generation: 1, type: "ADDED", observedAt: new Date().toISOString() };
+    const outcome = await runtime.handle({ id: "1", body: JSON.stringify(event) });
+    assert.deepEqual([outcome.result, outcome.detail], ["success", "object is gone"]);
   });
 });
