@@ -114,7 +114,7 @@ function operatorTestTs(n: ProjectNames): string {
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { PermanentError } from "crdfn";
-import { testObject } from "crdfn/testing";
+import { reconcileContext, testObject } from "crdfn/testing";
 import operator from "./operator.ts";
 
 const now = new Date("2026-01-01T00:00:00Z");
@@ -123,7 +123,7 @@ describe("${n.kind} reconcile", () => {
   it("wants a ConfigMap holding the lines, for everyone by default", () => {
     // The spec as a manifest writes it; testObject validates it and fills the schema's defaults.
     const object = testObject(operator, { name: "welcome", spec: { lines: ["Welcome.", "Backups run at 02:00 UTC."] } });
-    const result = operator.reconcile(object, { now });
+    const result = operator.reconcile(object, reconcileContext({ now }));
     assert.deepEqual(result.children, [
       {
         apiVersion: "v1",
@@ -137,7 +137,7 @@ describe("${n.kind} reconcile", () => {
 
   it("refuses tabs for good: Ready=False with reason TabsInLines", () => {
     const object = testObject(operator, { name: "tabs", spec: { lines: ["a\\tb"] } });
-    assert.throws(() => operator.reconcile(object, { now }), (e) => e instanceof PermanentError && e.reason === "TabsInLines");
+    assert.throws(() => operator.reconcile(object, reconcileContext({ now })), (e) => e instanceof PermanentError && e.reason === "TabsInLines");
   });
 });
 `;

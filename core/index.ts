@@ -7,6 +7,8 @@ export type {
   FinalizeResult,
   ObjectMeta,
   ObjectReference,
+  ObservedChildren,
+  ObservedObject,
   Operator,
   OperatorDefinition,
   OwnedKind,

@@ -1,11 +1,37 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { z } from "zod";
-import { structuralSchema } from "./operator-crd.ts";
+import { crdOf, printerColumnsOf, statusSchemaOf, structuralSchema } from "./operator-crd.ts";
+import { defineOperator, type Operator, type PrinterColumn } from "./operator.ts";
 
 describe("CRD schema generation", () => {
   it("refuses what a structural schema cannot express", () => {
     const union = z.toJSONSchema(z.object({ a: z.union([z.string(), z.number()]) }), { target: "openapi-3.0", io: "input" });
     assert.throws(() => structuralSchema(union), /spec\.a: the CRD schema cannot express "anyOf"/);
+  });
+});
+
+describe("CRD status schema and columns", () => {
+  const base = { resource: { group: "example.com", version: "v1", plural: "things", kind: "Thing" }, spec: z.object({}), reconcile: () => ({}) };
+  it("without a status schema, status stays free-form; Ready and Age columns come for free", () => {
+    const crd = crdOf(defineOperator(base));
+    const version = (crd.spec as { versions: Array<Record<string, unknown>> }).versions[0];
+    assert.deepEqual(((version?.schema as { openAPIV3Schema: { properties: Record<string, unknown> } }).openAPIV3Schema.properties.status), { type: "object", "x-kubernetes-preserve-unknown-fields": true });
+    assert.deepEqual((version?.additionalPrinterColumns as PrinterColumn[]).map((c) => c.name), ["Ready", "Reason", "Age"]);
+  });
+
+  it("a zod status schema becomes the status schema, with the runtime's observedGeneration and conditions, and no top-level required", () => {
+    const op = defineOperator({ ...base, status: z.object({ replicas: z.number().int().min(0), phase: z.enum(["Ready", "Pending"]) }) });
+    const status = statusSchemaOf(op);
+    const properties = status.properties as Record<string, Record<string, unknown>>;
+    assert.deepEqual(Object.keys(properties).sort(), ["conditions", "observedGeneration", "phase", "replicas"]);
+    assert.equal(properties.replicas?.type, "integer");
+    assert.equal(status.required, undefined);
+    assert.equal(status["x-kubernetes-preserve-unknown-fields"], undefined);
+  });
+
+  it("puts Ready before a declared Age column", () => {
+    const op = defineOperator({ ...base, resource: { ...base.resource, printerColumns: [{ name: "Phase", type: "string", jsonPath: ".status.phase" }, { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" }] } });
+    assert.deepEqual(printerColumnsOf(op as Operator<unknown>).map((c) => c.name), ["Phase", "Ready", "Reason", "Age"]);
   });
 });

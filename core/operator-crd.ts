@@ -2,7 +2,7 @@
 // server's validation and the runtime's. Pure: the CLI writes the files.
 import { stringify } from "yaml";
 import { z } from "zod";
-import type { Operator, ResourceDefinition } from "./operator.ts";
+import type { Operator, PrinterColumn, ResourceDefinition } from "./operator.ts";
 
 type Json = Record<string, unknown>;
 
@@ -43,6 +43,53 @@ export function structuralSchema(node: unknown, path = "spec"): Json {
   }
   if (out.type === undefined && out.enum === undefined) throw new Error(`${path}: a structural schema needs a type`);
   return out;
+}
+
+/** metav1.Condition as the API server's own types declare it. */
+const CONDITION_SCHEMA: Json = {
+  type: "object",
+  required: ["type", "status", "lastTransitionTime", "reason", "message"],
+  properties: {
+    type: { type: "string", maxLength: 316 },
+    status: { type: "string", enum: ["True", "False", "Unknown"] },
+    observedGeneration: { type: "integer", format: "int64", minimum: 0 },
+    lastTransitionTime: { type: "string", format: "date-time" },
+    reason: { type: "string", maxLength: 1024, minLength: 1 },
+    message: { type: "string", maxLength: 32768 },
+  },
+};
+
+/**
+ * The status schema: the operator's fields (from its zod `status` schema) plus the runtime's
+ * observedGeneration and conditions. Without a schema, status stays free-form. No top-level
+ * `required`: a failure is recorded before reconcile has ever produced the fields.
+ */
+export function statusSchemaOf(operator: Operator<unknown>): Json {
+  if (!operator.status) return { type: "object", "x-kubernetes-preserve-unknown-fields": true };
+  const user = structuralSchema(z.toJSONSchema(operator.status, { target: "openapi-3.0", io: "output" }), "status");
+  if (user.type !== "object") throw new Error("status: the status schema must be an object (z.object)");
+  const { required: _required, ...rest } = user;
+  return {
+    ...rest,
+    properties: {
+      ...(user.properties as Json | undefined),
+      observedGeneration: { type: "integer", format: "int64", minimum: 0 },
+      conditions: { type: "array", items: CONDITION_SCHEMA, "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"] },
+    },
+  };
+}
+
+const READY_COLUMN: PrinterColumn = { name: "Ready", type: "string", jsonPath: '.status.conditions[?(@.type=="Ready")].status', description: "Ready condition set by the crdfn runtime" };
+const REASON_COLUMN: PrinterColumn = { name: "Reason", type: "string", jsonPath: '.status.conditions[?(@.type=="Ready")].reason', priority: 1 };
+const AGE_COLUMN: PrinterColumn = { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" };
+
+/** The operator's columns with the runtime's Ready (and, with -o wide, Reason) before Age. */
+export function printerColumnsOf(operator: Operator<unknown>): PrinterColumn[] {
+  const declared = operator.resource.printerColumns ?? [];
+  const ours = declared.some((c) => c.name === READY_COLUMN.name) ? [] : [READY_COLUMN, REASON_COLUMN];
+  const age = declared.findIndex((c) => c.jsonPath === AGE_COLUMN.jsonPath);
+  if (age < 0) return [...declared, ...ours, AGE_COLUMN];
+  return [...declared.slice(0, age), ...ours, ...declared.slice(age)];
 }
 
 export function crdName(operator: Operator<unknown>): string {
@@ -100,13 +147,12 @@ function oneVersionCrd(operator: Operator<unknown>): Json {
               required: ["spec"],
               properties: {
                 spec,
-                // The runtime validates what it writes; the status shape is the operator's own.
-                status: { type: "object", "x-kubernetes-preserve-unknown-fields": true },
+                status: statusSchemaOf(operator),
               },
             },
           },
           subresources: { status: {}, ...(r.scale ? { scale: { ...r.scale } } : {}) },
-          ...(r.printerColumns?.length ? { additionalPrinterColumns: r.printerColumns } : {}),
+          additionalPrinterColumns: printerColumnsOf(operator),
         },
       ],
     },

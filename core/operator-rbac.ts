@@ -46,7 +46,9 @@ export function rbacRulesByScope(operator: Operator<unknown>): { namespaced: Pol
     // allows only to who may update the owner's finalizers (a permission check; CRDs have no such subresource).
     { apiGroups: [group], resources: [`${plural}/finalizers`], verbs: ["update"] },
   ];
-  const childVerbs = ["get", "create", "patch", "delete"];
+  // Server-side apply is a patch, which creates the object when it is missing; get and list read
+  // existing and observed children (one labelled LIST per kind); delete prunes them (uid precondition).
+  const childVerbs = ["get", "list", "create", "patch", "delete"];
   const ownedKeys = new Set(operator.owns.map((o) => `${o.group}/${o.plural}`));
   // A shared object of a kind it does not own: that name only (apply creates or patches it).
   const shared = operator.shares
@@ -56,7 +58,8 @@ export function rbacRulesByScope(operator: Operator<unknown>): { namespaced: Pol
     ...(scope === "Namespaced" ? own : []),
     ...ownedRules(operator.owns.filter((o) => o.namespaced), childVerbs),
     ...shared,
-    { apiGroups: [""], resources: ["events"], verbs: ["create"] },
+    // events.k8s.io/v1 with series: get and patch count a repeated failure on one Event.
+    { apiGroups: ["events.k8s.io"], resources: ["events"], verbs: ["create", "get", "patch"] },
   ];
   const cluster = [...(scope === "Cluster" ? own : []), ...ownedRules(operator.owns.filter((o) => !o.namespaced), childVerbs)];
   return { namespaced, cluster };

@@ -66,6 +66,15 @@ export interface OwnedKind {
   plural?: string;
   /** Default true. */
   namespaced?: boolean;
+  /** Pass this kind's current children to reconcile (`ctx.children.of(kind)`). Default false. */
+  observe?: boolean;
+  /** Delete children of this kind this parent applied earlier and no longer returns. Default true. */
+  prune?: boolean;
+  /**
+   * Take over an existing object of this kind that has no controller (an orphan). Default false:
+   * an existing object this parent does not control is never applied onto (ChildConflict).
+   */
+  adopt?: boolean;
 }
 
 /**
@@ -121,15 +130,35 @@ export interface ObjectReference {
   namespace?: string;
 }
 
+/** A child as the API server returns it (metadata, spec and the status its controller wrote). */
+export interface ObservedObject {
+  apiVersion: string;
+  kind: string;
+  metadata: ObjectMeta & { ownerReferences?: Array<Record<string, unknown>>; [field: string]: unknown };
+  spec?: Record<string, unknown>;
+  status?: Record<string, unknown>;
+  [field: string]: unknown;
+}
+
+export interface ObservedChildren {
+  /**
+   * The current children of an owned kind marked `observe: true`, keyed by name. Type them with
+   * your own interface (`ctx.children.of<Deployment>("Deployment")`). A kind not observed throws.
+   */
+  of<T = ObservedObject>(kind: string, apiVersion?: string): Readonly<Record<string, T>>;
+}
+
 export interface ReconcileContext {
   /** The only clock reconcile may read. */
   now: Date;
+  /** The current children of the observed kinds. */
+  children: ObservedChildren;
 }
 
 /** User status fields; `conditions` are merged with the runtime's `Ready`; `observedGeneration` is the runtime's. */
 export type StatusInput = Record<string, unknown> & { conditions?: ConditionInput[] };
 
-export interface ReconcileResult {
+export interface ReconcileResult<Status extends Record<string, unknown> = Record<string, unknown>> {
   /** Objects owned by this resource: applied with a controller owner reference. */
   children?: DesiredObject[];
   /**
@@ -138,7 +167,8 @@ export interface ReconcileResult {
    * contributions; withdraw this resource's part in `finalize` with `ctx.release`.
    */
   shared?: DesiredObject[];
-  status?: StatusInput;
+  /** Validated by the operator's `status` schema, when it has one, before it is written. */
+  status?: Status & { conditions?: ConditionInput[] };
   /** Reconcile again after this long even if nothing changes (durable, through the queue). */
   requeueAfterSeconds?: number;
 }
@@ -156,16 +186,24 @@ export interface FinalizeResult {
 }
 
 /** `SpecInput` is what the schema accepts before defaults (what a manifest or a test may omit). */
-export interface OperatorDefinition<Spec, SpecInput = unknown> {
+export interface OperatorDefinition<Spec, SpecInput = unknown, Status extends Record<string, unknown> = Record<string, unknown>> {
   resource: ResourceDefinition;
   /** The spec schema: validates every object read and generates the CRD schema. */
   spec: z.ZodType<Spec, SpecInput>;
+  /**
+   * The status schema (optional): validates what reconcile returns before it is written and
+   * generates the CRD's status schema. `observedGeneration` and `conditions` are the runtime's.
+   */
+  status?: z.ZodType<Status>;
   owns?: OwnedKind[];
   /** The objects `shared` may name (their kinds must also be owned). */
   shares?: SharedObject[];
   finalizer?: string;
-  /** Pure: no I/O, no clock except ctx.now, no randomness. Throw TemporaryError or PermanentError. */
-  reconcile(object: CustomObject<Spec>, ctx: ReconcileContext): ReconcileResult;
+  /**
+   * Pure and synchronous: no I/O, no clock except ctx.now, no randomness (a returned Promise is
+   * refused; do I/O in finalize, or in a child the cluster runs). Throw TemporaryError or PermanentError.
+   */
+  reconcile(object: CustomObject<Spec>, ctx: ReconcileContext): ReconcileResult<Status>;
   /** Runs while the object is being deleted and still carries `finalizer`; may do I/O through ctx. */
   finalize?(object: CustomObject<Spec>, ctx: FinalizeContext): FinalizeResult | Promise<FinalizeResult>;
   /** Server-side apply field manager. Default "crdfn". */
@@ -173,9 +211,10 @@ export interface OperatorDefinition<Spec, SpecInput = unknown> {
 }
 
 /** A definition with its defaults filled in. */
-export interface Operator<Spec = unknown, SpecInput = unknown> extends OperatorDefinition<Spec, SpecInput> {
+export interface Operator<Spec = unknown, SpecInput = unknown, Status extends Record<string, unknown> = Record<string, unknown>>
+  extends OperatorDefinition<Spec, SpecInput, Status> {
   resource: ResourceDefinition & { scope: Scope; singular: string };
-  owns: Array<OwnedKind & { plural: string; namespaced: boolean }>;
+  owns: Array<OwnedKind & { plural: string; namespaced: boolean; observe: boolean; prune: boolean; adopt: boolean }>;
   shares: Array<SharedObject & { plural: string }>;
   fieldManager: string;
   /** "group/version" of the resource ("v1" for the core group). */
@@ -213,7 +252,9 @@ function checkVersions(resource: ResourceDefinition): void {
   if (storage.length > 1) throw new Error(`${where}: only one version may be the storage version (${storage.map((v) => v.name).join(", ")})`);
 }
 
-export function defineOperator<Spec, SpecInput = unknown>(definition: OperatorDefinition<Spec, SpecInput>): Operator<Spec, SpecInput> {
+export function defineOperator<Spec, SpecInput = unknown, Status extends Record<string, unknown> = Record<string, unknown>>(
+  definition: OperatorDefinition<Spec, SpecInput, Status>,
+): Operator<Spec, SpecInput, Status> {
   const { resource } = definition;
   checkVersions(resource);
   if (definition.finalizer !== undefined && !/^[a-z0-9.-]+\/[A-Za-z0-9._-]+$/.test(definition.finalizer)) {
@@ -222,7 +263,7 @@ export function defineOperator<Spec, SpecInput = unknown>(definition: OperatorDe
   return Object.freeze({
     ...definition,
     resource: { ...resource, scope: resource.scope ?? "Namespaced", singular: resource.singular ?? resource.kind.toLowerCase() },
-    owns: (definition.owns ?? []).map((o) => ({ ...o, plural: o.plural ?? pluralOf(o.kind), namespaced: o.namespaced ?? true })),
+    owns: (definition.owns ?? []).map((o) => ({ ...o, plural: o.plural ?? pluralOf(o.kind), namespaced: o.namespaced ?? true, observe: o.observe ?? false, prune: o.prune ?? true, adopt: o.adopt ?? false })),
     shares: (definition.shares ?? []).map((s) => ({ ...s, plural: s.plural ?? pluralOf(s.kind) })),
     fieldManager: definition.fieldManager ?? "crdfn",
     apiVersion: apiVersionOf(resource.group, resource.version),

@@ -4,14 +4,13 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { BatchV1Api } from "@kubernetes/client-node";
-import { startBridge, type RunningBridge } from "../bridge/bridge.ts";
-import { loadBridgeConfig } from "../bridge/config.ts";
+import type { RunningBridge } from "../bridge/bridge.ts";
 import type { Operator } from "../core/operator.ts";
 import { startLocalFunctions } from "../functions/adapters/local.ts";
 import type { Poller } from "../functions/adapters/poller.ts";
 import cronTab, { cronJobName, REGISTRY } from "../examples/crontab/operator.ts";
 import greeting, { configMapName } from "../examples/greeting/operator.ts";
-import { CLUSTER, crApi, ready, startEnv, waitFor, type Env } from "./support/functions-environment.ts";
+import { CLUSTER, crApi, ready, startEnv, startTestBridge, waitFor, type Env } from "./support/functions-environment.ts";
 
 const op = cronTab as Operator<unknown>;
 const greetingOp = greeting as Operator<unknown>;
@@ -40,18 +39,7 @@ describe("CronTab through the bridge", { timeout: 180_000 }, () => {
   before(async () => {
     env = await startEnv([op, greetingOp]);
     batch = env.cluster.kubeConfig.makeApiClient(BatchV1Api);
-    const { sqs: q } = env.cluster;
-    const config = loadBridgeConfig({
-      CRDFN_CLUSTER: CLUSTER,
-      CRDFN_QUEUE_URL: q.queues.fifo,
-      CRDFN_RESOURCES: "stable.example.com/v1/crontabs>batch/v1/cronjobs, example.com/v1/greetings>v1/configmaps",
-      CRDFN_RESYNC_SECONDS: "0",
-      CRDFN_HTTP_PORT: "0",
-      AWS_REGION: q.region,
-      AWS_ENDPOINT_URL_SQS: q.endpoint,
-    });
-    bridge = startBridge(config, { kubeConfig: env.cluster.kubeConfig, sqs: env.sqs, logger: env.logger.child({ component: "bridge" }) });
-    await bridge.ready;
+    bridge = await startTestBridge(env, "stable.example.com/v1/crontabs>batch/v1/cronjobs, example.com/v1/greetings>v1/configmaps");
     poller = startLocalFunctions([greeting, cronTab], { env: { ...env.cluster.env, CRDFN_CLUSTER: CLUSTER, LOG_LEVEL: "silent" }, registry: env.registry, waitTimeSeconds: 1, visibilityTimeout: 5 });
   });
   after(async () => {

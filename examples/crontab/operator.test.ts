@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { testObject } from "crdfn/testing";
+import { reconcileContext, testObject } from "crdfn/testing";
 import cronTab, { cronTabSpec, REGISTRY } from "./operator.ts";
 
 // The spec as a manifest writes it (replicas may be left to its default).
@@ -14,7 +14,7 @@ describe("CronTab", () => {
   });
 
   it("wants an owned CronJob, a registry entry and status replicas", () => {
-    const result = cronTab.reconcile(object({ cronSpec: "0 3 * * *", image: "busybox:1.36", replicas: 3 }), { now: new Date(0) });
+    const result = cronTab.reconcile(object({ cronSpec: "0 3 * * *", image: "busybox:1.36", replicas: 3 }), reconcileContext());
     const job = result.children?.[0] as unknown as { kind: string; spec: { schedule: string; jobTemplate: { spec: { parallelism: number } } } };
     assert.equal(job.kind, "CronJob");
     assert.equal(job.spec.schedule, "0 3 * * *");

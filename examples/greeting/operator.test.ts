@@ -1,13 +1,13 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { testObject } from "crdfn/testing";
+import { reconcileContext, testObject } from "crdfn/testing";
 import greeting, { greetingSpec } from "./operator.ts";
 
 const object = (message: string) => testObject(greeting, { name: "hi", spec: { message } });
 
 describe("Greeting reconcile", () => {
   it("wants a ConfigMap holding the message and phase Ready", () => {
-    const result = greeting.reconcile(object("hello"), { now: new Date(0) });
+    const result = greeting.reconcile(object("hello"), reconcileContext());
     assert.deepEqual(result.children?.[0]?.data, { message: "hello" });
     assert.equal(result.children?.[0]?.metadata.name, "hi-greeting");
     assert.deepEqual(result.status, { phase: "Ready" });

@@ -24,12 +24,21 @@ export interface KubeApi {
   /** undefined when the object does not exist. */
   get(ref: ResourceRef): Promise<KubeObject | undefined>;
   /** PUT …/status with the object's resourceVersion as precondition (409 → ApiError.code 409, from clients/kube-http.ts). */
-  replaceStatus(ref: ResourceRef, object: KubeObject): Promise<KubeObject>;
+  replaceStatus(ref: ResourceRef, object: KubeObject, fieldManager?: string): Promise<KubeObject>;
   /** JSON merge patch; include metadata.resourceVersion to make it conditional. */
-  mergePatch(ref: ResourceRef, patch: Record<string, unknown>): Promise<KubeObject>;
+  mergePatch(ref: ResourceRef, patch: Record<string, unknown>, fieldManager?: string): Promise<KubeObject>;
   /** Server-side apply, forcing ownership of the fields it sets. */
   apply(ref: ResourceRef, object: KubeObject, fieldManager: string): Promise<KubeObject>;
   create(ref: ResourceRef, object: Record<string, unknown>): Promise<KubeObject>;
+  /** The objects of a collection (`ref` without name), filtered by a label selector such as "a=b,c=d". */
+  list(ref: ResourceRef, labelSelector?: string): Promise<KubeObject[]>;
+  /** DELETE with preconditions (a mismatch → ApiError 409); an object already gone is not an error. */
+  delete(ref: ResourceRef, preconditions?: Preconditions): Promise<void>;
+}
+
+export interface Preconditions {
+  uid?: string;
+  resourceVersion?: string;
 }
 
 /** Wraps an API so every call is counted: the "API calls per reconcile" measurement. */
@@ -46,6 +55,8 @@ export function countingApi(api: KubeApi): { api: KubeApi; calls: () => number }
       mergePatch: counted(api.mergePatch.bind(api)),
       apply: counted(api.apply.bind(api)),
       create: counted(api.create.bind(api)),
+      list: counted(api.list.bind(api)),
+      delete: counted(api.delete.bind(api)),
     },
     calls: () => n,
   };

@@ -7,6 +7,7 @@ export function createKubeApi(access: KubeAccess): KubeApi {
   const http = new KubeHttp(access);
   const write = async (method: string, path: string, body: unknown, contentType?: string, query?: Record<string, string>): Promise<KubeObject> =>
     (await http.json(method, path, { body, contentType, query })) as KubeObject;
+  const managedBy = (fieldManager: string | undefined): Record<string, string> | undefined => (fieldManager ? { fieldManager } : undefined);
   return {
     get: async (ref) => {
       try {
@@ -16,9 +17,20 @@ export function createKubeApi(access: KubeAccess): KubeApi {
         throw e;
       }
     },
-    replaceStatus: (ref, object) => write("PUT", resourcePath(ref, "status"), object),
-    mergePatch: (ref, patch) => write("PATCH", resourcePath(ref), patch, "application/merge-patch+json"),
+    replaceStatus: (ref, object, fieldManager) => write("PUT", resourcePath(ref, "status"), object, undefined, managedBy(fieldManager)),
+    mergePatch: (ref, patch, fieldManager) => write("PATCH", resourcePath(ref), patch, "application/merge-patch+json", managedBy(fieldManager)),
     apply: (ref, object, fieldManager) => write("PATCH", resourcePath(ref), object, "application/apply-patch+yaml", { fieldManager, force: "true" }),
     create: (ref, object) => write("POST", resourcePath(ref), object),
+    list: async (ref, labelSelector) => {
+      const list = (await http.json("GET", resourcePath(ref), labelSelector ? { query: { labelSelector } } : {})) as { items?: KubeObject[] };
+      return list.items ?? [];
+    },
+    delete: async (ref, preconditions) => {
+      try {
+        await http.json("DELETE", resourcePath(ref), { body: { apiVersion: "v1", kind: "DeleteOptions", ...(preconditions ? { preconditions } : {}), propagationPolicy: "Background" } });
+      } catch (e) {
+        if (!(e instanceof ApiError && e.code === 404)) throw e;
+      }
+    },
   };
 }

@@ -1,6 +1,7 @@
 // The ONE place where what went wrong becomes what the queue should do about it.
 import { PermanentError, TemporaryError } from "../../core/errors.ts";
 import { ApiError } from "../../clients/kube-http.ts";
+import { thrownMessage } from "./thrown.ts";
 
 /**
  * - success: done, delete the message.
@@ -33,5 +34,5 @@ export function classify(error: unknown): Verdict {
   if (error instanceof ApiError && (error.code === 400 || error.code === 422)) return { kind: "permanent", reason: "RejectedByApiServer", message: error.message };
   if (error instanceof PermanentError) return { kind: "permanent", reason: error.reason, message: error.message };
   if (error instanceof TemporaryError) return { kind: "later", delaySeconds: error.delaySeconds, message: error.message };
-  return { kind: "retry", message: error instanceof Error ? error.message : String(error) };
+  return { kind: "retry", message: thrownMessage(error) };
 }

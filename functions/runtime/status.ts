@@ -1,4 +1,4 @@
-// Computing the status the runtime writes (core/canonical-json.ts decides whether writing it would change anything).
+// Computing the status the runtime writes, and deciding whether writing it would change anything.
 import { setCondition, type Condition, type ConditionInput } from "../../core/conditions.ts";
 import type { ObjectStatus, StatusInput } from "../../core/operator.ts";
 
@@ -25,4 +25,21 @@ export function failureStatus(previous: ObjectStatus | undefined, reason: string
 function keepTransition(previous: readonly Condition[] | undefined, c: Condition): Condition {
   const old = previous?.find((p) => p.type === c.type);
   return old && old.status === c.status ? { ...c, lastTransitionTime: old.lastTransitionTime } : c;
+}
+
+/** Order-insensitive deep equality of JSON values (the API server may reorder keys). */
+export function sameJson(a: unknown, b: unknown): boolean {
+  return canonicalJson(a) === canonicalJson(b);
+}
+
+/** JSON with sorted keys: equal values, equal text. */
+export function canonicalJson(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonicalJson).join(",")}]`;
+  if (v !== null && typeof v === "object") {
+    const entries = Object.entries(v as Record<string, unknown>)
+      .filter(([, x]) => x !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, x]) => `${JSON.stringify(k)}:${canonicalJson(x)}`).join(",")}}`;
+  }
+  return JSON.stringify(v);
 }

@@ -1,3 +1,8 @@
-// What an operator author imports to test without a cluster: `import { testObject } from "crdfn/testing"`.
+// crdfn/testing: test a reconcile without a cluster. `testObject` builds a typed object from the
+// operator's schema; `reconcileWithRuntime` runs the whole runtime path against
+// `createFakeKube()`, an in-memory API server; `reconcileContext` is for calling reconcile directly.
 export { testObject, TestObjectSpecError } from "./object.ts";
 export type { TestObjectInput } from "./object.ts";
+export { createFakeKube, type FakeKube } from "./fake-kube.ts";
+export { reconcileWithRuntime, type ObjectInput, type RunOptions, type RunResult } from "./run.ts";
+export { reconcileContext } from "./context.ts";

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { z } from "zod";
 import { defineOperator } from "../../core/operator.ts";
+import { reconcileContext } from "./context.ts";
 import { testObject, TestObjectSpecError } from "./object.ts";
 
 const motd = defineOperator({
@@ -25,7 +26,7 @@ describe("testObject", () => {
     // Typed from the schema's output: `audience` is no longer optional.
     const audience: "everyone" | "admins" = object.spec.audience;
     assert.equal(audience, "everyone");
-    assert.deepEqual(motd.reconcile(object, { now: new Date(0) }).status, { lines: 1, audience: "everyone" });
+    assert.deepEqual(motd.reconcile(object, reconcileContext()).status, { lines: 1, audience: "everyone" });
   });
 
   it("fills the metadata the runtime would have, and the resource's apiVersion and kind", () => {

@@ -6,6 +6,8 @@ import { CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
 import { pino, type Logger } from "pino";
 import { Registry } from "prom-client";
 import { deduplicationId, encodeKeyEvent, messageGroupId, type KeyEvent } from "../../core/event.ts";
+import { startBridge, type RunningBridge } from "../../bridge/bridge.ts";
+import { loadBridgeConfig } from "../../bridge/config.ts";
 import { crdOf } from "../../core/operator-crd.ts";
 import type { Operator } from "../../core/operator.ts";
 import { sqsClient, startCluster, type LocalCluster } from "../../emulator/cluster.ts";
@@ -65,6 +67,23 @@ export async function installCrd(api: KubeApi, op: Operator<unknown>): Promise<v
       return false;
     }
   });
+}
+
+/** The real bridge on the environment's FIFO queue, watching `resources` (CRDFN_RESOURCES syntax), no resync. */
+export async function startTestBridge(env: Env, resources: string): Promise<RunningBridge> {
+  const { sqs: q } = env.cluster;
+  const config = loadBridgeConfig({
+    CRDFN_CLUSTER: CLUSTER,
+    CRDFN_QUEUE_URL: q.queues.fifo,
+    CRDFN_RESOURCES: resources,
+    CRDFN_RESYNC_SECONDS: "0",
+    CRDFN_HTTP_PORT: "0",
+    AWS_REGION: q.region,
+    AWS_ENDPOINT_URL_SQS: q.endpoint,
+  });
+  const bridge = startBridge(config, { kubeConfig: env.cluster.kubeConfig, sqs: env.sqs, logger: env.logger.child({ component: "bridge" }) });
+  await bridge.ready;
+  return bridge;
 }
 
 export function runtimeFor(env: Env, op: Operator<unknown>, opts: { api?: KubeApi } = {}): Runtime {

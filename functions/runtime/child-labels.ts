@@ -1,0 +1,34 @@
+// How the runtime marks the children it applies, so it can find them again with one labelled
+// LIST per kind (observed children, pruning) and know whether a child already matches.
+import { createHash } from "node:crypto";
+import type { KubeObject } from "./kube-api.ts";
+import { canonicalJson } from "./status.ts";
+
+/** The parent's uid: label values allow 63 characters, a uid has 36. */
+export const PARENT_UID_LABEL = "crdfn.io/parent-uid";
+/** A hash of the object as last applied: a change to what reconcile wants means a new apply. */
+export const APPLIED_HASH_ANNOTATION = "crdfn.io/applied-hash";
+
+export function appliedHash(body: KubeObject): string {
+  return createHash("sha256").update(canonicalJson(body)).digest("hex").slice(0, 32);
+}
+
+/** Is the object controlled by this uid (its controller owner reference)? */
+export function controllerUid(object: KubeObject): string | undefined {
+  const refs = (object.metadata.ownerReferences as Array<{ uid?: string; controller?: boolean }> | undefined) ?? [];
+  return refs.find((r) => r.controller)?.uid;
+}
+
+/**
+ * Does `observed` already hold everything `desired` sets? Maps may hold more (defaults, other
+ * managers); lists must match item by item. Together with the applied hash (which catches fields
+ * reconcile dropped) this decides that an apply would change nothing.
+ */
+export function holds(observed: unknown, desired: unknown): boolean {
+  if (Array.isArray(desired)) return Array.isArray(observed) && observed.length === desired.length && desired.every((d, i) => holds(observed[i], d));
+  if (desired !== null && typeof desired === "object") {
+    if (observed === null || typeof observed !== "object" || Array.isArray(observed)) return false;
+    return Object.entries(desired as Record<string, unknown>).every(([k, v]) => v === undefined || holds((observed as Record<string, unknown>)[k], v));
+  }
+  return observed === desired;
+}

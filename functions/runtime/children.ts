@@ -1,0 +1,105 @@
+// Writing what reconcile asked for. Owned children: checked (declared kind, parent's namespace,
+// not someone else's object), applied only when they differ from what is there, and the ones
+// this parent applied before and no longer returns are pruned. Shared objects: a field manager
+// per parent, so server-side apply merges the contributions.
+import { PermanentError } from "../../core/errors.ts";
+import type { DesiredObject, ReconcileResult } from "../../core/operator.ts";
+import { APPLIED_HASH_ANNOTATION, appliedHash, controllerUid, holds, PARENT_UID_LABEL } from "./child-labels.ts";
+import { sharedFieldManager } from "./finalizer.ts";
+import { ApiError } from "../../clients/kube-http.ts";
+import { type KubeObject, type ResourceRef } from "./kube-api.ts";
+import { childKey, type ListedChildren } from "./observed-children.ts";
+import { ownedKind, ownedRef } from "./owned-kinds.ts";
+import type { Step } from "./step.ts";
+
+interface PlannedChild {
+  ref: ResourceRef & { name: string };
+  body: KubeObject;
+  owned: NonNullable<ReturnType<typeof ownedKind>>;
+  key: string;
+}
+
+export async function writeChildren(step: Step, parent: KubeObject, result: ReconcileResult, listed: ListedChildren): Promise<void> {
+  const planned = (result.children ?? []).map((c) => planChild(step, parent, c));
+  // Every check before any write: a refused child leaves the others as they were.
+  const current = await Promise.all(planned.map((p) => existingChild(step, p, listed)));
+  planned.forEach((p, i) => checkOwnership(step, parent, p, current[i]));
+  for (const [i, p] of planned.entries()) {
+    const there = current[i];
+    if (there && hashOf(there) === hashOf(p.body) && holds(there, p.body)) continue;
+    await step.api.apply(p.ref, p.body, step.operator.fieldManager);
+  }
+  await prune(step, listed, new Set(planned.map((p) => `${p.owned.kind}|${p.key}`)));
+  for (const shared of result.shared ?? []) await applyShared(step, shared, parent);
+}
+
+const hashOf = (o: KubeObject): string | undefined => (o.metadata.annotations as Record<string, string> | undefined)?.[APPLIED_HASH_ANNOTATION];
+
+function planChild(step: Step, parent: KubeObject, desired: DesiredObject): PlannedChild {
+  const { operator } = step;
+  const owned = ownedKind(operator, desired.apiVersion, desired.kind);
+  const what = `${desired.kind} ${desired.metadata.name}`;
+  if (!owned) throw new PermanentError(`${what}: ${desired.kind} (${desired.apiVersion}) is not declared in owns`, "UndeclaredKind");
+  const parentNamespace = parent.metadata.namespace;
+  const namespaced = operator.resource.scope === "Namespaced";
+  // The garbage collector only honours owner references within one namespace (or from a
+  // cluster-scoped owner): anything else would be an orphan that reads as Ready.
+  if (namespaced && !owned.namespaced) throw new PermanentError(`${what}: a namespaced ${operator.resource.kind} cannot own a cluster-scoped ${desired.kind}`, "ChildInOtherNamespace");
+  if (namespaced && desired.metadata.namespace && desired.metadata.namespace !== parentNamespace) {
+    throw new PermanentError(`${what}: namespace "${desired.metadata.namespace}" is not the parent's namespace "${parentNamespace ?? ""}"`, "ChildInOtherNamespace");
+  }
+  const namespace = owned.namespaced ? (desired.metadata.namespace ?? parentNamespace) : undefined;
+  if (owned.namespaced && !namespace) throw new PermanentError(`${what}: a child of a cluster-scoped parent needs metadata.namespace`, "ChildWithoutNamespace");
+  const ref = { ...(ownedRef(operator, desired.apiVersion, desired.kind, namespace) as ResourceRef), name: desired.metadata.name };
+  const ownerReference = { apiVersion: operator.apiVersion, kind: operator.resource.kind, name: parent.metadata.name, uid: parent.metadata.uid ?? "", controller: true, blockOwnerDeletion: true };
+  const unhashed: KubeObject = {
+    ...desired,
+    metadata: {
+      ...desired.metadata,
+      ...(namespace ? { namespace } : {}),
+      labels: { ...desired.metadata.labels, [PARENT_UID_LABEL]: parent.metadata.uid ?? "" },
+      ownerReferences: [ownerReference],
+    },
+  };
+  const body = { ...unhashed, metadata: { ...unhashed.metadata, annotations: { ...desired.metadata.annotations, [APPLIED_HASH_ANNOTATION]: appliedHash(unhashed) } } };
+  return { ref, body, owned, key: childKey(namespace, desired.metadata.name) };
+}
+
+/** From the LIST when the kind was listed; a child not (or no longer) labelled is read by name. */
+async function existingChild(step: Step, p: PlannedChild, listed: ListedChildren): Promise<KubeObject | undefined> {
+  return listed.get(p.owned)?.get(p.key) ?? (await step.api.get(p.ref));
+}
+
+/** Never apply onto an object this parent does not control: like controller-runtime, no stealing. */
+function checkOwnership(step: Step, parent: KubeObject, p: PlannedChild, there: KubeObject | undefined): void {
+  if (!there) return;
+  const controller = controllerUid(there);
+  if (controller === parent.metadata.uid) return;
+  if (controller === undefined && p.owned.adopt) return;
+  const where = `${p.owned.kind} ${p.ref.namespace ? `${p.ref.namespace}/` : ""}${p.ref.name}`;
+  const why = controller ? `is controlled by another object (uid ${controller})` : `exists and is not controlled by this ${step.operator.resource.kind}; delete it, rename the child, or set adopt: true on ${p.owned.kind} in owns to adopt orphans`;
+  throw new PermanentError(`${where} ${why}`, "ChildConflict");
+}
+
+/** Deletes what this parent applied before and no longer wants; the uid precondition spares a same-named newcomer. */
+async function prune(step: Step, listed: ListedChildren, wanted: Set<string>): Promise<void> {
+  for (const [owned, children] of listed) {
+    if (!owned.prune) continue;
+    for (const [key, child] of children) {
+      if (wanted.has(`${owned.kind}|${key}`)) continue;
+      const ref = { group: owned.group, version: owned.version, plural: owned.plural, name: child.metadata.name, ...(child.metadata.namespace ? { namespace: child.metadata.namespace } : {}) };
+      try {
+        await step.api.delete(ref, { uid: child.metadata.uid ?? "" });
+      } catch (e) {
+        if (!(e instanceof ApiError && e.code === 409)) throw e;
+      }
+    }
+  }
+}
+
+async function applyShared(step: Step, desired: DesiredObject, parent: KubeObject): Promise<void> {
+  const target = ownedRef(step.operator, desired.apiVersion, desired.kind, desired.metadata.namespace ?? parent.metadata.namespace, desired.metadata.name);
+  if (!target) throw new PermanentError(`${desired.kind} ${desired.metadata.name}: ${desired.kind} (${desired.apiVersion}) is not declared in owns`, "UndeclaredKind");
+  const body: KubeObject = { ...desired, metadata: { ...desired.metadata, ...(target.namespace ? { namespace: target.namespace } : {}) } };
+  await step.api.apply(target, body, sharedFieldManager(step, parent));
+}

@@ -1,0 +1,55 @@
+// Kubernetes Events about the parent, through events.k8s.io/v1 and aggregated like client-go's
+// recorder: the same occurrence again bumps `series` on ONE Event instead of adding another.
+// The Event's name is derived from what it says, so a stateless function finds it again.
+import { createHash } from "node:crypto";
+import { ApiError } from "../../clients/kube-http.ts";
+import { type KubeObject, type ResourceRef } from "./kube-api.ts";
+import type { Step } from "./step.ts";
+
+export interface EventNote {
+  type: "Normal" | "Warning";
+  reason: string;
+  note: string;
+  /** What the runtime was doing (events.k8s.io requires it). */
+  action: string;
+}
+
+const microTime = (d: Date): string => d.toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");
+
+/** `repeat`: the caller knows this occurrence was recorded before (its status did not change). */
+export async function recordEvent(step: Step, object: KubeObject, e: EventNote, repeat: boolean): Promise<void> {
+  const namespace = object.metadata.namespace ?? "default";
+  const id = createHash("sha256").update(`${object.metadata.uid ?? ""}|${e.type}|${e.reason}|${e.note}`).digest("hex").slice(0, 16);
+  const name = `${object.metadata.name.slice(0, 200)}.${id}`;
+  const ref: ResourceRef = { group: "events.k8s.io", version: "v1", plural: "events", namespace, name };
+  const now = microTime(step.clock());
+  if (repeat && (await bumpSeries(step, ref, now))) return;
+  const { name: _name, ...collection } = ref;
+  try {
+    await step.api.create(collection, {
+      apiVersion: "events.k8s.io/v1",
+      kind: "Event",
+      metadata: { name, namespace },
+      eventTime: now,
+      reportingController: step.operator.fieldManager,
+      reportingInstance: `${step.operator.fieldManager}-functions`,
+      action: e.action,
+      type: e.type,
+      reason: e.reason,
+      note: e.note.slice(0, 1024),
+      regarding: { apiVersion: step.operator.apiVersion, kind: step.operator.resource.kind, name: object.metadata.name, namespace: object.metadata.namespace, uid: object.metadata.uid },
+    });
+  } catch (error) {
+    if (!(error instanceof ApiError && error.code === 409)) throw error;
+    await bumpSeries(step, ref, now);
+  }
+}
+
+/** false when the Event is gone (Events expire after an hour by default). */
+async function bumpSeries(step: Step, ref: ResourceRef, now: string): Promise<boolean> {
+  const existing = await step.api.get(ref);
+  if (!existing) return false;
+  const count = ((existing.series as { count?: number } | undefined)?.count ?? 1) + 1;
+  await step.api.mergePatch(ref, { series: { count, lastObservedTime: now } });
+  return true;
+}

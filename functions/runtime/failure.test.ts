@@ -1,0 +1,85 @@
+// Failures as a user sees them with kubectl: a condition on the object and one aggregated Event.
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { z } from "zod";
+import { defineOperator, type ReconcileResult } from "../../core/operator.ts";
+import { pino } from "pino";
+import { createFakeKube, reconcileWithRuntime } from "../testing/index.ts";
+import type { KubeApi, KubeObject } from "./kube-api.ts";
+import { createRuntime } from "./runtime.ts";
+
+function failing(reconcile: () => unknown, status?: z.ZodType<Record<string, unknown>>) {
+  return defineOperator({
+    resource: { group: "example.com", version: "v1", plural: "things", kind: "Thing" },
+    spec: z.object({}),
+    ...(status ? { status } : {}),
+    reconcile: reconcile as () => ReconcileResult,
+  });
+}
+const thing = { metadata: { name: "t" }, spec: {} };
+const ready = (o: KubeObject | undefined) => (o?.status as { conditions?: Array<{ type: string; status: string; reason: string; message: string }> } | undefined)?.conditions?.find((c) => c.type === "Ready");
+
+describe("failures", () => {
+  it("an unexpected throw → Ready=False ReconcileError, ONE Event whose series counts the retries, and the message is retried", async () => {
+    const op = failing(() => { throw new Error("boom"); });
+    const first = await reconcileWithRuntime(op, thing);
+    assert.equal(first.outcome.result, "retry");
+    assert.deepEqual([ready(first.object)?.status, ready(first.object)?.reason, ready(first.object)?.message], ["False", "ReconcileError", "boom"]);
+    let last = first;
+    for (let i = 0; i < 3; i++) last = await reconcileWithRuntime(op, thing, { kube: first.kube });
+    assert.equal(last.events.length, 1);
+    const [event] = last.events;
+    assert.deepEqual([event?.apiVersion, event?.reason, event?.note, (event?.series as { count: number }).count], ["events.k8s.io/v1", "ReconcileError", "boom", 4]);
+  });
+
+  it("a thrown non-Error is reported with its text", async () => {
+    for (const [thrown, text] of [[{ code: 7 }, 'thrown: {"code":7}'], [undefined, "undefined was thrown"], ["plain", "plain"]] as const) {
+      const throws = () => {
+        // eslint-disable-next-line @typescript-eslint/only-throw-error -- throwing a non-Error is the case under test
+        throw thrown;
+      };
+      const run = await reconcileWithRuntime(failing(throws), thing);
+      assert.equal(ready(run.object)?.message, text);
+    }
+  });
+
+  it("a Promise from reconcile is refused as a permanent AsyncReconcile, with no unhandled rejection", async () => {
+    const run = await reconcileWithRuntime(failing(() => Promise.reject(new Error("later"))), thing);
+    assert.deepEqual([run.outcome.result, ready(run.object)?.reason], ["permanent", "AsyncReconcile"]);
+    assert.match(ready(run.object)?.message ?? "", /must be synchronous/);
+    assert.equal(run.events.length, 1);
+  });
+
+  it("a status that fails the operator's status schema is not written: InvalidStatus says why", async () => {
+    const op = failing(() => ({ status: { replicas: "three" } }), z.object({ replicas: z.number().int() }));
+    const run = await reconcileWithRuntime(op, thing);
+    assert.deepEqual([run.outcome.result, ready(run.object)?.reason], ["permanent", "InvalidStatus"]);
+    assert.match(ready(run.object)?.message ?? "", /replicas/);
+    assert.equal((run.object?.status as Record<string, unknown>).replicas, undefined);
+  });
+
+  it("after a failure, the first success of the same generation starts the requeue chain", async () => {
+    let fail = true;
+    const op = failing(() => {
+      if (fail) throw new Error("flaky");
+      return { requeueAfterSeconds: 30 };
+    });
+    const first = await reconcileWithRuntime(op, thing);
+    fail = false;
+    const recovered = await reconcileWithRuntime(op, thing, { kube: first.kube });
+    assert.equal(ready(recovered.object)?.status, "True");
+    assert.equal(recovered.requeues.length, 1);
+  });
+
+  it("a 404 on a write means the object is gone: success, not a retry", async () => {
+    const kube = createFakeKube();
+    const ref = { group: "example.com", version: "v1", plural: "things", namespace: "default", name: "t" };
+    const created = kube.put(ref, { apiVersion: "example.com/v1", kind: "Thing", ...thing });
+    // The object is deleted between the runtime's read and its status write.
+    const api: KubeApi = { ...kube, replaceStatus: async (r, o, m) => (await kube.delete(ref), kube.replaceStatus(r, o, m)) };
+    const runtime = createRuntime(failing(() => ({})), { api, logger: pino({ level: "silent" }), clock: () => new Date() });
+    const event = { v: 1, cluster: "t", group: "example.com", version: "v1", plural: "things", kind: "Thing", namespace: "default", name: "t", uid: created.metadata.uid, resourceVersion: created.metadata.resourceVersion, generation: 1, type: "ADDED", observedAt: new Date().toISOString() };
+    const outcome = await runtime.handle({ id: "1", body: JSON.stringify(event) });
+    assert.deepEqual([outcome.result, outcome.detail], ["success", "object is gone"]);
+  });
+});

@@ -1,0 +1,37 @@
+// One key event: wait until it is due, read the object fresh, reconcile it; on 409 Conflict
+// read again and retry, a bounded number of times.
+import type { Outcome } from "./outcome.ts";
+import { classify } from "./outcome.ts";
+import { failMessage } from "./failure.ts";
+import { reconcileObject } from "./reconcile-object.ts";
+import { requeueChain } from "./requeue-chain.ts";
+import type { Step } from "./step.ts";
+
+/** Early deliveries within this margin count as due (clock skew between SQS and us). */
+const DUE_SLACK_MS = 1000;
+
+export async function handleEvent(step: Step, dueAtMs: number, maxAttempts: number): Promise<Outcome> {
+  const { event } = step;
+  const chain = requeueChain(step);
+  for (let attempt = 1; attempt <= maxAttempts; attempt++) {
+    try {
+      if (step.requeuer && dueAtMs > step.clock().getTime() + DUE_SLACK_MS) {
+        await step.requeuer.schedule(event, dueAtMs);
+        return { result: "success", detail: "not due yet; re-sent" };
+      }
+      const object = await step.api.get(step.ref);
+      if (!object) return { result: "success", detail: "object is gone" };
+      // A requeue chain belongs to one generation (see requeue-chain.ts).
+      if (event.reason === "requeue" && object.metadata.generation !== event.generation) return { result: "success", detail: "requeue superseded by a newer generation" };
+      return await reconcileObject(step, object, chain);
+    } catch (error) {
+      const verdict = classify(error);
+      if (verdict.kind === "conflict") {
+        step.log.debug({ attempt }, "409 Conflict; re-reading");
+        continue;
+      }
+      return failMessage(step, "message" in verdict ? verdict.message : String(error));
+    }
+  }
+  return failMessage(step, `still conflicting after ${maxAttempts} attempts`);
+}

@@ -1,0 +1,44 @@
+// Reading the children a parent controls: ONE labelled LIST per owned kind that is observed or
+// pruned (cheaper than a GET per child as soon as a kind has a child, and it finds the children
+// reconcile no longer returns, which GETs of today's names cannot).
+import { apiVersionOf, type ObservedChildren, type ObservedObject, type Operator } from "../../core/operator.ts";
+import { controllerUid, PARENT_UID_LABEL } from "./child-labels.ts";
+import type { KubeObject, ResourceRef } from "./kube-api.ts";
+import type { Step } from "./step.ts";
+
+type Owned = Operator["owns"][number];
+
+/** Children by owned kind, then by "namespace/name"; only kinds that were listed are present. */
+export type ListedChildren = Map<Owned, Map<string, KubeObject>>;
+
+export const childKey = (namespace: string | undefined, name: string): string => `${namespace ?? ""}/${name}`;
+
+export function kindRef(step: Step, owned: Owned, parent: KubeObject): ResourceRef {
+  const namespace = owned.namespaced && step.operator.resource.scope === "Namespaced" ? parent.metadata.namespace : undefined;
+  return { group: owned.group, version: owned.version, plural: owned.plural, ...(namespace ? { namespace } : {}) };
+}
+
+export async function listChildren(step: Step, parent: KubeObject): Promise<ListedChildren> {
+  const uid = parent.metadata.uid ?? "";
+  const listed: ListedChildren = new Map();
+  for (const owned of step.operator.owns) {
+    if (!owned.observe && !owned.prune) continue;
+    const items = await step.api.list(kindRef(step, owned, parent), `${PARENT_UID_LABEL}=${uid}`);
+    // The label is only a hint anyone could set: the controller owner reference decides.
+    const mine = items.filter((o) => controllerUid(o) === uid).map((o) => ({ ...o, apiVersion: apiVersionOf(owned.group, owned.version), kind: owned.kind }));
+    listed.set(owned, new Map(mine.map((o) => [childKey(o.metadata.namespace, o.metadata.name), o])));
+  }
+  return listed;
+}
+
+/** What reconcile sees as `ctx.children`. */
+export function observedChildren(operator: Operator, listed: ListedChildren): ObservedChildren {
+  return {
+    of<T = ObservedObject>(kind: string, apiVersion?: string): Readonly<Record<string, T>> {
+      const owned = operator.owns.find((o) => o.kind === kind && (!apiVersion || apiVersionOf(o.group, o.version) === apiVersion));
+      if (!owned?.observe) throw new Error(`ctx.children.of("${kind}"): ${kind} is not an observed kind; declare it in owns with observe: true`);
+      const children = [...(listed.get(owned)?.values() ?? [])];
+      return Object.freeze(Object.fromEntries(children.map((c) => [c.metadata.name, c as unknown as T])));
+    },
+  };
+}

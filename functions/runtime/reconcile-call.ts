@@ -1,0 +1,60 @@
+// Validating the spec, calling the user's pure reconcile, and checking what it returned.
+import { z } from "zod";
+import type { CustomObject, ObservedChildren, ReconcileResult } from "../../core/operator.ts";
+import { PermanentError, TemporaryError } from "../../core/errors.ts";
+import type { KubeObject } from "./kube-api.ts";
+import type { Step } from "./step.ts";
+import { thrownMessage } from "./thrown.ts";
+
+/** reconcile threw something other than TemporaryError or PermanentError: a bug, shown as ReconcileError. */
+export class ReconcileThrew extends Error {
+  constructor(thrown: unknown) {
+    super(thrownMessage(thrown));
+    this.name = "ReconcileThrew";
+  }
+}
+
+const desiredSchema = z.looseObject({ apiVersion: z.string().min(1), kind: z.string().min(1), metadata: z.looseObject({ name: z.string().min(1) }) });
+const resultSchema = z.object({
+  children: z.array(desiredSchema).optional(),
+  shared: z.array(desiredSchema).optional(),
+  status: z.record(z.string(), z.unknown()).optional(),
+  requeueAfterSeconds: z.number().positive().optional(),
+});
+
+const oneLine = (error: z.ZodError): string => z.prettifyError(error).replace(/\n+/g, "; ");
+
+/** The object with its spec parsed by the operator's schema (PermanentError InvalidSpec otherwise). */
+export function validObject(step: Step, object: KubeObject): CustomObject<unknown> {
+  const spec = step.operator.spec.safeParse(object.spec);
+  if (!spec.success) throw new PermanentError(oneLine(spec.error), "InvalidSpec");
+  return { ...(object as unknown as CustomObject<unknown>), spec: spec.data };
+}
+
+export function callReconcile(step: Step, object: CustomObject<unknown>, now: Date, children: ObservedChildren): ReconcileResult {
+  let result: unknown;
+  try {
+    result = step.operator.reconcile(object, { now, children });
+  } catch (thrown) {
+    if (thrown instanceof PermanentError || thrown instanceof TemporaryError) throw thrown;
+    throw new ReconcileThrew(thrown);
+  }
+  if (result instanceof Promise || (typeof result === "object" && result !== null && typeof (result as { then?: unknown }).then === "function")) {
+    // Whatever it does later must not surface as an unhandled rejection in the function.
+    Promise.resolve(result).catch(() => {});
+    throw new PermanentError("reconcile returned a Promise: reconcile must be synchronous and pure (do I/O in finalize, or in a child the cluster runs)", "AsyncReconcile");
+  }
+  const checked = resultSchema.safeParse(result);
+  if (!checked.success) throw new PermanentError(oneLine(checked.error), "InvalidReconcileResult");
+  return withValidStatus(step, result as ReconcileResult);
+}
+
+/** The operator's status schema checks the user's fields; conditions and observedGeneration are the runtime's. */
+function withValidStatus(step: Step, result: ReconcileResult): ReconcileResult {
+  const schema = step.operator.status;
+  if (!schema || result.status === undefined) return result;
+  const { conditions, ...fields } = result.status;
+  const parsed = schema.safeParse(fields);
+  if (!parsed.success) throw new PermanentError(`status does not match the operator's status schema: ${oneLine(parsed.error)}`, "InvalidStatus");
+  return { ...result, status: { ...parsed.data, ...(conditions ? { conditions } : {}) } };
+}

@@ -1,0 +1,30 @@
+// One reconcile of an object just read, step by step. Each step is its own function; this file
+// only says in which order they run and what the outcome is.
+import type { KubeObject } from "./kube-api.ts";
+import { onFailure } from "./failure.ts";
+import { ensureFinalizer, finalizeObject } from "./finalizer.ts";
+import type { Outcome } from "./outcome.ts";
+import { callReconcile, validObject } from "./reconcile-call.ts";
+import { writeChildren } from "./children.ts";
+import { listChildren, observedChildren } from "./observed-children.ts";
+import type { RequeueChain } from "./requeue-chain.ts";
+import { advancing, writeSuccessStatus } from "./status-write.ts";
+import type { Step } from "./step.ts";
+
+/** Throws only 409 Conflicts (the caller re-reads); every other failure becomes an outcome. */
+export async function reconcileObject(step: Step, read: KubeObject, chain: RequeueChain): Promise<Outcome> {
+  let object = read;
+  try {
+    if (object.metadata.deletionTimestamp) return await finalizeObject(step, object);
+    object = await ensureFinalizer(step, object);
+    const now = step.clock();
+    const listed = await listChildren(step, object);
+    const result = callReconcile(step, validObject(step, object), now, observedChildren(step.operator, listed));
+    await writeChildren(step, object, result, listed);
+    await chain.continue(object, result.requeueAfterSeconds, advancing(object));
+    await writeSuccessStatus(step, object, result.status, now);
+    return { result: "success", detail: "reconciled" };
+  } catch (error) {
+    return onFailure(step, object, error);
+  }
+}

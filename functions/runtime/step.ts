@@ -1,0 +1,29 @@
+// What every step of one reconcile works with: the operator, the (counted) API, the event being
+// handled and the parent's REST location. Built once per message; read-only.
+import type { Logger } from "pino";
+import type { KeyEvent } from "../../core/event.ts";
+import type { Operator } from "../../core/operator.ts";
+import type { KubeApi, ResourceRef } from "./kube-api.ts";
+import type { Requeuer } from "./requeue.ts";
+
+export interface Step<Spec = unknown> {
+  operator: Operator<Spec>;
+  api: KubeApi;
+  clock: () => Date;
+  requeuer?: Requeuer;
+  log: Logger;
+  event: KeyEvent;
+  /** The parent object's location. */
+  ref: ResourceRef;
+}
+
+export function parentRef(operator: Operator<unknown>, event: KeyEvent): ResourceRef {
+  const { resource } = operator;
+  return {
+    group: resource.group,
+    version: resource.version,
+    plural: resource.plural,
+    name: event.name,
+    ...(resource.scope === "Namespaced" && event.namespace ? { namespace: event.namespace } : {}),
+  };
+}

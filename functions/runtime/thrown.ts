@@ -1,0 +1,13 @@
+// The text of whatever was thrown: `[object Object]` and `undefined` are not messages.
+export function thrownMessage(value: unknown): string {
+  if (value instanceof Error) return value.message || value.name;
+  if (typeof value === "string") return value || "an empty string was thrown";
+  if (value === undefined || value === null) return `${String(value)} was thrown`;
+  if (typeof value === "number" || typeof value === "boolean" || typeof value === "bigint") return `thrown: ${value}`;
+  if (typeof value === "symbol") return `thrown: ${value.toString()}`;
+  try {
+    return `thrown: ${JSON.stringify(value) ?? Object.prototype.toString.call(value)}`;
+  } catch {
+    return `thrown: ${Object.prototype.toString.call(value)}`;
+  }
+}

@@ -1,0 +1,223 @@
+// An in-memory API server for unit tests of a reconcile: implements the runtime's KubeApi port
+// with the behaviour a reconcile relies on (resourceVersion, generation, preconditions, 404,
+// server-side-apply-like upsert, generateName, finalizers, garbage collection of owned objects).
+// Not a Kubernetes: no admission, no schema, no watch.
+import { ApiError } from "../../clients/kube-http.ts";
+import { type KubeApi, type KubeObject, type Preconditions, type ResourceRef } from "../runtime/kube-api.ts";
+
+export interface FakeKube extends KubeApi {
+  /** Every stored object, optionally only those of one kind (and namespace). */
+  objects(filter?: { kind?: string; namespace?: string }): KubeObject[];
+  /** The stored Events (core/v1 and events.k8s.io/v1), oldest first. */
+  events(): KubeObject[];
+  /** Stores an object as another client would create it (a victim, an existing child). */
+  put(ref: ResourceRef, object: Record<string, unknown>): KubeObject;
+  /** Sets an object's status as its own controller would (a Deployment's replicas). */
+  setStatus(ref: ResourceRef, status: Record<string, unknown>): KubeObject;
+}
+
+type Json = Record<string, unknown>;
+
+const clone = <T>(v: T): T => structuredClone(v);
+const isObject = (v: unknown): v is Json => v !== null && typeof v === "object" && !Array.isArray(v);
+const same = (a: unknown, b: unknown): boolean => JSON.stringify(sorted(a)) === JSON.stringify(sorted(b));
+function sorted(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(sorted);
+  if (isObject(v)) return Object.fromEntries(Object.keys(v).sort().map((k) => [k, sorted(v[k])]));
+  return v;
+}
+
+/** RFC 7386 JSON merge patch. */
+function mergePatch(target: unknown, patch: unknown): unknown {
+  if (!isObject(patch)) return clone(patch);
+  const out: Json = isObject(target) ? { ...target } : {};
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === null) delete out[k];
+    else out[k] = mergePatch(out[k], v);
+  }
+  return out;
+}
+
+/** Removes from `target` the fields `previous` set that `next` no longer sets (what apply does to a manager's dropped fields). */
+function dropUnapplied(target: unknown, previous: unknown, next: unknown): unknown {
+  if (!isObject(target) || !isObject(previous)) return target;
+  const out: Json = { ...target };
+  for (const k of Object.keys(previous)) {
+    if (!isObject(next) || !(k in next)) delete out[k];
+    else out[k] = dropUnapplied(out[k], previous[k], next[k]);
+  }
+  return out;
+}
+
+const STORED_META = ["uid", "resourceVersion", "generation", "creationTimestamp", "deletionTimestamp"];
+/** What counts towards generation: everything but metadata and status. */
+const body = (o: Json): Json => Object.fromEntries(Object.entries(o).filter(([k]) => k !== "metadata" && k !== "status"));
+
+export function createFakeKube(opts: { clock?: () => Date } = {}): FakeKube {
+  const clock = opts.clock ?? (() => new Date());
+  const store = new Map<string, KubeObject>();
+  /** Last object each field manager applied, per object: what a re-apply may remove. */
+  const applied = new Map<string, Map<string, Json>>();
+  let version = 0;
+  let serial = 0;
+
+  const keyOf = (ref: ResourceRef, name = ref.name): string => `${ref.group}/${ref.plural}/${ref.namespace ?? ""}/${name ?? ""}`;
+  const collectionOf = (ref: ResourceRef): string => `${ref.group}/${ref.plural}/`;
+  const where = (ref: ResourceRef) => `${ref.plural} "${ref.namespace ? `${ref.namespace}/` : ""}${ref.name ?? ""}"`;
+  const notFound = (ref: ResourceRef) => new ApiError(404, "NotFound", `${where(ref)} not found`);
+  const nextVersion = () => String((version += 1));
+
+  function existing(ref: ResourceRef): KubeObject {
+    const found = store.get(keyOf(ref));
+    if (!found) throw notFound(ref);
+    return found;
+  }
+
+  function checkPreconditions(ref: ResourceRef, current: KubeObject, p: Preconditions | undefined): void {
+    if (p?.resourceVersion && p.resourceVersion !== current.metadata.resourceVersion) {
+      throw new ApiError(409, "Conflict", `Operation cannot be fulfilled on ${where(ref)}: the object has been modified; please apply your changes to the latest version and try again`);
+    }
+    if (p?.uid && p.uid !== current.metadata.uid) throw new ApiError(409, "Conflict", `Precondition failed: UID in precondition: ${p.uid}, UID in object meta: ${current.metadata.uid ?? ""}`);
+  }
+
+  /** Stores `next` as the new state of `previous` (or a new object), keeping server-owned metadata. */
+  function save(ref: ResourceRef, previous: KubeObject | undefined, next: KubeObject): KubeObject {
+    const now = clock().toISOString().replace(/\.\d{3}Z$/, "Z");
+    const meta = { ...next.metadata };
+    for (const k of STORED_META) delete meta[k];
+    const stored: KubeObject = {
+      ...next,
+      metadata: {
+        ...meta,
+        ...(ref.namespace ? { namespace: ref.namespace } : {}),
+        uid: previous?.metadata.uid ?? `00000000-0000-4000-8000-${String((serial += 1)).padStart(12, "0")}`,
+        resourceVersion: "",
+        generation: previous ? (previous.metadata.generation ?? 1) + (same(body(previous), body(next)) ? 0 : 1) : 1,
+        creationTimestamp: previous?.metadata.creationTimestamp ?? now,
+        ...(previous?.metadata.deletionTimestamp ? { deletionTimestamp: previous.metadata.deletionTimestamp } : {}),
+      },
+    };
+    // Like the API server, a write that changes nothing keeps the resourceVersion.
+    if (previous && same(stored, { ...previous, metadata: { ...previous.metadata, resourceVersion: "" } })) return clone(previous);
+    stored.metadata.resourceVersion = nextVersion();
+    if (stored.metadata.deletionTimestamp && !(stored.metadata.finalizers?.length)) {
+      remove(ref);
+      return clone(stored);
+    }
+    store.set(keyOf(ref, stored.metadata.name), stored);
+    return clone(stored);
+  }
+
+  function remove(ref: ResourceRef): void {
+    const gone = store.get(keyOf(ref));
+    store.delete(keyOf(ref));
+    applied.delete(keyOf(ref));
+    // Background garbage collection: whatever this object owned goes too.
+    const uid = gone?.metadata.uid;
+    if (!uid) return;
+    for (const [key, o] of [...store]) {
+      const owners = (o.metadata.ownerReferences as Array<{ uid?: string }> | undefined) ?? [];
+      if (owners.some((r) => r.uid === uid)) {
+        const [group = "", plural = "", namespace = "", name = ""] = key.split("/");
+        deleteObject({ group, version: "", plural, name, ...(namespace ? { namespace } : {}) });
+      }
+    }
+  }
+
+  function deleteObject(ref: ResourceRef, preconditions?: Preconditions): void {
+    const current = store.get(keyOf(ref));
+    if (!current) return;
+    checkPreconditions(ref, current, preconditions);
+    if (current.metadata.finalizers?.length) {
+      if (!current.metadata.deletionTimestamp) {
+        current.metadata.deletionTimestamp = clock().toISOString().replace(/\.\d{3}Z$/, "Z");
+        current.metadata.resourceVersion = nextVersion();
+      }
+      return;
+    }
+    remove(ref);
+  }
+
+  function create(ref: ResourceRef, object: Json): KubeObject {
+    const o = clone(object) as KubeObject;
+    const meta = (o.metadata ?? {}) as KubeObject["metadata"] & { generateName?: string };
+    const name = meta.name || (meta.generateName ? `${meta.generateName}${(serial += 1).toString(36).padStart(5, "0")}` : "");
+    if (!name) throw new ApiError(422, "Invalid", `${ref.plural}: metadata.name or generateName is required`);
+    const at = { ...ref, name };
+    if (store.has(keyOf(at))) throw new ApiError(409, "AlreadyExists", `${where(at)} already exists`);
+    delete meta.generateName;
+    return save(at, undefined, { ...o, metadata: { ...meta, name } });
+  }
+
+  return {
+    get: (ref) => Promise.resolve(store.has(keyOf(ref)) ? clone(store.get(keyOf(ref))) : undefined),
+
+    replaceStatus: (ref, object) =>
+      Promise.resolve().then(() => {
+        const current = existing(ref);
+        checkPreconditions(ref, current, { ...(object.metadata.resourceVersion ? { resourceVersion: object.metadata.resourceVersion } : {}) });
+        const next = clone(current);
+        if (object.status === undefined) delete next.status;
+        else next.status = clone(object.status);
+        return save(ref, current, next);
+      }),
+
+    mergePatch: (ref, patch) =>
+      Promise.resolve().then(() => {
+        const current = existing(ref);
+        const meta = (patch.metadata ?? {}) as Json;
+        checkPreconditions(ref, current, typeof meta.resourceVersion === "string" ? { resourceVersion: meta.resourceVersion } : undefined);
+        // The main resource ignores status: it has its own subresource.
+        const { status: _ignored, ...rest } = patch;
+        const next = mergePatch(current, rest) as KubeObject;
+        if (current.status !== undefined) next.status = clone(current.status);
+        return save(ref, current, next);
+      }),
+
+    apply: (ref, object, fieldManager) =>
+      Promise.resolve().then(() => {
+        const key = keyOf(ref);
+        const current = store.get(key);
+        const managers = applied.get(key) ?? new Map<string, Json>();
+        const intent = clone(object) as Json;
+        const meta = (intent.metadata ?? {}) as Json;
+        if (current) checkPreconditions(ref, current, typeof meta.resourceVersion === "string" ? { resourceVersion: meta.resourceVersion } : undefined);
+        const { status: _ignored, ...fields } = intent;
+        const base = current ? (dropUnapplied(current, managers.get(fieldManager), fields) as KubeObject) : undefined;
+        const next = mergePatch(base ?? {}, fields) as KubeObject;
+        if (current?.status !== undefined) next.status = clone(current.status);
+        const saved = save(ref, current, next);
+        applied.set(key, managers.set(fieldManager, fields));
+        return saved;
+      }),
+
+    create: (ref, object) => Promise.resolve().then(() => create(ref, object)),
+
+    list: (ref, labelSelector) =>
+      Promise.resolve().then(() => {
+        const wanted = (labelSelector ?? "").split(",").filter(Boolean).map((term) => term.split("=") as [string, string]);
+        return [...store]
+          .filter(([key]) => key.startsWith(collectionOf(ref)) && (!ref.namespace || key.startsWith(`${collectionOf(ref)}${ref.namespace}/`)))
+          .map(([, o]) => o)
+          .filter((o) => wanted.every(([k, v]) => (o.metadata.labels as Record<string, string> | undefined)?.[k] === v))
+          .map(clone);
+      }),
+
+    delete: (ref, preconditions) => Promise.resolve().then(() => deleteObject(ref, preconditions)),
+
+    objects: (filter = {}) =>
+      [...store.values()].filter((o) => (!filter.kind || o.kind === filter.kind) && (!filter.namespace || o.metadata.namespace === filter.namespace)).map(clone),
+
+    events: () =>
+      [...store]
+        .filter(([key]) => key.startsWith("/events/") || key.startsWith("events.k8s.io/events/"))
+        .map(([, o]) => clone(o)),
+
+    put: (ref, object) => create(ref, object),
+
+    setStatus: (ref, status) => {
+      const current = existing(ref);
+      return save(ref, current, { ...clone(current), status: clone(status) });
+    },
+  };
+}
