@@ -73,14 +73,14 @@ describe("crdfn generate", () => {
       "Role shop-staging/crdfn-widget-function",
       "RoleBinding shop-staging/crdfn-widget-function",
     ]);
-    assert.deepEqual(objects[1]!.rules, [{ apiGroups: ["rbac.authorization.k8s.io"], resources: ["clusterroles"], verbs: ["get", "create", "patch", "delete"] }]);
+    assert.deepEqual(objects[1]!.rules, [{ apiGroups: ["rbac.authorization.k8s.io"], resources: ["clusterroles"], verbs: ["get", "list", "create", "patch", "delete"] }]);
     // No finalizer declared: no patch on its own resource. Secrets only because it owns them.
     assert.deepEqual(objects[3]!.rules, [
       { apiGroups: ["shop.example.com"], resources: ["widgets"], verbs: ["get"] },
       { apiGroups: ["shop.example.com"], resources: ["widgets/status"], verbs: ["update"] },
       { apiGroups: ["shop.example.com"], resources: ["widgets/finalizers"], verbs: ["update"] },
-      { apiGroups: [""], resources: ["secrets"], verbs: ["get", "create", "patch", "delete"] },
-      { apiGroups: [""], resources: ["events"], verbs: ["create"] },
+      { apiGroups: [""], resources: ["secrets"], verbs: ["get", "list", "create", "patch", "delete"] },
+      { apiGroups: ["events.k8s.io"], resources: ["events"], verbs: ["create", "get", "patch"] },
     ]);
     const bridge = docs(files.get("bridge/watch-rbac.yaml")!);
     assert.deepEqual(bridge.map((o) => `${o.kind} ${o.metadata.namespace ?? ""}/${o.metadata.name}`), [

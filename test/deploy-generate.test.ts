@@ -133,7 +133,9 @@ describe("crdfn generate → a real API server, attacked with the function's ide
       [`create an Event in unserved ${UNSERVED}`, "RBAC", /cannot create resource "events"/, (k) =>
         k(["create", "-f", "-"], JSON.stringify({ apiVersion: "v1", kind: "Event", metadata: { name: "e", namespace: UNSERVED }, involvedObject: { kind: "Widget", name: "blue" }, reason: "x", message: "x" }))],
       [`read Secrets in ${SERVED}`, "RBAC", /cannot list resource "secrets"/, (k) => k(["get", "secrets", "-n", SERVED])],
-      [`list ConfigMaps in ${SERVED}`, "RBAC", /cannot list resource "configmaps"/, (k) => k(["get", "configmaps", "-n", SERVED])],
+      // Listing its own kinds in a served namespace is granted (observed children, pruning); watching is not.
+      [`list ConfigMaps in unserved ${UNSERVED}`, "RBAC", /cannot list resource "configmaps"/, (k) => k(["get", "configmaps", "-n", UNSERVED])],
+      [`watch ConfigMaps in ${SERVED}`, "RBAC", /cannot watch resource "configmaps"/, (k) => k(["get", "--raw", `/api/v1/namespaces/${SERVED}/configmaps?watch=1&timeoutSeconds=1`])],
       ["watch Widgets everywhere", "RBAC", /cannot (list|watch) resource "widgets"/, (k) => k(["get", "--raw", "/apis/shop.example.com/v1/widgets?watch=1&timeoutSeconds=1"])],
       ["create a RoleBinding to escalate", "RBAC", /cannot create resource "rolebindings"/, (k) =>
         k(["create", "rolebinding", "x", "-n", SERVED, "--clusterrole=cluster-admin", "--group=crdfn:widget"])],
