@@ -87,8 +87,9 @@ export default defineOperator({
     audience: z.enum(["everyone", "admins"]).default("everyone"),
   }),
   owns: [{ group: "", version: "v1", kind: "ConfigMap" }],
-  // Pure: no I/O, no clock but ctx.now, no randomness. Throwing PermanentError sets Ready=False
-  // with its reason and records an Event; TemporaryError(seconds) retries later.
+  // Pure and synchronous: no I/O, no clock but ctx.now, no randomness. Throwing PermanentError
+  // sets Ready=False with its reason and records an Event; TemporaryError(message, seconds)
+  // retries later; any other throw shows as Ready=False ReconcileError and is retried.
   reconcile(${v}) {
     if (${v}.spec.lines.some((line) => line.includes("\\t"))) {
       throw new PermanentError("lines must not contain tabs", "TabsInLines");
