@@ -9,7 +9,7 @@ import { defineOperator, type Operator, type ReconcileResult } from "../core/ope
 import { startLocalFunctions } from "../functions/adapters/local.ts";
 import type { Poller } from "../functions/adapters/poller.ts";
 import greeting from "../examples/greeting/operator.ts";
-import { crApi, keyEventOf, ready, runtimeFor, startEnv, startTestBridge, waitFor, type Env } from "./support/functions-environment.ts";
+import { CLUSTER, crApi, keyEventOf, ready, runtimeFor, startEnv, startTestBridge, waitFor, type Env } from "./support/functions-environment.ts";
 
 /** An App owns a Deployment it observes; its status reports what kube-controller-manager wrote. */
 const app = defineOperator({
@@ -89,7 +89,7 @@ describe("the reconcile contract, end to end", { timeout: 300_000 }, () => {
     apps = env.cluster.kubeConfig.makeApiClient(AppsV1Api);
     events = env.cluster.kubeConfig.makeApiClient(EventsV1Api);
     bridge = await startTestBridge(env, "contract.example.com/v1/apps>apps/v1/deployments, contract.example.com/v1/bundles>v1/configmaps, contract.example.com/v1/misfits>v1/configmaps, example.com/v1/greetings>v1/configmaps");
-    poller = startLocalFunctions(operators, { env: { ...env.cluster.env, LOG_LEVEL: "silent" }, registry: env.registry, waitTimeSeconds: 1, visibilityTimeout: 2 });
+    poller = startLocalFunctions(operators, { env: { ...env.cluster.env, CRDFN_CLUSTER: CLUSTER, LOG_LEVEL: "silent" }, registry: env.registry, waitTimeSeconds: 1, visibilityTimeout: 2 });
   });
   after(async () => {
     await poller?.stop();
