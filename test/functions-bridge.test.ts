@@ -55,8 +55,8 @@ describe("CronTab through the bridge", { timeout: 180_000 }, () => {
     assert.equal((await registry()).bridged, "*/10 * * * *");
     // Our own status write must not start a reconcile loop through the bridge.
     const handled = async () => {
-      const counter = (await env.registry.getSingleMetric("crdfn_reconcile_total")?.get())?.values ?? [];
-      return counter.filter((v) => v.labels.kind === "CronTab").reduce((n, v) => n + v.value, 0);
+      const counter = (await env.registry.getSingleMetric("controller_runtime_reconcile_total")?.get())?.values ?? [];
+      return counter.filter((v) => v.labels.controller === "crontab").reduce((n, v) => n + v.value, 0);
     };
     // The creation's own echoes (finalizer patch, CronJob added) take a moment to pass through.
     await new Promise((r) => setTimeout(r, 2000));

@@ -79,8 +79,8 @@ describe("the reconcile contract, end to end", { timeout: 300_000 }, () => {
     }
   };
   const handled = async (kind: string) => {
-    const counter = (await env.registry.getSingleMetric("crdfn_reconcile_total")?.get())?.values ?? [];
-    return counter.filter((v) => v.labels.kind === kind).reduce((n, v) => n + v.value, 0);
+    const counter = (await env.registry.getSingleMetric("controller_runtime_reconcile_total")?.get())?.values ?? [];
+    return counter.filter((v) => v.labels.controller === kind.toLowerCase()).reduce((n, v) => n + v.value, 0);
   };
   const eventsAbout = async (name: string) => (await events.listNamespacedEvent({ namespace: "default" })).items.filter((e) => e.regarding?.name === name);
 

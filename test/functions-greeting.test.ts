@@ -72,7 +72,7 @@ describe("Greeting operator, end to end", { timeout: 180_000 }, () => {
     assert.equal(steady.result, "success");
     assert.ok(steady.apiCalls <= 3, `steady state made ${steady.apiCalls} calls`);
     const exposed = await env.registry.getSingleMetricAsString("crdfn_reconcile_api_calls");
-    assert.match(exposed, /crdfn_reconcile_api_calls_bucket\{le="2",cluster="test",kind="Greeting"\} [1-9]/, "the count is exposed as a metric");
+    assert.match(exposed, /crdfn_reconcile_api_calls_bucket\{le="2",cluster="test",controller="greeting"\} [1-9]/, "the count is exposed as a metric");
     // The steady-state reconcile wrote nothing: the resourceVersion did not move.
     const afterFirst = await crs().get("counted");
     await runtime.handle({ id: "m3", body: JSON.stringify(event) });

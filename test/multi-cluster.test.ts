@@ -143,7 +143,7 @@ describe("one function host, two clusters", { timeout: 600_000 }, () => {
     // Logs and metrics carry the cluster.
     const handledLines = logs.filter((l) => l.msg === "handled" && l.object === `${NS}/same`);
     assert.deepEqual(new Set(handledLines.map((l) => l.cluster)), new Set(["a", "b"]));
-    const totals = (await registry.getSingleMetric("crdfn_reconcile_total")?.get())?.values ?? [];
+    const totals = (await registry.getSingleMetric("controller_runtime_reconcile_total")?.get())?.values ?? [];
     assert.deepEqual(new Set(totals.filter((v) => v.value > 0).map((v) => v.labels.cluster)), new Set(["a", "b"]));
   });
 

@@ -22,6 +22,8 @@ export function lambdaHandler(served: Served, deps: LambdaDeps = {}): SqsLambdaH
   // invocation with one clear line), and kept for warm invocations.
   let runtime = deps.runtime;
   return async (event, context) => {
+    // Metrics (EMF) once per invocation, however it ends: disposed when this function returns.
+    using _metrics = { [Symbol.dispose]: () => runtime?.flushMetrics?.() };
     let built: Runtime;
     try {
       built = runtime ??= buildFromEnv(served, deps.env ?? process.env).runtime;

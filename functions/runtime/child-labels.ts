@@ -13,10 +13,22 @@ export function appliedHash(body: KubeObject): string {
   return createHash("sha256").update(canonicalJson(body)).digest("hex").slice(0, 32);
 }
 
+export interface OwnerReference {
+  apiVersion?: string;
+  kind?: string;
+  name?: string;
+  uid?: string;
+  controller?: boolean;
+}
+
+/** The object's controller owner reference, if any. */
+export function controllerRef(object: KubeObject): OwnerReference | undefined {
+  return ((object.metadata.ownerReferences as OwnerReference[] | undefined) ?? []).find((r) => r.controller);
+}
+
 /** Is the object controlled by this uid (its controller owner reference)? */
 export function controllerUid(object: KubeObject): string | undefined {
-  const refs = (object.metadata.ownerReferences as Array<{ uid?: string; controller?: boolean }> | undefined) ?? [];
-  return refs.find((r) => r.controller)?.uid;
+  return controllerRef(object)?.uid;
 }
 
 /**

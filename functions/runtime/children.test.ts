@@ -106,6 +106,23 @@ describe("children", () => {
     assert.match(ready(other.object)?.message ?? "", /controlled by another object/);
   });
 
+  it("takes over at once the child of a deleted earlier object of its name, not yet garbage collected; never another's", async () => {
+    const kube = createFakeKube();
+    const earlier = { apiVersion: "example.com/v1", kind: "Lister", name: "l", uid: "uid-of-a-deleted-l", controller: true, blockOwnerDeletion: true };
+    kube.put({ ...cms, name: "a" }, { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "a", ownerReferences: [earlier] }, data: { name: "old" } });
+    kube.put({ ...cms, name: "b" }, { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "b", ownerReferences: [{ ...earlier, name: "m", uid: "uid-of-m" }] } });
+    kube.put({ ...cms, name: "c" }, { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "c", ownerReferences: [{ ...earlier, apiVersion: "other.example.com/v1" }] } });
+    const run = await reconcileWithRuntime(lister(), obj(["a"]), { kube });
+    assert.equal(run.outcome.result, "success");
+    const a = await kube.get({ ...cms, name: "a" });
+    assert.deepEqual(a?.data, { name: "a" });
+    assert.deepEqual((a?.metadata.ownerReferences as Array<{ uid: string }>).map((r) => r.uid), [run.object?.metadata.uid]);
+    for (const taken of ["b", "c"]) {
+      const refused = await reconcileWithRuntime(lister(), obj([taken]), { kube });
+      assert.equal(ready(refused.object)?.reason, "ChildConflict", `${taken}: controlled by another object`);
+    }
+  });
+
   it("refuses a child in another namespace and a child of an undeclared kind", async () => {
     const away = await reconcileWithRuntime(lister(), obj(["a"], { namespace: "elsewhere" }));
     assert.deepEqual([away.outcome.result, ready(away.object)?.reason], ["permanent", "ChildInOtherNamespace"]);

@@ -4,7 +4,7 @@
 // per parent, so server-side apply merges the contributions.
 import { PermanentError } from "../../core/errors.ts";
 import type { DesiredObject, ReconcileResult } from "../../core/operator.ts";
-import { APPLIED_HASH_ANNOTATION, appliedHash, controllerUid, holds, PARENT_UID_LABEL } from "./child-labels.ts";
+import { APPLIED_HASH_ANNOTATION, appliedHash, controllerRef, holds, type OwnerReference, PARENT_UID_LABEL } from "./child-labels.ts";
 import { sharedFieldManager } from "./finalizer.ts";
 import { ApiError } from "../../clients/kube-http.ts";
 import { type KubeObject, type ResourceRef } from "./kube-api.ts";
@@ -73,12 +73,26 @@ async function existingChild(step: Step, p: PlannedChild, listed: ListedChildren
 /** Never apply onto an object this parent does not control: like controller-runtime, no stealing. */
 function checkOwnership(step: Step, parent: KubeObject, p: PlannedChild, there: KubeObject | undefined): void {
   if (!there) return;
-  const controller = controllerUid(there);
+  const ref = controllerRef(there);
+  const controller = ref?.uid;
   if (controller === parent.metadata.uid) return;
+  if (ref && earlierObjectOfThisName(step, parent, ref)) return;
   if (controller === undefined && p.owned.adopt) return;
   const where = `${p.owned.kind} ${p.ref.namespace ? `${p.ref.namespace}/` : ""}${p.ref.name}`;
   const why = controller ? `is controlled by another object (uid ${controller})` : `exists and is not controlled by this ${step.operator.resource.kind}; delete it, rename the child, or set adopt: true on ${p.owned.kind} in owns to adopt orphans`;
   throw new PermanentError(`${where} ${why}`, "ChildConflict");
+}
+
+/**
+ * A controller reference to this parent's kind and name with another uid names an earlier object
+ * of this name, deleted since (a name holds one object at a time and uids are never reused): its
+ * child only waits for the garbage collector. A re-created parent takes it over at once instead
+ * of reporting ChildConflict until the collector gets round to it.
+ */
+function earlierObjectOfThisName(step: Step, parent: KubeObject, ref: OwnerReference): boolean {
+  const { apiVersion, resource } = step.operator;
+  const group = (v: string | undefined) => (v?.includes("/") ? v.slice(0, v.indexOf("/")) : "");
+  return ref.kind === resource.kind && group(ref.apiVersion) === group(apiVersion) && ref.name === parent.metadata.name && ref.uid !== parent.metadata.uid;
 }
 
 /** Deletes what this parent applied before and no longer wants; the uid precondition spares a same-named newcomer. */

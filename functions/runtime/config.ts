@@ -35,6 +35,9 @@ const configSchema = z.object({
   CRDFN_QUEUE_URL: z.url().optional(),
   CRDFN_STANDARD_QUEUE_URL: z.url().optional(),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  /** Set by Lambda itself: metrics then go to CloudWatch as EMF, under this namespace. */
+  AWS_LAMBDA_FUNCTION_NAME: z.string().min(1).optional(),
+  POWERTOOLS_METRICS_NAMESPACE: z.string().min(1).max(255).default("crdfn"),
 }).superRefine((c, ctx) => {
   if (c.CRDFN_CLUSTERS !== undefined || c.CRDFN_CLUSTERS_FILE !== undefined) {
     if (c.CRDFN_CLUSTERS !== undefined && c.CRDFN_CLUSTERS_FILE !== undefined) ctx.addIssue({ code: "custom", path: ["CRDFN_CLUSTERS_FILE"], message: "set CRDFN_CLUSTERS or CRDFN_CLUSTERS_FILE, not both" });

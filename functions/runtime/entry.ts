@@ -12,7 +12,8 @@ import { clusterAccess } from "../credentials/access.ts";
 import { loadConfig, type FunctionConfig } from "./config.ts";
 import { createKubeApi } from "./kube-http.ts";
 import { dispatchByCluster, dispatchByResource } from "./dispatch.ts";
-import { createRuntimeMetrics } from "./metrics.ts";
+import { createEmfMetrics } from "./emf-metrics.ts";
+import { createRuntimeMetrics, type RuntimeMetrics } from "./metrics.ts";
 import { createSqsRequeuer } from "./requeue.ts";
 import { createRuntime, type Runtime } from "./runtime.ts";
 
@@ -47,6 +48,10 @@ export function buildFromEnv(served: Served, env: NodeJS.ProcessEnv, opts: { reg
   });
   const requeuer = config.CRDFN_STANDARD_QUEUE_URL ? createSqsRequeuer({ sqs, queueUrl: config.CRDFN_STANDARD_QUEUE_URL, clock }) : undefined;
   if (!requeuer) logger.warn("CRDFN_STANDARD_QUEUE_URL is not set: requeues and TemporaryError retries fall back to the visibility timeout");
+  // On Lambda, CloudWatch EMF (flushed by the adapter once per invocation); elsewhere Prometheus
+  // when the caller serves a registry.
+  const emf = config.AWS_LAMBDA_FUNCTION_NAME ? createEmfMetrics({ namespace: config.POWERTOOLS_METRICS_NAMESPACE, serviceName: config.AWS_LAMBDA_FUNCTION_NAME, clock }) : undefined;
+  const metricsOf = (cluster: string): RuntimeMetrics | undefined => (emf ? emf.forCluster(cluster) : opts.registry ? createRuntimeMetrics(opts.registry, cluster) : undefined);
   // Per cluster, on its first event: one client (keep-alive agent, token cache), its logger and
   // metrics labelled with the cluster, and a runtime per operator over them.
   const buildCluster = (cluster: string): Runtime => {
@@ -54,7 +59,7 @@ export function buildFromEnv(served: Served, env: NodeJS.ProcessEnv, opts: { reg
     if (!entry) throw new Error(`cluster ${cluster} is not in the registry`);
     const api = createKubeApi(clusterAccess(entry, { clock, awsCredentials, ...(config.AWS_REGION ? { region: config.AWS_REGION } : {}) }));
     const log = logger.child({ cluster });
-    const metrics = opts.registry ? createRuntimeMetrics(opts.registry, cluster) : undefined;
+    const metrics = metricsOf(cluster);
     return dispatchByResource(
       operators.map((operator) => ({
         operator,
@@ -62,6 +67,7 @@ export function buildFromEnv(served: Served, env: NodeJS.ProcessEnv, opts: { reg
       })),
     );
   };
-  const runtime = dispatchByCluster([...clusters.keys()], buildCluster, logger);
+  const dispatched = dispatchByCluster([...clusters.keys()], buildCluster, logger);
+  const runtime: Runtime = emf ? { handle: (message) => dispatched.handle(message), flushMetrics: () => emf.flush() } : dispatched;
   return { config, clusters, runtime, sqs, logger };
 }

@@ -17,7 +17,7 @@ export async function handleEvent(step: Step, dueAtMs: number, maxAttempts: numb
     try {
       if (step.requeuer && dueAtMs > step.clock().getTime() + DUE_SLACK_MS) {
         await step.requeuer.schedule(event, dueAtMs);
-        return { result: "success", detail: "not due yet; re-sent" };
+        return { result: "success", detail: "not due yet; re-sent", requeue: "deferred" };
       }
       const object = await step.api.get(step.ref);
       if (!object) return { result: "success", detail: "object is gone" };

@@ -1,28 +1,87 @@
-// Prometheus metrics of the runtime: outcomes, API calls per reconcile (the number that shows
-// whether steady state stays at ≤ 3 calls), duration, and queue lag from the bridge's observedAt.
+// The runtime's measurements, named as controller-runtime names them (pkg/internal/controller/
+// metrics/metrics.go) so dashboards and alerts written for kubebuilder operators apply, plus two
+// of crdfn's own: API calls per reconcile (whether steady state stays at ≤ 3 calls) and queue lag
+// from the bridge's observedAt. Prometheus here; EMF on Lambda (emf-metrics.ts).
 import { Counter, Histogram, type Registry } from "prom-client";
+import type { Outcome } from "./outcome.ts";
+
+export interface Measurement {
+  /** controller-runtime's controller name: the lower-cased kind (builder's default). */
+  controller: string;
+  outcome: Outcome;
+  apiCalls: number;
+  seconds: number;
+  lagSeconds?: number;
+}
 
 export interface RuntimeMetrics {
-  observe(o: { kind: string; result: string; apiCalls: number; seconds: number; lagSeconds?: number }): void;
+  observe(m: Measurement): void;
 }
+
+export const METRIC = {
+  reconcileTotal: "controller_runtime_reconcile_total",
+  reconcileErrors: "controller_runtime_reconcile_errors_total",
+  terminalErrors: "controller_runtime_terminal_reconcile_errors_total",
+  reconcileTime: "controller_runtime_reconcile_time_seconds",
+  apiCalls: "crdfn_reconcile_api_calls",
+  eventLag: "crdfn_event_lag_seconds",
+} as const;
+
+export type ReconcileResultLabel = "success" | "error" | "requeue" | "requeue_after";
+
+/**
+ * An outcome in controller-runtime's terms. Every failure is an `error` (TemporaryError too: like a
+ * returned error, it is retried later); failures that are not retried are also terminal (a
+ * PermanentError or refusal, like reconcile.TerminalError, and a message that can never be handled).
+ * `requeue` is a message deferred because it was not due yet: nothing was reconciled.
+ */
+export function resultOf(outcome: Outcome): { result: ReconcileResultLabel; error: boolean; terminal: boolean } {
+  switch (outcome.result) {
+    case "success":
+      return { result: outcome.requeue === "after" ? "requeue_after" : outcome.requeue === "deferred" ? "requeue" : "success", error: false, terminal: false };
+    case "permanent":
+    case "dead-letter":
+      return { result: "error", error: true, terminal: true };
+    case "retry":
+    case "retry-later":
+      return { result: "error", error: true, terminal: false };
+  }
+}
+
+/** controller-runtime's buckets for reconcile_time_seconds. */
+const RECONCILE_TIME_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60];
 
 /**
  * Idempotent per registry: several operators and clusters in one process share the metric
  * families; each call's observations carry its `cluster` label.
  */
 export function createRuntimeMetrics(registry: Registry, cluster = "default"): RuntimeMetrics {
-  const get = <T>(name: string, make: () => T): T => (registry.getSingleMetric(name) as T | undefined) ?? make();
-  const outcomes = get("crdfn_reconcile_total", () => new Counter({ name: "crdfn_reconcile_total", help: "Handled key events by outcome", labelNames: ["cluster", "kind", "result"], registers: [registry] }));
-  const calls = get("crdfn_reconcile_api_calls", () => new Histogram({ name: "crdfn_reconcile_api_calls", help: "Kubernetes API calls made while handling one key event", labelNames: ["cluster", "kind"], buckets: [1, 2, 3, 4, 5, 6, 8, 10, 15, 20], registers: [registry] }));
-  const duration = get("crdfn_reconcile_duration_seconds", () => new Histogram({ name: "crdfn_reconcile_duration_seconds", help: "Time to handle one key event", labelNames: ["cluster", "kind"], registers: [registry] }));
-  const lag = get("crdfn_event_lag_seconds", () => new Histogram({ name: "crdfn_event_lag_seconds", help: "From the bridge observing a change to its reconcile finishing", labelNames: ["cluster", "kind"], buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900], registers: [registry] }));
+  const get = <T>(name: string, make: (name: string) => T): T => (registry.getSingleMetric(name) as T | undefined) ?? make(name);
+  const perController = ["cluster", "controller"];
+  const total = get(METRIC.reconcileTotal, (name) => new Counter({ name, help: "Total number of reconciliations per controller", labelNames: [...perController, "result"], registers: [registry] }));
+  const errors = get(METRIC.reconcileErrors, (name) => new Counter({ name, help: "Total number of reconciliation errors per controller", labelNames: perController, registers: [registry] }));
+  const terminal = get(METRIC.terminalErrors, (name) => new Counter({ name, help: "Total number of terminal reconciliation errors per controller", labelNames: perController, registers: [registry] }));
+  const time = get(METRIC.reconcileTime, (name) => new Histogram({ name, help: "Length of time per reconciliation per controller", labelNames: perController, buckets: RECONCILE_TIME_BUCKETS, registers: [registry] }));
+  const calls = get(METRIC.apiCalls, (name) => new Histogram({ name, help: "Kubernetes API calls made while handling one key event", labelNames: perController, buckets: [1, 2, 3, 4, 5, 6, 8, 10, 15, 20], registers: [registry] }));
+  const lag = get(METRIC.eventLag, (name) => new Histogram({ name, help: "From the bridge observing a change to its reconcile finishing", labelNames: perController, buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900], registers: [registry] }));
+  const seen = new Set<string>();
   return {
-    observe(o) {
-      const labels = { cluster, kind: o.kind };
-      outcomes.inc({ ...labels, result: o.result });
-      calls.observe(labels, o.apiCalls);
-      duration.observe(labels, o.seconds);
-      if (o.lagSeconds !== undefined) lag.observe(labels, o.lagSeconds);
+    observe(m) {
+      const labels = { cluster, controller: m.controller };
+      if (!seen.has(m.controller)) {
+        // Like controller-runtime: every series exists from the first reconcile, so rate() works.
+        seen.add(m.controller);
+        for (const result of ["success", "error", "requeue", "requeue_after"]) total.inc({ ...labels, result }, 0);
+        errors.inc(labels, 0);
+        terminal.inc(labels, 0);
+      }
+      const r = resultOf(m.outcome);
+      total.inc({ ...labels, result: r.result });
+      if (r.error) errors.inc(labels);
+      if (r.terminal) terminal.inc(labels);
+      time.observe(labels, m.seconds);
+      calls.observe(labels, m.apiCalls);
+      if (m.lagSeconds !== undefined) lag.observe(labels, m.lagSeconds);
     },
   };
 }

@@ -4,7 +4,8 @@ import { ApiError } from "../../clients/kube-http.ts";
 import { thrownMessage } from "./thrown.ts";
 
 /**
- * - success: done, delete the message.
+ * - success: done, delete the message. `requeue`: the object will be handled again, "after" the
+ *   delay reconcile asked for (requeueAfterSeconds), or "deferred" (not due yet, nothing done).
  * - retry-later: a durable delayed re-delivery was scheduled; delete this message.
  * - permanent: the failure is recorded on the object; nothing to retry until it changes.
  * - retry: fail the message; the queue redelivers it after its visibility timeout (counts
@@ -12,7 +13,7 @@ import { thrownMessage } from "./thrown.ts";
  * - dead-letter: the message itself is bad; fail it until the queue dead-letters it.
  */
 export type Outcome =
-  | { result: "success"; detail?: string }
+  | { result: "success"; detail?: string; requeue?: "after" | "deferred" }
   | { result: "retry-later"; delaySeconds: number; detail: string }
   | { result: "permanent"; detail: string }
   | { result: "retry"; detail: string }

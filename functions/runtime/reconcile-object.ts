@@ -23,7 +23,7 @@ export async function reconcileObject(step: Step, read: KubeObject, chain: Reque
     await writeChildren(step, object, result, listed);
     await chain.continue(object, result.requeueAfterSeconds, advancing(object));
     await writeSuccessStatus(step, object, result.status, now);
-    return { result: "success", detail: "reconciled" };
+    return { result: "success", detail: "reconciled", ...(result.requeueAfterSeconds === undefined ? {} : { requeue: "after" as const }) };
   } catch (error) {
     return onFailure(step, object, error);
   }

@@ -28,12 +28,15 @@ export type HandledOutcome = Outcome & { apiCalls: number };
 
 export interface Runtime {
   handle(message: QueueMessage): Promise<HandledOutcome>;
+  /** Writes measurements kept for a batch (EMF on Lambda); adapters call it once per invocation. */
+  flushMetrics?(): void;
 }
 
 export function createRuntime<Spec>(typedOperator: Operator<Spec>, deps: RuntimeDeps): Runtime {
   const operator = typedOperator as Operator<unknown>;
   const { resource } = operator;
   const maxAttempts = deps.maxAttempts ?? 5;
+  const controller = resource.kind.toLowerCase();
 
   async function handle(message: QueueMessage): Promise<HandledOutcome> {
     const parsed = parseKeyEvent(message.body);
@@ -59,7 +62,7 @@ export function createRuntime<Spec>(typedOperator: Operator<Spec>, deps: Runtime
     // Lag only for the bridge's own announcements: a requeue's observedAt is its scheduling time.
     const lagSeconds = event.reason === "requeue" || event.reason === "retry" ? undefined : (finished - Date.parse(event.observedAt)) / 1000;
     log.info({ outcome: done.result, detail: done.detail, apiCalls: done.apiCalls, receiveCount: message.receiveCount }, "handled");
-    deps.metrics?.observe({ kind: resource.kind, result: done.result, apiCalls: done.apiCalls, seconds: (finished - started) / 1000, ...(lagSeconds === undefined ? {} : { lagSeconds }) });
+    deps.metrics?.observe({ controller, outcome, apiCalls: done.apiCalls, seconds: (finished - started) / 1000, ...(lagSeconds === undefined ? {} : { lagSeconds }) });
     return done;
   }
 
