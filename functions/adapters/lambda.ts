@@ -1,30 +1,82 @@
 // AWS Lambda SQS handler over the runtime, with partial batch responses
-// (ReportBatchItemFailures): only failed messages return to the queue.
+// (ReportBatchItemFailures): only failed messages return to the queue. Lambda cannot pause its
+// event source, so while the API server is unavailable each record is deferred (re-sent delayed
+// on the requeue queue and reported handled) instead of spending its receives; see outage.ts.
 import { BatchProcessor, EventType, processPartialResponse, SqsFifoPartialProcessorAsync } from "@aws-lambda-powertools/batch";
+import { GetQueueUrlCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda";
+import type { Logger } from "pino";
 import { buildFromEnv, type Served } from "../runtime/entry.ts";
 import { ConfigError } from "../../core/config-error.ts";
 import type { QueueMessage } from "../runtime/message.ts";
 import { messageHandled } from "../runtime/outcome.ts";
+import type { Requeuer } from "../runtime/requeue.ts";
 import type { Runtime } from "../runtime/runtime.ts";
+import { backOff, createCircuit, deadLetterLimits, defer, type Circuit } from "./outage.ts";
 
 export interface LambdaDeps {
   /** Supplied by tests; otherwise built from the environment on the first invocation. */
   runtime?: Runtime;
   env?: NodeJS.ProcessEnv;
+  /** With `runtime`: the clients for deferral and retry backoff (built from the environment otherwise). */
+  sqs?: SQSClient;
+  requeuer?: Requeuer;
+  logger?: Logger;
+  clock?: () => Date;
+  /** Visibility of a failed record's first retry; doubles per receive. Default 30 s. */
+  retryBaseSeconds?: number;
 }
 
 export type SqsLambdaHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse>;
 
+interface Host {
+  runtime: Runtime;
+  sqs?: SQSClient;
+  requeuer?: Requeuer;
+  logger?: Logger;
+  clock: () => Date;
+  circuit?: Circuit;
+  limits?: (queueUrl: string) => Promise<number | undefined>;
+  queueUrlOf?: (arn: string) => Promise<string>;
+}
+
+/** An event source ARN (arn:aws:sqs:region:account:name) to its queue URL, asked of SQS once per queue. */
+function queueUrls(sqs: SQSClient): (arn: string) => Promise<string> {
+  const known = new Map<string, Promise<string>>();
+  return (arn) => {
+    let url = known.get(arn);
+    if (!url) {
+      const [, , , , account, name] = arn.split(":");
+      url = sqs.send(new GetQueueUrlCommand({ QueueName: name, ...(account ? { QueueOwnerAWSAccountId: account } : {}) })).then((o) => o.QueueUrl ?? "");
+      url.catch(() => known.delete(arn));
+      known.set(arn, url);
+    }
+    return url;
+  };
+}
+
+function hostOf(served: Served, deps: LambdaDeps): Host {
+  const base = deps.runtime
+    ? { runtime: deps.runtime, ...(deps.sqs ? { sqs: deps.sqs } : {}), ...(deps.requeuer ? { requeuer: deps.requeuer } : {}), ...(deps.logger ? { logger: deps.logger } : {}), clock: deps.clock ?? (() => new Date()) }
+    : buildFromEnv(served, deps.env ?? process.env);
+  const host: Host = { ...base };
+  if (base.logger) host.circuit = createCircuit({ clock: base.clock, logger: base.logger });
+  if (base.sqs) {
+    host.limits = deadLetterLimits(base.sqs);
+    host.queueUrlOf = queueUrls(base.sqs);
+  }
+  return host;
+}
+
 /** `served`: the operator (or operators) whose events arrive on the queue. */
 export function lambdaHandler(served: Served, deps: LambdaDeps = {}): SqsLambdaHandler {
   // Built on the first invocation, not at import (config errors then surface as a failed
-  // invocation with one clear line), and kept for warm invocations.
-  let runtime = deps.runtime;
+  // invocation with one clear line), and kept for warm invocations, circuit included.
+  let host: Host | undefined;
   return async (event, context) => {
-    let built: Runtime;
+    let h: Host;
     try {
-      built = runtime ??= buildFromEnv(served, deps.env ?? process.env).runtime;
+      h = host ??= hostOf(served, deps);
     } catch (error) {
       if (!(error instanceof ConfigError)) throw error;
       // Misconfigured: say so in one line and return the whole batch (the DLQ keeps it safe).
@@ -32,9 +84,25 @@ export function lambdaHandler(served: Served, deps: LambdaDeps = {}): SqsLambdaH
       return { batchItemFailures: event.Records.map((r) => ({ itemIdentifier: r.messageId })) };
     }
     const recordHandler = async (record: SQSRecord): Promise<void> => {
-      const outcome = await built.handle(fromRecord(record));
+      const message = fromRecord(record);
+      const log = h.logger;
+      const admission = h.circuit?.admit() ?? "closed";
+      const outcome = typeof admission === "number" ? ({ result: "unavailable", detail: "circuit open" } as const) : await h.runtime.handle(message);
+      if (typeof admission !== "number" && h.circuit) {
+        if (outcome.result === "unavailable") h.circuit.failed(outcome.detail);
+        else h.circuit.succeeded();
+      }
+      if (outcome.result === "unavailable" && h.circuit && log && (await defer(message, h.requeuer, h.circuit.deferSeconds(), h.clock, log))) return;
+      if (messageHandled(outcome)) return;
+      if (outcome.result === "retry" && h.sqs && h.queueUrlOf && h.limits && log) {
+        const queueUrl = await h.queueUrlOf(record.eventSourceARN).catch(() => "");
+        if (queueUrl) {
+          const hint = (outcome as { delaySeconds?: number }).delaySeconds;
+          await backOff(h.sqs, queueUrl, { ...message, receiptHandle: record.receiptHandle }, outcome.detail, { baseSeconds: deps.retryBaseSeconds ?? 30 }, await h.limits(queueUrl), log, hint);
+        }
+      }
       // Throwing marks the record failed: it stays in the queue for its visibility timeout.
-      if (!messageHandled(outcome)) throw new Error(`${outcome.result}: ${outcome.detail}`);
+      throw new Error(`${outcome.result}: ${outcome.detail}`);
     };
     const fifo = event.Records.some((r) => r.eventSourceARN.endsWith(".fifo"));
     // FIFO: in order, and after a group's first failure the rest of that group fails too

@@ -11,7 +11,7 @@ import { loadConfig, type FunctionConfig } from "./config.ts";
 import { createKubeApi } from "./kube-http.ts";
 import { dispatchByResource } from "./dispatch.ts";
 import { createRuntimeMetrics } from "./metrics.ts";
-import { createSqsRequeuer } from "./requeue.ts";
+import { createSqsRequeuer, type Requeuer } from "./requeue.ts";
 import { createRuntime, type Runtime } from "./runtime.ts";
 
 export interface Built {
@@ -19,6 +19,9 @@ export interface Built {
   runtime: Runtime;
   sqs: SQSClient;
   logger: Logger;
+  clock: () => Date;
+  /** Delayed re-delivery on the standard queue (requeues, and messages deferred during an outage). */
+  requeuer?: Requeuer;
 }
 
 /** One operator, or several sharing a queue. */
@@ -49,5 +52,5 @@ export function buildFromEnv(served: Served, env: NodeJS.ProcessEnv, opts: { reg
       runtime: createRuntime(operator, { api, ...(requeuer ? { requeuer } : {}), ...(metrics ? { metrics } : {}), logger: logger.child({ operator: operator.resource.kind }), clock }),
     })),
   );
-  return { config, runtime, sqs, logger };
+  return { config, runtime, sqs, logger, clock, ...(requeuer ? { requeuer } : {}) };
 }

@@ -98,6 +98,8 @@ export function createRuntime<Spec>(operator: Operator<Spec>, deps: RuntimeDeps)
           log.debug({ attempt }, "409 Conflict; re-reading");
           continue;
         }
+        // Not this object's fault: the adapter defers the message without spending its receives.
+        if (verdict.kind === "unavailable") return { result: "unavailable", detail: verdict.message };
         try {
           if (verdict.kind === "permanent" && current) {
             await recordFailure(current, ref, api, verdict.reason, verdict.message);
@@ -105,7 +107,9 @@ export function createRuntime<Spec>(operator: Operator<Spec>, deps: RuntimeDeps)
           }
           if (verdict.kind === "later" && current) return await retryLater(event, current, verdict.delaySeconds, verdict.message);
         } catch (writeError) {
-          if (classify(writeError).kind === "conflict") continue;
+          const writeVerdict = classify(writeError);
+          if (writeVerdict.kind === "conflict") continue;
+          if (writeVerdict.kind === "unavailable") return { result: "unavailable", detail: writeVerdict.message };
           return fail(log, `handling ${verdict.kind} failed: ${(writeError as Error).message}`);
         }
         return fail(log, "message" in verdict ? verdict.message : String(error));
