@@ -7,42 +7,18 @@ import type { Server } from "node:http";
 import { DeleteMessageCommand, SendMessageCommand, type Message } from "@aws-sdk/client-sqs";
 import { cloudEvent, http } from "@google-cloud/functions-framework";
 import { getTestServer } from "@google-cloud/functions-framework/testing";
-import type { Context, SQSEvent, SQSRecord } from "aws-lambda";
+import type { Context } from "aws-lambda";
 import { messageGroupId } from "../core/event.ts";
 import type { Operator } from "../core/operator.ts";
 import { cloudEventHandler, httpHandler } from "../functions/adapters/http.ts";
 import { lambdaHandler } from "../functions/adapters/lambda.ts";
 import greeting, { configMapName } from "../examples/greeting/operator.ts";
-import { crApi, keyEventOf, pollerFor, publish, ready, receiveAll, runtimeFor, startEnv, waitFor, type Env } from "./functions-support.ts";
+import { crApi, keyEventOf, lambdaEvent, pollerFor, publish, ready, receiveAll, runtimeFor, startEnv, waitFor, type Env } from "./functions-support.ts";
 
 const op = greeting as Operator<unknown>;
 const MESSAGE = "same everywhere";
 
 /** What Lambda's SQS event source would hand the function for these received messages. */
-function lambdaEvent(messages: Message[], queueUrl: string): SQSEvent {
-  const queueName = queueUrl.split("/").pop() ?? "";
-  return {
-    Records: messages.map((m): SQSRecord => ({
-      messageId: m.MessageId ?? "",
-      receiptHandle: m.ReceiptHandle ?? "",
-      body: m.Body ?? "",
-      attributes: {
-        ApproximateReceiveCount: m.Attributes?.ApproximateReceiveCount ?? "1",
-        SentTimestamp: m.Attributes?.SentTimestamp ?? "0",
-        SenderId: m.Attributes?.SenderId ?? "local",
-        ApproximateFirstReceiveTimestamp: m.Attributes?.ApproximateFirstReceiveTimestamp ?? "0",
-        ...(m.Attributes?.MessageGroupId ? { MessageGroupId: m.Attributes.MessageGroupId } : {}),
-        ...(m.Attributes?.MessageDeduplicationId ? { MessageDeduplicationId: m.Attributes.MessageDeduplicationId } : {}),
-        ...(m.Attributes?.SequenceNumber ? { SequenceNumber: m.Attributes.SequenceNumber } : {}),
-      },
-      messageAttributes: {},
-      md5OfBody: m.MD5OfBody ?? "",
-      eventSource: "aws:sqs",
-      eventSourceARN: `arn:aws:sqs:us-east-1:000000000000:${queueName}`,
-      awsRegion: "us-east-1",
-    })),
-  };
-}
 
 const lambdaContext = { functionName: "greeting", awsRequestId: "test", getRemainingTimeInMillis: () => 30_000 } as unknown as Context;
 
