@@ -9,7 +9,7 @@ import { CoordinationV1Api, type KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { Registry } from "prom-client";
 import type { KeyEvent } from "../core/event.ts";
-import type { BridgeConfig } from "./config.ts";
+import type { BridgeConfig, WatchedResource } from "./config.ts";
 import { resolveResource } from "./discovery.ts";
 import { KubeHttp } from "./kube-http.ts";
 import { LeaderElector } from "./lease.ts";
@@ -31,6 +31,8 @@ export interface RunningBridge {
   ready: Promise<void>;
   /** For /readyz: synced, or a healthy standby. */
   isReady(): boolean;
+  /** For /readyz's body: one line per watched resource (or why there is none). */
+  readiness(): string[];
   isLeader(): boolean;
   registry: Registry;
   /** Objects waiting to be published (for tests and the bench). */
@@ -39,8 +41,15 @@ export interface RunningBridge {
   stop(flushTimeoutMs?: number): Promise<void>;
 }
 
+/** Where each watched resource stands, for /readyz and crdfn_bridge_resource_state. */
+export const RESOURCE_STATES = ["resolving", "not-served", "syncing", "synced"] as const;
+export type ResourceState = (typeof RESOURCE_STATES)[number];
+
+const resourceLabel = (r: { group: string; version: string; plural: string }): string => `${r.group === "" ? "core" : r.group}/${r.version}/${r.plural}`;
+
 interface Engine {
   synced: Promise<void>;
+  states: ReadonlyMap<string, ResourceState>;
   publisher: Publisher;
   stop(flushTimeoutMs: number): Promise<void>;
 }
@@ -82,41 +91,69 @@ function startEngine(config: BridgeConfig, deps: Required<BridgeDeps>, metrics: 
     ...(config.functionFieldManager ? { functionFieldManager: config.functionFieldManager } : {}),
   };
   const parents: ParentTracker[] = [];
+  const states = new Map<string, ResourceState>();
 
+  // Each watched resource on its own: one whose CRD is missing (or not served yet) waits for it
+  // alone, and the others publish meanwhile. The engine counts as synced once every resource
+  // is either synced or known not to be served.
   const run = async (onSynced: () => void): Promise<void> => {
-    const sinks: ObjectSink[] = [];
-    for (const ref of config.resources) {
-      const parent = new ParentTracker(await resolveResource(http, ref, signal, logger), trackerOptions);
+    let unsettled = config.resources.length;
+    const settled = (): void => {
+      if (--unsettled === 0) onSynced();
+    };
+    const scopes = config.namespaces.length === 0 ? [undefined] : config.namespaces;
+    const watchResource = async (ref: WatchedResource): Promise<void> => {
+      const label = resourceLabel(ref);
+      let counted = false;
+      const settleOnce = (): void => {
+        if (!counted && (counted = true)) settled();
+      };
+      const setState = (state: ResourceState): void => {
+        if (states.get(label) === state) return;
+        states.set(label, state);
+        for (const s of RESOURCE_STATES) metrics.resourceState.set({ resource: label, state: s }, s === state ? 1 : 0);
+      };
+      setState("resolving");
+      const resolved = await resolveResource(http, ref, signal, logger, () => {
+        setState("not-served");
+        settleOnce();
+      });
+      if (states.get(label) === "not-served") logger.info({ resource: label }, "resource served now; watching it");
+      setState("syncing");
+      const parent = new ParentTracker(resolved, trackerOptions);
       parents.push(parent);
-      sinks.push(parent);
+      const sinks: ObjectSink[] = [parent];
       for (const owned of ref.owns) {
         const child = await resolveResource(http, owned, signal, logger);
         sinks.push(new ChildTracker(child, parent, config.childStatus === "announce", trackerOptions));
       }
-    }
-    const scopes = config.namespaces.length === 0 ? [undefined] : config.namespaces;
-    let unsynced = 0;
-    const reflectors = sinks.flatMap((sink) =>
-      (sink.resource.namespaced ? scopes : [undefined]).map((namespace) => {
-        unsynced++;
-        let counted = false;
-        return runReflector({
-          http,
-          sink,
-          namespace,
-          labelSelector: sink instanceof ParentTracker ? config.labelSelector : "",
-          pageSize: config.listPageSize,
-          silenceMs: config.watchSilenceSeconds * 1000,
-          logger,
-          metrics,
-          signal,
-          onSynced: () => {
-            if (!counted && (counted = true) && --unsynced === 0) onSynced();
-          },
-        });
-      }),
-    );
-    await Promise.all([...reflectors, resyncLoop()]);
+      let unsynced = 0;
+      const reflectors = sinks.flatMap((sink) =>
+        (sink.resource.namespaced ? scopes : [undefined]).map((namespace) => {
+          unsynced++;
+          let synced = false;
+          return runReflector({
+            http,
+            sink,
+            namespace,
+            labelSelector: sink instanceof ParentTracker ? config.labelSelector : "",
+            pageSize: config.listPageSize,
+            silenceMs: config.watchSilenceSeconds * 1000,
+            logger,
+            metrics,
+            signal,
+            onSynced: () => {
+              if (!synced && (synced = true) && --unsynced === 0) {
+                setState("synced");
+                settleOnce();
+              }
+            },
+          });
+        }),
+      );
+      await Promise.all(reflectors);
+    };
+    await Promise.all([...config.resources.map(watchResource), resyncLoop()]);
   };
 
   const resyncLoop = async (): Promise<void> => {
@@ -148,6 +185,7 @@ function startEngine(config: BridgeConfig, deps: Required<BridgeDeps>, metrics: 
 
   return {
     synced,
+    states,
     publisher,
     async stop(flushTimeoutMs) {
       controller.abort();
@@ -221,6 +259,10 @@ export function startBridge(config: BridgeConfig, deps: BridgeDeps): RunningBrid
   return {
     ready,
     isReady: () => synced || (elector !== undefined && !elector.isLeader),
+    readiness: () => {
+      if (!engine) return [elector ? "standby: not the leader" : "stopped"];
+      return config.resources.map((r) => `${resourceLabel(r)}: ${engine?.states.get(resourceLabel(r)) ?? "resolving"}`);
+    },
     isLeader: () => (elector === undefined ? true : elector.isLeader),
     registry: full.registry,
     pendingCount: () => engine?.publisher.pendingCount ?? 0,

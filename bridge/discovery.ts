@@ -10,16 +10,21 @@ interface ApiResourceList {
   resources?: Array<{ name: string; kind: string; namespaced: boolean }>;
 }
 
-export async function resolveResource(http: KubeHttp, ref: ResourceRef, signal: AbortSignal, logger: Logger): Promise<ResolvedResource> {
+/** `onWaiting`: called once when the resource turns out not to be served (yet). */
+export async function resolveResource(http: KubeHttp, ref: ResourceRef, signal: AbortSignal, logger: Logger, onWaiting?: () => void): Promise<ResolvedResource> {
   const path = ref.group === "" ? `/api/${ref.version}` : `/apis/${ref.group}/${ref.version}`;
   for (let attempt = 1; ; attempt++) {
     try {
       const list = (await http.getJson(path, {}, signal)) as ApiResourceList;
       const found = list.resources?.find((r) => r.name === ref.plural);
       if (found !== undefined) return { ...ref, kind: found.kind, namespaced: found.namespaced };
-      if (attempt === 1) logger.warn({ path, plural: ref.plural }, "resource not served (yet); waiting for it");
+      if (attempt === 1) {
+        logger.warn({ path, plural: ref.plural }, "resource not served (yet); waiting for it");
+        onWaiting?.();
+      }
     } catch (e) {
       signal.throwIfAborted();
+      if (attempt === 1 && e instanceof KubeHttpError && e.status === 404) onWaiting?.();
       if (attempt === 1 || !(e instanceof KubeHttpError && e.status === 404)) logger.warn({ path, err: (e as Error).message }, "API discovery failed; retrying");
     }
     await new Promise((resolve) => setTimeout(resolve, Math.min(5000, 250 * attempt)));

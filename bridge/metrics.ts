@@ -12,6 +12,7 @@ export interface BridgeMetrics {
   publishDelay: Histogram;
   objects: Gauge<"resource">;
   leader: Gauge;
+  resourceState: Gauge<"resource" | "state">;
 }
 
 export function createBridgeMetrics(registry: Registry): BridgeMetrics {
@@ -32,5 +33,6 @@ export function createBridgeMetrics(registry: Registry): BridgeMetrics {
     }),
     objects: new Gauge({ name: "crdfn_bridge_tracked_objects", help: "Objects whose key state the bridge keeps", labelNames: ["resource"], registers }),
     leader: new Gauge({ name: "crdfn_bridge_leader", help: "1 while this replica holds the Lease and publishes", registers }),
+    resourceState: new Gauge({ name: "crdfn_bridge_resource_state", help: "1 for the state each watched resource is in (resolving, not-served, syncing, synced)", labelNames: ["resource", "state"], registers }),
   };
 }

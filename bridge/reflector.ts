@@ -24,6 +24,7 @@ export interface ReflectorOptions {
 }
 
 const MAX_BACKOFF_MS = 30_000;
+const NOT_SERVED_RETRY_MS = 4000;
 
 export function resourcePath(r: { group: string; version: string; plural: string; namespaced: boolean }, namespace: string | undefined): string {
   const base = r.group === "" ? `/api/${r.version}` : `/apis/${r.group}/${r.version}`;
@@ -59,6 +60,7 @@ export async function runReflector(o: ReflectorOptions): Promise<void> {
   let listReason: "initial" | "gone" | "expired" = "initial";
   let synced = false;
   let failures = 0;
+  let notServed = false;
 
   const list = async (): Promise<string> => {
     o.metrics.relists.inc({ resource: label, reason: listReason });
@@ -117,6 +119,8 @@ export async function runReflector(o: ReflectorOptions): Promise<void> {
       if (resourceVersion === "") {
         resourceVersion = await list();
         failures = 0;
+        if (notServed) log.info("resource served again; watching it");
+        notServed = false;
         if (!synced && !o.signal.aborted) {
           synced = true;
           log.info({ objects: o.sink.size }, "initial list done");
@@ -138,8 +142,15 @@ export async function runReflector(o: ReflectorOptions): Promise<void> {
       }
       failures++;
       o.metrics.watchRestarts.inc({ resource: label, reason: "error" });
-      const backoff = Math.min(MAX_BACKOFF_MS, 250 * 2 ** failures) * (0.5 + Math.random() / 2);
-      log.warn({ err: (e as Error).message, retryInMs: Math.round(backoff) }, "list/watch failed; retrying");
+      // 404: the resource is no longer served (its CRD was deleted). Said once, and retried often
+      // enough that a re-created CRD is picked up within seconds.
+      const gone = e instanceof KubeHttpError && e.status === 404;
+      const backoff = Math.min(gone ? NOT_SERVED_RETRY_MS : MAX_BACKOFF_MS, 250 * 2 ** failures) * (0.5 + Math.random() / 2);
+      if (!gone) log.warn({ err: (e as Error).message, retryInMs: Math.round(backoff) }, "list/watch failed; retrying");
+      else if (!notServed) log.warn({ err: (e as Error).message }, "resource not served any more (CRD deleted?); retrying until it is");
+      notServed = gone;
+      // Served again means a new CRD: only a fresh list says what it holds.
+      if (gone) resourceVersion = "";
       await sleep(backoff, o.signal);
     }
   }

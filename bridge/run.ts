@@ -12,6 +12,9 @@ import { ConfigError } from "../core/config-error.ts";
 import { loadBridgeConfig, type BridgeConfig } from "./config.ts";
 import { serveHealth } from "./health-server.ts";
 
+/** Documented in the README's configuration section. */
+export const EXIT_CODES = { stopped: 0, config: 2 } as const;
+
 export interface RunOptions {
   env: NodeJS.ProcessEnv;
   kubeconfig?: string;
@@ -47,7 +50,7 @@ export async function runBridgeProcess(o: RunOptions): Promise<number> {
   } catch (e) {
     if (!(e instanceof ConfigError)) throw e;
     process.stderr.write(`crdfn bridge: invalid configuration\n${e.message}\n`);
-    return 2;
+    return EXIT_CODES.config;
   }
   const logger = pino({ level: config.logLevel, base: { component: "crdfn-bridge" } });
   const registry = new Registry();
@@ -63,10 +66,20 @@ export async function runBridgeProcess(o: RunOptions): Promise<number> {
     kubeConfig = kubeConfigFor(o);
   } catch (e) {
     process.stderr.write(`crdfn bridge: cannot load the kubeconfig: ${(e as Error).message.split("\n")[0]}\n`);
-    return 2;
+    return EXIT_CODES.config;
   }
   const bridge = startBridge(config, { kubeConfig, sqs, logger, registry });
-  const health = await serveHealth(bridge, config.httpPort);
+  let health: Awaited<ReturnType<typeof serveHealth>>;
+  try {
+    health = await serveHealth(bridge, config.httpPort);
+  } catch (e) {
+    await bridge.stop(0);
+    sqs.destroy();
+    const code = (e as { code?: string }).code;
+    const why = code === "EADDRINUSE" ? "is in use by another process" : code === "EACCES" ? "may not be bound by this user" : (e as Error).message;
+    process.stderr.write(`crdfn bridge: CRDFN_HTTP_PORT: port ${config.httpPort} ${why}; choose another port\n`);
+    return EXIT_CODES.config;
+  }
   logger.info({ port: health.port, cluster: config.cluster, resources: config.resources.length, leaseName: config.lease.name ?? null }, "bridge started");
   void bridge.ready.then(() => logger.info("initial sync done"));
 

@@ -21,7 +21,8 @@ import { SendMessageBatchCommand } from "@aws-sdk/client-sqs";
 
 const op = greeting as Operator<unknown>;
 const OBJECTS = 200;
-const OUTAGE_MS = 200_000;
+// CRDFN_TEST_OUTAGE_SECONDS shortens the outage when debugging; the issue asks for 200 s.
+const OUTAGE_MS = Number(process.env.CRDFN_TEST_OUTAGE_SECONDS ?? 200) * 1000;
 const CONVERGE_MS = 60_000;
 
 describe("API server outage: nothing dead-lettered, everything converges", { timeout: 600_000 }, () => {
@@ -107,7 +108,9 @@ describe("API server outage: nothing dead-lettered, everything converges", { tim
     };
     let last: string[] = [];
     await waitFor(`every object converged (${last.length} left)`, async () => (last = await stale()).length === 0, CONVERGE_MS).catch((e: unknown) => {
-      throw new Error(`${(e as Error).message}: ${last.length} stale, e.g. ${last.slice(0, 5).join(", ")}`);
+      const messages = new Map<string, number>();
+      for (const l of env.logs) messages.set(String(l.msg), (messages.get(String(l.msg)) ?? 0) + 1);
+      throw new Error(`${(e as Error).message}: ${last.length} stale, e.g. ${last.slice(0, 5).join(", ")}; poller log: ${JSON.stringify([...messages])}`);
     });
     const convergedSeconds = (Date.now() - backAt) / 1000;
     const deadLettered = { poller: (await depth(env.cluster.sqs.queues.fifoDlq)) + (await depth(env.cluster.sqs.queues.standardDlq)), lambda: (await depth(lambdaQueues.fifoDlq)) + (await depth(lambdaQueues.standardDlq)) };

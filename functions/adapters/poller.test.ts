@@ -26,3 +26,20 @@ describe("batch processing", () => {
     assert.equal(outcomes.get("y")?.result, "success");
   });
 });
+
+describe("batch processing with the outage circuit", () => {
+  it("defers the rest of a batch once the circuit opens, but tries the probe batch", async () => {
+    const { createCircuit } = await import("./outage.ts");
+    const circuit = createCircuit({ clock: () => new Date(), logger: pino({ level: "silent" }) });
+    const down = { handle: () => Promise.resolve({ result: "unavailable" as const, detail: "ECONNREFUSED" }) };
+    const outcomes = await processBatch([msg("a1", "A"), msg("a2", "A"), msg("b1", "B")], true, down, pino({ level: "silent" }), circuit);
+    assert.ok([...outcomes.values()].every((o) => o.result === "unavailable"));
+    assert.ok(circuit.isOpen());
+    let tried = 0;
+    const up = { handle: () => (tried++, Promise.resolve({ result: "success" as const })) };
+    const probe = await processBatch([msg("c1", "C")], true, up, pino({ level: "silent" }), circuit);
+    assert.equal(probe.get("c1")?.result, "success");
+    assert.equal(tried, 1);
+    assert.ok(!circuit.isOpen(), "a successful probe closes the circuit");
+  });
+});

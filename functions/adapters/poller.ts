@@ -118,13 +118,15 @@ export async function processBatch(messages: Message[], fifo: boolean, runtime: 
     const key = fifo ? (m.Attributes?.MessageGroupId ?? "") : (m.MessageId ?? "");
     groups.set(key, [...(groups.get(key) ?? []), m]);
   }
+  // Open already: this batch is the half-open probe, which must be tried.
+  const probing = circuit?.isOpen() ?? false;
   await Promise.all(
     [...groups.values()].map(async (group) => {
       let failed: Outcome | undefined;
       for (const m of group) {
         const id = m.MessageId ?? "";
         // Behind an outage (or once the circuit opened) nothing more is tried: it is all deferred.
-        if (failed?.result === "unavailable" || circuit?.isOpen()) {
+        if (failed?.result === "unavailable" || (!probing && circuit?.isOpen())) {
           outcomes.set(id, { result: "unavailable", detail: "deferred while the API server is unavailable" });
           continue;
         }
