@@ -4,14 +4,14 @@
 // published yet is published now (FIFO deduplication drops what it had).
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
-import type { SQSClient } from "@aws-sdk/client-sqs";
+import { GetQueueAttributesCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import { CoordinationV1Api, type KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { Registry } from "prom-client";
 import type { KeyEvent } from "../core/event.ts";
 import type { BridgeConfig, WatchedResource } from "./config.ts";
 import { resolveResource } from "./discovery.ts";
-import { KubeHttp } from "./kube-http.ts";
+import { KubeHttp, type KubeHttpError } from "./kube-http.ts";
 import { LeaderElector } from "./lease.ts";
 import { createBridgeMetrics, type BridgeMetrics } from "./metrics.ts";
 import { Publisher } from "./publisher.ts";
@@ -24,6 +24,8 @@ export interface BridgeDeps {
   logger: Logger;
   clock?: () => Date;
   registry?: Registry;
+  /** Where the credential comes from (kubeconfig path and context, or the token file), named when the API server refuses it. */
+  credentialSource?: string;
 }
 
 export interface RunningBridge {
@@ -60,7 +62,12 @@ function queueRouter(config: BridgeConfig): (event: KeyEvent) => string {
   return (event) => routes.get(`${event.group}/${event.plural}`) ?? config.queue.url;
 }
 
-function startEngine(config: BridgeConfig, deps: Required<BridgeDeps>, metrics: BridgeMetrics): Engine {
+/** Problems a person must fix: said once when they start and once when they end; the bridge is not ready meanwhile. */
+interface Problems {
+  set(key: string, line: string | undefined): void;
+}
+
+function startEngine(config: BridgeConfig, deps: Required<BridgeDeps>, metrics: BridgeMetrics, problems: Problems): Engine {
   const { logger } = deps;
   const controller = new AbortController();
   const signal = controller.signal;
@@ -91,6 +98,8 @@ function startEngine(config: BridgeConfig, deps: Required<BridgeDeps>, metrics: 
     ...(config.functionFieldManager ? { functionFieldManager: config.functionFieldManager } : {}),
   };
   const parents: ParentTracker[] = [];
+  const onRefused = (e: KubeHttpError | undefined): void =>
+    problems.set("credential", e && `the API server refused the bridge's credential (${e.status} ${e.message}): check ${deps.credentialSource}`);
   const states = new Map<string, ResourceState>();
 
   // Each watched resource on its own: one whose CRD is missing (or not served yet) waits for it
@@ -114,9 +123,12 @@ function startEngine(config: BridgeConfig, deps: Required<BridgeDeps>, metrics: 
         for (const s of RESOURCE_STATES) metrics.resourceState.set({ resource: label, state: s }, s === state ? 1 : 0);
       };
       setState("resolving");
-      const resolved = await resolveResource(http, ref, signal, logger, () => {
-        setState("not-served");
-        settleOnce();
+      const resolved = await resolveResource(http, ref, signal, logger, {
+        onWaiting: () => {
+          setState("not-served");
+          settleOnce();
+        },
+        onRefused,
       });
       if (states.get(label) === "not-served") logger.info({ resource: label }, "resource served now; watching it");
       setState("syncing");
@@ -124,7 +136,7 @@ function startEngine(config: BridgeConfig, deps: Required<BridgeDeps>, metrics: 
       parents.push(parent);
       const sinks: ObjectSink[] = [parent];
       for (const owned of ref.owns) {
-        const child = await resolveResource(http, owned, signal, logger);
+        const child = await resolveResource(http, owned, signal, logger, { onRefused });
         sinks.push(new ChildTracker(child, parent, config.childStatus === "announce", trackerOptions));
       }
       let unsynced = 0;
@@ -142,6 +154,7 @@ function startEngine(config: BridgeConfig, deps: Required<BridgeDeps>, metrics: 
             logger,
             metrics,
             signal,
+            onRefused,
             onSynced: () => {
               if (!synced && (synced = true) && --unsynced === 0) {
                 setState("synced");
@@ -199,16 +212,29 @@ function startEngine(config: BridgeConfig, deps: Required<BridgeDeps>, metrics: 
 }
 
 export function startBridge(config: BridgeConfig, deps: BridgeDeps): RunningBridge {
-  const full: Required<BridgeDeps> = { clock: () => new Date(), registry: new Registry(), ...deps };
+  const full: Required<BridgeDeps> = { clock: () => new Date(), registry: new Registry(), credentialSource: "the kubeconfig", ...deps };
   const metrics = createBridgeMetrics(full.registry);
   const logger = deps.logger;
+  const problemLines = new Map<string, string>();
+  const problems: Problems = {
+    set(key, line) {
+      if (problemLines.get(key) === line) return;
+      if (line !== undefined) logger.error({ problem: key }, line);
+      else logger.info({ problem: key }, "resolved");
+      if (line === undefined) problemLines.delete(key);
+      else problemLines.set(key, line);
+      metrics.problem.set({ problem: key.split(" ")[0] ?? key }, [...problemLines.keys()].filter((k) => k.split(" ")[0] === key.split(" ")[0]).length);
+    },
+  };
+  const queuesChecked = new AbortController();
+  void checkQueues(config, deps.sqs, problems, queuesChecked.signal);
   let engine: Engine | undefined;
   let synced = false;
   let resolveReady: () => void = () => undefined;
   const ready = new Promise<void>((resolve) => (resolveReady = resolve));
 
   const begin = (): void => {
-    const e = startEngine(config, full, metrics);
+    const e = startEngine(config, full, metrics, problems);
     engine = e;
     void e.synced.then(
       () => {
@@ -258,15 +284,16 @@ export function startBridge(config: BridgeConfig, deps: BridgeDeps): RunningBrid
 
   return {
     ready,
-    isReady: () => synced || (elector !== undefined && !elector.isLeader),
-    readiness: () => {
-      if (!engine) return [elector ? "standby: not the leader" : "stopped"];
-      return config.resources.map((r) => `${resourceLabel(r)}: ${engine?.states.get(resourceLabel(r)) ?? "resolving"}`);
-    },
+    isReady: () => (synced || (elector !== undefined && !elector.isLeader)) && problemLines.size === 0,
+    readiness: () => [
+      ...problemLines.values(),
+      ...(engine ? config.resources.map((r) => `${resourceLabel(r)}: ${engine?.states.get(resourceLabel(r)) ?? "resolving"}`) : [elector ? "standby: not the leader" : "stopped"]),
+    ],
     isLeader: () => (elector === undefined ? true : elector.isLeader),
     registry: full.registry,
     pendingCount: () => engine?.publisher.pendingCount ?? 0,
     async stop(flushTimeoutMs = 10_000) {
+      queuesChecked.abort();
       electionStop.abort();
       await electing;
       await end(flushTimeoutMs);
@@ -274,4 +301,31 @@ export function startBridge(config: BridgeConfig, deps: BridgeDeps): RunningBrid
       metrics.leader.set(0);
     },
   };
+}
+
+/**
+ * A queue that does not exist is a setting a person must fix: said once, naming the setting, and
+ * the bridge is not ready until it exists (checked again every 10 s). Other errors are outages
+ * the publisher rides out.
+ */
+async function checkQueues(config: BridgeConfig, sqs: SQSClient, problems: Problems, signal: AbortSignal): Promise<void> {
+  const settings = new Map<string, string>([[config.queue.url, "CRDFN_QUEUE_URL"]]);
+  for (const r of config.resources) if (r.queueUrl !== undefined) settings.set(r.queueUrl, `the queue URL of ${resourceLabel(r)} (CRDFN_RESOURCES @url)`);
+  const missing = new Set(settings.keys());
+  while (missing.size > 0 && !signal.aborted) {
+    for (const url of [...missing]) {
+      try {
+        await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ["QueueArn"] }), { abortSignal: signal });
+        missing.delete(url);
+        problems.set(`queue ${url}`, undefined);
+      } catch (e) {
+        const name = (e as Error).name;
+        if (name === "QueueDoesNotExist" || name === "AWS.SimpleQueueService.NonExistentQueue") problems.set(`queue ${url}`, `${settings.get(url)}: the queue ${url} does not exist`);
+      }
+    }
+    if (missing.size > 0) await new Promise<void>((resolve) => {
+      const t = setTimeout(resolve, 10_000);
+      signal.addEventListener("abort", () => (clearTimeout(t), resolve()), { once: true });
+    });
+  }
 }

@@ -10,8 +10,15 @@ interface ApiResourceList {
   resources?: Array<{ name: string; kind: string; namespaced: boolean }>;
 }
 
-/** `onWaiting`: called once when the resource turns out not to be served (yet). */
-export async function resolveResource(http: KubeHttp, ref: ResourceRef, signal: AbortSignal, logger: Logger, onWaiting?: () => void): Promise<ResolvedResource> {
+/** `onWaiting`: called once when the resource turns out not to be served (yet); `onRefused`: on 401/403 (said by the caller). */
+export async function resolveResource(
+  http: KubeHttp,
+  ref: ResourceRef,
+  signal: AbortSignal,
+  logger: Logger,
+  hooks: { onWaiting?: () => void; onRefused?: (e: KubeHttpError | undefined) => void } = {},
+): Promise<ResolvedResource> {
+  const { onWaiting, onRefused } = hooks;
   const path = ref.group === "" ? `/api/${ref.version}` : `/apis/${ref.group}/${ref.version}`;
   for (let attempt = 1; ; attempt++) {
     try {
@@ -25,7 +32,9 @@ export async function resolveResource(http: KubeHttp, ref: ResourceRef, signal: 
     } catch (e) {
       signal.throwIfAborted();
       if (attempt === 1 && e instanceof KubeHttpError && e.status === 404) onWaiting?.();
-      if (attempt === 1 || !(e instanceof KubeHttpError && e.status === 404)) logger.warn({ path, err: (e as Error).message }, "API discovery failed; retrying");
+      const refused = e instanceof KubeHttpError && (e.status === 401 || e.status === 403) && onRefused !== undefined;
+      if (refused) onRefused(e);
+      else if (attempt === 1 || !(e instanceof KubeHttpError && e.status === 404)) logger.warn({ path, err: (e as Error).message }, "API discovery failed; retrying");
     }
     await new Promise((resolve) => setTimeout(resolve, Math.min(5000, 250 * attempt)));
     signal.throwIfAborted();

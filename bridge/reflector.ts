@@ -21,6 +21,8 @@ export interface ReflectorOptions {
   signal: AbortSignal;
   /** Called once, when the first complete list has been handed to the sink. */
   onSynced: () => void;
+  /** 401/403 (the credential is refused: reported by the caller, once for all resources) and, after a list succeeds, undefined. */
+  onRefused?: (e: KubeHttpError | undefined) => void;
 }
 
 const MAX_BACKOFF_MS = 30_000;
@@ -119,6 +121,7 @@ export async function runReflector(o: ReflectorOptions): Promise<void> {
       if (resourceVersion === "") {
         resourceVersion = await list();
         failures = 0;
+        o.onRefused?.(undefined);
         if (notServed) log.info("resource served again; watching it");
         notServed = false;
         if (!synced && !o.signal.aborted) {
@@ -145,8 +148,10 @@ export async function runReflector(o: ReflectorOptions): Promise<void> {
       // 404: the resource is no longer served (its CRD was deleted). Said once, and retried often
       // enough that a re-created CRD is picked up within seconds.
       const gone = e instanceof KubeHttpError && e.status === 404;
+      const refused = e instanceof KubeHttpError && (e.status === 401 || e.status === 403) && o.onRefused !== undefined;
+      if (refused) o.onRefused?.(e);
       const backoff = Math.min(gone ? NOT_SERVED_RETRY_MS : MAX_BACKOFF_MS, 250 * 2 ** failures) * (0.5 + Math.random() / 2);
-      if (!gone) log.warn({ err: (e as Error).message, retryInMs: Math.round(backoff) }, "list/watch failed; retrying");
+      if (!gone && !refused) log.warn({ err: (e as Error).message, retryInMs: Math.round(backoff) }, "list/watch failed; retrying");
       else if (!notServed) log.warn({ err: (e as Error).message }, "resource not served any more (CRD deleted?); retrying until it is");
       notServed = gone;
       // Served again means a new CRD: only a fresh list says what it holds.

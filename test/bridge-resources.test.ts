@@ -10,7 +10,22 @@ import { Registry } from "prom-client";
 import { startBridge, type RunningBridge } from "../bridge/bridge.ts";
 import { serveHealth, type HealthServer } from "../bridge/health-server.ts";
 import type { LocalCluster } from "../emulator/types.ts";
-import { QueueReader, bridgeConfig, bridgeEnv, crontab, crontabPath, kube, metricValue, ok, spawnBridge, startBridgeEnvironment, testLogger, withTimeout } from "./bridge-helpers.ts";
+import { writeFileSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { QueueReader, bridgeConfig, bridgeEnv, crontab, crontabPath, kube, metricValue, ok, scrapeMetrics, spawnBridge, startBridgeEnvironment, testLogger, withTimeout, type BridgeProcess } from "./bridge-helpers.ts";
+
+/** /readyz of a bridge process once `line` shows in its body (or the deadline passes). */
+async function readyzOnce(p: BridgeProcess, line: RegExp, timeoutMs = 20_000): Promise<{ status: number; body: string }> {
+  const port = await withTimeout(p.port, 20_000, "bridge started");
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const res = await fetch(`http://127.0.0.1:${port}/readyz`);
+    const got = { status: res.status, body: await res.text() };
+    if (line.test(got.body) || Date.now() > deadline) return got;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
 
 const WIDGETS = "late.example.com/v1/widgets";
 const widgetCrd = {
@@ -93,5 +108,47 @@ describe("bridge: resources watched independently; configuration errors in one l
     const out = p.logs.join("");
     assert.match(out, /^CRDFN_QUEUE_URL: is not a FIFO queue/m);
     assert.doesNotMatch(out, /^CRDFN_QUEUE_MODE/m);
+  });
+
+  it("a refused credential: said once, naming the kubeconfig, and not ready (body + metric) while it lasts", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "crdfn-badtoken-"));
+    const kubeconfig = join(dir, "kubeconfig");
+    writeFileSync(
+      kubeconfig,
+      JSON.stringify({
+        apiVersion: "v1",
+        kind: "Config",
+        clusters: [{ name: "c", cluster: { server: cluster.server, "certificate-authority": cluster.caPath } }],
+        users: [{ name: "broken", user: { token: "not-a-token" } }],
+        contexts: [{ name: "bad", context: { cluster: "c", user: "broken" } }],
+        "current-context": "bad",
+      }),
+    );
+    const p = spawnBridge(bridgeEnv(cluster, { KUBECONFIG: kubeconfig }));
+    try {
+      const { status, body } = await readyzOnce(p, /refused/);
+      assert.equal(status, 503, body);
+      assert.match(body, new RegExp(`refused the bridge's credential \\(401 .*kubeconfig ${kubeconfig}, context bad, user broken`));
+      await new Promise((r) => setTimeout(r, 5000));
+      const refusals = p.logs.filter((l) => l.includes("refused the bridge's credential"));
+      assert.equal(refusals.length, 1, `said once, not per resource or retry: ${refusals.length}`);
+      assert.equal((await scrapeMetrics(await p.port)).get("crdfn_bridge_problem"), 1);
+    } finally {
+      p.child.kill("SIGTERM");
+      await p.exited;
+    }
+  });
+
+  it("a queue that does not exist: not ready, and /readyz names CRDFN_QUEUE_URL", async () => {
+    const missing = cluster.sqs.queues.fifo.replace(/[^/]+$/, "no-such-queue.fifo");
+    const p = spawnBridge(bridgeEnv(cluster, { CRDFN_QUEUE_URL: missing }));
+    try {
+      const { status, body } = await readyzOnce(p, /does not exist/);
+      assert.equal(status, 503, body);
+      assert.match(body, new RegExp(`CRDFN_QUEUE_URL: the queue ${missing} does not exist`));
+    } finally {
+      p.child.kill("SIGTERM");
+      await p.exited;
+    }
   });
 });
