@@ -23,7 +23,7 @@ export interface CircuitOptions {
   logger: Logger;
   /** First open period; doubles per failed probe. Default 1 s. */
   baseMs?: number;
-  /** Longest open period, i.e. the longest wait between the server's return and the next probe. Default 15 s. */
+  /** Longest open period, i.e. the longest wait between the server's return and the next probe. Default 10 s. */
   maxMs?: number;
 }
 
@@ -45,7 +45,7 @@ export interface Circuit {
 
 export function createCircuit(o: CircuitOptions): Circuit {
   const baseMs = o.baseMs ?? 1000;
-  const maxMs = o.maxMs ?? 15_000;
+  const maxMs = o.maxMs ?? 10_000;
   const now = () => o.clock().getTime();
   let openMs = 0; // 0: closed
   let openUntil = 0;
@@ -88,7 +88,7 @@ export function createCircuit(o: CircuitOptions): Circuit {
     deferSeconds() {
       deferred++;
       // Long enough not to spin during an outage, short enough to converge soon after it.
-      return Math.round(Math.min(30, Math.max(5, (2 * openMs) / 1000)) * (0.8 + Math.random() * 0.4));
+      return Math.round(Math.min(20, Math.max(3, (1.5 * openMs) / 1000)) * (0.8 + Math.random() * 0.4));
     },
     isOpen: () => openMs !== 0,
   };

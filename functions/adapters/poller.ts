@@ -34,7 +34,7 @@ export interface PollerOptions {
   /** Where "unavailable" messages are deferred to (the standard queue); without it they wait out a visibility timeout. */
   requeuer?: Requeuer;
   clock?: () => Date;
-  /** Longest pause between probes while the API server is unavailable. Default 15 s. */
+  /** Longest pause between probes while the API server is unavailable. Default 10 s. */
   maxProbeIntervalMs?: number;
 }
 
