@@ -9,6 +9,7 @@ import {
   type Message,
   type SQSClient,
 } from "@aws-sdk/client-sqs";
+import { setTimeout as delay } from "node:timers/promises";
 import type { Logger } from "pino";
 import type { QueueMessage } from "../runtime/message.ts";
 import { messageHandled, type Outcome } from "../runtime/outcome.ts";
@@ -200,13 +201,5 @@ async function settle(queueUrl: string, messages: Message[], outcomes: Map<strin
   }
 }
 
-const sleep = (ms: number, signal: AbortSignal): Promise<void> =>
-  new Promise((resolve) => {
-    const t = setTimeout(done, ms);
-    function done(): void {
-      clearTimeout(t);
-      signal.removeEventListener("abort", done);
-      resolve();
-    }
-    signal.addEventListener("abort", done, { once: true });
-  });
+/** Resolves after `ms`, or at once when stopping. */
+const sleep = (ms: number, signal: AbortSignal): Promise<void> => delay(ms, undefined, { signal }).catch(() => undefined);
