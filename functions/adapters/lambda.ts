@@ -12,7 +12,7 @@ import type { QueueMessage } from "../runtime/message.ts";
 import { messageHandled } from "../runtime/outcome.ts";
 import type { Requeuer } from "../runtime/requeue.ts";
 import type { Runtime } from "../runtime/runtime.ts";
-import { backOff, createCircuit, deadLetterLimits, defer, type Circuit } from "./outage.ts";
+import { backOff, createCircuit, deadLetterLimits, defer, report, type Circuit } from "./outage.ts";
 
 export interface LambdaDeps {
   /** Supplied by tests; otherwise built from the environment on the first invocation. */
@@ -88,10 +88,7 @@ export function lambdaHandler(served: Served, deps: LambdaDeps = {}): SqsLambdaH
       const log = h.logger;
       const admission = h.circuit?.admit() ?? "closed";
       const outcome = typeof admission === "number" ? ({ result: "unavailable", detail: "circuit open" } as const) : await h.runtime.handle(message);
-      if (typeof admission !== "number" && h.circuit) {
-        if (outcome.result === "unavailable") h.circuit.failed(outcome.detail);
-        else h.circuit.succeeded();
-      }
+      if (typeof admission !== "number" && h.circuit) report(h.circuit, outcome);
       if (outcome.result === "unavailable" && h.circuit && log && (await defer(message, h.requeuer, h.circuit.deferSeconds(), h.clock, log))) return;
       if (messageHandled(outcome)) return;
       if (outcome.result === "retry" && h.sqs && h.queueUrlOf && h.limits && log) {

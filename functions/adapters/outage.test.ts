@@ -34,3 +34,19 @@ describe("outage circuit", () => {
     assert.deepEqual([1, 2, 3, 4, 5, 12].map((n) => exponential(30, n, 900)), [30, 60, 120, 240, 480, 900]);
   });
 });
+
+describe("what the circuit learns from an outcome", () => {
+  it("only work that reached the API server closes it", async () => {
+    const { report } = await import("./outage.ts");
+    let t = 0;
+    const c = createCircuit({ clock: () => new Date(t), logger: pino({ level: "silent" }), baseMs: 1000 });
+    c.failed("down");
+    t += 5000;
+    assert.equal(c.admit(), "probe");
+    report(c, { result: "success", detail: "not due yet; re-sent", apiCalls: 0 });
+    assert.ok(c.isOpen(), "a re-sent early message proves nothing");
+    assert.equal(c.admit(), "probe", "so another may probe");
+    report(c, { result: "success", apiCalls: 2 });
+    assert.ok(!c.isOpen());
+  });
+});

@@ -94,6 +94,13 @@ export function createCircuit(o: CircuitOptions): Circuit {
   };
 }
 
+/** Tells the circuit how admitted work went; work that never reached the API server (a message re-sent as not due yet, a malformed one) says nothing. */
+export function report(circuit: Circuit, outcome: { result: string; detail?: string; apiCalls?: number }): void {
+  if (outcome.result === "unavailable") circuit.failed(outcome.detail ?? "");
+  else if (outcome.apiCalls === 0) circuit.release();
+  else circuit.succeeded();
+}
+
 /**
  * Re-sends the message as a new delayed one on the requeue queue. False when it cannot (no
  * requeue queue, or the send failed): the caller then leaves it to the visibility timeout.

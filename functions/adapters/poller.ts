@@ -14,7 +14,7 @@ import type { Logger } from "pino";
 import type { QueueMessage } from "../runtime/message.ts";
 import { messageHandled, type Outcome } from "../runtime/outcome.ts";
 import type { Requeuer } from "../runtime/requeue.ts";
-import { backOff, createCircuit, deadLetterLimits, defer, type Circuit } from "./outage.ts";
+import { backOff, createCircuit, deadLetterLimits, defer, report, type Circuit } from "./outage.ts";
 
 export interface MessageHandler {
   handle(message: QueueMessage): Promise<Outcome>;
@@ -137,8 +137,7 @@ export async function processBatch(messages: Message[], fifo: boolean, runtime: 
         }
         const outcome = await handleSafely(runtime, toQueueMessage(m), log);
         outcomes.set(id, outcome);
-        if (outcome.result === "unavailable") circuit?.failed(outcome.detail);
-        else circuit?.succeeded();
+        if (circuit) report(circuit, outcome);
         if (!messageHandled(outcome)) failed = outcome;
       }
     }),
