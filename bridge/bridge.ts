@@ -65,6 +65,7 @@ function queueRouter(config: BridgeConfig): (event: KeyEvent) => string {
 /** Problems a person must fix: said once when they start and once when they end; the bridge is not ready meanwhile. */
 interface Problems {
   set(key: string, line: string | undefined): void;
+  has(key: string): boolean;
 }
 
 function startEngine(config: BridgeConfig, deps: Required<BridgeDeps>, metrics: BridgeMetrics, problems: Problems): Engine {
@@ -217,6 +218,7 @@ export function startBridge(config: BridgeConfig, deps: BridgeDeps): RunningBrid
   const logger = deps.logger;
   const problemLines = new Map<string, string>();
   const problems: Problems = {
+    has: (key) => problemLines.has(key),
     set(key, line) {
       if (problemLines.get(key) === line) return;
       if (line !== undefined) logger.error({ problem: key }, line);
@@ -321,6 +323,9 @@ async function checkQueues(config: BridgeConfig, sqs: SQSClient, problems: Probl
       } catch (e) {
         const name = (e as Error).name;
         if (name === "QueueDoesNotExist" || name === "AWS.SimpleQueueService.NonExistentQueue") problems.set(`queue ${url}`, `${settings.get(url)}: the queue ${url} does not exist`);
+        // Anything else (no sqs:GetQueueAttributes permission, the queue unreachable): the
+        // publisher's own retries and logs cover it; keep asking only about missing queues.
+        else if (!problems.has(`queue ${url}`)) missing.delete(url);
       }
     }
     if (missing.size > 0) await new Promise<void>((resolve) => {
