@@ -2,17 +2,17 @@
 // (ReportBatchItemFailures): only failed messages return to the queue. Lambda cannot pause its
 // event source, so while the API server is unavailable each record is deferred (re-sent delayed
 // on the requeue queue and reported handled) instead of spending its receives; see outage.ts.
-import { BatchProcessor, EventType, processPartialResponse, SqsFifoPartialProcessorAsync } from "@aws-lambda-powertools/batch";
+import { BatchProcessor, EventType, processPartialResponse } from "@aws-lambda-powertools/batch";
 import { GetQueueUrlCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda";
 import type { Logger } from "pino";
 import { buildFromEnv, type Served } from "../runtime/entry.ts";
 import { ConfigError } from "../../core/config-error.ts";
 import type { QueueMessage } from "../runtime/message.ts";
-import { messageHandled } from "../runtime/outcome.ts";
+import { messageHandled, type Outcome } from "../runtime/outcome.ts";
 import type { Requeuer } from "../runtime/requeue.ts";
 import type { Runtime } from "../runtime/runtime.ts";
-import { backOff, createCircuit, deadLetterLimits, defer, report, type Circuit } from "./outage.ts";
+import { backOff, behind, createCircuit, deadLetterLimits, defer, report, type Circuit } from "./outage.ts";
 
 export interface LambdaDeps {
   /** Supplied by tests; otherwise built from the environment on the first invocation. */
@@ -83,31 +83,41 @@ export function lambdaHandler(served: Served, deps: LambdaDeps = {}): SqsLambdaH
       console.error(error.message);
       return { batchItemFailures: event.Records.map((r) => ({ itemIdentifier: r.messageId })) };
     }
-    const recordHandler = async (record: SQSRecord): Promise<void> => {
-      const message = fromRecord(record);
-      const log = h.logger;
-      const admission = h.circuit?.admit() ?? "closed";
-      const outcome = typeof admission === "number" ? ({ result: "unavailable", detail: "circuit open" } as const) : await h.runtime.handle(message);
-      if (typeof admission !== "number" && h.circuit) report(h.circuit, outcome);
-      if (outcome.result === "unavailable" && h.circuit && log && (await defer(message, h.requeuer, h.circuit.deferSeconds(), h.clock, log))) return;
-      if (messageHandled(outcome)) return;
-      if (outcome.result === "retry" && h.sqs && h.queueUrlOf && h.limits && log) {
-        const queueUrl = await h.queueUrlOf(record.eventSourceARN).catch(() => "");
-        if (queueUrl) {
-          const hint = (outcome as { delaySeconds?: number }).delaySeconds;
-          await backOff(h.sqs, queueUrl, { ...message, receiptHandle: record.receiptHandle }, outcome.detail, { baseSeconds: deps.retryBaseSeconds ?? 30 }, await h.limits(queueUrl), log, hint);
-        }
-      }
-      // Throwing marks the record failed: it stays in the queue for its visibility timeout.
-      throw new Error(`${outcome.result}: ${outcome.detail}`);
+    // FIFO: each group in order (a chain of promises per group), groups in parallel; what
+    // follows a failure in its group is settled by `behind` instead of being tried.
+    const chains = new Map<string, Promise<Outcome | undefined>>();
+    const recordHandler = (record: SQSRecord): Promise<void> => {
+      const group = record.attributes?.MessageGroupId;
+      const previous = group === undefined ? Promise.resolve(undefined) : (chains.get(group) ?? Promise.resolve(undefined));
+      const settled = previous.then((before) => settle(h, record, before, deps));
+      if (group !== undefined) chains.set(group, settled.catch(() => ({ result: "retry" as const, detail: "failed" })));
+      return settled.then((outcome) => {
+        // Throwing marks the record failed: it stays in the queue (its visibility set by backOff).
+        if (!outcome.handled) throw new Error(`${outcome.result}: ${outcome.detail}`);
+      });
     };
-    const fifo = event.Records.some((r) => r.eventSourceARN.endsWith(".fifo"));
-    // FIFO: in order, and after a group's first failure the rest of that group fails too
-    // (skipGroupOnError), while other groups carry on.
-    return fifo
-      ? processPartialResponse(event, recordHandler, new SqsFifoPartialProcessorAsync(), { context, skipGroupOnError: true, throwOnFullBatchFailure: false })
-      : processPartialResponse(event, recordHandler, new BatchProcessor(EventType.SQS), { context, throwOnFullBatchFailure: false });
+    return processPartialResponse(event, recordHandler, new BatchProcessor(EventType.SQS), { context, throwOnFullBatchFailure: false });
   };
+}
+
+/** One record: try it (or settle it by what came before it in its group), defer an outage, back a failure off. */
+async function settle(h: Host, record: SQSRecord, before: Outcome | undefined, deps: LambdaDeps): Promise<Outcome & { handled: boolean }> {
+  const message = fromRecord(record);
+  const log = h.logger;
+  const admission = h.circuit?.admit() ?? "closed";
+  const instead = typeof admission === "number" ? behind({ result: "unavailable" }) : behind(before);
+  if (instead && typeof admission !== "number") h.circuit?.release();
+  const outcome: Outcome = instead ?? (await h.runtime.handle(message));
+  if (!instead && h.circuit) report(h.circuit, outcome);
+  if (outcome.result === "unavailable" && h.circuit && log && (await defer(message, h.requeuer, h.circuit.deferSeconds(), h.clock, log))) return { ...outcome, handled: true };
+  if (outcome.result === "retry" && h.sqs && h.queueUrlOf && h.limits && log) {
+    const queueUrl = await h.queueUrlOf(record.eventSourceARN).catch(() => "");
+    if (queueUrl) {
+      const hint = (outcome as { delaySeconds?: number }).delaySeconds;
+      await backOff(h.sqs, queueUrl, { ...message, receiptHandle: record.receiptHandle }, outcome.detail, { baseSeconds: deps.retryBaseSeconds ?? 30 }, await h.limits(queueUrl), log, hint);
+    }
+  }
+  return { ...outcome, handled: messageHandled(outcome) };
 }
 
 export function fromRecord(record: SQSRecord): QueueMessage {

@@ -13,6 +13,7 @@ import { ChangeMessageVisibilityCommand, GetQueueAttributesCommand, type SQSClie
 import type { Logger } from "pino";
 import { parseKeyEvent } from "../../core/event.ts";
 import type { QueueMessage } from "../runtime/message.ts";
+import type { Outcome } from "../runtime/outcome.ts";
 import type { Requeuer } from "../runtime/requeue.ts";
 
 /** base · 2^(n-1), capped; n counts from 1. */
@@ -92,6 +93,20 @@ export function createCircuit(o: CircuitOptions): Circuit {
     },
     isOpen: () => openMs !== 0,
   };
+}
+
+/**
+ * What becomes of a FIFO message behind one of its group that was not handled. A group is one
+ * object (core/event.ts), and each event only names it, so behind an ordinary failure the rest
+ * is redundant: the failed message's retry reconciles the current state. Deleting them keeps
+ * them from spending receives they never used (they would reach the dead-letter queue with it).
+ * Behind an outage they are deferred too; behind a malformed message (or a handled one) they are
+ * tried. undefined: try it.
+ */
+export function behind(previous: { result: string } | undefined): Outcome | undefined {
+  if (previous?.result === "unavailable") return { result: "unavailable", detail: "deferred while the API server is unavailable" };
+  if (previous?.result === "retry") return { result: "success", detail: "superseded: an earlier event of this object failed, and its retry reconciles the current state" };
+  return undefined;
 }
 
 /** Tells the circuit how admitted work went; work that never reached the API server (a message re-sent as not due yet, a malformed one) says nothing. */

@@ -6,7 +6,7 @@ import { processBatch } from "./poller.ts";
 const msg = (id: string, group: string) => ({ MessageId: id, Body: id, Attributes: { MessageGroupId: group } });
 
 describe("batch processing", () => {
-  it("FIFO: groups in order; after a group's first failure the rest of that group is not attempted", async () => {
+  it("FIFO: groups in order; after a group's first failure the rest of that group is not attempted but superseded", async () => {
     const seen: string[] = [];
     const runtime = {
       handle: (m: { body: string }) => {
@@ -15,9 +15,16 @@ describe("batch processing", () => {
       },
     };
     const outcomes = await processBatch([msg("a1", "A"), msg("b1", "B"), msg("a2", "A"), msg("a3", "A"), msg("b2", "B")], true, runtime, pino({ level: "silent" }));
-    assert.deepEqual([...outcomes].map(([id, o]) => [id, o.result]).sort(), [["a1", "success"], ["a2", "retry"], ["a3", "retry"], ["b1", "success"], ["b2", "success"]]);
+    assert.deepEqual([...outcomes].map(([id, o]) => [id, o.result]).sort(), [["a1", "success"], ["a2", "retry"], ["a3", "success"], ["b1", "success"], ["b2", "success"]]);
     assert.ok(!seen.includes("a3"), "a3 was never handed to the runtime");
+    assert.match(outcomes.get("a3")?.detail ?? "", /superseded/, "a3 is deleted: a2's retry reconciles the object's current state");
     assert.ok(seen.indexOf("a1") < seen.indexOf("a2"));
+  });
+
+  it("FIFO: a malformed message does not hold back the rest of its group", async () => {
+    const runtime = { handle: (m: { body: string }) => Promise.resolve(m.body === "x" ? { result: "dead-letter" as const, detail: "bad" } : { result: "success" as const }) };
+    const outcomes = await processBatch([msg("x", "G"), msg("y", "G")], true, runtime, pino({ level: "silent" }));
+    assert.deepEqual([outcomes.get("x")?.result, outcomes.get("y")?.result], ["dead-letter", "success"]);
   });
 
   it("standard queue: one failure does not hold back the others", async () => {

@@ -14,7 +14,7 @@ import type { Logger } from "pino";
 import type { QueueMessage } from "../runtime/message.ts";
 import { messageHandled, type Outcome } from "../runtime/outcome.ts";
 import type { Requeuer } from "../runtime/requeue.ts";
-import { backOff, createCircuit, deadLetterLimits, defer, report, type Circuit } from "./outage.ts";
+import { backOff, behind, createCircuit, deadLetterLimits, defer, report, type Circuit } from "./outage.ts";
 
 export interface MessageHandler {
   handle(message: QueueMessage): Promise<Outcome>;
@@ -110,7 +110,7 @@ async function pollLoop(queueUrl: string, opts: LoopOptions, signal: AbortSignal
 
 /**
  * FIFO: each message group in order, groups in parallel; after a group's first failure the rest
- * of that group is not attempted (its order would break). Standard: everything in parallel.
+ * of that group is not attempted (see `behind`). Standard: everything in parallel.
  */
 export async function processBatch(messages: Message[], fifo: boolean, runtime: MessageHandler, log: Logger, circuit?: Circuit): Promise<Map<string, Outcome>> {
   const outcomes = new Map<string, Outcome>();
@@ -123,22 +123,19 @@ export async function processBatch(messages: Message[], fifo: boolean, runtime: 
   const probing = circuit?.isOpen() ?? false;
   await Promise.all(
     [...groups.values()].map(async (group) => {
-      let failed: Outcome | undefined;
+      let previous: Outcome | undefined;
       for (const m of group) {
         const id = m.MessageId ?? "";
-        // Behind an outage (or once the circuit opened) nothing more is tried: it is all deferred.
-        if (failed?.result === "unavailable" || (!probing && circuit?.isOpen())) {
-          outcomes.set(id, { result: "unavailable", detail: "deferred while the API server is unavailable" });
-          continue;
-        }
-        if (failed) {
-          outcomes.set(id, { result: "retry", detail: "an earlier message of its group failed" });
+        // Once the circuit opened (unless this batch is its probe) nothing more is tried.
+        const instead = !probing && circuit?.isOpen() ? behind({ result: "unavailable" }) : behind(previous);
+        if (instead) {
+          outcomes.set(id, instead);
           continue;
         }
         const outcome = await handleSafely(runtime, toQueueMessage(m), log);
         outcomes.set(id, outcome);
         if (circuit) report(circuit, outcome);
-        if (!messageHandled(outcome)) failed = outcome;
+        previous = outcome;
       }
     }),
   );
