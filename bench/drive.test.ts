@@ -12,7 +12,7 @@ describe("load shapes", () => {
       at.push(now() - t0);
       await new Promise((r) => setTimeout(r, 50));
     }, now);
-    assert.equal(n, 20);
+    assert.ok(n >= 19 && n <= 21, `about rate × duration actions (${n})`);
     assert.ok((at.at(-1) ?? 0) >= 180, `last started at ${at.at(-1)}`);
     assert.ok(now() - t0 < 400);
   });

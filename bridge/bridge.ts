@@ -5,14 +5,14 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { SQSClient } from "@aws-sdk/client-sqs";
+import { GetQueueAttributesCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { Registry } from "prom-client";
 import type { KeyEvent } from "../core/event.ts";
-import type { BridgeConfig } from "./config.ts";
+import type { BridgeConfig, WatchedResource } from "./config.ts";
 import { resolveResource } from "./discovery.ts";
-import { KubeHttp } from "../clients/kube-http.ts";
+import { KubeHttp, type ApiError } from "../clients/kube-http.ts";
 import { LeaderElector } from "./lease.ts";
 import { createBridgeMetrics, type BridgeMetrics } from "./metrics.ts";
 import { Publisher } from "./publisher.ts";
@@ -25,6 +25,8 @@ export interface BridgeDeps {
   logger: Logger;
   clock?: () => Date;
   registry?: Registry;
+  /** Where the credential comes from (kubeconfig path and context, or the token file), named when the API server refuses it. */
+  credentialSource?: string;
 }
 
 export interface RunningBridge {
@@ -32,6 +34,8 @@ export interface RunningBridge {
   ready: Promise<void>;
   /** For /readyz: synced, or a healthy standby. */
   isReady(): boolean;
+  /** For /readyz's body: one line per watched resource (or why there is none). */
+  readiness(): string[];
   isLeader(): boolean;
   registry: Registry;
   /** Objects waiting to be published (for tests and the bench). */
@@ -40,8 +44,15 @@ export interface RunningBridge {
   stop(flushTimeoutMs?: number): Promise<void>;
 }
 
+/** Where each watched resource stands, for /readyz and crdfn_bridge_resource_state. */
+export const RESOURCE_STATES = ["resolving", "not-served", "syncing", "synced"] as const;
+export type ResourceState = (typeof RESOURCE_STATES)[number];
+
+const resourceLabel = (r: { group: string; version: string; plural: string }): string => `${r.group === "" ? "core" : r.group}/${r.version}/${r.plural}`;
+
 interface Engine {
   synced: Promise<void>;
+  states: ReadonlyMap<string, ResourceState>;
   publisher: Publisher;
   stop(flushTimeoutMs: number): Promise<void>;
 }
@@ -52,7 +63,13 @@ function queueRouter(config: BridgeConfig): (event: KeyEvent) => string {
   return (event) => routes.get(`${event.group}/${event.plural}`) ?? config.queue.url;
 }
 
-function startEngine(config: BridgeConfig, deps: Required<BridgeDeps>, metrics: BridgeMetrics): Engine {
+/** Problems a person must fix: said once when they start and once when they end; the bridge is not ready meanwhile. */
+interface Problems {
+  set(key: string, line: string | undefined): void;
+  has(key: string): boolean;
+}
+
+function startEngine(config: BridgeConfig, deps: Required<BridgeDeps>, metrics: BridgeMetrics, problems: Problems): Engine {
   const { logger } = deps;
   const controller = new AbortController();
   const signal = controller.signal;
@@ -83,41 +100,75 @@ function startEngine(config: BridgeConfig, deps: Required<BridgeDeps>, metrics: 
     ...(config.functionFieldManager ? { functionFieldManager: config.functionFieldManager } : {}),
   };
   const parents: ParentTracker[] = [];
+  const onRefused = (e: ApiError | undefined): void =>
+    problems.set("credential", e && `the API server refused the bridge's credential (${e.code} ${e.message}): check ${deps.credentialSource}`);
+  const states = new Map<string, ResourceState>();
 
+  // Each watched resource on its own: one whose CRD is missing (or not served yet) waits for it
+  // alone, and the others publish meanwhile. The engine counts as synced once every resource
+  // is either synced or known not to be served.
   const run = async (onSynced: () => void): Promise<void> => {
-    const sinks: ObjectSink[] = [];
-    for (const ref of config.resources) {
-      const parent = new ParentTracker(await resolveResource(http, ref, signal, logger), trackerOptions);
+    let unsettled = config.resources.length;
+    const settled = (): void => {
+      if (--unsettled === 0) onSynced();
+    };
+    const scopes = config.namespaces.length === 0 ? [undefined] : config.namespaces;
+    const watchResource = async (ref: WatchedResource): Promise<void> => {
+      const label = resourceLabel(ref);
+      let counted = false;
+      const settleOnce = (): void => {
+        if (!counted && (counted = true)) settled();
+      };
+      const setState = (state: ResourceState): void => {
+        if (states.get(label) === state) return;
+        states.set(label, state);
+        for (const s of RESOURCE_STATES) metrics.resourceState.set({ resource: label, state: s }, s === state ? 1 : 0);
+      };
+      setState("resolving");
+      const resolved = await resolveResource(http, ref, signal, logger, {
+        onWaiting: () => {
+          setState("not-served");
+          settleOnce();
+        },
+        onRefused,
+      });
+      if (states.get(label) === "not-served") logger.info({ resource: label }, "resource served now; watching it");
+      setState("syncing");
+      const parent = new ParentTracker(resolved, trackerOptions);
       parents.push(parent);
-      sinks.push(parent);
+      const sinks: ObjectSink[] = [parent];
       for (const owned of ref.owns) {
-        const child = await resolveResource(http, owned, signal, logger);
+        const child = await resolveResource(http, owned, signal, logger, { onRefused });
         sinks.push(new ChildTracker(child, parent, config.childStatus === "announce", trackerOptions));
       }
-    }
-    const scopes = config.namespaces.length === 0 ? [undefined] : config.namespaces;
-    let unsynced = 0;
-    const reflectors = sinks.flatMap((sink) =>
-      (sink.resource.namespaced ? scopes : [undefined]).map((namespace) => {
-        unsynced++;
-        let counted = false;
-        return runReflector({
-          http,
-          sink,
-          namespace,
-          labelSelector: sink instanceof ParentTracker ? config.labelSelector : "",
-          pageSize: config.listPageSize,
-          silenceMs: config.watchSilenceSeconds * 1000,
-          logger,
-          metrics,
-          signal,
-          onSynced: () => {
-            if (!counted && (counted = true) && --unsynced === 0) onSynced();
-          },
-        });
-      }),
-    );
-    await Promise.all([...reflectors, resyncLoop()]);
+      let unsynced = 0;
+      const reflectors = sinks.flatMap((sink) =>
+        (sink.resource.namespaced ? scopes : [undefined]).map((namespace) => {
+          unsynced++;
+          let synced = false;
+          return runReflector({
+            http,
+            sink,
+            namespace,
+            labelSelector: sink instanceof ParentTracker ? config.labelSelector : "",
+            pageSize: config.listPageSize,
+            silenceMs: config.watchSilenceSeconds * 1000,
+            logger,
+            metrics,
+            signal,
+            onRefused,
+            onSynced: () => {
+              if (!synced && (synced = true) && --unsynced === 0) {
+                setState("synced");
+                settleOnce();
+              }
+            },
+          });
+        }),
+      );
+      await Promise.all(reflectors);
+    };
+    await Promise.all([...config.resources.map(watchResource), resyncLoop()]);
   };
 
   const resyncLoop = async (): Promise<void> => {
@@ -146,6 +197,7 @@ function startEngine(config: BridgeConfig, deps: Required<BridgeDeps>, metrics: 
 
   return {
     synced,
+    states,
     publisher,
     async stop(flushTimeoutMs) {
       controller.abort();
@@ -159,16 +211,30 @@ function startEngine(config: BridgeConfig, deps: Required<BridgeDeps>, metrics: 
 }
 
 export function startBridge(config: BridgeConfig, deps: BridgeDeps): RunningBridge {
-  const full: Required<BridgeDeps> = { clock: () => new Date(), registry: new Registry(), ...deps };
+  const full: Required<BridgeDeps> = { clock: () => new Date(), registry: new Registry(), credentialSource: "the kubeconfig", ...deps };
   const metrics = createBridgeMetrics(full.registry);
   const logger = deps.logger;
+  const problemLines = new Map<string, string>();
+  const problems: Problems = {
+    has: (key) => problemLines.has(key),
+    set(key, line) {
+      if (problemLines.get(key) === line) return;
+      if (line !== undefined) logger.error({ problem: key }, line);
+      else logger.info({ problem: key }, "resolved");
+      if (line === undefined) problemLines.delete(key);
+      else problemLines.set(key, line);
+      metrics.problem.set({ problem: key.split(" ")[0] ?? key }, [...problemLines.keys()].filter((k) => k.split(" ")[0] === key.split(" ")[0]).length);
+    },
+  };
+  const queuesChecked = new AbortController();
+  void checkQueues(config, deps.sqs, problems, queuesChecked.signal);
   let engine: Engine | undefined;
   let synced = false;
   let resolveReady: () => void = () => undefined;
   const ready = new Promise<void>((resolve) => (resolveReady = resolve));
 
   const begin = (): void => {
-    const e = startEngine(config, full, metrics);
+    const e = startEngine(config, full, metrics, problems);
     engine = e;
     void e.synced.then(
       () => {
@@ -218,11 +284,16 @@ export function startBridge(config: BridgeConfig, deps: BridgeDeps): RunningBrid
 
   return {
     ready,
-    isReady: () => synced || (elector !== undefined && !elector.isLeader),
+    isReady: () => (synced || (elector !== undefined && !elector.isLeader)) && problemLines.size === 0,
+    readiness: () => [
+      ...problemLines.values(),
+      ...(engine ? config.resources.map((r) => `${resourceLabel(r)}: ${engine?.states.get(resourceLabel(r)) ?? "resolving"}`) : [elector ? "standby: not the leader" : "stopped"]),
+    ],
     isLeader: () => (elector === undefined ? true : elector.isLeader),
     registry: full.registry,
     pendingCount: () => engine?.publisher.pendingCount ?? 0,
     async stop(flushTimeoutMs = 10_000) {
+      queuesChecked.abort();
       electionStop.abort();
       await electing;
       await end(flushTimeoutMs);
@@ -230,4 +301,34 @@ export function startBridge(config: BridgeConfig, deps: BridgeDeps): RunningBrid
       metrics.leader.set(0);
     },
   };
+}
+
+/**
+ * A queue that does not exist is a setting a person must fix: said once, naming the setting, and
+ * the bridge is not ready until it exists (checked again every 10 s). Other errors are outages
+ * the publisher rides out.
+ */
+async function checkQueues(config: BridgeConfig, sqs: SQSClient, problems: Problems, signal: AbortSignal): Promise<void> {
+  const settings = new Map<string, string>([[config.queue.url, "CRDFN_QUEUE_URL"]]);
+  for (const r of config.resources) if (r.queueUrl !== undefined) settings.set(r.queueUrl, `the queue URL of ${resourceLabel(r)} (CRDFN_RESOURCES @url)`);
+  const missing = new Set(settings.keys());
+  while (missing.size > 0 && !signal.aborted) {
+    for (const url of [...missing]) {
+      try {
+        await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ["QueueArn"] }), { abortSignal: signal });
+        missing.delete(url);
+        problems.set(`queue ${url}`, undefined);
+      } catch (e) {
+        const name = (e as Error).name;
+        if (name === "QueueDoesNotExist" || name === "AWS.SimpleQueueService.NonExistentQueue") problems.set(`queue ${url}`, `${settings.get(url)}: the queue ${url} does not exist`);
+        // Anything else (no sqs:GetQueueAttributes permission, the queue unreachable): the
+        // publisher's own retries and logs cover it; keep asking only about missing queues.
+        else if (!problems.has(`queue ${url}`)) missing.delete(url);
+      }
+    }
+    if (missing.size > 0) await new Promise<void>((resolve) => {
+      const t = setTimeout(resolve, 10_000);
+      signal.addEventListener("abort", () => (clearTimeout(t), resolve()), { once: true });
+    });
+  }
 }

@@ -56,7 +56,7 @@ describe("bridge config", () => {
     assert.equal(errorOf(() => loadBridgeConfig({ CRDFN_RESOURCES: "a.b/v1/xs" })), "CRDFN_QUEUE_URL: is required");
     assert.match(errorOf(() => loadBridgeConfig({ ...base, CRDFN_RESOURCES: "crontabs" })), /^CRDFN_RESOURCES: "crontabs" is not group\/version\/plural$/);
     assert.match(errorOf(() => loadBridgeConfig({ ...base, CRDFN_RESOURCES: "a.b/v1/CronTabs" })), /^CRDFN_RESOURCES \(resources\[0\]\.plural\): /);
-    assert.match(errorOf(() => loadBridgeConfig({ ...base, CRDFN_QUEUE_MODE: "fifo", CRDFN_QUEUE_URL: "http://x/q" })), /^CRDFN_QUEUE_MODE: fifo needs/);
+    assert.match(errorOf(() => loadBridgeConfig({ ...base, CRDFN_QUEUE_MODE: "fifo", CRDFN_QUEUE_URL: "http://x/q" })), /^CRDFN_QUEUE_URL: is not a FIFO queue/);
     assert.match(errorOf(() => loadBridgeConfig({}, { resources: [{ group: "a.b", version: "1", plural: "xs" }], queue: { url: base.CRDFN_QUEUE_URL } }, "/etc/crdfn/bridge.yaml")), /^\/etc\/crdfn\/bridge.yaml: resources\[0\]\.version: /);
   });
 });
@@ -78,7 +78,7 @@ describe("a queue per resource", () => {
   it("holds every resource queue to the queue mode, naming the resource", () => {
     assert.match(
       errorOf(() => loadBridgeConfig({ ...base, CRDFN_RESOURCES: "example.com/v1/greetings@http://127.0.0.1:9324/000000000000/greeting" })),
-      /^CRDFN_RESOURCES \(resources\[0\]\.queueUrl\): fifo needs a queue URL ending in \.fifo/,
+      /^CRDFN_RESOURCES \(resources\[0\]\.queueUrl\): is not a FIFO queue/,
     );
   });
 });

@@ -90,14 +90,14 @@ export const bridgeConfigSchema = z
   })
   .superRefine((c, ctx) => {
     const urls: Array<[string, (string | number)[]]> = [
-      [c.queue.url, ["queue", "mode"]],
+      [c.queue.url, ["queue", "url"]],
       ...c.resources.flatMap((r, i): Array<[string, (string | number)[]]> => (r.queueUrl === undefined ? [] : [[r.queueUrl, ["resources", i, "queueUrl"]]])),
     ];
     for (const [url, path] of urls) {
       if (c.queue.mode === "fifo" && !url.endsWith(".fifo"))
-        ctx.addIssue({ code: "custom", path, message: "fifo needs a queue URL ending in .fifo (or set standard)" });
+        ctx.addIssue({ code: "custom", path, message: "is not a FIFO queue (its name does not end in .fifo); use the .fifo queue, or CRDFN_QUEUE_MODE=standard for a standard queue" });
       if (c.queue.mode === "standard" && url.endsWith(".fifo"))
-        ctx.addIssue({ code: "custom", path, message: "standard mode cannot publish to a .fifo queue" });
+        ctx.addIssue({ code: "custom", path, message: "is a FIFO queue, but CRDFN_QUEUE_MODE is standard; set CRDFN_QUEUE_MODE=fifo" });
     }
   });
 

@@ -12,17 +12,31 @@ interface ApiResourceList {
   resources?: Array<{ name: string; kind: string; namespaced: boolean }>;
 }
 
-export async function resolveResource(http: KubeHttp, ref: GroupVersionResource, signal: AbortSignal, logger: Logger): Promise<ResolvedResource> {
+/** `onWaiting`: called once when the resource turns out not to be served (yet); `onRefused`: on 401/403 (said by the caller). */
+export async function resolveResource(
+  http: KubeHttp,
+  ref: GroupVersionResource,
+  signal: AbortSignal,
+  logger: Logger,
+  hooks: { onWaiting?: () => void; onRefused?: (e: ApiError | undefined) => void } = {},
+): Promise<ResolvedResource> {
+  const { onWaiting, onRefused } = hooks;
   const path = groupVersionPath(ref);
   for (let attempt = 1; ; attempt++) {
     try {
       const list = (await http.getJson(path, {}, signal)) as ApiResourceList;
       const found = list.resources?.find((r) => r.name === ref.plural);
       if (found !== undefined) return { ...ref, kind: found.kind, namespaced: found.namespaced };
-      if (attempt === 1) logger.warn({ path, plural: ref.plural }, "resource not served (yet); waiting for it");
+      if (attempt === 1) {
+        logger.warn({ path, plural: ref.plural }, "resource not served (yet); waiting for it");
+        onWaiting?.();
+      }
     } catch (e) {
       signal.throwIfAborted();
-      if (attempt === 1 || !(e instanceof ApiError && e.code === 404)) logger.warn({ path, err: (e as Error).message }, "API discovery failed; retrying");
+      if (attempt === 1 && e instanceof ApiError && e.code === 404) onWaiting?.();
+      const refused = e instanceof ApiError && (e.code === 401 || e.code === 403) && onRefused !== undefined;
+      if (refused) onRefused(e);
+      else if (attempt === 1 || !(e instanceof ApiError && e.code === 404)) logger.warn({ path, err: (e as Error).message }, "API discovery failed; retrying");
     }
     await delay(backoffMs(attempt, { initialMs: 250, maxMs: 5000 }), undefined, { signal }).catch(() => undefined);
     signal.throwIfAborted();

@@ -5,6 +5,8 @@ import type { Registry } from "prom-client";
 
 export interface HealthSource {
   isReady(): boolean;
+  /** Lines for /readyz's body (per resource, and any problem a person must fix). */
+  readiness?(): string[];
   registry: Registry;
 }
 
@@ -20,7 +22,8 @@ export async function serveHealth(source: HealthSource, port: number, host = "0.
       res.writeHead(200, { "content-type": "text/plain" }).end("ok\n");
     } else if (path === "/readyz") {
       const ready = source.isReady();
-      res.writeHead(ready ? 200 : 503, { "content-type": "text/plain" }).end(ready ? "ready\n" : "initial sync in progress\n");
+      const lines = [ready ? "ready" : "not ready", ...(source.readiness?.() ?? [])];
+      res.writeHead(ready ? 200 : 503, { "content-type": "text/plain" }).end(`${lines.join("\n")}\n`);
     } else if (path === "/metrics") {
       source.registry.metrics().then(
         (text) => res.writeHead(200, { "content-type": source.registry.contentType }).end(text),

@@ -12,6 +12,8 @@ export interface BridgeMetrics {
   publishDelay: Histogram;
   objects: Gauge<"resource">;
   leader: Gauge;
+  resourceState: Gauge<"resource" | "state">;
+  problem: Gauge<"problem">;
 }
 
 export function createBridgeMetrics(registry: Registry): BridgeMetrics {
@@ -32,5 +34,7 @@ export function createBridgeMetrics(registry: Registry): BridgeMetrics {
     }),
     objects: new Gauge({ name: "crdfn_bridge_tracked_objects", help: "Objects whose key state the bridge keeps", labelNames: ["resource"], registers }),
     leader: new Gauge({ name: "crdfn_bridge_leader", help: "1 while this replica holds the Lease and publishes", registers }),
+    problem: new Gauge({ name: "crdfn_bridge_problem", help: "Problems a person must fix (credential refused, queue missing), by kind; the bridge is not ready while any is above 0", labelNames: ["problem"], registers }),
+    resourceState: new Gauge({ name: "crdfn_bridge_resource_state", help: "1 for the state each watched resource is in (resolving, not-served, syncing, synced)", labelNames: ["resource", "state"], registers }),
   };
 }

@@ -24,9 +24,12 @@ export interface ReflectorOptions {
   signal: AbortSignal;
   /** Called once, when the first complete list has been handed to the sink. */
   onSynced: () => void;
+  /** 401/403 (the credential is refused: reported by the caller, once for all resources) and, after a list succeeds, undefined. */
+  onRefused?: (e: ApiError | undefined) => void;
 }
 
 const BACKOFF: BackoffPolicy = { initialMs: 500, maxMs: 30_000, jitter: 0.5 };
+const NOT_SERVED_RETRY_MS = 4000;
 
 /** An object the API server sent that is not a Kubernetes object is a bug worth a loud log, not a crash. */
 function parseObject(raw: unknown, logger: Logger): KubeObject | undefined {
@@ -46,6 +49,7 @@ export async function runReflector(o: ReflectorOptions): Promise<void> {
   let listReason: "initial" | "gone" | "expired" = "initial";
   let synced = false;
   let failures = 0;
+  let notServed = false;
 
   const list = async (): Promise<string> => {
     o.metrics.relists.inc({ resource: label, reason: listReason });
@@ -104,6 +108,9 @@ export async function runReflector(o: ReflectorOptions): Promise<void> {
       if (resourceVersion === "") {
         resourceVersion = await list();
         failures = 0;
+        o.onRefused?.(undefined);
+        if (notServed) log.info("resource served again; watching it");
+        notServed = false;
         if (!synced && !o.signal.aborted) {
           synced = true;
           log.info({ objects: o.sink.size }, "initial list done");
@@ -125,8 +132,17 @@ export async function runReflector(o: ReflectorOptions): Promise<void> {
       }
       failures++;
       o.metrics.watchRestarts.inc({ resource: label, reason: "error" });
-      const backoff = backoffMs(failures, BACKOFF);
-      log.warn({ err: (e as Error).message, retryInMs: Math.round(backoff) }, "list/watch failed; retrying");
+      // 404: the resource is no longer served (its CRD was deleted). Said once, and retried often
+      // enough that a re-created CRD is picked up within seconds.
+      const gone = e instanceof ApiError && e.code === 404;
+      const refused = e instanceof ApiError && (e.code === 401 || e.code === 403) && o.onRefused !== undefined;
+      if (refused) o.onRefused?.(e);
+      const backoff = backoffMs(failures, gone ? { ...BACKOFF, maxMs: NOT_SERVED_RETRY_MS } : BACKOFF);
+      if (!gone && !refused) log.warn({ err: (e as Error).message, retryInMs: Math.round(backoff) }, "list/watch failed; retrying");
+      else if (!notServed) log.warn({ err: (e as Error).message }, "resource not served any more (CRD deleted?); retrying until it is");
+      notServed = gone;
+      // Served again means a new CRD: only a fresh list says what it holds.
+      if (gone) resourceVersion = "";
       await delay(backoff, undefined, { signal: o.signal }).catch(() => undefined); // an abort ends the wait
     }
   }

@@ -12,6 +12,9 @@ import { ConfigError } from "../core/config-error.ts";
 import { loadBridgeConfig, type BridgeConfig } from "./config.ts";
 import { serveHealth } from "./health-server.ts";
 
+/** Documented in the README's configuration section. */
+export const EXIT_CODES = { stopped: 0, config: 2 } as const;
+
 export interface RunOptions {
   env: NodeJS.ProcessEnv;
   kubeconfig?: string;
@@ -30,13 +33,22 @@ function readConfig(env: NodeJS.ProcessEnv): BridgeConfig {
   return loadBridgeConfig(env, content ?? {}, file);
 }
 
-function kubeConfigFor(o: RunOptions): KubeConfig {
+/** The kubeconfig, and where its credential comes from (named when the API server refuses it). */
+function kubeConfigFor(o: RunOptions): { kc: KubeConfig; source: string } {
   const kc = new KubeConfig();
-  if (o.kubeconfig !== undefined) kc.loadFromFile(o.kubeconfig);
-  else if (o.env.KUBERNETES_SERVICE_HOST !== undefined && o.env.KUBECONFIG === undefined) kc.loadFromCluster();
-  else kc.loadFromDefault();
+  let file: string | undefined;
+  if (o.kubeconfig !== undefined) kc.loadFromFile((file = o.kubeconfig));
+  else if (o.env.KUBERNETES_SERVICE_HOST !== undefined && o.env.KUBECONFIG === undefined) {
+    kc.loadFromCluster();
+    return { kc, source: "the in-cluster ServiceAccount token (/var/run/secrets/kubernetes.io/serviceaccount/token) and the bridge's RBAC" };
+  } else {
+    kc.loadFromDefault();
+    file = o.env.KUBECONFIG ?? "~/.kube/config";
+  }
   if (o.context !== undefined) kc.setCurrentContext(o.context);
-  return kc;
+  const user = kc.getCurrentUser();
+  const how = user?.exec ? `exec plugin ${String((user.exec as { command?: unknown }).command)}` : user?.token ? "its token" : user?.certFile || user?.certData ? "its client certificate" : "its user";
+  return { kc, source: `kubeconfig ${file}, context ${kc.getCurrentContext()}, user ${user?.name ?? "?"} (${how})` };
 }
 
 /** Resolves with the exit code once the bridge has stopped (on SIGTERM/SIGINT) or failed to start. */
@@ -47,7 +59,7 @@ export async function runBridgeProcess(o: RunOptions): Promise<number> {
   } catch (e) {
     if (!(e instanceof ConfigError)) throw e;
     process.stderr.write(`crdfn bridge: invalid configuration\n${e.message}\n`);
-    return 2;
+    return EXIT_CODES.config;
   }
   const logger = pino({ level: config.logLevel, base: { component: "crdfn-bridge" } });
   const registry = new Registry();
@@ -59,14 +71,25 @@ export async function runBridgeProcess(o: RunOptions): Promise<number> {
     requestHandler: { connectionTimeout: 3000, requestTimeout: 15_000 },
   });
   let kubeConfig: KubeConfig;
+  let credentialSource: string;
   try {
-    kubeConfig = kubeConfigFor(o);
+    ({ kc: kubeConfig, source: credentialSource } = kubeConfigFor(o));
   } catch (e) {
     process.stderr.write(`crdfn bridge: cannot load the kubeconfig: ${(e as Error).message.split("\n")[0]}\n`);
-    return 2;
+    return EXIT_CODES.config;
   }
-  const bridge = startBridge(config, { kubeConfig, sqs, logger, registry });
-  const health = await serveHealth(bridge, config.httpPort);
+  const bridge = startBridge(config, { kubeConfig, sqs, logger, registry, credentialSource });
+  let health: Awaited<ReturnType<typeof serveHealth>>;
+  try {
+    health = await serveHealth(bridge, config.httpPort);
+  } catch (e) {
+    await bridge.stop(0);
+    sqs.destroy();
+    const code = (e as { code?: string }).code;
+    const why = code === "EADDRINUSE" ? "is in use by another process" : code === "EACCES" ? "may not be bound by this user" : (e as Error).message;
+    process.stderr.write(`crdfn bridge: CRDFN_HTTP_PORT: port ${config.httpPort} ${why}; choose another port\n`);
+    return EXIT_CODES.config;
+  }
   logger.info({ port: health.port, cluster: config.cluster, resources: config.resources.length, leaseName: config.lease.name ?? null }, "bridge started");
   void bridge.ready.then(() => logger.info("initial sync done"));
 

@@ -26,6 +26,8 @@ export function reconcileLine(r: ReconcileRecord): string {
       return `! ${what} failed, will be redelivered: ${r.outcome.detail} (${ms})`;
     case "dead-letter":
       return `☠ ${what} message rejected: ${r.outcome.detail}`;
+    case "unavailable":
+      return `⏸ ${what} deferred, the API server is unavailable: ${r.outcome.detail}`;
   }
 }
 

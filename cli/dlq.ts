@@ -39,6 +39,44 @@ export function describeMessage(m: Message, now = Date.now()): string {
   return `${id}  ${e.kind} ${e.namespace ? `${e.namespace}/` : ""}${e.name}  ${e.type}${e.reason ? `/${e.reason}` : ""}  cluster ${e.cluster}  ${age}`;
 }
 
+/**
+ * Moves messages until the dead-letter queue is empty. A FIFO queue hands out one message per
+ * group while that group has one in flight, so one pass of receives cannot see them all: each
+ * message is deleted as soon as its copy is sent, which releases its group for the next receive.
+ */
+export async function redrive(sqs: SQSClient, source: string, target: string, max: number): Promise<{ count: number; byKind: Map<string, number> }> {
+  const fifo = target.endsWith(".fifo");
+  const byKind = new Map<string, number>();
+  let count = 0;
+  while (count < max) {
+    const batch = await receiveSome(sqs, source, Math.min(10, max - count), 60);
+    if (batch.length === 0) break;
+    for (const m of batch) {
+      await sqs.send(
+        new SendMessageCommand({
+          QueueUrl: target,
+          MessageBody: m.Body ?? "",
+          ...(m.MessageAttributes ? { MessageAttributes: m.MessageAttributes } : {}),
+          ...(fifo
+            ? {
+                MessageGroupId: m.Attributes?.MessageGroupId ?? "redrive",
+                // A fresh id: the original is likely still inside the 5-minute deduplication window.
+                MessageDeduplicationId: createHash("sha256").update(`redrive:${m.MessageId}`).digest("hex"),
+              }
+            : {}),
+        }),
+      );
+      // Deleted only after the copy is safely on the event queue: a crash here duplicates, never loses.
+      await sqs.send(new DeleteMessageCommand({ QueueUrl: source, ReceiptHandle: m.ReceiptHandle }));
+      const parsed = parseKeyEvent(m.Body ?? "");
+      const kind = parsed.ok ? parsed.event.kind : "malformed";
+      byKind.set(kind, (byKind.get(kind) ?? 0) + 1);
+      count++;
+    }
+  }
+  return { count, byKind };
+}
+
 export function dlqCommand(): Command {
   const dlq = new Command("dlq")
     .description("inspect and redrive the dead-letter queue")
@@ -63,38 +101,21 @@ export function dlqCommand(): Command {
     });
   dlq
     .command("redrive")
-    .description("move dead-lettered messages back to the event queue, to be reconciled again")
+    .description("move every dead-lettered message back to its event queue, to be reconciled again")
     .option("--state-dir <dir>", "where crdfn dev wrote env", ".crdfn")
-    .option("--max <n>", "at most this many", (v) => Number(v), 1000)
+    .option("--max <n>", "at most this many per dead-letter queue", (v) => Number(v), 100_000)
     .addHelpText("after", "\nExamples:\n  $ crdfn dlq redrive              # after fixing what made them fail\n  $ crdfn dlq redrive --max 10")
     .action(async (o: { stateDir: string; max: number }) => {
       const env = adminEnv(o.stateDir);
-      const source = required(env, "CRDFN_DLQ_URL", hint);
-      const target = required(env, "CRDFN_QUEUE_URL", hint);
+      const pairs: Array<[string, string]> = [[required(env, "CRDFN_DLQ_URL", hint), required(env, "CRDFN_QUEUE_URL", hint)]];
+      if (env.CRDFN_STANDARD_DLQ_URL && env.CRDFN_STANDARD_QUEUE_URL) pairs.push([env.CRDFN_STANDARD_DLQ_URL, env.CRDFN_STANDARD_QUEUE_URL]);
       const sqs = sqsFrom(env);
-      let moved = 0;
       try {
-        for (const m of await receiveSome(sqs, source, o.max, 60)) {
-          const fifo = target.endsWith(".fifo");
-          await sqs.send(
-            new SendMessageCommand({
-              QueueUrl: target,
-              MessageBody: m.Body ?? "",
-              ...(m.MessageAttributes ? { MessageAttributes: m.MessageAttributes } : {}),
-              ...(fifo
-                ? {
-                    MessageGroupId: m.Attributes?.MessageGroupId ?? "redrive",
-                    // A fresh id: the original is likely still inside the 5-minute deduplication window.
-                    MessageDeduplicationId: createHash("sha256").update(`redrive:${m.MessageId}`).digest("hex"),
-                  }
-                : {}),
-            }),
-          );
-          // Deleted only after the copy is safely on the event queue: a crash here duplicates, never loses.
-          await sqs.send(new DeleteMessageCommand({ QueueUrl: source, ReceiptHandle: m.ReceiptHandle }));
-          moved++;
+        for (const [source, target] of pairs) {
+          const moved = await redrive(sqs, source, target, o.max);
+          const kinds = [...moved.byKind].map(([k, n]) => `${n} ${k}`).join(", ");
+          console.log(`redrove ${moved.count} message${moved.count === 1 ? "" : "s"} from ${source.split("/").pop()} to ${target.split("/").pop()}${kinds ? ` (${kinds})` : ""}`);
         }
-        console.log(`redrove ${moved} message${moved === 1 ? "" : "s"} to ${target.split("/").pop()}`);
       } finally {
         sqs.destroy();
       }

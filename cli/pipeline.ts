@@ -297,6 +297,8 @@ export async function startPipeline(o: PipelineOptions): Promise<Pipeline | Proc
     runtime: observed(current, o.onReconcile),
     waitTimeSeconds: 1,
     logger: o.logger.child({ part: "poller" }),
+    clock: functions.clock,
+    ...(functions.requeuer ? { requeuer: functions.requeuer } : {}),
   });
   const stopFunctions = async () => {
     await poller.stop();

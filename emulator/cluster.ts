@@ -80,10 +80,10 @@ export async function startCluster(opts: StartOptions = {}): Promise<LocalCluste
 
     const sqs = await sqsEnvironment(externalSqs ?? `http://127.0.0.1:${sqsPort}`, !!externalSqs, defs);
     const restartable = (get: () => RunningServer | undefined, set: (s: RunningServer) => void, start?: () => Promise<RunningServer>) => ({
-      stop: async () => {
+      stop: async (graceMs?: number) => {
         const s = get();
         if (!s) throw new Error("not running here");
-        await s.stop();
+        await s.stop(graceMs);
         servers.splice(servers.indexOf(s), 1);
       },
       start: async () => {

@@ -74,7 +74,11 @@ export async function startElasticMq(o: ElasticMqOptions): Promise<RunningServer
       `rest-stats { enabled = false }`,
       `aws { region = "${o.region}", accountId = "000000000000" }`,
       // Messages live in an H2 file, so stopping the server (an outage test) keeps them, as SQS would.
-      `messages-storage { enabled = true, uri = "jdbc:h2:${join(o.dir, "messages")}", driver-class = "org.h2.Driver", prune-data-on-init = false }`,
+      // ElasticMQ 1.7 answers a send/delete only after its storage actor wrote it, but H2 commits
+      // to its file up to WRITE_DELAY (500 ms) later: a SIGKILL in between lost acknowledged
+      // messages. WRITE_DELAY=0 writes the MVStore on every commit (the OS page cache then holds
+      // it: a killed process loses nothing; only a crash of the machine itself could).
+      `messages-storage { enabled = true, uri = "jdbc:h2:${join(o.dir, "messages")};WRITE_DELAY=0", driver-class = "org.h2.Driver", prune-data-on-init = false }`,
       elasticMqQueuesConfig(o.queues),
     ].join("\n"),
   );

@@ -19,7 +19,7 @@ export interface RunningServer {
   name: string;
   pid: number;
   logFile: string;
-  /** SIGTERM, then SIGKILL after `graceMs`. Resolves when the process is gone. */
+  /** SIGTERM, then SIGKILL after `graceMs` (0: SIGKILL at once). Resolves when the process is gone. */
   stop(graceMs?: number): Promise<void>;
 }
 
@@ -70,7 +70,8 @@ export async function startServer(spec: ServerSpec, reaper: Reaper): Promise<Run
   const stop = async (graceMs = 10_000): Promise<void> => {
     if (gone) return;
     try {
-      process.kill(-pid, "SIGTERM");
+      // graceMs 0: SIGKILL at once (a crash, for outage tests).
+      process.kill(-pid, graceMs === 0 ? "SIGKILL" : "SIGTERM");
     } catch {
       return;
     }

@@ -34,8 +34,9 @@ export interface LocalCluster {
   /** Environment variables that point a process at this cluster and queue (as in `.crdfn/env`). */
   env: Record<string, string>;
   /** Stop and start pieces, for outage tests. Queue contents and cluster state survive. */
-  queue: { stop(): Promise<void>; start(): Promise<void> };
-  apiServer: { stop(): Promise<void>; start(): Promise<void> };
+  /** stop(0) is a SIGKILL. */
+  queue: { stop(graceMs?: number): Promise<void>; start(): Promise<void> };
+  apiServer: { stop(graceMs?: number): Promise<void>; start(): Promise<void> };
   /** Stops everything and removes every temporary file. Idempotent. */
   stop(): Promise<void>;
 }

@@ -40,10 +40,12 @@ describe("npm run bench (smoke)", { timeout: 150_000 }, () => {
       assert.ok((setup.reconciles as number) >= 20, "every Greeting was reconciled at creation");
 
       const rated = hasKeys(r.rated, ["writes", "writeErrors", "unobserved", "latency", "cpu", ...reconcileKeys], "rated");
-      assert.equal(rated.writes, 30);
+      // A timed phase (10 changes/s for 3 s): bounds, never an exact count.
+      const writes = rated.writes as number;
+      assert.ok(writes >= 24 && writes <= 36, `about 30 writes in the rated phase (${writes})`);
       assert.equal(rated.writeErrors, 0);
       const latency = hasKeys(rated.latency, latencyKeys, "rated.latency");
-      assert.equal((latency.samples as number) + (rated.unobserved as number), 30, "every write is a sample or counted unobserved");
+      assert.equal((latency.samples as number) + (rated.unobserved as number), writes, "every write is a sample or counted unobserved");
       assert.ok((latency.p50Ms as number) > 0 && (latency.p50Ms as number) <= (latency.p99Ms as number));
       const cpu = hasKeys(rated.cpu, cpuKeys, "rated.cpu");
       hasKeys(cpu.percentOfOneCore, ["bridge", "apiServer", "etcd", "elasticMq", "bench"], "rated.cpu.percentOfOneCore");

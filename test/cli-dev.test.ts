@@ -102,7 +102,7 @@ describe("crdfn dev", { timeout: 240_000 }, () => {
     }
     assert.match(await crdfn("dlq", "list"), /Greeting default\/hello-world\s+MODIFIED\/redrive-test/);
     // `dlq list` hides what it showed for a few seconds; redrive once it is visible again.
-    await eventually(async () => assert.match(await crdfn("dlq", "redrive"), /redrove 1 message to crdfn-events\.fifo/), {
+    await eventually(async () => assert.match(await crdfn("dlq", "redrive"), /redrove 1 message from crdfn-events-dlq\.fifo to crdfn-events\.fifo \(1 Greeting\)/), {
       timeoutMs: 15_000,
       intervalMs: 1000,
     });

@@ -100,7 +100,8 @@ describe("typed errors and requeues through the standard queue", { timeout: 180_
       await new Promise((r) => setTimeout(r, 500));
       if (i >= 4) most = Math.max(most, await delayedRequeues());
     }
-    assert.equal(most, 1, `exactly one pending requeue once settled (saw at most ${most})`);
+    // Sampled while the chain runs: a sample may fall between two links (0), never see two chains.
+    assert.ok(most <= 1, `at most one pending requeue once settled (saw ${most})`);
 
     await crs().delete("clock");
     await waitFor("the chain ends with the object", async () => (await delayedRequeues()) === 0, 10_000);

@@ -3,36 +3,50 @@
 //  * CloudEvent: a Pub/Sub message (google.cloud.pubsub.topic.v1.messagePublished), an SQS
 //    message (Body/MessageId/MessageAttributes) or a Lambda-style SQS record; throwing makes the
 //    framework answer 500, so the push source retries and eventually dead-letters.
+// An outage of the API server ("unavailable") is deferred to the requeue queue when there is one
+// (CRDFN_STANDARD_QUEUE_URL) and acknowledged, so it does not spend the push source's retries.
 import type { CloudEvent, HttpFunction } from "@google-cloud/functions-framework";
-import { buildFromEnv, type Served } from "../runtime/entry.ts";
-import { fromCloudEvent } from "../../clients/queue-message.ts";
-import { messageHandled } from "../runtime/outcome.ts";
+import { buildFromEnv, type Built, type Served } from "../runtime/entry.ts";
+import { fromCloudEvent, type QueueMessage } from "../../clients/queue-message.ts";
+import { messageHandled, type Outcome } from "../runtime/outcome.ts";
 import type { Runtime } from "../runtime/runtime.ts";
+import { defer } from "./outage.ts";
+
+/** Seconds a message waits when deferred for an outage (no circuit here: each request is on its own). */
+const OUTAGE_DEFER_SECONDS = 10;
 
 export interface HttpDeps {
   runtime?: Runtime;
   env?: NodeJS.ProcessEnv;
 }
 
-function lazyRuntime(served: Served, deps: HttpDeps): () => Runtime {
-  let runtime = deps.runtime;
-  return () => (runtime ??= buildFromEnv(served, deps.env ?? process.env).runtime);
+type Host = Pick<Built, "runtime" | "clock"> & Partial<Pick<Built, "requeuer" | "logger">>;
+
+/** Handles the message; an outage is deferred (and counts as handled) when it can be. */
+function lazyHandle(served: Served, deps: HttpDeps): (m: QueueMessage) => Promise<Outcome & { handled: boolean }> {
+  let host: Host | undefined = deps.runtime ? { runtime: deps.runtime, clock: () => new Date() } : undefined;
+  return async (m) => {
+    const h = (host ??= buildFromEnv(served, deps.env ?? process.env));
+    const outcome = await h.runtime.handle(m);
+    const deferred = outcome.result === "unavailable" && h.logger !== undefined && (await defer(m, h.requeuer, OUTAGE_DEFER_SECONDS, h.clock, h.logger));
+    return { ...outcome, handled: deferred || messageHandled(outcome) };
+  };
 }
 
 export function httpHandler(served: Served, deps: HttpDeps = {}): HttpFunction {
-  const runtime = lazyRuntime(served, deps);
+  const handle = lazyHandle(served, deps);
   return async (req, res) => {
     const raw = (req as { rawBody?: Buffer }).rawBody;
     const body = raw ? raw.toString("utf8") : typeof req.body === "string" ? req.body : JSON.stringify(req.body);
-    const outcome = await runtime().handle({ id: req.get("x-request-id") ?? "http", body });
-    res.status(messageHandled(outcome) ? 200 : 503).json({ result: outcome.result, detail: outcome.detail ?? "" });
+    const outcome = await handle({ id: req.get("x-request-id") ?? "http", body });
+    res.status(outcome.handled ? 200 : 503).json({ result: outcome.result, detail: outcome.detail ?? "" });
   };
 }
 
 export function cloudEventHandler(served: Served, deps: HttpDeps = {}): (event: CloudEvent<unknown>) => Promise<void> {
-  const runtime = lazyRuntime(served, deps);
+  const handle = lazyHandle(served, deps);
   return async (event) => {
-    const outcome = await runtime().handle(fromCloudEvent(event));
-    if (!messageHandled(outcome)) throw new Error(`${outcome.result}: ${outcome.detail}`);
+    const outcome = await handle(fromCloudEvent(event));
+    if (!outcome.handled) throw new Error(`${outcome.result}: ${outcome.detail}`);
   };
 }

@@ -16,3 +16,24 @@ describe("Lambda handler", () => {
     assert.match(lines[0] ?? "", /^invalid setting CRDFN_KUBE_AUTH: /);
   });
 });
+
+describe("Lambda handler on a FIFO batch", () => {
+  const record = (id: string, group: string) => ({ messageId: id, body: id, receiptHandle: id, attributes: { MessageGroupId: group, ApproximateReceiveCount: "1" }, eventSourceARN: "arn:aws:sqs:us-east-1:0:q.fifo" });
+  it("groups in order; behind a failure the rest of its group is superseded, not failed; a malformed message holds nothing back", async () => {
+    const seen: string[] = [];
+    const results: Record<string, "retry" | "dead-letter"> = { a1: "retry", c1: "dead-letter" };
+    const runtime = {
+      handle: (m: { body: string }) => {
+        seen.push(m.body);
+        const result = results[m.body];
+        return Promise.resolve(result ? { result, detail: "boom", apiCalls: 1 } : { result: "success" as const, apiCalls: 1 });
+      },
+    };
+    const handler = lambdaHandler(greeting, { runtime });
+    const event = { Records: [record("a1", "A"), record("b1", "B"), record("a2", "A"), record("c1", "C"), record("c2", "C")] } as unknown as SQSEvent;
+    const response = await handler(event, {} as Context);
+    assert.deepEqual(response.batchItemFailures.map((f) => f.itemIdentifier).sort(), ["a1", "c1"]);
+    assert.ok(!seen.includes("a2"), "a2 was never tried: a1's retry reconciles the object");
+    assert.ok(seen.indexOf("c1") < seen.indexOf("c2"), "in order within a group");
+  });
+});

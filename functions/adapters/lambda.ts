@@ -1,48 +1,123 @@
 // AWS Lambda SQS handler over the runtime, with partial batch responses
-// (ReportBatchItemFailures): only failed messages return to the queue.
-import { BatchProcessor, EventType, processPartialResponse, SqsFifoPartialProcessorAsync } from "@aws-lambda-powertools/batch";
+// (ReportBatchItemFailures): only failed messages return to the queue. Lambda cannot pause its
+// event source, so while the API server is unavailable each record is deferred (re-sent delayed
+// on the requeue queue and reported handled) instead of spending its receives; see outage.ts.
+import { BatchProcessor, EventType, processPartialResponse } from "@aws-lambda-powertools/batch";
+import { GetQueueUrlCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda";
+import type { Logger } from "pino";
 import { buildFromEnv, type Served } from "../runtime/entry.ts";
 import { ConfigError } from "../../core/config-error.ts";
 import { fromLambdaRecord } from "../../clients/queue-message.ts";
-import { messageHandled } from "../runtime/outcome.ts";
+import { messageHandled, type Outcome } from "../runtime/outcome.ts";
+import type { Requeuer } from "../runtime/requeue.ts";
 import type { Runtime } from "../runtime/runtime.ts";
+import { backOff, behind, createCircuit, deadLetterLimits, defer, report, type Circuit } from "./outage.ts";
 
 export interface LambdaDeps {
   /** Supplied by tests; otherwise built from the environment on the first invocation. */
   runtime?: Runtime;
   env?: NodeJS.ProcessEnv;
+  /** With `runtime`: the clients for deferral and retry backoff (built from the environment otherwise). */
+  sqs?: SQSClient;
+  requeuer?: Requeuer;
+  logger?: Logger;
+  clock?: () => Date;
+  /** Visibility of a failed record's first retry; doubles per receive. Default 30 s. */
+  retryBaseSeconds?: number;
 }
 
 export type SqsLambdaHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse>;
 
+interface Host {
+  runtime: Runtime;
+  sqs?: SQSClient;
+  requeuer?: Requeuer;
+  logger?: Logger;
+  clock: () => Date;
+  circuit?: Circuit;
+  limits?: (queueUrl: string) => Promise<number | undefined>;
+  queueUrlOf?: (arn: string) => Promise<string>;
+}
+
+/** An event source ARN (arn:aws:sqs:region:account:name) to its queue URL, asked of SQS once per queue. */
+function queueUrls(sqs: SQSClient): (arn: string) => Promise<string> {
+  const known = new Map<string, Promise<string>>();
+  return (arn) => {
+    let url = known.get(arn);
+    if (!url) {
+      const [, , , , account, name] = arn.split(":");
+      url = sqs.send(new GetQueueUrlCommand({ QueueName: name, ...(account ? { QueueOwnerAWSAccountId: account } : {}) })).then((o) => o.QueueUrl ?? "");
+      url.catch(() => known.delete(arn));
+      known.set(arn, url);
+    }
+    return url;
+  };
+}
+
+function hostOf(served: Served, deps: LambdaDeps): Host {
+  const base = deps.runtime
+    ? { runtime: deps.runtime, ...(deps.sqs ? { sqs: deps.sqs } : {}), ...(deps.requeuer ? { requeuer: deps.requeuer } : {}), ...(deps.logger ? { logger: deps.logger } : {}), clock: deps.clock ?? (() => new Date()) }
+    : buildFromEnv(served, deps.env ?? process.env);
+  const host: Host = { ...base };
+  if (base.logger) host.circuit = createCircuit({ clock: base.clock, logger: base.logger });
+  if (base.sqs) {
+    host.limits = deadLetterLimits(base.sqs);
+    host.queueUrlOf = queueUrls(base.sqs);
+  }
+  return host;
+}
+
 /** `served`: the operator (or operators) whose events arrive on the queue. */
 export function lambdaHandler(served: Served, deps: LambdaDeps = {}): SqsLambdaHandler {
   // Built on the first invocation, not at import (config errors then surface as a failed
-  // invocation with one clear line), and kept for warm invocations.
-  let runtime = deps.runtime;
+  // invocation with one clear line), and kept for warm invocations, circuit included.
+  let host: Host | undefined;
   return async (event, context) => {
     // Metrics (EMF) once per invocation, however it ends: disposed when this function returns.
-    using _metrics = { [Symbol.dispose]: () => runtime?.flushMetrics?.() };
-    let built: Runtime;
+    using _metrics = { [Symbol.dispose]: () => host?.runtime.flushMetrics?.() };
+    let h: Host;
     try {
-      built = runtime ??= buildFromEnv(served, deps.env ?? process.env).runtime;
+      h = host ??= hostOf(served, deps);
     } catch (error) {
       if (!(error instanceof ConfigError)) throw error;
       // Misconfigured: say so in one line and return the whole batch (the DLQ keeps it safe).
       console.error(error.message);
       return { batchItemFailures: event.Records.map((r) => ({ itemIdentifier: r.messageId })) };
     }
-    const recordHandler = async (record: SQSRecord): Promise<void> => {
-      const outcome = await built.handle(fromLambdaRecord(record));
-      // Throwing marks the record failed: it stays in the queue for its visibility timeout.
-      if (!messageHandled(outcome)) throw new Error(`${outcome.result}: ${outcome.detail}`);
+    // FIFO: each group in order (a chain of promises per group), groups in parallel; what
+    // follows a failure in its group is settled by `behind` instead of being tried.
+    const chains = new Map<string, Promise<Outcome | undefined>>();
+    const recordHandler = (record: SQSRecord): Promise<void> => {
+      const group = record.attributes?.MessageGroupId;
+      const previous = group === undefined ? Promise.resolve(undefined) : (chains.get(group) ?? Promise.resolve(undefined));
+      const settled = previous.then((before) => settle(h, record, before, deps));
+      if (group !== undefined) chains.set(group, settled.catch(() => ({ result: "retry" as const, detail: "failed" })));
+      return settled.then((outcome) => {
+        // Throwing marks the record failed: it stays in the queue (its visibility set by backOff).
+        if (!outcome.handled) throw new Error(`${outcome.result}: ${outcome.detail}`);
+      });
     };
-    const fifo = event.Records.some((r) => r.eventSourceARN.endsWith(".fifo"));
-    // FIFO: in order, and after a group's first failure the rest of that group fails too
-    // (skipGroupOnError), while other groups carry on.
-    return fifo
-      ? processPartialResponse(event, recordHandler, new SqsFifoPartialProcessorAsync(), { context, skipGroupOnError: true, throwOnFullBatchFailure: false })
-      : processPartialResponse(event, recordHandler, new BatchProcessor(EventType.SQS), { context, throwOnFullBatchFailure: false });
+    return processPartialResponse(event, recordHandler, new BatchProcessor(EventType.SQS), { context, throwOnFullBatchFailure: false });
   };
+}
+
+/** One record: try it (or settle it by what came before it in its group), defer an outage, back a failure off. */
+async function settle(h: Host, record: SQSRecord, before: Outcome | undefined, deps: LambdaDeps): Promise<Outcome & { handled: boolean }> {
+  const message = fromLambdaRecord(record);
+  const log = h.logger;
+  const admission = h.circuit?.admit() ?? "closed";
+  const instead = typeof admission === "number" ? behind({ result: "unavailable" }) : behind(before);
+  if (instead && typeof admission !== "number") h.circuit?.release();
+  const outcome: Outcome = instead ?? (await h.runtime.handle(message));
+  if (!instead && h.circuit) report(h.circuit, outcome);
+  if (outcome.result === "unavailable" && h.circuit && log && (await defer(message, h.requeuer, h.circuit.deferSeconds(), h.clock, log))) return { ...outcome, handled: true };
+  if (outcome.result === "retry" && h.sqs && h.queueUrlOf && h.limits && log) {
+    const queueUrl = await h.queueUrlOf(record.eventSourceARN).catch(() => "");
+    if (queueUrl) {
+      const hint = (outcome as { delaySeconds?: number }).delaySeconds;
+      await backOff(h.sqs, queueUrl, { ...message, receiptHandle: record.receiptHandle }, outcome.detail, { baseSeconds: deps.retryBaseSeconds ?? 30 }, await h.limits(queueUrl), log, hint);
+    }
+  }
+  return { ...outcome, handled: messageHandled(outcome) };
 }

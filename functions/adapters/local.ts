@@ -23,6 +23,8 @@ export function startLocalFunctions(served: Served, opts: LocalFunctionsOptions)
     queueUrls,
     runtime: built.runtime,
     logger: built.logger,
+    clock: built.clock,
+    ...(built.requeuer ? { requeuer: built.requeuer } : {}),
     ...(opts.batchSize === undefined ? {} : { batchSize: opts.batchSize }),
     ...(opts.waitTimeSeconds === undefined ? {} : { waitTimeSeconds: opts.waitTimeSeconds }),
     ...(opts.visibilityTimeout === undefined ? {} : { visibilityTimeout: opts.visibilityTimeout }),

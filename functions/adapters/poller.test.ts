@@ -6,7 +6,7 @@ import { processBatch } from "./poller.ts";
 const msg = (id: string, group: string) => ({ MessageId: id, Body: id, Attributes: { MessageGroupId: group } });
 
 describe("batch processing", () => {
-  it("FIFO: groups in order; after a group's first failure the rest of that group is not attempted", async () => {
+  it("FIFO: groups in order; after a group's first failure the rest of that group is not attempted but superseded", async () => {
     const seen: string[] = [];
     const runtime = {
       handle: (m: { body: string }) => {
@@ -15,14 +15,38 @@ describe("batch processing", () => {
       },
     };
     const outcomes = await processBatch([msg("a1", "A"), msg("b1", "B"), msg("a2", "A"), msg("a3", "A"), msg("b2", "B")], true, runtime, pino({ level: "silent" }));
-    assert.deepEqual([...outcomes].map(([id, o]) => [id, o.result]).sort(), [["a1", "success"], ["a2", "retry"], ["a3", "retry"], ["b1", "success"], ["b2", "success"]]);
+    assert.deepEqual([...outcomes].map(([id, o]) => [id, o.result]).sort(), [["a1", "success"], ["a2", "retry"], ["a3", "success"], ["b1", "success"], ["b2", "success"]]);
     assert.ok(!seen.includes("a3"), "a3 was never handed to the runtime");
+    assert.match(outcomes.get("a3")?.detail ?? "", /superseded/, "a3 is deleted: a2's retry reconciles the object's current state");
     assert.ok(seen.indexOf("a1") < seen.indexOf("a2"));
+  });
+
+  it("FIFO: a malformed message does not hold back the rest of its group", async () => {
+    const runtime = { handle: (m: { body: string }) => Promise.resolve(m.body === "x" ? { result: "dead-letter" as const, detail: "bad" } : { result: "success" as const }) };
+    const outcomes = await processBatch([msg("x", "G"), msg("y", "G")], true, runtime, pino({ level: "silent" }));
+    assert.deepEqual([outcomes.get("x")?.result, outcomes.get("y")?.result], ["dead-letter", "success"]);
   });
 
   it("standard queue: one failure does not hold back the others", async () => {
     const runtime = { handle: (m: { body: string }) => Promise.resolve(m.body === "x" ? { result: "dead-letter" as const, detail: "bad" } : { result: "success" as const }) };
     const outcomes = await processBatch([msg("x", "G"), msg("y", "G")], false, runtime, pino({ level: "silent" }));
     assert.equal(outcomes.get("y")?.result, "success");
+  });
+});
+
+describe("batch processing with the outage circuit", () => {
+  it("defers the rest of a batch once the circuit opens, but tries the probe batch", async () => {
+    const { createCircuit } = await import("./outage.ts");
+    const circuit = createCircuit({ clock: () => new Date(), logger: pino({ level: "silent" }) });
+    const down = { handle: () => Promise.resolve({ result: "unavailable" as const, detail: "ECONNREFUSED" }) };
+    const outcomes = await processBatch([msg("a1", "A"), msg("a2", "A"), msg("b1", "B")], true, down, pino({ level: "silent" }), circuit);
+    assert.ok([...outcomes.values()].every((o) => o.result === "unavailable"));
+    assert.ok(circuit.isOpen());
+    let tried = 0;
+    const up = { handle: () => (tried++, Promise.resolve({ result: "success" as const })) };
+    const probe = await processBatch([msg("c1", "C")], true, up, pino({ level: "silent" }), circuit);
+    assert.equal(probe.get("c1")?.result, "success");
+    assert.equal(tried, 1);
+    assert.ok(!circuit.isOpen(), "a successful probe closes the circuit");
   });
 });

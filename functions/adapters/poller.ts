@@ -1,6 +1,7 @@
 // A local stand-in for Lambda's SQS event source: long-poll batches, hand each message to the
-// runtime, delete what succeeded, and leave failures to the visibility timeout so the queue's
-// redrive policy (maxReceiveCount 5) dead-letters what keeps failing.
+// runtime, delete what succeeded, and back failures off (outage.ts) so the queue's redrive policy
+// (maxReceiveCount 5) dead-letters only what keeps failing for the object's own sake. While the
+// API server is unavailable the circuit stops receiving altogether.
 import {
   ChangeMessageVisibilityCommand,
   DeleteMessageBatchCommand,
@@ -13,6 +14,8 @@ import type { Logger } from "pino";
 import { backoffMs } from "../../core/backoff.ts";
 import { fromSqsMessage, type QueueMessage } from "../../clients/queue-message.ts";
 import { messageHandled, type Outcome } from "../runtime/outcome.ts";
+import type { Requeuer } from "../runtime/requeue.ts";
+import { backOff, behind, createCircuit, deadLetterLimits, defer, report, type Circuit } from "./outage.ts";
 
 export interface MessageHandler {
   handle(message: QueueMessage): Promise<Outcome>;
@@ -30,6 +33,11 @@ export interface PollerOptions {
   /** Override the queue's visibility timeout for received messages. */
   visibilityTimeout?: number;
   logger: Logger;
+  /** Where "unavailable" messages are deferred to (the standard queue); without it they wait out a visibility timeout. */
+  requeuer?: Requeuer;
+  clock?: () => Date;
+  /** Longest pause between probes while the API server is unavailable. Default 10 s. */
+  maxProbeIntervalMs?: number;
 }
 
 export interface Poller {
@@ -39,7 +47,11 @@ export interface Poller {
 
 export function startPoller(opts: PollerOptions): Poller {
   const abort = new AbortController();
-  const loops = opts.queueUrls.map((url) => pollLoop(url, opts, abort.signal));
+  const clock = opts.clock ?? (() => new Date());
+  // One circuit for the whole process: every queue's work needs the same API server.
+  const circuit = createCircuit({ clock, logger: opts.logger, ...(opts.maxProbeIntervalMs === undefined ? {} : { maxMs: opts.maxProbeIntervalMs }) });
+  const limits = deadLetterLimits(opts.sqs);
+  const loops = opts.queueUrls.map((url) => pollLoop(url, { ...opts, clock, circuit, limits }, abort.signal));
   return {
     async stop() {
       abort.abort();
@@ -48,17 +60,28 @@ export function startPoller(opts: PollerOptions): Poller {
   };
 }
 
-async function pollLoop(queueUrl: string, opts: PollerOptions, signal: AbortSignal): Promise<void> {
+interface LoopOptions extends PollerOptions {
+  clock: () => Date;
+  circuit: Circuit;
+  limits: (queueUrl: string) => Promise<number | undefined>;
+}
+
+async function pollLoop(queueUrl: string, opts: LoopOptions, signal: AbortSignal): Promise<void> {
   const log = opts.logger.child({ queue: queueUrl.split("/").pop() });
   const fifo = queueUrl.endsWith(".fifo");
   let failures = 0;
   while (!signal.aborted) {
+    const admission = opts.circuit.admit();
+    if (typeof admission === "number") {
+      await sleep(admission, signal);
+      continue;
+    }
     let messages: Message[];
     try {
       const out = await opts.sqs.send(
         new ReceiveMessageCommand({
           QueueUrl: queueUrl,
-          MaxNumberOfMessages: opts.batchSize ?? 10,
+          MaxNumberOfMessages: admission === "probe" ? 1 : (opts.batchSize ?? 10),
           WaitTimeSeconds: opts.waitTimeSeconds ?? 20,
           ...(opts.visibilityTimeout === undefined ? {} : { VisibilityTimeout: opts.visibilityTimeout }),
           MessageSystemAttributeNames: ["ApproximateReceiveCount", "MessageGroupId"],
@@ -69,42 +92,51 @@ async function pollLoop(queueUrl: string, opts: PollerOptions, signal: AbortSign
       messages = out.Messages ?? [];
       failures = 0;
     } catch (error) {
+      if (admission === "probe") opts.circuit.release();
       if (signal.aborted) return;
       // Queue outage: keep trying, with a capped backoff, so nothing is lost when it returns.
       const retryInMs = backoffMs(++failures, { initialMs: 250, maxMs: 5000 });
       log.warn({ error: (error as Error).message, retryInMs }, "receive failed");
-      await delay(retryInMs, undefined, { signal }).catch(() => undefined); // an abort ends the wait
+      await sleep(retryInMs, signal);
       continue;
     }
-    if (messages.length === 0) continue;
-    const outcomes = await processBatch(messages, fifo, opts.runtime, log);
-    await settle(queueUrl, messages, outcomes, opts.sqs, log);
+    if (messages.length === 0) {
+      if (admission === "probe") opts.circuit.release();
+      continue;
+    }
+    const outcomes = await processBatch(messages, fifo, opts.runtime, log, opts.circuit);
+    await settle(queueUrl, messages, outcomes, opts, log);
   }
 }
 
 /**
  * FIFO: each message group in order, groups in parallel; after a group's first failure the rest
- * of that group is not attempted (its order would break). Standard: everything in parallel.
+ * of that group is not attempted (see `behind`). Standard: everything in parallel.
  */
-export async function processBatch(messages: Message[], fifo: boolean, runtime: MessageHandler, log: Logger): Promise<Map<string, Outcome>> {
+export async function processBatch(messages: Message[], fifo: boolean, runtime: MessageHandler, log: Logger, circuit?: Circuit): Promise<Map<string, Outcome>> {
   const outcomes = new Map<string, Outcome>();
   const groups = new Map<string, Message[]>();
   for (const m of messages) {
     const key = fifo ? (m.Attributes?.MessageGroupId ?? "") : (m.MessageId ?? "");
     groups.set(key, [...(groups.get(key) ?? []), m]);
   }
+  // Open already: this batch is the half-open probe, which must be tried.
+  const probing = circuit?.isOpen() ?? false;
   await Promise.all(
     [...groups.values()].map(async (group) => {
-      let failed = false;
+      let previous: Outcome | undefined;
       for (const m of group) {
         const id = m.MessageId ?? "";
-        if (failed) {
-          outcomes.set(id, { result: "retry", detail: "an earlier message of its group failed" });
+        // Once the circuit opened (unless this batch is its probe) nothing more is tried.
+        const instead = !probing && circuit?.isOpen() ? behind({ result: "unavailable" }) : behind(previous);
+        if (instead) {
+          outcomes.set(id, instead);
           continue;
         }
         const outcome = await handleSafely(runtime, fromSqsMessage(m), log);
         outcomes.set(id, outcome);
-        failed = !messageHandled(outcome);
+        if (circuit) report(circuit, outcome);
+        previous = outcome;
       }
     }),
   );
@@ -120,8 +152,18 @@ async function handleSafely(runtime: MessageHandler, m: QueueMessage, log: Logge
   }
 }
 
-async function settle(queueUrl: string, messages: Message[], outcomes: Map<string, Outcome>, sqs: SQSClient, log: Logger): Promise<void> {
-  const handled = messages.filter((m) => messageHandled(outcomes.get(m.MessageId ?? "") ?? { result: "retry", detail: "" }));
+async function settle(queueUrl: string, messages: Message[], outcomes: Map<string, Outcome>, opts: LoopOptions, log: Logger): Promise<void> {
+  const { sqs } = opts;
+  const outcomeOf = (m: Message): Outcome => outcomes.get(m.MessageId ?? "") ?? { result: "retry", detail: "no outcome" };
+  const deferred = new Set<Message>();
+  await Promise.all(
+    messages
+      .filter((m) => outcomeOf(m).result === "unavailable")
+      .map(async (m) => {
+        if (await defer(fromSqsMessage(m), opts.requeuer, opts.circuit.deferSeconds(), opts.clock, log)) deferred.add(m);
+      }),
+  );
+  const handled = messages.filter((m) => messageHandled(outcomeOf(m)) || deferred.has(m));
   try {
     if (handled.length > 0) {
       const out = await sqs.send(
@@ -136,10 +178,18 @@ async function settle(queueUrl: string, messages: Message[], outcomes: Map<strin
     // A bad message can never succeed: make it visible again at once, so its receives run out
     // quickly and the redrive policy moves it to the DLQ instead of blocking its FIFO group.
     for (const m of messages) {
-      if (outcomes.get(m.MessageId ?? "")?.result !== "dead-letter") continue;
-      await sqs.send(new ChangeMessageVisibilityCommand({ QueueUrl: queueUrl, ReceiptHandle: m.ReceiptHandle ?? "", VisibilityTimeout: 0 }));
+      const outcome = outcomeOf(m);
+      if (outcome.result === "dead-letter") {
+        await sqs.send(new ChangeMessageVisibilityCommand({ QueueUrl: queueUrl, ReceiptHandle: m.ReceiptHandle ?? "", VisibilityTimeout: 0 }));
+      } else if (outcome.result === "retry") {
+        const hint = (outcome as { delaySeconds?: number }).delaySeconds;
+        await backOff(sqs, queueUrl, { ...fromSqsMessage(m), receiptHandle: m.ReceiptHandle ?? "" }, outcome.detail, { baseSeconds: opts.visibilityTimeout ?? 30 }, await opts.limits(queueUrl), log, hint);
+      }
     }
   } catch (error) {
     log.warn({ error: (error as Error).message }, "settling the batch failed; messages will be redelivered");
   }
 }
+
+/** Resolves after `ms`, or at once when stopping. */
+const sleep = (ms: number, signal: AbortSignal): Promise<void> => delay(ms, undefined, { signal }).catch(() => undefined);

@@ -14,7 +14,7 @@ import { createKubeApi } from "./kube-http.ts";
 import { dispatchByCluster, dispatchByResource } from "./dispatch.ts";
 import { createEmfMetrics } from "./emf-metrics.ts";
 import { createRuntimeMetrics, type RuntimeMetrics } from "./metrics.ts";
-import { createSqsRequeuer } from "./requeue.ts";
+import { createSqsRequeuer, type Requeuer } from "./requeue.ts";
 import { createRuntime, type Runtime } from "./runtime.ts";
 
 export interface Built {
@@ -23,6 +23,9 @@ export interface Built {
   runtime: Runtime;
   sqs: SQSClient;
   logger: Logger;
+  clock: () => Date;
+  /** Delayed re-delivery on the standard queue (requeues, and messages deferred during an outage). */
+  requeuer?: Requeuer;
 }
 
 /** One operator, or several sharing a queue. */
@@ -69,5 +72,5 @@ export function buildFromEnv(served: Served, env: NodeJS.ProcessEnv, opts: { reg
   };
   const dispatched = dispatchByCluster([...clusters.keys()], buildCluster, logger);
   const runtime: Runtime = emf ? { handle: (message) => dispatched.handle(message), flushMetrics: () => emf.flush() } : dispatched;
-  return { config, clusters, runtime, sqs, logger };
+  return { config, clusters, runtime, sqs, logger, clock, ...(requeuer ? { requeuer } : {}) };
 }

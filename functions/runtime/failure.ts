@@ -17,6 +17,7 @@ export const RECONCILE_ERROR = "ReconcileError";
 export async function onFailure(step: Step, object: KubeObject, error: unknown): Promise<Outcome> {
   const verdict = classify(error);
   if (verdict.kind === "conflict") throw error;
+  if (verdict.kind === "unavailable") return { result: "unavailable", detail: verdict.message };
   try {
     // A write answered 404: if the object itself is gone (or replaced), there is nothing left to do.
     if (error instanceof ApiError && error.code === 404 && (await step.api.get(step.ref))?.metadata.uid !== object.metadata.uid) {
@@ -29,7 +30,9 @@ export async function onFailure(step: Step, object: KubeObject, error: unknown):
     if (verdict.kind === "later") return await retryLater(step, object, verdict.delaySeconds, verdict.message);
     if (error instanceof ReconcileThrew) await recordFailure(step, object, RECONCILE_ERROR, error.message, true);
   } catch (writeError) {
-    if (classify(writeError).kind === "conflict") throw writeError;
+    const writeVerdict = classify(writeError);
+    if (writeVerdict.kind === "conflict") throw writeError;
+    if (writeVerdict.kind === "unavailable") return { result: "unavailable", detail: writeVerdict.message };
     return failMessage(step, `handling ${verdict.kind} failed: ${(writeError as Error).message}`);
   }
   return failMessage(step, verdict.message);

@@ -30,6 +30,8 @@ export async function handleEvent(step: Step, dueAtMs: number, maxAttempts: numb
         step.log.debug({ attempt }, "409 Conflict; re-reading");
         continue;
       }
+      // Not this object's fault: the adapter defers the message without spending its receives.
+      if (verdict.kind === "unavailable") return { result: "unavailable", detail: verdict.message };
       return failMessage(step, "message" in verdict ? verdict.message : String(error));
     }
   }

@@ -44,6 +44,7 @@ export function resultOf(outcome: Outcome): { result: ReconcileResultLabel; erro
       return { result: "error", error: true, terminal: true };
     case "retry":
     case "retry-later":
+    case "unavailable":
       return { result: "error", error: true, terminal: false };
   }
 }

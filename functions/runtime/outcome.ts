@@ -11,29 +11,56 @@ import { thrownMessage } from "./thrown.ts";
  * - retry: fail the message; the queue redelivers it after its visibility timeout (counts
  *   towards the dead-letter limit, so a function that always crashes ends in the DLQ).
  * - dead-letter: the message itself is bad; fail it until the queue dead-letters it.
+ * - unavailable: the API server (or its credential) failed, not the object. Not the message's
+ *   fault, so it must not spend its receive budget: the adapters re-send it as a new delayed
+ *   message and back off across the whole function (functions/adapters/circuit.ts).
  */
 export type Outcome =
   | { result: "success"; detail?: string; requeue?: "after" | "deferred" }
   | { result: "retry-later"; delaySeconds: number; detail: string }
   | { result: "permanent"; detail: string }
   | { result: "retry"; detail: string }
-  | { result: "dead-letter"; detail: string };
+  | { result: "dead-letter"; detail: string }
+  | { result: "unavailable"; detail: string };
 
 /** Did the queue message get handled (delete it) or must it come back? */
-export const messageHandled = (o: Outcome): boolean => o.result !== "retry" && o.result !== "dead-letter";
+export const messageHandled = (o: Outcome): boolean => o.result !== "retry" && o.result !== "dead-letter" && o.result !== "unavailable";
 
 export type Verdict =
   | { kind: "conflict" }
   | { kind: "permanent"; reason: string; message: string }
   | { kind: "later"; delaySeconds: number; message: string }
-  | { kind: "retry"; message: string };
+  | { kind: "retry"; message: string }
+  | { kind: "unavailable"; message: string };
+
+/** An admission policy or webhook refused this write (403): about the object, not the credential. */
+const deniedByAdmission = (e: ApiError): boolean => e.code === 403 && /ValidatingAdmissionPolicy|admission webhook/.test(e.message);
+
+/** Connection-level failures: the API server is down, restarting or unreachable. */
+const NETWORK_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "ENOTFOUND", "EAI_AGAIN", "EPIPE", "ECONNABORTED", "UND_ERR_SOCKET", "UND_ERR_CONNECT_TIMEOUT"]);
+
+/**
+ * Failures of the infrastructure rather than of the object: unreachable or timing out, 5xx,
+ * 429 (throttled), and 401/403 (a broken or expired credential, or missing RBAC: a person must
+ * fix it, and every object would fail the same way meanwhile).
+ */
+export function isInfrastructureFailure(error: unknown): boolean {
+  if (error instanceof ApiError && deniedByAdmission(error)) return false;
+  if (error instanceof ApiError) return error.code === 401 || error.code === 403 || error.code === 429 || error.code >= 500;
+  if (!(error instanceof Error)) return false;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === "string" && NETWORK_CODES.has(code)) return true;
+  // Our HTTP clients' own timeouts, and an aborted socket while the server restarts.
+  return /timed out|socket hang up/i.test(error.message);
+}
 
 export function classify(error: unknown): Verdict {
   if (error instanceof ApiError && error.code === 409) return { kind: "conflict" };
   // The API server refused what reconcile asked for (an invalid child): retrying the same
   // object cannot help, so it is recorded like a PermanentError.
-  if (error instanceof ApiError && (error.code === 400 || error.code === 422)) return { kind: "permanent", reason: "RejectedByApiServer", message: error.message };
+  if (error instanceof ApiError && (error.code === 400 || error.code === 422 || deniedByAdmission(error))) return { kind: "permanent", reason: "RejectedByApiServer", message: error.message };
   if (error instanceof PermanentError) return { kind: "permanent", reason: error.reason, message: error.message };
   if (error instanceof TemporaryError) return { kind: "later", delaySeconds: error.delaySeconds, message: error.message };
+  if (isInfrastructureFailure(error)) return { kind: "unavailable", message: thrownMessage(error) };
   return { kind: "retry", message: thrownMessage(error) };
 }

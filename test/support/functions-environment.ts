@@ -5,6 +5,7 @@ import { PurgeQueueCommand, ReceiveMessageCommand, SendMessageCommand, type SQSC
 import { CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
 import { pino, type Logger } from "pino";
 import { Registry } from "prom-client";
+import type { SQSEvent, SQSRecord } from "aws-lambda";
 import { deduplicationId, encodeKeyEvent, messageGroupId, type KeyEvent } from "../../core/event.ts";
 import { startBridge, type RunningBridge } from "../../bridge/bridge.ts";
 import { loadBridgeConfig } from "../../bridge/config.ts";
@@ -97,9 +98,40 @@ export function runtimeFor(env: Env, op: Operator<unknown>, opts: { api?: KubeAp
   });
 }
 
-export function pollerFor(env: Env, runtime: Runtime, visibilityTimeout = 2): Poller {
+/** visibilityTimeout undefined: the queue's own (30 s locally). */
+export function pollerFor(env: Env, runtime: Runtime, visibilityTimeout: number | undefined = 2): Poller {
   const { fifo, standard } = env.cluster.sqs.queues;
-  return startPoller({ sqs: env.sqs, queueUrls: [fifo, standard], runtime, batchSize: 10, waitTimeSeconds: 1, visibilityTimeout, logger: env.logger });
+  const clock = () => new Date();
+  const requeuer = createSqsRequeuer({ sqs: env.sqs, queueUrl: standard, clock });
+  return startPoller({ sqs: env.sqs, queueUrls: [fifo, standard], runtime, batchSize: 10, waitTimeSeconds: 1, ...(visibilityTimeout === undefined ? {} : { visibilityTimeout }), logger: env.logger, requeuer, clock });
+}
+
+/** The event Lambda's SQS event source would hand the function for these received messages. */
+export function lambdaEvent(messages: Message[], queueUrl: string): SQSEvent {
+  const queueName = queueUrl.split("/").pop() ?? "";
+  return {
+    Records: messages.map((m): SQSRecord => ({
+      messageId: m.MessageId ?? "",
+      receiptHandle: m.ReceiptHandle ?? "",
+      body: m.Body ?? "",
+      attributes: {
+        ApproximateReceiveCount: m.Attributes?.ApproximateReceiveCount ?? "1",
+        SentTimestamp: m.Attributes?.SentTimestamp ?? "0",
+        SenderId: m.Attributes?.SenderId ?? "local",
+        ApproximateFirstReceiveTimestamp: m.Attributes?.ApproximateFirstReceiveTimestamp ?? "0",
+        ...(m.Attributes?.MessageGroupId ? { MessageGroupId: m.Attributes.MessageGroupId } : {}),
+        ...(m.Attributes?.MessageDeduplicationId ? { MessageDeduplicationId: m.Attributes.MessageDeduplicationId } : {}),
+        ...(m.Attributes?.SequenceNumber ? { SequenceNumber: m.Attributes.SequenceNumber } : {}),
+      },
+      messageAttributes: Object.fromEntries(
+        Object.entries(m.MessageAttributes ?? {}).map(([k, v]) => [k, { dataType: v.DataType ?? "String", ...(v.StringValue === undefined ? {} : { stringValue: v.StringValue }) }]),
+      ),
+      md5OfBody: m.MD5OfBody ?? "",
+      eventSource: "aws:sqs",
+      eventSourceARN: `arn:aws:sqs:us-east-1:000000000000:${queueName}`,
+      awsRegion: "us-east-1",
+    })),
+  };
 }
 
 /** What the bridge would publish for this object, built from the object as the API returns it. */

@@ -1,0 +1,188 @@
+// What the adapters (local poller, Lambda) do with failures, so that an outage of the API server
+// never spends a message's dead-letter budget, while a failure of the object itself still does:
+//  * a circuit per function process: the first "unavailable" outcome opens it; while open no new
+//    work is taken (the poller stops receiving; Lambda, which cannot stop its event source, defers
+//    each record unprocessed); after the open period ONE message probes (half-open); success
+//    closes it, failure re-opens it for twice as long (capped).
+//  * deferral: an "unavailable" message is re-sent as a NEW delayed message on the standard
+//    (requeue) queue and the original deleted, so its receive count starts again.
+//  * ordinary retries back off exponentially: the failed message's visibility timeout grows with
+//    its receive count, and its last receive before the redrive policy moves it says so.
+// Kept small on purpose: the jittered exponential delay is the only arithmetic here.
+import { ChangeMessageVisibilityCommand, GetQueueAttributesCommand, type SQSClient } from "@aws-sdk/client-sqs";
+import type { Logger } from "pino";
+import { parseKeyEvent } from "../../core/event.ts";
+import type { QueueMessage } from "../runtime/message.ts";
+import type { Outcome } from "../runtime/outcome.ts";
+import type { Requeuer } from "../runtime/requeue.ts";
+
+/** base · 2^(n-1), capped; n counts from 1. */
+export const exponential = (base: number, n: number, cap: number): number => Math.min(cap, base * 2 ** Math.max(0, n - 1));
+
+export interface CircuitOptions {
+  clock: () => Date;
+  logger: Logger;
+  /** First open period; doubles per failed probe. Default 1 s. */
+  baseMs?: number;
+  /** Longest open period, i.e. the longest wait between the server's return and the next probe. Default 10 s. */
+  maxMs?: number;
+}
+
+/** "closed": take work. "probe": take ONE message to test the API server. A number: wait this many ms. */
+export type Admission = "closed" | "probe" | number;
+
+export interface Circuit {
+  admit(): Admission;
+  /** The admitted work reached the API server (whatever the object's fate). */
+  succeeded(): void;
+  /** The admitted work failed for the infrastructure's sake. */
+  failed(detail: string): void;
+  /** A probe that found no message to try: let another attempt probe. */
+  release(): void;
+  /** How long a message deferred now should wait, in seconds. */
+  deferSeconds(): number;
+  isOpen(): boolean;
+}
+
+export function createCircuit(o: CircuitOptions): Circuit {
+  const baseMs = o.baseMs ?? 1000;
+  const maxMs = o.maxMs ?? 10_000;
+  const now = () => o.clock().getTime();
+  let openMs = 0; // 0: closed
+  let openUntil = 0;
+  let probing = false;
+  let openedAt = 0;
+  let deferred = 0;
+
+  return {
+    admit() {
+      if (openMs === 0) return "closed";
+      const wait = openUntil - now();
+      if (wait > 0) return wait;
+      if (probing) return 250;
+      probing = true;
+      return "probe";
+    },
+    succeeded() {
+      probing = false;
+      if (openMs === 0) return;
+      o.logger.warn({ outageSeconds: Math.round((now() - openedAt) / 1000), deferred }, "API server reachable again; circuit closed, taking work");
+      openMs = 0;
+      deferred = 0;
+    },
+    failed(detail) {
+      const wasProbe = probing;
+      probing = false;
+      if (openMs === 0) {
+        openedAt = now();
+        openMs = baseMs;
+        o.logger.error({ error: detail }, "API server unavailable; circuit open: no new work until a probe succeeds (messages are deferred, not dead-lettered)");
+      } else if (wasProbe) {
+        openMs = exponential(openMs, 2, maxMs);
+        o.logger.debug({ error: detail, nextProbeInMs: openMs }, "probe failed; circuit stays open");
+      } else return;
+      openUntil = now() + openMs * (0.8 + Math.random() * 0.4);
+    },
+    release() {
+      probing = false;
+    },
+    deferSeconds() {
+      deferred++;
+      // Long enough not to spin during an outage, short enough to converge soon after it.
+      return Math.round(Math.min(20, Math.max(3, (1.5 * openMs) / 1000)) * (0.8 + Math.random() * 0.4));
+    },
+    isOpen: () => openMs !== 0,
+  };
+}
+
+/**
+ * What becomes of a FIFO message behind one of its group that was not handled. A group is one
+ * object (core/event.ts), and each event only names it, so behind an ordinary failure the rest
+ * is redundant: the failed message's retry reconciles the current state. Deleting them keeps
+ * them from spending receives they never used (they would reach the dead-letter queue with it).
+ * Behind an outage they are deferred too; behind a malformed message (or a handled one) they are
+ * tried. undefined: try it.
+ */
+export function behind(previous: { result: string } | undefined): Outcome | undefined {
+  if (previous?.result === "unavailable") return { result: "unavailable", detail: "deferred while the API server is unavailable" };
+  if (previous?.result === "retry") return { result: "success", detail: "superseded: an earlier event of this object failed, and its retry reconciles the current state" };
+  return undefined;
+}
+
+/** Tells the circuit how admitted work went; work that never reached the API server (a message re-sent as not due yet, a malformed one) says nothing. */
+export function report(circuit: Circuit, outcome: { result: string; detail?: string; apiCalls?: number }): void {
+  if (outcome.result === "unavailable") circuit.failed(outcome.detail ?? "");
+  else if (outcome.apiCalls === 0) circuit.release();
+  else circuit.succeeded();
+}
+
+/**
+ * Re-sends the message as a new delayed one on the requeue queue. False when it cannot (no
+ * requeue queue, or the send failed): the caller then leaves it to the visibility timeout.
+ */
+export async function defer(message: QueueMessage, requeuer: Requeuer | undefined, delaySeconds: number, clock: () => Date, log: Logger): Promise<boolean> {
+  const parsed = parseKeyEvent(message.body);
+  if (!requeuer || !parsed.ok) return false;
+  try {
+    await requeuer.schedule(parsed.event, clock().getTime() + delaySeconds * 1000);
+    return true;
+  } catch (error) {
+    log.warn({ messageId: message.id, error: (error as Error).message }, "could not defer the message; the queue will redeliver it");
+    return false;
+  }
+}
+
+/** The queue's maxReceiveCount (its redrive policy), read once per queue; undefined when unknown. */
+export function deadLetterLimits(sqs: SQSClient): (queueUrl: string) => Promise<number | undefined> {
+  const known = new Map<string, Promise<number | undefined>>();
+  return (queueUrl) => {
+    let limit = known.get(queueUrl);
+    if (!limit) {
+      limit = sqs
+        .send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ["RedrivePolicy"] }))
+        .then((out) => {
+          const policy = out.Attributes?.RedrivePolicy;
+          return policy ? Number((JSON.parse(policy) as { maxReceiveCount?: unknown }).maxReceiveCount) || undefined : undefined;
+        })
+        .catch(() => {
+          known.delete(queueUrl);
+          return undefined;
+        });
+      known.set(queueUrl, limit);
+    }
+    return limit;
+  };
+}
+
+export interface RetryBackoff {
+  /** Visibility of the first retry; doubles with each receive. */
+  baseSeconds: number;
+  /** Default 900. */
+  maxSeconds?: number;
+}
+
+/**
+ * An ordinary failure: hide the message for longer each time it failed; on its last receive
+ * before the dead-letter queue, say so and make it visible at once so the queue moves it now.
+ */
+export async function backOff(
+  sqs: SQSClient,
+  queueUrl: string,
+  message: QueueMessage & { receiptHandle: string },
+  detail: string,
+  backoff: RetryBackoff,
+  limit: number | undefined,
+  log: Logger,
+  delaySeconds?: number,
+): Promise<void> {
+  const receives = message.receiveCount ?? 1;
+  const last = limit !== undefined && receives >= limit;
+  const visibility = last ? 0 : Math.round(delaySeconds ?? exponential(backoff.baseSeconds, receives, backoff.maxSeconds ?? 900));
+  if (last) log.error({ messageId: message.id, receiveCount: receives, maxReceiveCount: limit, error: detail }, "reconcile failed on the message's last receive; the queue moves it to the dead-letter queue now");
+  else log.info({ messageId: message.id, receiveCount: receives, maxReceiveCount: limit, retryInSeconds: visibility }, "retrying with backoff");
+  try {
+    await sqs.send(new ChangeMessageVisibilityCommand({ QueueUrl: queueUrl, ReceiptHandle: message.receiptHandle, VisibilityTimeout: visibility }));
+  } catch (error) {
+    log.warn({ messageId: message.id, error: (error as Error).message }, "could not set the retry delay; the queue's visibility timeout applies");
+  }
+}
