@@ -95,7 +95,7 @@ export function serverlessResourcesOf(operators: ReadonlyArray<Operator<unknown>
                     Resource: { "Fn::Sub": `arn:\${AWS::Partition}:logs:\${AWS::Region}:\${AWS::AccountId}:log-group:/aws/lambda/\${self:service}-\${sls:stage}-${n}:*` },
                   },
                   // ChangeMessageVisibility: the adapters lengthen a retried message's visibility (backoff).
-                  { Effect: "Allow", Action: ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ChangeMessageVisibility"], Resource: consumed },
+                  { Effect: "Allow", Action: ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ChangeMessageVisibility", "sqs:GetQueueUrl"], Resource: consumed },
                   { Effect: "Allow", Action: "sqs:SendMessage", Resource: getAtt(`${id}RequeueQueue`) },
                 ],
               },

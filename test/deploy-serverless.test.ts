@@ -182,10 +182,10 @@ describe("serverless package (offline)", { timeout: 300_000 }, () => {
       const consumed = new Set([fifo.queueId, requeue.queueId]);
       assert.deepEqual(
         [...granted.keys()].sort(),
-        ["logs:CreateLogStream", "logs:PutLogEvents", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:SendMessage"],
+        ["logs:CreateLogStream", "logs:PutLogEvents", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:ReceiveMessage", "sqs:SendMessage"],
       );
       // ChangeMessageVisibility: the adapters lengthen a retried message's visibility, on its own queues only.
-      for (const action of ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ChangeMessageVisibility"]) assert.deepEqual(granted.get(action), consumed, `${name}: ${action}`);
+      for (const action of ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ChangeMessageVisibility", "sqs:GetQueueUrl"]) assert.deepEqual(granted.get(action), consumed, `${name}: ${action}`);
       // Only the runtime's requeues send, and only to the standard queue.
       assert.deepEqual(granted.get("sqs:SendMessage"), new Set([requeue.queueId]));
       for (const action of ["logs:CreateLogStream", "logs:PutLogEvents"]) {

@@ -98,7 +98,8 @@ export function lambdaHandler(served: Served, deps: LambdaDeps = {}): SqsLambdaH
         if (!outcome.handled) throw new Error(`${outcome.result}: ${outcome.detail}`);
       });
     };
-    return processPartialResponse(event, recordHandler, new BatchProcessor(EventType.SQS), { context, throwOnFullBatchFailure: false });
+    // Awaited, so the metrics above are flushed after the batch, not before.
+    return await processPartialResponse(event, recordHandler, new BatchProcessor(EventType.SQS), { context, throwOnFullBatchFailure: false });
   };
 }
 
