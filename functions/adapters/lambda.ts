@@ -12,7 +12,7 @@ import { fromLambdaRecord } from "../../clients/queue-message.ts";
 import { messageHandled, type Outcome } from "../runtime/outcome.ts";
 import type { Requeuer } from "../runtime/requeue.ts";
 import type { Runtime } from "../runtime/runtime.ts";
-import { backOff, behind, createCircuit, deadLetterLimits, defer, report, type Circuit } from "./outage.ts";
+import { backOff, behind, createCircuits, deadLetterLimits, defer, report, type Circuits } from "./outage.ts";
 
 export interface LambdaDeps {
   /** Supplied by tests; otherwise built from the environment on the first invocation. */
@@ -35,7 +35,7 @@ interface Host {
   requeuer?: Requeuer;
   logger?: Logger;
   clock: () => Date;
-  circuit?: Circuit;
+  circuits?: Circuits;
   limits?: (queueUrl: string) => Promise<number | undefined>;
   queueUrlOf?: (arn: string) => Promise<string>;
 }
@@ -60,7 +60,7 @@ function hostOf(served: Served, deps: LambdaDeps): Host {
     ? { runtime: deps.runtime, ...(deps.sqs ? { sqs: deps.sqs } : {}), ...(deps.requeuer ? { requeuer: deps.requeuer } : {}), ...(deps.logger ? { logger: deps.logger } : {}), clock: deps.clock ?? (() => new Date()) }
     : buildFromEnv(served, deps.env ?? process.env);
   const host: Host = { ...base };
-  if (base.logger) host.circuit = createCircuit({ clock: base.clock, logger: base.logger });
+  if (base.logger) host.circuits = createCircuits({ clock: base.clock, logger: base.logger });
   if (base.sqs) {
     host.limits = deadLetterLimits(base.sqs);
     host.queueUrlOf = queueUrls(base.sqs);
@@ -107,12 +107,14 @@ export function lambdaHandler(served: Served, deps: LambdaDeps = {}): SqsLambdaH
 async function settle(h: Host, record: SQSRecord, before: Outcome | undefined, deps: LambdaDeps): Promise<Outcome & { handled: boolean }> {
   const message = fromLambdaRecord(record);
   const log = h.logger;
-  const admission = h.circuit?.admit() ?? "closed";
+  // The circuit of the record's cluster: another cluster's outage never holds this one back.
+  const circuit = h.circuits?.of(message);
+  const admission = circuit?.admit() ?? "closed";
   const instead = typeof admission === "number" ? behind({ result: "unavailable" }) : behind(before);
-  if (instead && typeof admission !== "number") h.circuit?.release();
+  if (instead && typeof admission !== "number") circuit?.release();
   const outcome: Outcome = instead ?? (await h.runtime.handle(message));
-  if (!instead && h.circuit) report(h.circuit, outcome);
-  if (outcome.result === "unavailable" && h.circuit && log && (await defer(message, h.requeuer, h.circuit.deferSeconds(), h.clock, log))) return { ...outcome, handled: true };
+  if (!instead && circuit) report(circuit, outcome);
+  if (outcome.result === "unavailable" && circuit && log && (await defer(message, h.requeuer, circuit.deferSeconds(), h.clock, log))) return { ...outcome, handled: true };
   if (outcome.result === "retry" && h.sqs && h.queueUrlOf && h.limits && log) {
     const queueUrl = await h.queueUrlOf(record.eventSourceARN).catch(() => "");
     if (queueUrl) {

@@ -1,9 +1,10 @@
 // What the adapters (local poller, Lambda) do with failures, so that an outage of the API server
 // never spends a message's dead-letter budget, while a failure of the object itself still does:
-//  * a circuit per function process: the first "unavailable" outcome opens it; while open no new
-//    work is taken (the poller stops receiving; Lambda, which cannot stop its event source, defers
-//    each record unprocessed); after the open period ONE message probes (half-open); success
-//    closes it, failure re-opens it for twice as long (capped).
+//  * a circuit per cluster (each has its own API server, and one cluster's outage must not hold
+//    back another's work): the first "unavailable" outcome opens it; while open its messages are
+//    deferred unprocessed, and the poller stops receiving once every cluster's circuit is open
+//    (Lambda cannot stop its event source); after the open period ONE message probes
+//    (half-open); success closes it, failure re-opens it for twice as long (capped).
 //  * deferral: an "unavailable" message is re-sent as a NEW delayed message on the standard
 //    (requeue) queue and the original deleted, so its receive count starts again.
 //  * ordinary retries back off exponentially: the failed message's visibility timeout grows with
@@ -42,6 +43,8 @@ export interface Circuit {
   /** How long a message deferred now should wait, in seconds. */
   deferSeconds(): number;
   isOpen(): boolean;
+  /** Open and not yet due for a probe: ms until it is; else 0. No side effect (admit() has some). */
+  waitMs(): number;
 }
 
 export function createCircuit(o: CircuitOptions): Circuit {
@@ -92,6 +95,33 @@ export function createCircuit(o: CircuitOptions): Circuit {
       return Math.round(Math.min(20, Math.max(3, (1.5 * openMs) / 1000)) * (0.8 + Math.random() * 0.4));
     },
     isOpen: () => openMs !== 0,
+    waitMs: () => (openMs === 0 ? 0 : Math.max(0, openUntil - now())),
+  };
+}
+
+/** The circuits of every cluster a process serves, created as their messages arrive. */
+export interface Circuits {
+  /** The circuit of the message's cluster (one whose body cannot be read: the unnamed cluster's). */
+  of(message: QueueMessage): Circuit;
+  /** How long receiving may pause: while every known cluster's circuit is open, until the first is due; else 0. */
+  waitMs(): number;
+}
+
+export function createCircuits(o: CircuitOptions): Circuits {
+  const circuits = new Map<string, Circuit>();
+  return {
+    of(message) {
+      const parsed = parseKeyEvent(message.body);
+      const cluster = parsed.ok ? parsed.event.cluster : "";
+      let circuit = circuits.get(cluster);
+      if (!circuit) circuits.set(cluster, (circuit = createCircuit({ ...o, logger: o.logger.child({ cluster }) })));
+      return circuit;
+    },
+    waitMs() {
+      const all = [...circuits.values()];
+      if (all.length === 0 || all.some((c) => !c.isOpen())) return 0;
+      return Math.min(...all.map((c) => c.waitMs()));
+    },
   };
 }
 

@@ -35,18 +35,34 @@ describe("batch processing", () => {
 });
 
 describe("batch processing with the outage circuit", () => {
-  it("defers the rest of a batch once the circuit opens, but tries the probe batch", async () => {
-    const { createCircuit } = await import("./outage.ts");
-    const circuit = createCircuit({ clock: () => new Date(), logger: pino({ level: "silent" }) });
-    const down = { handle: () => Promise.resolve({ result: "unavailable" as const, detail: "ECONNREFUSED" }) };
-    const outcomes = await processBatch([msg("a1", "A"), msg("a2", "A"), msg("b1", "B")], true, down, pino({ level: "silent" }), circuit);
+  it("defers the rest of a batch once the circuit opens, but tries the probe", async () => {
+    const { createCircuits } = await import("./outage.ts");
+    let t = 0;
+    const circuits = createCircuits({ clock: () => new Date(t), logger: pino({ level: "silent" }) });
+    const down = { handle: () => Promise.resolve({ result: "unavailable" as const, detail: "ECONNREFUSED", apiCalls: 1 }) };
+    const outcomes = await processBatch([msg("a1", "A"), msg("a2", "A"), msg("b1", "B")], true, down, pino({ level: "silent" }), circuits);
     assert.ok([...outcomes.values()].every((o) => o.result === "unavailable"));
-    assert.ok(circuit.isOpen());
+    assert.ok(circuits.waitMs() > 0, "the only cluster is down: receiving pauses");
+    t += 60_000;
     let tried = 0;
-    const up = { handle: () => (tried++, Promise.resolve({ result: "success" as const })) };
-    const probe = await processBatch([msg("c1", "C")], true, up, pino({ level: "silent" }), circuit);
+    const up = { handle: () => (tried++, Promise.resolve({ result: "success" as const, apiCalls: 1 })) };
+    const probe = await processBatch([msg("c1", "C"), msg("c2", "D")], true, up, pino({ level: "silent" }), circuits);
     assert.equal(probe.get("c1")?.result, "success");
+    assert.equal(probe.get("c2")?.result, "unavailable", "one probe at a time");
     assert.equal(tried, 1);
-    assert.ok(!circuit.isOpen(), "a successful probe closes the circuit");
+    assert.equal(circuits.waitMs(), 0, "a successful probe closes the circuit");
+  });
+
+  it("keeps one cluster's outage from holding back another cluster's messages", async () => {
+    const { createCircuits } = await import("./outage.ts");
+    const circuits = createCircuits({ clock: () => new Date(0), logger: pino({ level: "silent" }) });
+    const event = (cluster: string, name: string) =>
+      JSON.stringify({ v: 1, cluster, group: "example.com", version: "v1", plural: "greetings", kind: "Greeting", namespace: "default", name, uid: "u", resourceVersion: "1", generation: 1, type: "MODIFIED", observedAt: new Date(0).toISOString() });
+    const m = (id: string, cluster: string) => ({ MessageId: id, Body: event(cluster, id), Attributes: { MessageGroupId: id } });
+    const runtime = { handle: (q: { body: string }) => Promise.resolve(q.body.includes('"cluster":"b"') ? { result: "unavailable" as const, detail: "ECONNREFUSED", apiCalls: 1 } : { result: "success" as const, apiCalls: 1 }) };
+    await processBatch([m("b1", "b")], true, runtime, pino({ level: "silent" }), circuits);
+    const next = await processBatch([m("a1", "a"), m("b2", "b")], true, runtime, pino({ level: "silent" }), circuits);
+    assert.deepEqual([next.get("a1")?.result, next.get("b2")?.result], ["success", "unavailable"]);
+    assert.equal(circuits.waitMs(), 0, "cluster a is up: receiving goes on");
   });
 });

@@ -1,7 +1,8 @@
 // A local stand-in for Lambda's SQS event source: long-poll batches, hand each message to the
 // runtime, delete what succeeded, and back failures off (outage.ts) so the queue's redrive policy
-// (maxReceiveCount 5) dead-letters only what keeps failing for the object's own sake. While the
-// API server is unavailable the circuit stops receiving altogether.
+// (maxReceiveCount 5) dead-letters only what keeps failing for the object's own sake. While a
+// cluster's API server is unavailable its messages are deferred; while every cluster's is, the
+// poller stops receiving altogether.
 import {
   ChangeMessageVisibilityCommand,
   DeleteMessageBatchCommand,
@@ -15,7 +16,7 @@ import { backoffMs } from "../../core/backoff.ts";
 import { fromSqsMessage, type QueueMessage } from "../../clients/queue-message.ts";
 import { messageHandled, type Outcome } from "../runtime/outcome.ts";
 import type { Requeuer } from "../runtime/requeue.ts";
-import { backOff, behind, createCircuit, deadLetterLimits, defer, report, type Circuit } from "./outage.ts";
+import { backOff, behind, createCircuits, deadLetterLimits, defer, report, type Circuits } from "./outage.ts";
 
 export interface MessageHandler {
   handle(message: QueueMessage): Promise<Outcome>;
@@ -48,10 +49,10 @@ export interface Poller {
 export function startPoller(opts: PollerOptions): Poller {
   const abort = new AbortController();
   const clock = opts.clock ?? (() => new Date());
-  // One circuit for the whole process: every queue's work needs the same API server.
-  const circuit = createCircuit({ clock, logger: opts.logger, ...(opts.maxProbeIntervalMs === undefined ? {} : { maxMs: opts.maxProbeIntervalMs }) });
+  // A circuit per cluster, shared by every queue's loop: their work needs the same API servers.
+  const circuits = createCircuits({ clock, logger: opts.logger, ...(opts.maxProbeIntervalMs === undefined ? {} : { maxMs: opts.maxProbeIntervalMs }) });
   const limits = deadLetterLimits(opts.sqs);
-  const loops = opts.queueUrls.map((url) => pollLoop(url, { ...opts, clock, circuit, limits }, abort.signal));
+  const loops = opts.queueUrls.map((url) => pollLoop(url, { ...opts, clock, circuits, limits }, abort.signal));
   return {
     async stop() {
       abort.abort();
@@ -62,7 +63,7 @@ export function startPoller(opts: PollerOptions): Poller {
 
 interface LoopOptions extends PollerOptions {
   clock: () => Date;
-  circuit: Circuit;
+  circuits: Circuits;
   limits: (queueUrl: string) => Promise<number | undefined>;
 }
 
@@ -71,9 +72,10 @@ async function pollLoop(queueUrl: string, opts: LoopOptions, signal: AbortSignal
   const fifo = queueUrl.endsWith(".fifo");
   let failures = 0;
   while (!signal.aborted) {
-    const admission = opts.circuit.admit();
-    if (typeof admission === "number") {
-      await sleep(admission, signal);
+    // Every cluster's API server is down: stop receiving until one of them is due a probe.
+    const paused = opts.circuits.waitMs();
+    if (paused > 0) {
+      await sleep(paused, signal);
       continue;
     }
     let messages: Message[];
@@ -81,7 +83,7 @@ async function pollLoop(queueUrl: string, opts: LoopOptions, signal: AbortSignal
       const out = await opts.sqs.send(
         new ReceiveMessageCommand({
           QueueUrl: queueUrl,
-          MaxNumberOfMessages: admission === "probe" ? 1 : (opts.batchSize ?? 10),
+          MaxNumberOfMessages: opts.batchSize ?? 10,
           WaitTimeSeconds: opts.waitTimeSeconds ?? 20,
           ...(opts.visibilityTimeout === undefined ? {} : { VisibilityTimeout: opts.visibilityTimeout }),
           MessageSystemAttributeNames: ["ApproximateReceiveCount", "MessageGroupId"],
@@ -92,7 +94,6 @@ async function pollLoop(queueUrl: string, opts: LoopOptions, signal: AbortSignal
       messages = out.Messages ?? [];
       failures = 0;
     } catch (error) {
-      if (admission === "probe") opts.circuit.release();
       if (signal.aborted) return;
       // Queue outage: keep trying, with a capped backoff, so nothing is lost when it returns.
       const retryInMs = backoffMs(++failures, { initialMs: 250, maxMs: 5000 });
@@ -100,11 +101,8 @@ async function pollLoop(queueUrl: string, opts: LoopOptions, signal: AbortSignal
       await sleep(retryInMs, signal);
       continue;
     }
-    if (messages.length === 0) {
-      if (admission === "probe") opts.circuit.release();
-      continue;
-    }
-    const outcomes = await processBatch(messages, fifo, opts.runtime, log, opts.circuit);
+    if (messages.length === 0) continue;
+    const outcomes = await processBatch(messages, fifo, opts.runtime, log, opts.circuits);
     await settle(queueUrl, messages, outcomes, opts, log);
   }
 }
@@ -113,27 +111,29 @@ async function pollLoop(queueUrl: string, opts: LoopOptions, signal: AbortSignal
  * FIFO: each message group in order, groups in parallel; after a group's first failure the rest
  * of that group is not attempted (see `behind`). Standard: everything in parallel.
  */
-export async function processBatch(messages: Message[], fifo: boolean, runtime: MessageHandler, log: Logger, circuit?: Circuit): Promise<Map<string, Outcome>> {
+export async function processBatch(messages: Message[], fifo: boolean, runtime: MessageHandler, log: Logger, circuits?: Circuits): Promise<Map<string, Outcome>> {
   const outcomes = new Map<string, Outcome>();
   const groups = new Map<string, Message[]>();
   for (const m of messages) {
     const key = fifo ? (m.Attributes?.MessageGroupId ?? "") : (m.MessageId ?? "");
     groups.set(key, [...(groups.get(key) ?? []), m]);
   }
-  // Open already: this batch is the half-open probe, which must be tried.
-  const probing = circuit?.isOpen() ?? false;
   await Promise.all(
     [...groups.values()].map(async (group) => {
       let previous: Outcome | undefined;
       for (const m of group) {
         const id = m.MessageId ?? "";
-        // Once the circuit opened (unless this batch is its probe) nothing more is tried.
-        const instead = !probing && circuit?.isOpen() ? behind({ result: "unavailable" }) : behind(previous);
+        const message = fromSqsMessage(m);
+        // While its cluster's circuit is open a message is deferred untried, except the one probe.
+        const circuit = circuits?.of(message);
+        const admission = circuit?.admit() ?? "closed";
+        const instead = typeof admission === "number" ? behind({ result: "unavailable" }) : behind(previous);
         if (instead) {
+          if (admission === "probe") circuit?.release();
           outcomes.set(id, instead);
           continue;
         }
-        const outcome = await handleSafely(runtime, fromSqsMessage(m), log);
+        const outcome = await handleSafely(runtime, message, log);
         outcomes.set(id, outcome);
         if (circuit) report(circuit, outcome);
         previous = outcome;
@@ -160,7 +160,7 @@ async function settle(queueUrl: string, messages: Message[], outcomes: Map<strin
     messages
       .filter((m) => outcomeOf(m).result === "unavailable")
       .map(async (m) => {
-        if (await defer(fromSqsMessage(m), opts.requeuer, opts.circuit.deferSeconds(), opts.clock, log)) deferred.add(m);
+        if (await defer(fromSqsMessage(m), opts.requeuer, opts.circuits.of(fromSqsMessage(m)).deferSeconds(), opts.clock, log)) deferred.add(m);
       }),
   );
   const handled = messages.filter((m) => messageHandled(outcomeOf(m)) || deferred.has(m));
