@@ -44,3 +44,28 @@ export async function forEachBounded(count: number, concurrency: number, act: (i
     }),
   );
 }
+
+/**
+ * The raw status-PATCH ceiling of the API server: `workers` patches in flight for `durationMs`,
+ * each a status write of one object; what any reconcile pipeline on that server can approach.
+ */
+export async function measureRawCeiling(
+  workers: number,
+  durationMs: number,
+  patch: (worker: number, round: number) => Promise<unknown>,
+  now: () => number,
+): Promise<{ latencies: number[]; errors: number; seconds: number }> {
+  const latencies: number[] = [];
+  let errors = 0;
+  const t = now();
+  await inFlight(workers, durationMs, async (w, round) => {
+    const start = now();
+    try {
+      await patch(w, round);
+      latencies.push(now() - start);
+    } catch {
+      errors++;
+    }
+  }, now);
+  return { latencies, errors, seconds: (now() - t) / 1000 };
+}

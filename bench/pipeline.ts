@@ -10,7 +10,7 @@ import { sqsClient, startCluster } from "../emulator/cluster.ts";
 import cronTab from "../examples/crontab/operator.ts";
 import greeting from "../examples/greeting/operator.ts";
 import { createKubeApi } from "../functions/runtime/kube-http.ts";
-import { atRate, forEachBounded, inFlight } from "./drive.ts";
+import { atRate, forEachBounded, inFlight, measureRawCeiling } from "./drive.ts";
 import { Greetings, objectName } from "./greetings.ts";
 import { clusterPids } from "./proc.ts";
 import { untilQueuesEmpty } from "./queue-depth.ts";
@@ -222,19 +222,7 @@ export async function runPipelineBench(o: BenchOptions): Promise<BenchResult> {
     o.log(`raw ceiling: ${workers} status patches in flight for ${o.durationSeconds} s…`);
     phase = "raw";
     mark = await sampler.mark();
-    const rawLatencies: number[] = [];
-    let rawErrors = 0;
-    t = now();
-    await inFlight(workers, o.durationSeconds * 1000, async (w, round) => {
-      const start = now();
-      try {
-        await greetings.patchStatus(names[objectOf(w, round)] ?? "", round);
-        rawLatencies.push(now() - start);
-      } catch {
-        rawErrors++;
-      }
-    }, now);
-    const rawSeconds = (now() - t) / 1000;
+    const { latencies: rawLatencies, errors: rawErrors, seconds: rawSeconds } = await measureRawCeiling(workers, o.durationSeconds * 1000, (w, round) => greetings.patchStatus(names[objectOf(w, round)] ?? "", round), now);
     const rawCeiling = {
       patches: rawLatencies.length,
       errors: rawErrors,

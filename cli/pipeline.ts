@@ -14,7 +14,7 @@ import { bundleBridge } from "./bundle.ts";
 import { loadBridgeConfig } from "../bridge/config.ts";
 import { sqsClient, type SqsEnvironment } from "../emulator/cluster.ts";
 import { SetupError } from "../emulator/errors.ts";
-import { queueEnv } from "../emulator/queue.ts";
+import { queueEnv } from "../emulator/queues.ts";
 import { packageRoot } from "../emulator/paths.ts";
 import { freePort } from "../emulator/ports.ts";
 import { startServer, type RunningServer } from "../emulator/process.ts";

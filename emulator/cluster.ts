@@ -12,7 +12,7 @@ import { writeKubeconfig } from "./kubeconfig.ts";
 import { createPki } from "./pki.ts";
 import { freePort } from "./ports.ts";
 import type { RunningServer } from "./process.ts";
-import { ensureQueues, queueDefinitions, queueUrlsAt } from "./queues.ts";
+import { ensureQueues, queueDefinitions, queueEnv, queueUrlsAt } from "./queues.ts";
 import { startReaper } from "./reaper.ts";
 import type { LocalCluster, SqsEnvironment, StartOptions } from "./types.ts";
 
@@ -101,17 +101,7 @@ export async function startCluster(opts: StartOptions = {}): Promise<LocalCluste
       kubectl: bins.kubectl,
       caPath: pki.caCert,
       sqs,
-      env: {
-        KUBECONFIG: kubeconfigPath,
-        AWS_REGION: sqs.region,
-        AWS_ENDPOINT_URL_SQS: sqs.endpoint,
-        AWS_ACCESS_KEY_ID: sqs.accessKeyId,
-        AWS_SECRET_ACCESS_KEY: sqs.secretAccessKey,
-        CRDFN_QUEUE_URL: sqs.queues.fifo,
-        CRDFN_DLQ_URL: sqs.queues.fifoDlq,
-        CRDFN_STANDARD_QUEUE_URL: sqs.queues.standard,
-        CRDFN_STANDARD_DLQ_URL: sqs.queues.standardDlq,
-      },
+      env: { KUBECONFIG: kubeconfigPath, ...queueEnv(sqs) },
       queue: restartable(() => queue, (s) => (queue = s), startQueue),
       apiServer: restartable(() => api, (s) => (api = s), startApi),
       stop: stopAll,

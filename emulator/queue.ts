@@ -7,7 +7,7 @@ import { REGION, sqsEnvironment } from "./cluster.ts";
 import { elasticMqClasspath, startElasticMq } from "./elasticmq.ts";
 import { freePort } from "./ports.ts";
 import type { RunningServer } from "./process.ts";
-import { queueDefinitions } from "./queues.ts";
+import { queueDefinitions, queueEnv } from "./queues.ts";
 import { startReaper } from "./reaper.ts";
 import type { SqsEnvironment } from "./types.ts";
 
@@ -17,20 +17,6 @@ export interface LocalQueue {
   env: Record<string, string>;
   /** Stops the embedded server and removes its files (an external endpoint is left alone). */
   stop(): Promise<void>;
-}
-
-/** What `.crdfn/env` says about a queue. */
-export function queueEnv(sqs: SqsEnvironment): Record<string, string> {
-  return {
-    AWS_REGION: sqs.region,
-    AWS_ENDPOINT_URL_SQS: sqs.endpoint,
-    AWS_ACCESS_KEY_ID: sqs.accessKeyId,
-    AWS_SECRET_ACCESS_KEY: sqs.secretAccessKey,
-    CRDFN_QUEUE_URL: sqs.queues.fifo,
-    CRDFN_DLQ_URL: sqs.queues.fifoDlq,
-    CRDFN_STANDARD_QUEUE_URL: sqs.queues.standard,
-    CRDFN_STANDARD_DLQ_URL: sqs.queues.standardDlq,
-  };
 }
 
 export async function startLocalQueue(opts: { env?: NodeJS.ProcessEnv; log?: (line: string) => void } = {}): Promise<LocalQueue> {

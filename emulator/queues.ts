@@ -1,7 +1,7 @@
 // The queues crdfn uses, defined once: ElasticMQ's config is generated from this, and an
 // existing SQS endpoint gets the same queues created through the API.
 import { CreateQueueCommand, GetQueueAttributesCommand, type SQSClient } from "@aws-sdk/client-sqs";
-import type { QueueUrls } from "./types.ts";
+import type { QueueUrls, SqsEnvironment } from "./types.ts";
 
 export const MAX_RECEIVE_COUNT = 5;
 
@@ -55,4 +55,18 @@ export async function ensureQueues(sqs: SQSClient, defs: QueueDefinition[]): Pro
     urls[d.key] = out.QueueUrl!;
   }
   return urls as QueueUrls;
+}
+
+/** What `.crdfn/env` says about a queue. */
+export function queueEnv(sqs: SqsEnvironment): Record<string, string> {
+  return {
+    AWS_REGION: sqs.region,
+    AWS_ENDPOINT_URL_SQS: sqs.endpoint,
+    AWS_ACCESS_KEY_ID: sqs.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: sqs.secretAccessKey,
+    CRDFN_QUEUE_URL: sqs.queues.fifo,
+    CRDFN_DLQ_URL: sqs.queues.fifoDlq,
+    CRDFN_STANDARD_QUEUE_URL: sqs.queues.standard,
+    CRDFN_STANDARD_DLQ_URL: sqs.queues.standardDlq,
+  };
 }

@@ -8,7 +8,7 @@ import type { Reaper } from "../../emulator/reaper.ts";
 import type { LocalCluster } from "../../emulator/types.ts";
 import { createKubeApi } from "../../functions/runtime/kube-http.ts";
 import { kube } from "../../test/support/kube-requests.ts";
-import { atRate, forEachBounded, inFlight } from "../drive.ts";
+import { atRate, forEachBounded, inFlight, measureRawCeiling } from "../drive.ts";
 import { Greetings, objectName } from "../greetings.ts";
 import { clusterPids, metricValues } from "../proc.ts";
 import { untilQueuesEmpty } from "../queue-depth.ts";
@@ -184,7 +184,7 @@ export async function runOnce(system: SystemName, round: number, cluster: LocalC
     published = await publishMark();
     const closedLatencies: number[] = [];
     const closedCounts = { errors: 0, unobserved: 0 };
-    let t = now();
+    const t = now();
     await inFlight(workers, o.durationSeconds * 1000, (w, k) => change(objectOf(w, k), `closed ${k}`, closedLatencies, closedCounts), now);
     const closedSeconds = (now() - t) / 1000;
     const closedWrites = closedLatencies.length + closedCounts.unobserved;
@@ -206,19 +206,7 @@ export async function runOnce(system: SystemName, round: number, cluster: LocalC
     // The raw ceiling gets the API server to itself: the system is stopped first.
     await stopSystem();
     o.log(`${system} r${round}: raw ceiling, ${workers} status patches in flight for ${o.durationSeconds} s…`);
-    const rawLatencies: number[] = [];
-    let rawErrors = 0;
-    t = now();
-    await inFlight(workers, o.durationSeconds * 1000, async (w, k) => {
-      const start = now();
-      try {
-        await greetings.patchStatus(names[objectOf(w, k)] ?? "", k);
-        rawLatencies.push(now() - start);
-      } catch {
-        rawErrors++;
-      }
-    }, now);
-    const rawSeconds = (now() - t) / 1000;
+    const { latencies: rawLatencies, errors: rawErrors, seconds: rawSeconds } = await measureRawCeiling(workers, o.durationSeconds * 1000, (w, k) => greetings.patchStatus(names[objectOf(w, k)] ?? "", k), now);
     const rawCeiling = {
       concurrency: workers,
       seconds: r2(rawSeconds),
