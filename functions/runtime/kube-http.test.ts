@@ -31,3 +31,38 @@ describe("createKubeApi", () => {
     await assert.rejects(api.mergePatch(ref, {}), (e) => e instanceof ApiError && e.code === 404 && e.reason === "NotFound");
   });
 });
+
+// A loopback server whose watch cache lags: reads at a resourceVersion time out (504, as the API
+// server answers "Too large resource version"); quorum reads answer.
+describe("createKubeApi: reads not older than a version", () => {
+  let server: Server;
+  let api: KubeApi;
+  const reads: string[] = [];
+
+  before(async () => {
+    server = createServer((req, res) => {
+      const url = new URL(req.url ?? "", "http://x");
+      reads.push(url.searchParams.get("resourceVersion") ?? "quorum");
+      if (url.searchParams.has("resourceVersion")) {
+        res.writeHead(504, { "content-type": "application/json" }).end(JSON.stringify({ kind: "Status", code: 504, reason: "Timeout", message: "Too large resource version" }));
+        return;
+      }
+      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ apiVersion: "g/v1", kind: "Thing", metadata: { name: "a", resourceVersion: "8" } }));
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const kubeConfig = new KubeConfig();
+    kubeConfig.loadFromClusterAndUser({ name: "c", server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, skipTLSVerify: true }, { name: "u" });
+    api = createKubeApi({ kubeConfig });
+  });
+
+  after(() => {
+    server.closeAllConnections();
+    server.close();
+  });
+
+  it("asks for the watch cache at that version, and reads etcd when the cache has not caught up", async () => {
+    const object = await api.get({ group: "g", version: "v1", plural: "things", namespace: "n", name: "a" }, { notOlderThan: "7" });
+    assert.equal(object?.metadata.resourceVersion, "8");
+    assert.deepEqual(reads, ["7", "quorum"]);
+  });
+});
