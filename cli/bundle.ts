@@ -2,11 +2,11 @@
 // TypeScript on any supported Node (22 or 24) without a loader installed by the user.
 import { randomBytes } from "node:crypto";
 import { existsSync, rmSync, writeFileSync } from "node:fs";
-import { createRequire } from "node:module";
 import { basename, dirname, join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
-import { build, type Plugin } from "esbuild";
+import { build } from "esbuild";
 import { packageRoot } from "../emulator/paths.ts";
+import { kubeConfigOnly } from "./esbuild-plugins.ts";
 
 /** The bridge as one ES module (its image, and the benchmark's bridge process). */
 export async function bundleBridge(outfile: string): Promise<void> {
@@ -28,25 +28,6 @@ export async function bundleBridge(outfile: string): Promise<void> {
     banner: { js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);" },
   });
 }
-
-/**
- * The bridge needs only client-node's KubeConfig (clients/kube-http.ts makes the requests), yet its
- * index loads every generated API client: take KubeConfig from its own module and leave the
- * generated clients out (KubeConfig reaches them only through makeApiClient, which the bridge
- * never calls). Loading the bundle: 105 → 84 MiB RSS.
- */
-const kubeConfigOnly: Plugin = {
-  name: "client-node-kubeconfig-only",
-  setup(b) {
-    const dist = dirname(createRequire(import.meta.url).resolve("@kubernetes/client-node"));
-    b.onResolve({ filter: /^@kubernetes\/client-node$/ }, () => ({ path: join(dist, "config.js") }));
-    b.onResolve({ filter: /^\.\/gen\/index\.js$/ }, (a) => (a.importer === join(dist, "config.js") ? { path: "client-node-generated-clients", namespace: "crdfn-left-out" } : undefined));
-    b.onLoad({ filter: /.*/, namespace: "crdfn-left-out" }, () => ({
-      contents: "const out = () => { throw new Error(\"client-node's generated API clients are not in the crdfn bridge bundle\"); }; export const createConfiguration = out; export class ServerConfiguration { constructor() { out(); } }",
-      loader: "js",
-    }));
-  },
-};
 
 /**
  * Imports a module written in TypeScript (or JavaScript): bundles its own files with esbuild,
