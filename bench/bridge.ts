@@ -92,8 +92,8 @@ interface Row {
   crIdleCpuPercent: number | null;
 }
 
-/** As infra/bridge/deployment.yaml sets it, so the benchmark measures what ships. */
-const SHIPPED_NODE_OPTIONS = shippedBridgeNodeOptions();
+/** As infra/bridge/deployment.yaml sets it, so the benchmark measures what ships (BENCH_BRIDGE_NODE_OPTIONS: try others). */
+const SHIPPED_NODE_OPTIONS = process.env.BENCH_BRIDGE_NODE_OPTIONS ?? shippedBridgeNodeOptions();
 
 const tinyEnv = (cluster: LocalCluster): Record<string, string> =>
   bridgeEnv(cluster, { CRDFN_RESOURCES: `${GROUP}/v1/tinies`, CRDFN_NAMESPACES: NS, NODE_OPTIONS: SHIPPED_NODE_OPTIONS });

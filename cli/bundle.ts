@@ -6,6 +6,7 @@ import { basename, dirname, join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { build } from "esbuild";
 import { packageRoot } from "../emulator/paths.ts";
+import { kubeConfigOnly } from "./esbuild-plugins.ts";
 
 /** The bridge as one ES module (its image, and the benchmark's bridge process). */
 export async function bundleBridge(outfile: string): Promise<void> {
@@ -20,6 +21,9 @@ export async function bundleBridge(outfile: string): Promise<void> {
     format: "esm",
     target: "node22",
     logLevel: "warning",
+    // Minified source is held in memory once loaded: 5.3 → 2.0 MiB of bundle (npm run bench:bridge).
+    minify: true,
+    plugins: [kubeConfigOnly],
     // Some dependencies are CommonJS and call require(); give the ES module one.
     banner: { js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);" },
   });

@@ -119,8 +119,9 @@ export function bridgeDeploymentOf(s: DeploySettings): Manifest {
                 { name: "CRDFN_HTTP_PORT", value: "8080" },
                 // The bridge keeps ~3 MiB per 10k objects. A capped old space makes V8 collect before
                 // the heap grows; a small young generation keeps those collections cheap (without it
-                // GC took most of a core at full load; bench: npm run bench:bridge).
-                { name: "NODE_OPTIONS", value: "--max-old-space-size=128 --max-semi-space-size=8" },
+                // GC took most of a core at full load) and the RSS low: semi-space 2 instead of 8 MiB,
+                // peak RSS 123 → 103 MiB at 1k objects, 126 → 119 at 10k, sync no slower (npm run bench:bridge).
+                { name: "NODE_OPTIONS", value: "--max-old-space-size=128 --max-semi-space-size=2" },
               ],
               ports: [{ name: "http", containerPort: 8080 }],
               livenessProbe: { httpGet: { path: "/healthz", port: "http" }, periodSeconds: 10 },

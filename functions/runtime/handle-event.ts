@@ -1,5 +1,5 @@
-// One key event: wait until it is due, read the object fresh, reconcile it; on 409 Conflict
-// read again and retry, a bounded number of times.
+// One key event: wait until it is due, read the object, reconcile it; on 409 Conflict read
+// again and retry, a bounded number of times.
 import type { Outcome } from "./outcome.ts";
 import { classify } from "./outcome.ts";
 import { failMessage } from "./failure.ts";
@@ -19,7 +19,10 @@ export async function handleEvent(step: Step, dueAtMs: number, maxAttempts: numb
         await step.requeuer.schedule(event, dueAtMs);
         return { result: "success", detail: "not due yet; re-sent", requeue: "deferred" };
       }
-      const object = await step.api.get(step.ref);
+      // First read: not older than the version the event announces, which the API server serves
+      // from its watch cache instead of a quorum read from etcd; a newer change has an event of
+      // its own behind this one. After a 409 the cache may still lag our conflict: read etcd.
+      const object = await step.api.get(step.ref, attempt === 1 ? { notOlderThan: event.resourceVersion } : undefined);
       if (!object) return { result: "success", detail: "object is gone" };
       // A requeue chain belongs to one generation (see requeue-chain.ts).
       if (event.reason === "requeue" && object.metadata.generation !== event.generation) return { result: "success", detail: "requeue superseded by a newer generation" };

@@ -21,8 +21,12 @@ export interface KubeObject {
 export type { ResourceRef } from "../../core/resource-path.ts";
 
 export interface KubeApi {
-  /** undefined when the object does not exist. */
-  get(ref: ResourceRef): Promise<KubeObject | undefined>;
+  /**
+   * undefined when the object does not exist. With `notOlderThan` (a resourceVersion the caller
+   * has seen) the API server may answer from its watch cache with any version at least that new;
+   * without it, a quorum read from etcd.
+   */
+  get(ref: ResourceRef, read?: { notOlderThan?: string }): Promise<KubeObject | undefined>;
   /** PUT …/status with the object's resourceVersion as precondition (409 → ApiError.code 409, from clients/kube-http.ts). */
   replaceStatus(ref: ResourceRef, object: KubeObject, fieldManager?: string): Promise<KubeObject>;
   /** JSON merge patch; include metadata.resourceVersion to make it conditional. */

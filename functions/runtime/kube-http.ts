@@ -9,9 +9,18 @@ export function createKubeApi(access: KubeAccess): KubeApi {
     (await http.json(method, path, { body, contentType, query })) as KubeObject;
   const managedBy = (fieldManager: string | undefined): Record<string, string> | undefined => (fieldManager ? { fieldManager } : undefined);
   return {
-    get: async (ref) => {
+    get: async (ref, read) => {
+      const path = resourcePath(ref);
       try {
-        return (await http.json("GET", resourcePath(ref))) as KubeObject;
+        if (read?.notOlderThan === undefined) return (await http.json("GET", path)) as KubeObject;
+        try {
+          return (await http.json("GET", path, { query: { resourceVersion: read.notOlderThan } })) as KubeObject;
+        } catch (e) {
+          // The watch cache did not reach that version within the server's wait (504 "Too large
+          // resource version", e.g. a lagging HA replica): read from etcd instead.
+          if (e instanceof ApiError && e.code === 504) return (await http.json("GET", path)) as KubeObject;
+          throw e;
+        }
       } catch (e) {
         if (e instanceof ApiError && e.code === 404) return undefined;
         throw e;
