@@ -125,7 +125,7 @@ export async function runPipelineBench(o: BenchOptions): Promise<BenchResult> {
     const sqs = sqsClient(cluster.sqs);
     cleanup.unshift(() => sqs.destroy());
     const quiet = () => untilQueuesEmpty(sqs, [queues.fifo, queues.standard], QUIET_TIMEOUT_MS);
-    const greetings = new Greetings(createKubeApi({ kubeConfig: cluster.kubeConfig }), NAMESPACE);
+    const greetings = new Greetings(createKubeApi({ connection: cluster.kubeConfig }), NAMESPACE);
     await greetings.createNamespace();
     const watch = new StatusWatch(cluster.kubeConfig, NAMESPACE, now);
     await watch.start();

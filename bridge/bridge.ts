@@ -6,7 +6,7 @@ import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
 import { GetQueueAttributesCommand, type SQSClient } from "@aws-sdk/client-sqs";
-import type { KubeConfig } from "@kubernetes/client-node";
+import type { KubeConnection } from "../clients/kube-connection.ts";
 import type { Logger } from "pino";
 import { Registry } from "prom-client";
 import type { KeyEvent } from "../core/event.ts";
@@ -20,7 +20,8 @@ import { runReflector } from "./reflector.ts";
 import { ChildTracker, ParentTracker, type Announce, type ObjectSink, type TrackerOptions } from "./tracker.ts";
 
 export interface BridgeDeps {
-  kubeConfig: KubeConfig;
+  /** A KubeConfig, or the pod's ServiceAccount (clients/kube-connection.ts). */
+  kubeConfig: KubeConnection;
   sqs: SQSClient;
   logger: Logger;
   clock?: () => Date;
@@ -73,7 +74,7 @@ function startEngine(config: BridgeConfig, deps: Required<BridgeDeps>, metrics: 
   const { logger } = deps;
   const controller = new AbortController();
   const signal = controller.signal;
-  const http = new KubeHttp({ kubeConfig: deps.kubeConfig, timeoutMs: 30_000 });
+  const http = new KubeHttp({ connection: deps.kubeConfig, timeoutMs: 30_000 });
   const publisher = new Publisher({
     sqs: deps.sqs,
     queueUrlOf: queueRouter(config),
@@ -261,7 +262,7 @@ export function startBridge(config: BridgeConfig, deps: BridgeDeps): RunningBrid
     begin();
   } else {
     elector = new LeaderElector({
-      http: new KubeHttp({ kubeConfig: full.kubeConfig }),
+      http: new KubeHttp({ connection: full.kubeConfig }),
       namespace: lease.namespace,
       name: lease.name,
       identity: lease.identity ?? `${hostname()}-${randomUUID().slice(0, 8)}`,

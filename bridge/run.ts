@@ -3,7 +3,7 @@
 // buffered and releases the Lease before exiting 0.
 import { readFileSync } from "node:fs";
 import { SQSClient } from "@aws-sdk/client-sqs";
-import { KubeConfig } from "@kubernetes/client-node";
+import { inClusterConnection, type KubeConnection } from "../clients/kube-connection.ts";
 import { pino } from "pino";
 import { collectDefaultMetrics, Registry } from "prom-client";
 import { parse as parseYaml } from "yaml";
@@ -33,22 +33,18 @@ function readConfig(env: NodeJS.ProcessEnv): BridgeConfig {
   return loadBridgeConfig(env, content ?? {}, file);
 }
 
-/** The kubeconfig, and where its credential comes from (named when the API server refuses it). */
-function kubeConfigFor(o: RunOptions): { kc: KubeConfig; source: string } {
-  const kc = new KubeConfig();
-  let file: string | undefined;
-  if (o.kubeconfig !== undefined) kc.loadFromFile((file = o.kubeconfig));
-  else if (o.env.KUBERNETES_SERVICE_HOST !== undefined && o.env.KUBECONFIG === undefined) {
-    kc.loadFromCluster();
-    return { kc, source: "the in-cluster ServiceAccount token (/var/run/secrets/kubernetes.io/serviceaccount/token) and the bridge's RBAC" };
-  } else {
-    kc.loadFromDefault();
-    file = o.env.KUBECONFIG ?? "~/.kube/config";
+/** How to reach the API server, and where its credential comes from (named when the API server refuses it). */
+async function connectionFor(o: RunOptions): Promise<{ connection: KubeConnection; source: string }> {
+  if (o.kubeconfig === undefined && o.env.KUBERNETES_SERVICE_HOST !== undefined && o.env.KUBECONFIG === undefined) {
+    return {
+      connection: inClusterConnection(o.env, () => new Date()),
+      source: "the in-cluster ServiceAccount token (/var/run/secrets/kubernetes.io/serviceaccount/token) and the bridge's RBAC",
+    };
   }
-  if (o.context !== undefined) kc.setCurrentContext(o.context);
-  const user = kc.getCurrentUser();
-  const how = user?.exec ? `exec plugin ${String((user.exec as { command?: unknown }).command)}` : user?.token ? "its token" : user?.certFile || user?.certData ? "its client certificate" : "its user";
-  return { kc, source: `kubeconfig ${file}, context ${kc.getCurrentContext()}, user ${user?.name ?? "?"} (${how})` };
+  // Only outside a pod: client-node stays unloaded in the deployed bridge (~23 MiB RSS).
+  const { loadKubeconfig } = await import("../clients/kubeconfig.ts");
+  const { kubeConfig, source } = loadKubeconfig(o.kubeconfig, o.context, o.env);
+  return { connection: kubeConfig, source };
 }
 
 /** Resolves with the exit code once the bridge has stopped (on SIGTERM/SIGINT) or failed to start. */
@@ -70,10 +66,10 @@ export async function runBridgeProcess(o: RunOptions): Promise<number> {
     maxAttempts: 3,
     requestHandler: { connectionTimeout: 3000, requestTimeout: 15_000 },
   });
-  let kubeConfig: KubeConfig;
+  let kubeConfig: KubeConnection;
   let credentialSource: string;
   try {
-    ({ kc: kubeConfig, source: credentialSource } = kubeConfigFor(o));
+    ({ connection: kubeConfig, source: credentialSource } = await connectionFor(o));
   } catch (e) {
     process.stderr.write(`crdfn bridge: cannot load the kubeconfig: ${(e as Error).message.split("\n")[0]}\n`);
     return EXIT_CODES.config;

@@ -24,7 +24,7 @@ describe("KubeHttp", () => {
       currentContext: "x",
     });
     kubeConfig = kc;
-    http = new KubeHttp({ kubeConfig: kc });
+    http = new KubeHttp({ connection: kc });
   });
 
   after(() => {
@@ -99,14 +99,14 @@ describe("KubeHttp", () => {
 
   it("sends the token provider's bearer token in place of the kubeconfig's credentials", async () => {
     routes.set("/who", (res, req) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ auth: req.headers.authorization ?? null })));
-    const withToken = new KubeHttp({ kubeConfig, token: () => Promise.resolve("t0ken") });
+    const withToken = new KubeHttp({ connection: kubeConfig, token: () => Promise.resolve("t0ken") });
     assert.deepEqual(await withToken.getJson("/who", {}), { auth: "Bearer t0ken" });
     assert.deepEqual(await http.getJson("/who", {}), { auth: null });
   });
 
   it("gives up on a server that does not answer in timeoutMs", async () => {
     routes.set("/hung", () => undefined);
-    const impatient = new KubeHttp({ kubeConfig, timeoutMs: 200 });
+    const impatient = new KubeHttp({ connection: kubeConfig, timeoutMs: 200 });
     await assert.rejects(impatient.getJson("/hung", {}), /GET \/hung: no answer from the API server in 200 ms/);
   });
 });

@@ -1,14 +1,14 @@
 // The one HTTP client to the API server, for the bridge and the functions alike: JSON requests
-// and a watch stream, authenticated from a KubeConfig (client certificates, tokens, exec plugins)
-// or a token provider that overrides it (EKS IAM tokens, projected tokens).
+// and a watch stream, over a KubeConnection (a kubeconfig, the pod's ServiceAccount, a server and
+// token) and optionally a token provider that overrides its credential (EKS IAM tokens).
 // The generated client's Watch pushes lines through a callback, so it cannot be paused; reading
 // the response stream ourselves lets a slow consumer stop the watch at the TCP level (backpressure).
 import http from "node:http";
 import https from "node:https";
-import type { KubeConfig } from "@kubernetes/client-node";
+import type { KubeConnection } from "./kube-connection.ts";
 
 export interface KubeAccess {
-  kubeConfig: KubeConfig;
+  connection: KubeConnection;
   /** When set, its bearer token replaces whatever the kubeconfig's user would send. */
   token?: () => Promise<string>;
   /** How long a request may wait for the server (a watch: only for its response headers). Default 15 s. */
@@ -53,7 +53,7 @@ export class KubeHttp {
   readonly #agent: http.Agent;
 
   constructor(access: KubeAccess) {
-    const server = access.kubeConfig.getCurrentCluster()?.server;
+    const server = access.connection.getCurrentCluster()?.server;
     if (server === undefined) throw new Error("the kubeconfig has no current cluster");
     this.#access = access;
     this.#server = new URL(server);
@@ -124,7 +124,7 @@ export class KubeHttp {
     const url = new URL(this.#server.pathname.replace(/\/$/, "") + path, this.#server);
     for (const [k, v] of Object.entries(o.query ?? {})) if (v !== undefined && v !== "") url.searchParams.set(k, v);
     const options: https.RequestOptions = { method, headers: { accept: "application/json" } };
-    await this.#access.kubeConfig.applyToHTTPSOptions(options);
+    await this.#access.connection.applyToHTTPSOptions(options);
     // client-node sets a fresh, non-keep-alive agent per request: a TLS handshake per API call,
     // about a third of a busy function's CPU. Ours still gets the TLS material from `options`.
     options.agent = this.#agent;

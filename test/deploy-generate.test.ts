@@ -95,7 +95,7 @@ describe("crdfn generate → a real API server, attacked with the function's ide
 
   it("reconciles with the function's ServiceAccount token: child created with its owner reference", async () => {
     const token = (await admin(["create", "token", "crdfn-widget", "-n", "crdfn-functions", "--duration=10m"])).trim();
-    const api = createKubeApi(apiAccess(loadConfig({ CRDFN_KUBE_AUTH: "token", CRDFN_KUBE_SERVER: cluster.server, CRDFN_KUBE_CA_FILE: cluster.caPath, CRDFN_KUBE_TOKEN: token }), { clock: () => new Date() }));
+    const api = createKubeApi(await apiAccess(loadConfig({ CRDFN_KUBE_AUTH: "token", CRDFN_KUBE_SERVER: cluster.server, CRDFN_KUBE_CA_FILE: cluster.caPath, CRDFN_KUBE_TOKEN: token }), { clock: () => new Date() }));
     const runtime = createRuntime(operator, { api, logger: pino({ level: "silent" }), clock: () => new Date() });
     await admin(["apply", "--server-side", "-f", "-"], JSON.stringify({ apiVersion: "shop.example.com/v1", kind: "Widget", metadata: { name: "blue", namespace: SERVED }, spec: { color: "blue" } }));
     const cr = JSON.parse(await admin(["get", "widget", "blue", "-n", SERVED, "-o", "json"])) as { metadata: { uid: string } };

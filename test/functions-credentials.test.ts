@@ -67,7 +67,7 @@ describe("credentials with a least-privilege ServiceAccount", { timeout: 120_000
     const file = join(dir, "token");
     writeFileSync(file, `${token}\n`);
     const config = loadConfig({ CRDFN_KUBE_AUTH: "token", CRDFN_KUBE_SERVER: env.cluster.server, CRDFN_KUBE_CA_FILE: env.cluster.caPath, CRDFN_KUBE_TOKEN_FILE: file });
-    const api = createKubeApi(apiAccess(config, { clock }));
+    const api = createKubeApi(await apiAccess(config, { clock }));
     await lifecycle(api, "by-file");
     // Least privilege: nothing beyond the generated rules.
     await assert.rejects(api.get({ group: "", version: "v1", plural: "secrets", namespace: "default" }), (e: { code?: number }) => e.code === 403);
@@ -75,7 +75,7 @@ describe("credentials with a least-privilege ServiceAccount", { timeout: 120_000
 
   it("a bearer token from the environment", { timeout: 30_000 }, async () => {
     const config = loadConfig({ CRDFN_KUBE_AUTH: "token", CRDFN_KUBE_SERVER: env.cluster.server, CRDFN_KUBE_CA_FILE: env.cluster.caPath, CRDFN_KUBE_TOKEN: token });
-    await lifecycle(createKubeApi(apiAccess(config, { clock })), "by-env");
+    await lifecycle(createKubeApi(await apiAccess(config, { clock })), "by-env");
   });
 
   it("the in-cluster ServiceAccount mount", { timeout: 30_000 }, async () => {
@@ -87,6 +87,6 @@ describe("credentials with a least-privilege ServiceAccount", { timeout: 120_000
     const server = new URL(env.cluster.server);
     Object.assign(process.env, { KUBERNETES_SERVICE_HOST: server.hostname, KUBERNETES_SERVICE_PORT: server.port });
     const config = loadConfig({ CRDFN_KUBE_AUTH: "in-cluster" });
-    await lifecycle(createKubeApi(apiAccess(config, { clock, serviceAccountRoot: dir })), "in-cluster");
+    await lifecycle(createKubeApi(await apiAccess(config, { clock, serviceAccountRoot: dir })), "in-cluster");
   });
 });

@@ -80,7 +80,7 @@ describe("one function host, two clusters", { timeout: 600_000 }, () => {
     assert.equal(b.sqs.queues.fifo, a.sqs.queues.fifo);
     for (const [id, cluster] of [["a", a], ["b", b]] as const) {
       sides[id] = { id, cluster, custom: cluster.kubeConfig.makeApiClient(CustomObjectsApi), core: cluster.kubeConfig.makeApiClient(CoreV1Api) };
-      await installCrd(createKubeApi({ kubeConfig: cluster.kubeConfig }), op);
+      await installCrd(createKubeApi({ connection: cluster.kubeConfig }), op);
     }
     sqs = sqsClient(a.sqs);
     const sink = new Writable({

@@ -72,7 +72,7 @@ export async function runOnce(system: SystemName, round: number, cluster: LocalC
   const startedAt = new Date().toISOString();
   const loadAvgStart = loadavg();
   const namespace = `peers-${system.replace(/[^a-z0-9]+/g, "-").replace(/-$/, "")}-r${round}`;
-  const greetings = new Greetings(createKubeApi({ kubeConfig: cluster.kubeConfig }), namespace);
+  const greetings = new Greetings(createKubeApi({ connection: cluster.kubeConfig }), namespace);
   await greetings.createNamespace();
   const watch = new StatusWatch(cluster.kubeConfig, namespace, now);
   await watch.start();

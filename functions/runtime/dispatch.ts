@@ -31,26 +31,30 @@ export function dispatchByResource(served: readonly OperatorRuntime[]): Runtime 
  * and token cache). An event naming a cluster not served here is never reconciled against
  * another: it is logged once and dead-lettered.
  */
-export function dispatchByCluster(clusters: readonly string[], build: (cluster: string) => Runtime, logger: Logger): Runtime {
+export function dispatchByCluster(clusters: readonly string[], build: (cluster: string) => Runtime | Promise<Runtime>, logger: Logger): Runtime {
   const [first] = clusters;
   if (first === undefined) throw new Error("dispatchByCluster needs at least one cluster");
   const served = new Set(clusters);
-  const built = new Map<string, Runtime>();
-  const runtimeOf = (cluster: string): Runtime => {
+  const built = new Map<string, Promise<Runtime>>();
+  const runtimeOf = (cluster: string): Promise<Runtime> => {
     let runtime = built.get(cluster);
-    if (!runtime) built.set(cluster, (runtime = build(cluster)));
+    if (!runtime) {
+      built.set(cluster, (runtime = Promise.resolve().then(() => build(cluster))));
+      // A failed build (a CA file not there yet) is tried again on the cluster's next event.
+      runtime.catch(() => built.delete(cluster));
+    }
     return runtime;
   };
   return {
-    handle(message) {
+    async handle(message) {
       const parsed = parseKeyEvent(message.body);
       // Malformed: any runtime logs it and dead-letters it without calling its API server.
-      if (!parsed.ok) return runtimeOf(first).handle(message);
+      if (!parsed.ok) return (await runtimeOf(first)).handle(message);
       const { cluster, namespace, name } = parsed.event;
-      if (served.has(cluster)) return runtimeOf(cluster).handle(message);
+      if (served.has(cluster)) return (await runtimeOf(cluster)).handle(message);
       // Logged on the first receive only; the queue's later receives count it towards its DLQ.
       if ((message.receiveCount ?? 1) <= 1) logger.error({ messageId: message.id, cluster, object: `${namespace ?? ""}/${name}` }, `key event for cluster "${cluster}", which is not in the registry; leaving it for the dead-letter queue`);
-      return Promise.resolve({ result: "dead-letter", detail: `cluster ${cluster} is not served here`, apiCalls: 0 });
+      return { result: "dead-letter", detail: `cluster ${cluster} is not served here`, apiCalls: 0 };
     },
   };
 }

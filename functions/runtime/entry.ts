@@ -57,10 +57,10 @@ export function buildFromEnv(served: Served, env: NodeJS.ProcessEnv, opts: { reg
   const metricsOf = (cluster: string): RuntimeMetrics | undefined => (emf ? emf.forCluster(cluster) : opts.registry ? createRuntimeMetrics(opts.registry, cluster) : undefined);
   // Per cluster, on its first event: one client (keep-alive agent, token cache), its logger and
   // metrics labelled with the cluster, and a runtime per operator over them.
-  const buildCluster = (cluster: string): Runtime => {
+  const buildCluster = async (cluster: string): Promise<Runtime> => {
     const entry = clusters.get(cluster);
     if (!entry) throw new Error(`cluster ${cluster} is not in the registry`);
-    const api = createKubeApi(clusterAccess(entry, { clock, awsCredentials, ...(config.AWS_REGION ? { region: config.AWS_REGION } : {}) }));
+    const api = createKubeApi(await clusterAccess(entry, { clock, awsCredentials, env, ...(config.AWS_REGION ? { region: config.AWS_REGION } : {}) }));
     const log = logger.child({ cluster });
     const metrics = metricsOf(cluster);
     return dispatchByResource(

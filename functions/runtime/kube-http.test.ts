@@ -12,7 +12,7 @@ async function loopbackApi(handler: RequestListener): Promise<{ server: Server; 
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const kubeConfig = new KubeConfig();
   kubeConfig.loadFromClusterAndUser({ name: "c", server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, skipTLSVerify: true }, { name: "u" });
-  return { server, api: createKubeApi({ kubeConfig }) };
+  return { server, api: createKubeApi({ connection: kubeConfig }) };
 }
 
 function closeServer(server: Server): void {

@@ -45,7 +45,7 @@ export async function startEnv(operators: ReadonlyArray<Operator<unknown>>): Pro
   });
   const logger = pino({ level: "debug" }, sink);
   const sqs = sqsClient(cluster.sqs);
-  const api = createKubeApi({ kubeConfig: cluster.kubeConfig });
+  const api = createKubeApi({ connection: cluster.kubeConfig });
   for (const op of operators) await installCrd(api, op);
   return { cluster, sqs, api, custom: cluster.kubeConfig.makeApiClient(CustomObjectsApi), core: cluster.kubeConfig.makeApiClient(CoreV1Api), logs, logger, registry: new Registry() };
 }

@@ -15,7 +15,7 @@ const clients = new WeakMap<KubeConfig, KubeHttp>();
 /** One API request with the kubeconfig's identity; JSON in, JSON out. */
 export async function kube(kc: KubeConfig, method: string, path: string, body?: unknown, contentType = "application/json"): Promise<Reply> {
   let http = clients.get(kc);
-  if (http === undefined) clients.set(kc, (http = new KubeHttp({ kubeConfig: kc, timeoutMs: 60_000 })));
+  if (http === undefined) clients.set(kc, (http = new KubeHttp({ connection: kc, timeoutMs: 60_000 })));
   const { status, text } = await http.request(method, path, { body, contentType });
   let parsed: Reply["body"];
   try {

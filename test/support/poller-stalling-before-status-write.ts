@@ -12,7 +12,7 @@ import { createRuntime } from "../../functions/runtime/runtime.ts";
 
 const config = loadConfig(process.env);
 const clock = () => new Date();
-const real = createKubeApi(apiAccess(config, { clock }));
+const real = createKubeApi(await apiAccess(config, { clock }));
 const api = {
   ...real,
   replaceStatus: async () => {
