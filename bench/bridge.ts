@@ -95,8 +95,33 @@ interface Row {
 /** As infra/bridge/deployment.yaml sets it, so the benchmark measures what ships (BENCH_BRIDGE_NODE_OPTIONS: try others). */
 const SHIPPED_NODE_OPTIONS = process.env.BENCH_BRIDGE_NODE_OPTIONS ?? shippedBridgeNodeOptions();
 
-const tinyEnv = (cluster: LocalCluster): Record<string, string> =>
-  bridgeEnv(cluster, { CRDFN_RESOURCES: `${GROUP}/v1/tinies`, CRDFN_NAMESPACES: NS, NODE_OPTIONS: SHIPPED_NODE_OPTIONS });
+/** As in a pod: a ServiceAccount token and the server's CA, so client-node stays unloaded as it does there. */
+const tinyEnv = (cluster: LocalCluster, tokenFile: string): Record<string, string> =>
+  bridgeEnv(cluster, {
+    CRDFN_RESOURCES: `${GROUP}/v1/tinies`,
+    CRDFN_NAMESPACES: NS,
+    NODE_OPTIONS: SHIPPED_NODE_OPTIONS,
+    CRDFN_KUBE_SERVER: cluster.server,
+    CRDFN_KUBE_CA_FILE: cluster.caPath,
+    CRDFN_KUBE_TOKEN_FILE: tokenFile,
+  });
+
+/** A ServiceAccount for the bridge process and a token file for it (its RBAC is not what is measured here). */
+async function bridgeToken(cluster: LocalCluster, dir: string): Promise<string> {
+  await ok(kube(cluster.kubeConfig, "POST", `/api/v1/namespaces/${NS}/serviceaccounts`, { metadata: { name: "bench-bridge" } }), "bridge ServiceAccount");
+  await ok(
+    kube(cluster.kubeConfig, "POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", {
+      metadata: { name: "bench-bridge" },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "cluster-admin" },
+      subjects: [{ kind: "ServiceAccount", name: "bench-bridge", namespace: NS }],
+    }),
+    "bridge binding",
+  );
+  const answer = await ok(kube(cluster.kubeConfig, "POST", `/api/v1/namespaces/${NS}/serviceaccounts/bench-bridge/token`, { spec: { expirationSeconds: 24 * 3600 } }), "bridge token");
+  const file = join(dir, "token");
+  writeFileSync(file, (answer.body as { status?: { token?: string } }).status?.token ?? "");
+  return file;
+}
 
 async function purge(cluster: LocalCluster): Promise<void> {
   const sqs = sqsClientFor(cluster);
@@ -129,10 +154,10 @@ async function measureInProcess(cluster: LocalCluster, objects: number): Promise
 }
 
 /** The bridge as its own process: peak heap and RSS from its /metrics while it syncs and publishes. */
-async function measureProcess(cluster: LocalCluster, objects: number, entry: string): Promise<Pick<Row, "processSyncS" | "processPeakHeapMiB" | "processPeakRssMiB" | "processIdleCpuPercent">> {
+async function measureProcess(cluster: LocalCluster, objects: number, entry: string, tokenFile: string): Promise<Pick<Row, "processSyncS" | "processPeakHeapMiB" | "processPeakRssMiB" | "processIdleCpuPercent">> {
   await purge(cluster);
   const started = performance.now();
-  const p = spawnBridge(tinyEnv(cluster), entry);
+  const p = spawnBridge(tinyEnv(cluster, tokenFile), entry);
   try {
     const port = await p.port;
     let syncedAt = 0;
@@ -204,7 +229,8 @@ async function main(): Promise<void> {
   if (crBinary === undefined) console.error(`no controller-runtime column: needs ${missing.join("")}`);
   console.error("starting the local control plane and ElasticMQ…");
   // The process figures are for what the image runs: the bundle.
-  const entry = join(mkdtempSync(join(tmpdir(), "crdfn-bench-")), "bridge.mjs");
+  const work = mkdtempSync(join(tmpdir(), "crdfn-bench-"));
+  const entry = join(work, "bridge.mjs");
   await bundleBridge(entry);
   const cluster = await startCluster({ log: () => {} });
   const rows: Row[] = [];
@@ -212,6 +238,7 @@ async function main(): Promise<void> {
   try {
     await installTinyCrd(cluster);
     await createNamespace(cluster, NS);
+    const tokenFile = await bridgeToken(cluster, work);
     let created = 0;
     let msPerObject = 0;
     for (const size of sizes) {
@@ -226,7 +253,7 @@ async function main(): Promise<void> {
       created = size;
       console.error(`created in ${(createMs / 1000).toFixed(1)} s; measuring the bridge's initial sync…`);
       const inProcess = await measureInProcess(cluster, size);
-      const processRow = await measureProcess(cluster, size, entry);
+      const processRow = await measureProcess(cluster, size, entry, tokenFile);
       console.error("measuring the no-op controller-runtime operator…");
       const cr = crBinary === undefined ? { crSyncS: null, crPeakRssMiB: null, crIdleCpuPercent: null } : await measureControllerRuntime(cluster, crBinary);
       rows.push({ objects: size, createS: createMs / 1000, ...inProcess, ...processRow, ...cr });

@@ -1,4 +1,7 @@
-// Load shapes: a fixed rate (open loop), and a fixed number of changes in flight (closed loop).
+// Load shapes: a fixed rate (open loop), and a fixed number of changes in flight (closed loop);
+// and the one way every benchmark times a change end to end.
+import type { Greetings } from "./greetings.ts";
+import type { StatusWatch } from "./status-watch.ts";
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -68,4 +71,31 @@ export async function measureRawCeiling(
     }
   }, now);
   return { latencies, errors, seconds: (now() - t) / 1000 };
+}
+
+export interface ChangeCounts {
+  errors: number;
+  unobserved: number;
+}
+
+/**
+ * `change(i, message, latencies, counts)`: one end-to-end sample — the spec write of object
+ * `names[i]`, then the status watch seeing its new generation reconciled. A failed write or a
+ * status not seen within `timeoutMs` is counted, not timed.
+ */
+export function changeTimer(o: { greetings: Greetings; watch: StatusWatch; names: readonly string[]; now: () => number; timeoutMs: number }) {
+  return async (i: number, message: string, latencies: number[], counts: ChangeCounts): Promise<void> => {
+    const name = o.names[i] ?? "";
+    const start = o.now();
+    let generation: number;
+    try {
+      generation = await o.greetings.setMessage(name, message);
+    } catch {
+      counts.errors++;
+      return;
+    }
+    const at = await o.watch.reconciled(name, generation, o.timeoutMs);
+    if (at === undefined) counts.unobserved++;
+    else latencies.push(at - start);
+  };
 }

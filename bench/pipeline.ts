@@ -10,7 +10,7 @@ import { sqsClient, startCluster } from "../emulator/cluster.ts";
 import cronTab from "../examples/crontab/operator.ts";
 import greeting from "../examples/greeting/operator.ts";
 import { createKubeApi } from "../functions/runtime/kube-http.ts";
-import { atRate, forEachBounded, inFlight, measureRawCeiling } from "./drive.ts";
+import { atRate, changeTimer, forEachBounded, inFlight, measureRawCeiling } from "./drive.ts";
 import { Greetings, objectName } from "./greetings.ts";
 import { clusterPids } from "./proc.ts";
 import { untilQueuesEmpty } from "./queue-depth.ts";
@@ -153,21 +153,7 @@ export async function runPipelineBench(o: BenchOptions): Promise<BenchResult> {
     const drainSeconds = await quiet();
     const setup = { createSeconds, allReadySeconds, drainSeconds, ...reconcileStats(records.setup), cpu: await sampler.since(mark) };
 
-    // A spec write, then the watch seeing its status: one end-to-end sample.
-    const change = async (i: number, message: string, latencies: number[], counts: { errors: number; unobserved: number }) => {
-      const name = names[i] ?? "";
-      const start = now();
-      let generation: number;
-      try {
-        generation = await greetings.setMessage(name, message);
-      } catch {
-        counts.errors++;
-        return;
-      }
-      const at = await watch.reconciled(name, generation, OBSERVE_TIMEOUT_MS);
-      if (at === undefined) counts.unobserved++;
-      else latencies.push(at - start);
-    };
+    const change = changeTimer({ greetings, watch, names, now, timeoutMs: OBSERVE_TIMEOUT_MS });
 
     // 2. Rated: R changes per second spread over the N objects.
     o.log(`rated: ${o.rate} changes/s for ${o.durationSeconds} s…`);

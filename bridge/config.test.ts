@@ -27,6 +27,14 @@ describe("bridge config", () => {
     assert.equal(c.lease.name, undefined);
   });
 
+  it("a server and token file for a bridge outside the cluster: both or neither, https only", () => {
+    const c = loadBridgeConfig({ ...base, CRDFN_KUBE_SERVER: "https://10.0.0.1:6443", CRDFN_KUBE_TOKEN_FILE: "/run/token", CRDFN_KUBE_CA_FILE: "/run/ca.crt" });
+    assert.deepEqual(c.kube, { server: "https://10.0.0.1:6443", tokenFile: "/run/token", caFile: "/run/ca.crt" });
+    assert.deepEqual(loadBridgeConfig(base).kube, {});
+    assert.equal(errorOf(() => loadBridgeConfig({ ...base, CRDFN_KUBE_SERVER: "https://10.0.0.1:6443" })), "CRDFN_KUBE_TOKEN_FILE: needs both CRDFN_KUBE_SERVER and CRDFN_KUBE_TOKEN_FILE");
+    assert.equal(errorOf(() => loadBridgeConfig({ ...base, CRDFN_KUBE_SERVER: "http://10.0.0.1", CRDFN_KUBE_TOKEN_FILE: "/t" })), "CRDFN_KUBE_SERVER: must be an https:// URL");
+  });
+
   it("layers the environment over a structured file", () => {
     const file = {
       cluster: "prod",

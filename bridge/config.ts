@@ -81,6 +81,19 @@ export const bridgeConfigSchema = z
     /** A watch that has said nothing (not even a bookmark) for this long is presumed dead. */
     watchSilenceSeconds: positiveInt(5, 3600).default(90),
     logLevel: z.enum(["trace", "debug", "info", "warn", "error", "fatal"]).default("info"),
+    /**
+     * The API server and a ServiceAccount token file (re-read as it rotates), for a bridge run
+     * outside the cluster with its own identity. Unset: in a pod, its ServiceAccount; elsewhere
+     * the kubeconfig (KUBECONFIG, --kubeconfig).
+     */
+    kube: z
+      .strictObject({
+        server: z.url({ protocol: /^https$/, error: "must be an https:// URL" }).optional(),
+        caFile: z.string().min(1).optional(),
+        tokenFile: z.string().min(1).optional(),
+      })
+      .refine((k) => (k.server === undefined) === (k.tokenFile === undefined), { message: "needs both CRDFN_KUBE_SERVER and CRDFN_KUBE_TOKEN_FILE", path: ["tokenFile"] })
+      .default({}),
     aws: z
       .strictObject({
         region: z.string().min(1).default("us-east-1"),
@@ -148,6 +161,9 @@ const envSettings: ReadonlyArray<[string, string[], (s: string) => unknown]> = [
   ["CRDFN_LIST_PAGE_SIZE", ["listPageSize"], String],
   ["CRDFN_WATCH_SILENCE_SECONDS", ["watchSilenceSeconds"], String],
   ["CRDFN_LOG_LEVEL", ["logLevel"], String],
+  ["CRDFN_KUBE_SERVER", ["kube", "server"], String],
+  ["CRDFN_KUBE_CA_FILE", ["kube", "caFile"], String],
+  ["CRDFN_KUBE_TOKEN_FILE", ["kube", "tokenFile"], String],
   ["AWS_REGION", ["aws", "region"], String],
   ["AWS_ENDPOINT_URL_SQS", ["aws", "endpoint"], String],
 ];

@@ -3,7 +3,7 @@
 // buffered and releases the Lease before exiting 0.
 import { readFileSync } from "node:fs";
 import { SQSClient } from "@aws-sdk/client-sqs";
-import { inClusterConnection, type KubeConnection } from "../clients/kube-connection.ts";
+import { inClusterConnection, serverConnection, tokenFromFile, type KubeConnection } from "../clients/kube-connection.ts";
 import { pino } from "pino";
 import { collectDefaultMetrics, Registry } from "prom-client";
 import { parse as parseYaml } from "yaml";
@@ -34,7 +34,13 @@ function readConfig(env: NodeJS.ProcessEnv): BridgeConfig {
 }
 
 /** How to reach the API server, and where its credential comes from (named when the API server refuses it). */
-async function connectionFor(o: RunOptions): Promise<{ connection: KubeConnection; source: string }> {
+async function connectionFor(o: RunOptions, kube: BridgeConfig["kube"]): Promise<{ connection: KubeConnection; source: string }> {
+  if (o.kubeconfig === undefined && kube.server !== undefined && kube.tokenFile !== undefined) {
+    return {
+      connection: serverConnection({ server: kube.server, caFile: kube.caFile, token: tokenFromFile(kube.tokenFile, () => new Date()) }),
+      source: `the token in ${kube.tokenFile} (CRDFN_KUBE_TOKEN_FILE) and its RBAC`,
+    };
+  }
   if (o.kubeconfig === undefined && o.env.KUBERNETES_SERVICE_HOST !== undefined && o.env.KUBECONFIG === undefined) {
     return {
       connection: inClusterConnection(o.env, () => new Date()),
@@ -69,7 +75,7 @@ export async function runBridgeProcess(o: RunOptions): Promise<number> {
   let kubeConfig: KubeConnection;
   let credentialSource: string;
   try {
-    ({ connection: kubeConfig, source: credentialSource } = await connectionFor(o));
+    ({ connection: kubeConfig, source: credentialSource } = await connectionFor(o, config.kube));
   } catch (e) {
     process.stderr.write(`crdfn bridge: cannot load the kubeconfig: ${(e as Error).message.split("\n")[0]}\n`);
     return EXIT_CODES.config;

@@ -1,11 +1,13 @@
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { SQSClient } from "@aws-sdk/client-sqs";
-import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
+import { CoreV1Api } from "@kubernetes/client-node";
 import type { LocalCluster } from "../emulator/types.ts";
-import { startBridge } from "../bridge/bridge.ts";
-import { bridgeConfig, bridgeEnv, type BridgeProcess, spawnBridge, startBridgeEnvironment, testLogger } from "./support/bridge-environment.ts";
+import { bridgeEnv, type BridgeProcess, spawnBridge, startBridgeEnvironment } from "./support/bridge-environment.ts";
 import { createNamespace, crontab, crontabPath } from "./support/crontabs.ts";
 import { kube, kubectl, ok } from "./support/kube-requests.ts";
 import { scrapeMetrics } from "./support/metrics.ts";
@@ -63,17 +65,13 @@ describe("bridge: deployment identity and high availability", { timeout: 300_000
     }
   });
 
-  it("runs with the token of the ServiceAccount from infra/bridge, which cannot read Secrets", { timeout: 90_000 }, async () => {
+  it("runs as its own process with the token of the ServiceAccount from infra/bridge, which cannot read Secrets", { timeout: 90_000 }, async () => {
     kubectl(cluster, "apply", "--server-side", "-k", "infra/bridge");
     const core = cluster.kubeConfig.makeApiClient(CoreV1Api);
     const token = await core.createNamespacedServiceAccountToken({ name: "crdfn-bridge", namespace: "crdfn-system", body: { spec: { audiences: [], expirationSeconds: 3600 } } });
-    const saConfig = new KubeConfig();
-    saConfig.loadFromOptions({
-      clusters: [{ name: "test", server: cluster.server, caFile: cluster.caPath }],
-      users: [{ name: "crdfn-bridge", token: token.status?.token }],
-      contexts: [{ name: "sa", cluster: "test", user: "crdfn-bridge" }],
-      currentContext: "sa",
-    });
+    const dir = mkdtempSync(join(tmpdir(), "crdfn-bridge-sa-"));
+    const tokenFile = join(dir, "token");
+    writeFileSync(tokenFile, token.status?.token ?? "");
 
     assert.equal(canI(cluster, "get", "secrets", "--all-namespaces"), "no");
     assert.equal(canI(cluster, "list", "secrets", "-n", "crdfn-system"), "no");
@@ -85,14 +83,18 @@ describe("bridge: deployment identity and high availability", { timeout: 300_000
 
     const ns = "as-sa";
     await createNamespace(cluster, ns);
-    const bridge = startBridge(bridgeConfig(cluster, { CRDFN_LEASE_NAME: "crdfn-bridge", CRDFN_LEASE_NAMESPACE: "crdfn-system" }), { kubeConfig: saConfig, sqs, logger: testLogger() });
+    // No kubeconfig: the server, its CA and the token file, as a bridge outside the cluster runs.
+    const { KUBECONFIG: _admin, ...env } = bridgeEnv(cluster, { CRDFN_LEASE_NAME: "crdfn-bridge", CRDFN_LEASE_NAMESPACE: "crdfn-system" });
+    const bridge = spawnBridge({ ...env, CRDFN_KUBE_SERVER: cluster.server, CRDFN_KUBE_CA_FILE: cluster.caPath, CRDFN_KUBE_TOKEN_FILE: tokenFile, HOME: dir });
     try {
-      await withTimeout(bridge.ready, 30_000, "sync as the ServiceAccount");
+      await withTimeout(bridge.synced, 30_000, `sync as the ServiceAccount; logs: ${bridge.logs.join("\n")}`);
       assert.equal(await leaseHolder(cluster, "crdfn-bridge") !== "", true, "it holds its Lease");
       await ok(kube(cluster.kubeConfig, "POST", crontabPath(ns), crontab("seen")), "create");
       await reader.until(() => reader.byName(ns).has("seen"), 20_000);
     } finally {
-      await bridge.stop(2000);
+      bridge.child.kill("SIGTERM");
+      assert.equal(await bridge.exited, 0);
+      rmSync(dir, { recursive: true, force: true });
     }
     assert.equal(await leaseHolder(cluster, "crdfn-bridge"), "", "stop releases the Lease");
   });

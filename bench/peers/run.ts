@@ -8,7 +8,7 @@ import type { Reaper } from "../../emulator/reaper.ts";
 import type { LocalCluster } from "../../emulator/types.ts";
 import { createKubeApi } from "../../functions/runtime/kube-http.ts";
 import { kube } from "../../test/support/kube-requests.ts";
-import { atRate, forEachBounded, inFlight, measureRawCeiling } from "../drive.ts";
+import { atRate, changeTimer, forEachBounded, inFlight, measureRawCeiling } from "../drive.ts";
 import { Greetings, objectName } from "../greetings.ts";
 import { clusterPids, metricValues } from "../proc.ts";
 import { untilQueuesEmpty } from "../queue-depth.ts";
@@ -142,20 +142,7 @@ export async function runOnce(system: SystemName, round: number, cluster: LocalC
     const setup = { objects: o.objects, createSeconds: r2(createSeconds), allReadySeconds: r2(allReadySeconds), ...cost(await sampler.since(mark), o.objects, o.objects) };
     await quiet();
 
-    const change = async (i: number, message: string, latencies: number[], counts: { errors: number; unobserved: number }) => {
-      const name = names[i] ?? "";
-      const start = now();
-      let generation: number;
-      try {
-        generation = await greetings.setMessage(name, message);
-      } catch {
-        counts.errors++;
-        return;
-      }
-      const at = await watch.reconciled(name, generation, OBSERVE_TIMEOUT_MS);
-      if (at === undefined) counts.unobserved++;
-      else latencies.push(at - start);
-    };
+    const change = changeTimer({ greetings, watch, names, now, timeoutMs: OBSERVE_TIMEOUT_MS });
 
     o.log(`${system} r${round}: rated ${o.rate}/s for ${o.durationSeconds} s…`);
     mark = await sampler.mark();
