@@ -247,6 +247,31 @@ describe("serverless package (offline)", { timeout: 300_000 }, () => {
       }
     }
   });
+
+  it("leaves client-node out of the bundle: a kubeconfig cluster entry fails its event with one line naming why", async () => {
+    const name = names[0] ?? "";
+    const work = mkdtempSync(join(tmpdir(), `crdfn-bundle-kc-`));
+    try {
+      const bundle = join(work, "lambda.mjs");
+      writeFileSync(bundle, unzip(readFileSync(join(dir, `${name}.zip`)))[`examples/${name}/lambda.mjs`] ?? "");
+      assert.doesNotMatch(readFileSync(bundle, "utf8"), /undici|openid-client|oauth4webapi/, "client-node and its HTTP stack are not bundled");
+      const body = JSON.stringify({ v: 1, cluster: "dev", group: "example.com", version: "v1", plural: "greetings", kind: "Greeting", namespace: "default", name: "g", uid: "u", resourceVersion: "1", generation: 1, type: "ADDED", observedAt: new Date().toISOString() });
+      const record = { messageId: "m-1", receiptHandle: "r", body, attributes: { ApproximateReceiveCount: "1", MessageGroupId: "g" }, messageAttributes: {}, md5OfBody: "", eventSource: "aws:sqs", eventSourceARN: "arn:aws:sqs:us-east-1:123456789012:q.fifo", awsRegion: "us-east-1" };
+      const script = `const { handler } = await import(${JSON.stringify(bundle)});
+        const out = await handler(${JSON.stringify({ Records: [record] })}, { getRemainingTimeInMillis: () => 30000 });
+        process.stdout.write("RESULT " + JSON.stringify(out) + "\\n");`;
+      const { stdout } = await run(process.execPath, ["--input-type=module", "-e", script], {
+        cwd: work,
+        timeout: 30_000,
+        env: { PATH: process.env.PATH ?? "", CRDFN_CLUSTERS: JSON.stringify({ dev: { auth: "kubeconfig" } }), LOG_LEVEL: "error", AWS_REGION: "us-east-1" },
+      });
+      const result = stdout.split("\n").find((l) => l.startsWith("RESULT ")) ?? "";
+      assert.deepEqual(JSON.parse(result.slice("RESULT ".length)), { batchItemFailures: [{ itemIdentifier: "m-1" }] });
+      assert.match(stdout, /cannot set up the client of cluster \\"dev\\": a kubeconfig cluster entry cannot be used in crdfn's Lambda bundle/);
+    } finally {
+      rmSync(work, { recursive: true, force: true });
+    }
+  });
 });
 
 /** The files of a zip archive (stored or deflated entries), read from its central directory. */

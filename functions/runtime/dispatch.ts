@@ -40,8 +40,11 @@ export function dispatchByCluster(clusters: readonly string[], build: (cluster: 
     let runtime = built.get(cluster);
     if (!runtime) {
       built.set(cluster, (runtime = Promise.resolve().then(() => build(cluster))));
-      // A failed build (a CA file not there yet) is tried again on the cluster's next event.
-      runtime.catch(() => built.delete(cluster));
+      // A failed build (a CA file not there yet) is logged, and tried again on the cluster's next event.
+      runtime.catch((error: unknown) => {
+        built.delete(cluster);
+        logger.error({ cluster, error: (error as Error).message }, `cannot set up the client of cluster "${cluster}": ${(error as Error).message}`);
+      });
     }
     return runtime;
   };
