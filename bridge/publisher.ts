@@ -9,7 +9,7 @@
 import { SendMessageBatchCommand, type SendMessageBatchRequestEntry, type SQSClient } from "@aws-sdk/client-sqs";
 import type { Logger } from "pino";
 import { backoffMs, type BackoffPolicy } from "../core/backoff.ts";
-import { deduplicationId, encodeKeyEvent, messageGroupId, type KeyEvent } from "../core/event.ts";
+import { deduplicationId, encodeKeyEvent, messageGroupId, supersede, type KeyEvent } from "../core/event.ts";
 import type { BridgeMetrics } from "./metrics.ts";
 
 export interface PublisherOptions {
@@ -69,6 +69,7 @@ export class Publisher {
     if (this.#closed) return;
     const existing = this.#pending.get(key);
     if (existing !== undefined && keepExisting) return;
+    if (existing !== undefined) event = supersede(existing.event, event);
     const entry: Pending["entry"] = { MessageBody: encodeKeyEvent(event) };
     if (this.#o.mode === "fifo") {
       entry.MessageGroupId = messageGroupId(event);

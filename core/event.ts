@@ -58,6 +58,27 @@ export function parseKeyEvent(body: string): ParseResult {
   return { ok: true, event: parsed.data };
 }
 
+/** The reasons a bridge gives for an object's own change (as opposed to a child's, a resync…). */
+const OWN_CHANGE_REASONS: ReadonlySet<string> = new Set(["watch", "list", "relist"]);
+
+/**
+ * Whether the event stands for the announced object's own changes only. A reconcile of such an
+ * event may read the children from the API server's watch cache at the event's resourceVersion
+ * or later: a child change it might not show yet has an event of its own behind this one. Any
+ * other event (a child changed, a resync, a requeue, no reason) reads them from etcd.
+ */
+export function ownChangeOnly(e: Pick<KeyEvent, "reason">): boolean {
+  return e.reason !== undefined && OWN_CHANGE_REASONS.has(e.reason);
+}
+
+/**
+ * When a newer announcement of an object replaces one still waiting to be sent, the child
+ * change the waiting one stood for must not be lost with it: the merged event keeps that reason.
+ */
+export function supersede(waiting: KeyEvent, newer: KeyEvent): KeyEvent {
+  return ownChangeOnly(newer) && !ownChangeOnly(waiting) && waiting.reason !== undefined ? { ...newer, reason: waiting.reason } : newer;
+}
+
 export function encodeKeyEvent(event: KeyEvent): string {
   return JSON.stringify(keyEventSchema.parse(event));
 }

@@ -3,6 +3,7 @@
 import type { Outcome } from "./outcome.ts";
 import { classify } from "./outcome.ts";
 import { failMessage } from "./failure.ts";
+import { prefetchChildren } from "./observed-children.ts";
 import { reconcileObject } from "./reconcile-object.ts";
 import { requeueChain } from "./requeue-chain.ts";
 import type { Step } from "./step.ts";
@@ -22,11 +23,12 @@ export async function handleEvent(step: Step, dueAtMs: number, maxAttempts: numb
       // First read: not older than the version the event announces, which the API server serves
       // from its watch cache instead of a quorum read from etcd; a newer change has an event of
       // its own behind this one. After a 409 the cache may still lag our conflict: read etcd.
+      const children = attempt === 1 ? prefetchChildren(step) : undefined;
       const object = await step.api.get(step.ref, attempt === 1 ? { notOlderThan: event.resourceVersion } : undefined);
       if (!object) return { result: "success", detail: "object is gone" };
       // A requeue chain belongs to one generation (see requeue-chain.ts).
       if (event.reason === "requeue" && object.metadata.generation !== event.generation) return { result: "success", detail: "requeue superseded by a newer generation" };
-      return await reconcileObject(step, object, chain);
+      return await reconcileObject(step, object, chain, children);
     } catch (error) {
       const verdict = classify(error);
       if (verdict.kind === "conflict") {

@@ -34,8 +34,12 @@ export interface KubeApi {
   /** Server-side apply, forcing ownership of the fields it sets. */
   apply(ref: ResourceRef, object: KubeObject, fieldManager: string): Promise<KubeObject>;
   create(ref: ResourceRef, object: Record<string, unknown>): Promise<KubeObject>;
-  /** The objects of a collection (`ref` without name), filtered by a label selector such as "a=b,c=d". */
-  list(ref: ResourceRef, labelSelector?: string): Promise<KubeObject[]>;
+  /**
+   * The objects of a collection (`ref` without name), filtered by a label selector such as
+   * "a=b,c=d". With `notOlderThan`, from the watch cache as for `get`; without it, a consistent
+   * read (which waits for the watch cache to reach etcd's current revision: tens of ms under load).
+   */
+  list(ref: ResourceRef, labelSelector?: string, read?: { notOlderThan?: string }): Promise<KubeObject[]>;
   /** DELETE with preconditions (a mismatch → ApiError 409); an object already gone is not an error. */
   delete(ref: ResourceRef, preconditions?: Preconditions): Promise<void>;
 }

@@ -7,20 +7,24 @@ export function createKubeApi(access: KubeAccess): KubeApi {
   const http = new KubeHttp(access);
   const write = async (method: string, path: string, body: unknown, contentType?: string, query?: Record<string, string>): Promise<KubeObject> =>
     (await http.json(method, path, { body, contentType, query })) as KubeObject;
+  // From the watch cache when the caller names a version it has seen, else from etcd (consistent).
+  // (A GET's resourceVersion means "not older than" already; a LIST's must say so.)
+  const cachedRead = async (path: string, query: Record<string, string>, read: { notOlderThan?: string } | undefined, list = false): Promise<unknown> => {
+    if (read?.notOlderThan === undefined) return http.json("GET", path, { query });
+    try {
+      return await http.json("GET", path, { query: { ...query, resourceVersion: read.notOlderThan, ...(list ? { resourceVersionMatch: "NotOlderThan" } : {}) } });
+    } catch (e) {
+      // The watch cache did not reach that version within the server's wait (504 "Too large
+      // resource version", e.g. a lagging HA replica): read from etcd instead.
+      if (e instanceof ApiError && e.code === 504) return http.json("GET", path, { query });
+      throw e;
+    }
+  };
   const managedBy = (fieldManager: string | undefined): Record<string, string> | undefined => (fieldManager ? { fieldManager } : undefined);
   return {
     get: async (ref, read) => {
-      const path = resourcePath(ref);
       try {
-        if (read?.notOlderThan === undefined) return (await http.json("GET", path)) as KubeObject;
-        try {
-          return (await http.json("GET", path, { query: { resourceVersion: read.notOlderThan } })) as KubeObject;
-        } catch (e) {
-          // The watch cache did not reach that version within the server's wait (504 "Too large
-          // resource version", e.g. a lagging HA replica): read from etcd instead.
-          if (e instanceof ApiError && e.code === 504) return (await http.json("GET", path)) as KubeObject;
-          throw e;
-        }
+        return (await cachedRead(resourcePath(ref), {}, read)) as KubeObject;
       } catch (e) {
         if (e instanceof ApiError && e.code === 404) return undefined;
         throw e;
@@ -30,8 +34,8 @@ export function createKubeApi(access: KubeAccess): KubeApi {
     mergePatch: (ref, patch, fieldManager) => write("PATCH", resourcePath(ref), patch, "application/merge-patch+json", managedBy(fieldManager)),
     apply: (ref, object, fieldManager) => write("PATCH", resourcePath(ref), object, "application/apply-patch+yaml", { fieldManager, force: "true" }),
     create: (ref, object) => write("POST", resourcePath(ref), object),
-    list: async (ref, labelSelector) => {
-      const list = (await http.json("GET", resourcePath(ref), labelSelector ? { query: { labelSelector } } : {})) as { items?: KubeObject[] };
+    list: async (ref, labelSelector, read) => {
+      const list = (await cachedRead(resourcePath(ref), labelSelector ? { labelSelector } : {}, read, true)) as { items?: KubeObject[] };
       return list.items ?? [];
     },
     delete: async (ref, preconditions) => {
