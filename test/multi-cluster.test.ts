@@ -16,6 +16,7 @@ import { sqsClient, startCluster, type LocalCluster } from "../emulator/cluster.
 import greeting, { configMapName } from "../examples/greeting/operator.ts";
 import { startPoller, type Poller } from "../functions/adapters/poller.ts";
 import { buildFromEnv } from "../functions/runtime/entry.ts";
+import { createRuntimeMetrics } from "../functions/runtime/prometheus-metrics.ts";
 import { createKubeApi } from "../functions/runtime/kube-http.ts";
 import type { Runtime } from "../functions/runtime/runtime.ts";
 import { installCrd, ready, waitFor, type Cr } from "./support/functions-environment.ts";
@@ -113,7 +114,7 @@ describe("one function host, two clusters", { timeout: 600_000 }, () => {
         ...a.env,
         CRDFN_CLUSTERS: JSON.stringify({ a: { auth: "kubeconfig", kubeconfig: a.kubeconfigPath }, b: { auth: "kubeconfig", kubeconfig: b.kubeconfigPath } }),
       },
-      { registry, logger },
+      { metrics: (cluster) => createRuntimeMetrics(registry, cluster), logger },
     );
     assert.deepEqual([...built.clusters.keys()], ["a", "b"]);
     const timed: Runtime = {

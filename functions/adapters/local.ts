@@ -3,6 +3,7 @@
 import type { Registry } from "prom-client";
 import { ConfigError } from "../../core/config-error.ts";
 import { buildFromEnv, type Served } from "../runtime/entry.ts";
+import { createRuntimeMetrics } from "../runtime/prometheus-metrics.ts";
 import { startPoller, type Poller } from "./poller.ts";
 
 export interface LocalFunctionsOptions {
@@ -15,7 +16,8 @@ export interface LocalFunctionsOptions {
 }
 
 export function startLocalFunctions(served: Served, opts: LocalFunctionsOptions): Poller {
-  const built = buildFromEnv(served, opts.env, opts.registry ? { registry: opts.registry } : {});
+  const { registry } = opts;
+  const built = buildFromEnv(served, opts.env, registry ? { metrics: (cluster) => createRuntimeMetrics(registry, cluster) } : {});
   const queueUrls = [built.config.CRDFN_QUEUE_URL, built.config.CRDFN_STANDARD_QUEUE_URL].filter((u): u is string => u !== undefined);
   if (queueUrls.length === 0) throw new ConfigError("invalid setting CRDFN_QUEUE_URL: required to poll locally");
   return startPoller({

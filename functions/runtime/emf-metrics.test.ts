@@ -1,4 +1,4 @@
-// The runtime's metrics under controller-runtime's names: Prometheus (metrics.ts) and, on Lambda,
+// The runtime's metrics under controller-runtime's names: Prometheus (prometheus-metrics.ts) and, on Lambda,
 // the CloudWatch EMF lines Powertools writes to stdout (emf-metrics.ts), one flush per invocation.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
@@ -7,7 +7,8 @@ import type { Context, SQSEvent } from "aws-lambda";
 import greeting from "../../examples/greeting/operator.ts";
 import { lambdaHandler } from "../adapters/lambda.ts";
 import { createEmfMetrics } from "./emf-metrics.ts";
-import { createRuntimeMetrics, type Measurement } from "./metrics.ts";
+import type { Measurement } from "./metrics.ts";
+import { createRuntimeMetrics } from "./prometheus-metrics.ts";
 import type { Outcome } from "./outcome.ts";
 
 type Emf = Record<string, unknown> & { _aws: { Timestamp: number; CloudWatchMetrics: Array<{ Namespace: string; Dimensions: string[][]; Metrics: Array<{ Name: string; Unit: string }> }> } };

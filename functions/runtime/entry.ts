@@ -4,7 +4,6 @@ import { readFileSync } from "node:fs";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import { defaultProvider } from "@aws-sdk/credential-provider-node";
 import { pino, type Logger } from "pino";
-import type { Registry } from "prom-client";
 import type { AwsCredentialIdentityProvider } from "@smithy/types";
 import type { Operator } from "../../core/operator.ts";
 import { loadClusterRegistry, type ClusterRegistry } from "../clusters/registry.ts";
@@ -13,7 +12,7 @@ import { loadConfig, type FunctionConfig } from "./config.ts";
 import { createKubeApi } from "./kube-http.ts";
 import { dispatchByCluster, dispatchByResource } from "./dispatch.ts";
 import { createEmfMetrics } from "./emf-metrics.ts";
-import { createRuntimeMetrics, type RuntimeMetrics } from "./metrics.ts";
+import type { RuntimeMetrics } from "./metrics.ts";
 import { createSqsRequeuer, type Requeuer } from "./requeue.ts";
 import { createRuntime, type Runtime } from "./runtime.ts";
 
@@ -32,7 +31,7 @@ export interface Built {
 export type Served = Operator<unknown> | ReadonlyArray<Operator<unknown>>;
 
 /** Throws ConfigError (one line naming the setting) when the environment is wrong. */
-export function buildFromEnv(served: Served, env: NodeJS.ProcessEnv, opts: { registry?: Registry; logger?: Logger } = {}): Built {
+export function buildFromEnv(served: Served, env: NodeJS.ProcessEnv, opts: { metrics?: (cluster: string) => RuntimeMetrics; logger?: Logger } = {}): Built {
   const operators = Array.isArray(served) ? (served as ReadonlyArray<Operator<unknown>>) : [served as Operator<unknown>];
   const config = loadConfig(env);
   const clusters = loadClusterRegistry(config, (path) => readFileSync(path, "utf8"));
@@ -51,10 +50,10 @@ export function buildFromEnv(served: Served, env: NodeJS.ProcessEnv, opts: { reg
   });
   const requeuer = config.CRDFN_STANDARD_QUEUE_URL ? createSqsRequeuer({ sqs, queueUrl: config.CRDFN_STANDARD_QUEUE_URL, clock }) : undefined;
   if (!requeuer) logger.warn("CRDFN_STANDARD_QUEUE_URL is not set: requeues and TemporaryError retries fall back to the visibility timeout");
-  // On Lambda, CloudWatch EMF (flushed by the adapter once per invocation); elsewhere Prometheus
-  // when the caller serves a registry.
+  // On Lambda, CloudWatch EMF (flushed by the adapter once per invocation); elsewhere what the
+  // caller records them in (the local poller: Prometheus).
   const emf = config.AWS_LAMBDA_FUNCTION_NAME ? createEmfMetrics({ namespace: config.POWERTOOLS_METRICS_NAMESPACE, serviceName: config.AWS_LAMBDA_FUNCTION_NAME, clock }) : undefined;
-  const metricsOf = (cluster: string): RuntimeMetrics | undefined => (emf ? emf.forCluster(cluster) : opts.registry ? createRuntimeMetrics(opts.registry, cluster) : undefined);
+  const metricsOf = (cluster: string): RuntimeMetrics | undefined => (emf ? emf.forCluster(cluster) : opts.metrics?.(cluster));
   // Per cluster, on its first event: one client (keep-alive agent, token cache), its logger and
   // metrics labelled with the cluster, and a runtime per operator over them.
   const buildCluster = async (cluster: string): Promise<Runtime> => {

@@ -16,7 +16,7 @@ import { startPoller, type Poller } from "../../functions/adapters/poller.ts";
 import { createKubeApi } from "../../functions/runtime/kube-http.ts";
 import type { KubeApi, KubeObject } from "../../functions/runtime/kube-api.ts";
 import { createSqsRequeuer } from "../../functions/runtime/requeue.ts";
-import { createRuntimeMetrics } from "../../functions/runtime/metrics.ts";
+import { createRuntimeMetrics } from "../../functions/runtime/prometheus-metrics.ts";
 import { createRuntime, type Runtime } from "../../functions/runtime/runtime.ts";
 
 export const CLUSTER = "test";
