@@ -22,8 +22,10 @@ export function kindRef(step: Step, owned: Owned, parent: KubeObject): ResourceR
 export async function listChildren(step: Step, parent: KubeObject): Promise<ListedChildren> {
   const uid = parent.metadata.uid ?? "";
   // The event stands for the parent's own change: any child change the watch cache may not show
-  // yet has an event of its own behind it (core/event.ts ownChangeOnly). Otherwise, from etcd.
-  const read = ownChangeOnly(step.event) ? { notOlderThan: step.event.resourceVersion } : undefined;
+  // yet has an event of its own behind it (core/event.ts ownChangeOnly). Not older than the parent
+  // as read: that version follows this controller's own last writes (children first, then the
+  // status), so they are all seen. Otherwise, from etcd.
+  const read = ownChangeOnly(step.event) && parent.metadata.resourceVersion ? { notOlderThan: parent.metadata.resourceVersion } : undefined;
   const listed: ListedChildren = new Map();
   for (const owned of step.operator.owns) {
     if (!owned.observe && !owned.prune) continue;
@@ -40,19 +42,24 @@ export type ChildLister = (parent: KubeObject) => Promise<ListedChildren>;
 
 /**
  * Starts the children's LIST beside the parent's GET instead of after it — one API round trip
- * less per reconcile (the event names the parent's uid, which is all the LIST needs). The early
- * answer is used only for the parent with that uid: one re-created under the same name is
- * listed again. Events of a deletion start nothing early.
+ * less per reconcile (the event names the parent's uid and version, which is all the LIST needs).
+ * The early answer is used only if the parent read is the very version the event announced: a
+ * newer one (a write since, a parent re-created under the same name) is listed again after it.
+ * Events of a deletion start nothing early.
  */
 export function prefetchChildren(step: Step): ChildLister {
   const { event } = step;
   const lists = step.operator.owns.some((o) => o.observe || o.prune);
   if (!lists || event.type === "DELETED") return (parent) => listChildren(step, parent);
-  const named = { apiVersion: apiVersionOf(event.group, event.version), kind: event.kind, metadata: { uid: event.uid, name: event.name, ...(event.namespace ? { namespace: event.namespace } : {}) } };
-  const early = listChildren(step, named);
-  // Unused when the parent is gone or being deleted; a failure then must not surface unhandled.
+  const announced = {
+    apiVersion: apiVersionOf(event.group, event.version),
+    kind: event.kind,
+    metadata: { uid: event.uid, name: event.name, resourceVersion: event.resourceVersion, ...(event.namespace ? { namespace: event.namespace } : {}) },
+  };
+  const early = listChildren(step, announced);
+  // Unused when the parent is gone, newer or being deleted; a failure then must not surface unhandled.
   early.catch(() => undefined);
-  return (parent) => (parent.metadata.uid === event.uid ? early : listChildren(step, parent));
+  return (parent) => (parent.metadata.uid === event.uid && parent.metadata.resourceVersion === event.resourceVersion ? early : listChildren(step, parent));
 }
 
 /** What reconcile sees as `ctx.children`. */
