@@ -6,6 +6,7 @@ import type {
   SQSClient} from "@aws-sdk/client-sqs";
 import {
   DeleteMessageCommand,
+  GetQueueAttributesCommand,
   GetQueueUrlCommand,
   QueueDoesNotExist,
   ReceiveMessageCommand,
@@ -14,6 +15,8 @@ import {
 } from "@aws-sdk/client-sqs";
 import { sqsClient, startCluster, type LocalCluster } from "../emulator/cluster.ts";
 import { MAX_RECEIVE_COUNT } from "../emulator/queues.ts";
+import { pino } from "pino";
+import { startPoller } from "../functions/adapters/poller.ts";
 import { eventually } from "./support/eventually.ts";
 
 describe("local SQS queue", { timeout: 120_000 }, () => {
@@ -105,5 +108,26 @@ describe("local SQS queue", { timeout: 120_000 }, () => {
     );
     assert.ok(err instanceof QueueDoesNotExist, `got ${String(err)}`);
     assert.equal(err.name, "QueueDoesNotExist");
+  });
+
+  it("the local poller deletes what it handled, ten at a time, and what still waits when it stops", async () => {
+    const q = cluster.sqs.queues.fifo;
+    const counts = async () => {
+      const a = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: q, AttributeNames: ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"] }))).Attributes ?? {};
+      return [a.ApproximateNumberOfMessages, a.ApproximateNumberOfMessagesNotVisible];
+    };
+    // Earlier tests leave messages in flight in this queue.
+    const before = await counts();
+    for (let n = 0; n < 25; n++) {
+      await sqs.send(new SendMessageCommand({ QueueUrl: q, MessageBody: `p${n}`, MessageGroupId: `p${n}`, MessageDeduplicationId: `poller-${n}` }));
+    }
+    const handled: string[] = [];
+    const runtime = { handle: (m: { body: string }) => (handled.push(m.body), Promise.resolve({ result: "success" as const })) };
+    // A window longer than the test: only full batches go out before stop.
+    const poller = startPoller({ sqs, queueUrls: [q, q], runtime, waitTimeSeconds: 1, deleteWindowMs: 600_000, logger: pino({ level: "silent" }) });
+    await eventually(() => assert.equal(handled.length, 25), { timeoutMs: 30_000 });
+    await poller.stop();
+    assert.deepEqual(await counts(), before, "every handled message was deleted");
+    assert.equal(new Set(handled).size, 25, "none was handed over twice");
   });
 });

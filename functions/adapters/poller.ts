@@ -1,11 +1,10 @@
 // A local stand-in for Lambda's SQS event source: long-poll batches, hand each message to the
-// runtime, delete what succeeded, and back failures off (outage.ts) so the queue's redrive policy
-// (maxReceiveCount 5) dead-letters only what keeps failing for the object's own sake. While a
-// cluster's API server is unavailable its messages are deferred; while every cluster's is, the
-// poller stops receiving altogether.
+// runtime, delete what succeeded (gathered across loops: delete-batcher.ts), and back failures
+// off (outage.ts) so the queue's redrive policy (maxReceiveCount 5) dead-letters only what keeps
+// failing for the object's own sake. While a cluster's API server is unavailable its messages
+// are deferred; while every cluster's is, the poller stops receiving altogether.
 import {
   ChangeMessageVisibilityCommand,
-  DeleteMessageBatchCommand,
   ReceiveMessageCommand,
   type Message,
   type SQSClient,
@@ -16,6 +15,7 @@ import { backoffMs } from "../../core/backoff.ts";
 import { fromSqsMessage, type QueueMessage } from "../../clients/queue-message.ts";
 import { messageHandled, type Outcome } from "../runtime/outcome.ts";
 import type { Requeuer } from "../runtime/requeue.ts";
+import { DeleteBatcher } from "./delete-batcher.ts";
 import { backOff, behind, createCircuits, deadLetterLimits, defer, report, type Circuits } from "./outage.ts";
 
 export interface MessageHandler {
@@ -39,6 +39,8 @@ export interface PollerOptions {
   clock?: () => Date;
   /** Longest pause between probes while the API server is unavailable. Default 10 s. */
   maxProbeIntervalMs?: number;
+  /** How long a handled message may wait to be deleted together with others (delete-batcher.ts). Default 50 ms. */
+  deleteWindowMs?: number;
 }
 
 export interface Poller {
@@ -52,11 +54,16 @@ export function startPoller(opts: PollerOptions): Poller {
   // A circuit per cluster, shared by every queue's loop: their work needs the same API servers.
   const circuits = createCircuits({ clock, logger: opts.logger, ...(opts.maxProbeIntervalMs === undefined ? {} : { maxMs: opts.maxProbeIntervalMs }) });
   const limits = deadLetterLimits(opts.sqs);
-  const loops = opts.queueUrls.map((url) => pollLoop(url, { ...opts, clock, circuits, limits }, abort.signal));
+  // One per queue, shared by that queue's loops: their deletes go out together.
+  const deleters = new Map(
+    [...new Set(opts.queueUrls)].map((queueUrl) => [queueUrl, new DeleteBatcher({ sqs: opts.sqs, queueUrl, windowMs: opts.deleteWindowMs ?? 50, logger: opts.logger })]),
+  );
+  const loops = opts.queueUrls.map((url) => pollLoop(url, { ...opts, clock, circuits, limits, deleter: deleters.get(url)! }, abort.signal));
   return {
     async stop() {
       abort.abort();
       await Promise.all(loops);
+      await Promise.all([...deleters.values()].map((d) => d.drain()));
     },
   };
 }
@@ -65,6 +72,7 @@ interface LoopOptions extends PollerOptions {
   clock: () => Date;
   circuits: Circuits;
   limits: (queueUrl: string) => Promise<number | undefined>;
+  deleter: DeleteBatcher;
 }
 
 async function pollLoop(queueUrl: string, opts: LoopOptions, signal: AbortSignal): Promise<void> {
@@ -163,18 +171,8 @@ async function settle(queueUrl: string, messages: Message[], outcomes: Map<strin
         if (await defer(fromSqsMessage(m), opts.requeuer, opts.circuits.of(fromSqsMessage(m)).deferSeconds(), opts.clock, log)) deferred.add(m);
       }),
   );
-  const handled = messages.filter((m) => messageHandled(outcomeOf(m)) || deferred.has(m));
+  opts.deleter.add(messages.filter((m) => messageHandled(outcomeOf(m)) || deferred.has(m)).map((m) => m.ReceiptHandle ?? ""));
   try {
-    if (handled.length > 0) {
-      const out = await sqs.send(
-        new DeleteMessageBatchCommand({
-          QueueUrl: queueUrl,
-          Entries: handled.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle ?? "" })),
-        }),
-      );
-      // A failed delete only means a redelivery, which a level-triggered reconcile absorbs.
-      for (const f of out.Failed ?? []) log.warn({ code: f.Code, message: f.Message }, "delete failed; the message will be redelivered");
-    }
     // A bad message can never succeed: make it visible again at once, so its receives run out
     // quickly and the redrive policy moves it to the DLQ instead of blocking its FIFO group.
     for (const m of messages) {
