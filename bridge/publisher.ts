@@ -5,7 +5,7 @@
 // counting those in flight (a failed batch goes back into the buffer, so it must fit there).
 // When it is full, `offer` waits, which stops the watch reading (backpressure) until the queue
 // accepts again. An object with a batch in flight is not sent again until that batch settles,
-// so one object's events reach its FIFO group in order.
+// so one object's events reach its FIFO group in order. Batches fill by themselves: see #pump.
 import { SendMessageBatchCommand, type SendMessageBatchRequestEntry, type SQSClient } from "@aws-sdk/client-sqs";
 import type { Logger } from "pino";
 import { backoffMs, type BackoffPolicy } from "../core/backoff.ts";
@@ -129,6 +129,11 @@ export class Publisher {
         if (batch.length === MAX_BATCH) break;
       }
       if (batch.length === 0) break;
+      // A part-filled batch goes only while nothing is in flight; otherwise its events wait for
+      // the batch in flight to settle and go out together. Nothing waits when the queue is idle,
+      // and a busy one gets fewer, fuller requests (each costs a billed SQS request, or ~2.7 ms
+      // of ElasticMQ's CPU: `npm run bench`). Full batches (initial sync) still use every slot.
+      if (batch.length < MAX_BATCH && this.#batches > 0) break;
       for (const p of batch) {
         this.#pending.delete(p.key);
         this.#inflight.set(p.key, p);

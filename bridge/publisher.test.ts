@@ -1,0 +1,73 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import type { SendMessageBatchCommand, SQSClient } from "@aws-sdk/client-sqs";
+import { pino } from "pino";
+import { Registry } from "prom-client";
+import type { KeyEvent } from "../core/event.ts";
+import { createBridgeMetrics } from "./metrics.ts";
+import { Publisher } from "./publisher.ts";
+
+/** A queue that records each batch it is sent and answers only when the test says so. */
+function heldQueue() {
+  const batches: string[][] = [];
+  const answers: Array<() => void> = [];
+  const sqs = {
+    send(command: SendMessageBatchCommand) {
+      const entries = command.input.Entries ?? [];
+      batches.push(entries.map((e) => (JSON.parse(e.MessageBody ?? "{}") as KeyEvent).name));
+      return new Promise((resolve) => answers.push(() => resolve({ Successful: entries.map((e) => ({ Id: e.Id })), Failed: [] })));
+    },
+  } as unknown as SQSClient;
+  return { sqs, batches, answerNext: () => answers.shift()?.() };
+}
+
+const event = (name: string): KeyEvent => ({
+  v: 1,
+  cluster: "c",
+  group: "example.com",
+  version: "v1",
+  plural: "greetings",
+  kind: "Greeting",
+  namespace: "default",
+  name,
+  uid: `uid-${name}`,
+  resourceVersion: "1",
+  generation: 1,
+  type: "MODIFIED",
+  reason: "watch",
+  observedAt: new Date(0).toISOString(),
+});
+
+const settle = () => new Promise((r) => setImmediate(r));
+
+describe("publisher batching", () => {
+  it("sends at once while nothing is in flight, and gathers what arrives meanwhile into one batch", async () => {
+    const queue = heldQueue();
+    const publisher = new Publisher({ sqs: queue.sqs, queueUrlOf: () => "q.fifo", mode: "fifo", maxPending: 100, concurrency: 4, logger: pino({ level: "silent" }), metrics: createBridgeMetrics(new Registry()), now: () => 0 });
+    await publisher.offer("a", event("a"), "watch");
+    assert.deepEqual(queue.batches, [["a"]], "an idle queue gets the first event without waiting");
+    for (const n of ["b", "c", "d"]) await publisher.offer(n, event(n), "watch");
+    assert.deepEqual(queue.batches, [["a"]], "part-filled batches wait for the one in flight");
+    queue.answerNext();
+    await settle();
+    assert.deepEqual(queue.batches, [["a"], ["b", "c", "d"]]);
+    queue.answerNext();
+    assert.equal(await publisher.flush(1000), true);
+  });
+
+  it("keeps every slot busy with full batches (an initial sync)", async () => {
+    const queue = heldQueue();
+    const publisher = new Publisher({ sqs: queue.sqs, queueUrlOf: () => "q.fifo", mode: "fifo", maxPending: 100, concurrency: 4, logger: pino({ level: "silent" }), metrics: createBridgeMetrics(new Registry()), now: () => 0 });
+    for (let i = 0; i < 35; i++) await publisher.offer(`o${i}`, event(`o${i}`), "list");
+    assert.deepEqual(
+      queue.batches.map((b) => b.length),
+      [1, 10, 10, 10],
+      "the first event went alone; then three full batches beside it, the last 4 wait",
+    );
+    while (!(await publisher.flush(0))) {
+      queue.answerNext();
+      await settle();
+    }
+    assert.equal(queue.batches.flat().length, 35, "every object published once");
+  });
+});
