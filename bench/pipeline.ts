@@ -104,6 +104,7 @@ export async function runPipelineBench(o: BenchOptions): Promise<BenchResult> {
   const cleanup: Array<() => Promise<void> | void> = [() => cluster.stop()];
   try {
     const logger = pino({ level: "warn" }, pino.destination(2));
+    const queueRequests: Record<string, number> = {};
     const pipeline = await startPipeline({
       cluster,
       queue: cluster.sqs,
@@ -111,13 +112,14 @@ export async function runPipelineBench(o: BenchOptions): Promise<BenchResult> {
       logger,
       bridgeProcess: true,
       receiveLoops: o.receiveLoops ?? DEFAULT_RECEIVE_LOOPS,
+      onQueueRequest: (command) => (queueRequests[command] = (queueRequests[command] ?? 0) + 1),
       onReconcile: (r) => {
         if (r.kind === "Greeting") records[phase].push({ outcome: r.outcome, latencyMs: r.latencyMs });
       },
     });
     cleanup.unshift(() => pipeline.stop());
     const servers = clusterPids(Number(new URL(cluster.server).port));
-    const sampler = new ResourceSampler(pipeline.bridgeProcess.pid, `http://127.0.0.1:${pipeline.bridgeProcess.httpPort}/metrics`, { ...servers });
+    const sampler = new ResourceSampler(pipeline.bridgeProcess.pid, `http://127.0.0.1:${pipeline.bridgeProcess.httpPort}/metrics`, { ...servers }, () => ({ ...queueRequests }));
     sampler.start();
     cleanup.unshift(() => sampler.stop());
 

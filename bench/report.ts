@@ -27,6 +27,15 @@ function table(rows: ReadonlyArray<readonly string[]>): string {
 
 const calls = (s: { mean: number; histogram: Record<string, number> }): string =>
   `${s.mean} (${Object.entries(s.histogram).map(([k, n]) => `${k}:${n}`).join(" ")})`;
+/** Each kind of request to the queue, per change, and their sum: what SQS bills and what ElasticMQ's CPU follows. */
+const queue = (c: { queueRequests: Record<string, number> }, changes: number): string => {
+  const per = (n: number) => (n / Math.max(1, changes)).toFixed(2);
+  const parts = Object.entries(c.queueRequests)
+    .filter(([, n]) => n > 0)
+    .map(([k, n]) => `${k.replace(/Command$/, "")} ${per(n)}`);
+  return `${per(Object.values(c.queueRequests).reduce((a, b) => a + b, 0))} (${parts.join(", ")})`;
+};
+
 const cpuNames: Record<string, string> = { apiServer: "API server", etcd: "etcd", elasticMq: "ElasticMQ", bridge: "bridge", bench: "poller+functions+load" };
 const cpu = (c: { percentOfOneCore: Record<string, number>; machineBusyPercent: number }): string =>
   `${Object.entries(c.percentOfOneCore).map(([k, v]) => `${cpuNames[k] ?? k} ${v}%`).join(", ")}; machine ${c.machineBusyPercent}% busy (of all cores)`;
@@ -48,10 +57,12 @@ export function formatReport(r: BenchResult, targets: readonly Target[]): string
       ["rated", "API calls per reconcile (steady state)", calls(r.rated.apiCallsPerReconcile)],
       ["rated", "time inside the function", lat(r.rated.handlerLatency)],
       ["rated", "bridge publish delay (mean)", r.rated.cpu.bridgePublishDelayMs === null ? "n/a" : `${r.rated.cpu.bridgePublishDelayMs} ms`],
+      ["rated", "queue requests per change", queue(r.rated.cpu, r.rated.writes)],
       ["rated", "CPU", cpu(r.rated.cpu)],
       ["closed", "reconciles/s (status observed)", `${r.closedLoop.reconcilesPerSecond} (${r.closedLoop.changes} in ${r.closedLoop.seconds} s, ${r.closedLoop.unobserved} unobserved)`],
       ["closed", "spec write → status seen", lat(r.closedLoop.latency)],
       ["closed", "time inside the function", lat(r.closedLoop.handlerLatency)],
+      ["closed", "queue requests per change", queue(r.closedLoop.cpu, r.closedLoop.changes)],
       ["closed", "CPU", cpu(r.closedLoop.cpu)],
       ["raw", "status patches/s", `${r.rawCeiling.patchesPerSecond} (${r.rawCeiling.patches} in ${r.rawCeiling.seconds} s, ${r.rawCeiling.errors} errors)`],
       ["raw", "patch latency", lat(r.rawCeiling.latency)],

@@ -7,6 +7,7 @@ const RSS = "process_resident_memory_bytes";
 const HEAP = "nodejs_heap_size_used_bytes";
 const PUBLISH_SUM = "crdfn_bridge_publish_delay_seconds_sum";
 const PUBLISH_COUNT = "crdfn_bridge_publish_delay_seconds_count";
+const SENDS = "crdfn_bridge_send_requests_total";
 
 export interface BridgeMemory {
   pid: number;
@@ -27,6 +28,8 @@ export interface PhaseCpu {
   machineBusyPercent: number;
   /** Mean time from the bridge observing a change to the queue accepting its event. */
   bridgePublishDelayMs: number | null;
+  /** Requests to the queue in the phase: the bridge's sends, and the poller's and functions' by command. */
+  queueRequests: Record<string, number>;
 }
 
 interface Mark {
@@ -35,23 +38,26 @@ interface Mark {
   bench: NodeJS.CpuUsage;
   machine: MachineTicks;
   publish: { sum: number; count: number } | undefined;
+  queueRequests: Record<string, number>;
 }
 
 export class ResourceSampler {
   readonly #pid: number;
   readonly #metricsUrl: string;
   readonly #others: Record<string, number>;
+  readonly #queueRequests: () => Record<string, number>;
   #maxRss = 0;
   #maxMetricRss: number | null = null;
   #maxHeap: number | null = null;
   #lastMetrics: Record<string, number> = {};
   readonly #timers: NodeJS.Timeout[] = [];
 
-  /** `others`: more processes whose CPU use to report per phase, by name. */
-  constructor(pid: number, metricsUrl: string, others: Record<string, number>) {
+  /** `others`: more processes whose CPU use to report per phase, by name; `queueRequests`: this process's requests to the queue so far. */
+  constructor(pid: number, metricsUrl: string, others: Record<string, number>, queueRequests: () => Record<string, number> = () => ({})) {
     this.#pid = pid;
     this.#metricsUrl = metricsUrl;
     this.#others = others;
+    this.#queueRequests = queueRequests;
   }
 
   start(): void {
@@ -70,7 +76,7 @@ export class ResourceSampler {
   async scrape(): Promise<void> {
     try {
       const text = await (await fetch(this.#metricsUrl)).text();
-      this.#lastMetrics = metricValues(text, [RSS, HEAP, PUBLISH_SUM, PUBLISH_COUNT]);
+      this.#lastMetrics = metricValues(text, [RSS, HEAP, PUBLISH_SUM, PUBLISH_COUNT, SENDS]);
       const rss = this.#lastMetrics[RSS];
       const heap = this.#lastMetrics[HEAP];
       if (rss !== undefined) this.#maxMetricRss = Math.max(this.#maxMetricRss ?? 0, rss);
@@ -95,6 +101,7 @@ export class ResourceSampler {
       bench: process.cpuUsage(),
       machine: machineTicks(),
       publish: sum === undefined || count === undefined ? undefined : { sum, count },
+      queueRequests: { "bridge SendMessageBatch": this.#lastMetrics[SENDS] ?? 0, ...this.#queueRequests() },
     };
   }
 
@@ -108,7 +115,9 @@ export class ResourceSampler {
     const percentOfOneCore: Record<string, number> = {};
     for (const [name, used] of Object.entries(end.processes)) percentOfOneCore[name] = pct(used - (start.processes[name] ?? 0));
     percentOfOneCore.bench = pct((bench.user + bench.system) / 1e6);
+    const queueRequests = Object.fromEntries(Object.entries(end.queueRequests).map(([k, v]) => [k, v - (start.queueRequests[k] ?? 0)]));
     return {
+      queueRequests,
       percentOfOneCore,
       machineBusyPercent: Math.round(((end.machine.busy - start.machine.busy) / Math.max(1, end.machine.total - start.machine.total)) * 1000) / 10,
       bridgePublishDelayMs:

@@ -5,6 +5,7 @@ export interface BridgeMetrics {
   observed: Counter<"resource" | "type">;
   published: Counter<"type">;
   publishFailures: Counter<"reason">;
+  sendRequests: Counter;
   watchRestarts: Counter<"resource" | "reason">;
   relists: Counter<"resource" | "reason">;
   pending: Gauge;
@@ -22,6 +23,7 @@ export function createBridgeMetrics(registry: Registry): BridgeMetrics {
     observed: new Counter({ name: "crdfn_bridge_events_observed_total", help: "Watch and list changes seen, before filtering", labelNames: ["resource", "type"], registers }),
     published: new Counter({ name: "crdfn_bridge_events_published_total", help: "Key events accepted by the queue", labelNames: ["type"], registers }),
     publishFailures: new Counter({ name: "crdfn_bridge_publish_failures_total", help: "Key events the queue did not accept (retried)", labelNames: ["reason"], registers }),
+    sendRequests: new Counter({ name: "crdfn_bridge_send_requests_total", help: "SendMessageBatch requests made (each a billed SQS request; events ÷ requests is the batch fill)", registers }),
     watchRestarts: new Counter({ name: "crdfn_bridge_watch_restarts_total", help: "Watch connections re-opened", labelNames: ["resource", "reason"], registers }),
     relists: new Counter({ name: "crdfn_bridge_relists_total", help: "Full lists (initial, after 410 Gone, after an expired continue token)", labelNames: ["resource", "reason"], registers }),
     pending: new Gauge({ name: "crdfn_bridge_pending_events", help: "Objects waiting to be announced (bounded by maxPending)", registers }),

@@ -147,6 +147,7 @@ export class Publisher {
 
   async #send(batch: Pending[]): Promise<void> {
     let failed: Pending[] = [];
+    this.#o.metrics.sendRequests.inc();
     try {
       const out = await this.#o.sqs.send(
         new SendMessageBatchCommand({ QueueUrl: batch[0]!.queueUrl, Entries: batch.map((p, i) => ({ Id: `e${i}`, ...p.entry })) }),

@@ -13,6 +13,7 @@ import { startBridge, type RunningBridge } from "../bridge/bridge.ts";
 import { bundleBridge } from "./bundle.ts";
 import { loadBridgeConfig } from "../bridge/config.ts";
 import { sqsClient, type SqsEnvironment } from "../emulator/cluster.ts";
+import type { SQSClient } from "@aws-sdk/client-sqs";
 import { SetupError } from "../emulator/errors.ts";
 import { queueEnv } from "../emulator/queues.ts";
 import { packageRoot } from "../emulator/paths.ts";
@@ -74,6 +75,8 @@ export interface PipelineOptions {
    * dozen reconciles/s (see `npm run bench`). Default DEFAULT_RECEIVE_LOOPS.
    */
   receiveLoops?: number;
+  /** Told the name of every request the poller and the functions make to the queue (the benchmark counts them). */
+  onQueueRequest?: (command: string) => void;
 }
 
 export interface Reloaded {
@@ -279,7 +282,7 @@ export function startPipeline(o: PipelineOptions & { bridgeProcess?: false }): P
 export async function startPipeline(o: PipelineOptions): Promise<Pipeline | ProcessPipeline> {
   if (o.installCrds ?? true) for (const note of await installCrds(o.cluster.kubeConfig, o.operators)) o.log?.(note);
   const { queues } = o.queue;
-  const sqs = sqsClient(o.queue);
+  const sqs = counted(sqsClient(o.queue), o.onQueueRequest);
   // Validated here in either mode, so a bad setting fails before anything is started.
   const bridgeConfig = loadBridgeConfig(bridgeEnv(o));
 
@@ -288,6 +291,7 @@ export async function startPipeline(o: PipelineOptions): Promise<Pipeline | Proc
   // One function process serving every operator, dispatching by the resource each event names.
   let operators = o.operators;
   let functions = buildFromEnv(operators, functionEnv);
+  counted(functions.sqs, o.onQueueRequest);
   // Reloaded runtimes may still finish a message in hand: their clients close at stop.
   const retired: Built[] = [];
   const current: Runtime = { handle: (message) => functions.runtime.handle(message) };
@@ -329,6 +333,7 @@ export async function startPipeline(o: PipelineOptions): Promise<Pipeline | Proc
       const changed = next.filter((op) => before.get(crdName(op)) !== crdText(op));
       const notes = o.installCrds ?? true ? await installCrds(o.cluster.kubeConfig, changed) : [];
       const built = buildFromEnv(next, functionEnv);
+      counted(built.sqs, o.onQueueRequest);
       const bridgeStale = bridgeResources(next) !== bridgeResources(operators);
       retired.push(functions);
       functions = built;
@@ -340,4 +345,18 @@ export async function startPipeline(o: PipelineOptions): Promise<Pipeline | Proc
       await stopFunctions();
     },
   };
+}
+
+/** Reports each request `client` sends, by command name, to `on`. */
+function counted(client: SQSClient, on: ((command: string) => void) | undefined): SQSClient {
+  if (on) {
+    client.middlewareStack.add(
+      (next, context) => (args) => {
+        on(context.commandName ?? "unknown");
+        return next(args);
+      },
+      { step: "initialize", name: "crdfnCountRequests" },
+    );
+  }
+  return client;
 }

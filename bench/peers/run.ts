@@ -53,6 +53,8 @@ export interface RunResult {
   setup: { objects: number; createSeconds: number; allReadySeconds: number } & Cost;
   /** crdfn only: mean time from the bridge seeing a change to the queue accepting its event, per phase (ms). */
   bridgePublishDelayMs: { rated: number | null; closedLoop: number | null } | null;
+  /** SendMessageBatch requests the bridge made per change (crdfn only). */
+  bridgeSendRequestsPerChange: { rated: number | null; closedLoop: number | null } | null;
   rated: { ratePerSecond: number; seconds: number; writes: number; writeErrors: number; unobserved: number; latency: LatencySummary } & Cost;
   closedLoop: { concurrency: number; seconds: number; changes: number; changesPerSecond: number; writeErrors: number; unobserved: number; latency: LatencySummary } & Cost;
   rawCeiling: { concurrency: number; seconds: number; patches: number; errors: number; patchesPerSecond: number; latency: LatencySummary };
@@ -96,7 +98,7 @@ export async function runOnce(system: SystemName, round: number, cluster: LocalC
       if (system === "crdfn") await untilQueuesEmpty(sqs, [cluster.sqs.queues.fifo, cluster.sqs.queues.standard], 120_000);
       else await sleep(500);
     };
-    const PUBLISH = ["crdfn_bridge_publish_delay_seconds_sum", "crdfn_bridge_publish_delay_seconds_count"];
+    const PUBLISH = ["crdfn_bridge_publish_delay_seconds_sum", "crdfn_bridge_publish_delay_seconds_count", "crdfn_bridge_send_requests_total"];
     const publishMark = async (): Promise<Record<string, number>> => {
       if (running.bridgeMetricsUrl === undefined) return {};
       return metricValues(await (await fetch(running.bridgeMetricsUrl)).text(), PUBLISH);
@@ -105,6 +107,8 @@ export async function runOnce(system: SystemName, round: number, cluster: LocalC
       const n = (b[PUBLISH[1] ?? ""] ?? 0) - (a[PUBLISH[1] ?? ""] ?? 0);
       return n > 0 ? r2((((b[PUBLISH[0] ?? ""] ?? 0) - (a[PUBLISH[0] ?? ""] ?? 0)) / n) * 1000) : null;
     };
+    const sendsPer = (a: Record<string, number>, b: Record<string, number>, changes: number): number | null =>
+      running.bridgeMetricsUrl === undefined ? null : r2(((b[PUBLISH[2] ?? ""] ?? 0) - (a[PUBLISH[2] ?? ""] ?? 0)) / Math.max(1, changes));
     const sum = (u: Usage, names: Iterable<string>) => [...names].reduce((s, n) => s + (u.cpuSeconds[n] ?? 0), 0);
     const cost = (u: Usage, changes: number, driverWrites: number): Cost => {
       const per = (names: Iterable<string>) => r2((sum(u, names) * 1000) / Math.max(1, changes));
@@ -151,7 +155,9 @@ export async function runOnce(system: SystemName, round: number, cluster: LocalC
     const ratedCounts = { errors: 0, unobserved: 0 };
     const writes = await atRate(o.rate, o.durationSeconds * 1000, (k) => change(k % o.objects, `rated ${k}`, ratedLatencies, ratedCounts), now);
     const ratedUsage = await sampler.since(mark);
-    const ratedPublishDelay = publishDelay(published, await publishMark());
+    const ratedMark = await publishMark();
+    const ratedPublishDelay = publishDelay(published, ratedMark);
+    const ratedSends = sendsPer(published, ratedMark, writes);
     const rated = {
       ratePerSecond: o.rate,
       seconds: ratedUsage.seconds,
@@ -185,7 +191,9 @@ export async function runOnce(system: SystemName, round: number, cluster: LocalC
       latency: summarizeLatency(closedLatencies),
       ...cost(await sampler.since(mark), closedLatencies.length, closedWrites),
     };
-    const closedPublishDelay = publishDelay(published, await publishMark());
+    const closedMark = await publishMark();
+    const closedPublishDelay = publishDelay(published, closedMark);
+    const closedSends = sendsPer(published, closedMark, closedLatencies.length);
     await quiet();
     const peakRssMiB = sampler.peakRssMiB();
     const peaks = (names: Iterable<string>) => r1([...names].reduce((s, n) => s + (peakRssMiB[n] ?? 0), 0));
@@ -213,6 +221,7 @@ export async function runOnce(system: SystemName, round: number, cluster: LocalC
       startSeconds: running.startSeconds,
       settings: running.settings,
       bridgePublishDelayMs: running.bridgeMetricsUrl === undefined ? null : { rated: ratedPublishDelay, closedLoop: closedPublishDelay },
+      bridgeSendRequestsPerChange: running.bridgeMetricsUrl === undefined ? null : { rated: ratedSends, closedLoop: closedSends },
       setup,
       rated,
       closedLoop,
