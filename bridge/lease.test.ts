@@ -66,34 +66,35 @@ async function until(condition: () => boolean, what: string): Promise<void> {
   }
 }
 
+/** Runs an elector against a fresh fake API server; `body` starts once it leads, and both stop after it. */
+async function whileLeading(body: (api: Awaited<ReturnType<typeof fakeLeaseServer>>, events: string[]) => Promise<void>): Promise<void> {
+  const api = await fakeLeaseServer();
+  const events: string[] = [];
+  const stop = new AbortController();
+  const running = elector(api.url, events).run(stop.signal);
+  try {
+    await until(() => events.includes("started"), "leadership");
+    await body(api, events);
+  } finally {
+    stop.abort();
+    await running;
+    api.server.close();
+  }
+}
+
 describe("leader election", () => {
-  it("a leader renews by writing the Lease, without reading it first", async () => {
-    const api = await fakeLeaseServer();
-    const events: string[] = [];
-    const stop = new AbortController();
-    const running = elector(api.url, events).run(stop.signal);
-    try {
-      await until(() => events.includes("started"), "leadership");
+  it("a leader renews by writing the Lease, without reading it first", () =>
+    whileLeading(async (api, events) => {
       const acquired = api.requests.length;
       await until(() => api.requests.length >= acquired + 5, "five renewals");
       assert.deepEqual(api.requests.slice(0, 2), ["GET", "POST"]);
       assert.deepEqual(new Set(api.requests.slice(acquired)), new Set(["PUT"]));
       assert.equal(api.lease()?.spec.holderIdentity, "me");
       assert.deepEqual(events, ["started"]);
-    } finally {
-      stop.abort();
-      await running;
-      api.server.close();
-    }
-  });
+    }));
 
-  it("a renewal that finds the Lease written by another reads it, and the leader stands down", async () => {
-    const api = await fakeLeaseServer();
-    const events: string[] = [];
-    const stop = new AbortController();
-    const running = elector(api.url, events).run(stop.signal);
-    try {
-      await until(() => events.includes("started"), "leadership");
+  it("a renewal that finds the Lease written by another reads it, and the leader stands down", () =>
+    whileLeading(async (api, events) => {
       const before = api.requests.length;
       // Another replica holds the Lease now, and keeps renewing it.
       api.overwrite("other");
@@ -102,10 +103,5 @@ describe("leader election", () => {
       const after = api.requests.slice(before);
       assert.deepEqual(after.slice(0, 2), ["PUT", "GET"], "the conflicting renewal falls back to reading the Lease");
       assert.equal(api.lease()?.spec.holderIdentity, "other", "a Lease another replica renews is never written over");
-    } finally {
-      stop.abort();
-      await running;
-      api.server.close();
-    }
-  });
+    }));
 });
