@@ -1,13 +1,11 @@
 // Samples the bridge process (RSS from /proc, heap from its /metrics) while the benchmark runs,
 // and CPU use per phase of each part — the bridge, the API server, etcd, ElasticMQ and this
 // process (poller, functions, load) — and of the whole machine: where the time goes.
-import { cpuSeconds, machineTicks, metricValues, rssBytes, type MachineTicks } from "./proc.ts";
+import { BRIDGE_METRICS, cpuSeconds, machineTicks, metricValues, rssBytes, type MachineTicks } from "./proc.ts";
 
 const RSS = "process_resident_memory_bytes";
 const HEAP = "nodejs_heap_size_used_bytes";
-const PUBLISH_SUM = "crdfn_bridge_publish_delay_seconds_sum";
-const PUBLISH_COUNT = "crdfn_bridge_publish_delay_seconds_count";
-const SENDS = "crdfn_bridge_send_requests_total";
+const { publishDelaySum: PUBLISH_SUM, publishDelayCount: PUBLISH_COUNT, sendRequests: SENDS } = BRIDGE_METRICS;
 
 export interface BridgeMemory {
   pid: number;

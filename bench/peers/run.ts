@@ -10,7 +10,7 @@ import { createKubeApi } from "../../functions/runtime/kube-http.ts";
 import { kube } from "../../test/support/kube-requests.ts";
 import { atRate, changeTimer, forEachBounded, inFlight, measureRawCeiling } from "../drive.ts";
 import { Greetings, objectName } from "../greetings.ts";
-import { clusterPids, metricValues } from "../proc.ts";
+import { BRIDGE_METRICS, clusterPids, metricValues } from "../proc.ts";
 import { untilQueuesEmpty } from "../queue-depth.ts";
 import { summarizeLatency, type LatencySummary } from "../stats.ts";
 import { StatusWatch } from "../status-watch.ts";
@@ -98,17 +98,18 @@ export async function runOnce(system: SystemName, round: number, cluster: LocalC
       if (system === "crdfn") await untilQueuesEmpty(sqs, [cluster.sqs.queues.fifo, cluster.sqs.queues.standard], 120_000);
       else await sleep(500);
     };
-    const PUBLISH = ["crdfn_bridge_publish_delay_seconds_sum", "crdfn_bridge_publish_delay_seconds_count", "crdfn_bridge_send_requests_total"];
+    const { publishDelaySum, publishDelayCount, sendRequests } = BRIDGE_METRICS;
     const publishMark = async (): Promise<Record<string, number>> => {
       if (running.bridgeMetricsUrl === undefined) return {};
-      return metricValues(await (await fetch(running.bridgeMetricsUrl)).text(), PUBLISH);
+      return metricValues(await (await fetch(running.bridgeMetricsUrl)).text(), Object.values(BRIDGE_METRICS));
     };
+    const grown = (a: Record<string, number>, b: Record<string, number>, name: string): number => (b[name] ?? 0) - (a[name] ?? 0);
     const publishDelay = (a: Record<string, number>, b: Record<string, number>): number | null => {
-      const n = (b[PUBLISH[1] ?? ""] ?? 0) - (a[PUBLISH[1] ?? ""] ?? 0);
-      return n > 0 ? r2((((b[PUBLISH[0] ?? ""] ?? 0) - (a[PUBLISH[0] ?? ""] ?? 0)) / n) * 1000) : null;
+      const n = grown(a, b, publishDelayCount);
+      return n > 0 ? r2((grown(a, b, publishDelaySum) / n) * 1000) : null;
     };
     const sendsPer = (a: Record<string, number>, b: Record<string, number>, changes: number): number | null =>
-      running.bridgeMetricsUrl === undefined ? null : r2(((b[PUBLISH[2] ?? ""] ?? 0) - (a[PUBLISH[2] ?? ""] ?? 0)) / Math.max(1, changes));
+      running.bridgeMetricsUrl === undefined ? null : r2(grown(a, b, sendRequests) / Math.max(1, changes));
     const sum = (u: Usage, names: Iterable<string>) => [...names].reduce((s, n) => s + (u.cpuSeconds[n] ?? 0), 0);
     const cost = (u: Usage, changes: number, driverWrites: number): Cost => {
       const per = (names: Iterable<string>) => r2((sum(u, names) * 1000) / Math.max(1, changes));
