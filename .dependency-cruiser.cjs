@@ -97,6 +97,13 @@ module.exports = {
       from: { path: "^cli/", pathNot: notTest },
       to: { path: "^(examples|test|bench)/" },
     },
+    {
+      name: "functions-load-the-aws-sdk-lazily",
+      comment: "A Lambda's usual invocation sends nothing to SQS: the SDK is imported where it is used (functions/runtime/sqs-client.ts), not at a cold start.",
+      severity: "error",
+      from: { path: "^functions/", pathNot: notTest },
+      to: { path: "(^|/)node_modules/@aws-sdk/(client-sqs|credential-provider-node)/", dependencyTypesNot: ["type-only", "dynamic-import"] },
+    },
     { name: "no-circular", severity: "error", from: {}, to: { circular: true } },
   ],
   options: {

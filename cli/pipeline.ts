@@ -23,6 +23,7 @@ import { startReaper } from "../emulator/reaper.ts";
 import { startPoller } from "../functions/adapters/poller.ts";
 import { crdName, crdOf } from "../core/operator-crd.ts";
 import { buildFromEnv, type Built } from "../functions/runtime/entry.ts";
+import { givenSqsClient } from "../functions/runtime/sqs-client.ts";
 import type { QueueMessage } from "../functions/runtime/message.ts";
 import type { HandledOutcome, Runtime } from "../functions/runtime/runtime.ts";
 
@@ -290,13 +291,13 @@ export async function startPipeline(o: PipelineOptions): Promise<Pipeline | Proc
   const functionEnv = { ...process.env, ...processEnv(o), LOG_LEVEL: o.functionLogLevel ?? "warn", CRDFN_KUBE_AUTH: "kubeconfig", CRDFN_CLUSTER: bridgeConfig.cluster };
   // One function process serving every operator, dispatching by the resource each event names.
   let operators = o.operators;
-  let functions = buildFromEnv(operators, functionEnv);
-  counted(functions.sqs, o.onQueueRequest);
+  const countSqs = { onSqsClient: (client: SQSClient) => void counted(client, o.onQueueRequest) };
+  let functions = buildFromEnv(operators, functionEnv, countSqs);
   // Reloaded runtimes may still finish a message in hand: their clients close at stop.
   const retired: Built[] = [];
   const current: Runtime = { handle: (message) => functions.runtime.handle(message) };
   const poller = startPoller({
-    sqs,
+    sqs: givenSqsClient(sqs),
     queueUrls: [...Array.from({ length: o.receiveLoops ?? DEFAULT_RECEIVE_LOOPS }, () => queues.fifo), queues.standard],
     runtime: observed(current, o.onReconcile),
     waitTimeSeconds: 1,
@@ -332,8 +333,7 @@ export async function startPipeline(o: PipelineOptions): Promise<Pipeline | Proc
       const before = new Map(operators.map((op) => [crdName(op), crdText(op)]));
       const changed = next.filter((op) => before.get(crdName(op)) !== crdText(op));
       const notes = o.installCrds ?? true ? await installCrds(o.cluster.kubeConfig, changed) : [];
-      const built = buildFromEnv(next, functionEnv);
-      counted(built.sqs, o.onQueueRequest);
+      const built = buildFromEnv(next, functionEnv, countSqs);
       const bridgeStale = bridgeResources(next) !== bridgeResources(operators);
       retired.push(functions);
       functions = built;

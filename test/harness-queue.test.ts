@@ -17,6 +17,7 @@ import { sqsClient, startCluster, type LocalCluster } from "../emulator/cluster.
 import { MAX_RECEIVE_COUNT } from "../emulator/queues.ts";
 import { pino } from "pino";
 import { startPoller } from "../functions/adapters/poller.ts";
+import { givenSqsClient } from "../functions/runtime/sqs-client.ts";
 import { eventually } from "./support/eventually.ts";
 
 describe("local SQS queue", { timeout: 120_000 }, () => {
@@ -124,7 +125,7 @@ describe("local SQS queue", { timeout: 120_000 }, () => {
     const handled: string[] = [];
     const runtime = { handle: (m: { body: string }) => (handled.push(m.body), Promise.resolve({ result: "success" as const })) };
     // A window longer than the test: only full batches go out before stop.
-    const poller = startPoller({ sqs, queueUrls: [q, q], runtime, waitTimeSeconds: 1, deleteWindowMs: 600_000, logger: pino({ level: "silent" }) });
+    const poller = startPoller({ sqs: givenSqsClient(sqs), queueUrls: [q, q], runtime, waitTimeSeconds: 1, deleteWindowMs: 600_000, logger: pino({ level: "silent" }) });
     await eventually(() => assert.equal(handled.length, 25), { timeoutMs: 30_000 });
     await poller.stop();
     assert.deepEqual(await counts(), before, "every handled message was deleted");

@@ -43,6 +43,10 @@ describe("the layering check", { timeout: 120_000 }, () => {
     assert.match(found, /examples-use-the-public-api/);
     assert.match(found, /examples-import-by-package-name/);
   });
+  it("fails when the functions import the AWS SDK where a cold start loads it", async () => {
+    assert.match(await violations("functions/adapters", 'import { SQSClient } from "@aws-sdk/client-sqs";\nexport const c = SQSClient;\n'), /functions-load-the-aws-sdk-lazily/);
+    assert.equal(await violations("functions/adapters", 'import type { SQSClient } from "@aws-sdk/client-sqs";\nexport const c = (): Promise<SQSClient> => import("@aws-sdk/client-sqs").then((m) => new m.SQSClient({}));\n'), "");
+  });
   it("passes a file that keeps the rules", async () => {
     assert.equal(await violations("examples", 'import { defineOperator } from "crdfn";\nexport const d = defineOperator;\n'), "");
   });

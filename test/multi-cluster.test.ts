@@ -15,6 +15,7 @@ import type { Operator } from "../core/operator.ts";
 import { sqsClient, startCluster, type LocalCluster } from "../emulator/cluster.ts";
 import greeting, { configMapName } from "../examples/greeting/operator.ts";
 import { startPoller, type Poller } from "../functions/adapters/poller.ts";
+import { givenSqsClient } from "../functions/runtime/sqs-client.ts";
 import { buildFromEnv } from "../functions/runtime/entry.ts";
 import { createRuntimeMetrics } from "../functions/runtime/prometheus-metrics.ts";
 import { createKubeApi } from "../functions/runtime/kube-http.ts";
@@ -126,7 +127,7 @@ describe("one function host, two clusters", { timeout: 600_000 }, () => {
         return outcome;
       },
     };
-    poller = startPoller({ sqs, queueUrls: [queues().fifo, queues().standard], runtime: timed, batchSize: 10, waitTimeSeconds: 1, visibilityTimeout: 5, logger });
+    poller = startPoller({ sqs: givenSqsClient(sqs), queueUrls: [queues().fifo, queues().standard], runtime: timed, batchSize: 10, waitTimeSeconds: 1, visibilityTimeout: 5, logger });
   });
 
   after(async () => {

@@ -4,14 +4,14 @@
 // billed request (`npm run bench`). A handled message waits up to `windowMs` for others; the
 // loop that handled it does not wait at all. The price: a FIFO group's next message, which
 // the queue holds back until this one is deleted, may wait up to `windowMs` longer.
-import { DeleteMessageBatchCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import type { Logger } from "pino";
+import { sqsCommands, type SqsClientSource } from "../runtime/sqs-client.ts";
 
 /** SQS's most entries per DeleteMessageBatch. */
 const MAX_ENTRIES = 10;
 
 export interface DeleteBatcherOptions {
-  sqs: SQSClient;
+  sqs: SqsClientSource;
   queueUrl: string;
   windowMs: number;
   logger: Logger;
@@ -47,8 +47,8 @@ export class DeleteBatcher {
   }
 
   #send(handles: string[]): void {
-    const sent = this.#o.sqs
-      .send(new DeleteMessageBatchCommand({ QueueUrl: this.#o.queueUrl, Entries: handles.map((h, i) => ({ Id: String(i), ReceiptHandle: h })) }))
+    const sent = Promise.all([this.#o.sqs(), sqsCommands()])
+      .then(([sqs, { DeleteMessageBatchCommand }]) => sqs.send(new DeleteMessageBatchCommand({ QueueUrl: this.#o.queueUrl, Entries: handles.map((h, i) => ({ Id: String(i), ReceiptHandle: h })) })))
       .then((out) => {
         for (const f of out.Failed ?? []) this.#o.logger.warn({ code: f.Code, message: f.Message }, "delete failed; the message will be redelivered");
       })

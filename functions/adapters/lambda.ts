@@ -3,7 +3,7 @@
 // event source, so while the API server is unavailable each record is deferred (re-sent delayed
 // on the requeue queue and reported handled) instead of spending its receives; see outage.ts.
 import { BatchProcessor, EventType, processPartialResponse } from "@aws-lambda-powertools/batch";
-import { GetQueueUrlCommand, type SQSClient } from "@aws-sdk/client-sqs";
+import type { SQSClient } from "@aws-sdk/client-sqs";
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda";
 import type { Logger } from "pino";
 import { buildFromEnv, type Served } from "../runtime/entry.ts";
@@ -12,6 +12,7 @@ import { fromLambdaRecord } from "../../clients/queue-message.ts";
 import { messageHandled, type Outcome } from "../runtime/outcome.ts";
 import type { Requeuer } from "../runtime/requeue.ts";
 import type { Runtime } from "../runtime/runtime.ts";
+import { givenSqsClient, sqsCommands, type SqsClientSource } from "../runtime/sqs-client.ts";
 import { backOff, behind, createCircuits, deadLetterLimits, defer, report, type Circuits } from "./outage.ts";
 
 export interface LambdaDeps {
@@ -31,7 +32,7 @@ export type SqsLambdaHandler = (event: SQSEvent, context: Context) => Promise<SQ
 
 interface Host {
   runtime: Runtime;
-  sqs?: SQSClient;
+  sqs?: SqsClientSource;
   requeuer?: Requeuer;
   logger?: Logger;
   clock: () => Date;
@@ -41,13 +42,15 @@ interface Host {
 }
 
 /** An event source ARN (arn:aws:sqs:region:account:name) to its queue URL, asked of SQS once per queue. */
-function queueUrls(sqs: SQSClient): (arn: string) => Promise<string> {
+function queueUrls(sqs: SqsClientSource): (arn: string) => Promise<string> {
   const known = new Map<string, Promise<string>>();
   return (arn) => {
     let url = known.get(arn);
     if (!url) {
       const [, , , , account, name] = arn.split(":");
-      url = sqs.send(new GetQueueUrlCommand({ QueueName: name, ...(account ? { QueueOwnerAWSAccountId: account } : {}) })).then((o) => o.QueueUrl ?? "");
+      url = Promise.all([sqs(), sqsCommands()])
+        .then(([client, { GetQueueUrlCommand }]) => client.send(new GetQueueUrlCommand({ QueueName: name, ...(account ? { QueueOwnerAWSAccountId: account } : {}) })))
+        .then((o) => o.QueueUrl ?? "");
       url.catch(() => known.delete(arn));
       known.set(arn, url);
     }
@@ -56,14 +59,18 @@ function queueUrls(sqs: SQSClient): (arn: string) => Promise<string> {
 }
 
 function hostOf(served: Served, deps: LambdaDeps): Host {
-  const base = deps.runtime
-    ? { runtime: deps.runtime, ...(deps.sqs ? { sqs: deps.sqs } : {}), ...(deps.requeuer ? { requeuer: deps.requeuer } : {}), ...(deps.logger ? { logger: deps.logger } : {}), clock: deps.clock ?? (() => new Date()) }
-    : buildFromEnv(served, deps.env ?? process.env);
-  const host: Host = { ...base };
-  if (base.logger) host.circuits = createCircuits({ clock: base.clock, logger: base.logger });
-  if (base.sqs) {
-    host.limits = deadLetterLimits(base.sqs);
-    host.queueUrlOf = queueUrls(base.sqs);
+  let host: Host;
+  if (deps.runtime) {
+    const { runtime, sqs, requeuer, logger } = deps;
+    host = { runtime, ...(sqs ? { sqs: givenSqsClient(sqs) } : {}), ...(requeuer ? { requeuer } : {}), ...(logger ? { logger } : {}), clock: deps.clock ?? (() => new Date()) };
+  } else {
+    const { runtime, sqs, requeuer, logger, clock } = buildFromEnv(served, deps.env ?? process.env);
+    host = { runtime, sqs: sqs.client, ...(requeuer ? { requeuer } : {}), logger, clock };
+  }
+  if (host.logger) host.circuits = createCircuits({ clock: host.clock, logger: host.logger });
+  if (host.sqs) {
+    host.limits = deadLetterLimits(host.sqs);
+    host.queueUrlOf = queueUrls(host.sqs);
   }
   return host;
 }

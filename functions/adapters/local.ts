@@ -21,7 +21,7 @@ export function startLocalFunctions(served: Served, opts: LocalFunctionsOptions)
   const queueUrls = [built.config.CRDFN_QUEUE_URL, built.config.CRDFN_STANDARD_QUEUE_URL].filter((u): u is string => u !== undefined);
   if (queueUrls.length === 0) throw new ConfigError("invalid setting CRDFN_QUEUE_URL: required to poll locally");
   return startPoller({
-    sqs: built.sqs,
+    sqs: built.sqs.client,
     queueUrls,
     runtime: built.runtime,
     logger: built.logger,

@@ -10,12 +10,12 @@
 //  * ordinary retries back off exponentially: the failed message's visibility timeout grows with
 //    its receive count, and its last receive before the redrive policy moves it says so.
 // Kept small on purpose: the jittered exponential delay is the only arithmetic here.
-import { ChangeMessageVisibilityCommand, GetQueueAttributesCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import type { Logger } from "pino";
 import { parseKeyEvent } from "../../core/event.ts";
 import type { QueueMessage } from "../runtime/message.ts";
 import type { Outcome } from "../runtime/outcome.ts";
 import type { Requeuer } from "../runtime/requeue.ts";
+import { sqsCommands, type SqsClientSource } from "../runtime/sqs-client.ts";
 
 /** base · 2^(n-1), capped; n counts from 1. */
 export const exponential = (base: number, n: number, cap: number): number => Math.min(cap, base * 2 ** Math.max(0, n - 1));
@@ -163,13 +163,13 @@ export async function defer(message: QueueMessage, requeuer: Requeuer | undefine
 }
 
 /** The queue's maxReceiveCount (its redrive policy), read once per queue; undefined when unknown. */
-export function deadLetterLimits(sqs: SQSClient): (queueUrl: string) => Promise<number | undefined> {
+export function deadLetterLimits(sqs: SqsClientSource): (queueUrl: string) => Promise<number | undefined> {
   const known = new Map<string, Promise<number | undefined>>();
   return (queueUrl) => {
     let limit = known.get(queueUrl);
     if (!limit) {
-      limit = sqs
-        .send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ["RedrivePolicy"] }))
+      limit = Promise.all([sqs(), sqsCommands()])
+        .then(([client, { GetQueueAttributesCommand }]) => client.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ["RedrivePolicy"] })))
         .then((out) => {
           const policy = out.Attributes?.RedrivePolicy;
           return policy ? Number((JSON.parse(policy) as { maxReceiveCount?: unknown }).maxReceiveCount) || undefined : undefined;
@@ -196,7 +196,7 @@ export interface RetryBackoff {
  * before the dead-letter queue, say so and make it visible at once so the queue moves it now.
  */
 export async function backOff(
-  sqs: SQSClient,
+  sqs: SqsClientSource,
   queueUrl: string,
   message: QueueMessage & { receiptHandle: string },
   detail: string,
@@ -211,7 +211,8 @@ export async function backOff(
   if (last) log.error({ messageId: message.id, receiveCount: receives, maxReceiveCount: limit, error: detail }, "reconcile failed on the message's last receive; the queue moves it to the dead-letter queue now");
   else log.info({ messageId: message.id, receiveCount: receives, maxReceiveCount: limit, retryInSeconds: visibility }, "retrying with backoff");
   try {
-    await sqs.send(new ChangeMessageVisibilityCommand({ QueueUrl: queueUrl, ReceiptHandle: message.receiptHandle, VisibilityTimeout: visibility }));
+    const [client, { ChangeMessageVisibilityCommand }] = await Promise.all([sqs(), sqsCommands()]);
+    await client.send(new ChangeMessageVisibilityCommand({ QueueUrl: queueUrl, ReceiptHandle: message.receiptHandle, VisibilityTimeout: visibility }));
   } catch (error) {
     log.warn({ messageId: message.id, error: (error as Error).message }, "could not set the retry delay; the queue's visibility timeout applies");
   }

@@ -3,18 +3,14 @@
 // off (outage.ts) so the queue's redrive policy (maxReceiveCount 5) dead-letters only what keeps
 // failing for the object's own sake. While a cluster's API server is unavailable its messages
 // are deferred; while every cluster's is, the poller stops receiving altogether.
-import {
-  ChangeMessageVisibilityCommand,
-  ReceiveMessageCommand,
-  type Message,
-  type SQSClient,
-} from "@aws-sdk/client-sqs";
+import type { Message } from "@aws-sdk/client-sqs";
 import { setTimeout as delay } from "node:timers/promises";
 import type { Logger } from "pino";
 import { backoffMs } from "../../core/backoff.ts";
 import { fromSqsMessage, type QueueMessage } from "../../clients/queue-message.ts";
 import { messageHandled, type Outcome } from "../runtime/outcome.ts";
 import type { Requeuer } from "../runtime/requeue.ts";
+import { sqsCommands, type SqsClientSource } from "../runtime/sqs-client.ts";
 import { DeleteBatcher } from "./delete-batcher.ts";
 import { backOff, behind, createCircuits, deadLetterLimits, defer, report, type Circuits } from "./outage.ts";
 
@@ -23,7 +19,8 @@ export interface MessageHandler {
 }
 
 export interface PollerOptions {
-  sqs: SQSClient;
+  /** The client (built on the first receive); `givenSqsClient` wraps one already built. */
+  sqs: SqsClientSource;
   /** Every queue to consume: typically the FIFO event queue and the standard (requeue) queue. */
   queueUrls: string[];
   runtime: MessageHandler;
@@ -79,6 +76,7 @@ async function pollLoop(queueUrl: string, opts: LoopOptions, signal: AbortSignal
   const log = opts.logger.child({ queue: queueUrl.split("/").pop() });
   const fifo = queueUrl.endsWith(".fifo");
   let failures = 0;
+  const { ReceiveMessageCommand } = await sqsCommands();
   while (!signal.aborted) {
     // Every cluster's API server is down: stop receiving until one of them is due a probe.
     const paused = opts.circuits.waitMs();
@@ -88,7 +86,7 @@ async function pollLoop(queueUrl: string, opts: LoopOptions, signal: AbortSignal
     }
     let messages: Message[];
     try {
-      const out = await opts.sqs.send(
+      const out = await (await opts.sqs()).send(
         new ReceiveMessageCommand({
           QueueUrl: queueUrl,
           MaxNumberOfMessages: opts.batchSize ?? 10,
@@ -161,7 +159,6 @@ async function handleSafely(runtime: MessageHandler, m: QueueMessage, log: Logge
 }
 
 async function settle(queueUrl: string, messages: Message[], outcomes: Map<string, Outcome>, opts: LoopOptions, log: Logger): Promise<void> {
-  const { sqs } = opts;
   const outcomeOf = (m: Message): Outcome => outcomes.get(m.MessageId ?? "") ?? { result: "retry", detail: "no outcome" };
   const deferred = new Set<Message>();
   await Promise.all(
@@ -178,10 +175,11 @@ async function settle(queueUrl: string, messages: Message[], outcomes: Map<strin
     for (const m of messages) {
       const outcome = outcomeOf(m);
       if (outcome.result === "dead-letter") {
+        const [sqs, { ChangeMessageVisibilityCommand }] = await Promise.all([opts.sqs(), sqsCommands()]);
         await sqs.send(new ChangeMessageVisibilityCommand({ QueueUrl: queueUrl, ReceiptHandle: m.ReceiptHandle ?? "", VisibilityTimeout: 0 }));
       } else if (outcome.result === "retry") {
         const hint = (outcome as { delaySeconds?: number }).delaySeconds;
-        await backOff(sqs, queueUrl, { ...fromSqsMessage(m), receiptHandle: m.ReceiptHandle ?? "" }, outcome.detail, { baseSeconds: opts.visibilityTimeout ?? 30 }, await opts.limits(queueUrl), log, hint);
+        await backOff(opts.sqs, queueUrl, { ...fromSqsMessage(m), receiptHandle: m.ReceiptHandle ?? "" }, outcome.detail, { baseSeconds: opts.visibilityTimeout ?? 30 }, await opts.limits(queueUrl), log, hint);
       }
     }
   } catch (error) {

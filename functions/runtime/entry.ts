@@ -1,8 +1,7 @@
 // Builds everything a function process needs from its environment. Only entry points call
 // this (Lambda handler on first invocation, functions-framework start-up, the local poller).
 import { readFileSync } from "node:fs";
-import { SQSClient } from "@aws-sdk/client-sqs";
-import { defaultProvider } from "@aws-sdk/credential-provider-node";
+import type { SQSClient } from "@aws-sdk/client-sqs";
 import { pino, type Logger } from "pino";
 import type { AwsCredentialIdentityProvider } from "@smithy/types";
 import type { Operator } from "../../core/operator.ts";
@@ -15,12 +14,14 @@ import { createEmfMetrics } from "./emf-metrics.ts";
 import type { RuntimeMetrics } from "./metrics.ts";
 import { createSqsRequeuer, type Requeuer } from "./requeue.ts";
 import { createRuntime, type Runtime } from "./runtime.ts";
+import { lazySqsClient, type LazySqsClient } from "./sqs-client.ts";
 
 export interface Built {
   config: FunctionConfig;
   clusters: ClusterRegistry;
   runtime: Runtime;
-  sqs: SQSClient;
+  /** Built on its first use (sqs-client.ts). */
+  sqs: LazySqsClient;
   logger: Logger;
   clock: () => Date;
   /** Delayed re-delivery on the standard queue (requeues, and messages deferred during an outage). */
@@ -31,7 +32,11 @@ export interface Built {
 export type Served = Operator<unknown> | ReadonlyArray<Operator<unknown>>;
 
 /** Throws ConfigError (one line naming the setting) when the environment is wrong. */
-export function buildFromEnv(served: Served, env: NodeJS.ProcessEnv, opts: { metrics?: (cluster: string) => RuntimeMetrics; logger?: Logger } = {}): Built {
+export function buildFromEnv(
+  served: Served,
+  env: NodeJS.ProcessEnv,
+  opts: { metrics?: (cluster: string) => RuntimeMetrics; logger?: Logger; onSqsClient?: (client: SQSClient) => void } = {},
+): Built {
   const operators = Array.isArray(served) ? (served as ReadonlyArray<Operator<unknown>>) : [served as Operator<unknown>];
   const config = loadConfig(env);
   const clusters = loadClusterRegistry(config, (path) => readFileSync(path, "utf8"));
@@ -40,15 +45,19 @@ export function buildFromEnv(served: Served, env: NodeJS.ProcessEnv, opts: { met
   // Everything from the given environment (the SDK's chain would read process.env instead).
   const { AWS_ACCESS_KEY_ID: accessKeyId, AWS_SECRET_ACCESS_KEY: secretAccessKey, AWS_SESSION_TOKEN: sessionToken } = env;
   let chain: AwsCredentialIdentityProvider | undefined;
-  // One chain for SQS and every EKS cluster: the same role signs all their tokens.
+  // One chain for SQS and every EKS cluster: the same role signs all their tokens. Lambda puts
+  // its role's keys in the environment, so the SDK's chain is loaded only where it does not.
   const awsCredentials = (): AwsCredentialIdentityProvider =>
-    (chain ??= accessKeyId && secretAccessKey ? () => Promise.resolve({ accessKeyId, secretAccessKey, ...(sessionToken ? { sessionToken } : {}) }) : defaultProvider());
-  const sqs = new SQSClient({
-    ...(config.AWS_REGION ? { region: config.AWS_REGION } : {}),
-    ...(config.AWS_ENDPOINT_URL_SQS ? { endpoint: config.AWS_ENDPOINT_URL_SQS } : {}),
-    credentials: awsCredentials(),
-  });
-  const requeuer = config.CRDFN_STANDARD_QUEUE_URL ? createSqsRequeuer({ sqs, queueUrl: config.CRDFN_STANDARD_QUEUE_URL, clock }) : undefined;
+    (chain ??= accessKeyId && secretAccessKey ? () => Promise.resolve({ accessKeyId, secretAccessKey, ...(sessionToken ? { sessionToken } : {}) }) : defaultChain());
+  const sqs = lazySqsClient(
+    {
+      ...(config.AWS_REGION ? { region: config.AWS_REGION } : {}),
+      ...(config.AWS_ENDPOINT_URL_SQS ? { endpoint: config.AWS_ENDPOINT_URL_SQS } : {}),
+      credentials: awsCredentials(),
+    },
+    opts.onSqsClient,
+  );
+  const requeuer = config.CRDFN_STANDARD_QUEUE_URL ? createSqsRequeuer({ sqs: sqs.client, queueUrl: config.CRDFN_STANDARD_QUEUE_URL, clock }) : undefined;
   if (!requeuer) logger.warn("CRDFN_STANDARD_QUEUE_URL is not set: requeues and TemporaryError retries fall back to the visibility timeout");
   // On Lambda, CloudWatch EMF (flushed by the adapter once per invocation); elsewhere what the
   // caller records them in (the local poller: Prometheus).
@@ -72,4 +81,10 @@ export function buildFromEnv(served: Served, env: NodeJS.ProcessEnv, opts: { met
   const dispatched = dispatchByCluster([...clusters.keys()], buildCluster, logger);
   const runtime: Runtime = emf ? { handle: (message) => dispatched.handle(message), flushMetrics: () => emf.flush() } : dispatched;
   return { config, clusters, runtime, sqs, logger, clock, ...(requeuer ? { requeuer } : {}) };
+}
+
+/** The SDK's default credential chain (files, SSO, container and instance roles), loaded on its first use. */
+function defaultChain(): AwsCredentialIdentityProvider {
+  let provider: Promise<AwsCredentialIdentityProvider> | undefined;
+  return async (props) => (await (provider ??= import("@aws-sdk/credential-provider-node").then((m) => m.defaultProvider())))(props);
 }

@@ -7,9 +7,9 @@
 // Longer delays chain: the due time rides in a message attribute (not the contract body); a
 // message received before it is due is re-sent with the remaining delay and deleted.
 // Ordering does not matter for these: the event only names the object; the reconcile reads it fresh.
-import { SendMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import { encodeKeyEvent, type KeyEvent } from "../../core/event.ts";
 import { DUE_AT_ATTRIBUTE } from "./message.ts";
+import { sqsCommands, type SqsClientSource } from "./sqs-client.ts";
 
 /** SQS's largest DelaySeconds. */
 export const MAX_SQS_DELAY_SECONDS = 900;
@@ -19,11 +19,12 @@ export interface Requeuer {
   schedule(event: KeyEvent, dueAtMs: number): Promise<void>;
 }
 
-export function createSqsRequeuer(opts: { sqs: SQSClient; queueUrl: string; clock: () => Date }): Requeuer {
+export function createSqsRequeuer(opts: { sqs: SqsClientSource; queueUrl: string; clock: () => Date }): Requeuer {
   return {
     async schedule(event, dueAtMs) {
+      const [sqs, { SendMessageCommand }] = await Promise.all([opts.sqs(), sqsCommands()]);
       const remaining = Math.ceil((dueAtMs - opts.clock().getTime()) / 1000);
-      await opts.sqs.send(
+      await sqs.send(
         new SendMessageCommand({
           QueueUrl: opts.queueUrl,
           MessageBody: encodeKeyEvent(event),

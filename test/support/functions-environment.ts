@@ -13,6 +13,7 @@ import { crdOf } from "../../core/operator-crd.ts";
 import type { Operator } from "../../core/operator.ts";
 import { sqsClient, startCluster, type LocalCluster } from "../../emulator/cluster.ts";
 import { startPoller, type Poller } from "../../functions/adapters/poller.ts";
+import { givenSqsClient } from "../../functions/runtime/sqs-client.ts";
 import { createKubeApi } from "../../functions/runtime/kube-http.ts";
 import type { KubeApi, KubeObject } from "../../functions/runtime/kube-api.ts";
 import { createSqsRequeuer } from "../../functions/runtime/requeue.ts";
@@ -91,7 +92,7 @@ export function runtimeFor(env: Env, op: Operator<unknown>, opts: { api?: KubeAp
   const clock = () => new Date();
   return createRuntime(op, {
     api: opts.api ?? env.api,
-    requeuer: createSqsRequeuer({ sqs: env.sqs, queueUrl: env.cluster.sqs.queues.standard, clock }),
+    requeuer: createSqsRequeuer({ sqs: givenSqsClient(env.sqs), queueUrl: env.cluster.sqs.queues.standard, clock }),
     logger: env.logger,
     metrics: createRuntimeMetrics(env.registry, CLUSTER),
     clock,
@@ -102,8 +103,8 @@ export function runtimeFor(env: Env, op: Operator<unknown>, opts: { api?: KubeAp
 export function pollerFor(env: Env, runtime: Runtime, visibilityTimeout: number | undefined = 2): Poller {
   const { fifo, standard } = env.cluster.sqs.queues;
   const clock = () => new Date();
-  const requeuer = createSqsRequeuer({ sqs: env.sqs, queueUrl: standard, clock });
-  return startPoller({ sqs: env.sqs, queueUrls: [fifo, standard], runtime, batchSize: 10, waitTimeSeconds: 1, ...(visibilityTimeout === undefined ? {} : { visibilityTimeout }), logger: env.logger, requeuer, clock });
+  const requeuer = createSqsRequeuer({ sqs: givenSqsClient(env.sqs), queueUrl: standard, clock });
+  return startPoller({ sqs: givenSqsClient(env.sqs), queueUrls: [fifo, standard], runtime, batchSize: 10, waitTimeSeconds: 1, ...(visibilityTimeout === undefined ? {} : { visibilityTimeout }), logger: env.logger, requeuer, clock });
 }
 
 /** The event Lambda's SQS event source would hand the function for these received messages. */

@@ -5,6 +5,7 @@ import greeting from "../../examples/greeting/operator.ts";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import { pino } from "pino";
 import { startPoller } from "../../functions/adapters/poller.ts";
+import { givenSqsClient } from "../../functions/runtime/sqs-client.ts";
 import { apiAccess } from "../../functions/credentials/access.ts";
 import { loadConfig } from "../../functions/runtime/config.ts";
 import { createKubeApi } from "../../functions/runtime/kube-http.ts";
@@ -24,5 +25,5 @@ const api = {
 };
 const logger = pino({ level: "silent" });
 const runtime = createRuntime(greeting, { api, logger, clock });
-startPoller({ sqs: new SQSClient({}), queueUrls: [config.CRDFN_QUEUE_URL ?? ""], runtime, waitTimeSeconds: 1, visibilityTimeout: 3, logger });
+startPoller({ sqs: givenSqsClient(new SQSClient({})), queueUrls: [config.CRDFN_QUEUE_URL ?? ""], runtime, waitTimeSeconds: 1, visibilityTimeout: 3, logger });
 process.stdout.write("STARTED\n");

@@ -1,0 +1,45 @@
+// The functions' SQS client, built (and @aws-sdk/client-sqs loaded) on first use. On Lambda the
+// event source receives and deletes, so a normal invocation sends nothing to SQS: only a
+// requeue, a deferral or a retry's backoff does. Loading the SDK then keeps it (with the AWS
+// credential chain it pulls in) out of every cold start (`npm run bench:cold`). Only type imports
+// of the SDK here and in the modules the Lambda adapter imports, so esbuild leaves its module
+// initialisation lazy.
+import type * as SqsSdk from "@aws-sdk/client-sqs";
+import type { SQSClient, SQSClientConfig } from "@aws-sdk/client-sqs";
+
+/** The client; the first call builds it. */
+export type SqsClientSource = () => Promise<SQSClient>;
+
+/** The SDK's command classes, loaded with the first request. */
+export const sqsCommands = (): Promise<typeof SqsSdk> => import("@aws-sdk/client-sqs");
+
+/** A client someone else built (tests, the CLI's own). */
+export const givenSqsClient =
+  (client: SQSClient): SqsClientSource =>
+  () =>
+    Promise.resolve(client);
+
+export interface LazySqsClient {
+  client: SqsClientSource;
+  /** Closes its connections, if it was ever built. */
+  destroy(): void;
+}
+
+/** `onBuilt` sees the client once, as it is built (the local pipeline counts its requests). */
+export function lazySqsClient(config: SQSClientConfig, onBuilt?: (client: SQSClient) => void): LazySqsClient {
+  let built: Promise<SQSClient> | undefined;
+  let destroyed = false;
+  return {
+    client: () =>
+      (built ??= sqsCommands().then(({ SQSClient }) => {
+        const client = new SQSClient(config);
+        onBuilt?.(client);
+        if (destroyed) client.destroy();
+        return client;
+      })),
+    destroy() {
+      destroyed = true;
+      void built?.then((client) => client.destroy());
+    },
+  };
+}
