@@ -1,8 +1,9 @@
 // `npm run bench:cold`: the Lambda bundle's cold start, as `serverless package` builds it
 // (serverless.yml's custom.esbuild settings and plugins, read from the file), in fresh Node
 // processes: the import of the bundle, then the first invocation (a batch of one malformed
-// message: the handler builds its whole runtime from the environment — config, SQS client, the
-// cluster's API client with its EKS token signer — but calls no server), and the RSS after it.
+// message: the handler builds its runtime from the environment — config, cluster registry,
+// logger, metrics — and calls no server; a cluster's API client and EKS token signer are built on
+// that cluster's first event, so they are not in it), and the RSS after it.
 // Network and Lambda's own bootstrap are not in it; everything crdfn adds to an Init Duration is.
 import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
