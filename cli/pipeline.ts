@@ -7,7 +7,6 @@ import { join } from "node:path";
 import { ApiException, KubernetesObjectApi, PatchStrategy, loadYaml, type KubeConfig, type KubernetesObject } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { parse as parseYaml, stringify } from "yaml";
-import { parseKeyEvent } from "../core/event.ts";
 import type { Operator } from "../core/operator.ts";
 import { startBridge, type RunningBridge } from "../bridge/bridge.ts";
 import { bundleBridge } from "./bundle.ts";
@@ -24,7 +23,7 @@ import { startPoller } from "../functions/adapters/poller.ts";
 import { crdName, crdOf } from "../core/operator-crd.ts";
 import { buildFromEnv, type Built } from "../functions/runtime/entry.ts";
 import { givenSqsClient } from "../functions/runtime/sqs-client.ts";
-import type { QueueMessage } from "../functions/runtime/message.ts";
+import { keyEventOf, type QueueMessage } from "../functions/runtime/message.ts";
 import type { HandledOutcome, Runtime } from "../functions/runtime/runtime.ts";
 
 /** One reconcile as a person watching `crdfn dev` sees it. */
@@ -185,7 +184,7 @@ export function observed(runtime: Runtime, onReconcile?: (r: ReconcileRecord) =>
     async handle(message: QueueMessage): Promise<HandledOutcome> {
       const started = performance.now();
       const outcome = await runtime.handle(message);
-      const parsed = parseKeyEvent(message.body);
+      const parsed = keyEventOf(message);
       if (parsed.ok) {
         const e = parsed.event;
         onReconcile({

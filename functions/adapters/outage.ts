@@ -11,8 +11,7 @@
 //    its receive count, and its last receive before the redrive policy moves it says so.
 // Kept small on purpose: the jittered exponential delay is the only arithmetic here.
 import type { Logger } from "pino";
-import { parseKeyEvent } from "../../core/event.ts";
-import type { QueueMessage } from "../runtime/message.ts";
+import { keyEventOf, type QueueMessage } from "../runtime/message.ts";
 import type { Outcome } from "../runtime/outcome.ts";
 import type { Requeuer } from "../runtime/requeue.ts";
 import { sqsCommands, type SqsClientSource } from "../runtime/sqs-client.ts";
@@ -111,7 +110,7 @@ export function createCircuits(o: CircuitOptions): Circuits {
   const circuits = new Map<string, Circuit>();
   return {
     of(message) {
-      const parsed = parseKeyEvent(message.body);
+      const parsed = keyEventOf(message);
       const cluster = parsed.ok ? parsed.event.cluster : "";
       let circuit = circuits.get(cluster);
       if (!circuit) circuits.set(cluster, (circuit = createCircuit({ ...o, logger: o.logger.child({ cluster }) })));
@@ -151,7 +150,7 @@ export function report(circuit: Circuit, outcome: { result: string; detail?: str
  * requeue queue, or the send failed): the caller then leaves it to the visibility timeout.
  */
 export async function defer(message: QueueMessage, requeuer: Requeuer | undefined, delaySeconds: number, clock: () => Date, log: Logger): Promise<boolean> {
-  const parsed = parseKeyEvent(message.body);
+  const parsed = keyEventOf(message);
   if (!requeuer || !parsed.ok) return false;
   try {
     await requeuer.schedule(parsed.event, clock().getTime() + delaySeconds * 1000);

@@ -1,7 +1,7 @@
 // One queue carries the events of every resource and cluster the bridges watch; a function
 // process routes each event to the runtime of its cluster, then of its resource.
 import type { Logger } from "pino";
-import { parseKeyEvent } from "../../core/event.ts";
+import { keyEventOf } from "./message.ts";
 import type { Operator } from "../../core/operator.ts";
 import type { Runtime } from "./runtime.ts";
 
@@ -17,7 +17,7 @@ export function dispatchByResource(served: readonly OperatorRuntime[]): Runtime 
   const byResource = new Map(served.map((s) => [`${s.operator.resource.group}/${s.operator.resource.plural}`, s.runtime]));
   return {
     handle(message) {
-      const parsed = parseKeyEvent(message.body);
+      const parsed = keyEventOf(message);
       const runtime = parsed.ok ? byResource.get(`${parsed.event.group}/${parsed.event.plural}`) : undefined;
       // Malformed, or a resource nobody here serves: the first runtime logs it and dead-letters it.
       return (runtime ?? first.runtime).handle(message);
@@ -50,7 +50,7 @@ export function dispatchByCluster(clusters: readonly string[], build: (cluster: 
   };
   return {
     async handle(message) {
-      const parsed = parseKeyEvent(message.body);
+      const parsed = keyEventOf(message);
       // Malformed: any runtime logs it and dead-letters it without calling its API server.
       if (!parsed.ok) return (await runtimeOf(first)).handle(message);
       const { cluster, namespace, name } = parsed.event;

@@ -3,11 +3,10 @@
 // This file turns a queue message into a key event and measures its handling; the steps of a
 // reconcile live beside it (handle-event.ts → reconcile-object.ts → one file per step).
 import type { Logger } from "pino";
-import { parseKeyEvent } from "../../core/event.ts";
 import type { Operator } from "../../core/operator.ts";
 import { handleEvent } from "./handle-event.ts";
 import { countingApi, type KubeApi } from "./kube-api.ts";
-import { DUE_AT_ATTRIBUTE, type QueueMessage } from "./message.ts";
+import { DUE_AT_ATTRIBUTE, keyEventOf, type QueueMessage } from "./message.ts";
 import type { RuntimeMetrics } from "./metrics.ts";
 import type { Outcome } from "./outcome.ts";
 import type { Requeuer } from "./requeue.ts";
@@ -39,7 +38,7 @@ export function createRuntime<Spec>(typedOperator: Operator<Spec>, deps: Runtime
   const controller = resource.kind.toLowerCase();
 
   async function handle(message: QueueMessage): Promise<HandledOutcome> {
-    const parsed = parseKeyEvent(message.body);
+    const parsed = keyEventOf(message);
     const firstReceive = (message.receiveCount ?? 1) <= 1;
     if (!parsed.ok) {
       // Logged once (first receive), then failed on every receive until the queue dead-letters it.
