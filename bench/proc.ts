@@ -40,7 +40,6 @@ export function machineTicks(): MachineTicks {
   return { busy, total: busy + idle + iowait };
 }
 
-/** Values of the named, unlabelled metrics in a Prometheus text exposition. */
 /** The bridge's /metrics series the benchmarks read, named once for bench:peers and npm run bench alike. */
 export const BRIDGE_METRICS = {
   publishDelaySum: "crdfn_bridge_publish_delay_seconds_sum",
@@ -48,6 +47,7 @@ export const BRIDGE_METRICS = {
   sendRequests: "crdfn_bridge_send_requests_total",
 } as const;
 
+/** Values of the named, unlabelled metrics in a Prometheus text exposition. */
 export function metricValues(text: string, names: readonly string[]): Record<string, number> {
   const out: Record<string, number> = {};
   for (const line of text.split("\n")) {

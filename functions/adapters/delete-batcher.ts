@@ -5,7 +5,7 @@
 // loop that handled it does not wait at all. The price: a FIFO group's next message, which
 // the queue holds back until this one is deleted, may wait up to `windowMs` longer.
 import type { Logger } from "pino";
-import { sqsCommands, type SqsClientSource } from "../runtime/sqs-client.ts";
+import type { SqsClientSource } from "../runtime/sqs-client.ts";
 
 /** SQS's most entries per DeleteMessageBatch. */
 const MAX_ENTRIES = 10;
@@ -47,8 +47,9 @@ export class DeleteBatcher {
   }
 
   #send(handles: string[]): void {
-    const sent = Promise.all([this.#o.sqs(), sqsCommands()])
-      .then(([sqs, { DeleteMessageBatchCommand }]) => sqs.send(new DeleteMessageBatchCommand({ QueueUrl: this.#o.queueUrl, Entries: handles.map((h, i) => ({ Id: String(i), ReceiptHandle: h })) })))
+    const sent = this.#o
+      .sqs()
+      .then(({ client, sdk }) => client.send(new sdk.DeleteMessageBatchCommand({ QueueUrl: this.#o.queueUrl, Entries: handles.map((h, i) => ({ Id: String(i), ReceiptHandle: h })) })))
       .then((out) => {
         for (const f of out.Failed ?? []) this.#o.logger.warn({ code: f.Code, message: f.Message }, "delete failed; the message will be redelivered");
       })

@@ -12,7 +12,7 @@ import { fromLambdaRecord } from "../../clients/queue-message.ts";
 import { messageHandled, type Outcome } from "../runtime/outcome.ts";
 import type { Requeuer } from "../runtime/requeue.ts";
 import type { Runtime } from "../runtime/runtime.ts";
-import { givenSqsClient, sqsCommands, type SqsClientSource } from "../runtime/sqs-client.ts";
+import { givenSqsClient, type SqsClientSource } from "../runtime/sqs-client.ts";
 import { backOff, behind, createCircuits, deadLetterLimits, defer, report, type Circuits } from "./outage.ts";
 
 export interface LambdaDeps {
@@ -48,8 +48,8 @@ function queueUrls(sqs: SqsClientSource): (arn: string) => Promise<string> {
     let url = known.get(arn);
     if (!url) {
       const [, , , , account, name] = arn.split(":");
-      url = Promise.all([sqs(), sqsCommands()])
-        .then(([client, { GetQueueUrlCommand }]) => client.send(new GetQueueUrlCommand({ QueueName: name, ...(account ? { QueueOwnerAWSAccountId: account } : {}) })))
+      url = sqs()
+        .then(({ client, sdk }) => client.send(new sdk.GetQueueUrlCommand({ QueueName: name, ...(account ? { QueueOwnerAWSAccountId: account } : {}) })))
         .then((o) => o.QueueUrl ?? "");
       url.catch(() => known.delete(arn));
       known.set(arn, url);

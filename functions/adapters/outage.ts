@@ -14,7 +14,7 @@ import type { Logger } from "pino";
 import { keyEventOf, type QueueMessage } from "../runtime/message.ts";
 import type { Outcome } from "../runtime/outcome.ts";
 import type { Requeuer } from "../runtime/requeue.ts";
-import { sqsCommands, type SqsClientSource } from "../runtime/sqs-client.ts";
+import type { SqsClientSource } from "../runtime/sqs-client.ts";
 
 /** base · 2^(n-1), capped; n counts from 1. */
 export const exponential = (base: number, n: number, cap: number): number => Math.min(cap, base * 2 ** Math.max(0, n - 1));
@@ -167,8 +167,8 @@ export function deadLetterLimits(sqs: SqsClientSource): (queueUrl: string) => Pr
   return (queueUrl) => {
     let limit = known.get(queueUrl);
     if (!limit) {
-      limit = Promise.all([sqs(), sqsCommands()])
-        .then(([client, { GetQueueAttributesCommand }]) => client.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ["RedrivePolicy"] })))
+      limit = sqs()
+        .then(({ client, sdk }) => client.send(new sdk.GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ["RedrivePolicy"] })))
         .then((out) => {
           const policy = out.Attributes?.RedrivePolicy;
           return policy ? Number((JSON.parse(policy) as { maxReceiveCount?: unknown }).maxReceiveCount) || undefined : undefined;
@@ -210,8 +210,8 @@ export async function backOff(
   if (last) log.error({ messageId: message.id, receiveCount: receives, maxReceiveCount: limit, error: detail }, "reconcile failed on the message's last receive; the queue moves it to the dead-letter queue now");
   else log.info({ messageId: message.id, receiveCount: receives, maxReceiveCount: limit, retryInSeconds: visibility }, "retrying with backoff");
   try {
-    const [client, { ChangeMessageVisibilityCommand }] = await Promise.all([sqs(), sqsCommands()]);
-    await client.send(new ChangeMessageVisibilityCommand({ QueueUrl: queueUrl, ReceiptHandle: message.receiptHandle, VisibilityTimeout: visibility }));
+    const { client, sdk } = await sqs();
+    await client.send(new sdk.ChangeMessageVisibilityCommand({ QueueUrl: queueUrl, ReceiptHandle: message.receiptHandle, VisibilityTimeout: visibility }));
   } catch (error) {
     log.warn({ messageId: message.id, error: (error as Error).message }, "could not set the retry delay; the queue's visibility timeout applies");
   }

@@ -10,7 +10,7 @@ import { backoffMs } from "../../core/backoff.ts";
 import { fromSqsMessage, type QueueMessage } from "../../clients/queue-message.ts";
 import { messageHandled, type Outcome } from "../runtime/outcome.ts";
 import type { Requeuer } from "../runtime/requeue.ts";
-import { sqsCommands, type SqsClientSource } from "../runtime/sqs-client.ts";
+import type { SqsClientSource } from "../runtime/sqs-client.ts";
 import { DeleteBatcher } from "./delete-batcher.ts";
 import { backOff, behind, createCircuits, deadLetterLimits, defer, report, type Circuits } from "./outage.ts";
 
@@ -76,7 +76,6 @@ async function pollLoop(queueUrl: string, opts: LoopOptions, signal: AbortSignal
   const log = opts.logger.child({ queue: queueUrl.split("/").pop() });
   const fifo = queueUrl.endsWith(".fifo");
   let failures = 0;
-  const { ReceiveMessageCommand } = await sqsCommands();
   while (!signal.aborted) {
     // Every cluster's API server is down: stop receiving until one of them is due a probe.
     const paused = opts.circuits.waitMs();
@@ -86,8 +85,9 @@ async function pollLoop(queueUrl: string, opts: LoopOptions, signal: AbortSignal
     }
     let messages: Message[];
     try {
-      const out = await (await opts.sqs()).send(
-        new ReceiveMessageCommand({
+      const { client, sdk } = await opts.sqs();
+      const out = await client.send(
+        new sdk.ReceiveMessageCommand({
           QueueUrl: queueUrl,
           MaxNumberOfMessages: opts.batchSize ?? 10,
           WaitTimeSeconds: opts.waitTimeSeconds ?? 20,
@@ -175,8 +175,8 @@ async function settle(queueUrl: string, messages: Message[], outcomes: Map<strin
     for (const m of messages) {
       const outcome = outcomeOf(m);
       if (outcome.result === "dead-letter") {
-        const [sqs, { ChangeMessageVisibilityCommand }] = await Promise.all([opts.sqs(), sqsCommands()]);
-        await sqs.send(new ChangeMessageVisibilityCommand({ QueueUrl: queueUrl, ReceiptHandle: m.ReceiptHandle ?? "", VisibilityTimeout: 0 }));
+        const { client, sdk } = await opts.sqs();
+        await client.send(new sdk.ChangeMessageVisibilityCommand({ QueueUrl: queueUrl, ReceiptHandle: m.ReceiptHandle ?? "", VisibilityTimeout: 0 }));
       } else if (outcome.result === "retry") {
         const hint = (outcome as { delaySeconds?: number }).delaySeconds;
         await backOff(opts.sqs, queueUrl, { ...fromSqsMessage(m), receiptHandle: m.ReceiptHandle ?? "" }, outcome.detail, { baseSeconds: opts.visibilityTimeout ?? 30 }, await opts.limits(queueUrl), log, hint);

@@ -9,7 +9,7 @@
 // Ordering does not matter for these: the event only names the object; the reconcile reads it fresh.
 import { encodeKeyEvent, type KeyEvent } from "../../core/event.ts";
 import { DUE_AT_ATTRIBUTE } from "./message.ts";
-import { sqsCommands, type SqsClientSource } from "./sqs-client.ts";
+import type { SqsClientSource } from "./sqs-client.ts";
 
 /** SQS's largest DelaySeconds. */
 export const MAX_SQS_DELAY_SECONDS = 900;
@@ -22,10 +22,10 @@ export interface Requeuer {
 export function createSqsRequeuer(opts: { sqs: SqsClientSource; queueUrl: string; clock: () => Date }): Requeuer {
   return {
     async schedule(event, dueAtMs) {
-      const [sqs, { SendMessageCommand }] = await Promise.all([opts.sqs(), sqsCommands()]);
+      const { client, sdk } = await opts.sqs();
       const remaining = Math.ceil((dueAtMs - opts.clock().getTime()) / 1000);
-      await sqs.send(
-        new SendMessageCommand({
+      await client.send(
+        new sdk.SendMessageCommand({
           QueueUrl: opts.queueUrl,
           MessageBody: encodeKeyEvent(event),
           DelaySeconds: Math.min(MAX_SQS_DELAY_SECONDS, Math.max(0, remaining)),

@@ -7,17 +7,22 @@
 import type * as SqsSdk from "@aws-sdk/client-sqs";
 import type { SQSClient, SQSClientConfig } from "@aws-sdk/client-sqs";
 
-/** The client; the first call builds it. */
-export type SqsClientSource = () => Promise<SQSClient>;
+/** The client, and the SDK's command classes to send it. */
+export interface Sqs {
+  client: SQSClient;
+  sdk: typeof SqsSdk;
+}
 
-/** The SDK's command classes, loaded with the first request. */
-export const sqsCommands = (): Promise<typeof SqsSdk> => import("@aws-sdk/client-sqs");
+/** The first call loads the SDK (and builds the client); later calls answer the same. */
+export type SqsClientSource = () => Promise<Sqs>;
+
+const loadSdk = (): Promise<typeof SqsSdk> => import("@aws-sdk/client-sqs");
 
 /** A client someone else built (tests, the CLI's own). */
-export const givenSqsClient =
-  (client: SQSClient): SqsClientSource =>
-  () =>
-    Promise.resolve(client);
+export function givenSqsClient(client: SQSClient): SqsClientSource {
+  let loaded: Promise<Sqs> | undefined;
+  return () => (loaded ??= loadSdk().then((sdk) => ({ client, sdk })));
+}
 
 export interface LazySqsClient {
   client: SqsClientSource;
@@ -27,19 +32,19 @@ export interface LazySqsClient {
 
 /** `onBuilt` sees the client once, as it is built (the local pipeline counts its requests). */
 export function lazySqsClient(config: SQSClientConfig, onBuilt?: (client: SQSClient) => void): LazySqsClient {
-  let built: Promise<SQSClient> | undefined;
+  let built: Promise<Sqs> | undefined;
   let destroyed = false;
   return {
     client: () =>
-      (built ??= sqsCommands().then(({ SQSClient }) => {
-        const client = new SQSClient(config);
+      (built ??= loadSdk().then((sdk) => {
+        const client = new sdk.SQSClient(config);
         onBuilt?.(client);
         if (destroyed) client.destroy();
-        return client;
+        return { client, sdk };
       })),
     destroy() {
       destroyed = true;
-      void built?.then((client) => client.destroy());
+      void built?.then(({ client }) => client.destroy());
     },
   };
 }
