@@ -126,7 +126,7 @@ export async function runPipelineBench(o: BenchOptions): Promise<BenchResult> {
     const { queues } = cluster.sqs;
     const sqs = sqsClient(cluster.sqs);
     cleanup.unshift(() => sqs.destroy());
-    const quiet = () => untilQueuesEmpty(sqs, [queues.fifo, queues.standard], QUIET_TIMEOUT_MS);
+    const quiet = () => untilQueuesEmpty(sqs, [queues.fifo], QUIET_TIMEOUT_MS);
     const greetings = new Greetings(createKubeApi({ connection: cluster.kubeConfig }), NAMESPACE);
     await greetings.createNamespace();
     const watch = new StatusWatch(cluster.kubeConfig, NAMESPACE, now);

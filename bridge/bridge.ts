@@ -1,7 +1,7 @@
 // The bridge, assembled from injected clients: usable in-process (tests, `crdfn dev`) and by
 // the process entry (main.ts). With a Lease configured, only the leader watches and publishes;
-// each leadership term starts from a fresh list, so whatever the previous leader had not
-// published yet is published now (FIFO deduplication drops what it had).
+// each leadership term starts from a fresh list and announces what needs work (tracker.ts):
+// generations not yet observed, deletions, what the objects' status has due — not the settled rest.
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -41,8 +41,22 @@ export interface RunningBridge {
   registry: Registry;
   /** Objects waiting to be published (for tests and the bench). */
   pendingCount(): number;
+  /** Objects with a reconcile scheduled (status.nextReconcile in the future). */
+  scheduledCount(): number;
+  /**
+   * Announces the known objects again (`crdfn dev --watch` after a reload): those of one resource,
+   * or one object of it. Resolves with how many were announced; 0 when this replica is not leading.
+   */
+  resync(filter?: ResyncFilter): Promise<number>;
   /** Stops watching, flushes what is buffered (up to `flushTimeoutMs`), releases the Lease. */
   stop(flushTimeoutMs?: number): Promise<void>;
+}
+
+export interface ResyncFilter {
+  group: string;
+  plural: string;
+  namespace?: string;
+  name?: string;
 }
 
 /** Where each watched resource stands, for /readyz and crdfn_bridge_resource_state. */
@@ -55,6 +69,8 @@ interface Engine {
   synced: Promise<void>;
   states: ReadonlyMap<string, ResourceState>;
   publisher: Publisher;
+  parents: readonly ParentTracker[];
+  resync(filter: ResyncFilter | undefined): Promise<number>;
   stop(flushTimeoutMs: number): Promise<void>;
 }
 
@@ -78,7 +94,6 @@ function startEngine(config: BridgeConfig, deps: Required<BridgeDeps>, metrics: 
   const publisher = new Publisher({
     sqs: deps.sqs,
     queueUrlOf: queueRouter(config),
-    mode: config.queue.mode,
     maxPending: config.maxPending,
     concurrency: config.publishConcurrency,
     logger,
@@ -137,16 +152,21 @@ function startEngine(config: BridgeConfig, deps: Required<BridgeDeps>, metrics: 
       setState("syncing");
       const parent = new ParentTracker(resolved, trackerOptions);
       parents.push(parent);
-      const sinks: ObjectSink[] = [parent];
-      for (const owned of ref.owns) {
-        const child = await resolveResource(http, owned, signal, logger, { onRefused });
-        sinks.push(new ChildTracker(child, parent, config.childStatus === "announce", trackerOptions));
-      }
-      let unsynced = 0;
-      const reflectors = sinks.flatMap((sink) =>
-        (sink.resource.namespaced ? scopes : [undefined]).map((namespace) => {
-          unsynced++;
+      // A reflector reports when its resource stops being served (its CRD deleted) and when it is
+      // served again; the resource is not-served while any of its reflectors says so.
+      const unserved = new Set<object>();
+      let allSynced = false;
+      const served = (who: object) => (isServed: boolean) => {
+        if (isServed) unserved.delete(who);
+        else unserved.add(who);
+        setState(unserved.size > 0 ? "not-served" : allSynced ? "synced" : "syncing");
+      };
+      const reflect = (sink: ObjectSink, onSynced: () => void): Array<Promise<void>> => {
+        const scopesOf = sink.resource.namespaced ? scopes : [undefined];
+        let unsynced = scopesOf.length;
+        return scopesOf.map((namespace) => {
           let synced = false;
+          const who = {};
           return runReflector({
             http,
             sink,
@@ -158,34 +178,57 @@ function startEngine(config: BridgeConfig, deps: Required<BridgeDeps>, metrics: 
             metrics,
             signal,
             onRefused,
+            onServed: served(who),
             onSynced: () => {
-              if (!synced && (synced = true) && --unsynced === 0) {
-                setState("synced");
-                settleOnce();
-              }
+              if (!synced && (synced = true) && --unsynced === 0) onSynced();
             },
           });
-        }),
-      );
-      await Promise.all(reflectors);
+        });
+      };
+      // Children are listed once their parents are: a new bridge's first list of a child weighs
+      // it against when its parent's status was last written (tracker.ts).
+      let parentsListed: () => void = () => undefined;
+      const listed = new Promise<void>((resolve) => (parentsListed = resolve));
+      const running = reflect(parent, parentsListed);
+      await Promise.race([listed, Promise.all(running)]);
+      const children = await Promise.all(ref.owns.map(async (owned) => new ChildTracker(await resolveResource(http, owned, signal, logger, { onRefused }), parent, config.childStatus === "announce", trackerOptions)));
+      let unsyncedKinds = children.length;
+      const childrenListed = () => {
+        if (--unsyncedKinds <= 0) {
+          allSynced = true;
+          setState(unserved.size > 0 ? "not-served" : "synced");
+          settleOnce();
+        }
+      };
+      if (children.length === 0) childrenListed();
+      await Promise.all([...running, ...children.flatMap((child) => reflect(child, childrenListed))]);
     };
-    await Promise.all([...config.resources.map(watchResource), resyncLoop()]);
+    await Promise.all([...config.resources.map(watchResource), ...config.resources.map((r) => resyncLoop(r))]);
   };
 
-  const resyncLoop = async (): Promise<void> => {
-    if (config.resyncSeconds === 0) return;
+  /** Re-announces a resource's objects every resyncSeconds, spread evenly over the period rather than in one burst. */
+  const resyncLoop = async (ref: WatchedResource): Promise<void> => {
+    const periodMs = (ref.resyncSeconds ?? config.resyncSeconds) * 1000;
+    if (periodMs === 0) return;
+    const pause = (ms: number) => sleep(ms, undefined, { signal }).catch(() => undefined); // an abort ends the wait
     while (!signal.aborted) {
-      const delay = config.resyncSeconds * 1000 * (0.9 + Math.random() * 0.2);
-      await sleep(delay, undefined, { signal }).catch(() => undefined); // an abort ends the wait
+      const parent = parents.find((p) => p.resource.group === ref.group && p.resource.plural === ref.plural);
+      const keys = parent?.keys() ?? [];
+      if (parent === undefined || keys.length === 0) {
+        await pause(periodMs);
+        continue;
+      }
       const cause = `resync:${deps.clock().getTime()}`;
-      for (const parent of parents) {
-        for (const [namespace, name] of parent.keys()) {
-          if (signal.aborted) return;
-          await parent.reannounce(namespace, name, "resync", cause, true);
-        }
+      // At least 100 ms between bursts: a timer per object would cost more than it spreads.
+      const tickMs = Math.max(100, periodMs / keys.length);
+      const perTick = Math.ceil((keys.length * tickMs) / periodMs);
+      for (let i = 0; i < keys.length && !signal.aborted; i += perTick) {
+        for (const key of keys.slice(i, i + perTick)) await parent.reannounce(key, "resync", cause, true);
+        await pause(tickMs);
       }
     }
   };
+
 
   let done: Promise<void> = Promise.resolve();
   const synced = new Promise<void>((resolve, reject) => {
@@ -200,8 +243,24 @@ function startEngine(config: BridgeConfig, deps: Required<BridgeDeps>, metrics: 
     synced,
     states,
     publisher,
+    parents,
+    async resync(filter) {
+      let n = 0;
+      const cause = `resync:${deps.clock().getTime()}`;
+      for (const parent of parents) {
+        if (filter && (parent.resource.group !== filter.group || parent.resource.plural !== filter.plural)) continue;
+        for (const key of parent.keys()) {
+          if (filter?.name !== undefined && key !== `${filter.namespace ?? ""}/${filter.name}`) continue;
+          if (filter?.namespace !== undefined && !key.startsWith(`${filter.namespace}/`)) continue;
+          await parent.reannounce(key, "resync", cause);
+          n++;
+        }
+      }
+      return n;
+    },
     async stop(flushTimeoutMs) {
       controller.abort();
+      for (const parent of parents) parent.stop();
       // Flush before waiting for the reflectors: one may be parked in a full buffer, and only
       // progress (or close) frees it.
       if (flushTimeoutMs > 0 && !(await publisher.flush(flushTimeoutMs))) logger.warn({ pending: publisher.pendingCount }, "stopped before the queue took every event; the next leader relists");
@@ -293,6 +352,8 @@ export function startBridge(config: BridgeConfig, deps: BridgeDeps): RunningBrid
     isLeader: () => (elector === undefined ? true : elector.isLeader),
     registry: full.registry,
     pendingCount: () => engine?.publisher.pendingCount ?? 0,
+    scheduledCount: () => engine?.parents.reduce((n, p) => n + p.scheduled, 0) ?? 0,
+    resync: (filter) => engine?.resync(filter) ?? Promise.resolve(0),
     async stop(flushTimeoutMs = 10_000) {
       queuesChecked.abort();
       electionStop.abort();

@@ -22,8 +22,7 @@ describe("bridge config", () => {
       { group: "stable.example.com", version: "v1", plural: "crontabs", owns: [{ group: "batch", version: "v1", plural: "cronjobs" }, { group: "", version: "v1", plural: "configmaps" }] },
       { group: "example.com", version: "v1alpha1", plural: "widgets", owns: [] },
     ]);
-    assert.equal(c.queue.mode, "fifo");
-    assert.equal(c.resyncSeconds, 600);
+    assert.equal(c.resyncSeconds, 0, "resync is off unless asked for");
     assert.equal(c.lease.name, undefined);
   });
 
@@ -38,7 +37,7 @@ describe("bridge config", () => {
   it("layers the environment over a structured file", () => {
     const file = {
       cluster: "prod",
-      queue: { url: "https://sqs.eu-west-1.amazonaws.com/1/q", mode: "standard" },
+      queue: { url: "https://sqs.eu-west-1.amazonaws.com/1/q.fifo" },
       resources: [{ group: "stable.example.com", version: "v1", plural: "crontabs", owns: [{ group: "batch", version: "v1", plural: "cronjobs" }] }],
       namespaces: ["a", "b"],
       lease: { name: "crdfn-bridge" },
@@ -52,11 +51,11 @@ describe("bridge config", () => {
   });
 
   it("names each bad setting on one line", () => {
-    const msg = errorOf(() => loadBridgeConfig({ ...base, CRDFN_RESYNC_SECONDS: "abc", CRDFN_QUEUE_MODE: "lifo", CRDFN_LEASE_DURATION_SECONDS: "60" }));
+    const msg = errorOf(() => loadBridgeConfig({ ...base, CRDFN_RESYNC_SECONDS: "abc", CRDFN_MAX_PENDING: "1", CRDFN_LEASE_DURATION_SECONDS: "60" }));
     const lines = msg.split("\n");
     assert.equal(lines.length, 3, msg);
     assert.match(msg, /^CRDFN_RESYNC_SECONDS: /m);
-    assert.match(msg, /^CRDFN_QUEUE_MODE: /m);
+    assert.match(msg, /^CRDFN_MAX_PENDING: /m);
     assert.match(msg, /^CRDFN_LEASE_DURATION_SECONDS: /m);
   });
 
@@ -64,7 +63,7 @@ describe("bridge config", () => {
     assert.equal(errorOf(() => loadBridgeConfig({ CRDFN_RESOURCES: "a.b/v1/xs" })), "CRDFN_QUEUE_URL: is required");
     assert.match(errorOf(() => loadBridgeConfig({ ...base, CRDFN_RESOURCES: "crontabs" })), /^CRDFN_RESOURCES: "crontabs" is not group\/version\/plural$/);
     assert.match(errorOf(() => loadBridgeConfig({ ...base, CRDFN_RESOURCES: "a.b/v1/CronTabs" })), /^CRDFN_RESOURCES \(resources\[0\]\.plural\): /);
-    assert.match(errorOf(() => loadBridgeConfig({ ...base, CRDFN_QUEUE_MODE: "fifo", CRDFN_QUEUE_URL: "http://x/q" })), /^CRDFN_QUEUE_URL: is not a FIFO queue/);
+    assert.match(errorOf(() => loadBridgeConfig({ ...base, CRDFN_QUEUE_URL: "http://x/q" })), /^CRDFN_QUEUE_URL: is not a FIFO queue/);
     assert.match(errorOf(() => loadBridgeConfig({}, { resources: [{ group: "a.b", version: "1", plural: "xs" }], queue: { url: base.CRDFN_QUEUE_URL } }, "/etc/crdfn/bridge.yaml")), /^\/etc\/crdfn\/bridge.yaml: resources\[0\]\.version: /);
   });
 });
@@ -83,7 +82,7 @@ describe("a queue per resource", () => {
     );
   });
 
-  it("holds every resource queue to the queue mode, naming the resource", () => {
+  it("holds every resource queue to FIFO, naming the resource", () => {
     assert.match(
       errorOf(() => loadBridgeConfig({ ...base, CRDFN_RESOURCES: "example.com/v1/greetings@http://127.0.0.1:9324/000000000000/greeting" })),
       /^CRDFN_RESOURCES \(resources\[0\]\.queueUrl\): is not a FIFO queue/,

@@ -10,7 +10,7 @@
 //        An entry may end in `@<queue URL>` to send that resource's events to its own queue
 //        (a queue per operator) instead of CRDFN_QUEUE_URL.
 //   file resources:
-//          - { group: stable.example.com, version: v1, plural: crontabs,
+//          - { group: stable.example.com, version: v1, plural: crontabs, resyncSeconds: 21600,
 //              owns: [{ group: batch, version: v1, plural: cronjobs }] }
 import { z } from "zod";
 import { ConfigError } from "../core/config-error.ts";
@@ -19,6 +19,7 @@ import type { GroupVersionResource } from "../core/resource-path.ts";
 export interface WatchedResource extends GroupVersionResource {
   owns: GroupVersionResource[];
   queueUrl?: string;
+  resyncSeconds?: number;
 }
 
 const dnsLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
@@ -31,6 +32,8 @@ const watchedResourceSchema = resourceRefSchema.extend({
   owns: z.array(resourceRefSchema).default([]),
   /** This resource's events go here instead of queue.url (e.g. the queue of its operator's function). */
   queueUrl: z.url("must be the queue URL").optional(),
+  /** Re-announce this resource's objects this often, spread over the period; 0 off. Default: resyncSeconds. */
+  resyncSeconds: z.coerce.number().int().min(0).max(7 * 86400).optional(),
 });
 
 const positiveInt = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
@@ -41,16 +44,20 @@ export const bridgeConfigSchema = z
     /** Name of this cluster, put in every event so one function fleet can serve many clusters. */
     cluster: z.string().regex(/^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/, "must be a short name (letters, digits, - _ .)").max(63).default("default"),
     queue: z.strictObject({
+      /** A FIFO queue: one ordered stream per object is what keeps one reconcile of an object at a time. */
       url: z.url("must be the queue URL"),
-      mode: z.enum(["fifo", "standard"]).default("fifo"),
     }),
     resources: z.array(watchedResourceSchema).min(1, "name at least one resource to watch"),
     /** Empty: all namespaces. */
     namespaces: z.array(z.string().regex(dnsLabel, "must be namespace names")).default([]),
     /** Applies to the watched resources, not to their children (children are found by owner). */
     labelSelector: z.string().default(""),
-    /** Re-announce every object this often (jittered ±10 %); 0 turns resync off. */
-    resyncSeconds: z.coerce.number().int().min(0, "must be 0 (off) or 1..86400 seconds").max(86400, "must be 0 (off) or 1..86400 seconds").default(600),
+    /**
+     * Re-announce every object this often, spread evenly over the period; 0 (the default) turns
+     * resync off: a settled object is never announced again unless it changes, one of its children
+     * does, or it asked to be (status.nextReconcile). Per resource: resources[].resyncSeconds.
+     */
+    resyncSeconds: z.coerce.number().int().min(0, "must be 0 (off) or 1..604800 seconds").max(7 * 86400, "must be 0 (off) or 1..604800 seconds").default(0),
     /** Skip changes that touch only status, managedFields or resourceVersion of a watched resource. */
     skipStatusOnly: bool.default(true),
     /**
@@ -107,10 +114,7 @@ export const bridgeConfigSchema = z
       ...c.resources.flatMap((r, i): Array<[string, (string | number)[]]> => (r.queueUrl === undefined ? [] : [[r.queueUrl, ["resources", i, "queueUrl"]]])),
     ];
     for (const [url, path] of urls) {
-      if (c.queue.mode === "fifo" && !url.endsWith(".fifo"))
-        ctx.addIssue({ code: "custom", path, message: "is not a FIFO queue (its name does not end in .fifo); use the .fifo queue, or CRDFN_QUEUE_MODE=standard for a standard queue" });
-      if (c.queue.mode === "standard" && url.endsWith(".fifo"))
-        ctx.addIssue({ code: "custom", path, message: "is a FIFO queue, but CRDFN_QUEUE_MODE is standard; set CRDFN_QUEUE_MODE=fifo" });
+      if (!url.endsWith(".fifo")) ctx.addIssue({ code: "custom", path, message: "is not a FIFO queue (its name does not end in .fifo): crdfn needs one ordered stream per object" });
     }
   });
 
@@ -143,7 +147,6 @@ const list = (s: string): string[] => s.split(",").map((x) => x.trim()).filter((
 const envSettings: ReadonlyArray<[string, string[], (s: string) => unknown]> = [
   ["CRDFN_CLUSTER", ["cluster"], String],
   ["CRDFN_QUEUE_URL", ["queue", "url"], String],
-  ["CRDFN_QUEUE_MODE", ["queue", "mode"], String],
   ["CRDFN_RESOURCES", ["resources"], parseResourceList],
   ["CRDFN_NAMESPACES", ["namespaces"], list],
   ["CRDFN_LABEL_SELECTOR", ["labelSelector"], String],

@@ -58,11 +58,21 @@ export function groupOf(apiVersion: string): string {
   return slash < 0 ? "" : apiVersion.slice(0, slash);
 }
 
-interface ManagedFieldsEntry {
+export interface ManagedFieldsEntry {
   manager?: string;
   operation?: string;
   subresource?: string;
   time?: string;
+}
+
+/** The newest write (epoch ms, one-second resolution) among the managedFields entries `which` selects; 0 if none. */
+export function lastWriteOf(obj: KubeObject, which: (e: ManagedFieldsEntry) => boolean): number {
+  let newest = 0;
+  for (const e of (obj.metadata as { managedFields?: ManagedFieldsEntry[] }).managedFields ?? []) {
+    const t = Date.parse(e.time ?? "");
+    if (!Number.isNaN(t) && t > newest && which(e)) newest = t;
+  }
+  return newest;
 }
 
 /**

@@ -43,7 +43,7 @@ const settle = () => new Promise((r) => setImmediate(r));
 describe("publisher batching", () => {
   it("sends at once while nothing is in flight, and gathers what arrives meanwhile into one batch", async () => {
     const queue = heldQueue();
-    const publisher = new Publisher({ sqs: queue.sqs, queueUrlOf: () => "q.fifo", mode: "fifo", maxPending: 100, concurrency: 4, logger: pino({ level: "silent" }), metrics: createBridgeMetrics(new Registry()), now: () => 0 });
+    const publisher = new Publisher({ sqs: queue.sqs, queueUrlOf: () => "q.fifo", maxPending: 100, concurrency: 4, logger: pino({ level: "silent" }), metrics: createBridgeMetrics(new Registry()), now: () => 0 });
     await publisher.offer("a", event("a"), "watch");
     assert.deepEqual(queue.batches, [["a"]], "an idle queue gets the first event without waiting");
     for (const n of ["b", "c", "d"]) await publisher.offer(n, event(n), "watch");
@@ -57,7 +57,7 @@ describe("publisher batching", () => {
 
   it("keeps every slot busy with full batches (an initial sync)", async () => {
     const queue = heldQueue();
-    const publisher = new Publisher({ sqs: queue.sqs, queueUrlOf: () => "q.fifo", mode: "fifo", maxPending: 100, concurrency: 4, logger: pino({ level: "silent" }), metrics: createBridgeMetrics(new Registry()), now: () => 0 });
+    const publisher = new Publisher({ sqs: queue.sqs, queueUrlOf: () => "q.fifo", maxPending: 100, concurrency: 4, logger: pino({ level: "silent" }), metrics: createBridgeMetrics(new Registry()), now: () => 0 });
     for (let i = 0; i < 35; i++) await publisher.offer(`o${i}`, event(`o${i}`), "list");
     assert.deepEqual(
       queue.batches.map((b) => b.length),

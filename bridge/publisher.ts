@@ -16,7 +16,6 @@ export interface PublisherOptions {
   sqs: SQSClient;
   /** The queue an event goes to: one for all, or one per resource (a queue per operator). */
   queueUrlOf: (event: KeyEvent) => string;
-  mode: "fifo" | "standard";
   maxPending: number;
   concurrency: number;
   logger: Logger;
@@ -70,11 +69,7 @@ export class Publisher {
     const existing = this.#pending.get(key);
     if (existing !== undefined && keepExisting) return;
     if (existing !== undefined) event = supersede(existing.event, event);
-    const entry: Pending["entry"] = { MessageBody: encodeKeyEvent(event) };
-    if (this.#o.mode === "fifo") {
-      entry.MessageGroupId = messageGroupId(event);
-      entry.MessageDeduplicationId = deduplicationId(event, cause);
-    }
+    const entry: Pending["entry"] = { MessageBody: encodeKeyEvent(event), MessageGroupId: messageGroupId(event), MessageDeduplicationId: deduplicationId(event, cause) };
     this.#pending.set(key, { key, event, queueUrl: this.#o.queueUrlOf(event), entry, since: existing?.since ?? this.#o.now() });
     this.#pump();
   }

@@ -1,7 +1,9 @@
 // List then watch one resource in one namespace scope, forever, feeding an ObjectSink.
 // Paginated LIST; WATCH with bookmarks from the last resourceVersion seen; 410 Gone (on the
 // watch or an expired continue token) → relist, and the sink diffs the new list against what
-// it knew. Errors and silence reconnect with jittered exponential backoff.
+// it knew. Errors and silence reconnect with jittered exponential backoff — at most a second for
+// an API server that is down or starting (refused connections, 503): a refused connection costs
+// nothing, and a watch must resume as soon as its server answers again.
 import { setTimeout as delay } from "node:timers/promises";
 import type { Logger } from "pino";
 import { ApiError, type KubeHttp } from "../clients/kube-http.ts";
@@ -26,10 +28,22 @@ export interface ReflectorOptions {
   onSynced: () => void;
   /** 401/403 (the credential is refused: reported by the caller, once for all resources) and, after a list succeeds, undefined. */
   onRefused?: (e: ApiError | undefined) => void;
+  /** false when the resource is not served (404: its CRD deleted), true when a list succeeds again. */
+  onServed?: (served: boolean) => void;
 }
 
 const BACKOFF: BackoffPolicy = { initialMs: 500, maxMs: 30_000, jitter: 0.5 };
-const NOT_SERVED_RETRY_MS = 4000;
+/** A resource not served: its CRD deleted, or not yet installed by a server that is starting. */
+const NOT_SERVED_RETRY_MS = 2000;
+/** The API server is down or starting: retried at least every second. */
+const SERVER_DOWN_RETRY_MS = 1000;
+
+/** Failures that mean the server itself is not answering (yet), not that it refuses this request. */
+function serverDown(e: unknown): boolean {
+  if (e instanceof ApiError) return e.code === 503;
+  const code = (e as { code?: unknown; cause?: { code?: unknown } }).code ?? (e as { cause?: { code?: unknown } }).cause?.code;
+  return typeof code === "string" && /^(ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|EHOSTUNREACH|UND_ERR_SOCKET|UND_ERR_CONNECT_TIMEOUT)$/.test(code) || /socket hang up|fetch failed|timed out/i.test((e as Error).message ?? "");
+}
 
 /** An object the API server sent that is not a Kubernetes object is a bug worth a loud log, not a crash. */
 function parseObject(raw: unknown, logger: Logger): KubeObject | undefined {
@@ -110,6 +124,7 @@ export async function runReflector(o: ReflectorOptions): Promise<void> {
         failures = 0;
         o.onRefused?.(undefined);
         if (notServed) log.info("resource served again; watching it");
+        if (notServed || !synced) o.onServed?.(true);
         notServed = false;
         if (!synced && !o.signal.aborted) {
           synced = true;
@@ -137,10 +152,13 @@ export async function runReflector(o: ReflectorOptions): Promise<void> {
       const gone = e instanceof ApiError && e.code === 404;
       const refused = e instanceof ApiError && (e.code === 401 || e.code === 403) && o.onRefused !== undefined;
       if (refused) o.onRefused?.(e);
-      const backoff = backoffMs(failures, gone ? { ...BACKOFF, maxMs: NOT_SERVED_RETRY_MS } : BACKOFF);
+      const down = serverDown(e);
+      const backoff = backoffMs(failures, gone ? { ...BACKOFF, maxMs: NOT_SERVED_RETRY_MS } : down ? { ...BACKOFF, maxMs: SERVER_DOWN_RETRY_MS } : BACKOFF);
       if (!gone && !refused) log.warn({ err: (e as Error).message, retryInMs: Math.round(backoff) }, "list/watch failed; retrying");
-      else if (!notServed) log.warn({ err: (e as Error).message }, "resource not served any more (CRD deleted?); retrying until it is");
-      notServed = gone;
+      else if (gone && !notServed) log.warn({ err: (e as Error).message }, "resource not served any more (CRD deleted?); retrying until it is");
+      if (gone && !notServed) o.onServed?.(false);
+      // Not served until a list succeeds again (a refused connection meanwhile says nothing about it).
+      if (gone) notServed = true;
       // Served again means a new CRD: only a fresh list says what it holds.
       if (gone) resourceVersion = "";
       await delay(backoff, undefined, { signal: o.signal }).catch(() => undefined); // an abort ends the wait

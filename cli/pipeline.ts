@@ -59,7 +59,7 @@ export interface PipelineOptions {
   onReconcile?: (r: ReconcileRecord) => void;
   /** Function log level (their own pino loggers). Default "warn". */
   functionLogLevel?: string;
-  /** Re-announce every object this often (seconds, 0 = never). Default 600. */
+  /** Re-announce every object this often (seconds, 0 = never). Default 0. */
   resyncSeconds?: number;
   /**
    * Run the bridge as its own process, as its image runs it (the bundle, under the deployment's
@@ -208,7 +208,7 @@ function bridgeEnv(o: PipelineOptions): Record<string, string> {
     CRDFN_CLUSTER: o.clusterName ?? "local",
     CRDFN_QUEUE_URL: queues.fifo,
     CRDFN_RESOURCES: bridgeResources(o.operators),
-    CRDFN_RESYNC_SECONDS: String(o.resyncSeconds ?? 600),
+    CRDFN_RESYNC_SECONDS: String(o.resyncSeconds ?? 0),
     AWS_REGION: region,
     AWS_ENDPOINT_URL_SQS: endpoint,
   };
@@ -297,12 +297,11 @@ export async function startPipeline(o: PipelineOptions): Promise<Pipeline | Proc
   const current: Runtime = { handle: (message) => functions.runtime.handle(message) };
   const poller = startPoller({
     sqs: givenSqsClient(sqs),
-    queueUrls: [...Array.from({ length: o.receiveLoops ?? DEFAULT_RECEIVE_LOOPS }, () => queues.fifo), queues.standard],
+    queueUrls: Array.from({ length: o.receiveLoops ?? DEFAULT_RECEIVE_LOOPS }, () => queues.fifo),
     runtime: observed(current, o.onReconcile),
     waitTimeSeconds: 1,
     logger: o.logger.child({ part: "poller" }),
     clock: functions.clock,
-    ...(functions.requeuer ? { requeuer: functions.requeuer } : {}),
   });
   const stopFunctions = async () => {
     await poller.stop();

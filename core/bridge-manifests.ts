@@ -22,10 +22,9 @@ export function bridgeConfigOf(operators: ReadonlyArray<Operator<unknown>>, s: D
   return {
     cluster: s.cluster,
     // Every resource names its own queue; this one is only the fallback the schema requires.
-    queue: { url: eventQueueUrl(operators[0]!, s), mode: "fifo" },
-    resources: operators.map((op) => ({ ...ref(op.resource), owns: op.owns.map(ref), queueUrl: eventQueueUrl(op, s) })),
+    queue: { url: eventQueueUrl(operators[0]!, s) },
+    resources: operators.map((op) => ({ ...ref(op.resource), owns: op.owns.map(ref), queueUrl: eventQueueUrl(op, s), ...(op.resyncSeconds ? { resyncSeconds: op.resyncSeconds } : {}) })),
     namespaces: [...s.namespaces],
-    resyncSeconds: 600,
     // One field manager for all: the bridge skips the functions' own applies to children.
     ...(managers.length === 1 ? { functionFieldManager: managers[0] } : { functionFieldManager: "" }),
     lease: { name: BRIDGE, namespace: s.bridge.namespace, durationSeconds: 8 },

@@ -10,14 +10,19 @@ const PERMANENT = Symbol.for("crdfn.PermanentError");
 const branded = (value: unknown, brand: symbol): boolean =>
   typeof value === "object" && value !== null && (value as Record<symbol, unknown>)[brand] === true;
 
-/** The world is not ready yet (a dependency is missing, a quota is exhausted): try again later. */
+/**
+ * The world is not ready yet (a dependency is missing, a quota is exhausted): the runtime sets
+ * `Ready=False` with `reason` and the message, and reconciles again after `delaySeconds`.
+ */
 export class TemporaryError extends Error {
   readonly delaySeconds: number;
+  readonly reason: string;
   readonly [TEMPORARY] = true;
-  constructor(message: string, delaySeconds = 30) {
+  constructor(message: string, delaySeconds = 30, reason = "TemporaryError") {
     super(message);
     this.name = "TemporaryError";
     this.delaySeconds = Math.max(0, Math.ceil(delaySeconds));
+    this.reason = reason;
   }
   static override [Symbol.hasInstance](value: unknown): boolean {
     return branded(value, TEMPORARY);

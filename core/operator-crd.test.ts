@@ -17,14 +17,14 @@ describe("CRD status schema and columns", () => {
     const crd = crdOf(defineOperator(base));
     const version = (crd.spec as { versions: Array<Record<string, unknown>> }).versions[0];
     assert.deepEqual(((version?.schema as { openAPIV3Schema: { properties: Record<string, unknown> } }).openAPIV3Schema.properties.status), { type: "object", "x-kubernetes-preserve-unknown-fields": true });
-    assert.deepEqual((version?.additionalPrinterColumns as PrinterColumn[]).map((c) => c.name), ["Ready", "Reason", "Age"]);
+    assert.deepEqual((version?.additionalPrinterColumns as PrinterColumn[]).map((c) => c.name), ["Ready", "Reason", "Attempts", "Next", "Age"]);
   });
 
   it("a zod status schema becomes the status schema, with the runtime's observedGeneration and conditions, and no top-level required", () => {
     const op = defineOperator({ ...base, status: z.object({ replicas: z.number().int().min(0), phase: z.enum(["Ready", "Pending"]) }) });
     const status = statusSchemaOf(op);
     const properties = status.properties as Record<string, Record<string, unknown>>;
-    assert.deepEqual(Object.keys(properties).sort(), ["conditions", "observedGeneration", "phase", "replicas"]);
+    assert.deepEqual(Object.keys(properties).sort(), ["conditions", "nextReconcile", "observedGeneration", "phase", "replicas"]);
     assert.equal(properties.replicas?.type, "integer");
     assert.equal(status.required, undefined);
     assert.equal(status["x-kubernetes-preserve-unknown-fields"], undefined);
@@ -32,6 +32,6 @@ describe("CRD status schema and columns", () => {
 
   it("puts Ready before a declared Age column", () => {
     const op = defineOperator({ ...base, resource: { ...base.resource, printerColumns: [{ name: "Phase", type: "string", jsonPath: ".status.phase" }, { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" }] } });
-    assert.deepEqual(printerColumnsOf(op as Operator<unknown>).map((c) => c.name), ["Phase", "Ready", "Reason", "Age"]);
+    assert.deepEqual(printerColumnsOf(op as Operator<unknown>).map((c) => c.name), ["Phase", "Ready", "Reason", "Attempts", "Next", "Age"]);
   });
 });

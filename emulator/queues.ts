@@ -17,8 +17,6 @@ export function queueDefinitions(prefix = "crdfn-events"): QueueDefinition[] {
   return [
     { key: "fifoDlq", name: `${prefix}-dlq.fifo`, fifo: true },
     { key: "fifo", name: `${prefix}.fifo`, fifo: true, deadLetter: "fifoDlq" },
-    { key: "standardDlq", name: `${prefix}-dlq`, fifo: false },
-    { key: "standard", name: prefix, fifo: false, deadLetter: "standardDlq" },
   ];
 }
 
@@ -66,7 +64,5 @@ export function queueEnv(sqs: SqsEnvironment): Record<string, string> {
     AWS_SECRET_ACCESS_KEY: sqs.secretAccessKey,
     CRDFN_QUEUE_URL: sqs.queues.fifo,
     CRDFN_DLQ_URL: sqs.queues.fifoDlq,
-    CRDFN_STANDARD_QUEUE_URL: sqs.queues.standard,
-    CRDFN_STANDARD_DLQ_URL: sqs.queues.standardDlq,
   };
 }

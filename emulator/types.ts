@@ -1,14 +1,11 @@
 // What a started local environment hands to tests, the CLI and the emulator.
 import type { KubeConfig } from "@kubernetes/client-node";
 
-/** Queue URLs of the four queues crdfn uses. */
+/** Queue URLs of the queues crdfn uses: one FIFO event queue (one ordered stream per object) and its DLQ. */
 export interface QueueUrls {
   /** FIFO event queue (`crdfn-events.fifo`), dead-lettering to `fifoDlq` after 5 receives. */
   fifo: string;
   fifoDlq: string;
-  /** Standard event queue (`crdfn-events`), for throughput mode, with its own DLQ. */
-  standard: string;
-  standardDlq: string;
 }
 
 export interface SqsEnvironment {

@@ -124,18 +124,4 @@ describe("bridge: churn against a real API server and ElasticMQ", { timeout: 240
     }
   });
 
-  it("standard-queue mode publishes without group or deduplication ids", { timeout: 30_000 }, async () => {
-    const ns = "standard";
-    await createNamespace(cluster, ns);
-    const standard = new QueueReader(sqs, cluster.sqs.queues.standard);
-    const config = bridgeConfig(cluster, { CRDFN_NAMESPACES: ns, CRDFN_QUEUE_MODE: "standard", CRDFN_QUEUE_URL: cluster.sqs.queues.standard });
-    const plain = startBridge(config, { kubeConfig: cluster.kubeConfig, sqs, logger: testLogger() });
-    try {
-      const created = await ok(kube(cluster.kubeConfig, "POST", crontabPath(ns), crontab("plain")), "create");
-      await standard.until(() => standard.byName(ns).get("plain")?.some((e) => e.resourceVersion === rvOf(created)) === true, 20_000);
-      assert.equal(standard.all[0]?.groupId, "");
-    } finally {
-      await plain.stop(1000);
-    }
-  });
 });

@@ -108,7 +108,7 @@ describe("bridge: resources watched independently; configuration errors in one l
   });
 
   it("a non-FIFO URL in fifo mode: the URL is named as not a FIFO queue, exit code 2", async () => {
-    const p = spawnBridge(bridgeEnv(cluster, { CRDFN_QUEUE_URL: cluster.sqs.queues.standard }));
+    const p = spawnBridge(bridgeEnv(cluster, { CRDFN_QUEUE_URL: cluster.sqs.queues.fifo.replace(/\.fifo$/, "") }));
     assert.equal(await withTimeout(p.exited, 20_000, "exit"), 2);
     const out = p.logs.join("");
     assert.match(out, /^CRDFN_QUEUE_URL: is not a FIFO queue/m);

@@ -206,7 +206,6 @@ describe("serverless package (offline)", { timeout: 300_000 }, () => {
       assert.equal(config.CRDFN_KUBE_SERVER, PARAMS.kubeServer);
       assert.equal(config.CRDFN_KUBE_CA_DATA, PARAMS.kubeCaData);
       assert.equal(config.CRDFN_EKS_CLUSTER, PARAMS.eksCluster);
-      assert.equal(config.CRDFN_STANDARD_QUEUE_URL, resolved.CRDFN_STANDARD_QUEUE_URL);
     }
   });
 

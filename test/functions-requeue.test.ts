@@ -1,18 +1,17 @@
-// Typed errors and delayed re-delivery through the standard queue: TemporaryError retries that
-// do not spend the dead-letter budget, PermanentError (and a child the API server rejects)
-// recorded once, requeueAfterSeconds chains that neither multiply nor outlive their generation,
-// and early deliveries that wait for their due time.
+// Typed errors and scheduled re-deliveries, end to end through the real bridge: a failure is
+// recorded on the object with the time of its next attempt (status.nextReconcile), the bridge
+// announces the object into its own FIFO group when due, and requeueAfterSeconds is one
+// schedule per object that a re-announcement can neither fork nor multiply.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { GetQueueAttributesCommand, SendMessageCommand } from "@aws-sdk/client-sqs";
 import { z } from "zod";
 import { rfc3339Seconds } from "../core/conditions.ts";
 import { PermanentError, TemporaryError } from "../core/errors.ts";
-import { encodeKeyEvent } from "../core/event.ts";
 import { defineOperator, type Operator } from "../core/operator.ts";
+import { nextReconcileOf } from "../core/schedule.ts";
+import type { RunningBridge } from "../bridge/bridge.ts";
 import type { Poller } from "../functions/adapters/poller.ts";
-import { DUE_AT_ATTRIBUTE } from "../functions/runtime/message.ts";
-import { crApi, keyEventOf, pollerFor, publish, ready, receiveAll, runtimeFor, startEnv, waitFor, type Env } from "./support/functions-environment.ts";
+import { crApi, pollerFor, ready, receiveAll, runtimeFor, startEnv, startTestBridge, waitFor, type Env } from "./support/functions-environment.ts";
 
 const ticker = defineOperator({
   resource: { group: "test.crdfn.dev", version: "v1", plural: "tickers", kind: "Ticker" },
@@ -25,7 +24,7 @@ const ticker = defineOperator({
   }),
   owns: [{ group: "", version: "v1", kind: "ConfigMap" }],
   reconcile(t, ctx) {
-    if (t.spec.failUntil && ctx.now < new Date(t.spec.failUntil)) throw new TemporaryError("not yet", 1);
+    if (t.spec.failUntil && ctx.now < new Date(t.spec.failUntil)) throw new TemporaryError("not yet", 1, "NotYet");
     if (t.spec.refuse) throw new PermanentError("this ticker refuses to tick", "Refused");
     return {
       ...(t.spec.childName ? { children: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: t.spec.childName }, data: { a: "b" } }] } : {}),
@@ -36,90 +35,71 @@ const ticker = defineOperator({
 });
 const op = ticker as Operator<unknown>;
 
-describe("typed errors and requeues through the standard queue", { timeout: 180_000 }, () => {
+describe("typed errors and requeues, scheduled by the bridge", { timeout: 180_000 }, () => {
   let env: Env;
   let poller: Poller;
+  let bridge: RunningBridge;
   const crs = () => crApi(env, op);
-  const delayedRequeues = async (): Promise<number> => {
-    const out = await env.sqs.send(new GetQueueAttributesCommand({ QueueUrl: env.cluster.sqs.queues.standard, AttributeNames: ["ApproximateNumberOfMessagesDelayed"] }));
-    return Number(out.Attributes?.ApproximateNumberOfMessagesDelayed ?? 0);
-  };
+  const handled = (name: string) => env.logs.filter((l) => l.msg === "handled" && l.object === `default/${name}`);
 
   before(async () => {
     env = await startEnv([op]);
+    bridge = await startTestBridge(env, "test.crdfn.dev/v1/tickers>v1/configmaps");
     poller = pollerFor(env, runtimeFor(env, op));
   });
   after(async () => {
     await poller?.stop();
+    await bridge?.stop(1000);
     await env?.cluster.stop();
   });
 
-  it("TemporaryError → reconciled later, the event message deleted, nothing near the DLQ", { timeout: 30_000 }, async () => {
-    const cr = await crs().create("patient", { failUntil: new Date(Date.now() + 3000).toISOString() });
-    await publish(env, keyEventOf(op, cr, "ADDED"));
+  it("TemporaryError → Ready=False with its reason and the next attempt on the object, then Ready; the messages were all handled", { timeout: 30_000 }, async () => {
+    await crs().create("patient", { failUntil: new Date(Date.now() + 3000).toISOString() });
+    await waitFor("the wait shows on the object", async () => {
+      const cr = await crs().get("patient");
+      return ready(cr)?.reason === "NotYet" && nextReconcileOf(cr?.status)?.reason === "Retry";
+    });
     await waitFor("Ready=True once the dependency is there", async () => ready(await crs().get("patient"))?.status === "True", 20_000);
-    const attempts = env.logs.filter((l) => l.msg === "handled" && l.object === "default/patient");
-    assert.ok(attempts.some((l) => l.outcome === "retry-later"), "it was told to wait");
+    assert.equal(nextReconcileOf((await crs().get("patient"))?.status), undefined, "nothing left scheduled");
+    const attempts = handled("patient");
+    assert.ok(attempts.some((l) => l.reason === "retry"), `retried through the bridge's schedule: ${JSON.stringify(attempts.map((l) => [l.reason, l.outcome]))}`);
     assert.ok(attempts.every((l) => l.outcome !== "retry"), "never failed back to the queue");
     assert.deepEqual(await receiveAll(env, env.cluster.sqs.queues.fifoDlq), []);
-    assert.deepEqual(await receiveAll(env, env.cluster.sqs.queues.standardDlq), []);
   });
 
-  it("PermanentError, and a child the API server rejects → Ready=False with the reason and one Event; no retries", { timeout: 30_000 }, async () => {
+  it("PermanentError, and a child the API server rejects → Ready=False with the reason and one Event; nothing scheduled", { timeout: 40_000 }, async () => {
     for (const [name, spec, reason] of [["refusing", { refuse: true }, "Refused"], ["bad-child", { childName: "Not_A_Valid_Name" }, "RejectedByApiServer"]] as const) {
-      const cr = await crs().create(name, spec);
-      await publish(env, keyEventOf(op, cr, "ADDED"));
+      await crs().create(name, spec);
       await waitFor(`${name}: Ready=False ${reason}`, async () => ready(await crs().get(name))?.reason === reason);
-      await publish(env, { ...keyEventOf(op, cr, "RESYNC"), reason: "resync" }, "again");
-      await waitFor(`${name}: handled twice`, () => env.logs.filter((l) => l.msg === "handled" && l.object === `default/${name}`).length >= 2);
-      const outcomes = env.logs.filter((l) => l.msg === "handled" && l.object === `default/${name}`).map((l) => l.outcome);
-      assert.deepEqual(outcomes, ["permanent", "permanent"]);
+      assert.equal(nextReconcileOf((await crs().get(name))?.status), undefined);
+      assert.equal(await bridge.resync({ group: op.resource.group, plural: op.resource.plural, namespace: "default", name }), 1);
+      await waitFor(`${name}: handled twice`, () => handled(name).length >= 2);
+      assert.deepEqual(handled(name).map((l) => l.outcome), ["permanent", "permanent"]);
       const events = await env.core.listNamespacedEvent({ namespace: "default", fieldSelector: `involvedObject.name=${name}` });
       assert.deepEqual(events.items.map((e) => e.reason), [reason], "one Event, not one per delivery");
     }
   });
 
-  it("requeueAfterSeconds → one chain per object that keeps ticking, does not multiply, and ends with the object", { timeout: 60_000 }, async () => {
-    const cr = await crs().create("clock", { every: 1 });
-    await publish(env, keyEventOf(op, cr, "ADDED"));
+  it("requeueAfterSeconds → one schedule per object that keeps ticking, is not multiplied by re-announcements, and ends with the object", { timeout: 60_000 }, async () => {
+    await crs().create("clock", { every: 1 });
     const seen = new Set<string>();
-    await waitFor("three ticks without any new event", async () => {
+    await waitFor("three ticks without any change", async () => {
       const t = (await crs().get("clock"))?.status?.tickedAt;
       if (typeof t === "string") seen.add(t);
       return seen.size >= 3;
     }, 20_000);
-
-    // The bridge re-announcing the same generation (resync, relist) must not start new chains.
-    const current = await crs().get("clock");
-    for (const cause of ["resync-1", "resync-2", "resync-3"]) await publish(env, { ...keyEventOf(op, current ?? {}, "RESYNC"), reason: "resync" }, cause);
-    // A new generation replaces the chain rather than adding one.
+    // Re-announcing the same generation (resync) and a new generation must not start more chains.
+    for (let i = 0; i < 3; i++) await bridge.resync({ group: op.resource.group, plural: op.resource.plural, namespace: "default", name: "clock" });
     await crs().patchSpec("clock", { every: 1, label: "v2" });
-    await publish(env, keyEventOf(op, (await crs().get("clock")) ?? {}));
-    let most = 0;
-    for (let i = 0; i < 12; i++) {
-      await new Promise((r) => setTimeout(r, 500));
-      if (i >= 4) most = Math.max(most, await delayedRequeues());
-    }
-    // Sampled while the chain runs: a sample may fall between two links (0), never see two chains.
-    assert.ok(most <= 1, `at most one pending requeue once settled (saw ${most})`);
-
+    const from = handled("clock").length;
+    const started = Date.now();
+    await new Promise((r) => setTimeout(r, 10_000));
+    const ticks = handled("clock").length - from;
+    const seconds = (Date.now() - started) / 1000;
+    // One chain ticks at most once a second (plus the re-announcements above); two would tick twice as often.
+    assert.ok(ticks <= seconds + 5, `${ticks} reconciles in ${seconds.toFixed(1)} s: one chain`);
+    assert.ok(ticks >= 3, `${ticks} reconciles in ${seconds.toFixed(1)} s: still ticking`);
     await crs().delete("clock");
-    await waitFor("the chain ends with the object", async () => (await delayedRequeues()) === 0, 10_000);
-  });
-
-  it("a requeue delivered before its due time is re-sent, not reconciled early", { timeout: 30_000 }, async () => {
-    const cr = await crs().create("later", {});
-    const dueAt = Date.now() + 3000;
-    await env.sqs.send(
-      new SendMessageCommand({
-        QueueUrl: env.cluster.sqs.queues.standard,
-        MessageBody: encodeKeyEvent({ ...keyEventOf(op, cr, "RESYNC"), reason: "requeue" }),
-        MessageAttributes: { [DUE_AT_ATTRIBUTE]: { DataType: "Number", StringValue: String(dueAt) } },
-      }),
-    );
-    await new Promise((r) => setTimeout(r, 1500));
-    assert.equal((await crs().get("later"))?.status, undefined, "not reconciled before it is due");
-    await waitFor("reconciled once due", async () => ready(await crs().get("later"))?.status === "True", 15_000);
-    assert.ok(Date.now() >= dueAt);
+    await waitFor("nothing scheduled once the object is gone", () => bridge.scheduledCount() === 0, 10_000);
   });
 });

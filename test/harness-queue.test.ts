@@ -69,8 +69,8 @@ describe("local SQS queue", { timeout: 120_000 }, () => {
   });
 
   it("redelivers a message that was not deleted within its visibility timeout", async () => {
-    const q = cluster.sqs.queues.standard;
-    await sqs.send(new SendMessageCommand({ QueueUrl: q, MessageBody: "again" }));
+    const q = cluster.sqs.queues.fifo;
+    await sqs.send(new SendMessageCommand({ QueueUrl: q, MessageBody: "again", MessageGroupId: "redeliver", MessageDeduplicationId: "again" }));
     const [first] = await receive(q, 2);
     assert.equal(first?.Body, "again");
     assert.deepEqual(await receive(q, 2, 0), [], "visible again before its timeout");

@@ -127,7 +127,7 @@ describe("one function host, two clusters", { timeout: 600_000 }, () => {
         return outcome;
       },
     };
-    poller = startPoller({ sqs: givenSqsClient(sqs), queueUrls: [queues().fifo, queues().standard], runtime: timed, batchSize: 10, waitTimeSeconds: 1, visibilityTimeout: 5, logger });
+    poller = startPoller({ sqs: givenSqsClient(sqs), queueUrls: [queues().fifo], runtime: timed, batchSize: 10, waitTimeSeconds: 1, visibilityTimeout: 5, logger });
   });
 
   after(async () => {

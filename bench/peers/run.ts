@@ -95,7 +95,7 @@ export async function runOnce(system: SystemName, round: number, cluster: LocalC
     sampler.start();
     cleanup.unshift(() => sampler.stop());
     const quiet = async () => {
-      if (system === "crdfn") await untilQueuesEmpty(sqs, [cluster.sqs.queues.fifo, cluster.sqs.queues.standard], 120_000);
+      if (system === "crdfn") await untilQueuesEmpty(sqs, [cluster.sqs.queues.fifo], 120_000);
       else await sleep(500);
     };
     const { publishDelaySum, publishDelayCount, sendRequests } = BRIDGE_METRICS;

@@ -3,33 +3,28 @@
 //  * CloudEvent: a Pub/Sub message (google.cloud.pubsub.topic.v1.messagePublished), an SQS
 //    message (Body/MessageId/MessageAttributes) or a Lambda-style SQS record; throwing makes the
 //    framework answer 500, so the push source retries and eventually dead-letters.
-// An outage of the API server ("unavailable") is deferred to the requeue queue when there is one
-// (CRDFN_STANDARD_QUEUE_URL) and acknowledged, so it does not spend the push source's retries.
+// An outage of the API server ("unavailable") is answered 503 like any message that must come
+// back: the push source redelivers it with its retry policy's backoff.
 import type { CloudEvent, HttpFunction } from "@google-cloud/functions-framework";
 import { buildFromEnv, type Built, type Served } from "../runtime/entry.ts";
 import { fromCloudEvent, type QueueMessage } from "../../clients/queue-message.ts";
 import { messageHandled, type Outcome } from "../runtime/outcome.ts";
 import type { Runtime } from "../runtime/runtime.ts";
-import { defer } from "./outage.ts";
-
-/** Seconds a message waits when deferred for an outage (no circuit here: each request is on its own). */
-const OUTAGE_DEFER_SECONDS = 10;
 
 export interface HttpDeps {
   runtime?: Runtime;
   env?: NodeJS.ProcessEnv;
 }
 
-type Host = Pick<Built, "runtime" | "clock"> & Partial<Pick<Built, "requeuer" | "logger">>;
+type Host = Pick<Built, "runtime">;
 
-/** Handles the message; an outage is deferred (and counts as handled) when it can be. */
+/** Handles the message: handled, or to be delivered again. */
 function lazyHandle(served: Served, deps: HttpDeps): (m: QueueMessage) => Promise<Outcome & { handled: boolean }> {
-  let host: Host | undefined = deps.runtime ? { runtime: deps.runtime, clock: () => new Date() } : undefined;
+  let host: Host | undefined = deps.runtime ? { runtime: deps.runtime } : undefined;
   return async (m) => {
     const h = (host ??= buildFromEnv(served, deps.env ?? process.env));
     const outcome = await h.runtime.handle(m);
-    const deferred = outcome.result === "unavailable" && h.logger !== undefined && (await defer(m, h.requeuer, OUTAGE_DEFER_SECONDS, h.clock, h.logger));
-    return { ...outcome, handled: deferred || messageHandled(outcome) };
+    return { ...outcome, handled: messageHandled(outcome) };
   };
 }
 

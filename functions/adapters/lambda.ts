@@ -1,31 +1,32 @@
 // AWS Lambda SQS handler over the runtime, with partial batch responses
-// (ReportBatchItemFailures): only failed messages return to the queue. Lambda cannot pause its
-// event source, so while the API server is unavailable each record is deferred (re-sent delayed
-// on the requeue queue and reported handled) instead of spending its receives; see outage.ts.
-import { BatchProcessor, EventType, processPartialResponse } from "@aws-lambda-powertools/batch";
+// (ReportBatchItemFailures): only the records reported failed stay in the queue. The batch is
+// settled by the same policy as the local poller's (settle.ts): what is deleted is reported
+// handled; what is held or released has its visibility set and is reported failed; a long
+// deferral is re-sent into its own FIFO group and reported handled. Lambda cannot pause its
+// event source, so while the API server is unavailable records are deferred (outage.ts).
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda";
-import type { Logger } from "pino";
+import { pino, type Logger } from "pino";
 import { buildFromEnv, type Served } from "../runtime/entry.ts";
 import { ConfigError } from "../../core/config-error.ts";
 import { fromLambdaRecord } from "../../clients/queue-message.ts";
-import { messageHandled, type Outcome } from "../runtime/outcome.ts";
-import type { Requeuer } from "../runtime/requeue.ts";
 import type { Runtime } from "../runtime/runtime.ts";
 import { givenSqsClient, type SqsClientSource } from "../runtime/sqs-client.ts";
-import { backOff, behind, createCircuits, deadLetterLimits, defer, report, type Circuits } from "./outage.ts";
+import { createCircuits, deadLetterLimits, type Circuits } from "./outage.ts";
+import { DEFAULT_MAX_DEFER_SECONDS, DEFAULT_RETRY_BASE_SECONDS, resendRequest, settleBatch, settlementOf, type Settlement } from "./settle.ts";
 
 export interface LambdaDeps {
   /** Supplied by tests; otherwise built from the environment on the first invocation. */
   runtime?: Runtime;
   env?: NodeJS.ProcessEnv;
-  /** With `runtime`: the clients for deferral and retry backoff (built from the environment otherwise). */
+  /** With `runtime`: the client for deferral and retry backoff (built from the environment otherwise). */
   sqs?: SQSClient;
-  requeuer?: Requeuer;
   logger?: Logger;
   clock?: () => Date;
-  /** Visibility of a failed record's first retry; doubles per receive. Default 30 s. */
+  /** Visibility of a failed record's first retry; doubles per receive. Default 5 s. */
   retryBaseSeconds?: number;
+  /** A record deferred for an outage longer than this is left to the dead-letter queue. Default 6 h. */
+  maxDeferSeconds?: number;
 }
 
 export type SqsLambdaHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse>;
@@ -33,10 +34,9 @@ export type SqsLambdaHandler = (event: SQSEvent, context: Context) => Promise<SQ
 interface Host {
   runtime: Runtime;
   sqs?: SqsClientSource;
-  requeuer?: Requeuer;
-  logger?: Logger;
+  logger: Logger;
   clock: () => Date;
-  circuits?: Circuits;
+  circuits: Circuits;
   limits?: (queueUrl: string) => Promise<number | undefined>;
   queueUrlOf?: (arn: string) => Promise<string>;
 }
@@ -59,18 +59,13 @@ function queueUrls(sqs: SqsClientSource): (arn: string) => Promise<string> {
 }
 
 function hostOf(served: Served, deps: LambdaDeps): Host {
-  let host: Host;
-  if (deps.runtime) {
-    const { runtime, sqs, requeuer, logger } = deps;
-    host = { runtime, ...(sqs ? { sqs: givenSqsClient(sqs) } : {}), ...(requeuer ? { requeuer } : {}), ...(logger ? { logger } : {}), clock: deps.clock ?? (() => new Date()) };
-  } else {
-    const { runtime, sqs, requeuer, logger, clock } = buildFromEnv(served, deps.env ?? process.env);
-    host = { runtime, sqs: sqs.client, ...(requeuer ? { requeuer } : {}), logger, clock };
-  }
-  if (host.logger) host.circuits = createCircuits({ clock: host.clock, logger: host.logger });
-  if (host.sqs) {
-    host.limits = deadLetterLimits(host.sqs);
-    host.queueUrlOf = queueUrls(host.sqs);
+  const built = deps.runtime
+    ? { runtime: deps.runtime, sqs: deps.sqs ? givenSqsClient(deps.sqs) : undefined, logger: deps.logger ?? pino({ level: "silent" }), clock: deps.clock ?? (() => new Date()) }
+    : (({ runtime, sqs, logger, clock }) => ({ runtime, sqs: sqs.client, logger, clock }))(buildFromEnv(served, deps.env ?? process.env));
+  const host: Host = { ...built, circuits: createCircuits({ clock: built.clock, logger: built.logger }) };
+  if (built.sqs) {
+    host.limits = deadLetterLimits(built.sqs);
+    host.queueUrlOf = queueUrls(built.sqs);
   }
   return host;
 }
@@ -80,7 +75,7 @@ export function lambdaHandler(served: Served, deps: LambdaDeps = {}): SqsLambdaH
   // Built on the first invocation, not at import (config errors then surface as a failed
   // invocation with one clear line), and kept for warm invocations, circuit included.
   let host: Host | undefined;
-  return async (event, context) => {
+  return async (event) => {
     // Metrics (EMF) once per invocation, however it ends: disposed when this function returns.
     using _metrics = { [Symbol.dispose]: () => host?.runtime.flushMetrics?.() };
     let h: Host;
@@ -92,42 +87,63 @@ export function lambdaHandler(served: Served, deps: LambdaDeps = {}): SqsLambdaH
       console.error(error.message);
       return { batchItemFailures: event.Records.map((r) => ({ itemIdentifier: r.messageId })) };
     }
-    // FIFO: each group in order (a chain of promises per group), groups in parallel; what
-    // follows a failure in its group is settled by `behind` instead of being tried.
-    const chains = new Map<string, Promise<Outcome | undefined>>();
-    const recordHandler = (record: SQSRecord): Promise<void> => {
-      const group = record.attributes?.MessageGroupId;
-      const previous = group === undefined ? Promise.resolve(undefined) : (chains.get(group) ?? Promise.resolve(undefined));
-      const settled = previous.then((before) => settle(h, record, before, deps));
-      if (group !== undefined) chains.set(group, settled.catch(() => ({ result: "retry" as const, detail: "failed" })));
-      return settled.then((outcome) => {
-        // Throwing marks the record failed: it stays in the queue (its visibility set by backOff).
-        if (!outcome.handled) throw new Error(`${outcome.result}: ${outcome.detail}`);
-      });
-    };
-    // Awaited, so the metrics above are flushed after the batch, not before.
-    return await processPartialResponse(event, recordHandler, new BatchProcessor(EventType.SQS), { context, throwOnFullBatchFailure: false });
+    const queueUrl = await queueUrlOfBatch(h, event.Records);
+    const limit = queueUrl && h.limits ? await h.limits(queueUrl) : undefined;
+    const settled = await settleBatch(event.Records, {
+      messageOf: fromLambdaRecord,
+      groupOf: (r) => r.attributes?.MessageGroupId,
+      runtime: h.runtime,
+      circuits: h.circuits,
+      log: h.logger,
+      policy: (outcome, message) =>
+        settlementOf(outcome, message, {
+          limit,
+          deferSeconds: () => h.circuits.of(message).deferSeconds(),
+          retryBaseSeconds: deps.retryBaseSeconds ?? DEFAULT_RETRY_BASE_SECONDS,
+          maxDeferSeconds: deps.maxDeferSeconds ?? DEFAULT_MAX_DEFER_SECONDS,
+          now: h.clock().getTime(),
+          log: h.logger,
+        }),
+    });
+    const failed = await Promise.all([...settled].map(async ([record, { settlement }]) => ((await carryOut(h, queueUrl, record, settlement)) ? undefined : record.messageId)));
+    return { batchItemFailures: failed.filter((id): id is string => id !== undefined).map((itemIdentifier) => ({ itemIdentifier })) };
   };
 }
 
-/** One record: try it (or settle it by what came before it in its group), defer an outage, back a failure off. */
-async function settle(h: Host, record: SQSRecord, before: Outcome | undefined, deps: LambdaDeps): Promise<Outcome & { handled: boolean }> {
-  const message = fromLambdaRecord(record);
-  const log = h.logger;
-  // The circuit of the record's cluster: another cluster's outage never holds this one back.
-  const circuit = h.circuits?.of(message);
-  const admission = circuit?.admit() ?? "closed";
-  const instead = typeof admission === "number" ? behind({ result: "unavailable" }) : behind(before);
-  if (instead && typeof admission !== "number") circuit?.release();
-  const outcome: Outcome = instead ?? (await h.runtime.handle(message));
-  if (!instead && circuit) report(circuit, outcome);
-  if (outcome.result === "unavailable" && circuit && log && (await defer(message, h.requeuer, circuit.deferSeconds(), h.clock, log))) return { ...outcome, handled: true };
-  if (outcome.result === "retry" && h.sqs && h.queueUrlOf && h.limits && log) {
-    const queueUrl = await h.queueUrlOf(record.eventSourceARN).catch(() => "");
-    if (queueUrl) {
-      const hint = (outcome as { delaySeconds?: number }).delaySeconds;
-      await backOff(h.sqs, queueUrl, { ...message, receiptHandle: record.receiptHandle }, outcome.detail, { baseSeconds: deps.retryBaseSeconds ?? 30 }, await h.limits(queueUrl), log, hint);
+/** The queue every record of a batch came from (one event source mapping, one queue). */
+async function queueUrlOfBatch(h: Host, records: SQSRecord[]): Promise<string | undefined> {
+  const arn = records[0]?.eventSourceARN;
+  if (!arn || !h.queueUrlOf) return undefined;
+  return h.queueUrlOf(arn).catch((error: unknown) => {
+    h.logger.warn({ error: (error as Error).message }, "cannot look up the queue URL (sqs:GetQueueUrl); failed records keep the queue's own visibility timeout");
+    return undefined;
+  });
+}
+
+/**
+ * Carries out one record's settlement; true when the record is to be reported handled (Lambda
+ * deletes it). Without the queue's URL, visibility cannot be set: the queue's own timeout applies.
+ */
+async function carryOut(h: Host, queueUrl: string | undefined, record: SQSRecord, s: Settlement): Promise<boolean> {
+  if (s.action === "delete") return true;
+  if (!queueUrl || !h.sqs) return false;
+  try {
+    const { client, sdk } = await h.sqs();
+    const visibility = (seconds: number) => client.send(new sdk.ChangeMessageVisibilityCommand({ QueueUrl: queueUrl, ReceiptHandle: record.receiptHandle, VisibilityTimeout: seconds }));
+    if (s.action === "resend") {
+      try {
+        const m = { Body: record.body, MessageId: record.messageId, Attributes: { ...(record.attributes.MessageGroupId ? { MessageGroupId: record.attributes.MessageGroupId } : {}) } };
+        await client.send(new sdk.SendMessageCommand(resendRequest(queueUrl, m, s)));
+        return true;
+      } catch (error) {
+        h.logger.warn({ messageId: record.messageId, error: (error as Error).message }, "could not re-send the deferred record; holding it instead");
+        await visibility(s.seconds);
+        return false;
+      }
     }
+    await visibility(s.action === "hold" ? s.seconds : 0);
+  } catch (error) {
+    h.logger.warn({ messageId: record.messageId, action: s.action, error: (error as Error).message }, "settling a record failed; the queue's visibility timeout applies");
   }
-  return { ...outcome, handled: messageHandled(outcome) };
+  return false;
 }

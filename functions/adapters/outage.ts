@@ -1,19 +1,14 @@
-// What the adapters (local poller, Lambda) do with failures, so that an outage of the API server
-// never spends a message's dead-letter budget, while a failure of the object itself still does:
+// An outage of the API server never spends a message's dead-letter budget, while a failure of
+// the object itself is recorded on the object:
 //  * a circuit per cluster (each has its own API server, and one cluster's outage must not hold
 //    back another's work): the first "unavailable" outcome opens it; while open its messages are
-//    deferred unprocessed, and the poller stops receiving once every cluster's circuit is open
-//    (Lambda cannot stop its event source); after the open period ONE message probes
-//    (half-open); success closes it, failure re-opens it for twice as long (capped).
-//  * deferral: an "unavailable" message is re-sent as a NEW delayed message on the standard
-//    (requeue) queue and the original deleted, so its receive count starts again.
-//  * ordinary retries back off exponentially: the failed message's visibility timeout grows with
-//    its receive count, and its last receive before the redrive policy moves it says so.
+//    deferred untried (settle.ts), and the poller stops receiving once every cluster's circuit is
+//    open (Lambda cannot stop its event source); after the open period ONE message probes
+//    (half-open); success closes it, failure re-opens it for twice as long, up to 2 s: probing is
+//    one request, and the sooner a returned server is noticed the sooner work resumes.
 // Kept small on purpose: the jittered exponential delay is the only arithmetic here.
 import type { Logger } from "pino";
 import { keyEventOf, type QueueMessage } from "../runtime/message.ts";
-import type { Outcome } from "../runtime/outcome.ts";
-import type { Requeuer } from "../runtime/requeue.ts";
 import type { SqsClientSource } from "../runtime/sqs-client.ts";
 
 /** base · 2^(n-1), capped; n counts from 1. */
@@ -24,7 +19,7 @@ export interface CircuitOptions {
   logger: Logger;
   /** First open period; doubles per failed probe. Default 1 s. */
   baseMs?: number;
-  /** Longest open period, i.e. the longest wait between the server's return and the next probe. Default 10 s. */
+  /** Longest open period, i.e. the longest wait between the server's return and the next probe. Default 2 s. */
   maxMs?: number;
 }
 
@@ -48,7 +43,7 @@ export interface Circuit {
 
 export function createCircuit(o: CircuitOptions): Circuit {
   const baseMs = o.baseMs ?? 1000;
-  const maxMs = o.maxMs ?? 10_000;
+  const maxMs = o.maxMs ?? 2000;
   const now = () => o.clock().getTime();
   let openMs = 0; // 0: closed
   let openUntil = 0;
@@ -124,41 +119,11 @@ export function createCircuits(o: CircuitOptions): Circuits {
   };
 }
 
-/**
- * What becomes of a FIFO message behind one of its group that was not handled. A group is one
- * object (core/event.ts), and each event only names it, so behind an ordinary failure the rest
- * is redundant: the failed message's retry reconciles the current state. Deleting them keeps
- * them from spending receives they never used (they would reach the dead-letter queue with it).
- * Behind an outage they are deferred too; behind a malformed message (or a handled one) they are
- * tried. undefined: try it.
- */
-export function behind(previous: { result: string } | undefined): Outcome | undefined {
-  if (previous?.result === "unavailable") return { result: "unavailable", detail: "deferred while the API server is unavailable" };
-  if (previous?.result === "retry") return { result: "success", detail: "superseded: an earlier event of this object failed, and its retry reconciles the current state" };
-  return undefined;
-}
-
 /** Tells the circuit how admitted work went; work that never reached the API server (a message re-sent as not due yet, a malformed one) says nothing. */
 export function report(circuit: Circuit, outcome: { result: string; detail?: string; apiCalls?: number }): void {
   if (outcome.result === "unavailable") circuit.failed(outcome.detail ?? "");
   else if (outcome.apiCalls === 0) circuit.release();
   else circuit.succeeded();
-}
-
-/**
- * Re-sends the message as a new delayed one on the requeue queue. False when it cannot (no
- * requeue queue, or the send failed): the caller then leaves it to the visibility timeout.
- */
-export async function defer(message: QueueMessage, requeuer: Requeuer | undefined, delaySeconds: number, clock: () => Date, log: Logger): Promise<boolean> {
-  const parsed = keyEventOf(message);
-  if (!requeuer || !parsed.ok) return false;
-  try {
-    await requeuer.schedule(parsed.event, clock().getTime() + delaySeconds * 1000);
-    return true;
-  } catch (error) {
-    log.warn({ messageId: message.id, error: (error as Error).message }, "could not defer the message; the queue will redeliver it");
-    return false;
-  }
 }
 
 /** The queue's maxReceiveCount (its redrive policy), read once per queue; undefined when unknown. */
@@ -183,36 +148,3 @@ export function deadLetterLimits(sqs: SqsClientSource): (queueUrl: string) => Pr
   };
 }
 
-export interface RetryBackoff {
-  /** Visibility of the first retry; doubles with each receive. */
-  baseSeconds: number;
-  /** Default 900. */
-  maxSeconds?: number;
-}
-
-/**
- * An ordinary failure: hide the message for longer each time it failed; on its last receive
- * before the dead-letter queue, say so and make it visible at once so the queue moves it now.
- */
-export async function backOff(
-  sqs: SqsClientSource,
-  queueUrl: string,
-  message: QueueMessage & { receiptHandle: string },
-  detail: string,
-  backoff: RetryBackoff,
-  limit: number | undefined,
-  log: Logger,
-  delaySeconds?: number,
-): Promise<void> {
-  const receives = message.receiveCount ?? 1;
-  const last = limit !== undefined && receives >= limit;
-  const visibility = last ? 0 : Math.round(delaySeconds ?? exponential(backoff.baseSeconds, receives, backoff.maxSeconds ?? 900));
-  if (last) log.error({ messageId: message.id, receiveCount: receives, maxReceiveCount: limit, error: detail }, "reconcile failed on the message's last receive; the queue moves it to the dead-letter queue now");
-  else log.info({ messageId: message.id, receiveCount: receives, maxReceiveCount: limit, retryInSeconds: visibility }, "retrying with backoff");
-  try {
-    const { client, sdk } = await sqs();
-    await client.send(new sdk.ChangeMessageVisibilityCommand({ QueueUrl: queueUrl, ReceiptHandle: message.receiptHandle, VisibilityTimeout: visibility }));
-  } catch (error) {
-    log.warn({ messageId: message.id, error: (error as Error).message }, "could not set the retry delay; the queue's visibility timeout applies");
-  }
-}

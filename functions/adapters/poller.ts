@@ -1,18 +1,19 @@
-// A local stand-in for Lambda's SQS event source: long-poll batches, hand each message to the
-// runtime, delete what succeeded (gathered across loops: delete-batcher.ts), and back failures
-// off (outage.ts) so the queue's redrive policy (maxReceiveCount 5) dead-letters only what keeps
-// failing for the object's own sake. While a cluster's API server is unavailable its messages
-// are deferred; while every cluster's is, the poller stops receiving altogether.
+// A local stand-in for Lambda's SQS event source: long-poll batches of the FIFO event queue,
+// hand each message to the runtime, and settle each as settle.ts decides — delete what was
+// handled (gathered across loops: delete-batcher.ts), hold what must wait in its group, re-send
+// a long deferral into its own group, release what can never be handled to the dead-letter
+// queue. While a cluster's API server is unavailable its messages are deferred; while every
+// cluster's is, the poller stops receiving altogether.
 import type { Message } from "@aws-sdk/client-sqs";
 import { setTimeout as delay } from "node:timers/promises";
 import type { Logger } from "pino";
 import { backoffMs } from "../../core/backoff.ts";
 import { fromSqsMessage, type QueueMessage } from "../../clients/queue-message.ts";
-import { messageHandled, type Outcome } from "../runtime/outcome.ts";
-import type { Requeuer } from "../runtime/requeue.ts";
+import type { Outcome } from "../runtime/outcome.ts";
 import type { SqsClientSource } from "../runtime/sqs-client.ts";
 import { DeleteBatcher } from "./delete-batcher.ts";
-import { backOff, behind, createCircuits, deadLetterLimits, defer, report, type Circuits } from "./outage.ts";
+import { createCircuits, deadLetterLimits, type Circuits } from "./outage.ts";
+import { DEFAULT_MAX_DEFER_SECONDS, DEFAULT_RETRY_BASE_SECONDS, resendRequest, settleBatch, settlementOf, type Settlement } from "./settle.ts";
 
 export interface MessageHandler {
   handle(message: QueueMessage): Promise<Outcome>;
@@ -21,7 +22,7 @@ export interface MessageHandler {
 export interface PollerOptions {
   /** The client (built on the first receive); `givenSqsClient` wraps one already built. */
   sqs: SqsClientSource;
-  /** Every queue to consume: typically the FIFO event queue and the standard (requeue) queue. */
+  /** The queues to consume (one loop each; name a queue several times for concurrent loops). */
   queueUrls: string[];
   runtime: MessageHandler;
   /** 1–10. Default 10. */
@@ -31,13 +32,15 @@ export interface PollerOptions {
   /** Override the queue's visibility timeout for received messages. */
   visibilityTimeout?: number;
   logger: Logger;
-  /** Where "unavailable" messages are deferred to (the standard queue); without it they wait out a visibility timeout. */
-  requeuer?: Requeuer;
   clock?: () => Date;
-  /** Longest pause between probes while the API server is unavailable. Default 10 s. */
+  /** Longest pause between probes while the API server is unavailable. Default 2 s. */
   maxProbeIntervalMs?: number;
   /** How long a handled message may wait to be deleted together with others (delete-batcher.ts). Default 50 ms. */
   deleteWindowMs?: number;
+  /** A message deferred for an outage longer than this is left to the dead-letter queue. Default 6 h. */
+  maxDeferSeconds?: number;
+  /** Visibility of a failed message's first retry; doubles per receive. Default 5 s. */
+  retryBaseSeconds?: number;
 }
 
 export interface Poller {
@@ -74,7 +77,6 @@ interface LoopOptions extends PollerOptions {
 
 async function pollLoop(queueUrl: string, opts: LoopOptions, signal: AbortSignal): Promise<void> {
   const log = opts.logger.child({ queue: queueUrl.split("/").pop() });
-  const fifo = queueUrl.endsWith(".fifo");
   let failures = 0;
   while (!signal.aborted) {
     // Every cluster's API server is down: stop receiving until one of them is due a probe.
@@ -108,83 +110,66 @@ async function pollLoop(queueUrl: string, opts: LoopOptions, signal: AbortSignal
       continue;
     }
     if (messages.length === 0) continue;
-    const outcomes = await processBatch(messages, fifo, opts.runtime, log, opts.circuits);
-    await settle(queueUrl, messages, outcomes, opts, log);
+    const settled = await processBatch(messages, { ...opts, limit: await opts.limits(queueUrl) }, log);
+    await settle(queueUrl, settled, opts, log);
   }
 }
 
-/**
- * FIFO: each message group in order, groups in parallel; after a group's first failure the rest
- * of that group is not attempted (see `behind`). Standard: everything in parallel.
- */
-export async function processBatch(messages: Message[], fifo: boolean, runtime: MessageHandler, log: Logger, circuits?: Circuits): Promise<Map<string, Outcome>> {
-  const outcomes = new Map<string, Outcome>();
-  const groups = new Map<string, Message[]>();
-  for (const m of messages) {
-    const key = fifo ? (m.Attributes?.MessageGroupId ?? "") : (m.MessageId ?? "");
-    groups.set(key, [...(groups.get(key) ?? []), m]);
-  }
+/** One batch through the shared policy (settle.ts). */
+async function processBatch(messages: Message[], opts: Pick<LoopOptions, "runtime" | "circuits" | "clock"> & { limit: number | undefined; maxDeferSeconds?: number; retryBaseSeconds?: number }, log: Logger): Promise<Map<Message, { outcome: Outcome; settlement: Settlement }>> {
+  return settleBatch(messages, {
+    messageOf: fromSqsMessage,
+    groupOf: (m) => m.Attributes?.MessageGroupId,
+    runtime: opts.runtime,
+    circuits: opts.circuits,
+    log,
+    policy: (outcome, message) =>
+      settlementOf(outcome, message, {
+        limit: opts.limit,
+        deferSeconds: () => opts.circuits.of(message).deferSeconds(),
+        retryBaseSeconds: opts.retryBaseSeconds ?? DEFAULT_RETRY_BASE_SECONDS,
+        maxDeferSeconds: opts.maxDeferSeconds ?? DEFAULT_MAX_DEFER_SECONDS,
+        now: opts.clock().getTime(),
+        log,
+      }),
+  });
+}
+
+/** Carries out each message's settlement on the queue. A failure here only means a redelivery. */
+async function settle(queueUrl: string, settled: Map<Message, { settlement: Settlement }>, opts: LoopOptions, log: Logger): Promise<void> {
+  const deletes: string[] = [];
   await Promise.all(
-    [...groups.values()].map(async (group) => {
-      let previous: Outcome | undefined;
-      for (const m of group) {
-        const id = m.MessageId ?? "";
-        const message = fromSqsMessage(m);
-        // While its cluster's circuit is open a message is deferred untried, except the one probe.
-        const circuit = circuits?.of(message);
-        const admission = circuit?.admit() ?? "closed";
-        const instead = typeof admission === "number" ? behind({ result: "unavailable" }) : behind(previous);
-        if (instead) {
-          if (admission === "probe") circuit?.release();
-          outcomes.set(id, instead);
-          continue;
+    [...settled].map(async ([m, { settlement }]) => {
+      const receipt = m.ReceiptHandle ?? "";
+      try {
+        const { client, sdk } = await opts.sqs();
+        const visibility = (seconds: number) => client.send(new sdk.ChangeMessageVisibilityCommand({ QueueUrl: queueUrl, ReceiptHandle: receipt, VisibilityTimeout: seconds }));
+        switch (settlement.action) {
+          case "delete":
+            deletes.push(receipt);
+            return;
+          case "hold":
+            await visibility(settlement.seconds);
+            return;
+          case "release":
+            await visibility(0);
+            return;
+          case "resend":
+            try {
+              await client.send(new sdk.SendMessageCommand(resendRequest(queueUrl, m, settlement)));
+              deletes.push(receipt);
+            } catch (error) {
+              log.warn({ messageId: m.MessageId, error: (error as Error).message }, "could not re-send the deferred message; holding it instead");
+              await visibility(settlement.seconds);
+            }
+            return;
         }
-        const outcome = await handleSafely(runtime, message, log);
-        outcomes.set(id, outcome);
-        if (circuit) report(circuit, outcome);
-        previous = outcome;
+      } catch (error) {
+        log.warn({ messageId: m.MessageId, action: settlement.action, error: (error as Error).message }, "settling a message failed; it will be redelivered");
       }
     }),
   );
-  return outcomes;
-}
-
-async function handleSafely(runtime: MessageHandler, m: QueueMessage, log: Logger): Promise<Outcome> {
-  try {
-    return await runtime.handle(m);
-  } catch (error) {
-    log.error({ messageId: m.id, error: (error as Error).message }, "handler threw");
-    return { result: "retry", detail: (error as Error).message };
-  }
-}
-
-async function settle(queueUrl: string, messages: Message[], outcomes: Map<string, Outcome>, opts: LoopOptions, log: Logger): Promise<void> {
-  const outcomeOf = (m: Message): Outcome => outcomes.get(m.MessageId ?? "") ?? { result: "retry", detail: "no outcome" };
-  const deferred = new Set<Message>();
-  await Promise.all(
-    messages
-      .filter((m) => outcomeOf(m).result === "unavailable")
-      .map(async (m) => {
-        if (await defer(fromSqsMessage(m), opts.requeuer, opts.circuits.of(fromSqsMessage(m)).deferSeconds(), opts.clock, log)) deferred.add(m);
-      }),
-  );
-  opts.deleter.add(messages.filter((m) => messageHandled(outcomeOf(m)) || deferred.has(m)).map((m) => m.ReceiptHandle ?? ""));
-  try {
-    // A bad message can never succeed: make it visible again at once, so its receives run out
-    // quickly and the redrive policy moves it to the DLQ instead of blocking its FIFO group.
-    for (const m of messages) {
-      const outcome = outcomeOf(m);
-      if (outcome.result === "dead-letter") {
-        const { client, sdk } = await opts.sqs();
-        await client.send(new sdk.ChangeMessageVisibilityCommand({ QueueUrl: queueUrl, ReceiptHandle: m.ReceiptHandle ?? "", VisibilityTimeout: 0 }));
-      } else if (outcome.result === "retry") {
-        const hint = (outcome as { delaySeconds?: number }).delaySeconds;
-        await backOff(opts.sqs, queueUrl, { ...fromSqsMessage(m), receiptHandle: m.ReceiptHandle ?? "" }, outcome.detail, { baseSeconds: opts.visibilityTimeout ?? 30 }, await opts.limits(queueUrl), log, hint);
-      }
-    }
-  } catch (error) {
-    log.warn({ error: (error as Error).message }, "settling the batch failed; messages will be redelivered");
-  }
+  opts.deleter.add(deletes);
 }
 
 /** Resolves after `ms`, or at once when stopping. */

@@ -2,7 +2,7 @@
 // LIST per kind (observed children, pruning) and know whether a child already matches.
 import { createHash } from "node:crypto";
 import type { KubeObject } from "./kube-api.ts";
-import { canonicalJson } from "./status.ts";
+import { canonicalJson } from "../../core/canonical-json.ts";
 
 /** The parent's uid: label values allow 63 characters, a uid has 36. */
 export const PARENT_UID_LABEL = "crdfn.io/parent-uid";

@@ -31,9 +31,8 @@ const configSchema = z.object({
   AWS_REGION: awsRegionSchema.optional(),
   /** An SQS-compatible endpoint (ElasticMQ locally); unset on AWS. */
   AWS_ENDPOINT_URL_SQS: z.url().optional(),
-  /** The event queues the local poller consumes; the standard queue also carries requeues. */
+  /** The FIFO event queue the local poller consumes (Lambda is given its queue by its event source). */
   CRDFN_QUEUE_URL: z.url().optional(),
-  CRDFN_STANDARD_QUEUE_URL: z.url().optional(),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   /** Set by Lambda itself: metrics then go to CloudWatch as EMF, under this namespace. */
   AWS_LAMBDA_FUNCTION_NAME: z.string().min(1).optional(),

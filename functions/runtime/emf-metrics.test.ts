@@ -35,7 +35,6 @@ const measured = (outcome: Outcome, seconds = 0.2): Measurement => ({ controller
 const outcomes: Outcome[] = [
   { result: "success" },
   { result: "success", requeue: "after" },
-  { result: "success", requeue: "deferred" },
   { result: "retry", detail: "boom" },
   { result: "retry-later", delaySeconds: 5, detail: "not yet" },
   { result: "permanent", detail: "ChildConflict" },
@@ -48,13 +47,13 @@ describe("runtime metrics", () => {
     for (const o of outcomes) metrics.observe(measured(o));
     const total = (await registry.getSingleMetric("controller_runtime_reconcile_total")?.get())?.values ?? [];
     const byResult = Object.fromEntries(total.map((v) => [String(v.labels.result), v.value]));
-    assert.deepEqual(byResult, { success: 1, requeue_after: 1, requeue: 1, error: 3 });
+    assert.deepEqual(byResult, { success: 1, requeue_after: 1, requeue: 0, error: 3 });
     assert.ok(total.every((v) => v.labels.cluster === "prod" && v.labels.controller === "greeting"));
     const count = async (name: string) => (await registry.getSingleMetric(name)?.get())?.values.reduce((n, v) => n + v.value, 0);
     assert.equal(await count("controller_runtime_reconcile_errors_total"), 3);
     assert.equal(await count("controller_runtime_terminal_reconcile_errors_total"), 1);
     const time = await registry.getSingleMetricAsString("controller_runtime_reconcile_time_seconds");
-    assert.match(time, /controller_runtime_reconcile_time_seconds_count\{cluster="prod",controller="greeting"\} 6/);
+    assert.match(time, /controller_runtime_reconcile_time_seconds_count\{cluster="prod",controller="greeting"\} 5/);
   });
 
   it("EMF: the same names, one line per dimension set, written only on flush", async () => {
@@ -79,11 +78,11 @@ describe("runtime metrics", () => {
       crdfn_event_lag_seconds: "Seconds",
     });
     // Every observation kept as a value: CloudWatch computes sums and percentiles from them.
-    assert.deepEqual(perController.controller_runtime_reconcile_time_seconds, [0, 0.1, 0.2, 0.3, 0.4, 0.5]);
+    assert.deepEqual(perController.controller_runtime_reconcile_time_seconds, [0, 0.1, 0.2, 0.3, 0.4]);
     assert.deepEqual(perController.controller_runtime_reconcile_errors_total, [1, 1, 1]);
     assert.equal(perController.controller_runtime_terminal_reconcile_errors_total, 1);
     const totals = Object.fromEntries(lines.filter((l) => l.result !== undefined).map((l) => [String(l.result), l.controller_runtime_reconcile_total]));
-    assert.deepEqual(totals, { success: 1, requeue_after: 1, requeue: 1, error: [1, 1, 1] });
+    assert.deepEqual(totals, { success: 1, requeue_after: 1, error: [1, 1, 1] });
     for (const l of lines.filter((x) => x.result !== undefined)) {
       assert.deepEqual(new Set(l._aws.CloudWatchMetrics[0]?.Dimensions[0]), new Set(["service", "cluster", "controller", "result"]));
     }

@@ -12,7 +12,6 @@ import { createKubeApi } from "./kube-http.ts";
 import { dispatchByCluster, dispatchByResource } from "./dispatch.ts";
 import { createEmfMetrics } from "./emf-metrics.ts";
 import type { RuntimeMetrics } from "./metrics.ts";
-import { createSqsRequeuer, type Requeuer } from "./requeue.ts";
 import { createRuntime, type Runtime } from "./runtime.ts";
 import { lazySqsClient, type LazySqsClient } from "./sqs-client.ts";
 
@@ -20,12 +19,10 @@ export interface Built {
   config: FunctionConfig;
   clusters: ClusterRegistry;
   runtime: Runtime;
-  /** Built on its first use (sqs-client.ts). */
+  /** Built on its first use (sqs-client.ts): deferring a message during an outage, retry backoff. */
   sqs: LazySqsClient;
   logger: Logger;
   clock: () => Date;
-  /** Delayed re-delivery on the standard queue (requeues, and messages deferred during an outage). */
-  requeuer?: Requeuer;
 }
 
 /** One operator, or several sharing a queue. */
@@ -57,8 +54,6 @@ export function buildFromEnv(
     },
     opts.onSqsClient,
   );
-  const requeuer = config.CRDFN_STANDARD_QUEUE_URL ? createSqsRequeuer({ sqs: sqs.client, queueUrl: config.CRDFN_STANDARD_QUEUE_URL, clock }) : undefined;
-  if (!requeuer) logger.warn("CRDFN_STANDARD_QUEUE_URL is not set: requeues and TemporaryError retries fall back to the visibility timeout");
   // On Lambda, CloudWatch EMF (flushed by the adapter once per invocation); elsewhere what the
   // caller records them in (the local poller: Prometheus).
   const emf = config.AWS_LAMBDA_FUNCTION_NAME ? createEmfMetrics({ namespace: config.POWERTOOLS_METRICS_NAMESPACE, serviceName: config.AWS_LAMBDA_FUNCTION_NAME, clock }) : undefined;
@@ -74,13 +69,13 @@ export function buildFromEnv(
     return dispatchByResource(
       operators.map((operator) => ({
         operator,
-        runtime: createRuntime(operator, { api, ...(requeuer ? { requeuer } : {}), ...(metrics ? { metrics } : {}), logger: log.child({ operator: operator.resource.kind }), clock }),
+        runtime: createRuntime(operator, { api, ...(metrics ? { metrics } : {}), logger: log.child({ operator: operator.resource.kind }), clock }),
       })),
     );
   };
   const dispatched = dispatchByCluster([...clusters.keys()], buildCluster, logger);
   const runtime: Runtime = emf ? { handle: (message) => dispatched.handle(message), flushMetrics: () => emf.flush() } : dispatched;
-  return { config, clusters, runtime, sqs, logger, clock, ...(requeuer ? { requeuer } : {}) };
+  return { config, clusters, runtime, sqs, logger, clock };
 }
 
 /** The SDK's default credential chain (files, SSO, container and instance roles), loaded on its first use. */

@@ -20,16 +20,33 @@ const thing = { metadata: { name: "t" }, spec: {} };
 const ready = (o: KubeObject | undefined) => (o?.status as { conditions?: Array<{ type: string; status: string; reason: string; message: string }> } | undefined)?.conditions?.find((c) => c.type === "Ready");
 
 describe("failures", () => {
-  it("an unexpected throw → Ready=False ReconcileError, ONE Event whose series counts the retries, and the message is retried", async () => {
+  it("an unexpected throw → Ready=False ReconcileError, the attempt and next retry on the object (growing backoff), ONE Event whose series counts them; the message is done", async () => {
     const op = failing(() => { throw new Error("boom"); });
-    const first = await reconcileWithRuntime(op, thing);
-    assert.equal(first.outcome.result, "retry");
+    const t0 = new Date("2026-01-01T00:00:00Z");
+    const first = await reconcileWithRuntime(op, thing, { now: t0 });
+    assert.equal(first.outcome.result, "retry-later");
     assert.deepEqual([ready(first.object)?.status, ready(first.object)?.reason, ready(first.object)?.message], ["False", "ReconcileError", "boom"]);
+    assert.equal(first.nextReconcile?.attempts, 1);
     let last = first;
-    for (let i = 0; i < 3; i++) last = await reconcileWithRuntime(op, thing, { kube: first.kube });
+    const delays: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      last = await reconcileWithRuntime(op, thing, { kube: first.kube, now: t0 });
+      delays.push(Date.parse(last.nextReconcile?.at ?? "") - t0.getTime());
+    }
+    assert.equal(last.nextReconcile?.attempts, 4);
+    assert.equal(last.nextReconcile?.reason, "Retry");
+    assert.ok(delays[0]! < delays[1]! && delays[1]! < delays[2]!, `backoff grows: ${delays.join(", ")} ms`);
     assert.equal(last.events.length, 1);
     const [event] = last.events;
     assert.deepEqual([event?.apiVersion, event?.reason, event?.note, (event?.series as { count: number }).count], ["events.k8s.io/v1", "ReconcileError", "boom", 4]);
+  });
+
+  it("a new generation starts its attempts again", async () => {
+    const op = failing(() => { throw new Error("boom"); });
+    const first = await reconcileWithRuntime(op, thing);
+    await reconcileWithRuntime(op, thing, { kube: first.kube });
+    const changed = await reconcileWithRuntime(op, { ...thing, spec: { changed: true } }, { kube: first.kube });
+    assert.equal(changed.nextReconcile?.attempts, 1);
   });
 
   it("a thrown non-Error is reported with its text", async () => {
@@ -58,7 +75,7 @@ describe("failures", () => {
     assert.equal((run.object?.status as Record<string, unknown>).replicas, undefined);
   });
 
-  it("after a failure, the first success of the same generation starts the requeue chain", async () => {
+  it("after a failure, the first success of the same generation replaces the retry with the requeue", async () => {
     let fail = true;
     const op = failing(() => {
       if (fail) throw new Error("flaky");
@@ -67,8 +84,9 @@ describe("failures", () => {
     const first = await reconcileWithRuntime(op, thing);
     fail = false;
     const recovered = await reconcileWithRuntime(op, thing, { kube: first.kube });
+    assert.equal(first.nextReconcile?.reason, "Retry");
     assert.equal(ready(recovered.object)?.status, "True");
-    assert.equal(recovered.requeues.length, 1);
+    assert.equal(recovered.nextReconcile?.reason, "Requeue");
   });
 
   it("a 404 on a write means the object is gone: success, not a retry", async () => {

@@ -1,17 +1,28 @@
-// What a failed reconcile leaves behind: Ready=False and an Event for permanent failures and for
-// reconcile's own unexpected throws (ReconcileError, then retried), a delayed retry for
-// temporary ones, a failed message for the rest (infrastructure: the queue redelivers).
+// What a failed reconcile leaves behind. Every failure of the object's own is recorded ON the
+// object — Ready=False with the reason, an Event, and for what is retried the next attempt's time
+// (status.nextReconcile), which the bridge announces into the object's own FIFO group — and the
+// message is done. The queue's own retries (and its dead-letter queue) are left for what the
+// object cannot record: its status write refused, or the runtime unable to finish at all.
+import { backoffMs } from "../../core/backoff.ts";
 import type { ObjectStatus } from "../../core/operator.ts";
+import { RETRY_BACKOFF, type NextReason } from "../../core/schedule.ts";
 import { recordEvent } from "./events.ts";
 import { ApiError } from "../../clients/kube-http.ts";
 import { type KubeObject } from "./kube-api.ts";
-import { classify, type Outcome } from "./outcome.ts";
-import { ReconcileThrew } from "./reconcile-call.ts";
-import { retryLater } from "./requeue-chain.ts";
-import { failureStatus, sameJson } from "./status.ts";
+import { classify, type Outcome, type Verdict } from "./outcome.ts";
+import { failureStatus, nextReconcile, previousAttempts, sameJson } from "./status.ts";
 import type { Step } from "./step.ts";
 
 export const RECONCILE_ERROR = "ReconcileError";
+export const FINALIZE_ERROR = "FinalizeError";
+
+/** finalize threw: shown as FinalizeError, retried with backoff, the finalizer kept. */
+export class FinalizeThrew extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "FinalizeThrew";
+  }
+}
 
 /** Turns an error into an outcome; rethrows 409 Conflicts so the caller re-reads and retries. */
 export async function onFailure(step: Step, object: KubeObject, error: unknown): Promise<Outcome> {
@@ -27,32 +38,73 @@ export async function onFailure(step: Step, object: KubeObject, error: unknown):
       await recordFailure(step, object, verdict.reason, verdict.message, false);
       return { result: "permanent", detail: verdict.reason };
     }
-    if (verdict.kind === "later") return await retryLater(step, object, verdict.delaySeconds, verdict.message);
-    if (error instanceof ReconcileThrew) await recordFailure(step, object, RECONCILE_ERROR, error.message, true);
+    const retry = retryOf(object, error, verdict);
+    await recordFailure(step, object, retry.reason, verdict.message, true, retry);
+    return { result: "retry-later", delaySeconds: retry.delaySeconds, detail: `${retry.reason}: ${verdict.message}` };
   } catch (writeError) {
     const writeVerdict = classify(writeError);
     if (writeVerdict.kind === "conflict") throw writeError;
     if (writeVerdict.kind === "unavailable") return { result: "unavailable", detail: writeVerdict.message };
-    return failMessage(step, `handling ${verdict.kind} failed: ${(writeError as Error).message}`);
+    return await unrecordable(step, object, verdict, writeError);
   }
-  return failMessage(step, verdict.message);
 }
 
-/** Any other failure: fail the message; its visibility timeout is the backoff, the DLQ the limit. */
-export function failMessage(step: Step, detail: string): Outcome {
-  step.log.warn({ error: detail }, "reconcile failed; the queue will redeliver");
-  return { result: "retry", detail };
+interface Retry {
+  reason: string;
+  next: NextReason;
+  /** This generation's failed attempts, this one included. */
+  attempts: number;
+  delaySeconds: number;
 }
+
+/** Why, and after how long, a failure that is retried is tried again: TemporaryError's own delay, else the per-object backoff. */
+function retryOf(object: KubeObject, error: unknown, verdict: Extract<Verdict, { kind: "later" | "retry" }>): Retry {
+  const next: NextReason = error instanceof FinalizeThrew ? "Finalize" : "Retry";
+  const attempts = previousAttempts(object.status as ObjectStatus | undefined, object.metadata.generation ?? 0, next) + 1;
+  if (verdict.kind === "later") return { reason: verdict.reason, next, attempts, delaySeconds: verdict.delaySeconds };
+  const reason = error instanceof FinalizeThrew ? FINALIZE_ERROR : error instanceof ApiError ? apiReason(error) : RECONCILE_ERROR;
+  return { reason, next, attempts, delaySeconds: backoffMs(attempts, RETRY_BACKOFF) / 1000 };
+}
+
+/** The API server's Status reason (Forbidden, InternalError…) when it gave one. */
+const apiReason = (e: ApiError): string => (/^[A-Z][A-Za-z]+$/.test(e.reason) && e.reason !== "Unknown" ? e.reason : "ApiError");
 
 /**
- * Ready=False with the reason, and an Event. An unchanged failure writes nothing; when it will be
- * retried (`countRepeats`) its Event's series counts the attempt instead of a new Event.
+ * Ready=False with the reason, an Event, and (when retried) the next attempt. An unchanged
+ * permanent failure writes nothing; a repeated retried one counts on its Event's series.
  */
-async function recordFailure(step: Step, object: KubeObject, reason: string, message: string, countRepeats: boolean): Promise<void> {
+async function recordFailure(step: Step, object: KubeObject, reason: string, message: string, countRepeats: boolean, retry?: Retry): Promise<void> {
   const previous = object.status as ObjectStatus | undefined;
-  const status = failureStatus(previous, reason, message, object.metadata.generation ?? 0, step.clock());
+  const now = step.clock();
+  const next = retry && nextReconcile(retry.next, new Date(now.getTime() + retry.delaySeconds * 1000), retry.attempts);
+  const status = failureStatus(previous, reason, message, object.metadata.generation ?? 0, now, next);
   const unchanged = sameJson(status, previous);
   if (unchanged && !countRepeats) return;
   if (!unchanged) await step.api.replaceStatus(step.ref, { ...object, status }, step.operator.fieldManager);
-  await recordEvent(step, object, { type: "Warning", reason, note: message, action: "Reconcile" }, unchanged);
+  // The same failure again counts on one Event (its series) instead of adding another.
+  await recordEvent(step, object, { type: "Warning", reason, note: message, action: "Reconcile" }, unchanged || (retry?.attempts ?? 1) > 1);
+}
+
+/**
+ * The object refused its own status (an admission policy, RBAC, a webhook): nothing can be
+ * recorded on it, so the message itself is retried and, if that keeps failing, dead-lettered.
+ * Said once per receive in the log and, where the API server allows it, as an Event.
+ */
+async function unrecordable(step: Step, object: KubeObject, verdict: Verdict, writeError: unknown): Promise<Outcome> {
+  const refusal = writeError instanceof ApiError ? `${writeError.code} ${writeError.message}` : (writeError as Error).message;
+  const failed = "message" in verdict ? verdict.message : verdict.kind;
+  const detail = `the status write was refused (${refusal}); the failure it would record: ${failed}`;
+  step.log.error({ error: refusal, failure: failed }, "cannot record the outcome on the object: its status write was refused; the message is retried and then dead-lettered");
+  try {
+    await recordEvent(step, object, { type: "Warning", reason: "StatusWriteRefused", note: detail, action: "Reconcile" }, true);
+  } catch {
+    // Refused too (an unserved namespace refuses Events as well): the log line above is the record.
+  }
+  return failMessage(step, detail);
+}
+
+/** Fail the message; its visibility timeout is the backoff, the DLQ the limit. */
+export function failMessage(step: Step, detail: string): Outcome {
+  step.log.warn({ error: detail }, "reconcile failed; the queue will redeliver");
+  return { result: "retry", detail };
 }

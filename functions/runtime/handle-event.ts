@@ -1,34 +1,24 @@
-// One key event: wait until it is due, read the object, reconcile it; on 409 Conflict read
-// again and retry, a bounded number of times.
+// One key event: read the object, reconcile it; on 409 Conflict read again and retry, a bounded
+// number of times. Nothing here waits or schedules: what the object wants next is recorded in its
+// status, and the bridge announces it when due.
 import type { Outcome } from "./outcome.ts";
 import { classify } from "./outcome.ts";
 import { failMessage } from "./failure.ts";
 import { prefetchChildren } from "./observed-children.ts";
 import { reconcileObject } from "./reconcile-object.ts";
-import { requeueChain } from "./requeue-chain.ts";
 import type { Step } from "./step.ts";
 
-/** Early deliveries within this margin count as due (clock skew between SQS and us). */
-const DUE_SLACK_MS = 1000;
-
-export async function handleEvent(step: Step, dueAtMs: number, maxAttempts: number): Promise<Outcome> {
+export async function handleEvent(step: Step, maxAttempts: number): Promise<Outcome> {
   const { event } = step;
-  const chain = requeueChain(step);
   for (let attempt = 1; attempt <= maxAttempts; attempt++) {
     try {
-      if (step.requeuer && dueAtMs > step.clock().getTime() + DUE_SLACK_MS) {
-        await step.requeuer.schedule(event, dueAtMs);
-        return { result: "success", detail: "not due yet; re-sent", requeue: "deferred" };
-      }
       // First read: not older than the version the event announces, which the API server serves
       // from its watch cache instead of a quorum read from etcd; a newer change has an event of
       // its own behind this one. After a 409 the cache may still lag our conflict: read etcd.
       const children = attempt === 1 ? prefetchChildren(step) : undefined;
       const object = await step.api.get(step.ref, attempt === 1 ? { notOlderThan: event.resourceVersion } : undefined);
       if (!object) return { result: "success", detail: "object is gone" };
-      // A requeue chain belongs to one generation (see requeue-chain.ts).
-      if (event.reason === "requeue" && object.metadata.generation !== event.generation) return { result: "success", detail: "requeue superseded by a newer generation" };
-      return await reconcileObject(step, object, chain, children);
+      return await reconcileObject(step, object, children);
     } catch (error) {
       const verdict = classify(error);
       if (verdict.kind === "conflict") {

@@ -19,5 +19,3 @@ export function keyEventOf(message: QueueMessage): ParseResult {
   return result;
 }
 
-/** Message attribute: epoch milliseconds before which a delayed re-delivery must not reconcile. */
-export const DUE_AT_ATTRIBUTE = "crdfn-due-at";

@@ -33,12 +33,12 @@ export type ReconcileResultLabel = "success" | "error" | "requeue" | "requeue_af
  * An outcome in controller-runtime's terms. Every failure is an `error` (TemporaryError too: like a
  * returned error, it is retried later); failures that are not retried are also terminal (a
  * PermanentError or refusal, like reconcile.TerminalError, and a message that can never be handled).
- * `requeue` is a message deferred because it was not due yet: nothing was reconciled.
+ * (`requeue`, controller-runtime's Requeue without a delay, has no crdfn equivalent: it stays 0.)
  */
 export function resultOf(outcome: Outcome): { result: ReconcileResultLabel; error: boolean; terminal: boolean } {
   switch (outcome.result) {
     case "success":
-      return { result: outcome.requeue === "after" ? "requeue_after" : outcome.requeue === "deferred" ? "requeue" : "success", error: false, terminal: false };
+      return { result: outcome.requeue === "after" ? "requeue_after" : "success", error: false, terminal: false };
     case "permanent":
     case "dead-letter":
       return { result: "error", error: true, terminal: true };

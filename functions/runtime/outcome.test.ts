@@ -9,17 +9,24 @@ describe("classify", () => {
     assert.deepEqual(classify(new ApiError(409, "Conflict", "x")), { kind: "conflict" });
     assert.deepEqual(classify(new ApiError(422, "Invalid", "bad child")), { kind: "permanent", reason: "RejectedByApiServer", message: "bad child" });
     assert.deepEqual(classify(new PermanentError("no", "QuotaExceeded")), { kind: "permanent", reason: "QuotaExceeded", message: "no" });
-    assert.deepEqual(classify(new TemporaryError("wait", 2.5)), { kind: "later", delaySeconds: 3, message: "wait" });
-    assert.deepEqual(classify(new ApiError(500, "InternalError", "etcd")), { kind: "unavailable", message: "etcd" });
+    assert.deepEqual(classify(new TemporaryError("wait", 2.5)), { kind: "later", delaySeconds: 3, reason: "TemporaryError", message: "wait" });
+    assert.deepEqual(classify(new TemporaryError("wait", 1, "NoQuota")), { kind: "later", delaySeconds: 1, reason: "NoQuota", message: "wait" });
     assert.deepEqual(classify(new Error("boom")), { kind: "retry", message: "boom" });
     assert.deepEqual(classify("thrown string"), { kind: "retry", message: "thrown string" });
   });
 
-  it("blames the infrastructure, not the object, for outages, throttling and broken credentials", () => {
+  it("blames the API server only for what every object would meet alike: unreachable, timing out, shedding load, a refused credential", () => {
     const refused = Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:6443"), { code: "ECONNREFUSED" });
-    for (const e of [refused, new ApiError(503, "ServiceUnavailable", "down"), new ApiError(429, "TooManyRequests", "slow down"), new ApiError(401, "Unauthorized", "Unauthorized"), new ApiError(403, "Forbidden", "no"), new Error("GET /x: timed out after 15000 ms")])
+    for (const e of [refused, new ApiError(503, "ServiceUnavailable", "down"), new ApiError(504, "Timeout", "etcd slow"), new ApiError(429, "TooManyRequests", "slow down"), new ApiError(401, "Unauthorized", "Unauthorized"), new Error("GET /x: timed out after 15000 ms")])
       assert.equal(classify(e).kind, "unavailable", e.message);
-    assert.equal(classify(new ApiError(404, "NotFound", "gone")).kind, "retry");
+  });
+
+  it("shows on the object what is about one object or one kind: a webhook's 500, an RBAC 403, a 404", () => {
+    const webhook = new ApiError(500, "InternalError", 'Internal error occurred: failed calling webhook "configmaps.example.com": connection refused');
+    const rbac = new ApiError(403, "Forbidden", 'configmaps "x" is forbidden: User "crdfn" cannot patch resource "configmaps"');
+    for (const e of [webhook, rbac, new ApiError(404, "NotFound", "gone")]) assert.equal(classify(e).kind, "retry", e.message);
+    const policy = new ApiError(403, "Forbidden", "configmaps \"x\" is forbidden: ValidatingAdmissionPolicy 'crdfn-greeting-function' denied request");
+    assert.equal(classify(policy).kind, "permanent");
   });
 
   it("hands back to the queue only what must be redelivered", () => {

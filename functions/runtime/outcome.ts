@@ -4,19 +4,21 @@ import { ApiError } from "../../clients/kube-http.ts";
 import { thrownMessage } from "./thrown.ts";
 
 /**
- * - success: done, delete the message. `requeue`: the object will be handled again, "after" the
- *   delay reconcile asked for (requeueAfterSeconds), or "deferred" (not due yet, nothing done).
- * - retry-later: a durable delayed re-delivery was scheduled; delete this message.
+ * - success: done, delete the message. `requeue: "after"`: the object recorded when to be
+ *   reconciled again (requeueAfterSeconds), and the bridge will announce it then.
+ * - retry-later: the failure is recorded on the object (Ready=False, an Event) with the time of
+ *   the next attempt, which the bridge announces into the object's own FIFO group; delete this message.
  * - permanent: the failure is recorded on the object; nothing to retry until it changes.
- * - retry: fail the message; the queue redelivers it after its visibility timeout (counts
- *   towards the dead-letter limit, so a function that always crashes ends in the DLQ).
+ * - retry: the object could not record its failure (its status write was refused), or the
+ *   runtime could not finish: fail the message; the queue redelivers it with backoff and
+ *   dead-letters it when it keeps failing.
  * - dead-letter: the message itself is bad; fail it until the queue dead-letters it.
  * - unavailable: the API server (or its credential) failed, not the object. Not the message's
- *   fault, so it must not spend its receive budget: the adapters re-send it as a new delayed
- *   message and back off across the whole function (functions/adapters/circuit.ts).
+ *   fault, so it must not spend its receive budget: the adapters defer it (functions/adapters/settle.ts)
+ *   and back off across the whole cluster (functions/adapters/outage.ts).
  */
 export type Outcome =
-  | { result: "success"; detail?: string; requeue?: "after" | "deferred" }
+  | { result: "success"; detail?: string; requeue?: "after" }
   | { result: "retry-later"; delaySeconds: number; detail: string }
   | { result: "permanent"; detail: string }
   | { result: "retry"; detail: string }
@@ -29,7 +31,7 @@ export const messageHandled = (o: Outcome): boolean => o.result !== "retry" && o
 export type Verdict =
   | { kind: "conflict" }
   | { kind: "permanent"; reason: string; message: string }
-  | { kind: "later"; delaySeconds: number; message: string }
+  | { kind: "later"; delaySeconds: number; reason: string; message: string }
   | { kind: "retry"; message: string }
   | { kind: "unavailable"; message: string };
 
@@ -40,13 +42,14 @@ const deniedByAdmission = (e: ApiError): boolean => e.code === 403 && /Validatin
 const NETWORK_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "ENOTFOUND", "EAI_AGAIN", "EPIPE", "ECONNABORTED", "UND_ERR_SOCKET", "UND_ERR_CONNECT_TIMEOUT"]);
 
 /**
- * Failures of the infrastructure rather than of the object: unreachable or timing out, 5xx,
- * 429 (throttled), and 401/403 (a broken or expired credential, or missing RBAC: a person must
- * fix it, and every object would fail the same way meanwhile).
+ * Failures of the API server itself, which every object of the cluster would meet alike: it is
+ * unreachable or times out, it sheds load (429), it says it cannot serve (503), it timed out a
+ * request (504), or it refuses the function's credential (401). Everything else is about one
+ * object or one kind and is shown on the object: a webhook's 500, an RBAC 403 for one kind, a
+ * 422, a 404. Narrow on purpose: a circuit opened for one kind's failure would stop every kind.
  */
 export function isInfrastructureFailure(error: unknown): boolean {
-  if (error instanceof ApiError && deniedByAdmission(error)) return false;
-  if (error instanceof ApiError) return error.code === 401 || error.code === 403 || error.code === 429 || error.code >= 500;
+  if (error instanceof ApiError) return error.code === 401 || error.code === 429 || error.code === 503 || error.code === 504;
   if (!(error instanceof Error)) return false;
   const code = (error as { code?: unknown }).code;
   if (typeof code === "string" && NETWORK_CODES.has(code)) return true;
@@ -60,7 +63,7 @@ export function classify(error: unknown): Verdict {
   // object cannot help, so it is recorded like a PermanentError.
   if (error instanceof ApiError && (error.code === 400 || error.code === 422 || deniedByAdmission(error))) return { kind: "permanent", reason: "RejectedByApiServer", message: error.message };
   if (error instanceof PermanentError) return { kind: "permanent", reason: error.reason, message: error.message };
-  if (error instanceof TemporaryError) return { kind: "later", delaySeconds: error.delaySeconds, message: error.message };
+  if (error instanceof TemporaryError) return { kind: "later", delaySeconds: error.delaySeconds, reason: error.reason, message: error.message };
   if (isInfrastructureFailure(error)) return { kind: "unavailable", message: thrownMessage(error) };
   return { kind: "retry", message: thrownMessage(error) };
 }

@@ -7,12 +7,11 @@ import type { Outcome } from "./outcome.ts";
 import { callReconcile, validObject } from "./reconcile-call.ts";
 import { writeChildren } from "./children.ts";
 import { listChildren, observedChildren, type ChildLister } from "./observed-children.ts";
-import type { RequeueChain } from "./requeue-chain.ts";
-import { advancing, writeSuccessStatus } from "./status-write.ts";
+import { writeSuccessStatus } from "./status-write.ts";
 import type { Step } from "./step.ts";
 
 /** Throws only 409 Conflicts (the caller re-reads); every other failure becomes an outcome. */
-export async function reconcileObject(step: Step, read: KubeObject, chain: RequeueChain, children: ChildLister = (parent) => listChildren(step, parent)): Promise<Outcome> {
+export async function reconcileObject(step: Step, read: KubeObject, children: ChildLister = (parent) => listChildren(step, parent)): Promise<Outcome> {
   let object = read;
   try {
     if (object.metadata.deletionTimestamp) return await finalizeObject(step, object);
@@ -21,8 +20,7 @@ export async function reconcileObject(step: Step, read: KubeObject, chain: Reque
     const listed = await children(object);
     const result = callReconcile(step, validObject(step, object), now, observedChildren(step.operator, listed));
     await writeChildren(step, object, result, listed);
-    await chain.continue(object, result.requeueAfterSeconds, advancing(object));
-    await writeSuccessStatus(step, object, result.status, now);
+    await writeSuccessStatus(step, object, result.status, now, result.requeueAfterSeconds);
     return { result: "success", detail: "reconciled", ...(result.requeueAfterSeconds === undefined ? {} : { requeue: "after" as const }) };
   } catch (error) {
     return onFailure(step, object, error);

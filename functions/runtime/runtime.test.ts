@@ -58,20 +58,25 @@ describe("runtime (through the in-memory API server)", () => {
     assert.deepEqual(again.children, []);
   });
 
-  it("a PermanentError names its reason; a TemporaryError schedules a retry after its delay", async () => {
+  it("a PermanentError names its reason and schedules nothing; a TemporaryError records its reason and the retry after its delay", async () => {
     const permanent = await reconcileWithRuntime(greeter(() => { throw new PermanentError("no such queue", "QueueMissing"); }), hello);
     assert.deepEqual([ready(permanent.object)?.reason, ready(permanent.object)?.message], ["QueueMissing", "no such queue"]);
-    const temporary = await reconcileWithRuntime(greeter(() => { throw new TemporaryError("not yet", 42); }), hello, { now: new Date("2026-01-01T00:00:00Z") });
+    assert.equal(permanent.nextReconcile, undefined);
+    const temporary = await reconcileWithRuntime(greeter(() => { throw new TemporaryError("not yet", 42, "WaitingForQueue"); }), hello, { now: new Date("2026-01-01T00:00:00Z") });
     assert.equal(temporary.outcome.result, "retry-later");
-    assert.deepEqual(temporary.requeues, [{ reason: "retry", dueAt: new Date("2026-01-01T00:00:42Z") }]);
+    assert.deepEqual([ready(temporary.object)?.status, ready(temporary.object)?.reason], ["False", "WaitingForQueue"]);
+    assert.deepEqual(temporary.nextReconcile, { at: "2026-01-01T00:00:42.000Z", reason: "Retry", attempts: 1 });
   });
 
-  it("requeueAfterSeconds starts one chain per generation", async () => {
+  it("requeueAfterSeconds: one schedule per object, in its status, moved on by each reconcile", async () => {
     const op = greeter(() => ({ requeueAfterSeconds: 60 }));
-    const first = await reconcileWithRuntime(op, hello);
-    assert.equal(first.requeues.length, 1);
-    const again = await reconcileWithRuntime(op, hello, { kube: first.kube });
-    assert.equal(again.requeues.length, 0, "a re-announcement of an unchanged object starts no second chain");
+    const first = await reconcileWithRuntime(op, hello, { now: new Date("2026-01-01T00:00:00Z") });
+    assert.deepEqual(first.nextReconcile, { at: "2026-01-01T00:01:00.000Z", reason: "Requeue" });
+    assert.equal(ready(first.object)?.status, "True");
+    const again = await reconcileWithRuntime(op, hello, { kube: first.kube, now: new Date("2026-01-01T00:01:00Z") });
+    assert.deepEqual(again.nextReconcile, { at: "2026-01-01T00:02:00.000Z", reason: "Requeue" }, "the same one field: a chain cannot fork");
+    const done = await reconcileWithRuntime(greeter(() => ({})), hello, { kube: first.kube });
+    assert.equal(done.nextReconcile, undefined, "a reconcile that asks for nothing clears it");
   });
 
   it("adds the finalizer before reconciling; deleting runs finalize and then lets the object go", async () => {

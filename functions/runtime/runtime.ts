@@ -6,16 +6,13 @@ import type { Logger } from "pino";
 import type { Operator } from "../../core/operator.ts";
 import { handleEvent } from "./handle-event.ts";
 import { countingApi, type KubeApi } from "./kube-api.ts";
-import { DUE_AT_ATTRIBUTE, keyEventOf, type QueueMessage } from "./message.ts";
+import { keyEventOf, type QueueMessage } from "./message.ts";
 import type { RuntimeMetrics } from "./metrics.ts";
 import type { Outcome } from "./outcome.ts";
-import type { Requeuer } from "./requeue.ts";
 import { parentRef } from "./step.ts";
 
 export interface RuntimeDeps {
   api: KubeApi;
-  /** Absent: delayed re-deliveries fall back to failing the message (visibility timeout). */
-  requeuer?: Requeuer;
   logger: Logger;
   clock: () => Date;
   /** Attempts per message when writes hit 409 Conflict. Default 5. */
@@ -54,12 +51,12 @@ export function createRuntime<Spec>(typedOperator: Operator<Spec>, deps: Runtime
     }
     const { api, calls } = countingApi(deps.api);
     const started = deps.clock().getTime();
-    const step = { operator, api, clock: deps.clock, log, event, ref: parentRef(operator, event), ...(deps.requeuer ? { requeuer: deps.requeuer } : {}) };
-    const outcome = await handleEvent(step, Number(message.attributes?.[DUE_AT_ATTRIBUTE] ?? 0), maxAttempts);
+    const step = { operator, api, clock: deps.clock, log, event, ref: parentRef(operator, event) };
+    const outcome = await handleEvent(step, maxAttempts);
     const done = { ...outcome, apiCalls: calls() };
     const finished = deps.clock().getTime();
-    // Lag only for the bridge's own announcements: a requeue's observedAt is its scheduling time.
-    const lagSeconds = event.reason === "requeue" || event.reason === "retry" ? undefined : (finished - Date.parse(event.observedAt)) / 1000;
+    // observedAt is when the bridge saw the change, or when a scheduled reconcile fell due.
+    const lagSeconds = (finished - Date.parse(event.observedAt)) / 1000;
     log.info({ outcome: done.result, detail: done.detail, apiCalls: done.apiCalls, receiveCount: message.receiveCount }, "handled");
     deps.metrics?.observe({ controller, outcome, apiCalls: done.apiCalls, seconds: (finished - started) / 1000, ...(lagSeconds === undefined ? {} : { lagSeconds }) });
     return done;

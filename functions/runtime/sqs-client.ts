@@ -1,6 +1,6 @@
 // The functions' SQS client, built (and @aws-sdk/client-sqs loaded) on first use. On Lambda the
 // event source receives and deletes, so a normal invocation sends nothing to SQS: only a
-// requeue, a deferral or a retry's backoff does. Loading the SDK then keeps it (with the AWS
+// deferral during an outage or a retry's backoff does. Loading the SDK then keeps it (with the AWS
 // credential chain it pulls in) out of every cold start (`npm run bench:cold`). Only type imports
 // of the SDK here and in the modules the Lambda adapter imports, so esbuild leaves its module
 // initialisation lazy.

@@ -1,11 +1,25 @@
-// Computing the status the runtime writes, and deciding whether writing it would change anything.
+// Computing the status the runtime writes: the user's fields, observedGeneration, the conditions
+// with the runtime's Ready, and what the object wants next (core/schedule.ts), which the bridge
+// turns into a re-announcement. An unchanged world computes an identical status, so the write
+// is skipped.
 import { setCondition, type Condition, type ConditionInput } from "../../core/conditions.ts";
 import type { ObjectStatus, StatusInput } from "../../core/operator.ts";
+import { NEXT_RECONCILE_FIELD, nextReconcileOf, type NextReason, type NextReconcile } from "../../core/schedule.ts";
+
+export { sameJson } from "../../core/canonical-json.ts";
 
 export const READY = "Ready";
 
-/** Status after a successful reconcile: the user's fields, observedGeneration, their conditions and Ready=True. */
-export function successStatus(previous: ObjectStatus | undefined, input: StatusInput | undefined, generation: number, now: Date): ObjectStatus {
+/** `at` with millisecond precision: the bridge fires it to the millisecond. */
+export function nextReconcile(reason: NextReason, at: Date, attempts?: number): NextReconcile {
+  return { at: at.toISOString(), reason, ...(attempts === undefined ? {} : { attempts }) };
+}
+
+/**
+ * Status after a successful reconcile: the user's fields, observedGeneration, their conditions
+ * and Ready=True; `next` when reconcile asked to be called again (requeueAfterSeconds).
+ */
+export function successStatus(previous: ObjectStatus | undefined, input: StatusInput | undefined, generation: number, now: Date, next?: NextReconcile): ObjectStatus {
   const { conditions: reported = [], ...fields } = input ?? {};
   const ready: ConditionInput = { type: READY, status: "True", reason: "Reconciled", message: "", observedGeneration: generation };
   // Conditions the user no longer reports disappear; the ones still reported keep their transition times.
@@ -13,33 +27,39 @@ export function successStatus(previous: ObjectStatus | undefined, input: StatusI
     (acc, c) => setCondition(acc, c, now),
     [],
   ).map((c) => keepTransition(previous?.conditions, c));
-  return { ...fields, observedGeneration: generation, conditions };
+  return withNext({ ...fields, observedGeneration: generation, conditions }, next);
 }
 
-/** Status after a permanent failure: the previous fields stay, Ready=False says why. */
-export function failureStatus(previous: ObjectStatus | undefined, reason: string, message: string, generation: number, now: Date): ObjectStatus {
+/**
+ * Status after a failure: the previous fields stay, Ready=False says why, and `next` says when it
+ * is tried again (nothing for a permanent failure: it waits for the object to change).
+ */
+export function failureStatus(previous: ObjectStatus | undefined, reason: string, message: string, generation: number, now: Date, next?: NextReconcile): ObjectStatus {
   const conditions = setCondition(previous?.conditions, { type: READY, status: "False", reason, message, observedGeneration: generation }, now);
-  return { ...previous, observedGeneration: generation, conditions };
+  return withNext({ ...previous, observedGeneration: generation, conditions }, next);
+}
+
+/** The previous status with only its schedule replaced (a finalize that is not done yet). */
+export function scheduledStatus(previous: ObjectStatus | undefined, next: NextReconcile | undefined): ObjectStatus {
+  return withNext({ ...previous }, next);
+}
+
+/**
+ * How many times this generation has failed before, from the schedule the status records: a
+ * failure of a new generation starts again at 1.
+ */
+export function previousAttempts(previous: ObjectStatus | undefined, generation: number, reason: NextReason): number {
+  const next = nextReconcileOf(previous);
+  if (!next || next.reason !== reason || previous?.observedGeneration !== generation) return 0;
+  return next.attempts ?? 0;
+}
+
+function withNext(status: ObjectStatus, next: NextReconcile | undefined): ObjectStatus {
+  const { [NEXT_RECONCILE_FIELD]: _dropped, ...rest } = status;
+  return next ? { ...rest, [NEXT_RECONCILE_FIELD]: next } : rest;
 }
 
 function keepTransition(previous: readonly Condition[] | undefined, c: Condition): Condition {
   const old = previous?.find((p) => p.type === c.type);
   return old && old.status === c.status ? { ...c, lastTransitionTime: old.lastTransitionTime } : c;
-}
-
-/** Order-insensitive deep equality of JSON values (the API server may reorder keys). */
-export function sameJson(a: unknown, b: unknown): boolean {
-  return canonicalJson(a) === canonicalJson(b);
-}
-
-/** JSON with sorted keys: equal values, equal text. */
-export function canonicalJson(v: unknown): string {
-  if (Array.isArray(v)) return `[${v.map(canonicalJson).join(",")}]`;
-  if (v !== null && typeof v === "object") {
-    const entries = Object.entries(v as Record<string, unknown>)
-      .filter(([, x]) => x !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, x]) => `${JSON.stringify(k)}:${canonicalJson(x)}`).join(",")}}`;
-  }
-  return JSON.stringify(v);
 }

@@ -4,13 +4,11 @@ import type { Logger } from "pino";
 import type { KeyEvent } from "../../core/event.ts";
 import type { Operator } from "../../core/operator.ts";
 import type { KubeApi, ResourceRef } from "./kube-api.ts";
-import type { Requeuer } from "./requeue.ts";
 
 export interface Step<Spec = unknown> {
   operator: Operator<Spec>;
   api: KubeApi;
   clock: () => Date;
-  requeuer?: Requeuer;
   log: Logger;
   event: KeyEvent;
   /** The parent object's location. */

@@ -4,6 +4,7 @@
 import { pino } from "pino";
 import type { KeyEvent } from "../../core/event.ts";
 import type { Operator } from "../../core/operator.ts";
+import { nextReconcileOf, type NextReconcile } from "../../core/schedule.ts";
 import type { KubeObject } from "../runtime/kube-api.ts";
 import type { HandledOutcome } from "../runtime/runtime.ts";
 import { createRuntime } from "../runtime/runtime.ts";
@@ -35,8 +36,11 @@ export interface RunResult {
   /** The Events recorded about this object. */
   events: KubeObject[];
   outcome: HandledOutcome;
-  /** Delayed re-deliveries the runtime asked for (requeueAfterSeconds, TemporaryError). */
-  requeues: Array<{ reason: string | undefined; dueAt: Date }>;
+  /**
+   * When the object asked to be reconciled again and why (requeueAfterSeconds, a retried failure,
+   * an unfinished finalize), as recorded in its status for the bridge to announce; undefined if not.
+   */
+  nextReconcile: NextReconcile | undefined;
   kube: FakeKube;
 }
 
@@ -58,10 +62,8 @@ export async function reconcileWithRuntime<Spec>(operator: Operator<Spec>, objec
   if (options.deleting) await kube.delete(ref);
 
   const current = await kube.get(ref);
-  const requeues: RunResult["requeues"] = [];
   const runtime = createRuntime(operator, {
     api: kube,
-    requeuer: { schedule: (event, dueAtMs) => Promise.resolve(void requeues.push({ reason: event.reason, dueAt: new Date(dueAtMs) })) },
     logger: pino({ level: "silent" }),
     clock,
   });
@@ -84,12 +86,13 @@ export async function reconcileWithRuntime<Spec>(operator: Operator<Spec>, objec
   const outcome = await runtime.handle({ id: `test-${event.resourceVersion}`, body: JSON.stringify(event) });
   const uid = current?.metadata.uid;
   const regarding = (e: KubeObject) => ((e.regarding ?? e.involvedObject) as { uid?: string } | undefined)?.uid === uid;
+  const after = await kube.get(ref);
   return {
-    object: await kube.get(ref),
+    object: after,
     children: kube.objects().filter((o) => ((o.metadata.ownerReferences as Array<{ uid?: string; controller?: boolean }> | undefined) ?? []).some((r) => r.controller && r.uid === uid)),
     events: kube.events().filter(regarding),
     outcome,
-    requeues,
+    nextReconcile: nextReconcileOf(after?.status),
     kube,
   };
 }

@@ -16,7 +16,6 @@ import { startPoller, type Poller } from "../../functions/adapters/poller.ts";
 import { givenSqsClient } from "../../functions/runtime/sqs-client.ts";
 import { createKubeApi } from "../../functions/runtime/kube-http.ts";
 import type { KubeApi, KubeObject } from "../../functions/runtime/kube-api.ts";
-import { createSqsRequeuer } from "../../functions/runtime/requeue.ts";
 import { createRuntimeMetrics } from "../../functions/runtime/prometheus-metrics.ts";
 import { createRuntime, type Runtime } from "../../functions/runtime/runtime.ts";
 
@@ -92,7 +91,6 @@ export function runtimeFor(env: Env, op: Operator<unknown>, opts: { api?: KubeAp
   const clock = () => new Date();
   return createRuntime(op, {
     api: opts.api ?? env.api,
-    requeuer: createSqsRequeuer({ sqs: givenSqsClient(env.sqs), queueUrl: env.cluster.sqs.queues.standard, clock }),
     logger: env.logger,
     metrics: createRuntimeMetrics(env.registry, CLUSTER),
     clock,
@@ -100,11 +98,9 @@ export function runtimeFor(env: Env, op: Operator<unknown>, opts: { api?: KubeAp
 }
 
 /** visibilityTimeout undefined: the queue's own (30 s locally). */
-export function pollerFor(env: Env, runtime: Runtime, visibilityTimeout: number | undefined = 2): Poller {
-  const { fifo, standard } = env.cluster.sqs.queues;
-  const clock = () => new Date();
-  const requeuer = createSqsRequeuer({ sqs: givenSqsClient(env.sqs), queueUrl: standard, clock });
-  return startPoller({ sqs: givenSqsClient(env.sqs), queueUrls: [fifo, standard], runtime, batchSize: 10, waitTimeSeconds: 1, ...(visibilityTimeout === undefined ? {} : { visibilityTimeout }), logger: env.logger, requeuer, clock });
+export function pollerFor(env: Env, runtime: Runtime, visibilityTimeout: number | undefined = 2, loops = 1): Poller {
+  const { fifo } = env.cluster.sqs.queues;
+  return startPoller({ sqs: givenSqsClient(env.sqs), queueUrls: Array.from({ length: loops }, () => fifo), runtime, batchSize: 10, waitTimeSeconds: 1, ...(visibilityTimeout === undefined ? {} : { visibilityTimeout }), logger: env.logger, clock: () => new Date() });
 }
 
 /** The event Lambda's SQS event source would hand the function for these received messages. */
@@ -169,8 +165,8 @@ export async function publish(env: Env, event: KeyEvent, cause = ""): Promise<vo
 }
 
 export async function purgeAll(env: Env): Promise<void> {
-  const { fifo, fifoDlq, standard, standardDlq } = env.cluster.sqs.queues;
-  for (const url of [fifo, fifoDlq, standard, standardDlq]) await env.sqs.send(new PurgeQueueCommand({ QueueUrl: url }));
+  const { fifo, fifoDlq } = env.cluster.sqs.queues;
+  for (const url of [fifo, fifoDlq]) await env.sqs.send(new PurgeQueueCommand({ QueueUrl: url }));
 }
 
 export async function receiveAll(env: Env, queueUrl: string, visibilityTimeout = 1): Promise<Message[]> {

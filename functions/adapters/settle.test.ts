@@ -1,0 +1,110 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { pino } from "pino";
+import type { QueueMessage } from "../runtime/message.ts";
+import type { Outcome } from "../runtime/outcome.ts";
+import { createCircuits } from "./outage.ts";
+import { DEFERRALS_ATTRIBUTE, DEFERRED_SINCE_ATTRIBUTE, settleBatch, settlementOf, type SettlePolicy } from "./settle.ts";
+
+const log = pino({ level: "silent" });
+const policy = (over: Partial<SettlePolicy> = {}): SettlePolicy => ({ limit: 5, deferSeconds: () => 3, retryBaseSeconds: 5, maxDeferSeconds: 3600, now: 1_000_000, log, ...over });
+const message = (receiveCount = 1, attributes: Record<string, string> = {}): QueueMessage => ({ id: "m", body: "{}", receiveCount, attributes });
+
+describe("the settle policy (one for Lambda and the poller)", () => {
+  it("deletes what was handled, a recorded failure included", () => {
+    for (const o of [{ result: "success" }, { result: "retry-later", delaySeconds: 4, detail: "x" }, { result: "permanent", detail: "x" }] as Outcome[]) {
+      assert.deepEqual(settlementOf(o, message(), policy()), { action: "delete" });
+    }
+  });
+
+  it("releases a message that can never be handled at once, on either adapter", () => {
+    assert.deepEqual(settlementOf({ result: "dead-letter", detail: "malformed" }, message(), policy()), { action: "release" });
+  });
+
+  it("holds a failed message in its group with growing visibility, and releases it on its last receive", () => {
+    const retry: Outcome = { result: "retry", detail: "status write refused" };
+    assert.deepEqual([1, 2, 3, 4].map((n) => settlementOf(retry, message(n), policy())), [5, 10, 20, 40].map((seconds) => ({ action: "hold", seconds })));
+    assert.deepEqual(settlementOf(retry, message(5), policy()), { action: "release" });
+  });
+
+  it("defers an outage in its group, and re-sends it into its group before its receives run out, counting deferrals", () => {
+    const down: Outcome = { result: "unavailable", detail: "ECONNREFUSED" };
+    assert.deepEqual(settlementOf(down, message(1), policy()), { action: "hold", seconds: 3 });
+    assert.deepEqual(settlementOf(down, message(4), policy()), { action: "resend", since: 1_000_000, deferrals: 1, seconds: 3 });
+    const again = message(4, { [DEFERRED_SINCE_ATTRIBUTE]: "900000", [DEFERRALS_ATTRIBUTE]: "1" });
+    assert.deepEqual(settlementOf(down, again, policy()), { action: "resend", since: 900_000, deferrals: 2, seconds: 3 });
+  });
+
+  it("leaves a message deferred past the bound to the dead-letter queue", () => {
+    const old = message(2, { [DEFERRED_SINCE_ATTRIBUTE]: String(1_000_000 - 3_601_000) });
+    assert.deepEqual(settlementOf({ result: "unavailable", detail: "down" }, old, policy()), { action: "release" });
+  });
+});
+
+interface Item {
+  id: string;
+  group: string;
+  cluster?: string;
+}
+const item = (id: string, group: string, cluster = "c"): Item => ({ id, group, cluster });
+const messageOf = (i: Item): QueueMessage => ({
+  id: i.id,
+  body: JSON.stringify({ v: 1, cluster: i.cluster, group: "example.com", version: "v1", plural: "greetings", kind: "Greeting", namespace: "default", name: i.group, uid: "u", resourceVersion: "1", generation: 1, type: "MODIFIED", observedAt: new Date(0).toISOString() }),
+  receiveCount: 1,
+});
+const run = (items: Item[], handle: (m: QueueMessage) => Outcome, circuits?: ReturnType<typeof createCircuits>) => {
+  const seen: string[] = [];
+  const result = settleBatch(items, {
+    messageOf,
+    groupOf: (i) => i.group,
+    runtime: { handle: (m) => (seen.push(m.id), Promise.resolve(handle(m))) },
+    ...(circuits ? { circuits } : {}),
+    policy: (o, m) => settlementOf(o, m, policy()),
+    log,
+  });
+  return { seen, result };
+};
+
+describe("a batch", () => {
+  it("runs each group in order, groups side by side; behind a message held in its group the rest is deleted untried", async () => {
+    const { seen, result } = run([item("a1", "A"), item("b1", "B"), item("a2", "A"), item("a3", "A"), item("b2", "B")], (m) => (m.id === "a2" ? { result: "retry", detail: "boom" } : { result: "success" }));
+    const settled = await result;
+    const by = new Map([...settled].map(([i, s]) => [i.id, s]));
+    assert.deepEqual(by.get("a2")?.settlement, { action: "hold", seconds: 5 });
+    assert.deepEqual(by.get("a3")?.settlement, { action: "delete" });
+    assert.match(by.get("a3")?.outcome.detail ?? "", /superseded/);
+    assert.ok(!seen.includes("a3"), "a3 was never handed to the runtime");
+    assert.ok(seen.indexOf("a1") < seen.indexOf("a2"));
+  });
+
+  it("a malformed message does not hold back the rest of its group", async () => {
+    const { seen, result } = run([item("x", "G"), item("y", "G")], (m) => (m.id === "x" ? { result: "dead-letter", detail: "bad" } : { result: "success" }));
+    const settled = [...(await result).values()].map((s) => s.settlement.action);
+    assert.deepEqual(settled, ["release", "delete"]);
+    assert.deepEqual(seen, ["x", "y"]);
+  });
+
+  it("defers untried while the cluster's circuit is open, but lets one probe through; a success closes it", async () => {
+    let t = 0;
+    const circuits = createCircuits({ clock: () => new Date(t), logger: log });
+    const down = run([item("a1", "A"), item("a2", "A"), item("b1", "B")], () => ({ result: "unavailable", detail: "ECONNREFUSED", apiCalls: 1 }) as Outcome, circuits);
+    const first = [...(await down.result).values()];
+    assert.ok(first.every((s) => s.outcome.result === "unavailable" || s.settlement.action === "delete"));
+    assert.ok(circuits.waitMs() > 0, "the only cluster is down: receiving pauses");
+    t += 60_000;
+    const up = run([item("c1", "C"), item("d1", "D")], () => ({ result: "success", apiCalls: 1 }) as Outcome, circuits);
+    const probe = new Map([...(await up.result)].map(([i, s]) => [i.id, s.outcome.result]));
+    assert.deepEqual(up.seen.length, 1, "one probe at a time");
+    assert.ok([...probe.values()].includes("success") && [...probe.values()].includes("unavailable"));
+    assert.equal(circuits.waitMs(), 0, "a successful probe closes the circuit");
+  });
+
+  it("one cluster's outage does not hold back another cluster's messages", async () => {
+    const circuits = createCircuits({ clock: () => new Date(0), logger: log });
+    const handle = (m: QueueMessage): Outcome => (m.body.includes('"cluster":"b"') ? ({ result: "unavailable", detail: "down", apiCalls: 1 } as Outcome) : ({ result: "success", apiCalls: 1 } as Outcome));
+    await run([item("b1", "B", "b")], handle, circuits).result;
+    const next = new Map([...(await run([item("a1", "A", "a"), item("b2", "B2", "b")], handle, circuits).result)].map(([i, s]) => [i.id, s.outcome.result]));
+    assert.deepEqual([next.get("a1"), next.get("b2")], ["success", "unavailable"]);
+    assert.equal(circuits.waitMs(), 0, "cluster a is up: receiving goes on");
+  });
+});

@@ -1,0 +1,153 @@
+// What becomes of each message of a batch: ONE policy, shared by Lambda's adapter and the local
+// poller, which differ only in how they carry it out (poller.ts, lambda.ts).
+//
+// Every re-delivery of an object stays in its own FIFO group, so at most one reconcile of an
+// object runs at a time: a failure the object can record was recorded on it and the message is
+// done (the bridge re-announces the object when due); what is held is held IN its group (its
+// visibility), and a deferral that would run out the message's receives re-sends it INTO its
+// group (behind whatever waits there) instead of onto a side queue.
+import { createHash } from "node:crypto";
+import type { Logger } from "pino";
+import type { QueueMessage } from "../runtime/message.ts";
+import { messageHandled, type Outcome } from "../runtime/outcome.ts";
+import { exponential, report, type Circuits } from "./outage.ts";
+
+/** Message attribute: when a message was first deferred for an outage (epoch ms), carried by its re-sent copies. */
+export const DEFERRED_SINCE_ATTRIBUTE = "crdfn-deferred-since";
+/** Message attribute: how many times it was re-sent for an outage. */
+export const DEFERRALS_ATTRIBUTE = "crdfn-deferrals";
+
+/** Six hours: longer than any outage worth riding out unattended, far shorter than SQS's retention (4 days by default). */
+export const DEFAULT_MAX_DEFER_SECONDS = 6 * 3600;
+/** A message fails only when its object cannot record why, which rarely mends itself in seconds. */
+export const DEFAULT_RETRY_BASE_SECONDS = 5;
+
+export type Settlement =
+  /** Handled, or superseded by a message of its group held before it: delete it. */
+  | { action: "delete" }
+  /** Leave it in its group, visible again after `seconds` (this receive counts towards the dead-letter limit). */
+  | { action: "hold"; seconds: number }
+  /** Deferred with a fresh receive budget: a copy goes into its own group, this one is deleted. */
+  | { action: "resend"; since: number; deferrals: number; seconds: number }
+  /** Visible again now: it can never be handled, and the redrive policy moves it to the dead-letter queue. */
+  | { action: "release" };
+
+export interface SettlePolicy {
+  /** The queue's maxReceiveCount; undefined when unknown (then a deferral is never re-sent). */
+  limit: number | undefined;
+  /** How long a message deferred for an outage waits before it is tried again. */
+  deferSeconds: () => number;
+  /** Visibility of a failed message's first retry; doubles per receive. */
+  retryBaseSeconds: number;
+  /** Longest visibility of a retry. Default 900. */
+  retryMaxSeconds?: number;
+  /** A message deferred for longer than this is left to the dead-letter queue. */
+  maxDeferSeconds: number;
+  now: number;
+  log: Logger;
+}
+
+/** One message's outcome → what to do with it. */
+export function settlementOf(outcome: Outcome, message: QueueMessage, p: SettlePolicy): Settlement {
+  if (messageHandled(outcome)) return { action: "delete" };
+  const receives = message.receiveCount ?? 1;
+  const last = p.limit !== undefined && receives >= p.limit;
+  const id = { messageId: message.id, receiveCount: receives, maxReceiveCount: p.limit };
+  if (outcome.result === "dead-letter") return { action: "release" };
+  if (outcome.result === "unavailable") {
+    const since = Number(message.attributes?.[DEFERRED_SINCE_ATTRIBUTE] ?? "") || p.now;
+    if (p.now - since > p.maxDeferSeconds * 1000) {
+      p.log.error({ ...id, deferredSeconds: Math.round((p.now - since) / 1000) }, "deferred for longer than the limit while the API server is unavailable; leaving it to the dead-letter queue (redrive it once the API server is back)");
+      return { action: "release" };
+    }
+    const seconds = p.deferSeconds();
+    // Holding it once more would spend its last receive: a fresh copy in its group instead.
+    if (p.limit !== undefined && receives >= p.limit - 1) return { action: "resend", since, deferrals: Number(message.attributes?.[DEFERRALS_ATTRIBUTE] ?? "0") + 1, seconds };
+    return { action: "hold", seconds };
+  }
+  // retry: the object could not record its failure, or the runtime could not finish.
+  if (last) {
+    p.log.error({ ...id, error: outcome.detail }, "reconcile failed on the message's last receive; the queue moves it to the dead-letter queue now");
+    return { action: "release" };
+  }
+  const seconds = Math.round(exponential(p.retryBaseSeconds, receives, p.retryMaxSeconds ?? 900));
+  p.log.info({ ...id, retryInSeconds: seconds }, "retrying with backoff");
+  return { action: "hold", seconds };
+}
+
+/** Whether a settlement keeps the object's work pending in its group (the rest of the group is then redundant). */
+const holdsTheGroup = (s: Settlement): boolean => s.action === "hold" || s.action === "resend";
+
+export interface BatchHandler {
+  handle(message: QueueMessage): Promise<Outcome>;
+}
+
+/**
+ * Runs a batch: each FIFO group in order, groups in parallel (a group is one object: core/event.ts
+ * messageGroupId). While a cluster's circuit is open its messages are deferred untried (but for
+ * one probe). Behind a message that stays pending in its group the rest of that group is deleted
+ * untried: each event only names the object, and the pending one reconciles its current state.
+ * Messages without a group (not FIFO) are each their own.
+ */
+export async function settleBatch<M>(
+  items: readonly M[],
+  o: { messageOf: (item: M) => QueueMessage; groupOf: (item: M) => string | undefined; runtime: BatchHandler; circuits?: Circuits; policy: (outcome: Outcome, message: QueueMessage) => Settlement; log: Logger },
+): Promise<Map<M, { outcome: Outcome; settlement: Settlement }>> {
+  const groups = new Map<string, M[]>();
+  items.forEach((item, i) => {
+    const key = o.groupOf(item) ?? `#${i}`;
+    groups.set(key, [...(groups.get(key) ?? []), item]);
+  });
+  const settled = new Map<M, { outcome: Outcome; settlement: Settlement }>();
+  await Promise.all(
+    [...groups.values()].map(async (group) => {
+      let pending = false;
+      for (const item of group) {
+        if (pending) {
+          settled.set(item, { outcome: { result: "success", detail: "superseded: an earlier message of this object is pending, and it reconciles the current state" }, settlement: { action: "delete" } });
+          continue;
+        }
+        const message = o.messageOf(item);
+        const outcome = await attempt(message, o.runtime, o.circuits, o.log);
+        const settlement = o.policy(outcome, message);
+        settled.set(item, { outcome, settlement });
+        pending = holdsTheGroup(settlement);
+      }
+    }),
+  );
+  return settled;
+}
+
+/** One message through its cluster's circuit: deferred untried while it is open (but for the probe). */
+async function attempt(message: QueueMessage, runtime: BatchHandler, circuits: Circuits | undefined, log: Logger): Promise<Outcome> {
+  const circuit = circuits?.of(message);
+  const admission = circuit?.admit() ?? "closed";
+  if (typeof admission === "number") return { result: "unavailable", detail: "deferred while the API server is unavailable" };
+  let outcome: Outcome & { apiCalls?: number };
+  try {
+    outcome = await runtime.handle(message);
+  } catch (error) {
+    log.error({ messageId: message.id, error: (error as Error).message }, "handler threw");
+    outcome = { result: "retry", detail: (error as Error).message };
+  }
+  if (circuit) report(circuit, outcome);
+  return outcome;
+}
+
+/**
+ * A deferred message's copy, into its own FIFO group (behind whatever waits there), with a fresh
+ * receive count. Its deduplication id is new (the original's and the deferral count), its
+ * attributes count the deferrals and keep when they began.
+ */
+export function resendRequest(queueUrl: string, m: { Body?: string; MessageId?: string; Attributes?: Partial<Record<string, string>> }, s: Extract<Settlement, { action: "resend" }>) {
+  const group = m.Attributes?.MessageGroupId;
+  return {
+    QueueUrl: queueUrl,
+    MessageBody: m.Body ?? "",
+    ...(group ? { MessageGroupId: group, MessageDeduplicationId: createHash("sha256").update(`${m.MessageId ?? ""}:deferred:${s.deferrals}`).digest("hex") } : { DelaySeconds: s.seconds }),
+    MessageAttributes: {
+      [DEFERRED_SINCE_ATTRIBUTE]: { DataType: "Number", StringValue: String(s.since) },
+      [DEFERRALS_ATTRIBUTE]: { DataType: "Number", StringValue: String(s.deferrals) },
+    },
+  };
+}
