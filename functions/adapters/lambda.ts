@@ -12,7 +12,8 @@ import { ConfigError } from "../../core/config-error.ts";
 import { fromLambdaRecord } from "../../clients/queue-message.ts";
 import type { Runtime } from "../runtime/runtime.ts";
 import { givenSqsClient, type SqsClientSource } from "../runtime/sqs-client.ts";
-import { createCircuits, deadLetterLimits, type Circuits } from "./outage.ts";
+import { createCircuits, type Circuits } from "./outage.ts";
+import { queueFacts, type QueueFacts } from "./queue-facts.ts";
 import { DEFAULT_MAX_DEFER_SECONDS, DEFAULT_RETRY_BASE_SECONDS, resendRequest, settleBatch, settlementOf, type Settlement } from "./settle.ts";
 
 export interface LambdaDeps {
@@ -37,7 +38,7 @@ interface Host {
   logger: Logger;
   clock: () => Date;
   circuits: Circuits;
-  limits?: (queueUrl: string) => Promise<number | undefined>;
+  facts?: (queueUrl: string) => Promise<QueueFacts>;
   queueUrlOf?: (arn: string) => Promise<string>;
 }
 
@@ -64,7 +65,7 @@ function hostOf(served: Served, deps: LambdaDeps): Host {
     : (({ runtime, sqs, logger, clock }) => ({ runtime, sqs: sqs.client, logger, clock }))(buildFromEnv(served, deps.env ?? process.env));
   const host: Host = { ...built, circuits: createCircuits({ clock: built.clock, logger: built.logger }) };
   if (built.sqs) {
-    host.limits = deadLetterLimits(built.sqs);
+    host.facts = queueFacts(built.sqs);
     host.queueUrlOf = queueUrls(built.sqs);
   }
   return host;
@@ -88,7 +89,7 @@ export function lambdaHandler(served: Served, deps: LambdaDeps = {}): SqsLambdaH
       return { batchItemFailures: event.Records.map((r) => ({ itemIdentifier: r.messageId })) };
     }
     const queueUrl = await queueUrlOfBatch(h, event.Records);
-    const limit = queueUrl && h.limits ? await h.limits(queueUrl) : undefined;
+    const limit = queueUrl && h.facts ? (await h.facts(queueUrl)).maxReceiveCount : undefined;
     const settled = await settleBatch(event.Records, {
       messageOf: fromLambdaRecord,
       groupOf: (r) => r.attributes?.MessageGroupId,

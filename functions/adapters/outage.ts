@@ -9,7 +9,6 @@
 // Kept small on purpose: the jittered exponential delay is the only arithmetic here.
 import type { Logger } from "pino";
 import { keyEventOf, type QueueMessage } from "../runtime/message.ts";
-import type { SqsClientSource } from "../runtime/sqs-client.ts";
 
 /** base · 2^(n-1), capped; n counts from 1. */
 export const exponential = (base: number, n: number, cap: number): number => Math.min(cap, base * 2 ** Math.max(0, n - 1));
@@ -125,26 +124,3 @@ export function report(circuit: Circuit, outcome: { result: string; detail?: str
   else if (outcome.apiCalls === 0) circuit.release();
   else circuit.succeeded();
 }
-
-/** The queue's maxReceiveCount (its redrive policy), read once per queue; undefined when unknown. */
-export function deadLetterLimits(sqs: SqsClientSource): (queueUrl: string) => Promise<number | undefined> {
-  const known = new Map<string, Promise<number | undefined>>();
-  return (queueUrl) => {
-    let limit = known.get(queueUrl);
-    if (!limit) {
-      limit = sqs()
-        .then(({ client, sdk }) => client.send(new sdk.GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ["RedrivePolicy"] })))
-        .then((out) => {
-          const policy = out.Attributes?.RedrivePolicy;
-          return policy ? Number((JSON.parse(policy) as { maxReceiveCount?: unknown }).maxReceiveCount) || undefined : undefined;
-        })
-        .catch(() => {
-          known.delete(queueUrl);
-          return undefined;
-        });
-      known.set(queueUrl, limit);
-    }
-    return limit;
-  };
-}
-

@@ -12,7 +12,8 @@ import { fromSqsMessage, type QueueMessage } from "../../clients/queue-message.t
 import type { Outcome } from "../runtime/outcome.ts";
 import type { SqsClientSource } from "../runtime/sqs-client.ts";
 import { DeleteBatcher } from "./delete-batcher.ts";
-import { createCircuits, deadLetterLimits, type Circuits } from "./outage.ts";
+import { createCircuits, type Circuits } from "./outage.ts";
+import { queueFacts, type QueueFacts } from "./queue-facts.ts";
 import { DEFAULT_MAX_DEFER_SECONDS, DEFAULT_RETRY_BASE_SECONDS, resendRequest, settleBatch, settlementOf, type Settlement } from "./settle.ts";
 
 export interface MessageHandler {
@@ -53,12 +54,12 @@ export function startPoller(opts: PollerOptions): Poller {
   const clock = opts.clock ?? (() => new Date());
   // A circuit per cluster, shared by every queue's loop: their work needs the same API servers.
   const circuits = createCircuits({ clock, logger: opts.logger, ...(opts.maxProbeIntervalMs === undefined ? {} : { maxMs: opts.maxProbeIntervalMs }) });
-  const limits = deadLetterLimits(opts.sqs);
+  const facts = queueFacts(opts.sqs);
   // One per queue, shared by that queue's loops: their deletes go out together.
   const deleters = new Map(
     [...new Set(opts.queueUrls)].map((queueUrl) => [queueUrl, new DeleteBatcher({ sqs: opts.sqs, queueUrl, windowMs: opts.deleteWindowMs ?? 50, logger: opts.logger })]),
   );
-  const loops = opts.queueUrls.map((url) => pollLoop(url, { ...opts, clock, circuits, limits, deleter: deleters.get(url)! }, abort.signal));
+  const loops = opts.queueUrls.map((url) => pollLoop(url, { ...opts, clock, circuits, facts, deleter: deleters.get(url)! }, abort.signal));
   return {
     async stop() {
       abort.abort();
@@ -71,7 +72,7 @@ export function startPoller(opts: PollerOptions): Poller {
 interface LoopOptions extends PollerOptions {
   clock: () => Date;
   circuits: Circuits;
-  limits: (queueUrl: string) => Promise<number | undefined>;
+  facts: (queueUrl: string) => Promise<QueueFacts>;
   deleter: DeleteBatcher;
 }
 
@@ -110,7 +111,18 @@ async function pollLoop(queueUrl: string, opts: LoopOptions, signal: AbortSignal
       continue;
     }
     if (messages.length === 0) continue;
-    const settled = await processBatch(messages, { ...opts, limit: await opts.limits(queueUrl) }, log);
+    const facts = await opts.facts(queueUrl);
+    // Hidden for as long as they are handled, as Lambda's event source keeps them (its function
+    // timeout is below the visibility timeout): a slow reconcile must not let its message be
+    // received again, by another loop, while it still runs.
+    const stopHeartbeat = heartbeat(queueUrl, messages, opts.visibilityTimeout ?? facts.visibilitySeconds ?? 30, opts.sqs, log);
+    let settled;
+    try {
+      settled = await processBatch(messages, { ...opts, limit: facts.maxReceiveCount }, log);
+    } finally {
+      // Stopped (and its last extension landed) before the settlements set their own visibility.
+      await stopHeartbeat();
+    }
     await settle(queueUrl, settled, opts, log);
   }
 }
@@ -170,6 +182,22 @@ async function settle(queueUrl: string, settled: Map<Message, { settlement: Sett
     }),
   );
   opts.deleter.add(deletes);
+}
+
+/** Extends the batch's visibility every half of it until stopped. */
+function heartbeat(queueUrl: string, messages: Message[], visibilitySeconds: number, sqs: SqsClientSource, log: Logger): () => Promise<void> {
+  let last: Promise<unknown> = Promise.resolve();
+  const timer = setInterval(() => {
+    last = sqs()
+      .then(({ client, sdk }) =>
+        client.send(new sdk.ChangeMessageVisibilityBatchCommand({ QueueUrl: queueUrl, Entries: messages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle ?? "", VisibilityTimeout: visibilitySeconds })) })),
+      )
+      .catch((error: unknown) => log.warn({ error: (error as Error).message }, "could not extend the visibility of a batch in hand"));
+  }, (visibilitySeconds * 1000) / 2);
+  return async () => {
+    clearInterval(timer);
+    await last;
+  };
 }
 
 /** Resolves after `ms`, or at once when stopping. */

@@ -7,6 +7,8 @@ export interface Received {
   event: KeyEvent;
   groupId: string;
   dedupId: string;
+  /** When the queue accepted it (SentTimestamp, epoch ms). */
+  sentAt: number;
 }
 
 /** Drains a queue (receive + delete) and keeps every event, in per-group delivery order. */
@@ -31,7 +33,7 @@ export class QueueReader {
       for (const m of msgs) {
         const parsed = parseKeyEvent(m.Body ?? "");
         if (!parsed.ok) throw new Error(`queue holds a message outside the contract: ${parsed.error}`);
-        this.all.push({ event: parsed.event, groupId: m.Attributes?.MessageGroupId ?? "", dedupId: m.Attributes?.MessageDeduplicationId ?? "" });
+        this.all.push({ event: parsed.event, groupId: m.Attributes?.MessageGroupId ?? "", dedupId: m.Attributes?.MessageDeduplicationId ?? "", sentAt: Number(m.Attributes?.SentTimestamp ?? 0) });
       }
       got += msgs.length;
       await this.#sqs.send(new DeleteMessageBatchCommand({ QueueUrl: this.#url, Entries: msgs.map((m, i) => ({ Id: `d${i}`, ReceiptHandle: m.ReceiptHandle })) }));

@@ -1,0 +1,177 @@
+// One reconcile per object at a time, by construction, on every delivery path: every
+// re-delivery of an object (a requeue, a TemporaryError's retry, a 409's re-read, an outage's
+// deferral, a duplicate) goes through the object's own FIFO group, which the queue hands out one
+// message at a time. A recorder wraps the runtime and notes every reconcile entering and leaving,
+// per object, on both consumers at once: the local poller (4 receive loops, as `crdfn dev` runs
+// it) and the Lambda adapter behind a stand-in for Lambda's event source (3 concurrent
+// invocations). Then the user's-fix case: an object failing ≥ 4 times is Ready within 5 s of its fix.
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { z } from "zod";
+import { TemporaryError } from "../core/errors.ts";
+import { defineOperator, type Operator } from "../core/operator.ts";
+import { nextReconcileOf } from "../core/schedule.ts";
+import type { RunningBridge } from "../bridge/bridge.ts";
+import { ensureQueues, queueDefinitions } from "../emulator/queues.ts";
+import type { QueueUrls } from "../emulator/types.ts";
+import { lambdaHandler } from "../functions/adapters/lambda.ts";
+import type { Poller } from "../functions/adapters/poller.ts";
+import { SendMessageCommand } from "@aws-sdk/client-sqs";
+import { deduplicationId, encodeKeyEvent, messageGroupId } from "../core/event.ts";
+import { crApi, keyEventOf, pollerFor, ready, receiveAll, runtimeFor, startEnv, startTestBridge, waitFor, type Cr, type Env } from "./support/functions-environment.ts";
+import { startLambdaEventSource, type EventSource } from "./support/lambda-event-source.ts";
+import { OverlapRecorder } from "./support/overlaps.ts";
+
+const spec = z.object({
+  mode: z.enum(["plain", "tick", "temporary", "fail"]),
+  until: z.iso.datetime().optional(),
+  label: z.string().optional(),
+});
+const workers = (plural: string, kind: string) =>
+  defineOperator({
+    resource: { group: "test.crdfn.dev", version: "v1", plural, kind },
+    spec,
+    owns: [{ group: "", version: "v1", kind: "ConfigMap" }],
+    reconcile(w, ctx) {
+      if (w.spec.mode === "temporary" && w.spec.until && ctx.now < new Date(w.spec.until)) throw new TemporaryError("not yet", 1, "NotYet");
+      if (w.spec.mode === "fail") throw new Error("explode");
+      return {
+        children: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: `${w.metadata.name}-w` }, data: { label: w.spec.label ?? "" } }],
+        status: { label: w.spec.label ?? "" },
+        ...(w.spec.mode === "tick" ? { requeueAfterSeconds: 1 } : {}),
+      };
+    },
+  }) as Operator<unknown>;
+const viaPoller = workers("pworkers", "PWorker");
+const viaLambda = workers("lworkers", "LWorker");
+const paths = [
+  ["poller", viaPoller],
+  ["lambda", viaLambda],
+] as const;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe("one reconcile per object at a time", { timeout: 600_000 }, () => {
+  let env: Env;
+  let bridge: RunningBridge;
+  let poller: Poller;
+  let source: EventSource;
+  let lambdaQueues: QueueUrls;
+  const recorder = new OverlapRecorder();
+  const converged = (cr: Cr | undefined) => ready(cr)?.status === "True" && cr?.status?.observedGeneration === cr?.metadata?.generation;
+
+  before(async () => {
+    env = await startEnv([viaPoller, viaLambda]);
+    lambdaQueues = await ensureQueues(env.sqs, queueDefinitions("lambda-events"));
+    bridge = await startTestBridge(env, `test.crdfn.dev/v1/pworkers>v1/configmaps@${env.cluster.sqs.queues.fifo}, test.crdfn.dev/v1/lworkers>v1/configmaps@${lambdaQueues.fifo}`);
+    poller = pollerFor(env, recorder.wrap(runtimeFor(env, viaPoller)), undefined, 4);
+    const handler = lambdaHandler(viaLambda, { runtime: recorder.wrap(runtimeFor(env, viaLambda)), sqs: env.sqs, logger: env.logger, clock: () => new Date() });
+    source = startLambdaEventSource(env.sqs, lambdaQueues.fifo, handler, 3);
+  });
+  after(async () => {
+    await source?.stop();
+    await poller?.stop();
+    await bridge?.stop(1000);
+    await env?.cluster.stop();
+  });
+
+  it("requeues, TemporaryError retries, a 409 storm, duplicates and a 60 s API-server outage: no overlap, one requeue chain per object", { timeout: 400_000 }, async () => {
+    for (const [, op] of paths) {
+      const crs = crApi(env, op);
+      await crs.create("ticker", { mode: "tick" });
+      await crs.create("patient", { mode: "temporary", until: new Date(Date.now() + 8000).toISOString() });
+      await crs.create("stormy", { mode: "plain" });
+      await crs.create("twin", { mode: "plain" });
+      await crs.create("probe", { mode: "plain" });
+    }
+    for (const [, op] of paths) await waitFor("settled", async () => converged(await crApi(env, op).get("stormy")) && converged(await crApi(env, op).get("probe")));
+
+    // A 409 storm: another writer moves the objects on every 100 ms for 10 s, so the function's
+    // status writes keep meeting a newer resourceVersion.
+    const stormUntil = Date.now() + 10_000;
+    let storms = 0;
+    const storm = (async () => {
+      while (Date.now() < stormUntil) {
+        await Promise.all(paths.map(([, op]) => crApi(env, op).patchSpec("stormy", { mode: "plain", label: `s${storms}` })));
+        storms++;
+        await sleep(100);
+      }
+    })();
+    // 5 duplicate deliveries of one event, each with its own deduplication id, on each path's queue.
+    for (const [path, op] of paths) {
+      const e = keyEventOf(op, (await crApi(env, op).get("twin")) ?? {});
+      const queueUrl = path === "poller" ? env.cluster.sqs.queues.fifo : lambdaQueues.fifo;
+      for (let i = 0; i < 5; i++) await env.sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: encodeKeyEvent(e), MessageGroupId: messageGroupId(e), MessageDeduplicationId: deduplicationId(e, `duplicate-${i}`) }));
+    }
+    await storm;
+    const windowStart = Date.now();
+    await sleep(20_000);
+    const windowSeconds = (Date.now() - windowStart) / 1000;
+    for (const [path, op] of paths) {
+      await waitFor(`${path}: the storm settled`, async () => converged(await crApi(env, op).get("stormy")), 30_000);
+      await waitFor(`${path}: the patient one is Ready`, async () => converged(await crApi(env, op).get("patient")), 30_000);
+      assert.ok(recorder.of("patient").some((r) => r.reason === "retry"), `${path}: retried through the bridge's schedule`);
+      const ticks = recorder.reconciles.filter((r) => r.key.includes(`/${op.resource.plural}/`) && r.name === "ticker" && r.startedAt >= windowStart && r.startedAt < windowStart + windowSeconds * 1000).length;
+      // One chain ticks at most once a second: two would tick twice as often.
+      assert.ok(ticks <= windowSeconds + 3, `${path}: ${ticks} ticks in ${windowSeconds.toFixed(0)} s is one chain`);
+      assert.ok(ticks >= windowSeconds / 4, `${path}: ${ticks} ticks in ${windowSeconds.toFixed(0)} s: still ticking`);
+    }
+    console.log(`# ${storms} storm writes per path; reconciles so far: ${recorder.reconciles.length}; overlaps: ${recorder.overlaps.length}`);
+    assert.deepEqual(recorder.overlaps, [], "no two reconciles of one object at once");
+
+    // A 60 s outage of the API server, with requeues pending.
+    assert.ok(bridge.scheduledCount() >= 2, "the tickers have their next tick scheduled");
+    await env.cluster.apiServer.stop(0);
+    await sleep(60_000);
+    await env.cluster.apiServer.start();
+    const backAt = Date.now();
+    // A change written 1 s after the server's return converges within 3 s.
+    await sleep(1000);
+    const changedAt = Date.now();
+    await Promise.all(paths.map(([, op]) => waitFor("the API server answers", async () => (await crApi(env, op).patchSpec("probe", { mode: "plain", label: "after" }).then(() => true, () => false)), 10_000)));
+    const writtenAt = Date.now();
+    const convergedIn: Record<string, number> = {};
+    await Promise.all(
+      paths.map(([path, op]) =>
+        waitFor(`${path}: the change after the outage converged`, async () => {
+          const cr = await crApi(env, op).get("probe").catch(() => undefined);
+          if (converged(cr) && cr?.status?.label === "after") convergedIn[path] = (Date.now() - writtenAt) / 1000;
+          return convergedIn[path] !== undefined;
+        }, 30_000),
+      ),
+    );
+    console.log(`# after the outage: change written ${((writtenAt - backAt) / 1000).toFixed(1)} s after the return (first try at ${((changedAt - backAt) / 1000).toFixed(1)} s), converged in ${JSON.stringify(convergedIn)} s`);
+    for (const [path] of paths) assert.ok((convergedIn[path] ?? Infinity) <= 3, `${path}: converged ${convergedIn[path]} s after the write (≤ 3 s)`);
+
+    const recoveredAt = Date.now();
+    await sleep(15_000);
+    const after = (Date.now() - recoveredAt) / 1000;
+    for (const [path, op] of paths) {
+      const ticks = recorder.reconciles.filter((r) => r.key.includes(`/${op.resource.plural}/`) && r.name === "ticker" && r.startedAt >= recoveredAt).length;
+      assert.ok(ticks <= after + 3 && ticks >= after / 4, `${path}: ${ticks} ticks in ${after.toFixed(0)} s after the outage: one chain, ticking again`);
+    }
+    assert.deepEqual(recorder.overlaps, [], "no two reconciles of one object at once, the outage included");
+    assert.deepEqual(await receiveAll(env, env.cluster.sqs.queues.fifoDlq), [], "nothing dead-lettered (poller)");
+    assert.deepEqual(await receiveAll(env, lambdaQueues.fifoDlq), [], "nothing dead-lettered (Lambda)");
+  });
+
+  it("a failing object fixed by its user after ≥ 4 failures is Ready within 5 s of the fix, on the poller and on the Lambda adapter", { timeout: 120_000 }, async () => {
+    const took: Record<string, number> = {};
+    await Promise.all(
+      paths.map(async ([path, op]) => {
+        const crs = crApi(env, op);
+        await crs.create("broken", { mode: "fail" });
+        await waitFor(`${path}: 4 failures recorded`, async () => (nextReconcileOf((await crs.get("broken"))?.status)?.attempts ?? 0) >= 4, 60_000);
+        const cr = await crs.get("broken");
+        assert.equal(ready(cr)?.reason, "ReconcileError");
+        const fixedAt = Date.now();
+        await crs.patchSpec("broken", { mode: "plain" });
+        await waitFor(`${path}: Ready after the fix`, async () => converged(await crs.get("broken")), 30_000);
+        took[path] = (Date.now() - fixedAt) / 1000;
+      }),
+    );
+    console.log(`# Ready after the fix: ${JSON.stringify(took)} s (the 4th failure's backoff was 8 s)`);
+    for (const [path] of paths) assert.ok((took[path] ?? Infinity) <= 5, `${path}: Ready ${took[path]} s after the fix`);
+    assert.deepEqual(recorder.overlaps, []);
+  });
+});

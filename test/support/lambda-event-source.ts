@@ -1,0 +1,34 @@
+// Lambda's SQS event source, played by a test: receive a batch, invoke the handler, delete what it
+// did not report failed (ReportBatchItemFailures), as AWS does. `concurrency` loops run side by
+// side, as Lambda runs several invocations of one FIFO queue (never two of one message group).
+import { DeleteMessageBatchCommand, ReceiveMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
+import type { Context, SQSBatchResponse, SQSEvent } from "aws-lambda";
+import { lambdaEvent } from "./functions-environment.ts";
+
+export interface EventSource {
+  stop(): Promise<void>;
+}
+
+export function startLambdaEventSource(sqs: SQSClient, queueUrl: string, handler: (event: SQSEvent, context: Context) => Promise<SQSBatchResponse>, concurrency = 1): EventSource {
+  const abort = new AbortController();
+  const loop = async (): Promise<void> => {
+    while (!abort.signal.aborted) {
+      const out = await sqs
+        .send(new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, MessageSystemAttributeNames: ["All"], MessageAttributeNames: ["All"] }))
+        .catch(() => ({ Messages: [] }));
+      const batch = out.Messages ?? [];
+      if (batch.length === 0) continue;
+      const response = await handler(lambdaEvent(batch, queueUrl), {} as Context);
+      const failed = new Set(response.batchItemFailures.map((f) => f.itemIdentifier));
+      const done = batch.filter((m) => !failed.has(m.MessageId ?? ""));
+      if (done.length > 0) await sqs.send(new DeleteMessageBatchCommand({ QueueUrl: queueUrl, Entries: done.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle ?? "" })) })).catch(() => undefined);
+    }
+  };
+  const loops = Array.from({ length: concurrency }, loop);
+  return {
+    async stop() {
+      abort.abort();
+      await Promise.all(loops);
+    },
+  };
+}
