@@ -4,10 +4,13 @@
 // Shape: `publish(entries)` sends one batch and resolves, never rejects, with one outcome per
 // entry, in entry order. Entries of one ordering key reach the topic in entry order (the client
 // library sends a key's messages one request at a time, in order). When a publish fails, the
-// library pauses that key and fails every later message of it until `resumePublishing(key)`;
-// this transport resumes each failed key before it reports, so the caller's retry goes through.
-// The caller must therefore retry a failed entry before it publishes anything newer for that
-// key (the coalescing publisher does: an object is never in flight twice).
+// library fails every message of that key queued behind it and documents the key as paused
+// until `resumePublishing(key)` (6.3.0 in fact drops the failed key's queue once it is empty,
+// so the next publish starts afresh; a later release may keep it paused). This transport
+// resumes each failed key before it reports, so the caller's retry goes through either way.
+// The caller must retry a failed entry before it publishes anything newer for that key, or the
+// newer one could overtake it (the coalescing publisher does: an object is never in flight
+// twice, and a failed batch goes back into its buffer).
 //
 // @google-cloud/pubsub (gRPC, protobufs: tens of MB) is imported on the first publish, so a
 // bridge on SQS never loads it.
