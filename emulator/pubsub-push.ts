@@ -7,11 +7,14 @@
 //  * In order per ordering key, when the subscription enables message ordering: messages of one
 //    key are delivered in the order Pub/Sub received them; keys are independent; messages
 //    without a key are not ordered (docs.cloud.google.com/pubsub/docs/ordering).
-//  * One message of a key at a time: push acknowledges by answering, and the next message of a
-//    key waits until the one before it is acknowledged (or dead-lettered). pstest enforces this
-//    itself (it hands out a key's oldest unacknowledged message only when none of the key is
-//    outstanding); the deliverer keeps a message outstanding for the whole request and while it
-//    waits out its backoff, so a refused message holds its key and the ones after it wait.
+//  * One message of a key at a time: the docs read here (ordering, push, the Subscription proto)
+//    do not state a per-key limit for push in so many words; what they state (in-order delivery,
+//    a push acknowledged only by its answer, and a redelivery of message N redelivering every
+//    later message of its key) is kept, with no redelivered duplicates, by sending a key's next
+//    message only once the one before it is acknowledged or dead-lettered, and that is what is
+//    done here. pstest enforces it itself (it hands out a key's oldest unacknowledged message
+//    only when none of the key is outstanding); the deliverer keeps a message outstanding for
+//    its whole request and while it waits out its backoff, so a refused message holds its key.
 //  * On a refusal (a status other than 102/200/201/202/204, no answer within the ack deadline,
 //    which push uses as its request timeout, or no connection): the same message is delivered
 //    again after the retry policy's backoff (exponential from minimumBackoff to maximumBackoff,
@@ -22,7 +25,7 @@
 //    the emulator implements that count and the forwarding (deliveryAttempt is in each request);
 //    Pub/Sub forwards to the dead-letter topic on a best-effort basis, which it says can break
 //    the redelivery rule above (ordering docs).
-//  * What push does not do here: Pub/Sub's push backoff on many refusals (it slows all delivery
+//  * Not reproduced: Pub/Sub's push backoff on many refusals (it slows all delivery
 //    down) and its adaptive concurrency (here a fixed `maxOutstanding`), OIDC tokens, unwrapped
 //    payloads.
 import { v1, type PubSub, type protos } from "@google-cloud/pubsub";
