@@ -10,6 +10,8 @@ import { startPipeline, type ReconcileRecord } from "./pipeline.ts";
 import { untilSignal } from "./signals.ts";
 import { watchOperators } from "./watch.ts";
 
+const formatSeconds = (s: number): string => (s < 10 ? `${s.toFixed(1)}s` : `${Math.round(s)}s`);
+
 /** One readable line per reconcile: what, how it ended, how long it took. */
 export function reconcileLine(r: ReconcileRecord): string {
   const what = `${r.kind} ${r.name}`;
@@ -19,11 +21,11 @@ export function reconcileLine(r: ReconcileRecord): string {
     case "success":
       return `✔ ${what} reconciled in ${ms} (${where})`;
     case "retry-later":
-      return `↻ ${what} reconciled, again in ${r.outcome.delaySeconds}s (${ms}; ${r.outcome.detail})`;
+      return `↻ ${what} not reconciled yet, again in ${formatSeconds(r.outcome.delaySeconds)}: ${r.outcome.detail} (${ms})`;
     case "permanent":
       return `✖ ${what} not reconciled: ${r.outcome.detail} (${ms}; fix the object to retry)`;
     case "retry":
-      return `! ${what} failed, will be redelivered: ${r.outcome.detail} (${ms})`;
+      return `! ${what} failed and could not record why on the object; the queue redelivers the message: ${r.outcome.detail} (${ms})`;
     case "dead-letter":
       return `☠ ${what} message rejected: ${r.outcome.detail}`;
     case "unavailable":

@@ -24,7 +24,7 @@ describe("reconcile lines", () => {
       reconcileLine(record({ result: "permanent", detail: "InvalidSpec: message: Required", apiCalls: 3 })),
       "✖ Greeting hello-world not reconciled: InvalidSpec: message: Required (12 ms; fix the object to retry)",
     );
-    assert.match(reconcileLine(record({ result: "retry-later", delaySeconds: 30, detail: "requeue", apiCalls: 1 })), /again in 30s/);
+    assert.match(reconcileLine(record({ result: "retry-later", delaySeconds: 30, detail: "requeue", apiCalls: 1 })), /not reconciled yet, again in 30s: requeue/);
   });
 });
 

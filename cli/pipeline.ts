@@ -84,6 +84,8 @@ export interface Reloaded {
   crdsApplied: string[];
   /** The operators' watched or owned kinds changed: the running bridge still watches the old ones. */
   bridgeStale: boolean;
+  /** Objects of the reloaded operators announced again, so they meet the new code now. */
+  resynced: number;
   notes: string[];
 }
 
@@ -335,8 +337,11 @@ export async function startPipeline(o: PipelineOptions): Promise<Pipeline | Proc
       const bridgeStale = bridgeResources(next) !== bridgeResources(operators);
       retired.push(functions);
       functions = built;
+      const reloaded = next.filter((op) => !operators.includes(op));
       operators = next;
-      return { crdsApplied: changed.map(crdName), bridgeStale, notes };
+      let resynced = 0;
+      for (const op of reloaded) resynced += await bridge.resync({ group: op.resource.group, plural: op.resource.plural });
+      return { crdsApplied: changed.map(crdName), bridgeStale, notes, resynced };
     },
     async stop() {
       await bridge.stop();

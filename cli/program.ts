@@ -8,6 +8,7 @@ import { devCommand } from "./dev.ts";
 import { dlqCommand } from "./dlq.ts";
 import { generateCommand } from "./generate.ts";
 import { initCommand } from "./init.ts";
+import { resyncCommand } from "./resync.ts";
 import { statusCommand } from "./status.ts";
 
 export function program(): Command {
@@ -21,6 +22,7 @@ export function program(): Command {
     .addCommand(bridgeCommand())
     .addCommand(statusCommand())
     .addCommand(dlqCommand())
+    .addCommand(resyncCommand())
     .addCommand(crdCommand())
     .addCommand(generateCommand())
     .addHelpText("after", "\nExamples:\n  $ npx crdfn init my-operator   # a new operator project\n  $ crdfn dev --help");

@@ -94,6 +94,13 @@ describe("an operator written from the README", { timeout: 180_000 }, () => {
     assert.ok(records.some((r) => r.kind === "Motd" && r.name === "welcome" && r.outcome.result === "success"));
   });
 
+  it("`crdfn resync motds welcome` reconciles it once more", async () => {
+    const before = records.filter((r) => r.name === "welcome").length;
+    const out = execFileSync(process.execPath, [join(packageRoot, "cli", "main.ts"), "resync", "motds", "welcome", "--kubeconfig", cluster.kubeconfigPath], { encoding: "utf8" });
+    assert.match(out, /resync requested for 1 object\(s\): default\/welcome/);
+    await eventually(() => assert.ok(records.filter((r) => r.name === "welcome").length > before, "reconciled again"));
+  });
+
   it("turns its PermanentError into Ready=False with the operator's reason", async () => {
     const api = KubernetesObjectApi.makeApiClient(cluster.kubeConfig);
     const bad = { apiVersion: "demo.example.com/v1", kind: "Motd", metadata: { name: "tabs", namespace: "default" }, spec: { lines: ["a\tb"] } };
