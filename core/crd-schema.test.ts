@@ -159,22 +159,24 @@ describe("zod constructs with a CRD equivalent", () => {
     assert.deepEqual(spec.required, ["d", "e"]);
   });
 
-  it("a discriminated union → one object, the discriminator an enum, and a oneOf of each option's required fields", () => {
+  it("a discriminated union → one object, the discriminator an enum, and a CEL rule per option's required field", () => {
     const shape = z.discriminatedUnion("kind", [
       z.object({ kind: z.literal("circle"), radius: z.number() }),
       z.object({ kind: z.literal("rect"), width: z.number(), height: z.number().optional() }),
-      z.object({ kind: z.literal(["point", "dot"]) }),
+      z.object({ kind: z.literal(["it's", "dot"]), at: z.number() }),
     ]);
     assert.deepEqual(field(shape), {
       type: "object",
-      properties: { kind: { type: "string", enum: ["circle", "rect", "point", "dot"] }, radius: { type: "number" }, width: { type: "number" }, height: { type: "number" } },
+      properties: { kind: { type: "string", enum: ["circle", "rect", "it's", "dot"] }, radius: { type: "number" }, width: { type: "number" }, height: { type: "number" }, at: { type: "number" } },
       required: ["kind"],
-      oneOf: [
-        { properties: { kind: { enum: ["circle"] } }, required: ["radius"] },
-        { properties: { kind: { enum: ["rect"] } }, required: ["width"] },
-        { properties: { kind: { enum: ["point", "dot"] } } },
+      "x-kubernetes-validations": [
+        { rule: 'self.kind != "circle" || has(self.radius)', message: "radius is required when kind is circle", fieldPath: ".radius", reason: "FieldValueRequired" },
+        { rule: 'self.kind != "rect" || has(self.width)', message: "width is required when kind is rect", fieldPath: ".width", reason: "FieldValueRequired" },
+        { rule: `!(self.kind in ["it's", "dot"]) || has(self.at)`, message: "at is required when kind is it's or dot", fieldPath: ".at", reason: "FieldValueRequired" },
       ],
     });
+    const numbered = z.discriminatedUnion("v", [z.object({ v: z.literal(1), a: z.string() }), z.object({ v: z.literal(2) })]);
+    assert.deepEqual(field(numbered)["x-kubernetes-validations"], [{ rule: "self.v != 1.0 || has(self.a)", message: "a is required when v is 1", fieldPath: ".a", reason: "FieldValueRequired" }]);
   });
 
   it("the status schema is the output side: a pipe's output", () => {

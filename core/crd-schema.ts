@@ -357,11 +357,27 @@ function discriminatorValues(field: Field | undefined, discriminator: string, at
   return values as unknown[];
 }
 
+/** A discriminator value as a CEL literal of the field's type (a JSON number is a CEL double). */
+function celLiteral(value: unknown, type: unknown): string {
+  if (typeof value === "number" && type === "number" && Number.isInteger(value)) return `${value}.0`;
+  // JSON's string escapes are all CEL escapes too.
+  return JSON.stringify(value);
+}
+
+/** `.name`, or `['odd-name']`: a CEL rule's fieldPath as the API server parses it. */
+const fieldPathOf = (names: readonly string[]) => names.map((n) => (/^[a-zA-Z_][a-zA-Z0-9_]*$/.test(n) ? `.${n}` : `['${n}']`)).join("");
+
+function celName(name: string, at: At): string {
+  return celFieldName(name) ?? refuser(at)(`the field "${name}" cannot be named in a CEL rule (the API server's escaping has no spelling for it); rename it`);
+}
+
 /**
  * One object holding every option's fields (a field in several options must have the same schema
- * in each), the discriminator as an enum, and a oneOf whose branches are value validations only
- * (a structural schema's rule): discriminator value → that option's required fields. A field of
- * another option is not refused but kept; zod drops it when reconcile reads the object.
+ * in each), the discriminator as an enum, and per option one CEL rule per required field: "when
+ * the discriminator says this option, the field is there". CEL rather than a oneOf of value
+ * validations, which a structural schema also allows: the API server reports a failed oneOf with
+ * the first option's errors whichever option was meant, while each rule names the missing field.
+ * A field of another option is not refused but kept; zod drops it when reconcile reads the object.
  */
 function discriminatedUnion(options: readonly Schema[], discriminator: string, at: At): Node {
   const refuse = refuser(at);
@@ -389,16 +405,23 @@ function discriminatedUnion(options: readonly Schema[], discriminator: string, a
       refuse(`a default on "${name}", which only some options of this z.discriminatedUnion() have, would apply to every option in a CRD; default it in reconcile`);
     }
   }
-  const first = variants[0]!.parts.fields.get(discriminator)!.node.schema;
+  const types = new Set(variants.map((v) => v.parts.fields.get(discriminator)!.node.schema.type));
+  if (types.size > 1) refuse(`the options of this z.discriminatedUnion() set "${discriminator}" to values of different types; a CRD field has one type`);
+  const type = [...types][0];
   const fields = new Map<string, Field>([
-    [discriminator, { node: { schema: { type: first.type, enum: [...new Set(variants.flatMap((v) => v.values))] }, frozen: [] }, required: true }],
+    [discriminator, { node: { schema: { type, enum: [...new Set(variants.flatMap((v) => v.values))] }, frozen: [] }, required: true }],
     ...[...merged].map(([name, { node }]): [string, Field] => [name, { node, required: false }]),
   ]);
-  const oneOf = variants.map(({ parts, values }) => {
-    const required = [...parts.fields].filter(([name, f]) => f.required && name !== discriminator).map(([name]) => name);
-    return { properties: { [discriminator]: { enum: values } }, ...(required.length ? { required } : {}) };
+  const self = `self.${celName(discriminator, at)}`;
+  const rules = variants.flatMap(({ parts, values }) => {
+    const literals = values.map((v) => celLiteral(v, type));
+    const other = literals.length === 1 ? `${self} != ${literals[0]}` : `!(${self} in [${literals.join(", ")}])`;
+    const when = `when ${discriminator} is ${values.map(String).join(" or ")}`;
+    return [...parts.fields]
+      .filter(([name, f]) => f.required && name !== discriminator)
+      .map(([name]): CelRule => ({ rule: `${other} || has(self.${celName(name, at)})`, message: `${name} is required ${when}`, fieldPath: fieldPathOf([name]), reason: "FieldValueRequired" }));
   });
-  return assemble({ fields, preserve: variants.some((v) => v.parts.preserve) }, at, { oneOf });
+  return assemble({ fields, preserve: variants.some((v) => v.parts.preserve) }, at, rules.length ? { [VALIDATIONS]: rules } : {});
 }
 
 /** Two objects together are one object with the fields of both (one schema per shared field). */
@@ -517,21 +540,16 @@ export function anchor(node: Node, path: string): Node {
   const rules: CelRule[] = [];
   for (const f of node.frozen) {
     if (!f.path.some((s) => s.optional)) continue;
-    const names = f.path.map((s) => {
-      const name = celFieldName(s.name);
-      if (name === undefined) refuser(path)(`the immutable field "${s.name}" cannot be named in a CEL rule; rename it`);
-      return name;
-    });
+    const names = f.path.map((s) => celFieldName(s.name) ?? refuser(path)(`the immutable field "${s.name}" cannot be named in a CEL rule (the API server's escaping has no spelling for it); rename it`));
     const present = (self: string) =>
       f.path
         .map((s, i) => (s.optional ? `has(${self}.${names.slice(0, i + 1).join(".")})` : undefined))
         .filter((c) => c !== undefined)
         .join(" && ");
-    const fieldPath = f.path.map((s) => (/^[a-zA-Z_][a-zA-Z0-9_]*$/.test(s.name) ? `.${s.name}` : `['${s.name}']`)).join("");
     rules.push({
       rule: `(${present("self")}) == (${present("oldSelf")})`,
       message: `${f.message}: it cannot be added or removed after creation`,
-      fieldPath,
+      fieldPath: fieldPathOf(f.path.map((s) => s.name)),
     });
   }
   if (!rules.length) return { ...node, frozen: [] };
