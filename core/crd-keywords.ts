@@ -10,7 +10,11 @@ export type Refuse = (what: string) => never;
 /** zod's bounds for a plain `.int()`; they say nothing a reader needs. */
 const SAFE_INTEGER_BOUNDS = new Set([Number.MAX_SAFE_INTEGER, Number.MIN_SAFE_INTEGER]);
 
-/** Value keywords a structural schema carries with JSON Schema's meaning. */
+/**
+ * Value keywords a structural schema carries with JSON Schema's meaning. One difference: zod
+ * counts a string's length in UTF-16 units, the API server in code points; they agree on all
+ * text without characters beyond the Basic Multilingual Plane (emoji count 2 in zod, 1 there).
+ */
 const KEPT = new Set(["type", "enum", "pattern", "minLength", "maxLength", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "nullable"]);
 
 /**

@@ -123,7 +123,7 @@ describe("cel(), immutable(), freeForm(), embedded()", () => {
 
 describe("zod constructs with a CRD equivalent", () => {
   const cases: Array<[string, z.ZodType, Json]> = [
-    ["literals of one type → enum", z.union([z.literal("a"), z.literal("b")]), { type: "string", enum: ["a", "b"] }],
+    ["literals of one type → enum", z.union([z.literal("a").describe("the a"), z.literal("b")]), { type: "string", enum: ["a", "b"] }],
     ["z.literal([…]) → enum", z.literal([1, 2]), { type: "number", enum: [1, 2] }],
     ["z.enum → enum", z.enum(["web", "worker"]), { type: "string", enum: ["web", "worker"] }],
     ["a schema or null → nullable", z.union([z.string(), z.null()]), { type: "string", nullable: true }],

@@ -1,7 +1,7 @@
 // A zod schema → the structural OpenAPI schema of a CRD, construct by construct. Each zod
-// construct either has an exact CRD equivalent (what the API server accepts is what zod accepts,
-// apart from refinements, which stay in zod) or is refused with one line naming the field, the
-// construct and what to use instead. The Kubernetes rules followed are those of
+// construct either has a CRD equivalent that accepts what zod accepts (refinements stay in zod;
+// the few places where the two differ are said where they arise) or is refused with one line
+// naming the field, the construct and what to use instead. The Kubernetes rules followed are those of
 // k8s.io/apiextensions-apiserver pkg/apiserver/schema/validation.go (structural schemas) and
 // pkg/apis/apiextensions/validation (x-kubernetes-validations).
 import { z } from "zod";
@@ -301,11 +301,11 @@ function record(def: z.core.$ZodRecordDef, at: At): Node {
     if (preservesAnything(value.schema) && Object.keys(value.schema).length === 1) return { schema: { type: "object", [PRESERVE_UNKNOWN_FIELDS]: true }, frozen: [] };
     return { schema: { type: "object", additionalProperties: value.schema }, frozen: [] };
   }
-  // Keys from an enum: a fixed set of named fields, all required unless z.partialRecord.
+  // Keys from an enum: zod requires every one (z.partialRecord none), as named fields do.
   const names = key.type === "enum" ? Object.values(key.entries) : key.type === "literal" ? key.values : undefined;
   if (names?.every((n) => typeof n === "string") && (def as { mode?: string }).mode !== "loose") {
     const value = walk(def.valueType, valueAt);
-    const fields = new Map(names.map((n) => [n, { node: { ...value, schema: json(value.schema) as Json }, required: !def.keyType._zod.optin && !(def as { partial?: boolean }).partial }]));
+    const fields = new Map(names.map((n) => [n, { node: { ...value, schema: json(value.schema) as Json }, required: !(def as { partial?: boolean }).partial }]));
     return assemble({ fields, preserve: false }, at);
   }
   return refuse("z.record() keys must be a plain z.string() or an enum of names for a CRD (the API server cannot check key patterns or lengths); use z.record(z.string(), …) with a CEL rule such as cel(…, \"self.all(k, k.matches('^[a-z]+$'))\")");
@@ -329,7 +329,7 @@ function union(options: readonly Schema[], at: At): Node {
   if (nodes.length === 1) return withNull(nodes[0]!);
   const plain = (n: Node, keys: string[]) => n.immutable === undefined && Object.keys(n.schema).every((k) => keys.includes(k));
   const types = new Set(nodes.map((n) => n.schema.type));
-  if (types.size === 1 && nodes.every((n) => Array.isArray(n.schema.enum) && plain(n, ["type", "enum", "nullable"]))) {
+  if (types.size === 1 && nodes.every((n) => Array.isArray(n.schema.enum) && plain(n, ["type", "enum", "description", "title"]))) {
     const values = [...new Set(nodes.flatMap((n) => n.schema.enum as unknown[]))];
     return withNull({ schema: { type: nodes[0]!.schema.type, enum: values }, frozen: [] });
   }
@@ -536,7 +536,7 @@ function listKeyword(key: string, value: unknown, node: Json, refuse: (what: str
  * own `self == oldSelf` only when both sides have the field, so without this rule removing the
  * field, or adding one left out at creation, would go through.
  */
-export function anchor(node: Node, path: string): Node {
+function anchor(node: Node, path: string): Node {
   const rules: CelRule[] = [];
   for (const f of node.frozen) {
     if (!f.path.some((s) => s.optional)) continue;

@@ -33,14 +33,15 @@ export const EMBEDDED_RESOURCE = "x-kubernetes-embedded-resource";
  * Marks the rule `immutable()` adds. A symbol (from the global symbol registry, so a second copy
  * of crdfn agrees) is invisible to JSON: zod's own toJSONSchema still prints a plain rule.
  */
-export const IMMUTABLE: unique symbol = Symbol.for("crdfn.immutable") as never;
+export const IMMUTABLE: unique symbol = Symbol.for("crdfn.immutable");
 export type ImmutableRule = CelRule & { [IMMUTABLE]?: true };
 
 /** The API server's check of each rule's shape; the CEL itself is compiled by the API server. */
+const nonBlank = (what: string) => z.string().regex(/\S/, `${what} is empty`);
 export const celRuleSchema = z.strictObject({
-  rule: z.string().trim().min(1, "rule is empty"),
-  message: z.string().trim().min(1, "message is empty").regex(/^[^\r\n]*$/, "message must be one line").optional(),
-  messageExpression: z.string().trim().min(1, "messageExpression is empty").optional(),
+  rule: nonBlank("rule"),
+  message: nonBlank("message").regex(/^[^\r\n]*$/, "message must be one line").optional(),
+  messageExpression: nonBlank("messageExpression").optional(),
   reason: z.enum(["FieldValueInvalid", "FieldValueForbidden", "FieldValueRequired", "FieldValueDuplicate"]).optional(),
   fieldPath: z
     .string()
