@@ -23,4 +23,6 @@ export type {
   StatusInput,
 } from "./operator.ts";
 export { PermanentError, TemporaryError } from "./errors.ts";
+export { cel, embedded, freeForm, immutable } from "./crd-validation.ts";
+export type { CelOptions, CelReason, CelRule } from "./crd-validation.ts";
 export type { Condition, ConditionInput, ConditionStatus } from "./conditions.ts";

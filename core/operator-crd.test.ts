@@ -1,13 +1,21 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { z } from "zod";
-import { crdOf, printerColumnsOf, statusSchemaOf, structuralSchema } from "./operator-crd.ts";
+import { crdFiles, crdOf, printerColumnsOf, statusSchemaOf } from "./operator-crd.ts";
 import { defineOperator, type Operator, type PrinterColumn } from "./operator.ts";
 
 describe("CRD schema generation", () => {
-  it("refuses what a structural schema cannot express", () => {
-    const union = z.toJSONSchema(z.object({ a: z.union([z.string(), z.number()]) }), { target: "openapi-3.0", io: "input" });
-    assert.throws(() => structuralSchema(union), /spec\.a: the CRD schema cannot express "anyOf"/);
+  it("refuses what a structural schema cannot express, naming the field (every construct: crd-schema.test.ts)", () => {
+    const op = defineOperator({ resource: { group: "example.com", version: "v1", plural: "things", kind: "Thing" }, spec: z.object({ a: z.union([z.string(), z.number()]) }), reconcile: () => ({}) });
+    assert.throws(() => crdOf(op), { message: /^CRD things\.example\.com: spec\.a: z\.union\(\) of string and number has no CRD schema/ });
+  });
+
+  it("quotes what YAML 1.1 (kubectl's YAML) would read as a boolean: a field named n or on", () => {
+    const op = defineOperator({ resource: { group: "example.com", version: "v1", plural: "things", kind: "Thing" }, spec: z.object({ n: z.string(), on: z.enum(["y", "no"]) }), reconcile: () => ({}) });
+    const text = [...crdFiles([op]).values()][0]!;
+    assert.match(text, /\n {16}"n":\n {18}type: string\n/);
+    assert.match(text, /\n {16}"on":\n/);
+    assert.match(text, /\n {20}- "y"\n {20}- "no"\n/);
   });
 });
 

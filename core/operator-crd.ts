@@ -1,50 +1,12 @@
 // The CRD of an operator, generated from its zod spec schema: one source of truth for the API
 // server's validation and the runtime's. Pure: the CLI writes the files.
 import { stringify } from "yaml";
-import { z } from "zod";
+import { ConfigError } from "./config-error.ts";
+import { crdSchemaOf } from "./crd-schema.ts";
 import type { Operator, PrinterColumn, ResourceDefinition } from "./operator.ts";
 import { NEXT_RECONCILE_FIELD, NEXT_RECONCILE_OPENAPI } from "./schedule.ts";
 
 type Json = Record<string, unknown>;
-
-/** Keywords a structural OpenAPI v3 schema may carry; anything else zod emits is an error. */
-const KEPT = new Set([
-  "type", "format", "description", "properties", "required", "items", "additionalProperties", "enum",
-  "pattern", "minLength", "maxLength", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
-  "multipleOf", "minItems", "maxItems", "uniqueItems", "minProperties", "maxProperties", "default", "nullable",
-]);
-
-/** zod's bounds for a plain `.int()`; they say nothing a reader needs. */
-const SAFE_INTEGER_BOUNDS = new Set([Number.MAX_SAFE_INTEGER, Number.MIN_SAFE_INTEGER]);
-
-/**
- * Converts zod's OpenAPI 3.0 JSON Schema into the structural subset Kubernetes accepts: no
- * `$schema`, `const` as a one-value enum, no `additionalProperties: false` (pruning already drops
- * unknown fields), every node typed. Refinements are not representable: they stay in zod only.
- */
-export function structuralSchema(node: unknown, path = "spec"): Json {
-  if (node === null || typeof node !== "object" || Array.isArray(node)) throw new Error(`${path}: not a schema object`);
-  const out: Json = {};
-  for (const [key, value] of Object.entries(node as Json)) {
-    if (key === "$schema") continue;
-    if (key === "const") {
-      out.enum = [value];
-      continue;
-    }
-    if (key === "additionalProperties" && value === false) continue;
-    if ((key === "minimum" || key === "maximum") && SAFE_INTEGER_BOUNDS.has(value as number)) continue;
-    if (!KEPT.has(key)) throw new Error(`${path}: the CRD schema cannot express "${key}" (use a zod refinement instead)`);
-    if (key === "properties") {
-      out.properties = Object.fromEntries(Object.entries(value as Json).map(([k, v]) => [k, structuralSchema(v, `${path}.${k}`)]));
-    } else if (key === "items" || key === "additionalProperties") {
-      out[key] = structuralSchema(value, `${path}.${key}`);
-    } else {
-      out[key] = value;
-    }
-  }
-  if (out.type === undefined && out.enum === undefined) throw new Error(`${path}: a structural schema needs a type`);
-  return out;
-}
 
 /** metav1.Condition as the API server's own types declare it. */
 const CONDITION_SCHEMA: Json = {
@@ -67,8 +29,7 @@ const CONDITION_SCHEMA: Json = {
  */
 export function statusSchemaOf(operator: Operator<unknown>): Json {
   if (!operator.status) return { type: "object", "x-kubernetes-preserve-unknown-fields": true };
-  const user = structuralSchema(z.toJSONSchema(operator.status, { target: "openapi-3.0", io: "output" }), "status");
-  if (user.type !== "object") throw new Error("status: the status schema must be an object (z.object)");
+  const user = crdSchemaOf(operator.status, "status", "output");
   const { required: _required, ...rest } = user;
   return {
     ...rest,
@@ -107,7 +68,14 @@ export function crdName(operator: Operator<unknown>): string {
  * unserved: the API server refuses a CRD that drops a version objects may still be stored as.
  */
 export function crdOf(operator: Operator<unknown>, storedVersions: readonly string[] = []): Json {
-  const crd = oneVersionCrd(operator);
+  let crd: Json;
+  try {
+    crd = oneVersionCrd(operator);
+  } catch (e) {
+    // One line naming the CRD and the field: what `crdfn crd`, `crdfn generate` and `crdfn dev` print.
+    if (e instanceof ConfigError) throw new ConfigError(`CRD ${crdName(operator)}: ${e.message}`);
+    throw e;
+  }
   const spec = crd.spec as { versions: Json[] };
   spec.versions = versionsOf(operator.resource, storedVersions).map((v) => ({ ...spec.versions[0], ...v }));
   return crd;
@@ -129,7 +97,8 @@ export function versionsOf(r: ResourceDefinition, storedVersions: readonly strin
 
 function oneVersionCrd(operator: Operator<unknown>): Json {
   const r = operator.resource;
-  const spec = structuralSchema(z.toJSONSchema(operator.spec, { target: "openapi-3.0", io: "input" }));
+  // The input side: what a person writes in a manifest, before zod's defaults and transforms.
+  const spec = crdSchemaOf(operator.spec, "spec", "input", r.validations, "resource.validations");
   const names: Json = { plural: r.plural, singular: r.singular, kind: r.kind };
   if (r.shortNames?.length) names.shortNames = r.shortNames;
   if (r.categories?.length) names.categories = r.categories;
@@ -164,12 +133,15 @@ function oneVersionCrd(operator: Operator<unknown>): Json {
   };
 }
 
-/** The CRD of each operator as a YAML file: name → text (what `crdfn crd --out-dir` writes). */
+/**
+ * The CRD of each operator as a YAML file: name → text (what `crdfn crd --out-dir` writes). YAML
+ * 1.1 quoting, as kubectl reads YAML: a field named `n`, `y`, `on` or `no` is a boolean there.
+ */
 export function crdFiles(operators: ReadonlyArray<Operator<unknown>>): Map<string, string> {
   return new Map(
     operators.map((op) => [
       `${crdName(op)}.yaml`,
-      `# Generated by \`crdfn crd\` from the operator's zod schema. Do not edit.\n${stringify(crdOf(op), { lineWidth: 0 })}`,
+      `# Generated by \`crdfn crd\` from the operator's zod schema. Do not edit.\n${stringify(crdOf(op), { lineWidth: 0, version: "1.1" })}`,
     ]),
   );
 }

@@ -2,6 +2,7 @@
 // runtime in functions/ does every read and write around them.
 import type { z } from "zod";
 import type { Condition, ConditionInput } from "./conditions.ts";
+import type { CelRule } from "./crd-validation.ts";
 
 export type Scope = "Namespaced" | "Cluster";
 
@@ -55,6 +56,11 @@ export interface ResourceDefinition {
   categories?: string[];
   printerColumns?: PrinterColumn[];
   scale?: ScaleSubresource;
+  /**
+   * CEL rules on the spec (`self` is the spec, `oldSelf` the spec before an update) that the API
+   * server checks on every create and update, before anything is stored.
+   */
+  validations?: CelRule[];
 }
 
 /** A kind the operator creates and owns (controller owner reference, garbage-collected with it). */
