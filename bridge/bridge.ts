@@ -18,6 +18,7 @@ import { createBridgeMetrics, type BridgeMetrics } from "./metrics.ts";
 import { Publisher } from "./publisher.ts";
 import { runReflector } from "./reflector.ts";
 import { ChildTracker, ParentTracker, type Announce, type ObjectSink, type TrackerOptions } from "./tracker.ts";
+import type { GroupVersionResource } from "../core/resource-path.ts";
 
 export interface BridgeDeps {
   /** A KubeConfig, or the pod's ServiceAccount (clients/kube-connection.ts). */
@@ -95,14 +96,15 @@ function startEngine(config: BridgeConfig, deps: Required<BridgeDeps>, metrics: 
     sqs: deps.sqs,
     queueUrlOf: queueRouter(config),
     maxPending: config.maxPending,
+    maxPendingBodyBytes: config.maxPendingBodyBytes,
     concurrency: config.publishConcurrency,
     logger,
     metrics,
     now: () => deps.clock().getTime(),
   });
-  const announce: Announce = async (key, event, cause, keepExisting) => {
+  const announce: Announce = async (key, event, cause, options) => {
     try {
-      await publisher.offer(key, event, cause, keepExisting);
+      await publisher.offer(key, event, cause, options);
     } catch (e) {
       // Only a name the contract cannot carry gets here; no retry would ever fix it.
       logger.error({ object: key, err: (e as Error).message.slice(0, 300) }, "object cannot be announced under the event contract");
@@ -123,14 +125,82 @@ function startEngine(config: BridgeConfig, deps: Required<BridgeDeps>, metrics: 
   // Each watched resource on its own: one whose CRD is missing (or not served yet) waits for it
   // alone, and the others publish meanwhile. The engine counts as synced once every resource
   // is either synced or known not to be served.
+  const scopes = config.namespaces.length === 0 ? [undefined] : config.namespaces;
+  /** Lists and watches one sink in every namespace scope; `onSynced` once each scope has listed. */
+  const reflect = (sink: ObjectSink, labelSelector: string, onSynced: () => void, onServed?: (who: object) => (served: boolean) => void): Array<Promise<void>> => {
+    const scopesOf = sink.resource.namespaced ? scopes : [undefined];
+    let unsynced = scopesOf.length;
+    return scopesOf.map((namespace) => {
+      let synced = false;
+      const who = {};
+      return runReflector({
+        http,
+        sink,
+        namespace,
+        labelSelector,
+        pageSize: config.listPageSize,
+        silenceMs: config.watchSilenceSeconds * 1000,
+        logger,
+        metrics,
+        signal,
+        onRefused,
+        ...(onServed ? { onServed: onServed(who) } : {}),
+        onSynced: () => {
+          if (!synced && (synced = true) && --unsynced === 0) onSynced();
+        },
+      });
+    });
+  };
+
+  /**
+   * Each owned kind is watched once, whichever operators own it, and only its objects carrying
+   * crdfn's parent label (the functions label every child they apply). Its list starts once every
+   * resource owning it has listed its own objects (or turned out not served): a new bridge's first
+   * list of a child weighs it against when its parent's status was last written (tracker.ts).
+   */
+  interface ChildKind {
+    tracker: Promise<ChildTracker>;
+    listed: Promise<void>;
+  }
+  const parentListed = new Map<WatchedResource, { promise: Promise<void>; resolve: () => void }>();
+  for (const r of config.resources) {
+    let resolve: () => void = () => undefined;
+    const promise = new Promise<void>((res) => (resolve = res));
+    parentListed.set(r, { promise, resolve });
+  }
+  const childKinds = new Map<string, ChildKind>();
+  const childKindOf = (owned: GroupVersionResource): ChildKind => {
+    const id = `${owned.group}/${owned.version}/${owned.plural}`;
+    let kind = childKinds.get(id);
+    if (kind !== undefined) return kind;
+    const owners = config.resources.filter((r) => r.owns.some((o) => `${o.group}/${o.version}/${o.plural}` === id));
+    let listedNow: () => void = () => undefined;
+    const listed = new Promise<void>((res) => (listedNow = res));
+    const tracker = resolveResource(http, owned, signal, logger, { onRefused }).then((resolved) => new ChildTracker(resolved, config.childStatus === "announce", trackerOptions));
+    kind = { tracker, listed };
+    childKinds.set(id, kind);
+    void (async () => {
+      const child = await tracker;
+      await Promise.all(owners.map((r) => parentListed.get(r)?.promise ?? Promise.resolve()));
+      if (signal.aborted) return;
+      await Promise.all(reflect(child, config.childLabelSelector, listedNow));
+    })().catch((e: unknown) => {
+      if (!signal.aborted) logger.error({ resource: id, err: (e as Error).message }, "watching an owned kind failed");
+    });
+    return kind;
+  };
+
+  // Each watched resource on its own: one whose CRD is missing (or not served yet) waits for it
+  // alone, and the others publish meanwhile. The engine counts as synced once every resource
+  // is either synced or known not to be served.
   const run = async (onSynced: () => void): Promise<void> => {
     let unsettled = config.resources.length;
     const settled = (): void => {
       if (--unsettled === 0) onSynced();
     };
-    const scopes = config.namespaces.length === 0 ? [undefined] : config.namespaces;
     const watchResource = async (ref: WatchedResource): Promise<void> => {
       const label = resourceLabel(ref);
+      const listedHere = parentListed.get(ref)!;
       let counted = false;
       const settleOnce = (): void => {
         if (!counted && (counted = true)) settled();
@@ -141,16 +211,19 @@ function startEngine(config: BridgeConfig, deps: Required<BridgeDeps>, metrics: 
         for (const s of RESOURCE_STATES) metrics.resourceState.set({ resource: label, state: s }, s === state ? 1 : 0);
       };
       setState("resolving");
+      const kinds = ref.owns.map(childKindOf);
       const resolved = await resolveResource(http, ref, signal, logger, {
         onWaiting: () => {
           setState("not-served");
+          listedHere.resolve();
           settleOnce();
         },
         onRefused,
       });
       if (states.get(label) === "not-served") logger.info({ resource: label }, "resource served now; watching it");
       setState("syncing");
-      const parent = new ParentTracker(resolved, trackerOptions);
+      const parent = new ParentTracker(resolved, trackerOptions, { bodies: ref.bodies ?? config.bodies, maxBodyBytes: config.maxBodyBytes });
+      for (const kind of kinds) parent.owns(await kind.tracker);
       parents.push(parent);
       // A reflector reports when its resource stops being served (its CRD deleted) and when it is
       // served again; the resource is not-served while any of its reflectors says so.
@@ -161,47 +234,15 @@ function startEngine(config: BridgeConfig, deps: Required<BridgeDeps>, metrics: 
         else unserved.add(who);
         setState(unserved.size > 0 ? "not-served" : allSynced ? "synced" : "syncing");
       };
-      const reflect = (sink: ObjectSink, onSynced: () => void): Array<Promise<void>> => {
-        const scopesOf = sink.resource.namespaced ? scopes : [undefined];
-        let unsynced = scopesOf.length;
-        return scopesOf.map((namespace) => {
-          let synced = false;
-          const who = {};
-          return runReflector({
-            http,
-            sink,
-            namespace,
-            labelSelector: sink instanceof ParentTracker ? config.labelSelector : "",
-            pageSize: config.listPageSize,
-            silenceMs: config.watchSilenceSeconds * 1000,
-            logger,
-            metrics,
-            signal,
-            onRefused,
-            onServed: served(who),
-            onSynced: () => {
-              if (!synced && (synced = true) && --unsynced === 0) onSynced();
-            },
-          });
-        });
-      };
-      // Children are listed once their parents are: a new bridge's first list of a child weighs
-      // it against when its parent's status was last written (tracker.ts).
-      let parentsListed: () => void = () => undefined;
-      const listed = new Promise<void>((resolve) => (parentsListed = resolve));
-      const running = reflect(parent, parentsListed);
-      await Promise.race([listed, Promise.all(running)]);
-      const children = await Promise.all(ref.owns.map(async (owned) => new ChildTracker(await resolveResource(http, owned, signal, logger, { onRefused }), parent, config.childStatus === "announce", trackerOptions)));
-      let unsyncedKinds = children.length;
-      const childrenListed = () => {
-        if (--unsyncedKinds <= 0) {
-          allSynced = true;
-          setState(unserved.size > 0 ? "not-served" : "synced");
-          settleOnce();
-        }
-      };
-      if (children.length === 0) childrenListed();
-      await Promise.all([...running, ...children.flatMap((child) => reflect(child, childrenListed))]);
+      const running = reflect(parent, config.labelSelector, () => listedHere.resolve(), served);
+      void Promise.all([listedHere.promise, ...kinds.map((k) => k.listed)]).then(async () => {
+        // What its first list found needing work is announced now that its children's keys are known.
+        await parent.releaseInitialWork();
+        allSynced = true;
+        setState(unserved.size > 0 ? "not-served" : "synced");
+        settleOnce();
+      });
+      await Promise.all(running);
     };
     await Promise.all([...config.resources.map(watchResource), ...config.resources.map((r) => resyncLoop(r))]);
   };
@@ -223,7 +264,7 @@ function startEngine(config: BridgeConfig, deps: Required<BridgeDeps>, metrics: 
       const tickMs = Math.max(100, periodMs / keys.length);
       const perTick = Math.ceil((keys.length * tickMs) / periodMs);
       for (let i = 0; i < keys.length && !signal.aborted; i += perTick) {
-        for (const key of keys.slice(i, i + perTick)) await parent.reannounce(key, "resync", cause, true);
+        for (const key of keys.slice(i, i + perTick)) await parent.reannounce(key, "resync", cause, { keepExisting: true });
         await pause(tickMs);
       }
     }

@@ -14,12 +14,14 @@
 //              owns: [{ group: batch, version: v1, plural: cronjobs }] }
 import { z } from "zod";
 import { ConfigError } from "../core/config-error.ts";
+import { PARENT_UID_LABEL } from "../core/event.ts";
 import type { GroupVersionResource } from "../core/resource-path.ts";
 
 export interface WatchedResource extends GroupVersionResource {
   owns: GroupVersionResource[];
   queueUrl?: string;
   resyncSeconds?: number;
+  bodies?: boolean;
 }
 
 const dnsLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
@@ -34,6 +36,8 @@ const watchedResourceSchema = resourceRefSchema.extend({
   queueUrl: z.url("must be the queue URL").optional(),
   /** Re-announce this resource's objects this often, spread over the period; 0 off. Default: resyncSeconds. */
   resyncSeconds: z.coerce.number().int().min(0).max(7 * 86400).optional(),
+  /** Whether this resource's announcements carry the object. Default: bodies. */
+  bodies: z.boolean().optional(),
 });
 
 const positiveInt = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
@@ -50,8 +54,20 @@ export const bridgeConfigSchema = z
     resources: z.array(watchedResourceSchema).min(1, "name at least one resource to watch"),
     /** Empty: all namespaces. */
     namespaces: z.array(z.string().regex(dnsLabel, "must be namespace names")).default([]),
-    /** Applies to the watched resources, not to their children (children are found by owner). */
+    /** Applies to the watched resources. */
     labelSelector: z.string().default(""),
+    /** Which objects of an owned kind the bridge watches: those labelled as children by the functions. */
+    childLabelSelector: z.string().min(1).default(PARENT_UID_LABEL),
+    /**
+     * Put the object itself in its announcements (up to maxBodyBytes), so its function need not
+     * read it: queue messages then hold object bodies (encrypted at rest on SQS). false: keys only.
+     * Per resource: resources[].bodies.
+     */
+    bodies: bool.default(true),
+    /** A larger object is announced by its keys only, and its function reads it. */
+    maxBodyBytes: positiveInt(1024, 200 * 1024).default(64 * 1024),
+    /** Bodies waiting to be published, at most (memory bound); beyond it events go keys only. */
+    maxPendingBodyBytes: positiveInt(1024 * 1024, 1024 * 1024 * 1024).default(32 * 1024 * 1024),
     /**
      * Re-announce every object this often, spread evenly over the period; 0 (the default) turns
      * resync off: a settled object is never announced again unless it changes, one of its children
@@ -150,6 +166,8 @@ const envSettings: ReadonlyArray<[string, string[], (s: string) => unknown]> = [
   ["CRDFN_RESOURCES", ["resources"], parseResourceList],
   ["CRDFN_NAMESPACES", ["namespaces"], list],
   ["CRDFN_LABEL_SELECTOR", ["labelSelector"], String],
+  ["CRDFN_BODIES", ["bodies"], String],
+  ["CRDFN_MAX_BODY_BYTES", ["maxBodyBytes"], String],
   ["CRDFN_RESYNC_SECONDS", ["resyncSeconds"], String],
   ["CRDFN_SKIP_STATUS_ONLY", ["skipStatusOnly"], String],
   ["CRDFN_CHILD_STATUS", ["childStatus"], String],

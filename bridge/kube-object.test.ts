@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { controllerOf, fingerprint, lastWrittenByApply, type KubeObject } from "./kube-object.ts";
+import { controllerOf, fingerprint, lastContentWriteWasApply, type KubeObject } from "./kube-object.ts";
 
 const base = (): KubeObject => ({
   apiVersion: "stable.example.com/v1",
@@ -53,7 +53,7 @@ describe("controllerOf", () => {
   });
 });
 
-describe("lastWrittenByApply", () => {
+describe("lastContentWriteWasApply", () => {
   const child = (...entries: Array<{ manager: string; operation: string; time: string; subresource?: string }>) => ({
     metadata: { name: "c", namespace: "ns", uid: "u", resourceVersion: "1", managedFields: entries },
   });
@@ -63,8 +63,8 @@ describe("lastWrittenByApply", () => {
       { manager: "kubectl-edit", operation: "Update", time: "2026-11-21T10:00:00Z" },
       { manager: "crdfn", operation: "Apply", time: "2026-11-21T10:00:05Z" },
     );
-    assert.equal(lastWrittenByApply(obj, "crdfn"), true);
-    assert.equal(lastWrittenByApply(obj, "someone-else"), false);
+    assert.equal(lastContentWriteWasApply(obj, "crdfn"), true);
+    assert.equal(lastContentWriteWasApply(obj, "someone-else"), false);
   });
 
   it("announces drift: someone else wrote last", () => {
@@ -72,12 +72,12 @@ describe("lastWrittenByApply", () => {
       { manager: "crdfn", operation: "Apply", time: "2026-11-21T10:00:05Z" },
       { manager: "kubectl-edit", operation: "Update", time: "2026-11-21T10:00:09Z" },
     );
-    assert.equal(lastWrittenByApply(obj, "crdfn"), false);
+    assert.equal(lastContentWriteWasApply(obj, "crdfn"), false);
   });
 
   it("announces when the newest second is shared or the write was to a subresource", () => {
     assert.equal(
-      lastWrittenByApply(
+      lastContentWriteWasApply(
         child(
           { manager: "crdfn", operation: "Apply", time: "2026-11-21T10:00:05Z" },
           { manager: "kubectl-edit", operation: "Update", time: "2026-11-21T10:00:05Z" },
@@ -86,7 +86,15 @@ describe("lastWrittenByApply", () => {
       ),
       false,
     );
-    assert.equal(lastWrittenByApply(child({ manager: "crdfn", operation: "Apply", time: "2026-11-21T10:00:05Z", subresource: "status" }), "crdfn"), false);
-    assert.equal(lastWrittenByApply(child(), "crdfn"), false);
+    assert.equal(lastContentWriteWasApply(child({ manager: "crdfn", operation: "Apply", time: "2026-11-21T10:00:05Z", subresource: "status" }), "crdfn"), false);
+    assert.equal(lastContentWriteWasApply(child(), "crdfn"), false);
+  });
+
+  it("a controller's status write after the apply leaves the content the function's", () => {
+    const obj = child(
+      { manager: "crdfn", operation: "Apply", time: "2026-11-21T10:00:05Z" },
+      { manager: "kube-controller-manager", operation: "Update", time: "2026-11-21T10:00:09Z", subresource: "status" },
+    );
+    assert.equal(lastContentWriteWasApply(obj, "crdfn"), true);
   });
 });

@@ -76,14 +76,14 @@ export function lastWriteOf(obj: KubeObject, which: (e: ManagedFieldsEntry) => b
 }
 
 /**
- * Whether the latest write to this object was a server-side apply by `fieldManager` (not to a
- * subresource). managedFields times have one-second resolution: when several entries share the
- * newest second, no single write is the latest and the answer is no.
+ * Whether the latest write to the object's content (anything but its status subresource) was a
+ * server-side apply by `fieldManager`. managedFields times have one-second resolution: when
+ * several entries share the newest second, no single write is the latest and the answer is no.
  */
-export function lastWrittenByApply(obj: KubeObject, fieldManager: string): boolean {
-  const entries = ((obj.metadata as { managedFields?: ManagedFieldsEntry[] }).managedFields ?? []).filter((e) => !Number.isNaN(Date.parse(e.time ?? "")));
+export function lastContentWriteWasApply(obj: KubeObject, fieldManager: string): boolean {
+  const entries = ((obj.metadata as { managedFields?: ManagedFieldsEntry[] }).managedFields ?? []).filter((e) => e.subresource === undefined && !Number.isNaN(Date.parse(e.time ?? "")));
   const newest = Math.max(...entries.map((e) => Date.parse(e.time!)));
   const latest = entries.filter((e) => Date.parse(e.time!) === newest);
   const [only] = latest;
-  return latest.length === 1 && only!.manager === fieldManager && only!.operation === "Apply" && only!.subresource === undefined;
+  return latest.length === 1 && only!.manager === fieldManager && only!.operation === "Apply";
 }

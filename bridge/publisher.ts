@@ -11,12 +11,15 @@ import type { Logger } from "pino";
 import { backoffMs, type BackoffPolicy } from "../core/backoff.ts";
 import { deduplicationId, encodeKeyEvent, messageGroupId, supersede, type KeyEvent } from "../core/event.ts";
 import type { BridgeMetrics } from "./metrics.ts";
+import type { AnnounceOptions } from "./tracker.ts";
 
 export interface PublisherOptions {
   sqs: SQSClient;
   /** The queue an event goes to: one for all, or one per resource (a queue per operator). */
   queueUrlOf: (event: KeyEvent) => string;
   maxPending: number;
+  /** Bytes of object bodies waiting at most; above it new events go without their body (the function reads it). */
+  maxPendingBodyBytes?: number;
   concurrency: number;
   logger: Logger;
   metrics: BridgeMetrics;
@@ -26,13 +29,20 @@ export interface PublisherOptions {
 interface Pending {
   key: string;
   event: KeyEvent;
+  cause: string;
   queueUrl: string;
   entry: Omit<SendMessageBatchRequestEntry, "Id">;
   /** When the oldest change this entry stands for was first queued (for the lag metric). */
   since: number;
+  /** Not sent before this time (ms): it waits for what usually follows. */
+  notBefore: number;
+  /** The size of the body it carries. */
+  bodyBytes: number;
 }
 
 const MAX_BATCH = 10;
+/** 32 MiB: 500 waiting objects of 64 KiB, or every one of 1000 at a typical few KiB. */
+export const DEFAULT_MAX_PENDING_BODY_BYTES = 32 * 1024 * 1024;
 const BACKOFF: BackoffPolicy = { initialMs: 200, maxMs: 10_000, jitter: 0.5 };
 
 export class Publisher {
@@ -42,9 +52,12 @@ export class Publisher {
   #roomWaiters: Array<() => void> = [];
   #idleWaiters: Array<() => void> = [];
   #batches = 0;
+  #bodyBytes = 0;
   #failureStreak = 0;
   #backoffUntil = 0;
   #timer: NodeJS.Timeout | undefined;
+  #holdTimer: NodeJS.Timeout | undefined;
+  #holdAt = Infinity;
   #closed = false;
 
   constructor(options: PublisherOptions) {
@@ -58,25 +71,45 @@ export class Publisher {
 
   /**
    * Queues the newest announcement of an object, replacing any older one still waiting
-   * (unless `keepExisting`, used by resync: a waiting change says at least as much).
-   * Resolves once the event is buffered; waits while the buffer is full.
+   * (`keepExisting`, used by resync: a waiting change says at least as much, keep it;
+   * `onlyIfPending`: only bring a waiting one up to date). Resolves once the event is buffered;
+   * waits while the buffer is full.
    */
-  async offer(key: string, event: KeyEvent, cause: string, keepExisting = false): Promise<void> {
+  async offer(key: string, event: KeyEvent, cause: string, options: AnnounceOptions = {}): Promise<void> {
+    if (options.onlyIfPending && !this.#pending.has(key)) return;
     while (!this.#closed && !this.#pending.has(key) && this.pendingCount >= this.#o.maxPending) {
       await new Promise<void>((resolve) => this.#roomWaiters.push(resolve));
     }
     if (this.#closed) return;
     const existing = this.#pending.get(key);
-    if (existing !== undefined && keepExisting) return;
-    if (existing !== undefined) event = supersede(existing.event, event);
-    const entry: Pending["entry"] = { MessageBody: encodeKeyEvent(event), MessageGroupId: messageGroupId(event), MessageDeduplicationId: deduplicationId(event, cause) };
-    this.#pending.set(key, { key, event, queueUrl: this.#o.queueUrlOf(event), entry, since: existing?.since ?? this.#o.now() });
+    if (existing !== undefined && options.keepExisting) return;
+    if (options.onlyIfPending && existing === undefined) return;
+    if (existing !== undefined) {
+      event = supersede(existing.event, event);
+      this.#bodyBytes -= existing.bodyBytes;
+    }
+    let body = encodeKeyEvent(event);
+    let bodyBytes = event.object === undefined ? 0 : Buffer.byteLength(body, "utf8");
+    if (bodyBytes > 0 && this.#bodyBytes + bodyBytes > (this.#o.maxPendingBodyBytes ?? DEFAULT_MAX_PENDING_BODY_BYTES)) {
+      // Memory is bounded: past the budget the event names the object, and its function reads it.
+      const { object: _dropped, ...keys } = event;
+      event = keys;
+      body = encodeKeyEvent(event);
+      bodyBytes = 0;
+    }
+    this.#bodyBytes += bodyBytes;
+    const entry: Pending["entry"] = { MessageBody: body, MessageGroupId: messageGroupId(event), MessageDeduplicationId: deduplicationId(event, existing && options.onlyIfPending ? existing.cause : cause) };
+    const notBefore = options.onlyIfPending && existing ? existing.notBefore : options.holdMs ? this.#o.now() + options.holdMs : 0;
+    this.#pending.set(key, { key, event, cause: existing && options.onlyIfPending ? existing.cause : cause, queueUrl: this.#o.queueUrlOf(event), entry, since: existing?.since ?? this.#o.now(), notBefore: existing && !options.onlyIfPending ? Math.min(existing.notBefore, notBefore) : notBefore, bodyBytes });
     this.#pump();
   }
 
   /** Waits until everything buffered has been accepted by the queue, or the deadline passes. */
   async flush(timeoutMs: number): Promise<boolean> {
     if (this.#isIdle()) return true;
+    // Nothing waits any longer for what might follow: the bridge is stopping.
+    for (const p of this.#pending.values()) p.notBefore = 0;
+    this.#pump();
     let timer: NodeJS.Timeout | undefined;
     const idle = new Promise<boolean>((resolve) => this.#idleWaiters.push(() => resolve(true)));
     const late = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs)));
@@ -91,7 +124,20 @@ export class Publisher {
   close(): void {
     this.#closed = true;
     clearTimeout(this.#timer);
+    clearTimeout(this.#holdTimer);
     this.#wake(this.#roomWaiters);
+  }
+
+  /** Pumps again when a held entry comes due. */
+  #wakeAt(at: number): void {
+    if (this.#holdTimer !== undefined && this.#holdAt <= at) return;
+    clearTimeout(this.#holdTimer);
+    this.#holdAt = at;
+    this.#holdTimer = setTimeout(() => {
+      this.#holdTimer = undefined;
+      this.#holdAt = Infinity;
+      this.#pump();
+    }, Math.max(0, at - this.#o.now()));
   }
 
   #isIdle(): boolean {
@@ -118,7 +164,12 @@ export class Publisher {
     while (this.#batches < this.#o.concurrency) {
       // One SendMessageBatch goes to one queue: the first sendable entry picks it.
       const batch: Pending[] = [];
+      const now = this.#o.now();
       for (const p of this.#pending.values()) {
+        if (p.notBefore > now) {
+          this.#wakeAt(p.notBefore);
+          continue;
+        }
         if (this.#inflight.has(p.key) || (batch.length > 0 && p.queueUrl !== batch[0]!.queueUrl)) continue;
         batch.push(p);
         if (batch.length === MAX_BATCH) break;
@@ -131,6 +182,7 @@ export class Publisher {
       if (batch.length < MAX_BATCH && this.#batches > 0) break;
       for (const p of batch) {
         this.#pending.delete(p.key);
+        this.#bodyBytes -= p.bodyBytes;
         this.#inflight.set(p.key, p);
       }
       this.#batches++;
@@ -175,7 +227,11 @@ export class Publisher {
       this.#failureStreak++;
       this.#backoffUntil = this.#o.now() + backoffMs(this.#failureStreak, BACKOFF);
       // A newer announcement of the same object supersedes the failed one.
-      for (const p of failed) if (!this.#pending.has(p.key)) this.#pending.set(p.key, p);
+      for (const p of failed) {
+        if (this.#pending.has(p.key)) continue;
+        this.#pending.set(p.key, p);
+        this.#bodyBytes += p.bodyBytes;
+      }
     }
     this.#pump();
     if (this.#isIdle()) this.#wake(this.#idleWaiters);

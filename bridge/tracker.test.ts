@@ -2,17 +2,26 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { KeyEvent } from "../core/event.ts";
 import type { KubeObject } from "./kube-object.ts";
-import { ChildTracker, ParentTracker, type TrackerOptions } from "./tracker.ts";
+import { ChildTracker, OWN_CHILD_HOLD_MS, ParentTracker, type AnnounceOptions, type TrackerOptions } from "./tracker.ts";
 
 const crontabs = { group: "stable.example.com", version: "v1", plural: "crontabs", kind: "CronTab", namespaced: true };
 const cronjobs = { group: "batch", version: "v1", plural: "cronjobs", kind: "CronJob", namespaced: true };
 
-function setup(skipStatusOnly = true) {
-  const out: Array<{ key: string; event: KeyEvent; cause: string }> = [];
-  const options: TrackerOptions = { cluster: "c", skipStatusOnly, now: () => new Date("2026-11-21T00:00:00Z"), announce: (key, event, cause) => Promise.resolve(void out.push({ key, event, cause })) };
+function setup(skipStatusOnly = true, o: { now?: () => Date; functionFieldManager?: string; initial?: boolean } = {}) {
+  const out: Array<{ key: string; event: KeyEvent; cause: string; options: AnnounceOptions | undefined }> = [];
+  const options: TrackerOptions = {
+    cluster: "c",
+    skipStatusOnly,
+    now: o.now ?? (() => new Date("2026-11-21T00:00:00Z")),
+    announce: (key, event, cause, opts) => Promise.resolve(void out.push({ key, event, cause, options: opts })),
+    ...(o.functionFieldManager ? { functionFieldManager: o.functionFieldManager } : {}),
+  };
   const parents = new ParentTracker(crontabs, options);
-  const children = new ChildTracker(cronjobs, parents, true, options);
-  return { out, parents, children };
+  const children = new ChildTracker(cronjobs, true, options);
+  parents.owns(children);
+  // Past a new bridge's first list, unless the test is about it.
+  if (!o.initial) void parents.releaseInitialWork();
+  return { out, parents, children, announced: () => out.filter((x) => !x.options?.onlyIfPending) };
 }
 
 const ct = (name: string, rv: string, spec: unknown = { replicas: 1 }, status: unknown = {}): KubeObject => ({
@@ -34,12 +43,13 @@ const cj = (name: string, rv: string, owner: string | undefined, status: unknown
 
 describe("trackers", () => {
   it("announce new and changed objects, skip status-only changes", async () => {
-    const { out, parents } = setup();
+    const { announced, parents } = setup();
+    const out = announced;
     await parents.upsert(ct("a", "1"), "list", 1);
     await parents.upsert(ct("a", "2", { replicas: 1 }, { ready: true }), "watch");
     await parents.upsert(ct("a", "3", { replicas: 2 }), "watch");
-    assert.deepEqual(out.map((o) => [o.event.type, o.event.resourceVersion, o.event.reason]), [["ADDED", "1", "list"], ["MODIFIED", "3", "watch"]]);
-    assert.equal(out[0]?.key, "stable.example.com/crontabs/ns/a");
+    assert.deepEqual(out().map((o) => [o.event.type, o.event.resourceVersion, o.event.reason]), [["ADDED", "1", "list"], ["MODIFIED", "3", "watch"]]);
+    assert.equal(out()[0]?.key, "stable.example.com/crontabs/ns/a");
   });
 
   it("announce every resourceVersion when the filter is off", async () => {
@@ -50,13 +60,14 @@ describe("trackers", () => {
   });
 
   it("a relist sweeps vanished objects into DELETED events that are not deduplicated away", async () => {
-    const { out, parents } = setup();
+    const { announced, parents } = setup();
     const first = parents.beginList();
     await parents.upsert(ct("a", "1"), "list", first);
     await parents.upsert(ct("b", "2"), "list", first);
     const second = parents.beginList();
     await parents.upsert(ct("a", "1"), "relist", second);
     await parents.sweep(undefined, second);
+    const out = announced();
     const last = out.at(-1);
     assert.equal(out.length, 3, "the unchanged object is not announced again");
     assert.equal(last?.event.type, "DELETED");
@@ -87,5 +98,89 @@ describe("trackers", () => {
     await children.upsert(cj("job", "8", undefined), "watch");
     await children.upsert(cj("other", "9", "unknown"), "watch");
     assert.deepEqual(out.slice(1).map((o) => o.cause), ["child:uid-job:7", "child:uid-job:8"]);
+  });
+
+  it("a new bridge announces only what needs work, once the children are listed, with their keys", async () => {
+    const { out, parents, children } = setup(true, { initial: true, functionFieldManager: "crdfn" });
+    const settled = (name: string) => ct(name, "1", { replicas: 1 }, { observedGeneration: 1 });
+    await parents.upsert(settled("done"), "list", 1);
+    await parents.upsert(ct("fresh", "2"), "list", 1);
+    await parents.upsert({ ...settled("leaving"), metadata: { ...settled("leaving").metadata, deletionTimestamp: "2026-11-21T00:00:00Z" } }, "list", 1);
+    await children.upsert(cj("fresh-job", "3", "fresh"), "list", 1);
+    assert.equal(out.length, 0, "nothing before the children are listed");
+    await parents.releaseInitialWork();
+    assert.deepEqual(out.map((o) => o.event.name).sort(), ["fresh", "leaving"]);
+    assert.deepEqual(out.find((o) => o.event.name === "fresh")?.event.children?.map((c) => [c.kind, c.name, c.uid]), [["CronJob", "fresh-job", "uid-fresh-job"]]);
+  });
+
+  it("carries the object (without managedFields) and its children's keys, a hash only after the function's own apply", async () => {
+    const { out, parents, children } = setup(true, { functionFieldManager: "crdfn" });
+    await parents.upsert(ct("p", "5"), "list", 1);
+    const applied = { ...cj("job", "6", "p"), metadata: { ...cj("job", "6", "p").metadata, labels: { "crdfn.io/parent-uid": "uid-p" }, annotations: { "crdfn.io/applied-hash": "h1" }, managedFields: [{ manager: "crdfn", operation: "Apply", time: "2026-11-21T00:00:00Z" }] } };
+    await children.upsert(applied, "watch");
+    const withManagedFields = { ...ct("p", "7", { replicas: 2 }), metadata: { ...ct("p", "7").metadata, managedFields: [{ manager: "kubectl", operation: "Update", time: "2026-11-21T00:00:00Z" }] } };
+    await parents.upsert(withManagedFields, "watch");
+    const last = out.at(-1)!.event;
+    assert.equal(last.v, 2);
+    assert.deepEqual((last.object as { spec?: unknown }).spec, { replicas: 2 });
+    assert.equal((last.object?.metadata as Record<string, unknown>).managedFields, undefined);
+    assert.deepEqual(last.children, [{ apiVersion: "batch/v1", kind: "CronJob", namespace: "ns", name: "job", uid: "uid-job", resourceVersion: "6", appliedHash: "h1" }]);
+    const tampered = { ...applied, metadata: { ...applied.metadata, resourceVersion: "8", managedFields: [...applied.metadata.managedFields, { manager: "kubectl-edit", operation: "Update", time: "2026-11-21T00:00:09Z" }] }, spec: { schedule: "1 * * * *" } };
+    await children.upsert(tampered, "watch");
+    assert.equal(out.at(-1)?.event.children?.[0]?.appliedHash, undefined, "someone else wrote it since: no hash, so the function applies again");
+  });
+
+  it("the function's own new child announces its parent after a hold; its own change of a child announces nothing", async () => {
+    const { out, parents, children } = setup(true, { functionFieldManager: "crdfn" });
+    await parents.upsert(ct("p", "5"), "list", 1);
+    const own = (rv: string, schedule: string) => ({ ...cj("job", rv, "p"), spec: { schedule }, metadata: { ...cj("job", rv, "p").metadata, managedFields: [{ manager: "crdfn", operation: "Apply", time: "2026-11-21T00:00:00Z" }] } });
+    await children.upsert(own("6", "* * * * *"), "watch");
+    assert.deepEqual(out.at(-1)?.options, { holdMs: OWN_CHILD_HOLD_MS });
+    const before = out.length;
+    await children.upsert(own("7", "1 * * * *"), "watch");
+    assert.equal(out.length, before, "its own change is the answer to the last event");
+  });
+
+  it("a status write brings a waiting announcement's body up to date", async () => {
+    const { out, parents } = setup(true, { functionFieldManager: "crdfn" });
+    await parents.upsert(ct("p", "5"), "list", 1);
+    await parents.upsert(ct("p", "6", { replicas: 1 }, { observedGeneration: 1 }), "watch");
+    assert.deepEqual(out.at(-1)?.options, { onlyIfPending: true });
+    assert.equal(out.at(-1)?.event.resourceVersion, "6");
+  });
+
+  it("a cluster-scoped parent hears from its namespaced children", async () => {
+    const out: KeyEvent[] = [];
+    const options: TrackerOptions = { cluster: "c", skipStatusOnly: true, now: () => new Date(), announce: (_k, e) => Promise.resolve(void out.push(e)) };
+    const parents = new ParentTracker({ group: "stable.example.com", version: "v1", plural: "crontabs", kind: "CronTab", namespaced: false }, options);
+    const children = new ChildTracker(cronjobs, true, options);
+    parents.owns(children);
+    await parents.releaseInitialWork();
+    await parents.upsert({ metadata: { name: "p", uid: "uid-p", resourceVersion: "1", generation: 1 }, spec: {} }, "list", 1);
+    await children.upsert(cj("job", "2", "p"), "watch");
+    await children.remove(cj("job", "3", "p"));
+    assert.deepEqual(out.map((e) => [e.name, e.namespace, e.reason]), [["p", undefined, "list"], ["p", undefined, "child"], ["p", undefined, "child"]]);
+  });
+
+  it("schedules what the status has due, fires it once at its time, and an own change supersedes it", async () => {
+    const { out, parents } = setup(true, { now: () => new Date(), functionFieldManager: "crdfn" });
+    const at = new Date(Date.now() + 80).toISOString();
+    const due = (rv: string, spec = { replicas: 1 }) => ct("p", rv, spec, { observedGeneration: 1, nextReconcile: { at, reason: "Retry", attempts: 2 } });
+    await parents.upsert(due("5"), "list", 1);
+    const announced = out.length;
+    assert.equal(parents.scheduled, 1);
+    await new Promise((r) => setTimeout(r, 200));
+    assert.deepEqual(out.slice(announced).map((o) => [o.event.reason, o.cause]), [["retry", `due:${at}`]]);
+    await parents.upsert(due("6"), "watch");
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(out.filter((o) => o.event.reason === "retry").length, 1, "an `at` already announced is not announced again");
+    const later = new Date(Date.now() + 80).toISOString();
+    await parents.upsert(ct("p", "7", { replicas: 1 }, { observedGeneration: 1, nextReconcile: { at: later, reason: "Requeue" } }), "watch");
+    assert.equal(parents.scheduled, 1);
+    await parents.upsert(ct("p", "8", { replicas: 3 }, { observedGeneration: 1, nextReconcile: { at: later, reason: "Requeue" } }), "watch");
+    assert.equal(parents.scheduled, 0, "a change of its own supersedes the requeue");
+    await new Promise((r) => setTimeout(r, 150));
+    assert.equal(out.filter((o) => o.event.reason === "requeue").length, 0);
+    parents.stop();
   });
 });

@@ -3,16 +3,20 @@
 // of one) changes, or falls due. Children are not announced themselves: a change to a child
 // announces its controller owner, the object a function reconciles.
 //
+// The bridge tells the function what it knows: an announcement carries the object as the watch
+// delivered it (when it has it at hand and it is small enough) and the keys of its current
+// children, from a keys-only index (parent → children) kept by the child trackers.
+//
 // The bridge is the scheduler: a function records in the object's status what it wants next
 // (core/schedule.ts); the tracker sees that status write on its watch and announces the object
 // into its own FIFO group when due. A change of the object's own supersedes what was due, since
 // its reconcile records the schedule afresh. A new bridge (a restart, a failover) announces only
 // what needs work: objects whose generation is not yet observed, being deleted, or due.
-import type { KeyEvent } from "../core/event.ts";
+import { APPLIED_HASH_ANNOTATION, type ChildKey, type KeyEvent } from "../core/event.ts";
 import type { GroupVersionResource } from "../core/resource-path.ts";
 import { announceReason, nextReconcileOf } from "../core/schedule.ts";
 import { DueSchedule } from "./due-schedule.ts";
-import { controllerOf, fingerprint, lastWrittenByApply, lastWriteOf, type KubeObject } from "./kube-object.ts";
+import { fingerprint, groupOf, lastContentWriteWasApply, lastWriteOf, type KubeObject } from "./kube-object.ts";
 
 export interface ResolvedResource extends GroupVersionResource {
   kind: string;
@@ -22,8 +26,17 @@ export interface ResolvedResource extends GroupVersionResource {
 /** How a change reached the bridge; becomes the event's `reason`. */
 export type Via = "list" | "relist" | "watch";
 
+export interface AnnounceOptions {
+  /** A waiting announcement says at least as much: keep it (resync). */
+  keepExisting?: boolean;
+  /** Only bring a waiting announcement up to date (a newer body); announce nothing new. */
+  onlyIfPending?: boolean;
+  /** Wait this long before sending, for what usually follows (the function's status write). */
+  holdMs?: number;
+}
+
 /** Hands an event to the publisher; `cause` keeps distinct announcements of one version apart. */
-export type Announce = (key: string, event: KeyEvent, cause: string, keepExisting?: boolean) => Promise<void>;
+export type Announce = (key: string, event: KeyEvent, cause: string, options?: AnnounceOptions) => Promise<void>;
 
 /** What a reflector feeds: the objects of one resource in one namespace scope. */
 export interface ObjectSink {
@@ -53,10 +66,6 @@ interface ParentEntry extends Entry {
   /** When the function last wrote its status (ms; 0 if never): children written later by others are news to it. */
   statusWrittenMs: number;
 }
-interface ChildEntry extends Entry {
-  /** Key ("namespace/name", "/name" when cluster-scoped) of its controller owner among the parents, "" if none. */
-  parent: string;
-}
 
 export interface TrackerOptions {
   cluster: string;
@@ -71,6 +80,15 @@ export interface TrackerOptions {
    */
   functionFieldManager?: string;
 }
+
+export interface ParentOptions {
+  /** Put the object in its announcements (up to maxBodyBytes). */
+  bodies: boolean;
+  maxBodyBytes: number;
+}
+
+/** How long an announcement caused by the function's own new child waits for its status write. */
+export const OWN_CHILD_HOLD_MS = 1000;
 
 const keyOf = (namespace: string | undefined, name: string): string => `${namespace ?? ""}/${name}`;
 const splitKey = (key: string): [string | undefined, string] => {
@@ -133,14 +151,32 @@ function needsWork(obj: KubeObject, statusWrittenMs: number, functionFieldManage
   return lastWriteOf(obj, (e) => e.subresource !== "status" && e.manager !== functionFieldManager) > statusWrittenMs;
 }
 
+/** The object as announced: everything the API server returned but managedFields, which no reconcile reads. */
+function announcedBody(obj: KubeObject, maxBytes: number): KeyEvent["object"] {
+  const { managedFields: _dropped, ...metadata } = obj.metadata as KubeObject["metadata"] & { managedFields?: unknown };
+  const body = { ...obj, metadata };
+  return Buffer.byteLength(JSON.stringify(body), "utf8") <= maxBytes ? (body) : undefined;
+}
+
 export class ParentTracker extends Tracker<ParentEntry> {
   readonly #includeStatus: boolean;
   readonly #due: DueSchedule;
+  readonly #p: ParentOptions;
+  readonly #children: ChildTracker[] = [];
+  /** Objects its first list found needing work, announced once the children's keys are known; undefined after. */
+  #initialWork: Set<string> | undefined = new Set();
 
-  constructor(resource: ResolvedResource, options: TrackerOptions) {
+  constructor(resource: ResolvedResource, options: TrackerOptions, parentOptions: ParentOptions = { bodies: true, maxBodyBytes: 64 * 1024 }) {
     super(resource, options);
     this.#includeStatus = !options.skipStatusOnly;
+    this.#p = parentOptions;
     this.#due = new DueSchedule({ now: () => options.now().getTime(), onDue: (key) => void this.#fire(key) });
+  }
+
+  /** Its owned kinds' trackers, whose keys its announcements carry. */
+  owns(child: ChildTracker): void {
+    this.#children.push(child);
+    child.serve(this);
   }
 
   /** Objects with a reconcile scheduled. */
@@ -153,11 +189,12 @@ export class ParentTracker extends Tracker<ParentEntry> {
     this.#due.stop();
   }
 
-  #event(key: string, e: Pick<ParentEntry, "uid" | "rv" | "generation">, type: KeyEvent["type"], reason: string): KeyEvent {
+  #event(key: string, e: Pick<ParentEntry, "uid" | "rv" | "generation">, type: KeyEvent["type"], reason: string, obj?: KubeObject): KeyEvent {
     const [namespace, name] = splitKey(key);
     const r = this.resource;
+    const object = type !== "DELETED" && obj !== undefined && this.#p.bodies ? announcedBody(obj, this.#p.maxBodyBytes) : undefined;
     return {
-      v: 1,
+      v: 2,
       cluster: this.o.cluster,
       group: r.group,
       version: r.version,
@@ -171,6 +208,8 @@ export class ParentTracker extends Tracker<ParentEntry> {
       type,
       reason,
       observedAt: this.o.now().toISOString(),
+      ...(object === undefined ? {} : { object }),
+      ...(type === "DELETED" ? {} : { children: this.#children.flatMap((c) => c.keysOf(this, key)) }),
     };
   }
 
@@ -194,14 +233,24 @@ export class ParentTracker extends Tracker<ParentEntry> {
       ...(prev?.uid === m.uid && prev.pending !== undefined ? { pending: prev.pending } : {}),
     };
     this.entries.set(key, next);
-    // A new bridge knows nothing of what was announced before it: it announces what needs work.
+    // A new bridge knows nothing of what was announced before it: it announces what needs work,
+    // once its children's keys are known (releaseInitialWork).
+    if (via === "list" && prev === undefined && this.#initialWork !== undefined) {
+      if (needsWork(obj, next.statusWrittenMs, this.o.functionFieldManager)) this.#initialWork.add(key);
+      return this.#schedule(key, next, obj);
+    }
     const announce = via === "list" && prev === undefined ? needsWork(obj, next.statusWrittenMs, this.o.functionFieldManager) : this.changed(prev, next);
-    if (!announce) return this.#schedule(key, next, obj);
+    if (!announce) {
+      // Not news (the function's own status write, most often); an announcement still waiting
+      // to be sent gets this newer body, so its reconcile need not read the object again.
+      if (this.#p.bodies) await this.o.announce(this.#publishKey(key), this.#event(key, next, "MODIFIED", "watch", obj), "", { onlyIfPending: true });
+      return this.#schedule(key, next, obj);
+    }
     // What its status has due is superseded too: the reconcile this announces records it afresh.
     const due = nextReconcileOf((obj as { status?: unknown }).status);
     if (due !== undefined) next.handled = due.at;
     const type = prev === undefined || prev.uid !== next.uid ? "ADDED" : "MODIFIED";
-    await this.#announce(key, next, type, via, "");
+    await this.#announce(key, next, type, via, "", {}, obj);
   }
 
   /**
@@ -223,7 +272,7 @@ export class ParentTracker extends Tracker<ParentEntry> {
     entry.handled = next.at;
     delete entry.pending;
     this.#due.clear(key);
-    await this.o.announce(this.#publishKey(key), this.#event(key, entry, "RESYNC", announceReason(next)), `due:${next.at}`);
+    await this.o.announce(this.#publishKey(key), this.#event(key, entry, "RESYNC", announceReason(next), obj), `due:${next.at}`);
   }
 
   /** The schedule fired: announce the object for the reason its status gives. */
@@ -236,14 +285,25 @@ export class ParentTracker extends Tracker<ParentEntry> {
     await this.o.announce(this.#publishKey(key), this.#event(key, entry, "RESYNC", pending.reason), `due:${pending.at}`);
   }
 
+  /** Announces what the first list found needing work, now that its children (listed after it) are indexed. */
+  async releaseInitialWork(): Promise<void> {
+    const work = this.#initialWork;
+    this.#initialWork = undefined;
+    for (const key of work ?? []) {
+      const entry = this.entries.get(key);
+      if (entry !== undefined) await this.#announce(key, entry, "ADDED", "list", "");
+    }
+  }
+
   /** Every announcement of an object supersedes what it had due: its reconcile records the schedule afresh. */
-  async #announce(key: string, entry: ParentEntry, type: KeyEvent["type"], reason: string, cause: string, keepExisting = false): Promise<void> {
+  async #announce(key: string, entry: ParentEntry, type: KeyEvent["type"], reason: string, cause: string, options: AnnounceOptions = {}, obj?: KubeObject): Promise<void> {
+    this.#initialWork?.delete(key);
     if (entry.pending !== undefined) {
       this.#due.clear(key);
       entry.handled = entry.pending.at;
       delete entry.pending;
     }
-    await this.o.announce(this.#publishKey(key), this.#event(key, entry, type, reason), cause, keepExisting);
+    await this.o.announce(this.#publishKey(key), this.#event(key, entry, type, reason, obj), cause, options);
   }
 
   async remove(obj: KubeObject): Promise<void> {
@@ -262,12 +322,17 @@ export class ParentTracker extends Tracker<ParentEntry> {
   }
 
   /** Announces a known object again for a reason other than its own change (a child, a resync). */
-  async reannounce(key: string, reason: string, cause: string, keepExisting = false): Promise<void> {
+  async reannounce(key: string, reason: string, cause: string, options: AnnounceOptions = {}): Promise<void> {
     const entry = this.entries.get(key);
     // Unknown: not listed yet (its own list will announce it), filtered out, or gone.
     if (entry === undefined) return;
     const type = reason === "resync" ? "RESYNC" : "MODIFIED";
-    await this.#announce(key, entry, type, reason, cause, keepExisting);
+    await this.#announce(key, entry, type, reason, cause, options);
+  }
+
+  /** Whether a child's controller owner reference names this tracker's kind. */
+  isOwner(ref: { apiVersion: string; kind: string }): boolean {
+    return ref.kind === this.resource.kind && groupOf(ref.apiVersion) === this.resource.group;
   }
 
   /** The key a child's controller owner reference names in this tracker ("/name" when cluster-scoped). */
@@ -286,49 +351,107 @@ export class ParentTracker extends Tracker<ParentEntry> {
   }
 }
 
-export class ChildTracker extends Tracker<ChildEntry> {
-  readonly #parents: ParentTracker;
-  readonly #includeStatus: boolean;
+interface ChildEntry extends Entry {
+  /** Its controller owner: the parent tracker and the parent's key there; undefined if no watched parent controls it. */
+  owner?: { tracker: ParentTracker; key: string };
+  /** Its applied hash, when the last write to its content was the function's own apply. */
+  hash?: string;
+}
 
-  constructor(resource: ResolvedResource, parents: ParentTracker, includeStatus: boolean, options: TrackerOptions) {
+/**
+ * The objects of one owned kind that carry crdfn's parent label (one watch per kind, whichever
+ * operators own it), indexed by their controller owner. Only keys, never bodies.
+ */
+export class ChildTracker extends Tracker<ChildEntry> {
+  readonly #parents: ParentTracker[] = [];
+  readonly #byOwner = new Map<ParentTracker, Map<string, Set<string>>>();
+  readonly #includeStatus: boolean;
+  readonly #apiVersion: string;
+
+  constructor(resource: ResolvedResource, includeStatus: boolean, options: TrackerOptions) {
     super(resource, options);
-    this.#parents = parents;
     this.#includeStatus = includeStatus;
+    this.#apiVersion = resource.group === "" ? resource.version : `${resource.group}/${resource.version}`;
+  }
+
+  /** A parent kind that owns this kind (ParentTracker.owns calls it). */
+  serve(parent: ParentTracker): void {
+    if (!this.#parents.includes(parent)) this.#parents.push(parent);
+  }
+
+  /** The keys of a parent's current children of this kind. */
+  keysOf(parent: ParentTracker, parentKey: string): ChildKey[] {
+    const keys = this.#byOwner.get(parent)?.get(parentKey);
+    if (keys === undefined) return [];
+    const out: ChildKey[] = [];
+    for (const key of keys) {
+      const e = this.entries.get(key);
+      if (e === undefined) continue;
+      const [namespace, name] = splitKey(key);
+      out.push({ apiVersion: this.#apiVersion, kind: this.resource.kind, ...(namespace === undefined ? {} : { namespace }), name, uid: e.uid, resourceVersion: e.rv, ...(e.hash === undefined ? {} : { appliedHash: e.hash }) });
+    }
+    return out;
   }
 
   protected override changed(prev: ChildEntry | undefined, next: ChildEntry): boolean {
-    return super.changed(prev, next) || prev?.parent !== next.parent;
+    return super.changed(prev, next) || prev?.owner?.tracker !== next.owner?.tracker || prev?.owner?.key !== next.owner?.key;
+  }
+
+  #ownerOf(obj: KubeObject): ChildEntry["owner"] {
+    for (const ref of obj.metadata.ownerReferences ?? []) {
+      if (ref.controller !== true) continue;
+      const tracker = this.#parents.find((p) => p.isOwner(ref));
+      return tracker === undefined ? undefined : { tracker, key: tracker.keyOfOwner(obj.metadata.namespace, ref.name) };
+    }
+    return undefined;
+  }
+
+  #index(key: string, prev: ChildEntry | undefined, next: ChildEntry | undefined): void {
+    if (prev?.owner) this.#byOwner.get(prev.owner.tracker)?.get(prev.owner.key)?.delete(key);
+    if (prev?.owner && this.#byOwner.get(prev.owner.tracker)?.get(prev.owner.key)?.size === 0) this.#byOwner.get(prev.owner.tracker)?.delete(prev.owner.key);
+    if (!next?.owner) return;
+    let byKey = this.#byOwner.get(next.owner.tracker);
+    if (!byKey) this.#byOwner.set(next.owner.tracker, (byKey = new Map<string, Set<string>>()));
+    let set = byKey.get(next.owner.key);
+    if (!set) byKey.set(next.owner.key, (set = new Set()));
+    set.add(key);
   }
 
   async upsert(obj: KubeObject, via: Via, epoch = 0): Promise<void> {
     const m = obj.metadata;
     const key = keyOf(m.namespace, m.name);
     const prev = this.entries.get(key);
-    const owner = controllerOf(obj, this.#parents.resource.group, this.#parents.resource.kind)?.name;
-    const parent = owner === undefined ? "" : this.#parents.keyOfOwner(m.namespace, owner);
+    const owner = this.#ownerOf(obj);
     // Objects of this kind that no watched parent controls are not remembered at all.
-    if (parent === "" && prev === undefined) return;
-    const next: ChildEntry = { uid: m.uid, rv: m.resourceVersion, fp: fingerprint(obj, this.#includeStatus), parent, epoch };
-    if (parent === "") this.entries.delete(key);
+    if (owner === undefined && prev === undefined) return;
+    const manager = this.o.functionFieldManager;
+    const ownWrite = manager !== undefined && lastContentWriteWasApply(obj, manager);
+    const hash = ownWrite ? (m as { annotations?: Record<string, string> }).annotations?.[APPLIED_HASH_ANNOTATION] : undefined;
+    const next: ChildEntry = { uid: m.uid, rv: m.resourceVersion, fp: fingerprint(obj, this.#includeStatus), epoch, ...(owner ? { owner } : {}), ...(hash ? { hash } : {}) };
+    if (owner === undefined) this.entries.delete(key);
     else this.entries.set(key, next);
+    this.#index(key, prev, owner === undefined ? undefined : next);
+    const appeared = prev === undefined || prev.uid !== next.uid || prev.owner?.tracker !== owner?.tracker || prev.owner?.key !== owner?.key;
     if (via === "list" && prev === undefined) {
       // A new bridge's first list: news to the parent only if someone other than its function
-      // wrote the child after the function last wrote the parent's status (the parents are listed first).
-      if (!this.#writtenSinceParentSaw(obj, parent)) return;
+      // wrote the child after the function last wrote the parent's status (parents are listed first).
+      if (owner === undefined || !this.#writtenSinceParentSaw(obj, owner)) return;
     } else if (!this.changed(prev, next)) return;
-    const sameParent = prev === undefined || prev.parent === parent;
-    if (sameParent && this.o.functionFieldManager !== undefined && lastWrittenByApply(obj, this.o.functionFieldManager)) return;
+    // A child's modification by the function's own apply is the answer to its parent's last
+    // event: not news. Its appearance is, even the function's own: the next event then carries
+    // its key (so it can be pruned); that announcement waits a moment for the parent's status write.
+    if (!appeared && ownWrite) return;
     const cause = `child:${m.uid}:${m.resourceVersion}`;
-    if (parent !== "") await this.#parents.reannounce(parent, "child", cause);
+    if (owner !== undefined) await owner.tracker.reannounce(owner.key, "child", cause, appeared && ownWrite ? { holdMs: OWN_CHILD_HOLD_MS } : {});
     // Adopted away or orphaned: the former owner must notice its child is no longer its own.
-    if (prev !== undefined && prev.parent !== parent) await this.#parents.reannounce(prev.parent, "child", cause);
+    if (prev?.owner !== undefined && (prev.owner.tracker !== owner?.tracker || prev.owner.key !== owner.key)) await prev.owner.tracker.reannounce(prev.owner.key, "child", cause);
   }
 
-  #writtenSinceParentSaw(obj: KubeObject, parent: string): boolean {
+  #writtenSinceParentSaw(obj: KubeObject, owner: NonNullable<ChildEntry["owner"]>): boolean {
     const manager = this.o.functionFieldManager;
     const foreign = lastWriteOf(obj, (e) => !(e.manager === manager && e.operation === "Apply" && e.subresource === undefined) && (this.#includeStatus || e.subresource !== "status"));
     // managedFields times have one-second resolution: a write in the same second counts as news.
-    return foreign > 0 && foreign >= this.#parents.statusWrittenMs(parent);
+    return foreign > 0 && foreign >= owner.tracker.statusWrittenMs(owner.key);
   }
 
   async remove(obj: KubeObject): Promise<void> {
@@ -337,10 +460,12 @@ export class ChildTracker extends Tracker<ChildEntry> {
     const prev = this.entries.get(key);
     if (prev === undefined) return;
     this.entries.delete(key);
-    await this.#parents.reannounce(prev.parent, "child", `child-gone:${m.uid}`);
+    this.#index(key, prev, undefined);
+    if (prev.owner) await prev.owner.tracker.reannounce(prev.owner.key, "child", `child-gone:${m.uid}`);
   }
 
-  protected async vanished(_key: string, entry: ChildEntry): Promise<void> {
-    await this.#parents.reannounce(entry.parent, "child", `child-gone:${entry.uid}`);
+  protected async vanished(key: string, entry: ChildEntry): Promise<void> {
+    this.#index(key, entry, undefined);
+    if (entry.owner) await entry.owner.tracker.reannounce(entry.owner.key, "child", `child-gone:${entry.uid}`);
   }
 }

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { ownChangeOnly, parseKeyEvent, supersede, type KeyEvent } from "./event.ts";
+import { MAX_EVENT_BYTES, parseKeyEvent, supersede, type KeyEvent } from "./event.ts";
 
 const event = (reason: string | undefined, resourceVersion = "12"): KeyEvent => ({
   v: 1,
@@ -20,9 +20,24 @@ const event = (reason: string | undefined, resourceVersion = "12"): KeyEvent => 
 });
 
 describe("key events", () => {
-  it("only an object's own changes may read its children from the watch cache", () => {
-    for (const reason of ["watch", "list", "relist"]) assert.equal(ownChangeOnly(event(reason)), true, reason);
-    for (const reason of ["child", "resync", "requeue", "retry", undefined]) assert.equal(ownChangeOnly(event(reason)), false, String(reason));
+  it("v2 carries the object at the announced version and its children's keys; v1 still parses", () => {
+    const object = { apiVersion: "example.com/v1", kind: "Greeting", metadata: { name: "g", namespace: "default", uid: "u-1", resourceVersion: "12" }, spec: { message: "hi" } };
+    const children = [{ apiVersion: "v1", kind: "ConfigMap", namespace: "default", name: "g-greeting", uid: "c-1", resourceVersion: "11", appliedHash: "abc" }];
+    assert.equal(parseKeyEvent(JSON.stringify({ ...event("watch"), v: 2, object, children })).ok, true);
+    assert.equal(parseKeyEvent(JSON.stringify(event("watch"))).ok, true, "v1");
+    const older = parseKeyEvent(JSON.stringify({ ...event("watch"), v: 2, object: { ...object, metadata: { ...object.metadata, resourceVersion: "9" } } }));
+    assert.equal(older.ok, false, "a body of another version than the one named is refused");
+  });
+
+  it("refuses an event over the size the queue takes", () => {
+    const big = { apiVersion: "v1", kind: "X", metadata: { name: "g", uid: "u-1", resourceVersion: "12" }, blob: "x".repeat(MAX_EVENT_BYTES) };
+    assert.equal(parseKeyEvent(JSON.stringify({ ...event("watch"), v: 2, object: big })).ok, false);
+  });
+
+  it("a newer announcement without a body keeps the waiting one's body of the same version", () => {
+    const object = { metadata: { name: "g", uid: "u-1", resourceVersion: "12" } };
+    assert.deepEqual(supersede({ ...event("watch"), object }, event("child")).object, object);
+    assert.equal(supersede({ ...event("watch", "10"), object: { metadata: { ...object.metadata, resourceVersion: "10" } } }, event("child")).object, undefined);
   });
 
   it("a newer own change replacing a waiting child announcement keeps the child's reason", () => {

@@ -1,11 +1,19 @@
 // The key event: the only thing that crosses from the bridge to the functions.
 // It names an object and why it was announced; it never says what to do with it
-// (level-triggered), and carries nothing a reader of the queue should not see.
+// (level-triggered). Since v2 it also carries what the bridge knows, so a function need not read
+// it again: the object as the bridge saw it (up to a size cap; its owner can turn bodies off) and
+// the keys of the object's current children, from the bridge's keys-only index.
 import { createHash } from "node:crypto";
 import { z } from "zod";
 
-/** Largest serialized event the contract allows; SQS allows 256 KiB, we promise far less. */
-export const MAX_EVENT_BYTES = 1024;
+/** Largest serialized event the contract allows: SQS takes 256 KiB per message, with attributes. */
+export const MAX_EVENT_BYTES = 240 * 1024;
+/** Largest the naming part may be (everything but the object and the children's keys). */
+export const MAX_KEY_BYTES = 1024;
+/** The label every child carries, naming its parent's uid: the bridge watches children with it. */
+export const PARENT_UID_LABEL = "crdfn.io/parent-uid";
+/** A hash of a child as the function last applied it: equal hashes, nothing to apply. */
+export const APPLIED_HASH_ANNOTATION = "crdfn.io/applied-hash";
 
 const dnsSubdomain = z.string().max(253).regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/);
 const dnsLabel = z.string().min(1).max(63).regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/);
@@ -16,9 +24,25 @@ export const clusterIdSchema = z.string().min(1).max(63).regex(/^[A-Za-z0-9]([-A
 export const eventTypes = ["ADDED", "MODIFIED", "DELETED", "RESYNC"] as const;
 export type EventType = (typeof eventTypes)[number];
 
-export const keyEventSchema = z
-  .strictObject({
-    v: z.literal(1),
+/** One current child of the announced object, as the bridge's index knows it. */
+export const childKeySchema = z.strictObject({
+  apiVersion: z.string().min(1).max(100),
+  kind: z.string().min(1).max(63).regex(/^[A-Za-z][A-Za-z0-9]*$/),
+  namespace: dnsLabel.optional(),
+  name: z.string().min(1).max(253),
+  uid: z.string().min(1).max(64),
+  resourceVersion: z.string().min(1).max(32),
+  /**
+   * The child's crdfn.io/applied-hash, when the last write to its content was the function's own
+   * apply; absent when anyone else wrote it since (then the function applies again).
+   */
+  appliedHash: z.string().min(1).max(64).optional(),
+});
+export type ChildKey = z.infer<typeof childKeySchema>;
+
+const keySchema = z.strictObject({
+    /** 2: may carry `object` and `children`; 1: names the object only (older bridges, old dead letters). */
+    v: z.union([z.literal(1), z.literal(2)]),
     /** Which cluster the object lives in, so one function fleet can serve many. */
     cluster: clusterIdSchema,
     /** API group; "" for the core group. */
@@ -36,6 +60,21 @@ export const keyEventSchema = z
     reason: z.string().max(32).regex(/^[a-z][a-z0-9:-]*$/).optional(),
     /** When the bridge saw the change (RFC 3339), for queue-lag metrics only. */
     observedAt: z.iso.datetime({ offset: true }),
+  });
+
+export const keyEventSchema = keySchema
+  .extend({
+    /** The object at `resourceVersion`, without managedFields; absent above the bridge's size cap or when bodies are off. */
+    object: z.looseObject({ metadata: z.looseObject({ name: z.string(), uid: z.string(), resourceVersion: z.string() }) }).optional(),
+    /** Every current child of the owned kinds, by the bridge's index (a moment old, perhaps); absent: unknown. */
+    children: z.array(childKeySchema).optional(),
+  })
+  .refine((e) => e.object === undefined || (e.object.metadata.uid === e.uid && e.object.metadata.resourceVersion === e.resourceVersion), {
+    message: "object must be the announced version (uid and resourceVersion)",
+    path: ["object"],
+  })
+  .refine(({ object: _object, children: _children, ...naming }) => Buffer.byteLength(JSON.stringify(naming), "utf8") <= MAX_KEY_BYTES, {
+    message: `the naming part of a key event must serialize to at most ${MAX_KEY_BYTES} bytes`,
   })
   .refine((e) => Buffer.byteLength(JSON.stringify(e), "utf8") <= MAX_EVENT_BYTES, {
     message: `a key event must serialize to at most ${MAX_EVENT_BYTES} bytes`,
@@ -58,26 +97,20 @@ export function parseKeyEvent(body: string): ParseResult {
   return { ok: true, event: parsed.data };
 }
 
-/** The reasons a bridge gives for an object's own change (as opposed to a child's, a resync…). */
-const OWN_CHANGE_REASONS: ReadonlySet<string> = new Set(["watch", "list", "relist"]);
-
-/**
- * Whether the event stands for the announced object's own changes only. A reconcile of such an
- * event may read the children from the API server's watch cache at the event's resourceVersion
- * or later: a child change it might not show yet has an event of its own behind this one. Any
- * other event (a child changed, a resync, a requeue, no reason) reads them from etcd.
- */
-export function ownChangeOnly(e: Pick<KeyEvent, "reason">): boolean {
-  return e.reason !== undefined && OWN_CHANGE_REASONS.has(e.reason);
-}
-
 /**
  * When a newer announcement of an object replaces one still waiting to be sent, the child
  * change the waiting one stood for must not be lost with it: the merged event keeps that reason.
  */
 export function supersede(waiting: KeyEvent, newer: KeyEvent): KeyEvent {
-  return ownChangeOnly(newer) && !ownChangeOnly(waiting) && waiting.reason !== undefined ? { ...newer, reason: waiting.reason } : newer;
+  const reason = ownChangeOnly(newer) && !ownChangeOnly(waiting) && waiting.reason !== undefined ? { reason: waiting.reason } : {};
+  // A body the waiting one carries for the very version the newer one names stays.
+  const object = newer.object === undefined && waiting.object !== undefined && waiting.resourceVersion === newer.resourceVersion && waiting.uid === newer.uid ? { object: waiting.object } : {};
+  return { ...newer, ...reason, ...object };
 }
+
+/** The reasons a bridge gives for an object's own change (as opposed to a child's, a resync…). */
+const OWN_CHANGE_REASONS: ReadonlySet<string> = new Set(["watch", "list", "relist"]);
+const ownChangeOnly = (e: Pick<KeyEvent, "reason">): boolean => e.reason !== undefined && OWN_CHANGE_REASONS.has(e.reason);
 
 export function encodeKeyEvent(event: KeyEvent): string {
   return JSON.stringify(keyEventSchema.parse(event));

@@ -36,7 +36,7 @@ const workers = (plural: string, kind: string) =>
       if (w.spec.mode === "temporary" && w.spec.until && ctx.now < new Date(w.spec.until)) throw new TemporaryError("not yet", 1, "NotYet");
       if (w.spec.mode === "fail") throw new Error("explode");
       return {
-        children: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: `${w.metadata.name}-w` }, data: { label: w.spec.label ?? "" } }],
+        children: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: `${w.metadata.name}-${plural}` }, data: { label: w.spec.label ?? "" } }],
         status: { label: w.spec.label ?? "" },
         ...(w.spec.mode === "tick" ? { requeueAfterSeconds: 1 } : {}),
       };
@@ -84,7 +84,10 @@ describe("one reconcile per object at a time", { timeout: 600_000 }, () => {
       await crs.create("twin", { mode: "plain" });
       await crs.create("probe", { mode: "plain" });
     }
-    for (const [, op] of paths) await waitFor("settled", async () => converged(await crApi(env, op).get("stormy")) && converged(await crApi(env, op).get("probe")));
+    for (const [path, op] of paths)
+      await waitFor("settled", async () => converged(await crApi(env, op).get("stormy")) && converged(await crApi(env, op).get("probe"))).catch(async (e: unknown) => {
+        throw new Error(`${path}: ${(e as Error).message}; stormy ${JSON.stringify((await crApi(env, op).get("stormy"))?.status)}; reconciles ${JSON.stringify(recorder.reconciles.filter((r) => r.key.includes(op.resource.plural)).slice(-5))}; warnings ${JSON.stringify(env.logs.filter((l) => Number(l.level) >= 40).slice(-5))}`);
+      });
 
     // A 409 storm: another writer moves the objects on every 100 ms for 10 s, so the function's
     // status writes keep meeting a newer resourceVersion.

@@ -8,14 +8,11 @@
 // group (behind whatever waits there) instead of onto a side queue.
 import { createHash } from "node:crypto";
 import type { Logger } from "pino";
-import type { QueueMessage } from "../runtime/message.ts";
+import { DEFERRALS_ATTRIBUTE, DEFERRED_SINCE_ATTRIBUTE, type QueueMessage } from "../runtime/message.ts";
 import { messageHandled, type Outcome } from "../runtime/outcome.ts";
 import { exponential, report, type Circuits } from "./outage.ts";
 
-/** Message attribute: when a message was first deferred for an outage (epoch ms), carried by its re-sent copies. */
-export const DEFERRED_SINCE_ATTRIBUTE = "crdfn-deferred-since";
-/** Message attribute: how many times it was re-sent for an outage. */
-export const DEFERRALS_ATTRIBUTE = "crdfn-deferrals";
+export { DEFERRALS_ATTRIBUTE, DEFERRED_SINCE_ATTRIBUTE };
 
 /** Six hours: longer than any outage worth riding out unattended, far shorter than SQS's retention (4 days by default). */
 export const DEFAULT_MAX_DEFER_SECONDS = 6 * 3600;

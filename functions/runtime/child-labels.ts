@@ -4,10 +4,10 @@ import { createHash } from "node:crypto";
 import type { KubeObject } from "./kube-api.ts";
 import { canonicalJson } from "../../core/canonical-json.ts";
 
-/** The parent's uid: label values allow 63 characters, a uid has 36. */
-export const PARENT_UID_LABEL = "crdfn.io/parent-uid";
-/** A hash of the object as last applied: a change to what reconcile wants means a new apply. */
-export const APPLIED_HASH_ANNOTATION = "crdfn.io/applied-hash";
+// The parent's uid as a label (label values allow 63 characters, a uid has 36), and a hash of
+// the object as last applied: a change to what reconcile wants means a new apply. Both names are
+// the event contract's, which the bridge reads them by.
+export { APPLIED_HASH_ANNOTATION, PARENT_UID_LABEL } from "../../core/event.ts";
 
 export function appliedHash(body: KubeObject): string {
   return createHash("sha256").update(canonicalJson(body)).digest("hex").slice(0, 32);

@@ -1,14 +1,15 @@
 // Writing what reconcile asked for. Owned children: checked (declared kind, parent's namespace,
-// not someone else's object), applied only when they differ from what is there, and the ones
-// this parent applied before and no longer returns are pruned. Shared objects: a field manager
-// per parent, so server-side apply merges the contributions.
+// not someone else's object), applied only when they differ from what was last applied, and the
+// ones this parent applied before and no longer returns are pruned. Shared objects: a field
+// manager per parent, so server-side apply merges the contributions.
 import { PermanentError } from "../../core/errors.ts";
 import type { DesiredObject, ReconcileResult } from "../../core/operator.ts";
 import { APPLIED_HASH_ANNOTATION, appliedHash, controllerRef, holds, type OwnerReference, PARENT_UID_LABEL } from "./child-labels.ts";
 import { sharedFieldManager } from "./finalizer.ts";
 import { ApiError } from "../../clients/kube-http.ts";
 import { type KubeObject, type ResourceRef } from "./kube-api.ts";
-import { childKey, type ListedChildren } from "./observed-children.ts";
+import { childKey, childRef, readByName, type ChildKeys, type ObservedByKind } from "./observed-children.ts";
+import { isOwnershipRefusal } from "../../core/ownership.ts";
 import { ownedKind, ownedRef } from "./owned-kinds.ts";
 import type { Step } from "./step.ts";
 
@@ -19,18 +20,43 @@ interface PlannedChild {
   key: string;
 }
 
-export async function writeChildren(step: Step, parent: KubeObject, result: ReconcileResult, listed: ListedChildren): Promise<void> {
+/**
+ * Applies the children reconcile asked for and prunes the ones it no longer asks for. What the
+ * event's keys say is this parent's and was last applied as wanted is left alone; a child of an
+ * observed kind the keys do not name is read first, and written only if this parent controls it
+ * (or it is an orphan to adopt); any other child is applied, and the API server refuses a write
+ * onto an object another controls (the generated admission policy; two controller references).
+ */
+export async function writeChildren(step: Step, parent: KubeObject, result: ReconcileResult, keys: ChildKeys, observed: ObservedByKind): Promise<void> {
   const planned = (result.children ?? []).map((c) => planChild(step, parent, c));
   // Every check before any write: a refused child leaves the others as they were.
-  const current = await Promise.all(planned.map((p) => existingChild(step, p, listed)));
-  planned.forEach((p, i) => checkOwnership(step, parent, p, current[i]));
+  const known = await Promise.all(planned.map((p) => (keys?.get(p.owned)?.has(p.key) ? Promise.resolve(undefined) : unknownChild(step, p, observed))));
+  planned.forEach((p, i) => checkOwnership(step, parent, p, known[i]));
   for (const [i, p] of planned.entries()) {
-    const there = current[i];
+    const key = keys?.get(p.owned)?.get(p.key);
+    if (key !== undefined && key.appliedHash !== undefined && key.appliedHash === hashOf(p.body)) continue;
+    const there = known[i];
     if (there && hashOf(there) === hashOf(p.body) && holds(there, p.body)) continue;
-    await step.api.apply(p.ref, p.body, step.operator.fieldManager);
+    await applyChild(step, p);
   }
-  await prune(step, listed, new Set(planned.map((p) => `${p.owned.kind}|${p.key}`)));
+  if (keys !== undefined) await prune(step, keys, new Set(planned.map((p) => `${p.owned.kind}|${p.key}`)));
   for (const shared of result.shared ?? []) await applyShared(step, shared, parent);
+}
+
+/** A child the keys do not name: of an observed kind, as it is there (read by name); of another kind, not read. */
+async function unknownChild(step: Step, p: PlannedChild, observed: ObservedByKind): Promise<KubeObject | undefined> {
+  if (!p.owned.observe) return undefined;
+  return observed.get(p.owned)?.get(p.key) ?? (await readByName(step, p.owned, p.ref.namespace, p.ref.name));
+}
+
+/** A refusal of the write because another controls the object becomes ChildConflict, naming it. */
+async function applyChild(step: Step, p: PlannedChild): Promise<void> {
+  try {
+    await step.api.apply(p.ref, p.body, step.operator.fieldManager);
+  } catch (e) {
+    if (e instanceof ApiError && isOwnershipRefusal(e)) throw new PermanentError(`${p.owned.kind} ${p.ref.namespace ? `${p.ref.namespace}/` : ""}${p.ref.name}: ${e.message}`, "ChildConflict");
+    throw e;
+  }
 }
 
 const hashOf = (o: KubeObject): string | undefined => (o.metadata.annotations as Record<string, string> | undefined)?.[APPLIED_HASH_ANNOTATION];
@@ -65,11 +91,6 @@ function planChild(step: Step, parent: KubeObject, desired: DesiredObject): Plan
   return { ref, body, owned, key: childKey(namespace, desired.metadata.name) };
 }
 
-/** From the LIST when the kind was listed; a child not (or no longer) labelled is read by name. */
-async function existingChild(step: Step, p: PlannedChild, listed: ListedChildren): Promise<KubeObject | undefined> {
-  return listed.get(p.owned)?.get(p.key) ?? (await step.api.get(p.ref));
-}
-
 /** Never apply onto an object this parent does not control: like controller-runtime, no stealing. */
 function checkOwnership(step: Step, parent: KubeObject, p: PlannedChild, there: KubeObject | undefined): void {
   if (!there) return;
@@ -96,14 +117,13 @@ function earlierObjectOfThisName(step: Step, parent: KubeObject, ref: OwnerRefer
 }
 
 /** Deletes what this parent applied before and no longer wants; the uid precondition spares a same-named newcomer. */
-async function prune(step: Step, listed: ListedChildren, wanted: Set<string>): Promise<void> {
-  for (const [owned, children] of listed) {
+async function prune(step: Step, keys: NonNullable<ChildKeys>, wanted: Set<string>): Promise<void> {
+  for (const [owned, children] of keys) {
     if (!owned.prune) continue;
     for (const [key, child] of children) {
       if (wanted.has(`${owned.kind}|${key}`)) continue;
-      const ref = { group: owned.group, version: owned.version, plural: owned.plural, name: child.metadata.name, ...(child.metadata.namespace ? { namespace: child.metadata.namespace } : {}) };
       try {
-        await step.api.delete(ref, { uid: child.metadata.uid ?? "" });
+        await step.api.delete(childRef(owned, child.namespace, child.name), { uid: child.uid });
       } catch (e) {
         if (!(e instanceof ApiError && e.code === 409)) throw e;
       }

@@ -4,21 +4,31 @@
 import type { Outcome } from "./outcome.ts";
 import { classify } from "./outcome.ts";
 import { failMessage } from "./failure.ts";
-import { prefetchChildren } from "./observed-children.ts";
 import { reconcileObject } from "./reconcile-object.ts";
 import type { Step } from "./step.ts";
+import type { KubeObject } from "./kube-api.ts";
+
+/**
+ * The object as the event carries it, when it may stand for a read: only on a message's first
+ * delivery. A message delivered again (a held retry, a re-sent deferral) may have waited behind
+ * newer ones of its object, so it reads the object afresh.
+ */
+function announced(step: Step): KubeObject | undefined {
+  const { event } = step;
+  if (event.object === undefined || event.type === "DELETED" || !step.firstDelivery) return undefined;
+  return event.object as unknown as KubeObject;
+}
 
 export async function handleEvent(step: Step, maxAttempts: number): Promise<Outcome> {
   const { event } = step;
   for (let attempt = 1; attempt <= maxAttempts; attempt++) {
     try {
-      // First read: not older than the version the event announces, which the API server serves
-      // from its watch cache instead of a quorum read from etcd; a newer change has an event of
-      // its own behind this one. After a 409 the cache may still lag our conflict: read etcd.
-      const children = attempt === 1 ? prefetchChildren(step) : undefined;
-      const object = await step.api.get(step.ref, attempt === 1 ? { notOlderThan: event.resourceVersion } : undefined);
+      // First: the object the event carries, as the bridge saw it (a newer change has an event of
+      // its own behind this one), or else read no older than that version, which the API server
+      // serves from its watch cache. After a 409 the world moved: read etcd.
+      const object = attempt === 1 ? (announced(step) ?? (await step.api.get(step.ref, { notOlderThan: event.resourceVersion }))) : await step.api.get(step.ref);
       if (!object) return { result: "success", detail: "object is gone" };
-      return await reconcileObject(step, object, children);
+      return await reconcileObject(step, object);
     } catch (error) {
       const verdict = classify(error);
       if (verdict.kind === "conflict") {

@@ -19,3 +19,8 @@ export function keyEventOf(message: QueueMessage): ParseResult {
   return result;
 }
 
+
+/** Message attribute: when a message was first deferred for an outage (epoch ms), carried by its re-sent copies. */
+export const DEFERRED_SINCE_ATTRIBUTE = "crdfn-deferred-since";
+/** Message attribute: how many times it was re-sent for an outage. */
+export const DEFERRALS_ATTRIBUTE = "crdfn-deferrals";

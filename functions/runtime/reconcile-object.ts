@@ -6,20 +6,21 @@ import { ensureFinalizer, finalizeObject } from "./finalizer.ts";
 import type { Outcome } from "./outcome.ts";
 import { callReconcile, validObject } from "./reconcile-call.ts";
 import { writeChildren } from "./children.ts";
-import { listChildren, observedChildren, type ChildLister } from "./observed-children.ts";
+import { childKeysOf, observedChildren, readObserved } from "./observed-children.ts";
 import { writeSuccessStatus } from "./status-write.ts";
 import type { Step } from "./step.ts";
 
 /** Throws only 409 Conflicts (the caller re-reads); every other failure becomes an outcome. */
-export async function reconcileObject(step: Step, read: KubeObject, children: ChildLister = (parent) => listChildren(step, parent)): Promise<Outcome> {
+export async function reconcileObject(step: Step, read: KubeObject): Promise<Outcome> {
   let object = read;
   try {
     if (object.metadata.deletionTimestamp) return await finalizeObject(step, object);
     object = await ensureFinalizer(step, object);
     const now = step.clock();
-    const listed = await children(object);
-    const result = callReconcile(step, validObject(step, object), now, observedChildren(step.operator, listed));
-    await writeChildren(step, object, result, listed);
+    const keys = childKeysOf(step);
+    const observed = await readObserved(step, keys);
+    const result = callReconcile(step, validObject(step, object), now, observedChildren(step.operator, observed));
+    await writeChildren(step, object, result, keys, observed);
     await writeSuccessStatus(step, object, result.status, now, result.requeueAfterSeconds);
     return { result: "success", detail: "reconciled", ...(result.requeueAfterSeconds === undefined ? {} : { requeue: "after" as const }) };
   } catch (error) {

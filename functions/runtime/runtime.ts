@@ -6,7 +6,7 @@ import type { Logger } from "pino";
 import type { Operator } from "../../core/operator.ts";
 import { handleEvent } from "./handle-event.ts";
 import { countingApi, type KubeApi } from "./kube-api.ts";
-import { keyEventOf, type QueueMessage } from "./message.ts";
+import { DEFERRED_SINCE_ATTRIBUTE, keyEventOf, type QueueMessage } from "./message.ts";
 import type { RuntimeMetrics } from "./metrics.ts";
 import type { Outcome } from "./outcome.ts";
 import { parentRef } from "./step.ts";
@@ -51,7 +51,8 @@ export function createRuntime<Spec>(typedOperator: Operator<Spec>, deps: Runtime
     }
     const { api, calls } = countingApi(deps.api);
     const started = deps.clock().getTime();
-    const step = { operator, api, clock: deps.clock, log, event, ref: parentRef(operator, event) };
+    const firstDelivery = firstReceive && message.attributes?.[DEFERRED_SINCE_ATTRIBUTE] === undefined;
+    const step = { operator, api, clock: deps.clock, log, event, ref: parentRef(operator, event), firstDelivery };
     const outcome = await handleEvent(step, maxAttempts);
     const done = { ...outcome, apiCalls: calls() };
     const finished = deps.clock().getTime();

@@ -13,6 +13,8 @@ export interface Step<Spec = unknown> {
   event: KeyEvent;
   /** The parent object's location. */
   ref: ResourceRef;
+  /** The message is delivered for the first time (not held back, not re-sent): its body may stand for a read. */
+  firstDelivery: boolean;
 }
 
 export function parentRef(operator: Operator<unknown>, event: KeyEvent): ResourceRef {

@@ -6,6 +6,12 @@ import { ApiError } from "../../clients/kube-http.ts";
 import { type KubeApi, type KubeObject, type Preconditions, type ResourceRef } from "../runtime/kube-api.ts";
 
 export interface FakeKube extends KubeApi {
+  /**
+   * Who last wrote an object's content (not its status): `apply:<field manager>` for a
+   * server-side apply that changed it, `update` for any other write; undefined if it is not there.
+   * The testing kit announces a child's applied hash only after the function's own apply, as the bridge does.
+   */
+  lastContentWriter(ref: ResourceRef): string | undefined;
   /** Every stored object, optionally only those of one kind (and namespace). */
   objects(filter?: { kind?: string; namespace?: string }): KubeObject[];
   /** The stored Events (core/v1 and events.k8s.io/v1), oldest first. */
@@ -14,6 +20,8 @@ export interface FakeKube extends KubeApi {
   put(ref: ResourceRef, object: Record<string, unknown>): KubeObject;
   /** Sets an object's status as its own controller would (a Deployment's replicas). */
   setStatus(ref: ResourceRef, status: Record<string, unknown>): KubeObject;
+  /** This API server as a client whose writes `admission` may refuse, as a policy refuses the function's identity. */
+  as(admission: Admission): KubeApi;
 }
 
 type Json = Record<string, unknown>;
@@ -53,9 +61,21 @@ const STORED_META = ["uid", "resourceVersion", "generation", "creationTimestamp"
 /** What counts towards generation: everything but metadata and status. */
 const body = (o: Json): Json => Object.fromEntries(Object.entries(o).filter(([k]) => k !== "metadata" && k !== "status"));
 
+/**
+ * An admission check (a ValidatingAdmissionPolicy): given a write's resource and name, the stored
+ * object (on change or delete) and the object after it (on create or change), a message refuses
+ * the write with 403.
+ */
+export type Admission = (write: { ref: ResourceRef; name: string; existing: KubeObject | undefined; next: KubeObject | undefined }) => string | undefined;
+
 export function createFakeKube(opts: { clock?: () => Date } = {}): FakeKube {
   const clock = opts.clock ?? (() => new Date());
   const store = new Map<string, KubeObject>();
+  const writers = new Map<string, string>();
+  const check = (admission: Admission | undefined, ref: ResourceRef, name: string, existing: KubeObject | undefined, next: KubeObject | undefined): void => {
+    const refused = admission?.({ ref, name, existing, next });
+    if (refused !== undefined) throw new ApiError(403, "Forbidden", `${ref.plural} "${name}" is forbidden: ValidatingAdmissionPolicy denied request: ${refused}`);
+  };
   /** Last object each field manager applied, per object: what a re-apply may remove. */
   const applied = new Map<string, Map<string, Json>>();
   let version = 0;
@@ -112,6 +132,7 @@ export function createFakeKube(opts: { clock?: () => Date } = {}): FakeKube {
     const gone = store.get(keyOf(ref));
     store.delete(keyOf(ref));
     applied.delete(keyOf(ref));
+    writers.delete(keyOf(ref));
     // Background garbage collection: whatever this object owned goes too.
     const uid = gone?.metadata.uid;
     if (!uid) return;
@@ -138,7 +159,7 @@ export function createFakeKube(opts: { clock?: () => Date } = {}): FakeKube {
     remove(ref);
   }
 
-  function create(ref: ResourceRef, object: Json): KubeObject {
+  function create(ref: ResourceRef, object: Json, admission?: Admission): KubeObject {
     const o = clone(object) as KubeObject;
     const meta = (o.metadata ?? {}) as KubeObject["metadata"] & { generateName?: string };
     const name = meta.name || (meta.generateName ? `${meta.generateName}${(serial += 1).toString(36).padStart(5, "0")}` : "");
@@ -146,22 +167,13 @@ export function createFakeKube(opts: { clock?: () => Date } = {}): FakeKube {
     const at = { ...ref, name };
     if (store.has(keyOf(at))) throw new ApiError(409, "AlreadyExists", `${where(at)} already exists`);
     delete meta.generateName;
+    check(admission, at, name, undefined, { ...o, metadata: { ...meta, name } });
+    writers.set(keyOf(at), "update");
     return save(at, undefined, { ...o, metadata: { ...meta, name } });
   }
 
-  return {
-    get: (ref) => Promise.resolve(store.has(keyOf(ref)) ? clone(store.get(keyOf(ref))) : undefined),
-
-    replaceStatus: (ref, object) =>
-      Promise.resolve().then(() => {
-        const current = existing(ref);
-        checkPreconditions(ref, current, { ...(object.metadata.resourceVersion ? { resourceVersion: object.metadata.resourceVersion } : {}) });
-        const next = clone(current);
-        if (object.status === undefined) delete next.status;
-        else next.status = clone(object.status);
-        return save(ref, current, next);
-      }),
-
+  /** The writes a client makes, refused where `admission` says so (none for the test's own admin client). */
+  const writes = (admission?: Admission): Pick<KubeApi, "mergePatch" | "apply" | "create" | "delete"> => ({
     mergePatch: (ref, patch) =>
       Promise.resolve().then(() => {
         const current = existing(ref);
@@ -171,7 +183,10 @@ export function createFakeKube(opts: { clock?: () => Date } = {}): FakeKube {
         const { status: _ignored, ...rest } = patch;
         const next = mergePatch(current, rest) as KubeObject;
         if (current.status !== undefined) next.status = clone(current.status);
-        return save(ref, current, next);
+        check(admission, ref, current.metadata.name, current, next);
+        const saved = save(ref, current, next);
+        if (saved.metadata.resourceVersion !== current.metadata.resourceVersion) writers.set(keyOf(ref), "update");
+        return saved;
       }),
 
     apply: (ref, object, fieldManager) =>
@@ -186,12 +201,35 @@ export function createFakeKube(opts: { clock?: () => Date } = {}): FakeKube {
         const base = current ? (dropUnapplied(current, managers.get(fieldManager), fields) as KubeObject) : undefined;
         const next = mergePatch(base ?? {}, fields) as KubeObject;
         if (current?.status !== undefined) next.status = clone(current.status);
+        check(admission, ref, ref.name ?? "", current, next);
         const saved = save(ref, current, next);
         applied.set(key, managers.set(fieldManager, fields));
+        if (saved.metadata.resourceVersion !== current?.metadata.resourceVersion) writers.set(key, `apply:${fieldManager}`);
         return saved;
       }),
 
-    create: (ref, object) => Promise.resolve().then(() => create(ref, object)),
+    create: (ref, object) => Promise.resolve().then(() => create(ref, object, admission)),
+
+    delete: (ref, preconditions) =>
+      Promise.resolve().then(() => {
+        const current = store.get(keyOf(ref));
+        if (current) check(admission, ref, current.metadata.name, current, undefined);
+        deleteObject(ref, preconditions);
+      }),
+  });
+
+  const reads: Pick<KubeApi, "get" | "replaceStatus" | "list"> = {
+    get: (ref) => Promise.resolve(store.has(keyOf(ref)) ? clone(store.get(keyOf(ref))) : undefined),
+
+    replaceStatus: (ref, object) =>
+      Promise.resolve().then(() => {
+        const current = existing(ref);
+        checkPreconditions(ref, current, { ...(object.metadata.resourceVersion ? { resourceVersion: object.metadata.resourceVersion } : {}) });
+        const next = clone(current);
+        if (object.status === undefined) delete next.status;
+        else next.status = clone(object.status);
+        return save(ref, current, next);
+      }),
 
     list: (ref, labelSelector) =>
       Promise.resolve().then(() => {
@@ -202,8 +240,14 @@ export function createFakeKube(opts: { clock?: () => Date } = {}): FakeKube {
           .filter((o) => wanted.every(([k, v]) => (o.metadata.labels as Record<string, string> | undefined)?.[k] === v))
           .map(clone);
       }),
+  };
 
-    delete: (ref, preconditions) => Promise.resolve().then(() => deleteObject(ref, preconditions)),
+  return {
+    ...reads,
+    ...writes(),
+    as: (admission) => ({ ...reads, ...writes(admission) }),
+
+    lastContentWriter: (ref) => (store.has(keyOf(ref)) ? (writers.get(keyOf(ref)) ?? "update") : undefined),
 
     objects: (filter = {}) =>
       [...store.values()].filter((o) => (!filter.kind || o.kind === filter.kind) && (!filter.namespace || o.metadata.namespace === filter.namespace)).map(clone),

@@ -9,6 +9,10 @@ import type { KubeObject } from "../runtime/kube-api.ts";
 import type { HandledOutcome } from "../runtime/runtime.ts";
 import { createRuntime } from "../runtime/runtime.ts";
 import { createFakeKube, type FakeKube } from "./fake-kube.ts";
+import { APPLIED_HASH_ANNOTATION, PARENT_UID_LABEL, type ChildKey } from "../../core/event.ts";
+import { ownershipVerdict } from "../../core/ownership.ts";
+import { apiVersionOf } from "../../core/operator.ts";
+import type { ResourceRef } from "../runtime/kube-api.ts";
 
 /** The object to reconcile: at least a name and a spec; apiVersion and kind come from the operator. */
 export interface ObjectInput {
@@ -63,12 +67,15 @@ export async function reconcileWithRuntime<Spec>(operator: Operator<Spec>, objec
 
   const current = await kube.get(ref);
   const runtime = createRuntime(operator, {
-    api: kube,
+    // The function's identity: the API server refuses its writes onto what another controls, as
+    // the generated admission policy makes a real one do (core/ownership.ts).
+    api: kube.as(({ ref: written, name, existing, next }) => ownershipVerdict(operator as Operator<unknown>, operator.resource.kind.toLowerCase(), { group: written.group, kind: kindOf(operator as Operator<unknown>, written), plural: written.plural }, name, existing, next)),
     logger: pino({ level: "silent" }),
     clock,
   });
+  // What the bridge would announce: the object as stored and the keys of its current children.
   const event: KeyEvent = {
-    v: 1,
+    v: 2,
     cluster: "test",
     group: resource.group,
     version: resource.version,
@@ -82,6 +89,8 @@ export async function reconcileWithRuntime<Spec>(operator: Operator<Spec>, objec
     type: "MODIFIED",
     reason: "watch",
     observedAt: now.toISOString(),
+    ...(current ? { object: current as unknown as NonNullable<KeyEvent["object"]> } : {}),
+    children: current ? childKeys(kube, operator, current) : [],
   };
   const outcome = await runtime.handle({ id: `test-${event.resourceVersion}`, body: JSON.stringify(event) });
   const uid = current?.metadata.uid;
@@ -95,4 +104,28 @@ export async function reconcileWithRuntime<Spec>(operator: Operator<Spec>, objec
     nextReconcile: nextReconcileOf(after?.status),
     kube,
   };
+}
+
+/** The kind a write names, among the operator's owned kinds (its plural otherwise: not owned, not checked). */
+function kindOf(operator: Operator<unknown>, ref: ResourceRef): string {
+  return operator.owns.find((o) => o.group === ref.group && o.plural === ref.plural)?.kind ?? ref.plural;
+}
+
+/** The bridge's keys of a parent's children: labelled with its uid, controlled by it; the hash only after the function's own apply. */
+function childKeys(kube: FakeKube, operator: Operator<unknown>, parent: KubeObject): ChildKey[] {
+  const uid = parent.metadata.uid;
+  const keys: ChildKey[] = [];
+  for (const owned of operator.owns) {
+    const apiVersion = apiVersionOf(owned.group, owned.version);
+    for (const o of kube.objects({ kind: owned.kind })) {
+      const labelled = (o.metadata.labels as Record<string, string> | undefined)?.[PARENT_UID_LABEL] === uid;
+      const controlled = ((o.metadata.ownerReferences as Array<{ uid?: string; controller?: boolean }> | undefined) ?? []).some((r) => r.controller && r.uid === uid);
+      if (!labelled || !controlled || o.apiVersion !== apiVersion) continue;
+      const ref = { group: owned.group, version: owned.version, plural: owned.plural, name: o.metadata.name, ...(o.metadata.namespace ? { namespace: o.metadata.namespace } : {}) };
+      const hash = (o.metadata.annotations as Record<string, string> | undefined)?.[APPLIED_HASH_ANNOTATION];
+      const ours = kube.lastContentWriter(ref) === `apply:${operator.fieldManager}`;
+      keys.push({ apiVersion, kind: owned.kind, ...(o.metadata.namespace ? { namespace: o.metadata.namespace } : {}), name: o.metadata.name, uid: o.metadata.uid ?? "", resourceVersion: o.metadata.resourceVersion ?? "", ...(ours && hash ? { appliedHash: hash } : {}) });
+    }
+  }
+  return keys;
 }

@@ -15,10 +15,20 @@ export function startLambdaEventSource(sqs: SQSClient, queueUrl: string, handler
     while (!abort.signal.aborted) {
       const out = await sqs
         .send(new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, MessageSystemAttributeNames: ["All"], MessageAttributeNames: ["All"] }))
-        .catch(() => ({ Messages: [] }));
+        .catch((error: unknown) => {
+          if (!abort.signal.aborted) console.error(`# receive failed: ${(error as Error).message}`);
+          return { Messages: [] };
+        });
       const batch = out.Messages ?? [];
       if (batch.length === 0) continue;
-      const response = await handler(lambdaEvent(batch, queueUrl), {} as Context);
+      let response: SQSBatchResponse;
+      try {
+        response = await handler(lambdaEvent(batch, queueUrl), {} as Context);
+      } catch (error) {
+        // Lambda would retry the whole batch after its visibility timeout; say why, once per batch.
+        console.error(`# the Lambda handler threw: ${(error as Error).stack ?? String(error)}`);
+        continue;
+      }
       const failed = new Set(response.batchItemFailures.map((f) => f.itemIdentifier));
       const done = batch.filter((m) => !failed.has(m.MessageId ?? ""));
       if (done.length > 0) await sqs.send(new DeleteMessageBatchCommand({ QueueUrl: queueUrl, Entries: done.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle ?? "" })) })).catch(() => undefined);

@@ -1,0 +1,58 @@
+// Whose objects a function may write: never what another controller controls, as
+// controller-runtime's SetControllerReference refuses. A function writes a child without reading
+// it first (it may not read what it does not observe), so the API server enforces this: the
+// generated ValidatingAdmissionPolicy (operator-admission.ts) says it in CEL, the testing kit's
+// in-memory API server (functions/testing/fake-kube.ts) with this predicate, and the runtime
+// turns the refusal into ChildConflict. Both say the same words, so one matcher reads either.
+import type { Operator } from "./operator.ts";
+
+export interface OwnerRef {
+  apiVersion?: string;
+  kind?: string;
+  name?: string;
+  uid?: string;
+  controller?: boolean;
+}
+
+interface Obj {
+  metadata: { name?: string; ownerReferences?: unknown };
+}
+
+const controllerOf = (o: Obj | undefined): OwnerRef | undefined => ((o?.metadata.ownerReferences as OwnerRef[] | undefined) ?? []).find((r) => r.controller === true);
+const groupOf = (apiVersion: string | undefined): string => (apiVersion?.includes("/") ? apiVersion.slice(0, apiVersion.indexOf("/")) : "");
+
+/** The words of a refusal: the policy's messageExpression builds the same text in CEL. */
+export const refusal = {
+  create: (fn: string, resource: string, kind: string) => `crdfn: the ${fn} function may write ${resource} only with a controller owner reference to its ${kind}`,
+  change: (fn: string, resource: string, name: string, kind: string) => `crdfn: the ${fn} function may change or delete ${resource} ${name} only if that ${kind} already controls it`,
+};
+
+/** An API server's refusal of a child write because the object is another's. */
+export function isOwnershipRefusal(e: { code: number; message: string }): boolean {
+  if (e.code === 403) return /crdfn: the \S+ function may (write|change or delete) /.test(e.message);
+  // Applying a controller reference onto an object another manager made controlled by someone else.
+  return e.code === 422 && /Only one reference can have Controller set to true/i.test(e.message);
+}
+
+/**
+ * Whether the operator's function may make this write to an object of a kind it owns, and why
+ * not. `existing` is the stored object (absent on create), `next` the object after the write
+ * (absent on delete). A child controlled by an earlier object of the parent's name (deleted
+ * since: a name holds one object at a time) may be taken over by the one that has it now.
+ */
+export function ownershipVerdict(operator: Operator<unknown>, fn: string, kind: { group: string; kind: string; plural: string }, name: string, existing: Obj | undefined, next: Obj | undefined): string | undefined {
+  const owned = operator.owns.find((o) => o.group === kind.group && o.kind === kind.kind);
+  if (!owned) return undefined;
+  const shared = operator.shares.some((s) => s.group === kind.group && s.kind === kind.kind && s.name === name);
+  const ours = (ref: OwnerRef | undefined) => ref !== undefined && ref.kind === operator.resource.kind && groupOf(ref.apiVersion) === operator.resource.group;
+  const oldRef = controllerOf(existing);
+  const newRef = controllerOf(next);
+  const what = kind.plural;
+  const who = operator.resource.kind;
+  if (next !== undefined && !(ours(newRef) || (shared && newRef === undefined))) return refusal.create(fn, what, who);
+  if (existing === undefined) return undefined;
+  const changeOk =
+    (oldRef === undefined && (shared || (owned.adopt && next !== undefined))) ||
+    (ours(oldRef) && (next === undefined || newRef?.uid === oldRef?.uid || newRef?.name === oldRef?.name));
+  return changeOk ? undefined : refusal.change(fn, what, name, who);
+}
