@@ -7,6 +7,7 @@ import { parse as parseYaml } from "yaml";
 import { deployFiles, type GeneratedOperator } from "../core/deploy-files.ts";
 import { parseDeploySettings, type DeploySettings, type Unknowable } from "../core/deploy-settings.ts";
 import { SetupError } from "../emulator/errors.ts";
+import { clusterStoredVersions, keptNotes, refuseDroppedVersions } from "./crd-versions.ts";
 import { loadOperator } from "./operators.ts";
 
 export const DEFAULT_SETTINGS = "crdfn.deploy.yaml";
@@ -14,6 +15,9 @@ export const DEFAULT_SETTINGS = "crdfn.deploy.yaml";
 export interface GenerateFlags {
   settings?: string;
   project?: string;
+  /** Read each CRD's status.storedVersions from this cluster and keep them. */
+  kubeconfig?: string;
+  context?: string;
   out?: string;
   cluster?: string;
   namespace?: string[];
@@ -31,6 +35,8 @@ export interface Generated {
   settings: DeploySettings;
   /** The settings file read, and whether it was found in the current folder rather than named. */
   settingsFile?: { path: string; found: boolean };
+  /** Lines for the person running it (CRD versions kept because the cluster stores them). */
+  notes: string[];
 }
 
 /** The flag that gives each value crdfn cannot know, for the one-line refusal. */
@@ -99,11 +105,17 @@ export async function generate(operatorFiles: string[], flags: GenerateFlags, cw
     handlers.set(handler, operator.resource.kind);
     operators.push({ operator, handler });
   }
+  const outDir = resolve(base, settings.out);
+  const ops = operators.map((o) => o.operator);
+  let stored = new Map<string, string[]>();
+  if (flags.kubeconfig) stored = await clusterStoredVersions({ kubeconfig: resolve(cwd, flags.kubeconfig), ...(flags.context ? { context: flags.context } : {}) }, ops);
+  else refuseDroppedVersions(ops, join(outDir, "crds"), join(relative(cwd, outDir) || ".", "crds"));
   return {
-    outDir: resolve(base, settings.out),
-    files: deployFiles(operators, settings),
+    outDir,
+    files: deployFiles(operators, settings, stored),
     settings,
     ...(settingsFile ? { settingsFile: { path: settingsFile, found: !flags.settings } } : {}),
+    notes: keptNotes(ops, stored),
   };
 }
 
@@ -148,6 +160,8 @@ export function generateCommand(): Command {
     .option("--queue-prefix <prefix>", "queue names are <prefix><operator>.fifo and <prefix><operator>-dlq.fifo (default crdfn-<project>-)")
     .option("--queue-url-base <url>", "https://sqs.<region>.amazonaws.com/<account id>, for the bridge's queue URLs (required)")
     .option("--region <region>", "the queues' AWS region (default: the one in --queue-url-base)")
+    .option("--kubeconfig <file>", "keep in each CRD the versions this cluster still stores objects as (status.storedVersions); without it, a version the CRD written before could store is never dropped")
+    .option("--context <name>", "with --kubeconfig: its context (default: the current one)")
     .option("--check", "write nothing; exit 1 listing every file that differs from what would be written")
     .addHelpText(
       "after",
@@ -164,15 +178,21 @@ ${DEFAULT_SETTINGS} (crdfn init writes one):
 What crdfn cannot know (project, cluster, bridge.image, queues.urlBase) has no default: a
 missing one is refused, naming each, instead of written as a placeholder.
 
+A CRD keeps every version objects may still be stored as: declared retired in the operator
+(resource.versions: [{ name: "v1beta1", served: false }, …]), or read from the cluster with
+--kubeconfig. Without either, dropping the storage version of the CRD written before is refused.
+
 Examples:
   $ crdfn generate operator.ts --project shop --cluster prod --bridge-image <image> --queue-url-base https://sqs.eu-west-1.amazonaws.com/<account id>
   $ crdfn generate --settings ${DEFAULT_SETTINGS}          # operators and settings from the file
   $ crdfn generate --check                                # in CI: fail when deploy files are stale
+  $ crdfn generate --kubeconfig ~/.kube/config            # keep the versions the cluster still stores
   $ kubectl apply --server-side -k deploy                 # then: npx serverless deploy`,
     )
     .action(async (files: string[], o: GenerateFlags & { check?: boolean }) => {
       const g = await generate(files, o);
       if (g.settingsFile?.found) console.error(`crdfn: settings from ./${DEFAULT_SETTINGS} (found in the current folder; --settings names another)`);
+      for (const note of g.notes) console.error(`crdfn: ${note}`);
       const where = relative(process.cwd(), g.outDir) || ".";
       if (o.check) {
         const stale = staleFiles(g);

@@ -30,14 +30,15 @@ const kustomization = (resources: string[], component?: string): Record<string, 
   resources,
 });
 
-export function deployFiles(operators: ReadonlyArray<GeneratedOperator>, s: DeploySettings): Map<string, string> {
+/** `storedVersions`: by CRD name, the versions the cluster still stores objects as (kept in the CRDs, unserved). */
+export function deployFiles(operators: ReadonlyArray<GeneratedOperator>, s: DeploySettings, storedVersions: ReadonlyMap<string, readonly string[]> = new Map()): Map<string, string> {
   if (operators.length === 0) throw new Error("no operator to generate for");
   const ops = operators.map((o) => o.operator);
   const files = new Map<string, string>();
   const scope = { functionsNamespace: s.functionsNamespace, namespaces: s.namespaces };
   const denied = deniedNamespaces(s);
 
-  const crds = crdFiles(ops);
+  const crds = crdFiles(ops, storedVersions);
   for (const [file, text] of crds) files.set(`crds/${file}`, text);
 
   const fnFiles: string[] = ["namespace.yaml"];

@@ -17,11 +17,11 @@ describe("admission policy", () => {
   it("reads the request's namespace only where it has one: a cluster-scoped request carries none", () => {
     const [policy] = admissionPolicyOf(authorizedKey, { functionsNamespace: "crdfn-functions", namespaces: ["keys"], denied: ["kube-system", "crdfn-system", "crdfn-functions"] }) as unknown as Policy[];
     const { variables, validations } = policy!.spec;
-    assert.deepEqual(variables.find((v) => v.name === "namespace"), { name: "namespace", expression: "has(request.namespace) ? request.namespace : ''" });
+    assert.deepEqual(variables.find((v) => v.name === "requestNamespace"), { name: "requestNamespace", expression: "has(request.namespace) ? request.namespace : ''" });
     // Everything else goes through the variable: `request.namespace` alone fails with "no such key".
-    const elsewhere = [...variables.filter((v) => v.name !== "namespace").map((v) => v.expression), ...validations.flatMap((v) => [v.expression, v.messageExpression])];
+    const elsewhere = [...variables.filter((v) => v.name !== "requestNamespace").map((v) => v.expression), ...validations.flatMap((v) => [v.expression, v.messageExpression])];
     assert.deepEqual(elsewhere.filter((e) => e.includes("request.namespace")), []);
     // A cluster-scoped request (namespace '') passes both namespace checks; the ownership checks still apply.
-    assert.deepEqual(validations.slice(0, 2).map((v) => v.expression.startsWith("variables.namespace == '' || ")), [true, true]);
+    assert.deepEqual(validations.slice(0, 2).map((v) => v.expression.startsWith("variables.requestNamespace == '' || ")), [true, true]);
   });
 });
