@@ -83,7 +83,7 @@ describe("CRD versions the cluster still stores", { timeout: 240_000 }, () => {
     assert.deepEqual(versionsOf(applied), versionsOf(written));
     assert.deepEqual(applied.status?.storedVersions, ["v1beta1", "v1"]);
     // The object stored as v1beta1 is served as v1.
-    assert.equal(JSON.parse(await admin(["get", "gizmos.v1.versions.example.com", "old", "-n", "default", "-o", "json"])).apiVersion, "versions.example.com/v1");
+    assert.equal((JSON.parse(await admin(["get", "gizmos.v1.versions.example.com", "old", "-n", "default", "-o", "json"])) as { apiVersion: string }).apiVersion, "versions.example.com/v1");
   });
 
   it("crdfn crd --kubeconfig prints the same CRD, with one note line", async () => {
