@@ -4,7 +4,7 @@
 // (crdfn-bridge-<project>), so that several projects' deploy files applied to one cluster keep
 // each its own configuration and grants instead of overwriting one shared set.
 import type { Operator } from "./operator.ts";
-import type { DeploySettings } from "./deploy-settings.ts";
+import type { DeploySettings, QueueSettings } from "./deploy-settings.ts";
 import type { PolicyRule } from "./operator-rbac.ts";
 import { operatorName } from "./operator-rbac.ts";
 
@@ -15,11 +15,11 @@ const rbac = "rbac.authorization.k8s.io/v1";
 export const bridgeName = (s: Pick<DeploySettings, "project">): string => `crdfn-bridge-${s.project}`;
 
 /** The event queue (FIFO) of an operator's function, as serverless-resources.ts names it. */
-export const eventQueueName = (operator: Operator<unknown>, s: DeploySettings): string => `${s.queues.prefix}${operatorName(operator)}.fifo`;
-export const eventQueueUrl = (operator: Operator<unknown>, s: DeploySettings): string => `${s.queues.urlBase}/${eventQueueName(operator, s)}`;
+export const eventQueueName = (operator: Operator<unknown>, s: { queues: QueueSettings }): string => `${s.queues.prefix}${operatorName(operator)}.fifo`;
+export const eventQueueUrl = (operator: Operator<unknown>, s: { queues: QueueSettings }): string => `${s.queues.urlBase}/${eventQueueName(operator, s)}`;
 /** Its dead-letter queue. */
-export const deadLetterQueueName = (operator: Operator<unknown>, s: DeploySettings): string => `${s.queues.prefix}${operatorName(operator)}-dlq.fifo`;
-export const deadLetterQueueUrl = (operator: Operator<unknown>, s: DeploySettings): string => `${s.queues.urlBase}/${deadLetterQueueName(operator, s)}`;
+export const deadLetterQueueName = (operator: Operator<unknown>, s: { queues: QueueSettings }): string => `${s.queues.prefix}${operatorName(operator)}-dlq.fifo`;
+export const deadLetterQueueUrl = (operator: Operator<unknown>, s: { queues: QueueSettings }): string => `${s.queues.urlBase}/${deadLetterQueueName(operator, s)}`;
 
 const ref = (r: { group: string; version: string; plural: string }) => ({ group: r.group, version: r.version, plural: r.plural });
 

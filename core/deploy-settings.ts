@@ -77,23 +77,28 @@ export type Unknowable = keyof typeof UNKNOWABLE;
 
 const AWS_SQS_HOST = /^sqs\.([a-z0-9-]+)\.amazonaws\.com(\.cn)?$/;
 
-/**
- * Validates settings; `source` names the file (or "flags") in the one-line error, and `flags`
- * names the command-line flag of each value crdfn cannot know, when there is one.
- */
-export function parseDeploySettings(input: unknown, source: string, flags: Partial<Record<Unknowable, string>> = {}): DeploySettings {
+function parseRaw(input: unknown, source: string): z.output<typeof rawSchema> {
   const parsed = rawSchema.safeParse(input ?? {});
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new ConfigError(`${source}: ${issue.path.join(".") || "(top)"}: ${issue.message}`);
-  }
-  const r = parsed.data;
-  const given: Record<Unknowable, string | undefined> = { project: r.project, cluster: r.cluster, "bridge.image": r.bridge.image, "queues.urlBase": r.queues.urlBase };
-  const missing = (Object.keys(UNKNOWABLE) as Unknowable[]).filter((k) => given[k] === undefined);
-  if (missing.length > 0) {
-    const named = missing.map((k) => `${k} (${flags[k] ? `${flags[k]}; ` : ""}${UNKNOWABLE[k]})`);
-    throw new ConfigError(`${source}: set ${named.join(", ")}: crdfn cannot know ${missing.length === 1 ? "it" : "them"} and writes no placeholder`);
-  }
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0]!;
+  throw new ConfigError(`${source}: ${issue.path.join(".") || "(top)"}: ${issue.message}`);
+}
+
+function refuseMissing(given: Partial<Record<Unknowable, string | undefined>>, source: string, flags: Partial<Record<Unknowable, string>>): void {
+  const missing = (Object.keys(given) as Unknowable[]).filter((k) => given[k] === undefined);
+  if (missing.length === 0) return;
+  const named = missing.map((k) => `${k} (${flags[k] ? `${flags[k]}; ` : ""}${UNKNOWABLE[k]})`);
+  throw new ConfigError(`${source}: set ${named.join(", ")}: crdfn cannot know ${missing.length === 1 ? "it" : "them"} and writes no placeholder`);
+}
+
+/** Where the operators' queues are: what the bridge, `crdfn status` and `crdfn dlq` need of the settings. */
+export interface QueueSettings {
+  prefix: string;
+  urlBase: string;
+  region: string;
+}
+
+function queuesOf(r: z.output<typeof rawSchema>, source: string): QueueSettings {
   const urlBase = r.queues.urlBase!.replace(/\/+$/, "");
   const url = new URL(urlBase);
   const aws = AWS_SQS_HOST.exec(url.hostname);
@@ -102,6 +107,16 @@ export function parseDeploySettings(input: unknown, source: string, flags: Parti
   const region = r.queues.region ?? aws?.[1];
   if (!region) throw new ConfigError(`${source}: queues.region: required when queues.urlBase is not an AWS SQS endpoint (sqs.<region>.amazonaws.com)`);
   if (aws && region !== aws[1]) throw new ConfigError(`${source}: queues.region: ${region} is not the region of queues.urlBase (${aws[1]})`);
+  return { prefix: r.queues.prefix ?? `crdfn-${r.project!}-`, urlBase, region };
+}
+
+/**
+ * Validates settings; `source` names the file (or "flags") in the one-line error, and `flags`
+ * names the command-line flag of each value crdfn cannot know, when there is one.
+ */
+export function parseDeploySettings(input: unknown, source: string, flags: Partial<Record<Unknowable, string>> = {}): DeploySettings {
+  const r = parseRaw(input, source);
+  refuseMissing({ project: r.project, cluster: r.cluster, "bridge.image": r.bridge.image, "queues.urlBase": r.queues.urlBase }, source, flags);
   const s: DeploySettings = {
     project: r.project!,
     operators: r.operators,
@@ -110,12 +125,19 @@ export function parseDeploySettings(input: unknown, source: string, flags: Parti
     namespaces: r.namespaces,
     functionsNamespace: r.functionsNamespace,
     bridge: { namespace: r.bridge.namespace, image: r.bridge.image!, replicas: r.bridge.replicas },
-    queues: { prefix: r.queues.prefix ?? `crdfn-${r.project!}-`, urlBase, region },
+    queues: queuesOf(r, source),
   };
   const reserved = ["kube-system", s.bridge.namespace, s.functionsNamespace];
   const bad = s.namespaces.find((n) => reserved.includes(n));
   if (bad) throw new ConfigError(`${source}: namespaces: ${bad} is never served (kube-system, the bridge's and the functions' namespaces are always denied)`);
   return s;
+}
+
+/** Only what locating the operators' queues needs (their modules, the project or prefix, the URL base). */
+export function parseQueueSettings(input: unknown, source: string): { operators: DeploySettings["operators"]; queues: QueueSettings } {
+  const r = parseRaw(input, source);
+  refuseMissing({ ...(r.queues.prefix === undefined ? { project: r.project } : {}), "queues.urlBase": r.queues.urlBase }, source, {});
+  return { operators: r.operators, queues: queuesOf(r, source) };
 }
 
 /** The namespaces a function may never write in, whatever it serves. */
