@@ -1,6 +1,7 @@
 // The `.crdfn/env` that `crdfn dev` / `crdfn cluster up` write, and an SQS client from such an
 // environment (cli/admin-target.ts decides which queues the admin commands look at).
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { SQSClient } from "@aws-sdk/client-sqs";
 
 export function readEnvFile(path: string): Record<string, string> {
@@ -10,6 +11,12 @@ export function readEnvFile(path: string): Record<string, string> {
     if (m) out[m[1]!] = m[2]!;
   }
   return out;
+}
+
+/** The environment, over the `.crdfn/env` in `stateDir` when there is one. */
+export function adminEnv(stateDir: string): NodeJS.ProcessEnv {
+  const file = join(stateDir, "env");
+  return { ...(existsSync(file) ? readEnvFile(file) : {}), ...process.env };
 }
 
 /** The SDK reads region, endpoint (AWS_ENDPOINT_URL_SQS) and credentials from this env. */
