@@ -37,6 +37,16 @@ export async function startedTarget(stateDir: string, say: (line: string) => voi
   }
 }
 
+/**
+ * crdfn dev serves exactly the cluster it runs against (its functions get CRDFN_CLUSTER): a
+ * cluster registry in the environment, well-formed or not, is refused before anything starts,
+ * naming the variable that is set.
+ */
+export function refuseClusterRegistry(env: NodeJS.ProcessEnv = process.env): void {
+  const set = ["CRDFN_CLUSTERS", "CRDFN_CLUSTERS_FILE"].find((k) => env[k] !== undefined);
+  if (set) throw new SetupError(`${set} is set, but crdfn dev serves only the cluster it runs against; unset ${set} (a function host serving several clusters takes it)`);
+}
+
 /** kubectl's default: the first file of KUBECONFIG, else ~/.kube/config. */
 export function defaultKubeconfig(env: NodeJS.ProcessEnv = process.env): string {
   return env.KUBECONFIG?.split(delimiter).find((p) => p) ?? join(homedir(), ".kube", "config");

@@ -4,7 +4,7 @@ import { KubernetesObjectApi, PatchStrategy, loadAllYaml, type KubernetesObject 
 import { Command } from "commander";
 import { pino } from "pino";
 import { SetupError } from "../emulator/errors.ts";
-import { defaultKubeconfig, existingTarget, kindKubeconfig, KIND_CLUSTER, KIND_CONTEXT, startedTarget, type DevTarget } from "./dev-target.ts";
+import { defaultKubeconfig, existingTarget, kindKubeconfig, KIND_CLUSTER, KIND_CONTEXT, refuseClusterRegistry, startedTarget, type DevTarget } from "./dev-target.ts";
 import { checkDistinct, exampleSamples, loadOperatorWithInputs, operatorFiles } from "./operators.ts";
 import { startPipeline, type ReconcileRecord } from "./pipeline.ts";
 import { untilSignal } from "./signals.ts";
@@ -91,6 +91,7 @@ export function devCommand(): Command {
         "  $ crdfn dev --operator operator.ts --apply sample.yaml  # your operator and its sample object",
     )
     .action(async (o: DevOptions) => {
+      refuseClusterRegistry();
       const files = operatorFiles(o.operator, o.examples === true);
       const loaded = await Promise.all(files.map(async (file) => ({ file, ...(await loadOperatorWithInputs(file)) })));
       const operators = loaded.map((l) => l.operator);

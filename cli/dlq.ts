@@ -1,13 +1,12 @@
-// `crdfn dlq list` / `crdfn dlq redrive`: look at what the queue gave up on, and send it back
-// once the cause is fixed. Bodies are key events (no spec, nothing secret) so they can be shown.
+// `crdfn dlq list` / `crdfn dlq redrive`: look at what every operator's queue gave up on, and send
+// it back to that queue once the cause is fixed. Bodies are key events (no spec, nothing secret)
+// so they can be shown.
 import { createHash } from "node:crypto";
 import { DeleteMessageCommand, ReceiveMessageCommand, SendMessageCommand, type Message, type SQSClient } from "@aws-sdk/client-sqs";
 import { Command } from "commander";
 import { fromSqsMessage } from "../clients/queue-message.ts";
 import { parseKeyEvent } from "../core/event.ts";
-import { adminEnv, required, sqsFrom } from "./settings.ts";
-
-const hint = "run `crdfn dev` or `crdfn cluster up` first, or export the queue URLs";
+import { adminTarget, onQueue } from "./admin-target.ts";
 
 /** Receives up to `max` messages with a visibility timeout of `visibility` seconds. */
 async function receiveSome(sqs: SQSClient, queueUrl: string, max: number, visibility: number): Promise<Message[]> {
@@ -77,47 +76,52 @@ export async function redrive(sqs: SQSClient, source: string, target: string, ma
   return { count, byKind };
 }
 
+const settingsOption = ["--settings <file>", "a deployment's deploy settings: its operators' dead-letter queues (AWS credentials from the environment)"] as const;
+
 export function dlqCommand(): Command {
   const dlq = new Command("dlq")
-    .description("inspect and redrive the dead-letter queue")
-    .addHelpText("after", "\nExamples:\n  $ crdfn dlq list\n  $ crdfn dlq redrive");
+    .description("inspect and redrive the dead-letter queues")
+    .addHelpText("after", "\nExamples:\n  $ crdfn dlq list\n  $ crdfn dlq redrive\n  $ crdfn dlq list --settings crdfn.deploy.yaml");
   dlq
     .command("list")
-    .description("show messages in the dead-letter queue (they stay there)")
+    .description("show the messages in every operator's dead-letter queue (they stay there)")
     .option("--state-dir <dir>", "where crdfn dev wrote env", ".crdfn")
-    .option("--max <n>", "at most this many", (v) => Number(v), 50)
-    .addHelpText("after", "\nExamples:\n  $ crdfn dlq list\n  $ crdfn dlq list --max 5 --state-dir .crdfn")
-    .action(async (o: { stateDir: string; max: number }) => {
-      const env = adminEnv(o.stateDir);
-      const sqs = sqsFrom(env);
+    .option(...settingsOption)
+    .option("--max <n>", "at most this many per dead-letter queue", (v) => Number(v), 50)
+    .addHelpText("after", "\nExamples:\n  $ crdfn dlq list\n  $ crdfn dlq list --max 5 --state-dir .crdfn\n  $ crdfn dlq list --settings crdfn.deploy.yaml")
+    .action(async (o: { stateDir: string; settings?: string; max: number }) => {
+      const t = await adminTarget(o);
       try {
-        // Hidden for a few seconds so one listing does not show a message twice.
-        const messages = await receiveSome(sqs, required(env, "CRDFN_DLQ_URL", hint), o.max, 5);
-        if (messages.length === 0) console.log("the dead-letter queue is empty");
-        for (const m of messages) console.log(describeMessage(m));
+        const empty: string[] = [];
+        for (const { operator, deadLetters } of t.pairs) {
+          // Hidden for a few seconds so one listing does not show a message twice.
+          const messages = await onQueue(t, deadLetters, () => receiveSome(t.sqs, deadLetters, o.max, 5));
+          if (messages.length === 0) empty.push(operator);
+          for (const m of messages) console.log(`${operator ? `${operator}  ` : ""}${describeMessage(m)}`);
+        }
+        if (t.pairs.length === 1 && empty.length === 1) console.log("the dead-letter queue is empty");
+        else if (empty.length > 0) console.log(`${empty.length === t.pairs.length ? "the dead-letter queues are empty" : "empty"}: ${empty.join(", ")}`);
       } finally {
-        sqs.destroy();
+        t.sqs.destroy();
       }
     });
   dlq
     .command("redrive")
-    .description("move every dead-lettered message back to its event queue, to be reconciled again")
+    .description("move every dead-lettered message back to its operator's event queue, to be reconciled again")
     .option("--state-dir <dir>", "where crdfn dev wrote env", ".crdfn")
+    .option(...settingsOption)
     .option("--max <n>", "at most this many per dead-letter queue", (v) => Number(v), 100_000)
-    .addHelpText("after", "\nExamples:\n  $ crdfn dlq redrive              # after fixing what made them fail\n  $ crdfn dlq redrive --max 10")
-    .action(async (o: { stateDir: string; max: number }) => {
-      const env = adminEnv(o.stateDir);
-      const pairs: Array<[string, string]> = [[required(env, "CRDFN_DLQ_URL", hint), required(env, "CRDFN_QUEUE_URL", hint)]];
-      if (env.CRDFN_STANDARD_DLQ_URL && env.CRDFN_STANDARD_QUEUE_URL) pairs.push([env.CRDFN_STANDARD_DLQ_URL, env.CRDFN_STANDARD_QUEUE_URL]);
-      const sqs = sqsFrom(env);
+    .addHelpText("after", "\nExamples:\n  $ crdfn dlq redrive              # after fixing what made them fail\n  $ crdfn dlq redrive --max 10\n  $ crdfn dlq redrive --settings crdfn.deploy.yaml")
+    .action(async (o: { stateDir: string; settings?: string; max: number }) => {
+      const t = await adminTarget(o);
       try {
-        for (const [source, target] of pairs) {
-          const moved = await redrive(sqs, source, target, o.max);
+        for (const { deadLetters, events } of t.pairs) {
+          const moved = await onQueue(t, deadLetters, () => redrive(t.sqs, deadLetters, events, o.max));
           const kinds = [...moved.byKind].map(([k, n]) => `${n} ${k}`).join(", ");
-          console.log(`redrove ${moved.count} message${moved.count === 1 ? "" : "s"} from ${source.split("/").pop()} to ${target.split("/").pop()}${kinds ? ` (${kinds})` : ""}`);
+          console.log(`redrove ${moved.count} message${moved.count === 1 ? "" : "s"} from ${deadLetters.split("/").pop()} to ${events.split("/").pop()}${kinds ? ` (${kinds})` : ""}`);
         }
       } finally {
-        sqs.destroy();
+        t.sqs.destroy();
       }
     });
   return dlq;

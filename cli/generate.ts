@@ -5,14 +5,19 @@ import { dirname, join, relative, resolve } from "node:path";
 import { Command } from "commander";
 import { parse as parseYaml } from "yaml";
 import { deployFiles, type GeneratedOperator } from "../core/deploy-files.ts";
-import { parseDeploySettings, type DeploySettings } from "../core/deploy-settings.ts";
+import { parseDeploySettings, type DeploySettings, type Unknowable } from "../core/deploy-settings.ts";
 import { SetupError } from "../emulator/errors.ts";
+import { clusterStoredVersions, keptNotes, refuseDroppedVersions } from "./crd-versions.ts";
 import { loadOperator } from "./operators.ts";
 
 export const DEFAULT_SETTINGS = "crdfn.deploy.yaml";
 
 export interface GenerateFlags {
   settings?: string;
+  project?: string;
+  /** Read each CRD's status.storedVersions from this cluster and keep them. */
+  kubeconfig?: string;
+  context?: string;
   out?: string;
   cluster?: string;
   namespace?: string[];
@@ -28,6 +33,20 @@ export interface Generated {
   outDir: string;
   files: Map<string, string>;
   settings: DeploySettings;
+  /** The settings file read, and whether it was found in the current folder rather than named. */
+  settingsFile?: { path: string; found: boolean };
+  /** Lines for the person running it (CRD versions kept because the cluster stores them). */
+  notes: string[];
+}
+
+/** The flag that gives each value crdfn cannot know, for the one-line refusal. */
+const FLAG_OF: Record<Unknowable, string> = { project: "--project", cluster: "--cluster", "bridge.image": "--bridge-image", "queues.urlBase": "--queue-url-base" };
+
+/** A Lambda handler (`dir/file.export`, relative to serverless.yml) must name a module that exists. */
+const HANDLER_EXTENSIONS = [".ts", ".mts", ".js", ".mjs", ".cjs"];
+function handlerModule(base: string, handler: string): string | undefined {
+  const file = handler.slice(0, handler.lastIndexOf("."));
+  return HANDLER_EXTENSIONS.map((ext) => join(base, file + ext)).find((f) => existsSync(f));
 }
 
 /** Settings (file, then flags over it) → the operators loaded → the files. */
@@ -48,6 +67,7 @@ export async function generate(operatorFiles: string[], flags: GenerateFlags, cw
   const queues = { ...(raw.queues as object | undefined), ...over("prefix", flags.queuePrefix), ...over("urlBase", flags.queueUrlBase), ...over("region", flags.region) };
   const merged = {
     ...raw,
+    ...over("project", flags.project),
     ...over("out", flags.out),
     ...over("cluster", flags.cluster),
     ...over("namespaces", flags.namespace),
@@ -55,23 +75,56 @@ export async function generate(operatorFiles: string[], flags: GenerateFlags, cw
     ...(Object.keys(bridge).length ? { bridge } : {}),
     ...(Object.keys(queues).length ? { queues } : {}),
   };
-  const settings = parseDeploySettings(merged, settingsFile ? relative(cwd, settingsFile) || settingsFile : "flags");
-  const modules = [
-    ...settings.operators.map((o) => ({ file: resolve(base, o.module), handler: o.handler })),
-    ...operatorFiles.map((f) => ({ file: resolve(cwd, f), handler: undefined })),
-  ];
+  const source = settingsFile ? relative(cwd, settingsFile) || settingsFile : "flags";
+  const settings = parseDeploySettings(merged, source, FLAG_OF);
+  // A module named on the command line that the settings list too is the same operator, once.
+  const listed = settings.operators.map((o, i) => ({ file: resolve(base, o.module), handler: o.handler, where: `${source}: operators.${i}` }));
+  const named = operatorFiles.map((f) => resolve(cwd, f)).filter((f) => !listed.some((l) => l.file === f));
+  const modules = [...listed, ...named.map((file) => ({ file, handler: undefined, where: relative(cwd, file) || file }))];
   if (modules.length === 0) throw new SetupError(`no operator given: name its module (crdfn generate operator.ts) or list it under operators: in ${DEFAULT_SETTINGS}`);
   const operators: GeneratedOperator[] = [];
-  const seen = new Set<string>();
+  const seen = new Map<string, string>();
+  const handlers = new Map<string, string>();
+  const shown = (file: string) => relative(cwd, file) || file;
   for (const m of modules) {
     const operator = await loadOperator(m.file);
     const key = `${operator.resource.plural}.${operator.resource.group}`;
-    if (seen.has(key)) throw new SetupError(`two operators manage ${key}`);
-    seen.add(key);
+    const other = seen.get(key);
+    if (other) throw new SetupError(`two operators manage ${key}: ${other} and ${shown(m.file)}`);
+    seen.set(key, shown(m.file));
     // serverless.yml sits beside the settings (or in the current folder); its handlers are relative to it.
-    operators.push({ operator, handler: m.handler ?? `${relative(base, join(dirname(m.file), "lambda")).split("\\").join("/")}.handler` });
+    const handler = m.handler ?? `${relative(base, join(dirname(m.file), "lambda")).split("\\").join("/")}.handler`;
+    const origin = m.handler ? `handler ${handler}` : `handler ${handler} (the default: lambda.handler beside ${shown(m.file)})`;
+    if (!handlerModule(base, handler)) {
+      throw new SetupError(
+        `${m.where}: ${origin}: no ${handler.slice(0, handler.lastIndexOf("."))}.ts or .js in ${relative(cwd, base) || "."}; write that Lambda entry (crdfn init writes one) or name yours with handler: in ${DEFAULT_SETTINGS}`,
+      );
+    }
+    const twice = handlers.get(handler);
+    if (twice) throw new SetupError(`${m.where}: ${origin} is also ${twice}'s: one Lambda entry serves one operator; name each one's with handler: in ${DEFAULT_SETTINGS}`);
+    handlers.set(handler, operator.resource.kind);
+    operators.push({ operator, handler });
   }
-  return { outDir: resolve(base, settings.out), files: deployFiles(operators, settings), settings };
+  const outDir = resolve(base, settings.out);
+  const ops = operators.map((o) => o.operator);
+  let stored = new Map<string, string[]>();
+  if (flags.kubeconfig) stored = await clusterStoredVersions({ kubeconfig: resolve(cwd, flags.kubeconfig), ...(flags.context ? { context: flags.context } : {}) }, ops);
+  else refuseDroppedVersions(ops, join(outDir, "crds"), join(relative(cwd, outDir) || ".", "crds"));
+  return {
+    outDir,
+    files: deployFiles(operators, settings, stored),
+    settings,
+    ...(settingsFile ? { settingsFile: { path: settingsFile, found: !flags.settings } } : {}),
+    notes: keptNotes(ops, stored),
+  };
+}
+
+/** Writes the generated files under their output folder. */
+export function writeGenerated(g: Pick<Generated, "outDir" | "files">): void {
+  for (const [file, text] of g.files) {
+    mkdirSync(dirname(join(g.outDir, file)), { recursive: true });
+    writeFileSync(join(g.outDir, file), text);
+  }
 }
 
 /** Folders the generator owns entirely: a file there that it no longer writes is stale too. */
@@ -97,35 +150,49 @@ export function generateCommand(): Command {
   return new Command("generate")
     .description("write the CRDs, the functions' RBAC and admission policies, the bridge's manifests, a kustomization and the Serverless resources for your operators")
     .argument("[operator-files...]", "modules whose default export is defineOperator({...}) (added to the settings' operators)")
-    .option("--settings <file>", `deploy settings (YAML; default: ./${DEFAULT_SETTINGS} when present)`)
+    .option("--settings <file>", `deploy settings (YAML; default: ./${DEFAULT_SETTINGS} when present, which it says)`)
+    .option("--project <name>", "this project's name: its bridge is crdfn-bridge-<name>, so projects sharing a cluster keep theirs (required)")
     .option("--out <dir>", "output folder (default: the settings' out, else ./deploy)")
-    .option("--cluster <name>", "the cluster name the bridge puts in every event")
+    .option("--cluster <name>", "the cluster name the bridge puts in every event (required)")
     .option("--namespace <ns>", "a namespace the operators serve (repeatable or comma-separated; default: all)", collect)
     .option("--functions-namespace <ns>", "where the functions' ServiceAccounts live (default crdfn-functions)")
-    .option("--bridge-image <ref>", "the bridge's container image")
-    .option("--queue-prefix <prefix>", "queue names are <prefix><operator>.fifo, …-requeue (default crdfn-prod-)")
-    .option("--queue-url-base <url>", "https://sqs.<region>.amazonaws.com/<account>, for the bridge's queue URLs")
-    .option("--region <region>", "the queues' AWS region")
+    .option("--bridge-image <ref>", "the bridge's container image, built from node_modules/crdfn/infra/bridge/Dockerfile (required)")
+    .option("--queue-prefix <prefix>", "queue names are <prefix><operator>.fifo and <prefix><operator>-dlq.fifo (default crdfn-<project>-)")
+    .option("--queue-url-base <url>", "https://sqs.<region>.amazonaws.com/<account id>, for the bridge's queue URLs (required)")
+    .option("--region <region>", "the queues' AWS region (default: the one in --queue-url-base)")
+    .option("--kubeconfig <file>", "keep in each CRD the versions this cluster still stores objects as (status.storedVersions); without it, a version the CRD written before could store is never dropped")
+    .option("--context <name>", "with --kubeconfig: its context (default: the current one)")
     .option("--check", "write nothing; exit 1 listing every file that differs from what would be written")
     .addHelpText(
       "after",
       `
-${DEFAULT_SETTINGS}:
+${DEFAULT_SETTINGS} (crdfn init writes one):
+  project: shop                 # names this project's bridge: crdfn-bridge-shop
   operators: [{ module: src/operator.ts, handler: src/lambda.handler }]
   out: deploy
-  cluster: prod
+  cluster: prod                 # the name in every event (your EKS cluster's, say)
   namespaces: [shop]            # [] = all namespaces
-  bridge: { image: ghcr.io/crdfn/bridge:0.1.0 }
-  queues: { prefix: crdfn-prod-, urlBase: https://sqs.eu-west-1.amazonaws.com/123456789012, region: eu-west-1 }
+  bridge: { image: 123456789012.dkr.ecr.eu-west-1.amazonaws.com/shop-bridge:0.1.0 }
+  queues: { urlBase: https://sqs.eu-west-1.amazonaws.com/123456789012 }   # prefix: crdfn-<project>-
+
+What crdfn cannot know (project, cluster, bridge.image, queues.urlBase) has no default: a
+missing one is refused, naming each, instead of written as a placeholder.
+
+A CRD keeps every version objects may still be stored as: declared retired in the operator
+(resource.versions: [{ name: "v1beta1", served: false }, …]), or read from the cluster with
+--kubeconfig. Without either, dropping the storage version of the CRD written before is refused.
 
 Examples:
-  $ crdfn generate operator.ts --namespace shop --cluster prod --out deploy
+  $ crdfn generate operator.ts --project shop --cluster prod --bridge-image <image> --queue-url-base https://sqs.eu-west-1.amazonaws.com/<account id>
   $ crdfn generate --settings ${DEFAULT_SETTINGS}          # operators and settings from the file
   $ crdfn generate --check                                # in CI: fail when deploy files are stale
+  $ crdfn generate --kubeconfig ~/.kube/config            # keep the versions the cluster still stores
   $ kubectl apply --server-side -k deploy                 # then: npx serverless deploy`,
     )
     .action(async (files: string[], o: GenerateFlags & { check?: boolean }) => {
       const g = await generate(files, o);
+      if (g.settingsFile?.found) console.error(`crdfn: settings from ./${DEFAULT_SETTINGS} (found in the current folder; --settings names another)`);
+      for (const note of g.notes) console.error(`crdfn: ${note}`);
       const where = relative(process.cwd(), g.outDir) || ".";
       if (o.check) {
         const stale = staleFiles(g);
@@ -134,10 +201,7 @@ Examples:
         process.exitCode = 1;
         return;
       }
-      for (const [file, text] of g.files) {
-        mkdirSync(dirname(join(g.outDir, file)), { recursive: true });
-        writeFileSync(join(g.outDir, file), text);
-      }
+      writeGenerated(g);
       console.log(`wrote ${g.files.size} files into ${where}/ — apply: kubectl apply --server-side -k ${where}; serverless.yml: functions: \${file(./${where}/serverless/functions.yml)}, resources: \${file(./${where}/serverless/resources.yml)}`);
     });
 }

@@ -1,6 +1,7 @@
 // The files of a project made by `crdfn init`: one operator (zod spec, one owned ConfigMap,
-// status), a sample object, a unit test of its reconcile, and the project settings. The README's
-// "Your own project" section prints these files for a project named "motd" (a test keeps them equal).
+// status), a sample object, a unit test of its reconcile, its Lambda and Cloud Run entries, its
+// deploy settings and serverless.yml, and the project settings. The README's "Your own project"
+// section prints some of these files for a project named "motd" (a test keeps them equal).
 import { pluralOf } from "../core/operator.ts";
 
 export interface ProjectNames {
@@ -24,7 +25,15 @@ export interface ProjectVersions {
   zod: string;
   typescript: string;
   typesNode: string;
+  /** The Serverless Framework and its esbuild plugin, as crdfn's own serverless.yml is tested with. */
+  serverless: string;
+  serverlessEsbuild: string;
+  /** For http.ts (Cloud Run functions). */
+  functionsFramework: string;
 }
+
+/** The one Node minimum crdfn states: 22.18 is the first Node 22 that runs TypeScript files (type stripping) without a flag. */
+export const NODE_ENGINES = ">=22.18";
 
 const json = (value: unknown): string => `${JSON.stringify(value, null, 2)}\n`;
 
@@ -34,16 +43,19 @@ function packageJson(n: ProjectNames, v: ProjectVersions): string {
     version: "0.1.0",
     private: true,
     type: "module",
-    // 22.18 is the first Node 22 that runs TypeScript files (type stripping) without a flag.
-    engines: { node: ">=22.18" },
+    // .npmrc's engine-strict makes npm refuse to install on an older Node, saying which it needs.
+    engines: { node: NODE_ENGINES },
     scripts: {
-      test: "node --test",
+      // Node's test runner on the *.test.ts files; unlike `node --test`, fails when no test ran.
+      test: "crdfn test",
       typecheck: "tsc",
       dev: "crdfn dev --operator operator.ts --apply sample.yaml",
       crd: "crdfn crd operator.ts",
+      generate: "crdfn generate",
+      package: "serverless package",
     },
-    dependencies: { crdfn: v.crdfn, zod: v.zod },
-    devDependencies: { "@types/node": v.typesNode, typescript: v.typescript },
+    dependencies: { crdfn: v.crdfn, zod: v.zod, "@google-cloud/functions-framework": v.functionsFramework },
+    devDependencies: { "@types/node": v.typesNode, typescript: v.typescript, serverless: v.serverless, "serverless-esbuild": v.serverlessEsbuild },
   });
 }
 
@@ -157,6 +169,109 @@ spec:
 `;
 }
 
+function lambdaTs(): string {
+  return `// The Lambda entry (serverless.yml's functions come from crdfn generate: handler lambda.handler).
+import { lambdaHandler } from "crdfn/lambda";
+import operator from "./operator.ts";
+
+export const handler = lambdaHandler(operator);
+`;
+}
+
+function httpTs(n: ProjectNames): string {
+  return `// The Cloud Run functions entry (functions-framework): HTTP, one key event per request, or
+// CloudEvents (Pub/Sub push):
+//   npx functions-framework --source http.ts --target ${n.name}
+//   npx functions-framework --source http.ts --target ${n.name}-events --signature-type cloudevent
+import { cloudEvent, http } from "@google-cloud/functions-framework";
+import { cloudEventHandler, httpHandler } from "crdfn/http";
+import operator from "./operator.ts";
+
+http("${n.name}", httpHandler(operator));
+cloudEvent("${n.name}-events", cloudEventHandler(operator));
+`;
+}
+
+function deploySettings(n: ProjectNames): string {
+  return `# Deploy settings: \`npm run generate\` (crdfn generate) writes deploy/ from them and the operator:
+# the CRD, the function's RBAC and admission policy, the bridge, a kustomization, and what
+# serverless.yml reads (deploy/serverless/). Then: kubectl apply --server-side -k deploy; npx serverless deploy.
+project: ${n.name}              # names this project's bridge (crdfn-bridge-${n.name}) and its queues (crdfn-${n.name}-…)
+operators:
+  - module: operator.ts
+    handler: lambda.handler
+out: deploy
+namespaces: []                # the namespaces served; [] = all (never kube-system, crdfn-system, crdfn-functions)
+
+# What crdfn cannot know: \`crdfn generate\` refuses, naming each, until these are set.
+cluster:                      # the cluster's name, in every event (your EKS cluster's, say)
+bridge:
+  image:                      # the bridge image you push: docker build -f node_modules/crdfn/infra/bridge/Dockerfile -t <image> node_modules/crdfn
+queues:
+  urlBase:                    # https://sqs.<region>.amazonaws.com/<your account id>
+`;
+}
+
+function serverlessYml(n: ProjectNames): string {
+  return `# The function on AWS Lambda, with its queue, dead-letter queue and roles: generated into deploy/serverless/
+# by \`npm run generate\` (crdfn generate), from the operator and crdfn.deploy.yaml.
+#   npx serverless deploy --stage prod --region <region> --param="eksCluster=<cluster>" \\
+#     --param="kubeServer=<API server URL>" --param="kubeCaData=<base64 CA>"
+service: ${n.name}
+frameworkVersion: '3'
+# serverless 3's schema lists runtimes up to nodejs20.x; nodejs22.x is a valid Lambda runtime.
+configValidationMode: warn
+
+plugins:
+  - serverless-esbuild
+
+params:
+  default:
+    kubeAuth: eks             # the function's IAM role signs its EKS token
+    logLevel: info
+    maxConcurrency: 10        # concurrent invocations per queue: protects the API server
+    # Required: eksCluster, kubeServer, kubeCaData.
+
+custom:
+  timeoutSeconds: 30
+  visibilityTimeoutSeconds: 180   # at least 6 × the function timeout
+  batchSize: 10
+  esbuild:
+    bundle: true
+    minify: true
+    platform: node
+    target: node22
+    format: esm
+    outputFileExtension: .mjs
+    exclude: []                 # bundle the AWS SDK too: the versions crdfn was tested with
+    banner:
+      js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);"
+    # Leaves client-node out of the bundle: a faster cold start.
+    plugins: ./node_modules/crdfn/dist/cli/esbuild-plugins.js
+
+provider:
+  name: aws
+  runtime: nodejs22.x
+  architecture: arm64
+  memorySize: 256
+  timeout: \${self:custom.timeoutSeconds}
+  logRetentionInDays: 14
+  environment:
+    CRDFN_KUBE_AUTH: \${param:kubeAuth}
+    CRDFN_KUBE_SERVER: \${param:kubeServer}
+    CRDFN_KUBE_CA_DATA: \${param:kubeCaData}
+    CRDFN_EKS_CLUSTER: \${param:eksCluster}
+    LOG_LEVEL: \${param:logLevel}
+
+package:
+  individually: true
+
+functions: \${file(./deploy/serverless/functions.yml)}
+
+resources: \${file(./deploy/serverless/resources.yml)}
+`;
+}
+
 function readme(n: ProjectNames): string {
   return `# ${n.name}
 
@@ -168,12 +283,16 @@ its reconcile logic is a pure function that runs as a serverless function.
 | \`operator.ts\` | the operator: the resource, its zod spec schema, the kinds it owns, \`reconcile\` |
 | \`operator.test.ts\` | unit tests of \`reconcile\`, no cluster needed |
 | \`sample.yaml\` | a \`${n.kind}\` object to try |
+| \`lambda.ts\`, \`http.ts\` | the function's entries: AWS Lambda, Cloud Run functions (functions-framework) |
+| \`crdfn.deploy.yaml\`, \`serverless.yml\` | deploy settings, and the Lambda stack that reads what \`crdfn generate\` writes |
+
+Node ${NODE_ENGINES.slice(2)} or newer.
 
 ## Next
 
 \`\`\`sh
 npm install
-npm test            # the reconcile unit tests (Node's test runner)
+npm test            # the reconcile unit tests (Node's test runner; fails when none ran)
 npm run typecheck   # tsc, strict
 npm run dev         # a local control plane + queue, this operator, and sample.yaml applied; Ctrl-C stops
 npm run crd         # the CustomResourceDefinition generated from the spec schema
@@ -184,9 +303,20 @@ local cluster; try \`kubectl --kubeconfig .crdfn/kubeconfig get ${n.plural},conf
 It needs Go ≥ 1.24 and a JDK ≥ 17 with Maven the first time (the control plane and the queue
 are built and cached in \`~/.cache/crdfn/\`).
 
-For production: \`npx crdfn crd operator.ts > crd.yaml\`, and a Lambda entry
-\`lambda.ts\`: \`import { lambdaHandler } from "crdfn/lambda"; import operator from "./operator.ts"; export const handler = lambdaHandler(operator);\`
-(\`crdfn/http\` has \`httpHandler\` / \`cloudEventHandler\` for Cloud Run functions).
+## Deploying
+
+Fill in what \`crdfn.deploy.yaml\` leaves empty (the cluster's name, the bridge image, your
+account's SQS URL base), then:
+
+\`\`\`sh
+docker build -f node_modules/crdfn/infra/bridge/Dockerfile -t <image> node_modules/crdfn && docker push <image>
+npm run generate                            # deploy/: the CRD, RBAC, admission policy, bridge, Serverless resources
+kubectl apply --server-side -k deploy       # into the cluster
+npx serverless deploy --stage prod --param="eksCluster=<cluster>" --param="kubeServer=<URL>" --param="kubeCaData=<CA>"
+\`\`\`
+
+\`deploy/functions/README.md\` and \`deploy/bridge/README.md\` say how the function's and the
+bridge's AWS roles reach the cluster.
 `;
 }
 
@@ -198,7 +328,12 @@ export function projectFiles(n: ProjectNames, v: ProjectVersions): Map<string, s
     ["operator.ts", operatorTs(n)],
     ["operator.test.ts", operatorTestTs(n)],
     ["sample.yaml", sampleYaml(n)],
+    ["lambda.ts", lambdaTs()],
+    ["http.ts", httpTs(n)],
+    ["crdfn.deploy.yaml", deploySettings(n)],
+    ["serverless.yml", serverlessYml(n)],
     ["README.md", readme(n)],
-    [".gitignore", "node_modules/\n.crdfn/\n"],
+    [".gitignore", "node_modules/\n.crdfn/\n.serverless/\n.esbuild/\n"],
+    [".npmrc", "engine-strict=true\n"],
   ]);
 }

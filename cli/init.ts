@@ -20,6 +20,7 @@ export function nameProblem(name: string, taken: string[]): string | undefined {
 /** The new project's dependency versions: crdfn's own, so a project starts on what it was made with. */
 export function projectVersions(crdfn: string | undefined, cwd: string): ProjectVersions {
   const manifest = JSON.parse(readFileSync(join(packageRoot, "package.json"), "utf8")) as {
+    dependencies: Record<string, string>;
     peerDependencies: Record<string, string>;
     devDependencies?: Record<string, string>;
   };
@@ -28,6 +29,9 @@ export function projectVersions(crdfn: string | undefined, cwd: string): Project
     zod: manifest.peerDependencies.zod!,
     typescript: manifest.devDependencies?.typescript ?? "^6.0.0",
     typesNode: "^22.18.0",
+    serverless: manifest.devDependencies?.serverless ?? "3.40.0",
+    serverlessEsbuild: manifest.devDependencies?.["serverless-esbuild"] ?? "^1.57.2",
+    functionsFramework: manifest.dependencies["@google-cloud/functions-framework"]!,
   };
 }
 
@@ -60,7 +64,10 @@ export function initProject(dir: string, o: { crdfn?: string; cwd: string }): In
 
 export function initCommand(): Command {
   return new Command("init")
-    .description("make a new operator project in <dir> (default: the current folder, if empty): operator.ts, a sample object, a unit test, package.json")
+    .description(
+      "make a new operator project in <dir> (default: the current folder, if empty): operator.ts, a sample object, a unit test, " +
+        "its Lambda and Cloud Run entries, deploy settings, serverless.yml, package.json",
+    )
     .argument("[dir]", "the new project's folder; its name names the package and the resource kind", ".")
     .option("--crdfn <spec>", "the project's crdfn dependency: a version range, a tarball or a folder", `^${packageVersion}`)
     .addHelpText(
@@ -76,6 +83,9 @@ export function initCommand(): Command {
       console.log(`created ${where}/ (a ${kind} operator): ${made.files.join(", ")}`);
       console.log("next:");
       if (where !== ".") console.log(`  cd ${where}`);
-      console.log("  npm install\n  npm test          # the reconcile unit test\n  npm run dev       # run it against a local control plane, with sample.yaml applied");
+      console.log(
+        "  npm install\n  npm test          # the reconcile unit test\n  npm run dev       # run it against a local control plane, with sample.yaml applied\n" +
+          "  npm run generate  # its deploy files, once crdfn.deploy.yaml names what crdfn cannot know",
+      );
     });
 }

@@ -10,6 +10,7 @@ import { generateCommand } from "./generate.ts";
 import { initCommand } from "./init.ts";
 import { resyncCommand } from "./resync.ts";
 import { statusCommand } from "./status.ts";
+import { testCommand } from "./test-command.ts";
 
 export function program(): Command {
   return new Command("crdfn")
@@ -25,5 +26,6 @@ export function program(): Command {
     .addCommand(resyncCommand())
     .addCommand(crdCommand())
     .addCommand(generateCommand())
+    .addCommand(testCommand())
     .addHelpText("after", "\nExamples:\n  $ npx crdfn init my-operator   # a new operator project\n  $ crdfn dev --help");
 }

@@ -1,9 +1,8 @@
-// Where the admin commands find the queue and the cluster: the environment, else the
-// `.crdfn/env` that `crdfn dev` / `crdfn cluster up` wrote.
+// The `.crdfn/env` that `crdfn dev` / `crdfn cluster up` write, and an SQS client from such an
+// environment (cli/admin-target.ts decides which queues the admin commands look at).
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { SQSClient } from "@aws-sdk/client-sqs";
-import { SetupError } from "../emulator/errors.ts";
 
 export function readEnvFile(path: string): Record<string, string> {
   const out: Record<string, string> = {};
@@ -14,15 +13,10 @@ export function readEnvFile(path: string): Record<string, string> {
   return out;
 }
 
+/** The environment, over the `.crdfn/env` in `stateDir` when there is one. */
 export function adminEnv(stateDir: string): NodeJS.ProcessEnv {
   const file = join(stateDir, "env");
   return { ...(existsSync(file) ? readEnvFile(file) : {}), ...process.env };
-}
-
-export function required(env: NodeJS.ProcessEnv, name: string, hint: string): string {
-  const v = env[name];
-  if (!v) throw new SetupError(`${name} is not set (${hint})`);
-  return v;
 }
 
 /** The SDK reads region, endpoint (AWS_ENDPOINT_URL_SQS) and credentials from this env. */

@@ -1,13 +1,16 @@
 // `crdfn status`: is the pipeline keeping up, and how did the latest reconciles end?
-// Queue figures come from SQS; outcomes come from the objects themselves (their Ready
-// condition and observedGeneration), which is where a level-triggered operator records them.
+// Queue figures come from SQS, for every operator's event and dead-letter queue; outcomes come
+// from the objects themselves (their Ready condition and observedGeneration), which is where a
+// level-triggered operator records them.
+import { existsSync } from "node:fs";
 import { GetQueueAttributesCommand, ReceiveMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
-import { CustomObjectsApi, KubeConfig } from "@kubernetes/client-node";
+import { ApiException, CustomObjectsApi, KubeConfig } from "@kubernetes/client-node";
 import { Command } from "commander";
 import type { Operator } from "../core/operator.ts";
+import { SetupError } from "../emulator/errors.ts";
+import { adminTarget, kubeFailure, onQueue, type AdminTarget } from "./admin-target.ts";
 import { describeMessage } from "./dlq.ts";
 import { selectOperators } from "./operators.ts";
-import { adminEnv, required, sqsFrom } from "./settings.ts";
 
 interface Depth {
   visible: number;
@@ -49,12 +52,16 @@ interface Row {
   since: string;
 }
 
-async function outcomes(kc: KubeConfig, ops: ReadonlyArray<Operator<unknown>>, limit: number): Promise<Row[]> {
+async function outcomes(kc: KubeConfig, kubeconfig: string, ops: ReadonlyArray<Operator<unknown>>, limit: number): Promise<Row[]> {
   const api = kc.makeApiClient(CustomObjectsApi);
   const rows: Array<Row & { at: number }> = [];
   for (const op of ops) {
     const { group, version, plural, kind } = op.resource;
-    const list = (await api.listClusterCustomObject({ group, version, plural }).catch(() => ({ items: [] }))) as {
+    const list = (await api.listClusterCustomObject({ group, version, plural }).catch((e: unknown) => {
+      // Not installed (yet): nothing to show for it. Anything else is one line, not a stack.
+      if (e instanceof ApiException && e.code === 404) return { items: [] };
+      throw kubeFailure(e, kc.getCurrentCluster()?.server, kubeconfig);
+    })) as {
       items: Array<{
         metadata: { name: string; namespace?: string; generation?: number };
         status?: { observedGeneration?: number; conditions?: Array<{ type: string; status: string; reason?: string; lastTransitionTime?: string }> };
@@ -80,42 +87,49 @@ function table(rows: Array<Record<string, string>>): string {
   if (rows.length === 0) return "  (none)";
   const keys = Object.keys(rows[0]!);
   const width = keys.map((k) => Math.max(k.length, ...rows.map((r) => (r[k] ?? "").length)));
-  const line = (cells: string[]) => "  " + cells.map((c, i) => c.padEnd(width[i]!)).join("  ");
+  const line = (cells: string[]) => ("  " + cells.map((c, i) => c.padEnd(width[i]!)).join("  ")).trimEnd();
   return [line(keys.map((k) => k.toUpperCase())), ...rows.map((r) => line(keys.map((k) => r[k] ?? "")))].join("\n");
+}
+
+async function queueReport(t: AdminTarget): Promise<void> {
+  const rows: Array<Record<string, string>> = [];
+  const oldest: string[] = [];
+  for (const pair of t.pairs) {
+    const label = (what: string) => `${pair.operator ? `${pair.operator} ` : ""}${what} (FIFO)`;
+    for (const [what, url] of [["events", pair.events], ["dead letters", pair.deadLetters]] as const) {
+      const d = await onQueue(t, url, () => depth(t.sqs, url));
+      rows.push({ queue: label(what), visible: String(d.visible), "in flight": String(d.inFlight), delayed: String(d.delayed), name: url.split("/").pop() ?? url });
+    }
+    const dead = await onQueue(t, pair.deadLetters, () => oldestDeadLetter(t.sqs, pair.deadLetters));
+    oldest.push(pair.operator ? `${pair.operator}  ${dead}` : dead);
+  }
+  console.log(`Queues (from ${t.from})\n${table(rows)}`);
+  console.log(`Oldest dead letter\n${oldest.map((l) => `  ${l}`).join("\n")}`);
 }
 
 export function statusCommand(): Command {
   return new Command("status")
-    .description("queue and dead-letter depth, oldest dead letter, and the latest reconcile outcomes recorded on the objects")
+    .description("every operator's queue and dead-letter depth, the oldest dead letter, and the latest reconcile outcomes recorded on the objects")
     .option("--state-dir <dir>", "where crdfn dev wrote env", ".crdfn")
+    .option("--settings <file>", "a deployment's deploy settings: its operators' queues (AWS credentials from the environment) and KUBECONFIG's cluster")
     .option("--limit <n>", "outcomes to show", (v) => Number(v), 20)
-    .option("--operator <file...>", "your operator module(s) (default: the examples of a crdfn checkout)")
-    .addHelpText("after", "\nExamples:\n  $ crdfn status                         # while crdfn dev runs\n  $ crdfn status --operator operator.ts --limit 5")
-    .action(async (o: { stateDir: string; limit: number; operator?: string[] }) => {
-      const env = adminEnv(o.stateDir);
-      const hint = "run `crdfn dev` or `crdfn cluster up` first, or export it";
-      const queues: Array<[string, string | undefined]> = [
-        ["events (FIFO)", required(env, "CRDFN_QUEUE_URL", hint)],
-        ["dead letters (FIFO)", env.CRDFN_DLQ_URL],
-        ["requeues (standard)", env.CRDFN_STANDARD_QUEUE_URL],
-        ["dead letters (standard)", env.CRDFN_STANDARD_DLQ_URL],
-      ];
-      const sqs = sqsFrom(env);
+    .option("--operator <file...>", "your operator module(s) (default: the settings' operators, else the examples of a crdfn checkout)")
+    .addHelpText(
+      "after",
+      "\nExamples:\n  $ crdfn status                         # while crdfn dev runs\n  $ crdfn status --operator operator.ts --limit 5\n  $ crdfn status --settings crdfn.deploy.yaml   # a deployment",
+    )
+    .action(async (o: { stateDir: string; settings?: string; limit: number; operator?: string[] }) => {
+      const t = await adminTarget(o);
       try {
-        const rows: Array<Record<string, string>> = [];
-        for (const [name, url] of queues) {
-          if (!url) continue;
-          const d = await depth(sqs, url);
-          rows.push({ queue: name, visible: String(d.visible), "in flight": String(d.inFlight), delayed: String(d.delayed) });
-        }
-        console.log(`Queues\n${table(rows)}`);
-        if (env.CRDFN_DLQ_URL) console.log(`Oldest dead letter\n  ${await oldestDeadLetter(sqs, env.CRDFN_DLQ_URL)}`);
+        await queueReport(t);
       } finally {
-        sqs.destroy();
+        t.sqs.destroy();
       }
+      if (!existsSync(t.kubeconfig)) throw new SetupError(`no kubeconfig at ${t.kubeconfig} (set KUBECONFIG)`);
       const kc = new KubeConfig();
-      kc.loadFromFile(required(env, "KUBECONFIG", hint));
-      const rows = await outcomes(kc, await selectOperators(o.operator, false), o.limit);
+      kc.loadFromFile(t.kubeconfig);
+      const operators = o.operator?.length || !t.operators ? await selectOperators(o.operator, false) : t.operators;
+      const rows = await outcomes(kc, t.kubeconfig, operators, o.limit);
       console.log(`Latest reconcile outcomes (from each object's Ready condition)\n${table(rows.map(({ object, ready, reason, synced, since }) => ({ object, ready, reason, synced, since })))}`);
     });
 }

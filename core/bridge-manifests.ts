@@ -1,18 +1,25 @@
 // The bridge's deployment, generated from the operators it serves: its settings (ConfigMap), read
 // access to exactly what it watches, its Lease, and the Deployment. One active replica holds the
-// Lease and publishes; a standby takes over.
+// Lease and publishes; a standby takes over. Each project has its own bridge, named for it
+// (crdfn-bridge-<project>), so that several projects' deploy files applied to one cluster keep
+// each its own configuration and grants instead of overwriting one shared set.
 import type { Operator } from "./operator.ts";
-import type { DeploySettings } from "./deploy-settings.ts";
+import type { DeploySettings, QueueSettings } from "./deploy-settings.ts";
 import type { PolicyRule } from "./operator-rbac.ts";
 import { operatorName } from "./operator-rbac.ts";
 
 type Manifest = Record<string, unknown>;
 const rbac = "rbac.authorization.k8s.io/v1";
-export const BRIDGE = "crdfn-bridge";
+
+/** The name of the project's bridge: its Deployment, ServiceAccount, ConfigMap, Lease and RBAC. */
+export const bridgeName = (s: Pick<DeploySettings, "project">): string => `crdfn-bridge-${s.project}`;
 
 /** The event queue (FIFO) of an operator's function, as serverless-resources.ts names it. */
-export const eventQueueName = (operator: Operator<unknown>, s: DeploySettings): string => `${s.queues.prefix}${operatorName(operator)}.fifo`;
-export const eventQueueUrl = (operator: Operator<unknown>, s: DeploySettings): string => `${s.queues.urlBase.replace(/\/$/, "")}/${eventQueueName(operator, s)}`;
+export const eventQueueName = (operator: Operator<unknown>, s: { queues: QueueSettings }): string => `${s.queues.prefix}${operatorName(operator)}.fifo`;
+export const eventQueueUrl = (operator: Operator<unknown>, s: { queues: QueueSettings }): string => `${s.queues.urlBase}/${eventQueueName(operator, s)}`;
+/** Its dead-letter queue. */
+export const deadLetterQueueName = (operator: Operator<unknown>, s: { queues: QueueSettings }): string => `${s.queues.prefix}${operatorName(operator)}-dlq.fifo`;
+export const deadLetterQueueUrl = (operator: Operator<unknown>, s: { queues: QueueSettings }): string => `${s.queues.urlBase}/${deadLetterQueueName(operator, s)}`;
 
 const ref = (r: { group: string; version: string; plural: string }) => ({ group: r.group, version: r.version, plural: r.plural });
 
@@ -27,7 +34,7 @@ export function bridgeConfigOf(operators: ReadonlyArray<Operator<unknown>>, s: D
     namespaces: [...s.namespaces],
     // One field manager for all: the bridge skips the functions' own applies to children.
     ...(managers.length === 1 ? { functionFieldManager: managers[0] } : { functionFieldManager: "" }),
-    lease: { name: BRIDGE, namespace: s.bridge.namespace, durationSeconds: 8 },
+    lease: { name: bridgeName(s), namespace: s.bridge.namespace, durationSeconds: 8 },
     aws: { region: s.queues.region },
   };
 }
@@ -48,18 +55,19 @@ function watchRules(operators: ReadonlyArray<Operator<unknown>>): { namespaced: 
 
 /** Read-only access to what the bridge watches: cluster-wide, or Roles in the served namespaces. */
 export function bridgeWatchRbacOf(operators: ReadonlyArray<Operator<unknown>>, s: DeploySettings): Manifest[] {
-  const subjects = [{ kind: "ServiceAccount", name: BRIDGE, namespace: s.bridge.namespace }];
+  const name = bridgeName(s);
+  const subjects = [{ kind: "ServiceAccount", name, namespace: s.bridge.namespace }];
   const { namespaced, cluster } = watchRules(operators);
   const clusterRole = (name: string, rules: PolicyRule[]): Manifest[] => [
     { apiVersion: rbac, kind: "ClusterRole", metadata: { name }, rules },
     { apiVersion: rbac, kind: "ClusterRoleBinding", metadata: { name }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name }, subjects },
   ];
-  if (s.namespaces.length === 0) return clusterRole(BRIDGE, [...cluster, ...namespaced]);
-  const out: Manifest[] = cluster.length > 0 ? clusterRole(`${BRIDGE}-cluster`, cluster) : [];
+  if (s.namespaces.length === 0) return clusterRole(name, [...cluster, ...namespaced]);
+  const out: Manifest[] = cluster.length > 0 ? clusterRole(`${name}-cluster`, cluster) : [];
   for (const namespace of s.namespaces) {
     out.push(
-      { apiVersion: rbac, kind: "Role", metadata: { name: BRIDGE, namespace }, rules: namespaced },
-      { apiVersion: rbac, kind: "RoleBinding", metadata: { name: BRIDGE, namespace }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: BRIDGE }, subjects },
+      { apiVersion: rbac, kind: "Role", metadata: { name, namespace }, rules: namespaced },
+      { apiVersion: rbac, kind: "RoleBinding", metadata: { name, namespace }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name }, subjects },
     );
   }
   return out;
@@ -68,7 +76,8 @@ export function bridgeWatchRbacOf(operators: ReadonlyArray<Operator<unknown>>, s
 /** Leader election: its own Lease only. `create` cannot be limited by name (the object does not exist yet), so it is granted on leases in this namespace alone. */
 export function bridgeLeaseRbacOf(s: DeploySettings): Manifest[] {
   const namespace = s.bridge.namespace;
-  const name = `${BRIDGE}-lease`;
+  const bridge = bridgeName(s);
+  const name = `${bridge}-lease`;
   return [
     {
       apiVersion: rbac,
@@ -76,7 +85,7 @@ export function bridgeLeaseRbacOf(s: DeploySettings): Manifest[] {
       metadata: { name, namespace },
       rules: [
         { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["create"] },
-        { apiGroups: ["coordination.k8s.io"], resources: ["leases"], resourceNames: [BRIDGE], verbs: ["get", "update"] },
+        { apiGroups: ["coordination.k8s.io"], resources: ["leases"], resourceNames: [bridge], verbs: ["get", "update"] },
       ],
     },
     {
@@ -84,17 +93,19 @@ export function bridgeLeaseRbacOf(s: DeploySettings): Manifest[] {
       kind: "RoleBinding",
       metadata: { name, namespace },
       roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name },
-      subjects: [{ kind: "ServiceAccount", name: BRIDGE, namespace }],
+      subjects: [{ kind: "ServiceAccount", name: bridge, namespace }],
     },
   ];
 }
 
 export function bridgeDeploymentOf(s: DeploySettings): Manifest {
-  const labels = { "app.kubernetes.io/name": BRIDGE };
+  const name = bridgeName(s);
+  // The instance label keeps two projects' bridges (in one namespace) out of each other's selector.
+  const labels = { "app.kubernetes.io/name": "crdfn-bridge", "app.kubernetes.io/instance": s.project };
   return {
     apiVersion: "apps/v1",
     kind: "Deployment",
-    metadata: { name: BRIDGE, namespace: s.bridge.namespace },
+    metadata: { name, namespace: s.bridge.namespace },
     spec: {
       // Two replicas: one publishes (holds the Lease), the other takes over within 15 s.
       replicas: s.bridge.replicas,
@@ -103,7 +114,7 @@ export function bridgeDeploymentOf(s: DeploySettings): Manifest {
       template: {
         metadata: { labels, annotations: { "prometheus.io/scrape": "true", "prometheus.io/port": "8080" } },
         spec: {
-          serviceAccountName: BRIDGE,
+          serviceAccountName: name,
           // Long enough for SIGTERM to flush in-flight batches (10 s) and release the Lease.
           terminationGracePeriodSeconds: 20,
           securityContext: { runAsNonRoot: true, runAsUser: 10001, runAsGroup: 10001, seccompProfile: { type: "RuntimeDefault" } },
@@ -131,7 +142,7 @@ export function bridgeDeploymentOf(s: DeploySettings): Manifest {
               volumeMounts: [{ name: "config", mountPath: "/etc/crdfn", readOnly: true }],
             },
           ],
-          volumes: [{ name: "config", configMap: { name: BRIDGE } }],
+          volumes: [{ name: "config", configMap: { name } }],
         },
       },
     },

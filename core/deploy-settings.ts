@@ -1,11 +1,22 @@
 // What `crdfn generate` needs besides the operators: where they run. A small YAML file (or the
-// command's flags); a wrong value is one line naming the setting.
+// command's flags); a wrong value is one line naming the setting. What crdfn cannot know (the
+// project's name, the cluster's, the bridge's image, the AWS account's queue URLs) has no default:
+// a missing one is refused, all of them named in one line, and never written as a placeholder.
 import { z } from "zod";
 import { ConfigError } from "./config-error.ts";
 
 const dnsLabel = z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "must be a lower-case DNS label");
+const awsRegion = z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d$/, "must be an AWS region such as us-east-1");
+/** An empty YAML value (`image:`) is null: the same as leaving the key out. */
+const unset = <T extends z.ZodType>(t: T) => z.preprocess((v) => (v === null ? undefined : v), t.optional());
 
-export const deploySettingsSchema = z.strictObject({
+const rawSchema = z.strictObject({
+  /**
+   * The project's name: it names the project's bridge (crdfn-bridge-<project>: its Deployment,
+   * ServiceAccount, ConfigMap, Lease and RBAC), so projects sharing a cluster never overwrite
+   * each other's, and the default queue prefix.
+   */
+  project: unset(dnsLabel.max(40, "must be at most 40 characters (it is part of Kubernetes names and labels)")),
   /** The operator modules (paths relative to the settings file) and their Lambda handlers (relative to serverless.yml). */
   operators: z
     .array(
@@ -18,8 +29,8 @@ export const deploySettingsSchema = z.strictObject({
     .default([]),
   /** Where the generated files go, relative to the settings file. */
   out: z.string().min(1).default("deploy"),
-  /** The bridge's cluster name, carried in every event. */
-  cluster: z.string().regex(/^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/, "must be a short name (letters, digits, - _ .)").max(63).default("default"),
+  /** The bridge's cluster name, carried in every event; the functions serve only it. */
+  cluster: unset(z.string().regex(/^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/, "must be a short name (letters, digits, - _ .)").max(63)),
   /** The namespaces the operators serve; empty: all (except the always-denied ones). */
   namespaces: z.array(dnsLabel).default([]),
   /** Where the functions' ServiceAccounts live. */
@@ -27,36 +38,106 @@ export const deploySettingsSchema = z.strictObject({
   bridge: z
     .strictObject({
       namespace: dnsLabel.default("crdfn-system"),
-      image: z.string().regex(/^[^\s:@]+(:[\w][\w.-]{0,127})?(@sha256:[0-9a-f]{64})?$/, "must be an image reference such as ghcr.io/crdfn/bridge:0.1.0").default("ghcr.io/crdfn/bridge:0.1.0"),
+      image: unset(z.string().regex(/^[^\s:@]+(:[\w][\w.-]{0,127})?(@sha256:[0-9a-f]{64})?$/, "must be an image reference such as registry.example.com/shop/crdfn-bridge:0.1.0")),
       replicas: z.number().int().min(1).max(5).default(2),
     })
-    .default({ namespace: "crdfn-system", image: "ghcr.io/crdfn/bridge:0.1.0", replicas: 2 }),
+    .default({ namespace: "crdfn-system", replicas: 2 }),
   queues: z
     .strictObject({
-      /** Queue names are <prefix><operator>.fifo, <prefix><operator>-requeue and their -dlq. */
-      prefix: z.string().regex(/^[A-Za-z0-9_-]{0,40}$/, "must be letters, digits, - and _ (at most 40)").default("crdfn-prod-"),
-      /** The account's SQS endpoint the bridge sends to: https://sqs.<region>.amazonaws.com/<account>. */
-      urlBase: z.url("must be a URL such as https://sqs.us-east-1.amazonaws.com/123456789012").default("https://sqs.us-east-1.amazonaws.com/000000000000"),
-      region: z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d$/, "must be an AWS region such as us-east-1").default("us-east-1"),
+      /** Queue names are <prefix><operator>.fifo and <prefix><operator>-dlq.fifo. Default crdfn-<project>-. */
+      prefix: unset(z.string().regex(/^[A-Za-z0-9_-]{0,40}$/, "must be letters, digits, - and _ (at most 40)")),
+      /** The account's SQS endpoint the bridge sends to: https://sqs.<region>.amazonaws.com/<account id>. */
+      urlBase: unset(z.url("must be a URL such as https://sqs.us-east-1.amazonaws.com/123456789012")),
+      /** Default: the region in urlBase's host. */
+      region: unset(awsRegion),
     })
-    .default({ prefix: "crdfn-prod-", urlBase: "https://sqs.us-east-1.amazonaws.com/000000000000", region: "us-east-1" }),
+    .default({}),
 });
 
-export type DeploySettings = z.output<typeof deploySettingsSchema>;
-export type DeploySettingsInput = z.input<typeof deploySettingsSchema>;
+export interface DeploySettings {
+  project: string;
+  operators: Array<{ module: string; handler?: string | undefined }>;
+  out: string;
+  cluster: string;
+  namespaces: string[];
+  functionsNamespace: string;
+  bridge: { namespace: string; image: string; replicas: number };
+  queues: { prefix: string; urlBase: string; region: string };
+}
+export type DeploySettingsInput = z.input<typeof rawSchema>;
 
-/** Validates settings; `source` names the file (or "flags") in the one-line error. */
-export function parseDeploySettings(input: unknown, source: string): DeploySettings {
-  const parsed = deploySettingsSchema.safeParse(input ?? {});
-  if (parsed.success) {
-    const s = parsed.data;
-    const reserved = ["kube-system", s.bridge.namespace, s.functionsNamespace];
-    const bad = s.namespaces.find((n) => reserved.includes(n));
-    if (bad) throw new ConfigError(`${source}: namespaces: ${bad} is never served (kube-system, the bridge's and the functions' namespaces are always denied)`);
-    return s;
-  }
+/** The values crdfn cannot know, what each is, and (for the CLI) where else it can come from. */
+export const UNKNOWABLE = {
+  project: "this project's name; it names its bridge, so that projects sharing a cluster keep theirs, e.g. shop",
+  cluster: "the cluster's name, carried in every event, e.g. your EKS cluster's",
+  "bridge.image": "the bridge image you built and pushed (Dockerfile: node_modules/crdfn/infra/bridge/Dockerfile)",
+  "queues.urlBase": "https://sqs.<region>.amazonaws.com/<account id>, where the operators' queues are",
+} as const;
+export type Unknowable = keyof typeof UNKNOWABLE;
+
+const AWS_SQS_HOST = /^sqs\.([a-z0-9-]+)\.amazonaws\.com(\.cn)?$/;
+
+function parseRaw(input: unknown, source: string): z.output<typeof rawSchema> {
+  const parsed = rawSchema.safeParse(input ?? {});
+  if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0]!;
   throw new ConfigError(`${source}: ${issue.path.join(".") || "(top)"}: ${issue.message}`);
+}
+
+function refuseMissing(given: Partial<Record<Unknowable, string | undefined>>, source: string, flags: Partial<Record<Unknowable, string>>): void {
+  const missing = (Object.keys(given) as Unknowable[]).filter((k) => given[k] === undefined);
+  if (missing.length === 0) return;
+  const named = missing.map((k) => `${k} (${flags[k] ? `${flags[k]}; ` : ""}${UNKNOWABLE[k]})`);
+  throw new ConfigError(`${source}: set ${named.join(", ")}: crdfn cannot know ${missing.length === 1 ? "it" : "them"} and writes no placeholder`);
+}
+
+/** Where the operators' queues are: what the bridge, `crdfn status` and `crdfn dlq` need of the settings. */
+export interface QueueSettings {
+  prefix: string;
+  urlBase: string;
+  region: string;
+}
+
+function queuesOf(r: z.output<typeof rawSchema>, source: string): QueueSettings {
+  const urlBase = r.queues.urlBase!.replace(/\/+$/, "");
+  const url = new URL(urlBase);
+  const aws = AWS_SQS_HOST.exec(url.hostname);
+  if (aws && !/^\/\d{12}$/.test(url.pathname)) throw new ConfigError(`${source}: queues.urlBase: must end in the 12-digit AWS account id, as https://sqs.${aws[1]}.amazonaws.com/123456789012`);
+  if (aws && url.pathname === "/000000000000") throw new ConfigError(`${source}: queues.urlBase: 000000000000 is a placeholder, not an AWS account; name your account id`);
+  const region = r.queues.region ?? aws?.[1];
+  if (!region) throw new ConfigError(`${source}: queues.region: required when queues.urlBase is not an AWS SQS endpoint (sqs.<region>.amazonaws.com)`);
+  if (aws && region !== aws[1]) throw new ConfigError(`${source}: queues.region: ${region} is not the region of queues.urlBase (${aws[1]})`);
+  return { prefix: r.queues.prefix ?? `crdfn-${r.project!}-`, urlBase, region };
+}
+
+/**
+ * Validates settings; `source` names the file (or "flags") in the one-line error, and `flags`
+ * names the command-line flag of each value crdfn cannot know, when there is one.
+ */
+export function parseDeploySettings(input: unknown, source: string, flags: Partial<Record<Unknowable, string>> = {}): DeploySettings {
+  const r = parseRaw(input, source);
+  refuseMissing({ project: r.project, cluster: r.cluster, "bridge.image": r.bridge.image, "queues.urlBase": r.queues.urlBase }, source, flags);
+  const s: DeploySettings = {
+    project: r.project!,
+    operators: r.operators,
+    out: r.out,
+    cluster: r.cluster!,
+    namespaces: r.namespaces,
+    functionsNamespace: r.functionsNamespace,
+    bridge: { namespace: r.bridge.namespace, image: r.bridge.image!, replicas: r.bridge.replicas },
+    queues: queuesOf(r, source),
+  };
+  const reserved = ["kube-system", s.bridge.namespace, s.functionsNamespace];
+  const bad = s.namespaces.find((n) => reserved.includes(n));
+  if (bad) throw new ConfigError(`${source}: namespaces: ${bad} is never served (kube-system, the bridge's and the functions' namespaces are always denied)`);
+  return s;
+}
+
+/** Only what locating the operators' queues needs (their modules, the project or prefix, the URL base). */
+export function parseQueueSettings(input: unknown, source: string): { operators: DeploySettings["operators"]; queues: QueueSettings } {
+  const r = parseRaw(input, source);
+  refuseMissing({ ...(r.queues.prefix === undefined ? { project: r.project } : {}), "queues.urlBase": r.queues.urlBase }, source, {});
+  return { operators: r.operators, queues: queuesOf(r, source) };
 }
 
 /** The namespaces a function may never write in, whatever it serves. */

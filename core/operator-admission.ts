@@ -29,17 +29,20 @@ export function admissionPolicyOf(operator: Operator<unknown>, o: { functionsNam
     `has(${obj}.metadata.ownerReferences) && ${obj}.metadata.ownerReferences.exists(r, has(r.controller) && r.controller && r.kind == ${lit(kind)} && r.apiVersion.startsWith(${lit(`${group}/`)}))`;
   const uncontrolled = (obj: string) => `!(has(${obj}.metadata.ownerReferences) && ${obj}.metadata.ownerReferences.exists(r, has(r.controller) && r.controller))`;
   const name = admissionPolicyName(operator);
+  // A cluster-scoped request (its own cluster-scoped resource's status, a cluster-scoped child)
+  // carries no namespace key at all: reading request.namespace there is an error, which
+  // failurePolicy Fail turns into a denial. The namespace checks apply to namespaced requests only.
   const validations: Manifest[] = [
     {
-      expression: `!(request.namespace in ${list(o.denied)})`,
-      messageExpression: `'crdfn: ${who} may never write in namespace ' + request.namespace`,
+      expression: `variables.requestNamespace == '' || !(variables.requestNamespace in ${list(o.denied)})`,
+      messageExpression: `'crdfn: ${who} may never write in namespace ' + variables.requestNamespace`,
       reason: "Forbidden",
     },
   ];
   if (o.namespaces.length > 0) {
     validations.push({
-      expression: `request.namespace == '' || request.namespace in ${list(o.namespaces)}`,
-      messageExpression: `'crdfn: ${who} does not serve namespace ' + request.namespace`,
+      expression: `variables.requestNamespace == '' || variables.requestNamespace in ${list(o.namespaces)}`,
+      messageExpression: `'crdfn: ${who} does not serve namespace ' + variables.requestNamespace`,
       reason: "Forbidden",
     });
   }
@@ -67,6 +70,8 @@ export function admissionPolicyOf(operator: Operator<unknown>, o: { functionsNam
       // Only this function's identities: the ServiceAccount and the Lambda role's group.
       matchConditions: [{ name: "is-the-function", expression: `request.userInfo.username == ${lit(id.username)} || ${lit(id.group)} in request.userInfo.groups` }],
       variables: [
+        // Not "namespace": a CEL reserved word, refused as a variable name.
+        { name: "requestNamespace", expression: "has(request.namespace) ? request.namespace : ''" },
         { name: "owned", expression: anyOf(operator.owns.map((k) => isResource(k.group, k.plural))) },
         { name: "shared", expression: anyOf(operator.shares.map((s) => `${isResource(s.group, s.plural)} && request.name == ${lit(s.name)}`)) },
         { name: "newIsOurs", expression: `(${controlledBy("object")}) || (variables.shared && ${uncontrolled("object")})` },

@@ -2,7 +2,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { z } from "zod";
 import { defineOperator, type ResourceVersion } from "./operator.ts";
-import { crdOf } from "./operator-crd.ts";
+import { crdOf, droppedVersions } from "./operator-crd.ts";
 
 const widget = (version: string, versions?: ResourceVersion[]) =>
   defineOperator({
@@ -49,6 +49,18 @@ describe("multi-version CRDs", () => {
         { name: "v1", served: false, storage: false },
       ],
     );
+  });
+
+  it("finds the versions a CRD generated before could store that the operator no longer declares", () => {
+    const before = crdOf(widget("v1beta1"));
+    assert.deepEqual(droppedVersions(widget("v1"), before), ["v1beta1"]);
+    // Declared retired: kept, so nothing is dropped.
+    assert.deepEqual(droppedVersions(widget("v1", [{ name: "v1beta1", served: false }, { name: "v1" }]), before), []);
+    // A version that was served but never the storage version held no object.
+    assert.deepEqual(droppedVersions(widget("v1"), crdOf(widget("v1", [{ name: "v1alpha1" }, { name: "v1" }]))), []);
+    // One the earlier CRD kept unserved may still hold objects.
+    assert.deepEqual(droppedVersions(widget("v2"), crdOf(widget("v1"), ["v1beta1"])), ["v1", "v1beta1"]);
+    assert.deepEqual(droppedVersions(widget("v1"), "not a CRD"), []);
   });
 
   it("refuses versions the API server would refuse, naming the problem", () => {

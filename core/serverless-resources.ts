@@ -1,13 +1,14 @@
 // The AWS side of each operator, for serverless.yml to read with ${file(...)}: its function, its
 // FIFO event queue (written by the bridge: one message group per object, so one object's events
-// run in order) and its standard requeue queue (per-message DelaySeconds, which FIFO refuses —
-// functions/runtime/requeue.ts), each dead-lettering after 5 receives, everything SSE-encrypted,
-// and a role that can do nothing but consume those two queues, requeue, and write its own logs.
+// run in order) dead-lettering after 5 receives, SSE-encrypted, and a role that can do nothing but
+// consume that queue, send to it (deferring a message while the API server is unreachable), and
+// write its own logs. Also the bridge's AWS identity: a role that may only send to those event
+// queues, associated with the bridge's ServiceAccount by EKS Pod Identity.
 // Service-wide values (timeouts, batch size, concurrency) stay in serverless.yml's custom/params.
 import type { Operator } from "./operator.ts";
 import type { DeploySettings } from "./deploy-settings.ts";
 import { operatorName } from "./operator-rbac.ts";
-import { eventQueueName } from "./bridge-manifests.ts";
+import { bridgeName, deadLetterQueueName, eventQueueName } from "./bridge-manifests.ts";
 
 type Json = Record<string, unknown>;
 
@@ -21,8 +22,10 @@ const logicalId = (operator: Operator<unknown>): string => {
 const DLQ_AFTER_RECEIVES = 5;
 const FOURTEEN_DAYS = 1_209_600;
 
-/** serverless.yml `functions:` — one per operator, triggered by its two queues with partial batch responses. */
-/** `cluster`: the id the bridge puts in every event; a function serves only that cluster. */
+/**
+ * serverless.yml `functions:` — one per operator, triggered by its event queue with partial batch
+ * responses. `cluster`: the id the bridge puts in every event; a function serves only that cluster.
+ */
 export function serverlessFunctionsOf(operators: ReadonlyArray<{ operator: Operator<unknown>; handler: string }>, cluster: string): Json {
   const trigger = (queue: string) => ({
     sqs: {
@@ -40,25 +43,24 @@ export function serverlessFunctionsOf(operators: ReadonlyArray<{ operator: Opera
         {
           handler,
           role: `${id}FunctionRole`,
-          environment: { CRDFN_CLUSTER: cluster, CRDFN_STANDARD_QUEUE_URL: { Ref: `${id}RequeueQueue` } },
-          events: [trigger(`${id}EventsQueue`), trigger(`${id}RequeueQueue`)],
+          environment: { CRDFN_CLUSTER: cluster },
+          events: [trigger(`${id}EventsQueue`)],
         },
       ];
     }),
   );
 }
 
-/** serverless.yml `resources:` — Resources and Outputs of every operator. */
+/** serverless.yml `resources:` — Resources and Outputs of every operator, and the bridge's identity. */
 export function serverlessResourcesOf(operators: ReadonlyArray<Operator<unknown>>, s: DeploySettings): Json {
   const resources: Json = {};
   const outputs: Json = {};
   for (const op of operators) {
     const id = logicalId(op);
     const n = operatorName(op);
-    const base = `${s.queues.prefix}${n}`;
     const queue = (props: Json): Json => ({ Type: "AWS::SQS::Queue", Properties: { ...props, SqsManagedSseEnabled: true } });
     const redrive = (dlq: string) => ({ RedrivePolicy: { deadLetterTargetArn: getAtt(dlq), maxReceiveCount: DLQ_AFTER_RECEIVES } });
-    const consumed = [getAtt(`${id}EventsQueue`), getAtt(`${id}RequeueQueue`)];
+    const events = getAtt(`${id}EventsQueue`);
     Object.assign(resources, {
       [`${id}EventsQueue`]: queue({
         QueueName: eventQueueName(op, s),
@@ -71,9 +73,7 @@ export function serverlessResourcesOf(operators: ReadonlyArray<Operator<unknown>
         VisibilityTimeout: "${self:custom.visibilityTimeoutSeconds}",
         ...redrive(`${id}EventsDlq`),
       }),
-      [`${id}EventsDlq`]: queue({ QueueName: `${base}-dlq.fifo`, FifoQueue: true, MessageRetentionPeriod: FOURTEEN_DAYS }),
-      [`${id}RequeueQueue`]: queue({ QueueName: `${base}-requeue`, VisibilityTimeout: "${self:custom.visibilityTimeoutSeconds}", ...redrive(`${id}RequeueDlq`) }),
-      [`${id}RequeueDlq`]: queue({ QueueName: `${base}-requeue-dlq`, MessageRetentionPeriod: FOURTEEN_DAYS }),
+      [`${id}EventsDlq`]: queue({ QueueName: deadLetterQueueName(op, s), FifoQueue: true, MessageRetentionPeriod: FOURTEEN_DAYS }),
       [`${id}FunctionRole`]: {
         Type: "AWS::IAM::Role",
         Properties: {
@@ -95,8 +95,9 @@ export function serverlessResourcesOf(operators: ReadonlyArray<Operator<unknown>
                     Resource: { "Fn::Sub": `arn:\${AWS::Partition}:logs:\${AWS::Region}:\${AWS::AccountId}:log-group:/aws/lambda/\${self:service}-\${sls:stage}-${n}:*` },
                   },
                   // ChangeMessageVisibility: the adapters lengthen a retried message's visibility (backoff).
-                  { Effect: "Allow", Action: ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ChangeMessageVisibility", "sqs:GetQueueUrl"], Resource: consumed },
-                  { Effect: "Allow", Action: "sqs:SendMessage", Resource: getAtt(`${id}RequeueQueue`) },
+                  { Effect: "Allow", Action: ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ChangeMessageVisibility", "sqs:GetQueueUrl"], Resource: events },
+                  // Its own queue only: a message deferred while the API server is unreachable goes back into its object's group.
+                  { Effect: "Allow", Action: "sqs:SendMessage", Resource: events },
                 ],
               },
             },
@@ -109,5 +110,41 @@ export function serverlessResourcesOf(operators: ReadonlyArray<Operator<unknown>
       [`${id}FunctionRoleArn`]: { Description: `Map to the Kubernetes group crdfn:${n} (EKS access entry)`, Value: getAtt(`${id}FunctionRole`) },
     });
   }
+  Object.assign(resources, bridgeIdentityOf(operators, s));
+  outputs.BridgeRoleArn = { Description: `The bridge's role (EKS Pod Identity of ${s.bridge.namespace}/${bridgeName(s)})`, Value: getAtt("BridgeRole") };
   return { Resources: resources, Outputs: outputs };
+}
+
+/**
+ * The bridge's AWS identity: a role that EKS Pod Identity hands to the pods of its ServiceAccount
+ * (in the cluster named by the eksCluster parameter; the cluster needs the eks-pod-identity-agent
+ * add-on), allowed to send to its operators' event queues and read their attributes (it checks a
+ * queue exists and is FIFO), nothing else. SendMessageBatch is authorized as sqs:SendMessage.
+ */
+function bridgeIdentityOf(operators: ReadonlyArray<Operator<unknown>>, s: DeploySettings): Json {
+  return {
+    BridgeRole: {
+      Type: "AWS::IAM::Role",
+      Properties: {
+        RoleName: "${self:service}-${sls:stage}-bridge-${aws:region}",
+        AssumeRolePolicyDocument: {
+          Version: "2012-10-17",
+          Statement: [{ Effect: "Allow", Principal: { Service: "pods.eks.amazonaws.com" }, Action: ["sts:AssumeRole", "sts:TagSession"] }],
+        },
+        Policies: [
+          {
+            PolicyName: "publish",
+            PolicyDocument: {
+              Version: "2012-10-17",
+              Statement: [{ Effect: "Allow", Action: ["sqs:SendMessage", "sqs:GetQueueAttributes"], Resource: operators.map((op) => getAtt(`${logicalId(op)}EventsQueue`)) }],
+            },
+          },
+        ],
+      },
+    },
+    BridgePodIdentity: {
+      Type: "AWS::EKS::PodIdentityAssociation",
+      Properties: { ClusterName: "${param:eksCluster}", Namespace: s.bridge.namespace, ServiceAccount: bridgeName(s), RoleArn: getAtt("BridgeRole") },
+    },
+  };
 }

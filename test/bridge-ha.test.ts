@@ -14,7 +14,8 @@ import { scrapeMetrics } from "./support/metrics.ts";
 import { parallel, withTimeout } from "./support/promises.ts";
 import { QueueReader } from "./support/queue-reader.ts";
 
-const SA = "system:serviceaccount:crdfn-system:crdfn-bridge";
+// infra/bridge is this repository's project "examples": its bridge is crdfn-bridge-examples.
+const SA = "system:serviceaccount:crdfn-system:crdfn-bridge-examples";
 
 /** `kubectl auth can-i` answers on stdout and signals "no" with exit code 1. */
 function canI(cluster: LocalCluster, ...args: string[]): string {
@@ -60,7 +61,7 @@ describe("bridge: deployment identity and high availability", { timeout: 300_000
     // A dry run creates nothing, so the namespace the other objects live in must exist first.
     kubectl(cluster, "apply", "--server-side", "-f", "infra/bridge/namespace.yaml");
     const out = kubectl(cluster, "apply", "--server-side", "--dry-run=server", "-k", "infra/bridge");
-    for (const kind of ["serviceaccount/crdfn-bridge", "clusterrole.rbac.authorization.k8s.io/crdfn-bridge", "role.rbac.authorization.k8s.io/crdfn-bridge-lease", "configmap/crdfn-bridge", "deployment.apps/crdfn-bridge"]) {
+    for (const kind of ["serviceaccount/crdfn-bridge-examples", "clusterrole.rbac.authorization.k8s.io/crdfn-bridge-examples", "role.rbac.authorization.k8s.io/crdfn-bridge-examples-lease", "configmap/crdfn-bridge-examples", "deployment.apps/crdfn-bridge-examples"]) {
       assert.match(out, new RegExp(`${kind.replace(/\./g, "\\.")} serverside-applied \\(server dry run\\)`));
     }
   });
@@ -68,7 +69,7 @@ describe("bridge: deployment identity and high availability", { timeout: 300_000
   it("runs as its own process with the token of the ServiceAccount from infra/bridge, which cannot read Secrets", { timeout: 90_000 }, async () => {
     kubectl(cluster, "apply", "--server-side", "-k", "infra/bridge");
     const core = cluster.kubeConfig.makeApiClient(CoreV1Api);
-    const token = await core.createNamespacedServiceAccountToken({ name: "crdfn-bridge", namespace: "crdfn-system", body: { spec: { audiences: [], expirationSeconds: 3600 } } });
+    const token = await core.createNamespacedServiceAccountToken({ name: "crdfn-bridge-examples", namespace: "crdfn-system", body: { spec: { audiences: [], expirationSeconds: 3600 } } });
     const dir = mkdtempSync(join(tmpdir(), "crdfn-bridge-sa-"));
     const tokenFile = join(dir, "token");
     writeFileSync(tokenFile, token.status?.token ?? "");
@@ -78,17 +79,17 @@ describe("bridge: deployment identity and high availability", { timeout: 300_000
     assert.equal(canI(cluster, "update", "crontabs.stable.example.com", "--all-namespaces"), "no");
     assert.equal(canI(cluster, "watch", "crontabs.stable.example.com", "--all-namespaces"), "yes");
     assert.equal(canI(cluster, "watch", "cronjobs.batch", "--all-namespaces"), "yes");
-    assert.equal(canI(cluster, "update", "leases.coordination.k8s.io/crdfn-bridge", "-n", "crdfn-system"), "yes");
+    assert.equal(canI(cluster, "update", "leases.coordination.k8s.io/crdfn-bridge-examples", "-n", "crdfn-system"), "yes");
     assert.equal(canI(cluster, "update", "leases.coordination.k8s.io/other", "-n", "crdfn-system"), "no");
 
     const ns = "as-sa";
     await createNamespace(cluster, ns);
     // No kubeconfig: the server, its CA and the token file, as a bridge outside the cluster runs.
-    const { KUBECONFIG: _admin, ...env } = bridgeEnv(cluster, { CRDFN_LEASE_NAME: "crdfn-bridge", CRDFN_LEASE_NAMESPACE: "crdfn-system" });
+    const { KUBECONFIG: _admin, ...env } = bridgeEnv(cluster, { CRDFN_LEASE_NAME: "crdfn-bridge-examples", CRDFN_LEASE_NAMESPACE: "crdfn-system" });
     const bridge = spawnBridge({ ...env, CRDFN_KUBE_SERVER: cluster.server, CRDFN_KUBE_CA_FILE: cluster.caPath, CRDFN_KUBE_TOKEN_FILE: tokenFile, HOME: dir });
     try {
       await withTimeout(bridge.synced, 30_000, `sync as the ServiceAccount; logs: ${bridge.logs.join("\n")}`);
-      assert.equal(await leaseHolder(cluster, "crdfn-bridge") !== "", true, "it holds its Lease");
+      assert.equal(await leaseHolder(cluster, "crdfn-bridge-examples") !== "", true, "it holds its Lease");
       await ok(kube(cluster.kubeConfig, "POST", crontabPath(ns), crontab("seen")), "create");
       await reader.until(() => reader.byName(ns).has("seen"), 20_000);
     } finally {
@@ -96,7 +97,7 @@ describe("bridge: deployment identity and high availability", { timeout: 300_000
       assert.equal(await bridge.exited, 0);
       rmSync(dir, { recursive: true, force: true });
     }
-    assert.equal(await leaseHolder(cluster, "crdfn-bridge"), "", "stop releases the Lease");
+    assert.equal(await leaseHolder(cluster, "crdfn-bridge-examples"), "", "stop releases the Lease");
   });
 
   it("two replicas: exactly one publishes; SIGKILL it and the other takes over within 15 s", { timeout: 120_000 }, async () => {

@@ -59,7 +59,7 @@ describe("an operator written from the README", { timeout: 180_000 }, () => {
 
   it("prints the operator, its sample and its unit test exactly as `crdfn init motd` writes them", () => {
     assert.deepEqual([...files.keys()].sort(), ["operator.test.ts", "operator.ts", "sample.yaml"]);
-    const made = projectFiles(projectNames("motd"), { crdfn: "^0.0.0", zod: "^4.0.0", typescript: "^6.0.0", typesNode: "^22.18.0" });
+    const made = projectFiles(projectNames("motd"), { crdfn: "^0.0.0", zod: "^4.0.0", typescript: "^6.0.0", typesNode: "^22.18.0", serverless: "3.40.0", serverlessEsbuild: "^1.0.0", functionsFramework: "^5.0.0" });
     for (const [path, text] of files) assert.equal(text, made.get(path), `README's ${path} differs from crdfn init's`);
   });
 

@@ -41,11 +41,13 @@ export default defineOperator({
   }),
 });
 `;
-const SETTINGS = `operators:
+const SETTINGS = `project: shop
+operators:
   - module: src/operator.ts
 out: deploy
 cluster: shop-test
 namespaces: [${SERVED}]
+bridge: { image: registry.example.com/shop/crdfn-bridge:0.1.0 }
 queues: { prefix: shop-prod-, urlBase: https://sqs.eu-west-1.amazonaws.com/123456789012, region: eu-west-1 }
 `;
 
@@ -65,6 +67,7 @@ describe("crdfn generate → a real API server, attacked with the function's ide
     folder = mkdtempSync(join(packageRoot, ".crdfn", "generate-"));
     mkdirSync(join(folder, "src"));
     writeFileSync(join(folder, "src", "operator.ts"), OPERATOR);
+    writeFileSync(join(folder, "src", "lambda.ts"), `import { lambdaHandler } from "crdfn/lambda";\nimport operator from "./operator.ts";\nexport const handler = lambdaHandler(operator);\n`);
     writeFileSync(join(folder, "crdfn.deploy.yaml"), SETTINGS);
     const generated = await run(process.execPath, ["--conditions=crdfn-source", join(packageRoot, "cli", "main.ts"), "generate"], { cwd: folder });
     assert.match(generated.stdout, /wrote \d+ files into deploy\//);
@@ -118,8 +121,8 @@ describe("crdfn generate → a real API server, attacked with the function's ide
     const attacks: Array<[string, Denial["by"], RegExp, (k: Kubectl) => Promise<unknown>]> = [
       ["server-side apply kube-system/aws-auth mapping system:masters", "RBAC", /cannot patch resource "configmaps".*"kube-system"/, (k) =>
         apply(k, JSON.stringify({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "aws-auth", namespace: "kube-system" }, data: { mapRoles: "- rolearn: arn:aws:iam::1:role/x\n  groups: [system:masters]" } }))],
-      ["rewrite the bridge's ConfigMap crdfn-system/crdfn-bridge", "RBAC", /cannot (get|patch) resource "configmaps".*"crdfn-system"/, (k) =>
-        k(["patch", "configmap", "crdfn-bridge", "-n", "crdfn-system", "--type=merge", "-p", '{"data":{"bridge.yaml":"queue: {url: https://evil}"}}'])],
+      ["rewrite the bridge's ConfigMap crdfn-system/crdfn-bridge-shop", "RBAC", /cannot (get|patch) resource "configmaps".*"crdfn-system"/, (k) =>
+        k(["patch", "configmap", "crdfn-bridge-shop", "-n", "crdfn-system", "--type=merge", "-p", '{"data":{"bridge.yaml":"queue: {url: https://evil}"}}'])],
       [`create a ConfigMap in ${SERVED} without an owner reference`, "admission policy", /crdfn: the widget function may write configmaps only with a controller owner reference to its Widget/, (k) =>
         k(["create", "-f", "-"], configMap(SERVED, "planted"))],
       [`take over ${SERVED}/victim-widget by applying it with a forged owner reference`, "admission policy", /crdfn: the widget function may change or delete configmaps victim-widget only if a Widget already controls it/, (k) =>

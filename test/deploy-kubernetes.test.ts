@@ -214,7 +214,7 @@ describe("Kubernetes deploy manifests", { timeout: 240_000 }, () => {
       const op = who.includes("crontab") ? "crontab" : "greeting";
       for (const [what, attack, message] of [
         ["server-side apply kube-system/aws-auth", () => apply(k, "kube-system", "aws-auth"), new RegExp(`the ${op} function may never write in namespace kube-system`)],
-        ["rewrite crdfn-system/crdfn-bridge", () => apply(k, "crdfn-system", "crdfn-bridge"), new RegExp(`the ${op} function may never write in namespace crdfn-system`)],
+        ["rewrite crdfn-system/crdfn-bridge-examples", () => apply(k, "crdfn-system", "crdfn-bridge-examples"), new RegExp(`the ${op} function may never write in namespace crdfn-system`)],
         [`take over ${NS}/victim-greeting`, () => apply(k, NS, "victim-greeting"), /may write configmaps only with a controller owner reference/],
       ] as const) {
         const d = await denied(attack());

@@ -86,7 +86,7 @@ describe("serverless package (offline)", { timeout: 300_000 }, () => {
     assert.equal(r?.Type, "AWS::SQS::Queue", `${logicalId} is a queue`);
     return r.Properties;
   };
-  /** The Lambda function of an operator, its two queue triggers and the queues behind them. */
+  /** The Lambda function of an operator, its queue trigger and the queue behind it. */
   const functionOf = (name: string) => {
     const entry = ofType("AWS::Lambda::Function").find(([, r]) => r.Properties.FunctionName === `crdfn-test-${name}`);
     assert.ok(entry, `a Lambda function crdfn-test-${name}`);
@@ -95,11 +95,9 @@ describe("serverless package (offline)", { timeout: 300_000 }, () => {
       .map(([, r]) => r.Properties)
       .filter((p) => getAttTarget(p.FunctionName) === logicalId);
     const sources = mappings.map((m) => ({ mapping: m, queueId: getAttTarget(m.EventSourceArn) }));
-    const fifo = sources.filter((s) => queue(s.queueId).FifoQueue === true);
-    const standard = sources.filter((s) => queue(s.queueId).FifoQueue !== true);
-    assert.equal(fifo.length, 1, `${name}: one FIFO trigger`);
-    assert.equal(standard.length, 1, `${name}: one standard (requeue) trigger`);
-    return { fn: fn.Properties, fifo: fifo[0]!, requeue: standard[0]! };
+    assert.equal(sources.length, 1, `${name}: one trigger`);
+    assert.equal(queue(sources[0]!.queueId).FifoQueue, true, `${name}: its trigger is its FIFO queue`);
+    return { fn: fn.Properties, fifo: sources[0]! };
   };
   const names = operators.map((op) => op.resource.kind.toLowerCase());
 
@@ -126,7 +124,7 @@ describe("serverless package (offline)", { timeout: 300_000 }, () => {
 
   it("triggers each function from its FIFO queue: batch ≤ 10, no batching window, partial batch responses", () => {
     for (const name of names) {
-      for (const { mapping } of [functionOf(name).fifo, functionOf(name).requeue]) {
+      for (const { mapping } of [functionOf(name).fifo]) {
         assert.ok(Number(mapping.BatchSize) >= 1 && Number(mapping.BatchSize) <= 10, `${name}: batch size ${String(mapping.BatchSize)}`);
         assert.equal(mapping.MaximumBatchingWindowInSeconds, undefined, `${name}: no batching window`);
         assert.deepEqual(mapping.FunctionResponseTypes, ["ReportBatchItemFailures"]);
@@ -135,12 +133,17 @@ describe("serverless package (offline)", { timeout: 300_000 }, () => {
     }
   });
 
+  it("has no queue but the event queues and their dead-letter queues: no standard (requeue) queue", () => {
+    const queues = ofType("AWS::SQS::Queue").map(([, r]) => String(r.Properties.QueueName)).sort();
+    assert.deepEqual(queues, names.flatMap((n) => [`crdfn-prod-${n}-dlq.fifo`, `crdfn-prod-${n}.fifo`]).sort());
+  });
+
   it("gives every queue an encrypted dead-letter queue after 5 receives and a visibility timeout ≥ 6 × the function timeout", () => {
     for (const name of names) {
-      const { fn, fifo, requeue } = functionOf(name);
+      const { fn, fifo } = functionOf(name);
       const timeout = Number(fn.Timeout);
       assert.ok(timeout > 0);
-      for (const { queueId } of [fifo, requeue]) {
+      for (const { queueId } of [fifo]) {
         const q = queue(queueId);
         assert.equal(q.SqsManagedSseEnabled, true, `${queueId} is encrypted`);
         assert.ok(Number(q.VisibilityTimeout) >= 6 * timeout, `${queueId}: visibility ${String(q.VisibilityTimeout)} s ≥ 6 × ${timeout} s`);
@@ -162,7 +165,7 @@ describe("serverless package (offline)", { timeout: 300_000 }, () => {
   it("gives each function its own role, scoped to its own queues and log group (no '*')", () => {
     assert.equal(resources.IamRoleLambdaExecution, undefined, "no shared default role");
     for (const name of names) {
-      const { fn, fifo, requeue } = functionOf(name);
+      const { fn, fifo } = functionOf(name);
       const role = resources[getAttTarget(fn.Role)];
       assert.equal(role?.Type, "AWS::IAM::Role");
       const statements = (role.Properties.Policies as Array<{ PolicyDocument: { Statement: Statement[] } }>).flatMap((p) => p.PolicyDocument.Statement);
@@ -179,34 +182,51 @@ describe("serverless package (offline)", { timeout: 300_000 }, () => {
           for (const t of targets) granted.set(action, (granted.get(action) ?? new Set()).add(t));
         }
       }
-      const consumed = new Set([fifo.queueId, requeue.queueId]);
+      const consumed = new Set([fifo.queueId]);
       assert.deepEqual(
         [...granted.keys()].sort(),
         ["logs:CreateLogStream", "logs:PutLogEvents", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:ReceiveMessage", "sqs:SendMessage"],
       );
       // ChangeMessageVisibility: the adapters lengthen a retried message's visibility, on its own queues only.
       for (const action of ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ChangeMessageVisibility", "sqs:GetQueueUrl"]) assert.deepEqual(granted.get(action), consumed, `${name}: ${action}`);
-      // Only the runtime's requeues send, and only to the standard queue.
-      assert.deepEqual(granted.get("sqs:SendMessage"), new Set([requeue.queueId]));
+      // It sends only to its own queue: a message deferred during an API server outage goes back into its object's group.
+      assert.deepEqual(granted.get("sqs:SendMessage"), consumed);
       for (const action of ["logs:CreateLogStream", "logs:PutLogEvents"]) {
         assert.deepEqual([...(granted.get(action) ?? [])], [`arn:\${AWS::Partition}:logs:\${AWS::Region}:\${AWS::AccountId}:log-group:/aws/lambda/crdfn-test-${name}:*`]);
       }
     }
   });
 
-  it("wires the cluster endpoint, credential source and requeue queue into exactly the settings the runtime reads", () => {
+  it("wires the cluster endpoint, credential source and cluster id into exactly the settings the runtime reads", () => {
     for (const name of names) {
-      const { fn, requeue } = functionOf(name);
+      const { fn } = functionOf(name);
       const vars = (fn.Environment as { Variables: Record<string, unknown> }).Variables;
-      assert.deepEqual(vars.CRDFN_STANDARD_QUEUE_URL, { Ref: requeue.queueId });
-      // What Lambda would hand the process: the Ref resolved to a URL, AWS_REGION set by Lambda.
-      const resolved = { ...vars, CRDFN_STANDARD_QUEUE_URL: "https://sqs.us-east-1.amazonaws.com/123456789012/q", AWS_REGION: "us-east-1" } as NodeJS.ProcessEnv;
-      const config = loadConfig(resolved);
+      assert.deepEqual(Object.keys(vars).sort(), ["CRDFN_CLUSTER", "CRDFN_EKS_CLUSTER", "CRDFN_KUBE_AUTH", "CRDFN_KUBE_CA_DATA", "CRDFN_KUBE_SERVER", "LOG_LEVEL"]);
+      // What Lambda would hand the process: AWS_REGION set by Lambda.
+      const config = loadConfig({ ...(vars as NodeJS.ProcessEnv), AWS_REGION: "us-east-1" });
       assert.equal(config.CRDFN_KUBE_AUTH, "eks");
       assert.equal(config.CRDFN_KUBE_SERVER, PARAMS.kubeServer);
       assert.equal(config.CRDFN_KUBE_CA_DATA, PARAMS.kubeCaData);
       assert.equal(config.CRDFN_EKS_CLUSTER, PARAMS.eksCluster);
+      assert.equal(config.CRDFN_CLUSTER, "production");
     }
+  });
+
+  it("gives the bridge a role EKS Pod Identity hands its ServiceAccount, allowed to send to exactly the event queues", () => {
+    const role = resources.BridgeRole;
+    assert.equal(role?.Type, "AWS::IAM::Role");
+    assert.deepEqual((role.Properties.AssumeRolePolicyDocument as { Statement: unknown[] }).Statement, [
+      { Effect: "Allow", Principal: { Service: "pods.eks.amazonaws.com" }, Action: ["sts:AssumeRole", "sts:TagSession"] },
+    ]);
+    assert.equal(role.Properties.ManagedPolicyArns, undefined, "no managed policies");
+    const statements = (role.Properties.Policies as Array<{ PolicyDocument: { Statement: Statement[] } }>).flatMap((p) => p.PolicyDocument.Statement);
+    assert.equal(statements.length, 1);
+    assert.deepEqual(statements[0]!.Action, ["sqs:SendMessage", "sqs:GetQueueAttributes"]);
+    const targets = (statements[0]!.Resource as unknown[]).map(getAttTarget).sort();
+    assert.deepEqual(targets, names.map((n) => functionOf(n).fifo.queueId).sort());
+    const [association, ...more] = ofType("AWS::EKS::PodIdentityAssociation");
+    assert.equal(more.length, 0);
+    assert.deepEqual(association![1].Properties, { ClusterName: PARAMS.eksCluster, Namespace: "crdfn-system", ServiceAccount: "crdfn-bridge-examples", RoleArn: { "Fn::GetAtt": ["BridgeRole", "Arn"] } });
   });
 
   it("bundles a handler that runs: a malformed message is reported as the batch's only failure", async () => {

@@ -1,8 +1,11 @@
 // crdfn as a user gets it: `npm pack`, installed into a fresh project outside this repository
 // (nothing in it resolves back here), `crdfn init`, the new project's own unit test, its CRD,
-// and `crdfn dev` reconciling its sample against the emulator; then the same install under
-// Node 22 for the library, the Lambda handler and the CLI. Node 24 and Node 22 come from the
-// npm packages node@24 / node@22, installed once into a cached folder under the temp dir.
+// `crdfn dev` reconciling its sample against the emulator, its deploy files generated and
+// packaged by `serverless package` (offline), and the bridge image's build context; then the same
+// install under Node 22 for the library, the Lambda handler and the CLI, and under Node 20 the one
+// line saying which Node crdfn needs. Node 24 and Node 22 come from the npm packages node@24 /
+// node@22, installed once into a cached folder under the temp dir; Node 20 is the machine's
+// `node` when that is older than 22.18, else node@20 the same way.
 import assert from "node:assert/strict";
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
@@ -56,6 +59,27 @@ function symlinks(dir: string): Array<[string, string]> {
     });
 }
 
+/** Serverless Framework offline: placeholder AWS credentials, a proxy that refuses, no telemetry or prompts. */
+const OFFLINE = {
+  AWS_ACCESS_KEY_ID: "AKIAIOSFODNN7EXAMPLE",
+  AWS_SECRET_ACCESS_KEY: "placeholder-not-a-secret",
+  HTTPS_PROXY: "http://127.0.0.1:9",
+  HTTP_PROXY: "http://127.0.0.1:9",
+  SLS_TELEMETRY_DISABLED: "1",
+  SLS_NOTIFICATIONS_MODE: "off",
+  SLS_INTERACTIVE_SETUP_DISABLE: "1",
+  CI: "1",
+};
+
+/** A Node older than crdfn's minimum: the machine's own `node` when it is one, else node@20. */
+function oldNode(): string {
+  const outside = (process.env.PATH ?? "").split(delimiter).filter((p) => p !== "" && !inRepo(existsSync(p) ? realpathSync(p) : p));
+  const system = outside.map((dir) => join(dir, "node")).find((bin) => existsSync(bin));
+  const version = system ? spawnSync(system, ["--version"], { encoding: "utf8" }).stdout.trim() : "";
+  const [major = 99, minor = 0] = version.replace(/^v/, "").split(".").map(Number);
+  return system && (major < 22 || (major === 22 && minor < 18)) ? system : cachedNode(20);
+}
+
 const duKiB = (path: string): number => Number(spawnSync("du", ["-sk", path], { encoding: "utf8" }).stdout.split("\t")[0]);
 const mib = (bytes: number): string => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
 
@@ -93,6 +117,12 @@ describe("crdfn installed from its tarball into a project outside the repository
     const paths = packed[0]!.files.map((f) => f.path);
     assert.ok(paths.includes("dist/cli/main.js") && paths.includes("dist/functions/testing/index.d.ts"), "built CLI and declarations are packed");
     assert.ok(!paths.some((p) => p.endsWith(".test.js") || (p.endsWith(".ts") && !p.endsWith(".d.ts"))), "no tests, no TypeScript sources");
+    // The bridge image's Dockerfile, and every file it copies from its build context (the package).
+    assert.ok(paths.includes("infra/bridge/Dockerfile"), "the bridge's Dockerfile is packed");
+    const dockerfile = readFileSync(join(packageRoot, "infra", "bridge", "Dockerfile"), "utf8");
+    const copied = [...dockerfile.matchAll(/^COPY (?!--from)(.+) \S+$/gm)].flatMap((m) => m[1]!.trim().split(/\s+/));
+    assert.deepEqual(copied, ["dist/bridge.mjs"]);
+    for (const file of copied) assert.ok(paths.includes(file), `the Dockerfile copies ${file}, which is packed`);
     t.diagnostic(`tarball ${mib(statSync(tarball).size)} (${packed[0]!.files.length} files, ${mib(packed[0]!.unpackedSize)} unpacked)`);
   });
 
@@ -104,7 +134,7 @@ describe("crdfn installed from its tarball into a project outside the repository
     const out = timed("crdfn init", () => run("npx", ["crdfn", "init", "demo", "--crdfn", tarball], host, env24));
     assert.match(out, /^created demo\/ \(a Demo operator\)/);
     project = join(host, "demo");
-    assert.deepEqual(readdirSync(project).sort(), [".gitignore", "README.md", "operator.test.ts", "operator.ts", "package.json", "sample.yaml", "tsconfig.json"]);
+    assert.deepEqual(readdirSync(project).sort(), [".gitignore", ".npmrc", "README.md", "crdfn.deploy.yaml", "http.ts", "lambda.ts", "operator.test.ts", "operator.ts", "package.json", "sample.yaml", "serverless.yml", "tsconfig.json"]);
     timed("npm install", () => run("npm", ["install", "--no-audit", "--no-fund"], project, env24));
   });
 
@@ -121,6 +151,56 @@ describe("crdfn installed from its tarball into a project outside the repository
   it("passes the new project's reconcile unit test (npm test) and type check", () => {
     assert.match(run("npm", ["test"], project, env24), /[#ℹ] pass 2\n[#ℹ] fail 0\n/);
     run("npm", ["run", "typecheck"], project, env24);
+  });
+
+  it("fails npm test when no test ran", () => {
+    const test = join(project, "operator.test.ts");
+    const kept = readFileSync(test, "utf8");
+    try {
+      writeFileSync(test, "export {};\n");
+      const r = spawnSync("npm", ["test"], { cwd: project, env: env24, encoding: "utf8" });
+      assert.notEqual(r.status, 0, r.stdout);
+      assert.match(r.stderr, /^crdfn: test: no test ran in operator\.test\.ts/m);
+    } finally {
+      writeFileSync(test, kept);
+    }
+  });
+
+  it("generates the deploy files once what crdfn cannot know is given, and `serverless package` packages them as they are (offline)", (t) => {
+    const refused = spawnSync("npx", ["crdfn", "generate"], { cwd: project, env: env24, encoding: "utf8" });
+    assert.equal(refused.status, 2, refused.stderr);
+    assert.match(refused.stderr, /^crdfn: crdfn\.deploy\.yaml: set cluster .*, bridge\.image .*, queues\.urlBase .*: crdfn cannot know them and writes no placeholder$/m);
+    const settings = join(project, "crdfn.deploy.yaml");
+    writeFileSync(
+      settings,
+      readFileSync(settings, "utf8")
+        .replace(/^cluster: .*$/m, "cluster: prod")
+        .replace(/^ {2}image: .*$/m, "  image: 123456789012.dkr.ecr.eu-west-1.amazonaws.com/demo-bridge:0.1.0")
+        .replace(/^ {2}urlBase: .*$/m, "  urlBase: https://sqs.eu-west-1.amazonaws.com/123456789012"),
+    );
+    assert.match(run("npm", ["run", "generate"], project, env24), /wrote \d+ files into deploy\//);
+    const params = ["eksCluster=prod", "kubeServer=https://0123456789ABCDEF.gr7.eu-west-1.eks.amazonaws.com", `kubeCaData=${Buffer.from("-----BEGIN CERTIFICATE-----\n").toString("base64")}`].map((p) => `--param=${p}`);
+    const packaged = timed("serverless package", () => spawnSync("npx", ["serverless", "package", "--stage", "test", "--region", "eu-west-1", ...params], { cwd: project, env: { ...env24, ...OFFLINE }, encoding: "utf8" }));
+    assert.equal(packaged.status, 0, `${packaged.stdout}\n${packaged.stderr}`);
+    // Serverless writes its progress to stderr.
+    assert.match(packaged.stdout + packaged.stderr, /Service packaged/);
+    const template = JSON.parse(readFileSync(join(project, ".serverless", "cloudformation-template-update-stack.json"), "utf8")) as { Resources: Record<string, { Type: string; Properties: Record<string, unknown> }> };
+    const byType = (type: string) => Object.values(template.Resources).filter((r) => r.Type === type).map((r) => r.Properties);
+    assert.deepEqual(byType("AWS::Lambda::Function").map((f) => [f.FunctionName, f.Handler]), [["demo-test-demo", "lambda.handler"]]);
+    assert.deepEqual(byType("AWS::SQS::Queue").map((q) => q.QueueName).sort(), ["crdfn-demo-demo-dlq.fifo", "crdfn-demo-demo.fifo"]);
+    assert.deepEqual(byType("AWS::EKS::PodIdentityAssociation").map((a) => [a.ClusterName, a.Namespace, a.ServiceAccount]), [["prod", "crdfn-system", "crdfn-bridge-demo"]]);
+    const zip = join(project, ".serverless", "demo.zip");
+    t.diagnostic(`demo.zip: ${(statSync(zip).size / 1024).toFixed(0)} KiB`);
+  });
+
+  it("runs the bridge bundle its Dockerfile copies, from the installed package alone", () => {
+    const bundle = join(project, "node_modules", "crdfn", "dist", "bridge.mjs");
+    // Outside any node_modules: the image holds that one file and Node.
+    const alone = mkdtempSync(join(work, "bridge-image-"));
+    writeFileSync(join(alone, "bridge.mjs"), readFileSync(bundle));
+    const r = spawnSync("node", ["bridge.mjs"], { cwd: alone, env: { ...env24, CRDFN_QUEUE_URL: "https://sqs.eu-west-1.amazonaws.com/123456789012/q.fifo" }, encoding: "utf8", timeout: 30_000 });
+    assert.equal(r.status, 2, `${r.stdout}\n${r.stderr}`);
+    assert.match(r.stderr, /CRDFN_RESOURCES: is required/);
   });
 
   it("prints the project's CRD (npx crdfn crd operator.ts)", () => {
@@ -155,6 +235,30 @@ describe("crdfn installed from its tarball into a project outside the repository
     for (const [phase, ms] of Object.entries(phases)) t.diagnostic(`${phase}: ${(ms / 1000).toFixed(1)} s`);
     t.diagnostic(`crdfn init → first reconcile line (init + npm install + crdfn dev): ${(initToReconcile / 1000).toFixed(1)} s`);
     t.diagnostic(`installed size (du of the new project's node_modules): ${mib(installed)}; crdfn itself ${mib(duKiB(join(project, "node_modules", "crdfn")) * 1024)}`);
+  });
+
+  describe("under a Node older than 22.18", () => {
+    let envOld: NodeJS.ProcessEnv;
+    before(() => {
+      envOld = userEnv(oldNode());
+    });
+
+    it("crdfn says in one line which Node it needs, and npm install and npm test refuse", () => {
+      const node = run("node", ["--version"], project, envOld).trim();
+      const r = spawnSync("npx", ["crdfn", "init", "another"], { cwd: host, env: envOld, encoding: "utf8" });
+      assert.equal(r.status, 1, r.stderr);
+      // npm's own warnings aside (this machine's npm config may have some), crdfn says one line.
+      const lines = r.stderr.trim().split("\n").filter((l) => !l.startsWith("npm "));
+      assert.equal(lines.length, 1, r.stderr);
+      assert.match(lines[0]!, new RegExp(`^crdfn: needs Node\\.js 22\\.18 or newer; this is ${node.replace(/\./g, "\\.")} \\(.*\\)$`));
+      assert.ok(!existsSync(join(host, "another")), "nothing made");
+      const test = spawnSync("npm", ["test"], { cwd: project, env: envOld, encoding: "utf8" });
+      assert.notEqual(test.status, 0, test.stdout);
+      assert.match(test.stderr, /crdfn: needs Node\.js 22\.18 or newer/);
+      const install = spawnSync("npm", ["install", "--offline", "--no-audit", "--no-fund"], { cwd: project, env: envOld, encoding: "utf8" });
+      assert.notEqual(install.status, 0, install.stdout);
+      assert.match(install.stderr, /notsup Required: \{"node":">=22\.18"\}/);
+    });
   });
 
   describe("the same install under Node 22", () => {
