@@ -27,6 +27,8 @@ export default defineOperator({
 `,
 );
 
+writeFileSync(join(work, "lambda.ts"), `import { lambdaHandler } from "crdfn/lambda";\nimport operator from "./operator.ts";\nexport const handler = lambdaHandler(operator);\n`);
+
 const crdfn = (args: string[]) => spawnSync(process.execPath, ["--conditions=crdfn-source", main, ...args], { cwd: work, encoding: "utf8" });
 const LINE = "crdfn: CRD widgets.shop.example.com: spec.schedule.at: z.date() has no CRD schema (a manifest holds text, not a Date); use z.iso.datetime() (format date-time) and convert in reconcile\n";
 
