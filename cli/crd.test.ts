@@ -41,7 +41,7 @@ describe("a spec schema with no CRD equivalent", () => {
   });
 
   it("crdfn generate prints the same line, exits 2 and writes nothing", () => {
-    const run = crdfn(["generate", "operator.ts", "--project", "shop", "--cluster", "prod", "--bridge-image", "registry.example.com/crdfn-bridge:1", "--queue-url-base", "https://sqs.eu-west-1.amazonaws.com/123456789012"]);
+    const run = crdfn(["generate", "operator.ts", "--project", "shop", "--cluster", "prod", "--namespace", "shop", "--bridge-image", "registry.example.com/crdfn-bridge:1", "--queue-url-base", "https://sqs.eu-west-1.amazonaws.com/123456789012"]);
     assert.equal(run.stderr, LINE);
     assert.equal(run.status, 2);
     assert.equal(existsSync(join(work, "deploy")), false);

@@ -19,7 +19,7 @@ import { generate, staleFiles } from "./generate.ts";
 const root = join(import.meta.dirname, "..");
 const docs = (text: string) => parseAllDocuments(text).map((d) => d.toJS() as { kind: string; metadata: { name: string; namespace?: string }; rules?: unknown });
 /** The values crdfn cannot know, given; the rest defaulted. */
-const known = { project: "shop", cluster: "prod", bridge: { image: "registry.example.com/shop/bridge:1" }, queues: { urlBase: "https://sqs.eu-west-1.amazonaws.com/123456789012" } };
+const known = { project: "shop", cluster: "prod", namespaces: ["shop"], bridge: { image: "registry.example.com/shop/bridge:1" }, queues: { urlBase: "https://sqs.eu-west-1.amazonaws.com/123456789012" } };
 const settingsOf = (extra: DeploySettingsInput = {}) => parseDeploySettings({ ...known, ...extra }, "test");
 
 describe("crdfn generate", () => {
@@ -79,13 +79,14 @@ describe("crdfn generate", () => {
       "Role shop-staging/crdfn-widget-function",
       "RoleBinding shop-staging/crdfn-widget-function",
     ]);
-    assert.deepEqual(objects[1]!.rules, [{ apiGroups: ["rbac.authorization.k8s.io"], resources: ["clusterroles"], verbs: ["get", "list", "create", "patch", "delete"] }]);
-    // No finalizer declared: no patch on its own resource. Secrets only because it owns them.
+    assert.deepEqual(objects[1]!.rules, [{ apiGroups: ["rbac.authorization.k8s.io"], resources: ["clusterroles"], verbs: ["create", "patch", "delete"] }]);
+    // No finalizer declared: no patch on its own resource. Secrets only because it owns them, and
+    // no get or list of them: it does not observe them, so it cannot read a Secret it does not control.
     assert.deepEqual(objects[3]!.rules, [
       { apiGroups: ["shop.example.com"], resources: ["widgets"], verbs: ["get"] },
       { apiGroups: ["shop.example.com"], resources: ["widgets/status"], verbs: ["update"] },
       { apiGroups: ["shop.example.com"], resources: ["widgets/finalizers"], verbs: ["update"] },
-      { apiGroups: [""], resources: ["secrets"], verbs: ["get", "list", "create", "patch", "delete"] },
+      { apiGroups: [""], resources: ["secrets"], verbs: ["create", "patch", "delete"] },
       { apiGroups: ["events.k8s.io"], resources: ["events"], verbs: ["create", "get", "patch"] },
     ]);
     const bridge = docs(files.get("bridge/watch-rbac.yaml")!);
@@ -126,7 +127,12 @@ describe("crdfn generate", () => {
 
   it("reports a bad setting in one line naming it", () => {
     assert.throws(() => settingsOf({ namespaces: ["Shop"] }), (e: Error) => e instanceof ConfigError && /^test: namespaces\.0: must be a lower-case DNS label$/.test(e.message));
-    assert.throws(() => settingsOf({ namespaces: ["kube-system"] }), /test: namespaces: kube-system is never served/);
+    assert.throws(() => settingsOf({ namespaces: ["crdfn-system"] }), /test: namespaces: crdfn-system is never served/);
+    assert.deepEqual(settingsOf({ namespaces: ["kube-system"] }).namespaces, ["kube-system"], "kube-system is served when listed");
+    assert.throws(
+      () => deployFiles([{ operator: widget, handler: "lambda.handler" }], settingsOf({ namespaces: [] })),
+      (e: Error) => e instanceof ConfigError && /^namespaces: name the namespaces the operators serve \(Widget is namespaced\)/.test(e.message) && !e.message.includes("\n"),
+    );
     assert.throws(() => settingsOf({ queues: { urlBase: "nope" } }), /test: queues\.urlBase: must be a URL/);
     assert.throws(() => parseDeploySettings({ clutser: "x" }, "s.yaml"), /s\.yaml: \(top\): Unrecognized key/);
   });
@@ -163,7 +169,7 @@ export default defineOperator({ resource: { group: "shop.example.com", version: 
   mkdirSync(join(project, "operators"));
   writeFileSync(join(project, "operators", "widget.ts"), operator("Widget"));
   writeFileSync(join(project, "operators", "gadget.ts"), operator("Gadget"));
-  const flags = { project: "shop", cluster: "prod", bridgeImage: "registry.example.com/shop/bridge:1", queueUrlBase: "https://sqs.eu-west-1.amazonaws.com/123456789012" };
+  const flags = { project: "shop", cluster: "prod", namespace: ["shop"], bridgeImage: "registry.example.com/shop/bridge:1", queueUrlBase: "https://sqs.eu-west-1.amazonaws.com/123456789012" };
 
   it("refuses a default Lambda handler that does not exist, in one line naming it", async () => {
     await assert.rejects(generate(["operators/widget.ts"], flags, project), (e: Error) =>

@@ -154,7 +154,7 @@ export function generateCommand(): Command {
     .option("--project <name>", "this project's name: its bridge is crdfn-bridge-<name>, so projects sharing a cluster keep theirs (required)")
     .option("--out <dir>", "output folder (default: the settings' out, else ./deploy)")
     .option("--cluster <name>", "the cluster name the bridge puts in every event (required)")
-    .option("--namespace <ns>", "a namespace the operators serve (repeatable or comma-separated; default: all)", collect)
+    .option("--namespace <ns>", "a namespace the operators serve (repeatable or comma-separated); each identity's grants are Roles there", collect)
     .option("--functions-namespace <ns>", "where the functions' ServiceAccounts live (default crdfn-functions)")
     .option("--bridge-image <ref>", "the bridge's container image, built from node_modules/crdfn/infra/bridge/Dockerfile (required)")
     .option("--queue-prefix <prefix>", "queue names are <prefix><operator>.fifo and <prefix><operator>-dlq.fifo (default crdfn-<project>-)")

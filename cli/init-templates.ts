@@ -201,7 +201,7 @@ operators:
   - module: operator.ts
     handler: lambda.handler
 out: deploy
-namespaces: []                # the namespaces served; [] = all (never kube-system, crdfn-system, crdfn-functions)
+namespaces: [default]         # the namespaces served: every grant is a Role in them (kube-system only if listed)
 
 # What crdfn cannot know: \`crdfn generate\` refuses, naming each, until these are set.
 cluster:                      # the cluster's name, in every event (your EKS cluster's, say)

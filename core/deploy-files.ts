@@ -2,6 +2,7 @@
 // operators and settings always give the same files, which is what the staleness check relies on.
 import { stringify } from "yaml";
 import type { Operator } from "./operator.ts";
+import { ConfigError } from "./config-error.ts";
 import { deniedNamespaces, type DeploySettings } from "./deploy-settings.ts";
 import { crdFiles } from "./operator-crd.ts";
 import { functionIdentity, functionRbacOf, operatorName, rbacRulesOf } from "./operator-rbac.ts";
@@ -34,6 +35,12 @@ const kustomization = (resources: string[], component?: string): Record<string, 
 export function deployFiles(operators: ReadonlyArray<GeneratedOperator>, s: DeploySettings, storedVersions: ReadonlyMap<string, readonly string[]> = new Map()): Map<string, string> {
   if (operators.length === 0) throw new Error("no operator to generate for");
   const ops = operators.map((o) => o.operator);
+  // Every grant is a Role in the served namespaces: a ClusterRole would let an identity read
+  // kube-system (its ConfigMaps, its Secrets) as well, which RBAC cannot carve out.
+  const namespacedOp = ops.find((op) => op.resource.scope === "Namespaced" || op.owns.some((o) => o.namespaced));
+  if (s.namespaces.length === 0 && namespacedOp !== undefined) {
+    throw new ConfigError(`namespaces: name the namespaces the operators serve (${namespacedOp.resource.kind} ${namespacedOp.resource.scope === "Namespaced" ? "is namespaced" : "owns namespaced kinds"}): each identity is granted only there, and kube-system only if you list it`);
+  }
   const files = new Map<string, string>();
   const scope = { functionsNamespace: s.functionsNamespace, namespaces: s.namespaces };
   const denied = deniedNamespaces(s);

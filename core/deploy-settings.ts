@@ -31,7 +31,11 @@ const rawSchema = z.strictObject({
   out: z.string().min(1).default("deploy"),
   /** The bridge's cluster name, carried in every event; the functions serve only it. */
   cluster: unset(z.string().regex(/^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/, "must be a short name (letters, digits, - _ .)").max(63)),
-  /** The namespaces the operators serve; empty: all (except the always-denied ones). */
+  /**
+   * The namespaces the operators serve: every grant of every generated identity is a Role in
+   * them (RBAC cannot say "every namespace but kube-system"). Needed as soon as an operator or
+   * a kind it owns is namespaced; kube-system is served only if listed here.
+   */
   namespaces: z.array(dnsLabel).default([]),
   /** Where the functions' ServiceAccounts live. */
   functionsNamespace: dnsLabel.default("crdfn-functions"),
@@ -127,9 +131,9 @@ export function parseDeploySettings(input: unknown, source: string, flags: Parti
     bridge: { namespace: r.bridge.namespace, image: r.bridge.image!, replicas: r.bridge.replicas },
     queues: queuesOf(r, source),
   };
-  const reserved = ["kube-system", s.bridge.namespace, s.functionsNamespace];
+  const reserved = [s.bridge.namespace, s.functionsNamespace];
   const bad = s.namespaces.find((n) => reserved.includes(n));
-  if (bad) throw new ConfigError(`${source}: namespaces: ${bad} is never served (kube-system, the bridge's and the functions' namespaces are always denied)`);
+  if (bad) throw new ConfigError(`${source}: namespaces: ${bad} is never served (the bridge's and the functions' namespaces are always denied)`);
   return s;
 }
 
@@ -140,7 +144,7 @@ export function parseQueueSettings(input: unknown, source: string): { operators:
   return { operators: r.operators, queues: queuesOf(r, source) };
 }
 
-/** The namespaces a function may never write in, whatever it serves. */
+/** The namespaces a function may never write in: the bridge's, the functions', and kube-system unless it is served. */
 export function deniedNamespaces(s: DeploySettings): string[] {
-  return [...new Set(["kube-system", s.bridge.namespace, s.functionsNamespace])];
+  return [...new Set([...(s.namespaces.includes("kube-system") ? [] : ["kube-system"]), s.bridge.namespace, s.functionsNamespace])];
 }

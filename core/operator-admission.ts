@@ -2,12 +2,17 @@
 // Kubernetes 1.30) per operator, matching only that operator's function identity:
 //   * never a write in kube-system, the bridge's or the functions' namespace, nor in a namespace
 //     the operator does not serve;
-//   * an object of an owned kind may be created, changed or deleted only when it (and, on change
-//     or delete, the object already stored) carries a controller owner reference to the
-//     operator's kind — so neither a forged object nor a take-over of someone else's passes;
-//     the operator's declared shared objects (by name) are the exception, and only while no
-//     controller owns them.
+//   * an object of an owned kind may be created or changed only with a controller owner reference
+//     to the operator's kind, and changed or deleted only if the object already stored is
+//     controlled by that same parent (the same uid; or the same name, an earlier object of it,
+//     deleted since) — so neither a forged object, nor a take-over of another controller's, nor
+//     another parent's, passes. The function writes children without reading them, so this is
+//     what keeps it from taking what is not its own (core/ownership.ts says the same in
+//     TypeScript, for the testing kit, in the same words). Exceptions: the operator's declared
+//     shared objects (by name) while no controller owns them, and an orphan of a kind declared
+//     `adopt: true`, which may be taken over.
 import type { Operator } from "./operator.ts";
+import { refusal } from "./ownership.ts";
 import { functionIdentity, operatorName } from "./operator-rbac.ts";
 
 type Manifest = Record<string, unknown>;
@@ -25,10 +30,13 @@ export function admissionPolicyOf(operator: Operator<unknown>, o: { functionsNam
   const id = functionIdentity(operator, o.functionsNamespace);
   const who = `the ${operatorName(operator)} function`;
   const { group, kind } = operator.resource;
-  const controlledBy = (obj: string) =>
-    `has(${obj}.metadata.ownerReferences) && ${obj}.metadata.ownerReferences.exists(r, has(r.controller) && r.controller && r.kind == ${lit(kind)} && r.apiVersion.startsWith(${lit(`${group}/`)}))`;
-  const uncontrolled = (obj: string) => `!(has(${obj}.metadata.ownerReferences) && ${obj}.metadata.ownerReferences.exists(r, has(r.controller) && r.controller))`;
+  const fn = operatorName(operator);
+  const controllers = (obj: string) => `${obj} == null || !has(${obj}.metadata.ownerReferences) ? [] : ${obj}.metadata.ownerReferences.filter(r, has(r.controller) && r.controller)`;
+  const ours = (list: string) => `${list}.exists(r, r.kind == ${lit(kind)} && r.apiVersion.startsWith(${lit(`${group}/`)}))`;
   const name = admissionPolicyName(operator);
+  // The messages are core/ownership.ts's, built in CEL: the runtime recognises them as ChildConflict.
+  const [createHead, createTail] = refusal.create(fn, "\u0000", kind).split("\u0000");
+  const [changeHead, changeMid, changeTail] = refusal.change(fn, "\u0000", "\u0000", kind).split("\u0000");
   // A cluster-scoped request (its own cluster-scoped resource's status, a cluster-scoped child)
   // carries no namespace key at all: reading request.namespace there is an error, which
   // failurePolicy Fail turns into a denial. The namespace checks apply to namespaced requests only.
@@ -49,12 +57,15 @@ export function admissionPolicyOf(operator: Operator<unknown>, o: { functionsNam
   validations.push(
     {
       expression: "!variables.owned || request.operation == 'DELETE' || variables.newIsOurs",
-      messageExpression: `'crdfn: ${who} may write ' + request.resource.resource + ' only with a controller owner reference to its ${kind}'`,
+      messageExpression: `${lit(createHead ?? "")} + request.resource.resource + ${lit(createTail ?? "")}`,
       reason: "Forbidden",
     },
     {
-      expression: "!variables.owned || request.operation == 'CREATE' || variables.oldIsOurs",
-      messageExpression: `'crdfn: ${who} may change or delete ' + request.resource.resource + ' ' + request.name + ' only if a ${kind} already controls it'`,
+      expression:
+        "!variables.owned || request.operation == 'CREATE' || " +
+        "(size(variables.oldControllers) == 0 && (variables.shared || (variables.adoptable && request.operation == 'UPDATE'))) || " +
+        "(variables.oldIsOurs && (request.operation == 'DELETE' || variables.sameParent))",
+      messageExpression: `${lit(changeHead ?? "")} + request.resource.resource + ${lit(changeMid ?? "")} + request.name + ${lit(changeTail ?? "")}`,
       reason: "Forbidden",
     },
   );
@@ -74,8 +85,13 @@ export function admissionPolicyOf(operator: Operator<unknown>, o: { functionsNam
         { name: "requestNamespace", expression: "has(request.namespace) ? request.namespace : ''" },
         { name: "owned", expression: anyOf(operator.owns.map((k) => isResource(k.group, k.plural))) },
         { name: "shared", expression: anyOf(operator.shares.map((s) => `${isResource(s.group, s.plural)} && request.name == ${lit(s.name)}`)) },
-        { name: "newIsOurs", expression: `(${controlledBy("object")}) || (variables.shared && ${uncontrolled("object")})` },
-        { name: "oldIsOurs", expression: `(${controlledBy("oldObject")}) || (variables.shared && ${uncontrolled("oldObject")})` },
+        { name: "adoptable", expression: anyOf(operator.owns.filter((k) => k.adopt).map((k) => isResource(k.group, k.plural))) },
+        { name: "newControllers", expression: controllers("object") },
+        { name: "oldControllers", expression: controllers("oldObject") },
+        { name: "newIsOurs", expression: `${ours("variables.newControllers")} || (variables.shared && size(variables.newControllers) == 0)` },
+        { name: "oldIsOurs", expression: ours("variables.oldControllers") },
+        // The same parent: its uid, or its name (an earlier object of that name, deleted since: a name holds one object at a time).
+        { name: "sameParent", expression: "variables.oldControllers.exists(o, variables.newControllers.exists(n, n.uid == o.uid || n.name == o.name))" },
       ],
       validations,
     },

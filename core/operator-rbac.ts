@@ -1,8 +1,13 @@
 // The least privilege a function needs for an operator, generated from its definition (the one
-// truth: infra/functions/ is written from this). Its resource: get, patch only to add and remove
-// a declared finalizer, update on /status. Its owned kinds: get, create, patch (server-side
-// apply) and delete (pruning). Events: create. Nothing else, and no list/watch: the bridge watches.
-// RBAC cannot limit create by name or by owner; the admission policy (operator-admission.ts) does.
+// truth: infra/functions/ is written from this). Its resource: get (an event without the
+// object, a re-read after a 409), patch only to add and remove a declared finalizer, update on
+// /status. Its owned kinds: create, patch (server-side apply) and delete (pruning, by the uid the
+// event names), and get only for kinds it observes (read by name): the bridge's event names the
+// children, so the function neither lists nor reads what it does not observe, and cannot read an
+// object of an owned kind it does not control (a Secret in its namespaces) unless it observes
+// that kind. Shared objects: get by name. Events: create, get, patch. Nothing else, and no
+// list/watch: the bridge watches. RBAC cannot limit create or patch by owner; the admission
+// policy (operator-admission.ts) does, and RBAC's namespaces are the served ones (deploy-files.ts).
 import type { Operator } from "./operator.ts";
 
 export interface PolicyRule {
@@ -46,22 +51,27 @@ export function rbacRulesByScope(operator: Operator<unknown>): { namespaced: Pol
     // allows only to who may update the owner's finalizers (a permission check; CRDs have no such subresource).
     { apiGroups: [group], resources: [`${plural}/finalizers`], verbs: ["update"] },
   ];
-  // Server-side apply is a patch, which creates the object when it is missing; get and list read
-  // existing and observed children (one labelled LIST per kind); delete prunes them (uid precondition).
-  const childVerbs = ["get", "list", "create", "patch", "delete"];
+  // Server-side apply is a patch, which creates the object when it is missing; delete prunes
+  // (uid precondition); get reads the children of the kinds it observes, by name.
+  const childVerbs = ["create", "patch", "delete"];
   const ownedKeys = new Set(operator.owns.map((o) => `${o.group}/${o.plural}`));
-  // A shared object of a kind it does not own: that name only (apply creates or patches it).
-  const shared = operator.shares
-    .filter((s) => !ownedKeys.has(`${s.group}/${s.plural}`))
-    .map((s) => ({ apiGroups: [s.group], resources: [s.plural], resourceNames: [s.name], verbs: ["get", "create", "patch"] }));
+  // A shared object: that name only (its release reads it first; apply creates or patches it).
+  const shared = operator.shares.map((s) => ({
+    apiGroups: [s.group],
+    resources: [s.plural],
+    resourceNames: [s.name],
+    verbs: ownedKeys.has(`${s.group}/${s.plural}`) ? ["get"] : ["get", "create", "patch"],
+  }));
+  const observed = (namespaced: boolean) => ownedRules(operator.owns.filter((o) => o.observe && o.namespaced === namespaced), ["get"]);
   const namespaced = [
     ...(scope === "Namespaced" ? own : []),
     ...ownedRules(operator.owns.filter((o) => o.namespaced), childVerbs),
+    ...observed(true),
     ...shared,
     // events.k8s.io/v1 with series: get and patch count a repeated failure on one Event.
     { apiGroups: ["events.k8s.io"], resources: ["events"], verbs: ["create", "get", "patch"] },
   ];
-  const cluster = [...(scope === "Cluster" ? own : []), ...ownedRules(operator.owns.filter((o) => !o.namespaced), childVerbs)];
+  const cluster = [...(scope === "Cluster" ? own : []), ...ownedRules(operator.owns.filter((o) => !o.namespaced), childVerbs), ...observed(false)];
   return { namespaced, cluster };
 }
 

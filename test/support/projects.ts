@@ -28,6 +28,7 @@ export function deploySettings(project: string, extra: DeploySettingsInput = {})
     project,
     cluster: "test",
     out: "deploy",
+    namespaces: ["default"],
     bridge: { image: `registry.example.com/${project}/crdfn-bridge:0.1.0` },
     queues: { urlBase: "https://sqs.eu-west-1.amazonaws.com/123456789012" },
     ...extra,
