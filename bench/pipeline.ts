@@ -111,6 +111,7 @@ export async function runPipelineBench(o: BenchOptions): Promise<BenchResult> {
       operators: [greeting, cronTab] as ReadonlyArray<Operator<unknown>>,
       logger,
       bridgeProcess: true,
+      identities: { namespaces: [NAMESPACE] },
       receiveLoops: o.receiveLoops ?? DEFAULT_RECEIVE_LOOPS,
       onQueueRequest: (command) => (queueRequests[command] = (queueRequests[command] ?? 0) + 1),
       onReconcile: (r) => {

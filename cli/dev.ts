@@ -57,6 +57,8 @@ interface DevOptions {
   installCrds: boolean;
   watch?: boolean;
   logLevel: string;
+  identities: boolean;
+  namespace?: string[];
 }
 
 /** The cluster the options name: kind's, a kubeconfig's, else a control plane started here. */
@@ -84,6 +86,8 @@ export function devCommand(): Command {
     .option("--no-install-crds", "with --kubeconfig: do not apply the operators' CRDs (they are installed already)")
     .option("--kind", `run against the kind cluster "${KIND_CLUSTER}" (needs Docker and kind; see infra/kind/)`)
     .option("--watch", "reload an operator when its file (or one it imports) changes, without restarting anything else")
+    .option("--namespace <ns...>", "the namespaces the operators serve, as namespaces: in crdfn.deploy.yaml (default: default)")
+    .option("--no-identities", "run the functions and the bridge as the kubeconfig's user, not as deployed (their generated identities and admission policies)")
     .option("--log-level <level>", "bridge and function log level (pino JSON on stderr)", "warn")
     .addHelpText(
       "after",
@@ -112,6 +116,7 @@ export function devCommand(): Command {
           functionLogLevel: o.logLevel,
           onReconcile: (r) => say(reconcileLine(r)),
           log: say,
+          identities: o.identities ? { namespaces: o.namespace ?? ["default"] } : false,
         });
         stopAll.unshift(() => pipeline.stop());
         if (o.watch) {

@@ -5,7 +5,7 @@ import { defineOperator } from "../core/operator.ts";
 import { envFile } from "./cluster.ts";
 import { reconcileLine } from "./dev.ts";
 import { describeMessage } from "./dlq.ts";
-import { bridgeResources } from "./pipeline.ts";
+import { watchedResourcesOf } from "../core/bridge-manifests.ts";
 import type { ReconcileRecord } from "./pipeline.ts";
 
 const record = (outcome: ReconcileRecord["outcome"]): ReconcileRecord => ({
@@ -29,19 +29,21 @@ describe("reconcile lines", () => {
 });
 
 describe("bridge resources of operators", () => {
-  it("names each operator's resource and the kinds it owns, core group as v1", () => {
-    const op = (group: string, plural: string, kind: string, owns: { group: string; version: string; kind: string }[]) =>
-      defineOperator({ resource: { group, version: "v1", plural, kind }, spec: z.object({}), owns, reconcile: () => ({}) });
-    assert.equal(
-      bridgeResources([
-        op("example.com", "greetings", "Greeting", [{ group: "", version: "v1", kind: "ConfigMap" }]),
-        op("stable.example.com", "crontabs", "CronTab", [
-          { group: "batch", version: "v1", kind: "CronJob" },
-          { group: "", version: "v1", kind: "ConfigMap" },
-        ]),
-        op("demo.example.com", "plain", "Plain", []),
-      ]),
-      "example.com/v1/greetings>core/v1/configmaps,stable.example.com/v1/crontabs>batch/v1/cronjobs+core/v1/configmaps,demo.example.com/v1/plain",
+  it("names each operator's resource, the kinds it owns and its switches, for the deployed bridge and crdfn dev alike", () => {
+    const op = (group: string, plural: string, kind: string, owns: { group: string; version: string; kind: string }[], extra = {}) =>
+      defineOperator({ resource: { group, version: "v1", plural, kind }, spec: z.object({}), owns, reconcile: () => ({}), ...extra });
+    assert.deepEqual(
+      watchedResourcesOf(
+        [
+          op("example.com", "greetings", "Greeting", [{ group: "", version: "v1", kind: "ConfigMap" }]),
+          op("stable.example.com", "crontabs", "CronTab", [{ group: "batch", version: "v1", kind: "CronJob" }], { resyncSeconds: 3600, eventBodies: false }),
+        ],
+        (o) => (o.resource.kind === "Greeting" ? "https://q/greeting.fifo" : undefined),
+      ),
+      [
+        { group: "example.com", version: "v1", plural: "greetings", owns: [{ group: "", version: "v1", plural: "configmaps" }], queueUrl: "https://q/greeting.fifo" },
+        { group: "stable.example.com", version: "v1", plural: "crontabs", owns: [{ group: "batch", version: "v1", plural: "cronjobs" }], resyncSeconds: 3600, bodies: false },
+      ],
     );
   });
 });

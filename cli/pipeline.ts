@@ -1,7 +1,7 @@
 // The whole crdfn pipeline on one machine — bridge, queue, poller, reconcile runtimes — over
 // a cluster (any kubeconfig: the emulator's, kind's, a remote one) and a queue, given apart. `crdfn dev`, the benchmark and the end-to-end tests of a
 // user's operator all run this, so what they show is what they share.
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ApiException, KubernetesObjectApi, PatchStrategy, loadYaml, type KubeConfig, type KubernetesObject } from "@kubernetes/client-node";
@@ -21,7 +21,9 @@ import { startServer, type RunningServer } from "../emulator/process.ts";
 import { startReaper } from "../emulator/reaper.ts";
 import { startPoller } from "../functions/adapters/poller.ts";
 import { crdName, crdOf } from "../core/operator-crd.ts";
-import { buildFromEnv, type Built } from "../functions/runtime/entry.ts";
+import { functionFieldManagerOf, watchedResourcesOf } from "../core/bridge-manifests.ts";
+import { applyDevIdentities, type DevIdentities } from "./dev-identities.ts";
+import { buildEach, buildFromEnv, type Built } from "../functions/runtime/entry.ts";
 import { givenSqsClient } from "../functions/runtime/sqs-client.ts";
 import { keyEventOf, type QueueMessage } from "../functions/runtime/message.ts";
 import type { HandledOutcome, Runtime } from "../functions/runtime/runtime.ts";
@@ -75,6 +77,12 @@ export interface PipelineOptions {
    * dozen reconciles/s (see `npm run bench`). Default DEFAULT_RECEIVE_LOOPS.
    */
   receiveLoops?: number;
+  /**
+   * Run as deployed (the default): the operators' generated identities and admission policies
+   * are applied to the cluster, and the functions and the bridge use those identities' tokens,
+   * serving `namespaces` (default ["default"]). false: everything as the kubeconfig's user.
+   */
+  identities?: false | { namespaces?: readonly string[]; project?: string };
   /** Told the name of every request the poller and the functions make to the queue (the benchmark counts them). */
   onQueueRequest?: (command: string) => void;
 }
@@ -167,18 +175,6 @@ export async function installCrds(kubeConfig: KubeConfig, operators: ReadonlyArr
   return notes;
 }
 
-/** The bridge's CRDFN_RESOURCES syntax for these operators and the kinds they own. */
-export function bridgeResources(operators: ReadonlyArray<Operator<unknown>>): string {
-  const ref = (group: string, version: string, plural: string) => `${group || "core"}/${version}/${plural}`;
-  return operators
-    .map((op) => {
-      const parent = ref(op.resource.group, op.resource.version, op.resource.plural);
-      const owned = op.owns.map((o) => ref(o.group, o.version, o.plural));
-      return owned.length ? `${parent}>${owned.join("+")}` : parent;
-    })
-    .join(",");
-}
-
 /** Reports each reconcile the runtime handles, for the live lines of `crdfn dev` and the benchmark. */
 export function observed(runtime: Runtime, onReconcile?: (r: ReconcileRecord) => void): Runtime {
   if (!onReconcile) return runtime;
@@ -203,18 +199,25 @@ export function observed(runtime: Runtime, onReconcile?: (r: ReconcileRecord) =>
   };
 }
 
-/** The bridge's settings, as the CRDFN_* environment its process entry reads. */
-function bridgeEnv(o: PipelineOptions): Record<string, string> {
-  const { endpoint, region, queues } = o.queue;
+/** The bridge's settings file (what the generated ConfigMap holds), from the same generator. */
+function bridgeFile(o: PipelineOptions, operators: ReadonlyArray<Operator<unknown>>): Record<string, unknown> {
   return {
-    CRDFN_CLUSTER: o.clusterName ?? "local",
-    CRDFN_QUEUE_URL: queues.fifo,
-    CRDFN_RESOURCES: bridgeResources(o.operators),
-    CRDFN_RESYNC_SECONDS: String(o.resyncSeconds ?? 0),
-    AWS_REGION: region,
-    AWS_ENDPOINT_URL_SQS: endpoint,
+    cluster: o.clusterName ?? "local",
+    queue: { url: o.queue.queues.fifo },
+    resources: watchedResourcesOf(operators, () => undefined),
+    ...(o.identities === false ? {} : { namespaces: [...servedNamespaces(o)] }),
+    functionFieldManager: functionFieldManagerOf(operators),
+    resyncSeconds: o.resyncSeconds ?? 0,
   };
 }
+
+/** The queue's endpoint, for the bridge's process entry. */
+function bridgeEnv(o: PipelineOptions): Record<string, string> {
+  return { AWS_REGION: o.queue.region, AWS_ENDPOINT_URL_SQS: o.queue.endpoint };
+}
+
+/** The namespaces served when running as deployed: default unless told. */
+const servedNamespaces = (o: PipelineOptions): readonly string[] => (o.identities === false ? [] : (o.identities?.namespaces ?? ["default"]));
 
 /** What points a process (the bridge's, the functions') at the cluster and the queue. */
 function processEnv(o: PipelineOptions): Record<string, string> {
@@ -234,13 +237,15 @@ export function shippedBridgeNodeOptions(): string {
  * Starts the bridge as its image runs it — the bundle (cli/bundle.ts) under the deployment's
  * NODE_OPTIONS — against the cluster, and waits for its /readyz (initial sync done).
  */
-async function spawnBridge(o: PipelineOptions): Promise<BridgeProcess & { stop(): Promise<void> }> {
+async function spawnBridge(o: PipelineOptions, ids: DevIdentities | undefined): Promise<BridgeProcess & { stop(): Promise<void> }> {
   const dir = mkdtempSync(join(tmpdir(), "crdfn-bridge-"));
   const reaper = startReaper();
   reaper.trackDir(dir);
   const entry = join(dir, "bridge.mjs");
   const httpPort = await freePort();
   const logFile = join(dir, "bridge.log");
+  const configFile = join(dir, "bridge.yaml");
+  writeFileSync(configFile, stringify(bridgeFile(o, o.operators)));
   let server: RunningServer;
   try {
     await bundleBridge(entry);
@@ -252,8 +257,10 @@ async function spawnBridge(o: PipelineOptions): Promise<BridgeProcess & { stop()
         logFile,
         env: {
           ...process.env,
-          ...processEnv(o),
+          // As deployed: its ServiceAccount's token, as in a pod; else the kubeconfig.
+          ...(ids ? { ...queueEnv(o.queue), ...ids.bridgeEnv } : processEnv(o)),
           ...bridgeEnv(o),
+          CRDFN_CONFIG_FILE: configFile,
           CRDFN_HTTP_PORT: String(httpPort),
           CRDFN_LOG_LEVEL: o.logger.level === "silent" ? "fatal" : o.logger.level,
           NODE_OPTIONS: shippedBridgeNodeOptions(),
@@ -286,33 +293,44 @@ export async function startPipeline(o: PipelineOptions): Promise<Pipeline | Proc
   const { queues } = o.queue;
   const sqs = counted(sqsClient(o.queue), o.onQueueRequest);
   // Validated here in either mode, so a bad setting fails before anything is started.
-  const bridgeConfig = loadBridgeConfig(bridgeEnv(o));
+  const bridgeConfig = loadBridgeConfig(bridgeEnv(o), bridgeFile(o, o.operators));
+  const ids =
+    o.identities === false
+      ? undefined
+      : await applyDevIdentities({ kubeConfig: o.cluster.kubeConfig, operators: o.operators, namespaces: servedNamespaces(o), project: o.identities?.project ?? "dev", ...(o.log ? { log: o.log } : {}) });
 
   // The functions serve exactly the cluster the bridge names in its events.
   const functionEnv = { ...process.env, ...processEnv(o), LOG_LEVEL: o.functionLogLevel ?? "warn", CRDFN_KUBE_AUTH: "kubeconfig", CRDFN_CLUSTER: bridgeConfig.cluster };
-  // One function process serving every operator, dispatching by the resource each event names.
+  // One function process serving every operator, dispatching by the resource each event names;
+  // as deployed, each operator's runtime with its own identity.
   let operators = o.operators;
   const countSqs = { onSqsClient: (client: SQSClient) => void counted(client, o.onQueueRequest) };
-  let functions = buildFromEnv(operators, functionEnv, countSqs);
+  const build = (ops: ReadonlyArray<Operator<unknown>>): { runtime: Runtime; built: Built[] } => {
+    if (ids) return buildEach(ops, (op) => ({ ...functionEnv, KUBECONFIG: undefined, ...ids.functionEnv(op) }), countSqs);
+    const one = buildFromEnv(ops, functionEnv, countSqs);
+    return { runtime: one.runtime, built: [one] };
+  };
+  let { runtime, built: functions } = build(operators);
   // Reloaded runtimes may still finish a message in hand: their clients close at stop.
   const retired: Built[] = [];
-  const current: Runtime = { handle: (message) => functions.runtime.handle(message) };
+  const current: Runtime = { handle: (message) => runtime.handle(message) };
   const poller = startPoller({
     sqs: givenSqsClient(sqs),
     queueUrls: Array.from({ length: o.receiveLoops ?? DEFAULT_RECEIVE_LOOPS }, () => queues.fifo),
     runtime: observed(current, o.onReconcile),
     waitTimeSeconds: 1,
     logger: o.logger.child({ part: "poller" }),
-    clock: functions.clock,
+    clock: () => new Date(),
   });
   const stopFunctions = async () => {
     await poller.stop();
-    for (const built of [...retired, functions]) built.sqs.destroy();
+    for (const built of [...retired, ...functions]) built.sqs.destroy();
     sqs.destroy();
+    ids?.stop();
   };
 
   if (o.bridgeProcess) {
-    const bridgeProcess = await spawnBridge(o).catch(async (e: unknown) => {
+    const bridgeProcess = await spawnBridge(o, ids).catch(async (e: unknown) => {
       await stopFunctions();
       throw e;
     });
@@ -324,7 +342,7 @@ export async function startPipeline(o: PipelineOptions): Promise<Pipeline | Proc
       },
     };
   }
-  const bridge = startBridge(bridgeConfig, { kubeConfig: o.cluster.kubeConfig, sqs, logger: o.logger.child({ part: "bridge" }) });
+  const bridge = startBridge(bridgeConfig, { kubeConfig: ids?.bridgeConnection ?? o.cluster.kubeConfig, sqs, logger: o.logger.child({ part: "bridge" }), ...(ids ? { credentialSource: "the dev bridge identity's ServiceAccount token" } : {}) });
   await bridge.ready;
   return {
     bridge,
@@ -333,10 +351,12 @@ export async function startPipeline(o: PipelineOptions): Promise<Pipeline | Proc
       const before = new Map(operators.map((op) => [crdName(op), crdText(op)]));
       const changed = next.filter((op) => before.get(crdName(op)) !== crdText(op));
       const notes = o.installCrds ?? true ? await installCrds(o.cluster.kubeConfig, changed) : [];
-      const built = buildFromEnv(next, functionEnv, countSqs);
-      const bridgeStale = bridgeResources(next) !== bridgeResources(operators);
-      retired.push(functions);
+      const { runtime: nextRuntime, built } = build(next);
+      const watched = (ops: ReadonlyArray<Operator<unknown>>) => JSON.stringify(watchedResourcesOf(ops, () => undefined));
+      const bridgeStale = watched(next) !== watched(operators);
+      retired.push(...functions);
       functions = built;
+      runtime = nextRuntime;
       const reloaded = next.filter((op) => !operators.includes(op));
       operators = next;
       let resynced = 0;

@@ -23,17 +23,38 @@ export const deadLetterQueueUrl = (operator: Operator<unknown>, s: { queues: Que
 
 const ref = (r: { group: string; version: string; plural: string }) => ({ group: r.group, version: r.version, plural: r.plural });
 
+/**
+ * What a bridge watches for these operators, and where each one's events go: the one truth
+ * behind the deployed bridge's configuration (bridgeConfigOf) and `crdfn dev`'s.
+ */
+export function watchedResourcesOf(operators: ReadonlyArray<Operator<unknown>>, queueUrlOf: (operator: Operator<unknown>) => string | undefined): Manifest[] {
+  return operators.map((op) => {
+    const queueUrl = queueUrlOf(op);
+    return {
+      ...ref(op.resource),
+      owns: op.owns.map(ref),
+      ...(queueUrl === undefined ? {} : { queueUrl }),
+      ...(op.resyncSeconds ? { resyncSeconds: op.resyncSeconds } : {}),
+      ...(op.eventBodies === false ? { bodies: false } : {}),
+    };
+  });
+}
+
+/** One field manager for all, which the bridge recognises as the functions' own child writes; "" when the operators differ (every child change then announces). */
+export function functionFieldManagerOf(operators: ReadonlyArray<Operator<unknown>>): string {
+  const managers = [...new Set(operators.map((op) => op.fieldManager))];
+  return managers.length === 1 ? managers[0]! : "";
+}
+
 /** The bridge's bridge.yaml (bridge/config.ts reads it through CRDFN_CONFIG_FILE). */
 export function bridgeConfigOf(operators: ReadonlyArray<Operator<unknown>>, s: DeploySettings): Manifest {
-  const managers = [...new Set(operators.map((op) => op.fieldManager))];
   return {
     cluster: s.cluster,
     // Every resource names its own queue; this one is only the fallback the schema requires.
     queue: { url: eventQueueUrl(operators[0]!, s) },
-    resources: operators.map((op) => ({ ...ref(op.resource), owns: op.owns.map(ref), queueUrl: eventQueueUrl(op, s), ...(op.resyncSeconds ? { resyncSeconds: op.resyncSeconds } : {}) })),
+    resources: watchedResourcesOf(operators, (op) => eventQueueUrl(op, s)),
     namespaces: [...s.namespaces],
-    // One field manager for all: the bridge skips the functions' own applies to children.
-    ...(managers.length === 1 ? { functionFieldManager: managers[0] } : { functionFieldManager: "" }),
+    functionFieldManager: functionFieldManagerOf(operators),
     lease: { name: bridgeName(s), namespace: s.bridge.namespace, durationSeconds: 8 },
     aws: { region: s.queues.region },
   };
@@ -54,7 +75,7 @@ function watchRules(operators: ReadonlyArray<Operator<unknown>>): { namespaced: 
 }
 
 /** Read-only access to what the bridge watches: cluster-wide, or Roles in the served namespaces. */
-export function bridgeWatchRbacOf(operators: ReadonlyArray<Operator<unknown>>, s: DeploySettings): Manifest[] {
+export function bridgeWatchRbacOf(operators: ReadonlyArray<Operator<unknown>>, s: Pick<DeploySettings, "project" | "namespaces"> & { bridge: Pick<DeploySettings["bridge"], "namespace"> }): Manifest[] {
   const name = bridgeName(s);
   const subjects = [{ kind: "ServiceAccount", name, namespace: s.bridge.namespace }];
   const { namespaced, cluster } = watchRules(operators);

@@ -145,6 +145,6 @@ export function parseQueueSettings(input: unknown, source: string): { operators:
 }
 
 /** The namespaces a function may never write in: the bridge's, the functions', and kube-system unless it is served. */
-export function deniedNamespaces(s: DeploySettings): string[] {
+export function deniedNamespaces(s: Pick<DeploySettings, "namespaces" | "functionsNamespace"> & { bridge: Pick<DeploySettings["bridge"], "namespace"> }): string[] {
   return [...new Set([...(s.namespaces.includes("kube-system") ? [] : ["kube-system"]), s.bridge.namespace, s.functionsNamespace])];
 }

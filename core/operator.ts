@@ -220,6 +220,12 @@ export interface OperatorDefinition<Spec, SpecInput = unknown, Status extends Re
    * or one of its children, changes, or when it asked to be (requeueAfterSeconds, a retry).
    */
   resyncSeconds?: number;
+  /**
+   * Whether the bridge puts the object itself in its announcements (up to 64 KiB), so the
+   * function need not read it: the queue then holds object bodies (SQS encrypts them at rest).
+   * false: keys only, and the function reads the object (one GET per reconcile). Default true.
+   */
+  eventBodies?: boolean;
 }
 
 /** A definition with its defaults filled in. */

@@ -9,7 +9,7 @@ import { startPipeline } from "../../cli/pipeline.ts";
 import type { Operator } from "../../core/operator.ts";
 import type { LocalCluster } from "../../emulator/types.ts";
 import greeting from "../../examples/greeting/operator.ts";
-import { CLUSTER_ENV, type ClusterHandle } from "./systems.ts";
+import { CLUSTER_ENV, NAMESPACE_ENV, type ClusterHandle } from "./systems.ts";
 
 async function main(): Promise<void> {
   const handle = JSON.parse(process.env[CLUSTER_ENV] ?? "null") as ClusterHandle | null;
@@ -24,6 +24,8 @@ async function main(): Promise<void> {
     operators: [greeting] as ReadonlyArray<Operator<unknown>>,
     logger: pino({ level: "warn" }, pino.destination(2)),
     bridgeProcess: true,
+    // As deployed, serving the run's namespace (as each peer watches one).
+    identities: { namespaces: [process.env[NAMESPACE_ENV] ?? "default"] },
   });
   console.log(JSON.stringify({ bridgePid: pipeline.bridgeProcess.pid, bridgeHttpPort: pipeline.bridgeProcess.httpPort }));
   const stop = () => void pipeline.stop().then(() => process.exit(0));

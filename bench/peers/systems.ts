@@ -16,6 +16,8 @@ export type SystemName = (typeof SYSTEMS)[number];
 /** The parts of a LocalCluster a pipeline uses, as crdfn-child.ts receives them. */
 export type ClusterHandle = Pick<LocalCluster, "kubeconfigPath" | "server" | "kubectl" | "caPath" | "sqs" | "env">;
 export const CLUSTER_ENV = "CRDFN_PEERS_CLUSTER";
+/** The namespace the crdfn child serves, as each peer serves one. */
+export const NAMESPACE_ENV = "CRDFN_PEERS_NAMESPACE";
 
 export interface RunningSystem {
   /** Processes that run in the cluster in production (the bridge; a peer's whole operator). */
@@ -82,7 +84,7 @@ export async function startSystem(name: SystemName, namespace: string, cluster: 
         command: process.execPath,
         args: ["--conditions=crdfn-source", join(packageRoot, "bench", "peers", "crdfn-child.ts")],
         logFile,
-        env: { ...env, [CLUSTER_ENV]: JSON.stringify(handle(cluster)) },
+        env: { ...env, [CLUSTER_ENV]: JSON.stringify(handle(cluster)), [NAMESPACE_ENV]: namespace },
         ready: () => Promise.resolve(jsonLine(logFile, "bridgePid") !== undefined),
         timeoutMs: 120_000,
       },
@@ -93,7 +95,7 @@ export async function startSystem(name: SystemName, namespace: string, cluster: 
       clusterSide: { bridge: Number(ready.bridgePid) },
       offCluster: { functions: server.pid },
       bridgeMetricsUrl: `http://127.0.0.1:${Number(ready.bridgeHttpPort)}/metrics`,
-      settings: { pipeline: "cli/pipeline.ts startPipeline, bridgeProcess: true, default receive loops", operators: ["greeting"] },
+      settings: { pipeline: "cli/pipeline.ts startPipeline, bridgeProcess: true, default receive loops, as deployed (generated identities and admission policy, one namespace)", operators: ["greeting"] },
     });
   }
 

@@ -78,6 +78,21 @@ export function buildFromEnv(
   return { config, clusters, runtime, sqs, logger, clock };
 }
 
+/**
+ * Each operator built from its own environment (its own identity: a token of its own), behind one
+ * runtime that routes each event to its operator's: a local function host running every
+ * operator's function as the function deployed for it would run.
+ */
+export function buildEach(
+  operators: ReadonlyArray<Operator<unknown>>,
+  envOf: (operator: Operator<unknown>) => NodeJS.ProcessEnv,
+  opts: Parameters<typeof buildFromEnv>[2] = {},
+): { runtime: Runtime; built: Built[] } {
+  const built = operators.map((op) => buildFromEnv(op, envOf(op), opts));
+  const runtime = built.length === 1 ? built[0]!.runtime : dispatchByResource(operators.map((operator, i) => ({ operator, runtime: built[i]!.runtime })));
+  return { runtime, built };
+}
+
 /** The SDK's default credential chain (files, SSO, container and instance roles), loaded on its first use. */
 function defaultChain(): AwsCredentialIdentityProvider {
   let provider: Promise<AwsCredentialIdentityProvider> | undefined;

@@ -3,6 +3,7 @@
 // The Event's name is derived from what it says, so a stateless function finds it again.
 import { createHash } from "node:crypto";
 import { ApiError } from "../../clients/kube-http.ts";
+import { isInfrastructureFailure } from "./outcome.ts";
 import { type KubeObject, type ResourceRef } from "./kube-api.ts";
 import type { Step } from "./step.ts";
 
@@ -16,8 +17,22 @@ export interface EventNote {
 
 const microTime = (d: Date): string => d.toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");
 
-/** `repeat`: the caller knows this occurrence was recorded before (its status did not change). */
+/**
+ * `repeat`: the caller knows this occurrence was recorded before (its status did not change).
+ * An Event the API server refuses (RBAC, a namespace not served: a cluster-scoped object's
+ * Events go to `default`) is logged and skipped: the condition on the object is the record, and
+ * an Event must not turn a recorded failure into an unrecorded one. Outages still throw.
+ */
 export async function recordEvent(step: Step, object: KubeObject, e: EventNote, repeat: boolean): Promise<void> {
+  try {
+    await writeEvent(step, object, e, repeat);
+  } catch (error) {
+    if (isInfrastructureFailure(error) || (error instanceof ApiError && error.code === 409)) throw error;
+    step.log.warn({ reason: e.reason, error: (error as Error).message }, "could not record the Event");
+  }
+}
+
+async function writeEvent(step: Step, object: KubeObject, e: EventNote, repeat: boolean): Promise<void> {
   const namespace = object.metadata.namespace ?? "default";
   const id = createHash("sha256").update(`${object.metadata.uid ?? ""}|${e.type}|${e.reason}|${e.note}`).digest("hex").slice(0, 16);
   const name = `${object.metadata.name.slice(0, 200)}.${id}`;

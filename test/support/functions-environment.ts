@@ -6,7 +6,9 @@ import { CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
 import { pino, type Logger } from "pino";
 import { Registry } from "prom-client";
 import type { SQSEvent, SQSRecord } from "aws-lambda";
-import { deduplicationId, encodeKeyEvent, messageGroupId, type KeyEvent } from "../../core/event.ts";
+import { APPLIED_HASH_ANNOTATION, deduplicationId, encodeKeyEvent, messageGroupId, PARENT_UID_LABEL, type ChildKey, type KeyEvent } from "../../core/event.ts";
+import { apiVersionOf } from "../../core/operator.ts";
+import { lastContentWriteWasApply } from "../../bridge/kube-object.ts";
 import { startBridge, type RunningBridge } from "../../bridge/bridge.ts";
 import { loadBridgeConfig } from "../../bridge/config.ts";
 import { crdOf } from "../../core/operator-crd.ts";
@@ -18,6 +20,7 @@ import { createKubeApi } from "../../functions/runtime/kube-http.ts";
 import type { KubeApi, KubeObject } from "../../functions/runtime/kube-api.ts";
 import { createRuntimeMetrics } from "../../functions/runtime/prometheus-metrics.ts";
 import { createRuntime, type Runtime } from "../../functions/runtime/runtime.ts";
+import { applyDevIdentities, type DevIdentities } from "../../cli/dev-identities.ts";
 
 export const CLUSTER = "test";
 
@@ -32,9 +35,16 @@ export interface Env {
   logger: Logger;
   /** The functions' Prometheus metrics. */
   registry: Registry;
+  /** The operators' generated identities and admission policies, applied: the runtimes run as them. */
+  identities: DevIdentities | undefined;
 }
 
-export async function startEnv(operators: ReadonlyArray<Operator<unknown>>): Promise<Env> {
+/**
+ * A cluster and queue with the operators' CRDs installed and, as deployed, their generated
+ * identities and admission policies (serving `namespaces`, default ["default"]): a runtime from
+ * runtimeFor() writes with its function's own token, so the API server refuses what production refuses.
+ */
+export async function startEnv(operators: ReadonlyArray<Operator<unknown>>, o: { namespaces?: string[]; identities?: boolean } = {}): Promise<Env> {
   const cluster = await startCluster({ log: () => {} });
   const logs: Array<Record<string, unknown>> = [];
   const sink = new Writable({
@@ -47,7 +57,10 @@ export async function startEnv(operators: ReadonlyArray<Operator<unknown>>): Pro
   const sqs = sqsClient(cluster.sqs);
   const api = createKubeApi({ connection: cluster.kubeConfig });
   for (const op of operators) await installCrd(api, op);
-  return { cluster, sqs, api, custom: cluster.kubeConfig.makeApiClient(CustomObjectsApi), core: cluster.kubeConfig.makeApiClient(CoreV1Api), logs, logger, registry: new Registry() };
+  const identities = o.identities === false ? undefined : await applyDevIdentities({ kubeConfig: cluster.kubeConfig, operators, namespaces: o.namespaces ?? ["default"], project: "test" });
+  // Stopping the cluster stops refreshing the identities' tokens and removes their files.
+  const stoppable = { ...cluster, stop: async () => (identities?.stop(), cluster.stop()) };
+  return { cluster: stoppable, sqs, api, custom: cluster.kubeConfig.makeApiClient(CustomObjectsApi), core: cluster.kubeConfig.makeApiClient(CoreV1Api), logs, logger, registry: new Registry(), identities };
 }
 
 export async function installCrd(api: KubeApi, op: Operator<unknown>): Promise<void> {
@@ -89,8 +102,9 @@ export async function startTestBridge(env: Env, resources: string): Promise<Runn
 
 export function runtimeFor(env: Env, op: Operator<unknown>, opts: { api?: KubeApi } = {}): Runtime {
   const clock = () => new Date();
+  const asDeployed = env.identities ? createKubeApi({ connection: env.identities.functionConnection(op) }) : env.api;
   return createRuntime(op, {
-    api: opts.api ?? env.api,
+    api: opts.api ?? asDeployed,
     logger: env.logger,
     metrics: createRuntimeMetrics(env.registry, CLUSTER),
     clock,
@@ -150,6 +164,26 @@ export function keyEventOf(op: Operator<unknown>, obj: { metadata?: { name?: str
     reason: "watch",
     observedAt: new Date().toISOString(),
   };
+}
+
+/**
+ * The event the bridge would publish for an object now: the object (without managedFields) and
+ * the keys of its children — labelled with its uid, controlled by it, the applied hash only
+ * after the function's own apply — read from the cluster as the bridge's index holds them.
+ */
+export async function announcedEvent(env: Env, op: Operator<unknown>, obj: Cr): Promise<KeyEvent> {
+  const { managedFields: _dropped, ...metadata } = (obj.metadata ?? {}) as Record<string, unknown>;
+  const uid = obj.metadata?.uid ?? "";
+  const children: ChildKey[] = [];
+  for (const owned of op.owns) {
+    const items = await env.api.list({ group: owned.group, version: owned.version, plural: owned.plural, ...(obj.metadata?.namespace && owned.namespaced ? { namespace: obj.metadata.namespace } : {}) }, `${PARENT_UID_LABEL}=${uid}`);
+    for (const c of items) {
+      if (!((c.metadata.ownerReferences as Array<{ uid?: string; controller?: boolean }> | undefined) ?? []).some((r) => r.controller && r.uid === uid)) continue;
+      const hash = lastContentWriteWasApply(c as never, op.fieldManager) ? (c.metadata.annotations as Record<string, string> | undefined)?.[APPLIED_HASH_ANNOTATION] : undefined;
+      children.push({ apiVersion: apiVersionOf(owned.group, owned.version), kind: owned.kind, ...(c.metadata.namespace ? { namespace: c.metadata.namespace } : {}), name: c.metadata.name, uid: c.metadata.uid ?? "", resourceVersion: c.metadata.resourceVersion ?? "", ...(hash ? { appliedHash: hash } : {}) });
+    }
+  }
+  return { ...keyEventOf(op, obj), v: 2, object: { ...obj, metadata: metadata as never }, children };
 }
 
 /** Publishes like the bridge: FIFO group per object, deduplication per object version. */

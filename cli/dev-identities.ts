@@ -1,0 +1,138 @@
+// `crdfn dev` as deployed: the operators' generated identities and admission policies applied to
+// the dev cluster (the same generators `crdfn generate` uses), and the functions and the bridge
+// run with those identities' own ServiceAccount tokens — so dev refuses what production refuses
+// (a write in a namespace not served, a child another controls, a read it was not granted) and
+// shows it the way production shows it, before anything is deployed.
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { CoreV1Api, KubernetesObjectApi, PatchStrategy, loadYaml, type KubeConfig, type KubernetesObject } from "@kubernetes/client-node";
+import { stringify } from "yaml";
+import { KubeHttp } from "../clients/kube-http.ts";
+import { serverConnection, tokenFromFile, type KubeConnection } from "../clients/kube-connection.ts";
+import { bridgeName, bridgeWatchRbacOf } from "../core/bridge-manifests.ts";
+import { deniedNamespaces } from "../core/deploy-settings.ts";
+import { admissionPolicyOf } from "../core/operator-admission.ts";
+import { functionIdentity, functionRbacOf, operatorName } from "../core/operator-rbac.ts";
+import type { Operator } from "../core/operator.ts";
+import { SetupError } from "../emulator/errors.ts";
+
+export const DEV_FUNCTIONS_NAMESPACE = "crdfn-functions";
+export const DEV_BRIDGE_NAMESPACE = "crdfn-system";
+
+export interface DevIdentityOptions {
+  kubeConfig: KubeConfig;
+  operators: ReadonlyArray<Operator<unknown>>;
+  /** The namespaces served, as `namespaces:` in crdfn.deploy.yaml. */
+  namespaces: readonly string[];
+  /** Names the bridge's identity (crdfn-bridge-<project>). */
+  project: string;
+  log?: (line: string) => void;
+  clock?: () => Date;
+}
+
+export interface DevIdentities {
+  /** The environment an operator's function runs with: the API server, its CA, its own token. */
+  functionEnv(operator: Operator<unknown>): Record<string, string>;
+  /** How an operator's function reaches the API server in-process: with its own token. */
+  functionConnection(operator: Operator<unknown>): KubeConnection;
+  /** How the bridge reaches the API server: with its own ServiceAccount's token. */
+  bridgeConnection: KubeConnection;
+  /** Where the bridge's token file is (a bridge run as its own process reads it, as in a pod). */
+  bridgeEnv: Record<string, string>;
+  /** Stops refreshing the tokens and removes their files. */
+  stop(): void;
+}
+
+/** Tokens live an hour and are replaced every 20 minutes; the runtimes re-read their files. */
+const TOKEN_SECONDS = 3600;
+const REFRESH_MS = 20 * 60_000;
+
+type Manifest = Record<string, unknown> & { kind: string; metadata: { name: string; namespace?: string } };
+
+/** What `crdfn generate` writes for identities, for these operators and namespaces. */
+export function identityManifests(operators: ReadonlyArray<Operator<unknown>>, namespaces: readonly string[], project: string): Manifest[] {
+  const scope = { functionsNamespace: DEV_FUNCTIONS_NAMESPACE, namespaces };
+  const bridge = { project, namespaces: [...namespaces], bridge: { namespace: DEV_BRIDGE_NAMESPACE } };
+  const denied = deniedNamespaces({ ...scope, namespaces: [...namespaces], bridge: bridge.bridge });
+  return [
+    ...[DEV_FUNCTIONS_NAMESPACE, DEV_BRIDGE_NAMESPACE, ...namespaces].map((name) => ({ apiVersion: "v1", kind: "Namespace", metadata: { name } })),
+    ...operators.flatMap((op) => [...functionRbacOf(op, scope), ...admissionPolicyOf(op, { ...scope, denied })]),
+    { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: bridgeName(bridge), namespace: DEV_BRIDGE_NAMESPACE } },
+    ...bridgeWatchRbacOf(operators, bridge),
+  ] as Manifest[];
+}
+
+export async function applyDevIdentities(o: DevIdentityOptions): Promise<DevIdentities> {
+  const clock = o.clock ?? (() => new Date());
+  const api = KubernetesObjectApi.makeApiClient(o.kubeConfig);
+  for (const m of identityManifests(o.operators, o.namespaces, o.project)) {
+    // client-node's typed model keeps every key its serializer knows (see installCrds).
+    const object = loadYaml<KubernetesObject>(stringify(m));
+    try {
+      await api.patch(object, undefined, undefined, "crdfn-dev", true, PatchStrategy.ServerSideApply);
+    } catch (e) {
+      throw new SetupError(`applying ${m.kind} ${m.metadata.namespace ? `${m.metadata.namespace}/` : ""}${m.metadata.name} (as deployed: --no-identities runs everything as the kubeconfig's user instead): ${(e as Error).message.split("\n")[0]}`);
+    }
+  }
+  const cluster = o.kubeConfig.getCurrentCluster();
+  if (!cluster) throw new SetupError("the kubeconfig has no current cluster");
+  const dir = mkdtempSync(join(tmpdir(), "crdfn-identities-"));
+  const core = o.kubeConfig.makeApiClient(CoreV1Api);
+  const accounts = [...o.operators.map((op) => ({ name: functionIdentity(op, DEV_FUNCTIONS_NAMESPACE).serviceAccount, namespace: DEV_FUNCTIONS_NAMESPACE })), { name: bridgeName({ project: o.project }), namespace: DEV_BRIDGE_NAMESPACE }];
+  const fileOf = (name: string) => join(dir, `${name}.token`);
+  const refresh = async (): Promise<void> => {
+    for (const a of accounts) {
+      const t = await core.createNamespacedServiceAccountToken({ name: a.name, namespace: a.namespace, body: { spec: { audiences: [], expirationSeconds: TOKEN_SECONDS } } });
+      writeFileSync(fileOf(a.name), t.status?.token ?? "", { mode: 0o600 });
+    }
+  };
+  await refresh();
+  const timer = setInterval(() => void refresh().catch((e: unknown) => o.log?.(`! could not refresh the dev identities' tokens: ${(e as Error).message}`)), REFRESH_MS);
+  timer.unref();
+  const ca: Record<string, string> = cluster.caData !== undefined ? { CRDFN_KUBE_CA_DATA: cluster.caData } : cluster.caFile !== undefined ? { CRDFN_KUBE_CA_FILE: cluster.caFile } : {};
+  const caFile = cluster.caFile ?? (cluster.caData !== undefined ? join(dir, "ca.crt") : undefined);
+  if (cluster.caData !== undefined) writeFileSync(join(dir, "ca.crt"), Buffer.from(cluster.caData, "base64"));
+  const connectionOf = (serviceAccount: string) => serverConnection({ server: cluster.server, caFile, token: tokenFromFile(fileOf(serviceAccount), clock) });
+  await untilPoliciesAreInForce(o, connectionOf);
+  o.log?.(`identities as deployed: ${o.operators.map((op) => `crdfn-${operatorName(op)}`).join(", ")} and ${bridgeName({ project: o.project })}, serving ${o.namespaces.join(", ")}`);
+  const bridgeAccount = bridgeName({ project: o.project });
+  return {
+    functionEnv: (op) => ({
+      CRDFN_KUBE_AUTH: "token",
+      CRDFN_KUBE_SERVER: cluster.server,
+      ...ca,
+      CRDFN_KUBE_TOKEN_FILE: fileOf(functionIdentity(op, DEV_FUNCTIONS_NAMESPACE).serviceAccount),
+    }),
+    functionConnection: (op) => connectionOf(functionIdentity(op, DEV_FUNCTIONS_NAMESPACE).serviceAccount),
+    bridgeConnection: connectionOf(bridgeAccount),
+    bridgeEnv: { CRDFN_KUBE_SERVER: cluster.server, ...(caFile ? { CRDFN_KUBE_CA_FILE: caFile } : {}), CRDFN_KUBE_TOKEN_FILE: fileOf(bridgeAccount), CRDFN_NAMESPACES: o.namespaces.join(",") },
+    stop() {
+      clearInterval(timer);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * An admission policy takes effect a moment after it is created. Until each operator's refuses
+ * a forged child (a server-side dry run, which writes nothing), dev would accept what
+ * production refuses; so it waits.
+ */
+async function untilPoliciesAreInForce(o: DevIdentityOptions, connectionOf: (serviceAccount: string) => KubeConnection): Promise<void> {
+  const namespace = o.namespaces[0];
+  for (const op of o.operators) {
+    const owned = op.owns.find((k) => k.namespaced);
+    if (!owned || namespace === undefined) continue;
+    const http = new KubeHttp({ connection: connectionOf(functionIdentity(op, DEV_FUNCTIONS_NAMESPACE).serviceAccount) });
+    const path = `${owned.group === "" ? "/api" : `/apis/${owned.group}`}/${owned.version}/namespaces/${namespace}/${owned.plural}`;
+    const forged = { apiVersion: owned.group === "" ? owned.version : `${owned.group}/${owned.version}`, kind: owned.kind, metadata: { name: "crdfn-dev-policy-probe" } };
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const { status, text } = await http.request("POST", path, { body: forged, query: { dryRun: "All" } });
+      if (status === 403 && text.includes("ValidatingAdmissionPolicy")) break;
+      if (Date.now() > deadline) throw new SetupError(`the admission policy of ${op.resource.kind} did not take effect within 30 s (a forged ${owned.kind} answered ${status})`);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+}
