@@ -119,7 +119,7 @@ function startEngine(config: BridgeConfig, deps: Required<BridgeDeps>, metrics: 
   };
   const parents: ParentTracker[] = [];
   const onRefused = (e: ApiError | undefined): void =>
-    problems.set("credential", e && `the API server refused the bridge's credential (${e.code} ${e.message}): check ${deps.credentialSource}`);
+    problems.set("credential", e && `the API server refused the bridge's credential (${e.code} ${e.reason}): check ${deps.credentialSource}`);
   const states = new Map<string, ResourceState>();
 
   // Each watched resource on its own: one whose CRD is missing (or not served yet) waits for it

@@ -38,9 +38,13 @@ const NOT_SERVED_RETRY_MS = 2000;
 /** The API server is down or starting: retried at least every second. */
 const SERVER_DOWN_RETRY_MS = 1000;
 
-/** Failures that mean the server itself is not answering (yet), not that it refuses this request. */
+/**
+ * Failures that mean the server itself is not answering (yet), not that it refuses this request:
+ * refused connections, 503 (its paths not installed yet) and 429 (its storage (re)initializing,
+ * or load shed: the server asks to come back in a second).
+ */
 function serverDown(e: unknown): boolean {
-  if (e instanceof ApiError) return e.code === 503;
+  if (e instanceof ApiError) return e.code === 503 || e.code === 429;
   const code = (e as { code?: unknown; cause?: { code?: unknown } }).code ?? (e as { cause?: { code?: unknown } }).cause?.code;
   return typeof code === "string" && /^(ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|EHOSTUNREACH|UND_ERR_SOCKET|UND_ERR_CONNECT_TIMEOUT)$/.test(code) || /socket hang up|fetch failed|timed out/i.test((e as Error).message ?? "");
 }

@@ -12,7 +12,7 @@ import { KubeHttp } from "../clients/kube-http.ts";
 import { serverConnection, tokenFromFile, type KubeConnection } from "../clients/kube-connection.ts";
 import { bridgeName, bridgeWatchRbacOf } from "../core/bridge-manifests.ts";
 import { deniedNamespaces } from "../core/deploy-settings.ts";
-import { admissionPolicyOf } from "../core/operator-admission.ts";
+import { admissionPolicyOf, servedNamespacesPolicyOf } from "../core/operator-admission.ts";
 import { functionIdentity, functionRbacOf, operatorName } from "../core/operator-rbac.ts";
 import type { Operator } from "../core/operator.ts";
 import { SetupError } from "../emulator/errors.ts";
@@ -57,7 +57,7 @@ export function identityManifests(operators: ReadonlyArray<Operator<unknown>>, n
   const denied = deniedNamespaces({ ...scope, namespaces: [...namespaces], bridge: bridge.bridge });
   return [
     ...[DEV_FUNCTIONS_NAMESPACE, DEV_BRIDGE_NAMESPACE, ...namespaces].map((name) => ({ apiVersion: "v1", kind: "Namespace", metadata: { name } })),
-    ...operators.flatMap((op) => [...functionRbacOf(op, scope), ...admissionPolicyOf(op, { ...scope, denied })]),
+    ...operators.flatMap((op) => [...functionRbacOf(op, scope), ...admissionPolicyOf(op, { ...scope, denied }), ...servedNamespacesPolicyOf(op, namespaces)]),
     { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: bridgeName(bridge), namespace: DEV_BRIDGE_NAMESPACE } },
     ...bridgeWatchRbacOf(operators, bridge),
   ] as Manifest[];

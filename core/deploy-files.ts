@@ -6,7 +6,7 @@ import { ConfigError } from "./config-error.ts";
 import { deniedNamespaces, type DeploySettings } from "./deploy-settings.ts";
 import { crdFiles } from "./operator-crd.ts";
 import { functionIdentity, functionRbacOf, operatorName, rbacRulesOf } from "./operator-rbac.ts";
-import { admissionPolicyOf } from "./operator-admission.ts";
+import { admissionPolicyOf, servedNamespacesPolicyOf } from "./operator-admission.ts";
 import { bridgeConfigOf, bridgeDeploymentOf, bridgeLeaseRbacOf, bridgeName, bridgeWatchRbacOf, eventQueueName } from "./bridge-manifests.ts";
 import { serverlessFunctionsOf, serverlessResourcesOf } from "./serverless-resources.ts";
 
@@ -53,7 +53,7 @@ export function deployFiles(operators: ReadonlyArray<GeneratedOperator>, s: Depl
   for (const op of ops) {
     const n = operatorName(op);
     files.set(`functions/${n}.yaml`, yaml(functionRbacOf(op, scope), `# ${op.resource.kind} (${op.apiVersion}): the function's identity and grants.\n`));
-    files.set(`functions/${n}-admission.yaml`, yaml(admissionPolicyOf(op, { ...scope, denied }), `# ${op.resource.kind}: what RBAC cannot say (owner references, namespaces), enforced by the API server.\n`));
+    files.set(`functions/${n}-admission.yaml`, yaml([...admissionPolicyOf(op, { ...scope, denied }), ...servedNamespacesPolicyOf(op, s.namespaces)], `# ${op.resource.kind}: what RBAC cannot say (owner references, namespaces), enforced by the API server.\n`));
     fnFiles.push(`${n}.yaml`, `${n}-admission.yaml`);
   }
   files.set("functions/kustomization.yaml", yaml([kustomization(fnFiles, "functions")]));

@@ -104,3 +104,33 @@ export function admissionPolicyOf(operator: Operator<unknown>, o: { functionsNam
   };
   return [policy, binding];
 }
+
+/**
+ * Objects of a namespaced operator's kind may be created only in the namespaces it serves: one
+ * elsewhere would never be reconciled (its bridge watches the served namespaces; its function may
+ * write only there), so the API server says so when it is applied, to whoever applies it.
+ */
+export function servedNamespacesPolicyOf(operator: Operator<unknown>, namespaces: readonly string[]): Manifest[] {
+  if (operator.resource.scope !== "Namespaced" || namespaces.length === 0) return [];
+  const name = `crdfn-${operatorName(operator)}-namespaces`;
+  const { group, plural, kind } = operator.resource;
+  return [
+    {
+      apiVersion: "admissionregistration.k8s.io/v1",
+      kind: "ValidatingAdmissionPolicy",
+      metadata: { name },
+      spec: {
+        failurePolicy: "Fail",
+        matchConstraints: { resourceRules: [{ apiGroups: [group], apiVersions: ["*"], resources: [plural], operations: ["CREATE"] }] },
+        validations: [
+          {
+            expression: `request.namespace in ${list(namespaces)}`,
+            messageExpression: `${lit(`crdfn: ${kind} objects are reconciled only in namespace${namespaces.length > 1 ? "s" : ""} ${namespaces.join(", ")}, not in `)} + request.namespace`,
+            reason: "Forbidden",
+          },
+        ],
+      },
+    },
+    { apiVersion: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicyBinding", metadata: { name }, spec: { policyName: name, validationActions: ["Deny"] } },
+  ];
+}

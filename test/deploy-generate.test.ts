@@ -125,11 +125,11 @@ describe("crdfn generate → a real API server, attacked with the function's ide
         k(["patch", "configmap", "crdfn-bridge-shop", "-n", "crdfn-system", "--type=merge", "-p", '{"data":{"bridge.yaml":"queue: {url: https://evil}"}}'])],
       [`create a ConfigMap in ${SERVED} without an owner reference`, "admission policy", /crdfn: the widget function may write configmaps only with a controller owner reference to its Widget/, (k) =>
         k(["create", "-f", "-"], configMap(SERVED, "planted"))],
-      [`take over ${SERVED}/victim-widget by applying it with a forged owner reference`, "admission policy", /crdfn: the widget function may change or delete configmaps victim-widget only if a Widget already controls it/, (k) =>
+      [`take over ${SERVED}/victim-widget by applying it with a forged owner reference`, "admission policy", /crdfn: the widget function may change or delete configmaps victim-widget only if that Widget already controls it/, (k) =>
         apply(k, configMap(SERVED, "victim-widget", forgedOwner))],
       [`patch ${SERVED}/victim-widget, leaving it unowned`, "admission policy", /may write configmaps only with a controller owner reference/, (k) =>
         k(["patch", "configmap", "victim-widget", "-n", SERVED, "--type=merge", "-p", '{"data":{"owner":"me"}}'])],
-      [`delete ${SERVED}/victim-widget`, "admission policy", /may change or delete configmaps victim-widget only if a Widget already controls it/, (k) =>
+      [`delete ${SERVED}/victim-widget`, "admission policy", /may change or delete configmaps victim-widget only if that Widget already controls it/, (k) =>
         k(["delete", "configmap", "victim-widget", "-n", SERVED])],
       [`create a ConfigMap (even with an owner reference) in unserved ${UNSERVED}`, "RBAC", /cannot create resource "configmaps".*"warehouse"/, (k) =>
         k(["create", "-f", "-"], configMap(UNSERVED, "planted", forgedOwner))],

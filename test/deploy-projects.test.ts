@@ -57,7 +57,7 @@ describe("two projects' deploy files on one cluster; a cluster-scoped operator u
 
   before(async () => {
     keys = makeProject("keys", {
-      "crdfn.deploy.yaml": deploySettings("keys", { operators: [{ module: "operators/authorized-key.ts", handler: "operators/lambda.handler" }] }),
+      "crdfn.deploy.yaml": deploySettings("keys", { namespaces: ["keyring"], operators: [{ module: "operators/authorized-key.ts", handler: "operators/lambda.handler" }] }),
       "operators/authorized-key.ts": AUTHORIZED_KEY,
       "operators/lambda.ts": lambdaEntry("./authorized-key.ts"),
     });
@@ -70,6 +70,8 @@ describe("two projects' deploy files on one cluster; a cluster-scoped operator u
     await shop.generate();
     cluster = await startCluster({ queue: false, log: () => {} });
     admin = adminKubectl(cluster);
+    // The namespaces the projects serve are the user's: they exist before crdfn's grants in them.
+    await admin(["create", "namespace", "keyring"]);
   });
 
   after(async () => {
@@ -82,9 +84,9 @@ describe("two projects' deploy files on one cluster; a cluster-scoped operator u
     const data = JSON.parse(await admin(["get", "configmap", `crdfn-bridge-${project}`, "-n", "crdfn-system", "-o", "jsonpath={.data}"])) as Record<string, string>;
     return parse(data["bridge.yaml"]!) as BridgeConfig;
   };
-  const canI = async (serviceAccount: string, verb: string, resource: string): Promise<string> => {
+  const canI = async (serviceAccount: string, verb: string, resource: string, namespace?: string): Promise<string> => {
     try {
-      return (await admin(["auth", "can-i", verb, resource, "--all-namespaces", `--as=system:serviceaccount:crdfn-system:${serviceAccount}`])).trim();
+      return (await admin(["auth", "can-i", verb, resource, ...(namespace ? ["-n", namespace] : ["--all-namespaces"]), `--as=system:serviceaccount:crdfn-system:${serviceAccount}`])).trim();
     } catch (e) {
       return String((e as { stdout?: string }).stdout ?? "").trim();
     }
@@ -103,7 +105,10 @@ describe("two projects' deploy files on one cluster; a cluster-scoped operator u
     assert.deepEqual(await names("serviceaccounts", "crdfn-system"), ["crdfn-bridge-keys", "crdfn-bridge-shop"]);
     assert.deepEqual(await names("configmaps", "crdfn-system"), ["crdfn-bridge-keys", "crdfn-bridge-shop"]);
     assert.deepEqual(await names("roles", "crdfn-system"), ["crdfn-bridge-keys-lease", "crdfn-bridge-shop-lease"]);
-    assert.deepEqual(await names("clusterroles"), ["crdfn-bridge-keys", "crdfn-bridge-shop"]);
+    // Cluster-wide only what is cluster-scoped (AuthorizedKeys, ClusterRoles); the rest are Roles in the served namespaces.
+    assert.deepEqual(await names("clusterroles"), ["crdfn-bridge-keys-cluster"]);
+    assert.deepEqual(await names("roles", "keyring"), ["crdfn-bridge-keys"]);
+    assert.deepEqual(await names("roles", "default"), ["crdfn-bridge-shop"]);
 
     const keysConfig = await bridgeConfig("keys");
     const shopConfig = await bridgeConfig("shop");
@@ -114,8 +119,11 @@ describe("two projects' deploy files on one cluster; a cluster-scoped operator u
     // Each bridge's identity watches its own resources and their children, not the other project's.
     assert.equal(await canI("crdfn-bridge-keys", "watch", "authorizedkeys.keys.example.com"), "yes");
     assert.equal(await canI("crdfn-bridge-keys", "watch", "clusterroles.rbac.authorization.k8s.io"), "yes");
-    assert.equal(await canI("crdfn-bridge-keys", "watch", "widgets.shop.example.com"), "no");
-    assert.equal(await canI("crdfn-bridge-shop", "watch", "widgets.shop.example.com"), "yes");
+    assert.equal(await canI("crdfn-bridge-keys", "watch", "configmaps", "keyring"), "yes");
+    assert.equal(await canI("crdfn-bridge-keys", "watch", "configmaps", "default"), "no");
+    assert.equal(await canI("crdfn-bridge-keys", "watch", "widgets.shop.example.com", "default"), "no");
+    assert.equal(await canI("crdfn-bridge-shop", "watch", "widgets.shop.example.com", "default"), "yes");
+    assert.equal(await canI("crdfn-bridge-shop", "watch", "widgets.shop.example.com"), "no", "only in the namespace it serves");
     assert.equal(await canI("crdfn-bridge-shop", "watch", "authorizedkeys.keys.example.com"), "no");
     for (const [sa, lease] of [["crdfn-bridge-keys", "crdfn-bridge-keys"], ["crdfn-bridge-shop", "crdfn-bridge-shop"], ["crdfn-bridge-keys", "crdfn-bridge-shop"]] as const) {
       const answer = (await admin(["auth", "can-i", "update", `leases.coordination.k8s.io/${lease}`, "-n", "crdfn-system", `--as=system:serviceaccount:crdfn-system:${sa}`]).catch((e: { stdout?: string }) => String(e.stdout))).trim();
@@ -124,7 +132,6 @@ describe("two projects' deploy files on one cluster; a cluster-scoped operator u
   });
 
   it("lets the cluster-scoped AuthorizedKey's function write its status and its children, namespaced and cluster-scoped, with both of its identities", async () => {
-    await admin(["create", "namespace", "keyring"]);
     const identities: Array<[string, Kubectl]> = [
       ["ServiceAccount crdfn-functions/crdfn-authorizedkey (token)", await serviceAccountKubectl(cluster, admin, "crdfn-authorizedkey", "crdfn-functions")],
       ["Lambda group crdfn:authorizedkey (impersonated)", lambdaGroupKubectl(cluster, "authorizedkey")],
@@ -132,7 +139,7 @@ describe("two projects' deploy files on one cluster; a cluster-scoped operator u
     const apply = (k: Kubectl, body: unknown) => k(["apply", "--server-side", "--force-conflicts", "--field-manager=crdfn", "-f", "-"], JSON.stringify(body));
     // The policy takes effect once the API server has loaded it: wait for its first denial (a dry run writes nothing).
     await eventually(
-      async () => assert.equal((await denied(identities[0]![1](["apply", "--server-side", "--dry-run=server", "--field-manager=crdfn", "-f", "-"], JSON.stringify({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "probe", namespace: "kube-system" } })))).by, "admission policy"),
+      async () => assert.equal((await denied(identities[0]![1](["apply", "--server-side", "--dry-run=server", "--field-manager=crdfn", "-f", "-"], JSON.stringify({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "probe", namespace: "keyring" } })))).by, "admission policy"),
       { timeoutMs: 30_000, intervalMs: 500 },
     );
     for (const [who, k] of identities) {
@@ -152,13 +159,14 @@ describe("two projects' deploy files on one cluster; a cluster-scoped operator u
       const role = JSON.parse(await admin(["get", "clusterrole", `${name}-key-reader`, "-o", "json"])) as { metadata: { ownerReferences: Array<{ uid: string }> } };
       assert.equal(role.metadata.ownerReferences[0]?.uid, object.metadata.uid, `${who}: cluster-scoped child`);
 
-      // What it must still not do: a cluster-scoped object it does not own, and any write in kube-system.
+      // What it must still not do: a cluster-scoped object it does not own, and any write in
+      // kube-system (not served: it holds no grant there at all).
       const planted = await denied(apply(k, { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: { name: `${name}-planted` }, rules: [] }));
       assert.equal(planted.by, "admission policy", `${who}: ${planted.message}`);
       assert.match(planted.message, /crdfn: the authorizedkey function may write clusterroles only with a controller owner reference to its AuthorizedKey/);
       const system = await denied(apply(k, { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "aws-auth", namespace: "kube-system", ownerReferences: [owner] }, data: {} }));
-      assert.equal(system.by, "admission policy", `${who}: ${system.message}`);
-      assert.match(system.message, /crdfn: the authorizedkey function may never write in namespace kube-system/);
+      assert.equal(system.by, "RBAC", `${who}: ${system.message}`);
+      assert.match(system.message, /in the namespace "kube-system"/);
     }
     await assert.rejects(admin(["get", "clusterrole", "alice-planted"]), /NotFound/);
     await assert.rejects(admin(["get", "configmap", "aws-auth", "-n", "kube-system"]), /NotFound/);

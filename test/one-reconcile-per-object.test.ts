@@ -123,7 +123,7 @@ describe("one reconcile per object at a time", { timeout: 600_000 }, () => {
     assert.deepEqual(recorder.overlaps, [], "no two reconciles of one object at once");
 
     // A 60 s outage of the API server, with requeues pending.
-    assert.ok(bridge.scheduledCount() >= 2, "the tickers have their next tick scheduled");
+    await waitFor("the tickers have their next tick scheduled", () => bridge.scheduledCount() >= 2, 10_000);
     await env.cluster.apiServer.stop(0);
     await sleep(60_000);
     await env.cluster.apiServer.start();
@@ -144,6 +144,10 @@ describe("one reconcile per object at a time", { timeout: 600_000 }, () => {
       ),
     );
     console.log(`# after the outage: change written ${((writtenAt - backAt) / 1000).toFixed(1)} s after the return (first try at ${((changedAt - backAt) / 1000).toFixed(1)} s), converged in ${JSON.stringify(convergedIn)} s`);
+    const since = (t: number) => `${((t - backAt) / 1000).toFixed(1)}s`;
+    console.log(`# probe reconciles after the return: ${recorder.reconciles.filter((r) => r.name === "probe" && r.startedAt >= backAt).map((r) => `${r.key.includes("lworkers") ? "lambda" : "poller"} ${since(r.startedAt)}→${since(r.endedAt)} ${r.reason} ${r.result}`).join("; ")}`);
+    if (Object.values(convergedIn).some((t) => t > 3)) console.log(`# bridge lines about watched resources: ${env.logs.filter((l) => l.resource !== undefined && Number(l.time) >= backAt - 3000).map((l) => `${since(Number(l.time))} ${String(l.resource)} ${String(l.msg)} ${String(l.err ?? "").slice(0, 100)} ${String(l.retryInMs ?? "")}`).join(" | ")}`);
+    console.log(`# first reconcile of anything after the return: ${since(Math.min(...recorder.reconciles.filter((r) => r.startedAt >= backAt).map((r) => r.startedAt)))}; first success: ${since(Math.min(...recorder.reconciles.filter((r) => r.startedAt >= backAt && r.result === "success").map((r) => r.startedAt)))}`);
     for (const [path] of paths) assert.ok((convergedIn[path] ?? Infinity) <= 3, `${path}: converged ${convergedIn[path]} s after the write (≤ 3 s)`);
 
     const recoveredAt = Date.now();

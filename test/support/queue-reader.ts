@@ -65,14 +65,15 @@ export class QueueReader {
 }
 
 /** What an object's last event must say. */
-export type Expected = { deleted: true } | { deleted: false; resourceVersion: string };
+/** `or`: a later version that may be announced instead (a status write bringing a waiting announcement up to date). */
+export type Expected = { deleted: true } | { deleted: false; resourceVersion: string; or?: string };
 
 /** Names whose last event does not match, with what was seen. */
 export function mismatches(events: Map<string, KeyEvent[]>, expected: Map<string, Expected>): string[] {
   const bad: string[] = [];
   for (const [name, want] of expected) {
     const last = events.get(name)?.at(-1);
-    const good = last !== undefined && (want.deleted ? last.type === "DELETED" : last.type !== "DELETED" && last.resourceVersion === want.resourceVersion);
+    const good = last !== undefined && (want.deleted ? last.type === "DELETED" : last.type !== "DELETED" && (last.resourceVersion === want.resourceVersion || last.resourceVersion === want.or));
     if (!good) bad.push(`${name}: want ${want.deleted ? "DELETED" : want.resourceVersion}, last ${last === undefined ? "none" : `${last.type}@${last.resourceVersion}`}`);
   }
   return bad;
