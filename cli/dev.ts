@@ -4,6 +4,7 @@ import { KubernetesObjectApi, PatchStrategy, loadAllYaml, type KubernetesObject 
 import { Command } from "commander";
 import { pino } from "pino";
 import { SetupError } from "../emulator/errors.ts";
+import { MAX_RECEIVE_COUNT } from "../emulator/queues.ts";
 import { defaultKubeconfig, existingTarget, kindKubeconfig, KIND_CLUSTER, KIND_CONTEXT, refuseClusterRegistry, startedTarget, type DevTarget } from "./dev-target.ts";
 import { checkDistinct, exampleSamples, loadOperatorWithInputs, operatorFiles } from "./operators.ts";
 import { startPipeline, type ReconcileRecord } from "./pipeline.ts";
@@ -25,7 +26,10 @@ export function reconcileLine(r: ReconcileRecord): string {
     case "permanent":
       return `✖ ${what} not reconciled: ${r.outcome.detail} (${ms}; fix the object to retry)`;
     case "retry":
-      return `! ${what} failed and could not record why on the object; the queue redelivers the message: ${r.outcome.detail} (${ms})`;
+      // The local queues dead-letter a message on the receive after their limit (emulator/queues.ts).
+      return (r.receiveCount ?? 1) >= MAX_RECEIVE_COUNT
+        ? `☠ ${what} failed and could not record why on the object; receive ${r.receiveCount ?? "?"} of ${MAX_RECEIVE_COUNT}: the message goes to the dead-letter queue (crdfn dlq list): ${r.outcome.detail} (${ms})`
+        : `! ${what} failed and could not record why on the object; the queue redelivers the message (receive ${r.receiveCount ?? 1} of ${MAX_RECEIVE_COUNT}): ${r.outcome.detail} (${ms})`;
     case "dead-letter":
       return `☠ ${what} message rejected: ${r.outcome.detail}`;
     case "unavailable":

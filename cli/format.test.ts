@@ -25,6 +25,9 @@ describe("reconcile lines", () => {
       "✖ Greeting hello-world not reconciled: InvalidSpec: message: Required (12 ms; fix the object to retry)",
     );
     assert.match(reconcileLine(record({ result: "retry-later", delaySeconds: 30, detail: "requeue", apiCalls: 1 })), /not reconciled yet, again in 30s: requeue/);
+    const refused = { ...record({ result: "retry", detail: "the status write was refused", apiCalls: 2 }) };
+    assert.match(reconcileLine({ ...refused, receiveCount: 2 }), /^! .*the queue redelivers the message \(receive 2 of 5\)/);
+    assert.match(reconcileLine({ ...refused, receiveCount: 5 }), /^☠ .*receive 5 of 5: the message goes to the dead-letter queue/, "the last receive says so, not that it will be redelivered");
   });
 });
 

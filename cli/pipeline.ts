@@ -36,6 +36,8 @@ export interface ReconcileRecord {
   reason?: string;
   outcome: HandledOutcome;
   latencyMs: number;
+  /** Which receive of its message this was (the queue dead-letters it after MAX_RECEIVE_COUNT). */
+  receiveCount?: number;
 }
 
 export const DEFAULT_RECEIVE_LOOPS = 4;
@@ -192,6 +194,7 @@ export function observed(runtime: Runtime, onReconcile?: (r: ReconcileRecord) =>
           ...(e.reason ? { reason: e.reason } : {}),
           outcome,
           latencyMs: performance.now() - started,
+          ...(message.receiveCount === undefined ? {} : { receiveCount: message.receiveCount }),
         });
       }
       return outcome;

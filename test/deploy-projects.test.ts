@@ -6,7 +6,14 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { parse } from "yaml";
-import { startCluster, type LocalCluster } from "../emulator/cluster.ts";
+import { sqsClient, startCluster, type LocalCluster } from "../emulator/cluster.ts";
+import { startBridge } from "../bridge/bridge.ts";
+import { loadBridgeConfig } from "../bridge/config.ts";
+import { serverConnection } from "../clients/kube-connection.ts";
+import { loadOperator } from "../cli/operators.ts";
+import { ensureQueues, queueDefinitions } from "../emulator/queues.ts";
+import { startLocalFunctions } from "../functions/adapters/local.ts";
+import { pino } from "pino";
 import { eventually } from "./support/eventually.ts";
 import { adminKubectl, denied, lambdaGroupKubectl, serviceAccountKubectl, type Kubectl } from "./support/identities.ts";
 import { applyDeployFiles, deploySettings, lambdaEntry, makeProject, type Project } from "./support/projects.ts";
@@ -68,7 +75,7 @@ describe("two projects' deploy files on one cluster; a cluster-scoped operator u
     });
     await keys.generate();
     await shop.generate();
-    cluster = await startCluster({ queue: false, log: () => {} });
+    cluster = await startCluster({ log: () => {} });
     admin = adminKubectl(cluster);
     // The namespaces the projects serve are the user's: they exist before crdfn's grants in them.
     await admin(["create", "namespace", "keyring"]);
@@ -170,5 +177,52 @@ describe("two projects' deploy files on one cluster; a cluster-scoped operator u
     }
     await assert.rejects(admin(["get", "clusterrole", "alice-planted"]), /NotFound/);
     await assert.rejects(admin(["get", "configmap", "aws-auth", "-n", "kube-system"]), /NotFound/);
+  });
+
+  it("both projects reconcile on the same cluster, each bridge and each function with its generated identity's token", async () => {
+    // Each project as deployed: its bridge with the generated ConfigMap's settings and its
+    // ServiceAccount's token, publishing to a queue of its own (the local stand-in for its SQS
+    // queues), and its functions with their ServiceAccounts' tokens.
+    const logger = pino({ level: "silent" });
+    const sqs = sqsClient(cluster.sqs);
+    const running: Array<() => Promise<void>> = [];
+    try {
+      for (const [project, modules] of [
+        [keys, ["operators/authorized-key.ts"]],
+        [shop, ["operator.ts"]],
+      ] as const) {
+        const name = project === keys ? "keys" : "shop";
+        const queues = await ensureQueues(sqs, queueDefinitions(`${name}-events`));
+        const file = parse(await admin(["get", "configmap", `crdfn-bridge-${name}`, "-n", "crdfn-system", "-o", "jsonpath={.data.bridge\\.yaml}"])) as Record<string, unknown> & { resources: Array<Record<string, unknown>> };
+        const local = { ...file, queue: { url: queues.fifo }, resources: file.resources.map((r) => ({ ...r, queueUrl: queues.fifo })), lease: { name: undefined } };
+        const token = async (sa: string, ns: string) => (await admin(["create", "token", sa, "-n", ns, "--duration=10m"])).trim();
+        const bridgeToken = await token(`crdfn-bridge-${name}`, "crdfn-system");
+        const bridge = startBridge(loadBridgeConfig({ AWS_REGION: cluster.sqs.region, AWS_ENDPOINT_URL_SQS: cluster.sqs.endpoint, CRDFN_HTTP_PORT: "0" }, local), {
+          kubeConfig: serverConnection({ server: cluster.server, caFile: cluster.caPath, token: () => Promise.resolve(bridgeToken) }),
+          sqs,
+          logger,
+        });
+        running.push(() => bridge.stop(1000));
+        await bridge.ready;
+        const operators = await Promise.all(modules.map((m) => loadOperator(`${project.dir}/${m}`)));
+        const tokens = new Map(await Promise.all(operators.map(async (op) => [op.resource.kind, await token(`crdfn-${op.resource.kind.toLowerCase()}`, "crdfn-functions")] as const)));
+        const poller = startLocalFunctions(operators, {
+          env: { ...cluster.env, CRDFN_QUEUE_URL: queues.fifo, CRDFN_CLUSTER: String(file.cluster), LOG_LEVEL: "silent", KUBECONFIG: undefined },
+          envOf: (op) => ({ CRDFN_KUBE_AUTH: "token", CRDFN_KUBE_SERVER: cluster.server, CRDFN_KUBE_CA_FILE: cluster.caPath, CRDFN_KUBE_TOKEN: tokens.get(op.resource.kind) ?? "" }),
+          waitTimeSeconds: 1,
+        });
+        running.push(() => poller.stop());
+      }
+      await admin(["apply", "--server-side", "-f", "-"], JSON.stringify({ apiVersion: "keys.example.com/v1", kind: "AuthorizedKey", metadata: { name: "carol" }, spec: { key: "ssh-ed25519 carol", namespace: "keyring" } }));
+      await admin(["apply", "--server-side", "-f", "-"], JSON.stringify({ apiVersion: "shop.example.com/v1", kind: "Widget", metadata: { name: "w1", namespace: "default" }, spec: { color: "red" } }));
+      await eventually(async () => assert.equal((JSON.parse(await admin(["get", "configmap", "carol-key", "-n", "keyring", "-o", "jsonpath={.data}"])) as { key?: string }).key, "ssh-ed25519 carol"), { timeoutMs: 60_000, intervalMs: 500 });
+      await eventually(async () => assert.equal((JSON.parse(await admin(["get", "configmap", "w1-widget", "-n", "default", "-o", "jsonpath={.data}"])) as { color?: string }).color, "red"), { timeoutMs: 60_000, intervalMs: 500 });
+      for (const [what, args] of [["AuthorizedKey carol", ["get", "authorizedkey", "carol"]], ["Widget w1", ["get", "widget", "w1", "-n", "default"]]] as const) {
+        await eventually(async () => assert.equal(await admin([...args, "-o", 'jsonpath={.status.conditions[?(@.type=="Ready")].status}']), "True", what), { timeoutMs: 60_000, intervalMs: 500 });
+      }
+    } finally {
+      for (const stop of running.reverse()) await stop();
+      sqs.destroy();
+    }
   });
 });

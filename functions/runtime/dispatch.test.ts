@@ -12,11 +12,17 @@ const event = (group: string, plural: string, cluster = "c") =>
   encodeKeyEvent({ v: 1, cluster, group, version: "v1", plural, kind: "K", namespace: "default", name: "n", uid: "u", resourceVersion: "1", generation: 1, type: "ADDED", observedAt: "2026-11-21T00:00:00Z" });
 
 describe("dispatchByResource", () => {
-  it("routes each event to its resource's runtime; the rest to the first, which dead-letters them", async () => {
-    const runtime = dispatchByResource([{ operator: greeting, runtime: tagged("greeting") }, { operator: crontab, runtime: tagged("crontab") }]);
+  it("routes each event to its resource's runtime; a malformed one or one for a resource nobody serves is dead-lettered with a line naming what is served", async () => {
+    const lines: Array<Record<string, unknown>> = [];
+    const logger = pino({ level: "info" }, { write: (l: string) => void lines.push(JSON.parse(l) as Record<string, unknown>) });
+    const runtime = dispatchByResource([{ operator: greeting, runtime: tagged("greeting") }, { operator: crontab, runtime: tagged("crontab") }], logger);
     assert.equal((await runtime.handle({ id: "1", body: event("stable.example.com", "crontabs") })).detail, "crontab");
     assert.equal((await runtime.handle({ id: "2", body: event("example.com", "greetings") })).detail, "greeting");
-    assert.equal((await runtime.handle({ id: "3", body: "nonsense" })).detail, "greeting");
+    assert.equal((await runtime.handle({ id: "3", body: "nonsense" })).result, "dead-letter");
+    assert.equal((await runtime.handle({ id: "4", body: event("other.example.com", "widgets") })).result, "dead-letter");
+    const unknown = lines.find((l) => l.resource === "widgets.other.example.com");
+    assert.deepEqual(unknown?.served, ["greetings.example.com", "crontabs.stable.example.com"]);
+    assert.equal(unknown?.operator, undefined, "no operator of the host is named as if it were the one");
   });
 });
 

@@ -10,17 +10,29 @@ export interface OperatorRuntime {
   runtime: Runtime;
 }
 
-export function dispatchByResource(served: readonly OperatorRuntime[]): Runtime {
+/**
+ * Routes each event to the runtime of the resource it names. A malformed event, or one for a
+ * resource no operator here serves, is logged once (naming what this host serves, not one of its
+ * operators) and dead-lettered.
+ */
+export function dispatchByResource(served: readonly OperatorRuntime[], logger?: Logger): Runtime {
   const [first] = served;
   if (!first) throw new Error("dispatchByResource needs at least one operator");
   if (served.length === 1) return first.runtime;
-  const byResource = new Map(served.map((s) => [`${s.operator.resource.group}/${s.operator.resource.plural}`, s.runtime]));
+  const key = (group: string, plural: string) => (group === "" ? plural : `${plural}.${group}`);
+  const byResource = new Map(served.map((s) => [key(s.operator.resource.group, s.operator.resource.plural), s.runtime]));
   return {
-    handle(message) {
+    async handle(message) {
       const parsed = keyEventOf(message);
-      const runtime = parsed.ok ? byResource.get(`${parsed.event.group}/${parsed.event.plural}`) : undefined;
-      // Malformed, or a resource nobody here serves: the first runtime logs it and dead-letters it.
-      return (runtime ?? first.runtime).handle(message);
+      const firstReceive = (message.receiveCount ?? 1) <= 1;
+      if (!parsed.ok) {
+        if (firstReceive) logger?.error({ messageId: message.id, error: parsed.error }, "malformed key event; leaving it for the dead-letter queue");
+        return { result: "dead-letter", detail: "malformed key event", apiCalls: 0 };
+      }
+      const runtime = byResource.get(key(parsed.event.group, parsed.event.plural));
+      if (runtime) return runtime.handle(message);
+      if (firstReceive) logger?.error({ messageId: message.id, resource: key(parsed.event.group, parsed.event.plural), served: [...byResource.keys()] }, "key event for a resource no operator here serves; leaving it for the dead-letter queue");
+      return { result: "dead-letter", detail: "not a resource served here", apiCalls: 0 };
     },
   };
 }

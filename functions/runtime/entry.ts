@@ -71,6 +71,7 @@ export function buildFromEnv(
         operator,
         runtime: createRuntime(operator, { api, ...(metrics ? { metrics } : {}), logger: log.child({ operator: operator.resource.kind }), clock }),
       })),
+      log,
     );
   };
   const dispatched = dispatchByCluster([...clusters.keys()], buildCluster, logger);
@@ -89,7 +90,7 @@ export function buildEach(
   opts: Parameters<typeof buildFromEnv>[2] = {},
 ): { runtime: Runtime; built: Built[] } {
   const built = operators.map((op) => buildFromEnv(op, envOf(op), opts));
-  const runtime = built.length === 1 ? built[0]!.runtime : dispatchByResource(operators.map((operator, i) => ({ operator, runtime: built[i]!.runtime })));
+  const runtime = built.length === 1 ? built[0]!.runtime : dispatchByResource(operators.map((operator, i) => ({ operator, runtime: built[i]!.runtime })), built[0]!.logger);
   return { runtime, built };
 }
 

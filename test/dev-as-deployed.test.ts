@@ -1,0 +1,127 @@
+// `crdfn dev` as deployed: the pipeline applies the operators' generated identities and admission
+// policies and runs the functions and the bridge with their own tokens, so dev refuses what
+// production refuses, and shows it as production does:
+//   * a namespaced operator and a cluster-scoped one reconcile under their identities;
+//   * a child that would take over someone else's object is ChildConflict, refused by the policy;
+//   * an object created in a namespace not served is refused when it is applied, with one line;
+//   * a status write the cluster refuses leaves a StatusWriteRefused Event and one log line, and
+//     its message goes to the dead-letter queue after its receives.
+import assert from "node:assert/strict";
+import { Writable } from "node:stream";
+import { after, before, describe, it } from "node:test";
+import { pino } from "pino";
+import { z } from "zod";
+import { startPipeline, type Pipeline } from "../cli/pipeline.ts";
+import { defineOperator, type Operator } from "../core/operator.ts";
+import { startCluster, type LocalCluster } from "../emulator/cluster.ts";
+import greetingOperator from "../examples/greeting/operator.ts";
+import { eventually } from "./support/eventually.ts";
+import { adminKubectl, type Kubectl } from "./support/identities.ts";
+import { ReceiveMessageCommand } from "@aws-sdk/client-sqs";
+import { sqsClient } from "../emulator/cluster.ts";
+
+const authorizedKey = defineOperator({
+  resource: { group: "keys.example.com", version: "v1", plural: "authorizedkeys", kind: "AuthorizedKey", scope: "Cluster" },
+  spec: z.object({ key: z.string(), namespace: z.string() }),
+  owns: [{ group: "", version: "v1", kind: "ConfigMap" }],
+  reconcile: (k) => ({
+    children: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: `${k.metadata.name}-key`, namespace: k.spec.namespace }, data: { key: k.spec.key } }],
+    status: { phase: "Ready" },
+  }),
+}) as Operator<unknown>;
+const greeting = greetingOperator as Operator<unknown>;
+
+describe("crdfn dev as deployed", { timeout: 300_000 }, () => {
+  let cluster: LocalCluster;
+  let pipeline: Pipeline;
+  let admin: Kubectl;
+  const logs: Array<Record<string, unknown>> = [];
+
+  before(async () => {
+    cluster = await startCluster({ log: () => {} });
+    admin = adminKubectl(cluster);
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        for (const line of chunk.toString("utf8").split("\n")) if (line) logs.push(JSON.parse(line) as Record<string, unknown>);
+        done();
+      },
+    });
+    pipeline = await startPipeline({
+      cluster,
+      queue: cluster.sqs,
+      operators: [greeting, authorizedKey],
+      logger: pino({ level: "warn" }, sink),
+      functionLogLevel: "warn",
+      identities: { namespaces: ["default", "keyring"] },
+    });
+  });
+  after(async () => {
+    await pipeline?.stop();
+    await cluster?.stop();
+  });
+
+  const ready = (args: string[]) => admin([...args, "-o", 'jsonpath={.status.conditions[?(@.type=="Ready")].status} {.status.conditions[?(@.type=="Ready")].reason}']);
+
+  it("a namespaced operator and a cluster-scoped one reconcile under their generated identities", async () => {
+    await admin(["apply", "--server-side", "-f", "-"], JSON.stringify({ apiVersion: "example.com/v1", kind: "Greeting", metadata: { name: "hello", namespace: "default" }, spec: { message: "hi" } }));
+    await admin(["apply", "--server-side", "-f", "-"], JSON.stringify({ apiVersion: "keys.example.com/v1", kind: "AuthorizedKey", metadata: { name: "alice" }, spec: { key: "ssh-ed25519 alice", namespace: "keyring" } }));
+    await eventually(async () => assert.equal(await ready(["get", "greeting", "hello", "-n", "default"]), "True Reconciled"), { timeoutMs: 60_000, intervalMs: 300 });
+    await eventually(async () => assert.equal(await ready(["get", "authorizedkey", "alice"]), "True Reconciled"), { timeoutMs: 60_000, intervalMs: 300 });
+    assert.equal(await admin(["get", "configmap", "alice-key", "-n", "keyring", "-o", "jsonpath={.data.key}"]), "ssh-ed25519 alice");
+    // Written by the function's own ServiceAccount (the audit-visible user), not by an admin.
+    const canI = (verb: string, what: string, ns: string) => admin(["auth", "can-i", verb, what, "-n", ns, "--as=system:serviceaccount:crdfn-functions:crdfn-greeting"]).then((s) => s.trim(), (e: { stdout?: string }) => String(e.stdout).trim());
+    assert.equal(await canI("get", "configmaps", "default"), "no", "the Greeting function cannot read ConfigMaps");
+    assert.equal(await canI("patch", "configmaps", "kube-system"), "no");
+  });
+
+  it("a child that would take over an unrelated object is ChildConflict: the admission policy refuses the write", async () => {
+    await admin(["create", "configmap", "victim-greeting", "-n", "default", "--from-literal=mine=yes"]);
+    await admin(["apply", "--server-side", "-f", "-"], JSON.stringify({ apiVersion: "example.com/v1", kind: "Greeting", metadata: { name: "victim", namespace: "default" }, spec: { message: "mine now" } }));
+    await eventually(async () => assert.equal(await ready(["get", "greeting", "victim", "-n", "default"]), "False ChildConflict"), { timeoutMs: 60_000, intervalMs: 300 });
+    assert.equal(await admin(["get", "configmap", "victim-greeting", "-n", "default", "-o", "jsonpath={.data.mine}"]), "yes", "untouched");
+  });
+
+  it("an object in a namespace not served is refused when it is applied, with one line", async () => {
+    const out = await admin(["apply", "--server-side", "-f", "-"], JSON.stringify({ apiVersion: "example.com/v1", kind: "Greeting", metadata: { name: "sneaky", namespace: "kube-system" }, spec: { message: "hi" } })).then(
+      () => assert.fail("kube-system is not served"),
+      (e: { stderr?: string }) => String(e.stderr),
+    );
+    assert.match(out, /crdfn: Greeting objects are reconciled only in namespaces default, keyring, not in kube-system/);
+  });
+
+  it("a status write the cluster refuses: a StatusWriteRefused Event, one log line, then the dead-letter queue", async () => {
+    // The cluster's own rule (not crdfn's): no status for Greetings labelled frozen.
+    const policy = {
+      apiVersion: "admissionregistration.k8s.io/v1",
+      kind: "ValidatingAdmissionPolicy",
+      metadata: { name: "frozen-greetings" },
+      spec: {
+        failurePolicy: "Fail",
+        matchConstraints: { resourceRules: [{ apiGroups: ["example.com"], apiVersions: ["*"], resources: ["greetings/status"], operations: ["UPDATE"] }] },
+        validations: [{ expression: "!has(object.metadata.labels) || !('frozen' in object.metadata.labels)", message: "frozen greetings take no status" }],
+      },
+    };
+    await admin(["apply", "--server-side", "-f", "-"], JSON.stringify(policy));
+    await admin(["apply", "--server-side", "-f", "-"], JSON.stringify({ apiVersion: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicyBinding", metadata: { name: "frozen-greetings" }, spec: { policyName: "frozen-greetings", validationActions: ["Deny"] } }));
+    await new Promise((r) => setTimeout(r, 3000)); // the policy loads
+    await admin(["apply", "--server-side", "-f", "-"], JSON.stringify({ apiVersion: "example.com/v1", kind: "Greeting", metadata: { name: "frozen", namespace: "default", labels: { frozen: "yes" } }, spec: { message: "brr" } }));
+    await eventually(async () => assert.match(await admin(["get", "events.events.k8s.io", "-n", "default", "--field-selector", "regarding.name=frozen", "-o", "jsonpath={.items[*].reason}"]), /StatusWriteRefused/), { timeoutMs: 60_000, intervalMs: 500 });
+    const note = await admin(["get", "events.events.k8s.io", "-n", "default", "--field-selector", "regarding.name=frozen", "-o", 'jsonpath={.items[?(@.reason=="StatusWriteRefused")].note}']);
+    assert.match(note, /the status write was refused .*frozen greetings take no status/);
+    const lines = logs.filter((l) => typeof l.msg === "string" && l.msg.startsWith("cannot record the outcome on the object"));
+    assert.ok(lines.length >= 1, "one error line per receive");
+    // After the queue's receives (5, with growing backoff) the message is dead-lettered.
+    const sqs = sqsClient(cluster.sqs);
+    try {
+      await eventually(
+        async () => {
+          const out = await sqs.send(new ReceiveMessageCommand({ QueueUrl: cluster.sqs.queues.fifoDlq, MaxNumberOfMessages: 10, VisibilityTimeout: 0 }));
+          assert.ok((out.Messages ?? []).some((m) => (m.Body ?? "").includes('"name":"frozen"')));
+        },
+        { timeoutMs: 150_000, intervalMs: 2000 },
+      );
+    } finally {
+      sqs.destroy();
+    }
+  });
+});
