@@ -94,7 +94,7 @@ export async function applyDevIdentities(o: DevIdentityOptions): Promise<DevIden
   const caFile = cluster.caFile ?? (cluster.caData !== undefined ? join(dir, "ca.crt") : undefined);
   if (cluster.caData !== undefined) writeFileSync(join(dir, "ca.crt"), Buffer.from(cluster.caData, "base64"));
   const connectionOf = (serviceAccount: string) => serverConnection({ server: cluster.server, caFile, token: tokenFromFile(fileOf(serviceAccount), clock) });
-  await untilPoliciesAreInForce(o, connectionOf);
+  await untilPoliciesAreInForce(o, api);
   o.log?.(`identities as deployed: ${o.operators.map((op) => `crdfn-${operatorName(op)}`).join(", ")} and ${bridgeName({ project: o.project })}, serving ${o.namespaces.join(", ")}`);
   const bridgeAccount = bridgeName({ project: o.project });
   return {
@@ -114,25 +114,39 @@ export async function applyDevIdentities(o: DevIdentityOptions): Promise<DevIden
   };
 }
 
+const PROBE = "crdfn-dev-policies-loaded";
+
 /**
- * An admission policy takes effect a moment after it is created. Until each operator's refuses
- * a forged child (a server-side dry run, which writes nothing), dev would accept what
- * production refuses; so it waits.
+ * An admission policy takes effect a moment after it is created: the API server loads policies
+ * and bindings through informers, each in the order they were written. Until the operators' are
+ * loaded, dev would accept what production refuses; so dev writes one more policy and binding
+ * last — refusing a ConfigMap by a name nobody uses — and waits until a server-side dry run
+ * (which writes nothing) is refused by it: whatever was written before it is loaded too.
  */
-async function untilPoliciesAreInForce(o: DevIdentityOptions, connectionOf: (serviceAccount: string) => KubeConnection): Promise<void> {
-  const namespace = o.namespaces[0];
-  for (const op of o.operators) {
-    const owned = op.owns.find((k) => k.namespaced);
-    if (!owned || namespace === undefined) continue;
-    const http = new KubeHttp({ connection: connectionOf(functionIdentity(op, DEV_FUNCTIONS_NAMESPACE).serviceAccount) });
-    const path = `${owned.group === "" ? "/api" : `/apis/${owned.group}`}/${owned.version}/namespaces/${namespace}/${owned.plural}`;
-    const forged = { apiVersion: owned.group === "" ? owned.version : `${owned.group}/${owned.version}`, kind: owned.kind, metadata: { name: "crdfn-dev-policy-probe" } };
-    const deadline = Date.now() + 30_000;
+async function untilPoliciesAreInForce(o: DevIdentityOptions, api: KubernetesObjectApi): Promise<void> {
+  const namespace = o.namespaces[0] ?? "default";
+  const policy = {
+    apiVersion: "admissionregistration.k8s.io/v1",
+    kind: "ValidatingAdmissionPolicy",
+    metadata: { name: PROBE },
+    spec: {
+      failurePolicy: "Fail",
+      matchConstraints: { resourceRules: [{ apiGroups: [""], apiVersions: ["v1"], resources: ["configmaps"], operations: ["CREATE"] }] },
+      validations: [{ expression: `object.metadata.name != '${PROBE}'`, message: "crdfn dev: policies loaded", reason: "Forbidden" }],
+    },
+  };
+  const binding = { apiVersion: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicyBinding", metadata: { name: PROBE }, spec: { policyName: PROBE, validationActions: ["Deny"] } };
+  for (const m of [policy, binding]) await api.patch(loadYaml<KubernetesObject>(stringify(m)), undefined, undefined, "crdfn-dev", true, PatchStrategy.ServerSideApply);
+  const admin = new KubeHttp({ connection: o.kubeConfig });
+  const deadline = Date.now() + 30_000;
+  try {
     for (;;) {
-      const { status, text } = await http.request("POST", path, { body: forged, query: { dryRun: "All" } });
-      if (status === 403 && text.includes("ValidatingAdmissionPolicy")) break;
-      if (Date.now() > deadline) throw new SetupError(`the admission policy of ${op.resource.kind} did not take effect within 30 s (a forged ${owned.kind} answered ${status})`);
+      const { status, text } = await admin.request("POST", `/api/v1/namespaces/${namespace}/configmaps`, { body: { apiVersion: "v1", kind: "ConfigMap", metadata: { name: PROBE } }, query: { dryRun: "All" } });
+      if (text.includes("crdfn dev: policies loaded")) return;
+      if (Date.now() > deadline) throw new SetupError(`the admission policies did not take effect within 30 s (the probe answered ${status}: ${text.slice(0, 300)})`);
       await new Promise((r) => setTimeout(r, 250));
     }
+  } finally {
+    for (const m of [binding, policy]) await api.delete(loadYaml<KubernetesObject>(stringify(m))).catch(() => undefined);
   }
 }

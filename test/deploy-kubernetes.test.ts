@@ -4,7 +4,7 @@
 // resource, its status, their owned kinds and events — proven with SubjectAccessReviews, and by
 // running each operator with nothing but its ServiceAccount's token.
 import { execFile } from "node:child_process";
-import { readdirSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { after, before, describe, it } from "node:test";
@@ -202,6 +202,30 @@ describe("Kubernetes deploy manifests", { timeout: 240_000 }, () => {
 
   it("applies infra/functions", async () => {
     await kubectl(["apply", "--server-side", "-k", "infra/functions"]);
+  });
+
+  it("grants exactly what the README's \"What each generated identity may do\" prints (kubectl auth can-i --list, live)", async () => {
+    const readme = readFileSync(join(root, "README.md"), "utf8");
+    const section = readme.slice(readme.indexOf("### What each generated identity may do"));
+    const block = /```text\n([\s\S]*?)```/.exec(section)?.[1] ?? "";
+    // Each "$ kubectl auth can-i --list …" in the README, run against the API server, must print its rows.
+    const runs = block.split(/^\$ /m).filter((b) => b.trim() !== "");
+    assert.ok(runs.length >= 2, "the README shows the identities' grants");
+    // Resource rows only: the discovery (non-resource URL) and self-review rows every identity has are left out.
+    const rows = (text: string) =>
+      text
+        .split("\n")
+        .slice(1)
+        .map((l) => l.trim().split(/\s{2,}/))
+        .filter(([resource = ""]) => resource !== "" && !resource.startsWith("[") && !resource.startsWith("selfsubject"))
+        .map((cells) => cells.join(" "))
+        .sort();
+    for (const run of runs) {
+      const [command = "", ...printed] = run.trimEnd().split("\n");
+      const args = command.replace(/^kubectl /, "").split(" ");
+      const live = await kubectl(args);
+      assert.deepEqual(rows(["header", ...printed].join("\n")), rows(live), `README out of date for: ${command}\n--- live:\n${live}`);
+    }
   });
 
   it("lets the examples' identities write nothing in kube-system or the bridge's namespace (RBAC: not served) nor onto unowned ConfigMaps (admission policy)", async () => {

@@ -56,8 +56,15 @@ export async function startEnv(operators: ReadonlyArray<Operator<unknown>>, o: {
   const logger = pino({ level: "debug" }, sink);
   const sqs = sqsClient(cluster.sqs);
   const api = createKubeApi({ connection: cluster.kubeConfig });
-  for (const op of operators) await installCrd(api, op);
-  const identities = o.identities === false ? undefined : await applyDevIdentities({ kubeConfig: cluster.kubeConfig, operators, namespaces: o.namespaces ?? ["default"], project: "test" });
+  let identities: DevIdentities | undefined;
+  try {
+    for (const op of operators) await installCrd(api, op);
+    identities = o.identities === false ? undefined : await applyDevIdentities({ kubeConfig: cluster.kubeConfig, operators, namespaces: o.namespaces ?? ["default"], project: "test" });
+  } catch (e) {
+    // Nothing else will stop the cluster (the caller has no environment to stop).
+    await cluster.stop();
+    throw e;
+  }
   // Stopping the cluster stops refreshing the identities' tokens and removes their files.
   const stoppable = { ...cluster, stop: async () => (identities?.stop(), cluster.stop()) };
   return { cluster: stoppable, sqs, api, custom: cluster.kubeConfig.makeApiClient(CustomObjectsApi), core: cluster.kubeConfig.makeApiClient(CoreV1Api), logs, logger, registry: new Registry(), identities };
