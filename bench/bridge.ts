@@ -101,7 +101,7 @@ const SHIPPED_NODE_OPTIONS = process.env.BENCH_BRIDGE_NODE_OPTIONS ?? shippedBri
 /** As in a pod: a ServiceAccount token and the server's CA, so client-node stays unloaded as it does there. */
 const tinyEnv = (cluster: LocalCluster, tokenFile: string): Record<string, string> =>
   bridgeEnv(cluster, {
-    CRDFN_RESOURCES: `${GROUP}/v1/tinies`,
+    CRDFN_RESOURCES: `${GROUP}/v1/tinies>v1/configmaps`,
     CRDFN_NAMESPACES: NS,
     NODE_OPTIONS: SHIPPED_NODE_OPTIONS,
     CRDFN_KUBE_SERVER: cluster.server,
@@ -139,7 +139,7 @@ async function measureInProcess(cluster: LocalCluster, objects: number): Promise
   const baseline = heapNow();
   const registry = new Registry();
   const started = performance.now();
-  const bridge = startBridge(bridgeConfig(cluster, { CRDFN_RESOURCES: `${GROUP}/v1/tinies`, CRDFN_NAMESPACES: NS }), { kubeConfig: cluster.kubeConfig, sqs, logger: pino({ level: "warn" }), registry });
+  const bridge = startBridge(bridgeConfig(cluster, { CRDFN_RESOURCES: `${GROUP}/v1/tinies>v1/configmaps`, CRDFN_NAMESPACES: NS }), { kubeConfig: cluster.kubeConfig, sqs, logger: pino({ level: "warn" }), registry });
   await bridge.ready;
   const synced = performance.now() - started;
   while ((await metricValue(registry, "crdfn_bridge_events_published_total")) < objects) await new Promise((r) => setTimeout(r, 20));

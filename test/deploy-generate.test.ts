@@ -127,8 +127,12 @@ describe("crdfn generate → a real API server, attacked with the function's ide
         k(["create", "-f", "-"], configMap(SERVED, "planted"))],
       [`take over ${SERVED}/victim-widget by applying it with a forged owner reference`, "admission policy", /crdfn: the widget function may change or delete configmaps victim-widget only if that Widget already controls it/, (k) =>
         apply(k, configMap(SERVED, "victim-widget", forgedOwner))],
+      // kubectl patch reads the object first, which the function may not (it does not observe
+      // ConfigMaps); a server-side apply sends the PATCH alone, and the policy refuses it.
       [`patch ${SERVED}/victim-widget, leaving it unowned`, "admission policy", /may write configmaps only with a controller owner reference/, (k) =>
-        k(["patch", "configmap", "victim-widget", "-n", SERVED, "--type=merge", "-p", '{"data":{"owner":"me"}}'])],
+        apply(k, JSON.stringify({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "victim-widget", namespace: SERVED }, data: { owner: "me" } }))],
+      [`read ${SERVED}/victim-widget (a kind it owns but does not observe)`, "RBAC", /cannot get resource "configmaps"/, (k) =>
+        k(["get", "configmap", "victim-widget", "-n", SERVED, "-o", "json"])],
       [`delete ${SERVED}/victim-widget`, "admission policy", /may change or delete configmaps victim-widget only if that Widget already controls it/, (k) =>
         k(["delete", "configmap", "victim-widget", "-n", SERVED])],
       [`create a ConfigMap (even with an owner reference) in unserved ${UNSERVED}`, "RBAC", /cannot create resource "configmaps".*"warehouse"/, (k) =>

@@ -108,8 +108,7 @@ describe("crdfn dev as deployed", { timeout: 300_000 }, () => {
     await eventually(async () => assert.match(await admin(["get", "events.events.k8s.io", "-n", "default", "--field-selector", "regarding.name=frozen", "-o", "jsonpath={.items[*].reason}"]), /StatusWriteRefused/), { timeoutMs: 60_000, intervalMs: 500 });
     const note = await admin(["get", "events.events.k8s.io", "-n", "default", "--field-selector", "regarding.name=frozen", "-o", 'jsonpath={.items[?(@.reason=="StatusWriteRefused")].note}']);
     assert.match(note, /the status write was refused .*frozen greetings take no status/);
-    const lines = logs.filter((l) => typeof l.msg === "string" && l.msg.startsWith("cannot record the outcome on the object"));
-    assert.ok(lines.length >= 1, "one error line per receive");
+    // (The function's one error line per receive is checked in functions/runtime/failure.test.ts.)
     // After the queue's receives (5, with growing backoff) the message is dead-lettered.
     const sqs = sqsClient(cluster.sqs);
     try {

@@ -53,6 +53,8 @@ describe("least privilege for reads, by attack with real tokens", { timeout: 300
     const generated = await project.generate();
     cluster = await startCluster({ queue: false, log: () => {} });
     admin = adminKubectl(cluster);
+    // The namespace it serves is the user's: it exists before crdfn's grants in it.
+    await admin(["create", "namespace", SERVED]);
     await applyDeployFiles(admin, generated.outDir);
     await admin(["create", "namespace", "elsewhere"]);
     await admin(["create", "secret", "generic", "cloud-admin-creds", "-n", "kube-system", "--from-literal=key=AKIA-secret"]);

@@ -4,6 +4,7 @@ import assert from "node:assert/strict";
 import { z } from "zod";
 import { defineOperator, type ReconcileResult } from "../../core/operator.ts";
 import { pino } from "pino";
+import { ApiError } from "../../clients/kube-http.ts";
 import { createFakeKube, reconcileWithRuntime } from "../testing/index.ts";
 import type { KubeApi, KubeObject } from "./kube-api.ts";
 import { createRuntime } from "./runtime.ts";
@@ -99,5 +100,23 @@ describe("failures", () => {
     const event = { v: 1, cluster: "t", group: "example.com", version: "v1", plural: "things", kind: "Thing", namespace: "default", name: "t", uid: created.metadata.uid, resourceVersion: created.metadata.resourceVersion, generation: 1, type: "ADDED", observedAt: new Date().toISOString() };
     const outcome = await runtime.handle({ id: "1", body: JSON.stringify(event) });
     assert.deepEqual([outcome.result, outcome.detail], ["success", "object is gone"]);
+  });
+
+  it("a status write the cluster refuses: the message is failed (to be retried, then dead-lettered), one error line, a StatusWriteRefused Event", async () => {
+    const kube = createFakeKube();
+    const ref = { group: "example.com", version: "v1", plural: "things", namespace: "default", name: "t" };
+    const created = kube.put(ref, { apiVersion: "example.com/v1", kind: "Thing", ...thing });
+    const refused = new ApiError(403, "Forbidden", "things.example.com \"t\" is forbidden: ValidatingAdmissionPolicy 'frozen' denied request: frozen things take no status");
+    const api: KubeApi = { ...kube, replaceStatus: () => Promise.reject(refused) };
+    const lines: Array<Record<string, unknown>> = [];
+    const logger = pino({ level: "info" }, { write: (l: string) => void lines.push(JSON.parse(l) as Record<string, unknown>) });
+    const runtime = createRuntime(failing(() => ({ status: { n: 1 } })), { api, logger, clock: () => new Date() });
+    const event = { v: 1, cluster: "t", group: "example.com", version: "v1", plural: "things", kind: "Thing", namespace: "default", name: "t", uid: created.metadata.uid, resourceVersion: created.metadata.resourceVersion, generation: 1, type: "ADDED", observedAt: new Date().toISOString() };
+    const outcome = await runtime.handle({ id: "1", body: JSON.stringify(event) });
+    assert.equal(outcome.result, "retry");
+    assert.match(outcome.detail ?? "", /the status write was refused \(403 .*frozen things take no status/);
+    assert.equal(lines.filter((l) => l.msg === "cannot record the outcome on the object: its status write was refused; the message is retried and then dead-lettered").length, 1);
+    const events = kube.events();
+    assert.deepEqual(events.map((e) => e.reason), ["StatusWriteRefused"]);
   });
 });
