@@ -20,6 +20,7 @@ export const kubeObjectSchema = z.looseObject({
     resourceVersion: z.string().min(1),
     generation: z.number().int().optional(),
     ownerReferences: z.array(ownerReferenceSchema).optional(),
+    finalizers: z.array(z.string()).optional(),
   }),
 });
 export type KubeObject = z.infer<typeof kubeObjectSchema>;
@@ -32,7 +33,7 @@ export type OwnerReference = z.infer<typeof ownerReferenceSchema>;
  * leaves it unchanged. Top-level fields other than spec count because kinds such as
  * ConfigMap keep their content in `data`.
  */
-export function fingerprint(obj: KubeObject, includeStatus: boolean): string {
+export function fingerprint(obj: KubeObject, includeStatus: boolean, includeFinalizers = true): string {
   const { metadata, status, ...content } = obj;
   const meta = metadata as Record<string, unknown>;
   const meaningful = {
@@ -40,7 +41,7 @@ export function fingerprint(obj: KubeObject, includeStatus: boolean): string {
     status: includeStatus ? status : undefined,
     labels: meta.labels,
     annotations: meta.annotations,
-    finalizers: meta.finalizers,
+    finalizers: includeFinalizers ? meta.finalizers : undefined,
     deletionTimestamp: meta.deletionTimestamp,
     ownerReferences: meta.ownerReferences,
   };
@@ -63,6 +64,25 @@ export interface ManagedFieldsEntry {
   operation?: string;
   subresource?: string;
   time?: string;
+  fieldsV1?: { "f:metadata"?: { "f:finalizers"?: Record<string, unknown> } };
+}
+
+/** The finalizers `manager` set on the object, as its managedFields record them (`v:"name"` keys). */
+export function finalizersManagedBy(obj: KubeObject, manager: string): Set<string> {
+  const owned = new Set<string>();
+  for (const e of (obj.metadata as { managedFields?: ManagedFieldsEntry[] }).managedFields ?? []) {
+    if (e.manager !== manager || e.subresource !== undefined) continue;
+    for (const k of Object.keys(e.fieldsV1?.["f:metadata"]?.["f:finalizers"] ?? {})) {
+      if (!k.startsWith("v:")) continue;
+      try {
+        const name: unknown = JSON.parse(k.slice(2));
+        if (typeof name === "string") owned.add(name);
+      } catch {
+        // Not a value key this code knows: not counted as the manager's.
+      }
+    }
+  }
+  return owned;
 }
 
 /** The newest write (epoch ms, one-second resolution) among the managedFields entries `which` selects; 0 if none. */

@@ -141,6 +141,23 @@ describe("trackers", () => {
     assert.equal(out.length, before, "its own change is the answer to the last event");
   });
 
+  it("the function adding its own finalizer is not news; anyone else's finalizer change is", async () => {
+    const { announced, parents } = setup(true, { functionFieldManager: "crdfn" });
+    const withFinalizers = (rv: string, finalizers: string[], manager: string) => {
+      const o = ct("p", rv);
+      const owned = Object.fromEntries(finalizers.map((f) => [`v:${JSON.stringify(f)}`, {}]));
+      return { ...o, metadata: { ...o.metadata, finalizers, managedFields: [{ manager, operation: "Update", time: "2026-11-21T00:00:00Z", fieldsV1: { "f:metadata": { "f:finalizers": { ".": {}, ...owned } } } }] } };
+    };
+    await parents.upsert(ct("p", "5"), "list", 1);
+    const before = announced().length;
+    await parents.upsert(withFinalizers("6", ["stable.example.com/cleanup"], "crdfn"), "watch");
+    assert.equal(announced().length, before, "its own finalizer: the reconcile that added it goes on");
+    await parents.upsert(withFinalizers("7", ["stable.example.com/cleanup", "other.io/hold"], "someone-else"), "watch");
+    assert.equal(announced().length, before + 1, "a finalizer someone else added");
+    await parents.upsert(withFinalizers("8", ["other.io/hold"], "someone-else"), "watch");
+    assert.equal(announced().length, before + 2, "a finalizer removed");
+  });
+
   it("a status write brings a waiting announcement's body up to date", async () => {
     const { out, parents } = setup(true, { functionFieldManager: "crdfn" });
     await parents.upsert(ct("p", "5"), "list", 1);

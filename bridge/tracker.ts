@@ -16,7 +16,7 @@ import { APPLIED_HASH_ANNOTATION, type ChildKey, type KeyEvent } from "../core/e
 import type { GroupVersionResource } from "../core/resource-path.ts";
 import { announceReason, nextReconcileOf } from "../core/schedule.ts";
 import { DueSchedule } from "./due-schedule.ts";
-import { fingerprint, groupOf, lastContentWriteWasApply, lastWriteOf, type KubeObject } from "./kube-object.ts";
+import { finalizersManagedBy, fingerprint, groupOf, lastContentWriteWasApply, lastWriteOf, type KubeObject } from "./kube-object.ts";
 
 export interface ResolvedResource extends GroupVersionResource {
   kind: string;
@@ -65,6 +65,8 @@ interface ParentEntry extends Entry {
   pending?: { at: string; reason: string };
   /** When the function last wrote its status (ms; 0 if never): children written later by others are news to it. */
   statusWrittenMs: number;
+  /** Its finalizers, apart from `fp`: adding the function's own finalizer is not news to it. */
+  finalizers: readonly string[];
 }
 
 export interface TrackerOptions {
@@ -90,6 +92,8 @@ export interface ParentOptions {
 /** How long an announcement caused by the function's own new child waits for its status write. */
 export const OWN_CHILD_HOLD_MS = 1000;
 
+const NO_FINALIZERS: readonly string[] = [];
+const sameList = (a: readonly string[], b: readonly string[]): boolean => a.length === b.length && a.every((x, i) => x === b[i]);
 const keyOf = (namespace: string | undefined, name: string): string => `${namespace ?? ""}/${name}`;
 const splitKey = (key: string): [string | undefined, string] => {
   const slash = key.indexOf("/");
@@ -226,7 +230,8 @@ export class ParentTracker extends Tracker<ParentEntry> {
       uid: m.uid,
       rv: m.resourceVersion,
       generation: m.generation ?? 0,
-      fp: fingerprint(obj, this.#includeStatus),
+      fp: fingerprint(obj, this.#includeStatus, false),
+      finalizers: m.finalizers ?? NO_FINALIZERS,
       epoch,
       statusWrittenMs: this.o.functionFieldManager === undefined ? 0 : lastWriteOf(obj, (e) => e.manager === this.o.functionFieldManager && e.subresource === "status"),
       ...(prev?.uid === m.uid && prev.handled !== undefined ? { handled: prev.handled } : {}),
@@ -239,7 +244,7 @@ export class ParentTracker extends Tracker<ParentEntry> {
       if (needsWork(obj, next.statusWrittenMs, this.o.functionFieldManager)) this.#initialWork.add(key);
       return this.#schedule(key, next, obj);
     }
-    const announce = via === "list" && prev === undefined ? needsWork(obj, next.statusWrittenMs, this.o.functionFieldManager) : this.changed(prev, next);
+    const announce = via === "list" && prev === undefined ? needsWork(obj, next.statusWrittenMs, this.o.functionFieldManager) : this.#parentChanged(prev, next, obj);
     if (!announce) {
       // Not news (the function's own status write, most often); an announcement still waiting
       // to be sent gets this newer body, so its reconcile need not read the object again.
@@ -251,6 +256,21 @@ export class ParentTracker extends Tracker<ParentEntry> {
     if (due !== undefined) next.handled = due.at;
     const type = prev === undefined || prev.uid !== next.uid ? "ADDED" : "MODIFIED";
     await this.#announce(key, next, type, via, "", {}, obj);
+  }
+
+  /**
+   * Whether a parent's change is news to its function. The function adding its own finalizer
+   * (before its first reconcile, which goes on in the same call) is not: announcing it would
+   * reconcile the object a second time for nothing. Any other finalizer change is news.
+   */
+  #parentChanged(prev: ParentEntry | undefined, next: ParentEntry, obj: KubeObject): boolean {
+    if (this.changed(prev, next)) return true;
+    if (prev === undefined || !this.o.skipStatusOnly || sameList(prev.finalizers, next.finalizers)) return false;
+    const manager = this.o.functionFieldManager;
+    const added = next.finalizers.filter((f) => !prev.finalizers.includes(f));
+    if (manager === undefined || added.length === 0 || prev.finalizers.some((f) => !next.finalizers.includes(f))) return true;
+    const own = finalizersManagedBy(obj, manager);
+    return !added.every((f) => own.has(f));
   }
 
   /**

@@ -60,7 +60,7 @@ describe("bridge: the schedule across a failover", { timeout: 600_000 }, () => {
   });
   after(async () => env?.stop());
 
-  it(`leader SIGKILL with ${OBJECTS} settled objects, ${PENDING} of them with a retry or requeue due: each fires within its due time + 15 s, ≤ 10 others are announced, and idle sends nothing`, { timeout: 540_000 }, async () => {
+  it(`leader SIGKILL with ${OBJECTS} settled objects, ${PENDING} of them with a retry or requeue due: each fires within its due time + 15 s, ≤ 10 others are announced, and idle sends nothing`, { timeout: 240_000 + IDLE_SECONDS * 1000 }, async () => {
     const ns = "failover";
     await createNamespace(cluster, ns);
     const names = Array.from({ length: OBJECTS }, (_, i) => `ct-${i}`);
