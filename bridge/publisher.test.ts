@@ -71,3 +71,24 @@ describe("publisher batching", () => {
     assert.equal(queue.batches.flat().length, 35, "every object published once");
   });
 });
+
+describe("publisher holds", () => {
+  it("holds an announcement until the object's next body arrives (the status write it waits for), or the hold ends", async () => {
+    const queue = heldQueue();
+    let now = 0;
+    const publisher = new Publisher({ sqs: queue.sqs, queueUrlOf: () => "q.fifo", maxPending: 100, concurrency: 4, logger: pino({ level: "silent" }), metrics: createBridgeMetrics(new Registry()), now: () => now });
+    await publisher.offer("a", event("a"), "child", { holdMs: 60_000 });
+    await settle();
+    assert.deepEqual(queue.batches, [], "held");
+    await publisher.offer("a", { ...event("a"), resourceVersion: "2" }, "watch", { onlyIfPending: true });
+    await settle();
+    assert.deepEqual(queue.batches, [["a"]], "the newer body ends the hold");
+    queue.answerNext();
+    await publisher.offer("b", event("b"), "child", { holdMs: 50 });
+    now = 50;
+    await new Promise((r) => setTimeout(r, 80));
+    assert.deepEqual(queue.batches, [["a"], ["b"]], "nothing came: sent when the hold ends");
+    queue.answerNext();
+    assert.equal(await publisher.flush(1000), true);
+  });
+});

@@ -99,7 +99,8 @@ export class Publisher {
     }
     this.#bodyBytes += bodyBytes;
     const entry: Pending["entry"] = { MessageBody: body, MessageGroupId: messageGroupId(event), MessageDeduplicationId: deduplicationId(event, existing && options.onlyIfPending ? existing.cause : cause) };
-    const notBefore = options.onlyIfPending && existing ? existing.notBefore : options.holdMs ? this.#o.now() + options.holdMs : 0;
+    // What a hold waits for (the function's status write) arrives as a body update: the wait is over.
+    const notBefore = options.onlyIfPending ? 0 : options.holdMs ? this.#o.now() + options.holdMs : 0;
     this.#pending.set(key, { key, event, cause: existing && options.onlyIfPending ? existing.cause : cause, queueUrl: this.#o.queueUrlOf(event), entry, since: existing?.since ?? this.#o.now(), notBefore: existing && !options.onlyIfPending ? Math.min(existing.notBefore, notBefore) : notBefore, bodyBytes });
     this.#pump();
   }

@@ -89,8 +89,11 @@ export interface ParentOptions {
   maxBodyBytes: number;
 }
 
-/** How long an announcement caused by the function's own new child waits for its status write. */
-export const OWN_CHILD_HOLD_MS = 1000;
+/**
+ * How long an announcement caused by the function's own new child waits at most for the parent's
+ * status write, which ends the wait and gives it the newest body (publisher).
+ */
+export const OWN_CHILD_HOLD_MS = 5000;
 
 const NO_FINALIZERS: readonly string[] = [];
 const sameList = (a: readonly string[], b: readonly string[]): boolean => a.length === b.length && a.every((x, i) => x === b[i]);

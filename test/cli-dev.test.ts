@@ -48,11 +48,22 @@ describe("crdfn dev", { timeout: 240_000 }, () => {
     rmSync(stateDir, { recursive: true, force: true });
   });
 
-  it("reconciles the sample Greeting and CronTab and says so", async () => {
+  it("reconciles the sample Greeting and CronTab and says so: twice each (its child appeared), with the README's API-call counts", async () => {
+    const lines = (kind: string) => output.split("\n").filter((l) => l.startsWith(`✔ ${kind} `));
     await eventually(() => {
-      assert.match(output, /Greeting hello-world reconciled/);
-      assert.match(output, /CronTab my-new-cron-object reconciled/);
+      assert.equal(lines("Greeting hello-world").length, 2);
+      assert.equal(lines("CronTab my-new-cron-object").length, 2);
     });
+    // A few seconds more: nothing else comes (the function's own finalizer and status writes are not news).
+    await new Promise((r) => setTimeout(r, 3000));
+    const calls = (kind: string) => lines(kind).map((l) => /(\d+) API calls, (\w+)\)/.exec(l)!.slice(1));
+    const [[gFirst, gWhy], [gThen, gThenWhy]] = calls("Greeting hello-world") as [[string, string], [string, string]];
+    const [[cFirst, cWhy], [cThen, cThenWhy]] = calls("CronTab my-new-cron-object") as [[string, string], [string, string]];
+    assert.deepEqual([gFirst, gWhy, gThenWhy, cFirst, cWhy, cThenWhy], ["2", "watch", "child", "4", "watch", "child"]);
+    // The second has the object in its event (0 reads) unless the child's watch lagged the parent's
+    // status write (then the event names the object: 1 read); it writes nothing.
+    assert.ok(Number(gThen) <= 1, `Greeting's second reconcile: ${gThen} API calls`);
+    assert.ok(Number(cThen) <= 2, `CronTab's second reconcile: ${cThen} API calls`);
   });
 
   it("shows the children to kubectl", async () => {
