@@ -46,7 +46,7 @@ function settledStatus(generation: number, next?: { at: string; reason: string }
   };
 }
 
-describe("bridge: the schedule across a failover", { timeout: 600_000 }, () => {
+describe("bridge: the schedule across a failover", { timeout: 360_000 + IDLE_SECONDS * 1000 }, () => {
   let env: Awaited<ReturnType<typeof startBridgeEnvironment>>;
   let cluster: LocalCluster;
   let sqs: SQSClient;
