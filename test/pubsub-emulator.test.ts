@@ -9,7 +9,7 @@ import type { AddressInfo } from "node:net";
 import { v1, type PubSub } from "@google-cloud/pubsub";
 import * as ff from "@google-cloud/functions-framework";
 import { getTestServer } from "@google-cloud/functions-framework/testing";
-import { pubSubTransport, type PubSubEntry } from "../bridge/pubsub-transport.ts";
+import { pubSubPublisher, type PubSubEntry } from "../bridge/pubsub-transport.ts";
 import { startLocalPubSub, type LocalPubSub } from "../emulator/pubsub.ts";
 import { startPushDeliverer, type PushDeliverer } from "../emulator/pubsub-push.ts";
 import { createPubSubResources, emulatorClient } from "../emulator/pubsub-resources.ts";
@@ -93,6 +93,11 @@ describe("Pub/Sub emulator, transport and push deliverer", { timeout: 240_000 },
     pubsub = emulatorClient(local.host, local.projectId);
     console.log(`# Pub/Sub emulator ${local.version} ready on ${local.host} in ${Date.now() - started} ms`);
   });
+  /** The bridge's Pub/Sub publisher, bound to one topic. */
+  const publisherTo = (topic: string, options: { timeoutMs?: number } = {}) => {
+    const p = pubSubPublisher({ apiEndpoint: local.host, ...options });
+    return { publish: (entries: PubSubEntry[]) => p.publish(topic, entries), close: () => p.close() };
+  };
   after(async () => {
     for (const c of cleanups.reverse()) await c();
     await pubsub?.close();
@@ -103,7 +108,7 @@ describe("Pub/Sub emulator, transport and push deliverer", { timeout: 240_000 },
     const endpoint = await recordingEndpoint(() => false);
     const res = await createPubSubResources(pubsub, { prefix: "order-", pushEndpoint: endpoint.url, minimumBackoffSeconds: 1, maximumBackoffSeconds: 2 });
     const deliverer = await startPushDeliverer({ pubsub, subscription: res.subscription });
-    const transport = pubSubTransport({ topic: res.topic, apiEndpoint: local.host });
+    const transport = publisherTo(res.topic);
     cleanups.push(() => deliverer.stop(), () => transport.close(), () => endpoint.close());
 
     // Ten publish calls without waiting for each other: key a in each, b and c in some, two unordered.
@@ -144,7 +149,7 @@ describe("Pub/Sub emulator, transport and push deliverer", { timeout: 240_000 },
     const endpoint = await recordingEndpoint((body) => body === "p-1");
     const res = await createPubSubResources(pubsub, { prefix: "poison-", pushEndpoint: endpoint.url, minimumBackoffSeconds: 1, maximumBackoffSeconds: 2 });
     const deliverer = await startPushDeliverer({ pubsub, subscription: res.subscription });
-    const transport = pubSubTransport({ topic: res.topic, apiEndpoint: local.host });
+    const transport = publisherTo(res.topic);
     cleanups.push(() => deliverer.stop(), () => transport.close(), () => endpoint.close());
 
     const outcomes = await transport.publish([
@@ -172,7 +177,7 @@ describe("Pub/Sub emulator, transport and push deliverer", { timeout: 240_000 },
 
   it("transport: a failed ordered publish is reported per entry and its key resumed, so the retry goes through in order", async () => {
     const topic = `projects/${local.projectId}/topics/late-events`;
-    const transport = pubSubTransport({ topic, apiEndpoint: local.host, timeoutMs: 10_000 });
+    const transport = publisherTo(topic, { timeoutMs: 10_000 });
     cleanups.push(() => transport.close());
     const entries = seq("l", 3).map((body) => ({ body, orderingKey: "late" }));
 
@@ -211,7 +216,7 @@ describe("Pub/Sub emulator, transport and push deliverer", { timeout: 240_000 },
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
     const res = await createPubSubResources(pubsub, { prefix: "ce-", minimumBackoffSeconds: 1, maximumBackoffSeconds: 1 });
     const deliverer: PushDeliverer = await startPushDeliverer({ pubsub, subscription: res.subscription, endpoint: url, format: "cloudevent" });
-    const transport = pubSubTransport({ topic: res.topic, apiEndpoint: local.host });
+    const transport = publisherTo(res.topic);
     cleanups.push(
       () => deliverer.stop(),
       () => transport.close(),
