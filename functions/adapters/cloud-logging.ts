@@ -13,6 +13,9 @@ import { METRIC, resultOf, type RuntimeMetrics } from "../runtime/metrics.ts";
 
 const field = (metric: string): string => LOG_DISTRIBUTIONS.find((d) => d.name === metric)?.field ?? metric;
 
+/** pino's levels as Cloud Logging's LogSeverity names them. */
+const SEVERITY: Record<string, string> = { trace: "DEBUG", debug: "DEBUG", info: "INFO", warn: "WARNING", error: "ERROR", fatal: "CRITICAL" };
+
 /** A pino logger whose lines Cloud Logging reads: `severity` for the level, `message` for the text. */
 export function cloudLoggingLogger(level: string, destination?: pino.DestinationStream): Logger {
   const options: pino.LoggerOptions = {
@@ -20,7 +23,7 @@ export function cloudLoggingLogger(level: string, destination?: pino.Destination
     messageKey: "message",
     base: undefined,
     timestamp: pino.stdTimeFunctions.isoTime,
-    formatters: { level: (label) => ({ severity: label === "fatal" ? "CRITICAL" : label === "trace" ? "DEBUG" : label.toUpperCase() }) },
+    formatters: { level: (label) => ({ severity: SEVERITY[label] ?? "DEFAULT" }) },
   };
   return destination ? pino(options, destination) : pino(options);
 }
