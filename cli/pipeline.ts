@@ -295,7 +295,7 @@ async function spawnBridge(o: PipelineOptions, ids: DevIdentities | undefined): 
         env: {
           ...process.env,
           // As deployed: its ServiceAccount's token, as in a pod; else the kubeconfig.
-          ...(ids ? { ...queueEnv(queueOf(o)), ...ids.bridgeEnv } : processEnv(o)),
+          ...(ids ? { ...(o.pubsub ? {} : queueEnv(queueOf(o))), ...ids.bridgeEnv } : processEnv(o)),
           ...bridgeEnv(o),
           CRDFN_CONFIG_FILE: configFile,
           CRDFN_HTTP_PORT: String(httpPort),
@@ -327,7 +327,6 @@ export function startPipeline(o: PipelineOptions & { bridgeProcess: true }): Pro
 export function startPipeline(o: PipelineOptions & { bridgeProcess?: false }): Promise<Pipeline>;
 export async function startPipeline(o: PipelineOptions): Promise<Pipeline | ProcessPipeline> {
   if ((o.queue === undefined) === (o.pubsub === undefined)) throw new SetupError("the pipeline needs a queue (SQS) or a Pub/Sub emulator, one of them");
-  if (o.pubsub && o.bridgeProcess) throw new SetupError("a bridge process of its own runs on the SQS target only");
   if (o.installCrds ?? true) for (const note of await installCrds(o.cluster.kubeConfig, o.operators)) o.log?.(note);
   const sqs = o.queue ? counted(sqsClient(o.queue), o.onQueueRequest) : undefined;
   // Validated here in either mode, so a bad setting fails before anything is started.

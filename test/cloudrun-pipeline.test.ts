@@ -1,5 +1,6 @@
-// The Cloud Run path, end to end, for real: a real API server and etcd, the bridge publishing to
-// the Pub/Sub emulator (an ordering key per object, a topic per operator), the local push
+// The Cloud Run path, end to end, for real: a real API server and etcd, the bridge (its image's
+// bundle, as its own process) publishing to the Pub/Sub emulator (an ordering key per object, a
+// topic per operator), the local push
 // deliverer POSTing each message to a functions-framework server per operator over real HTTP,
 // each function running as its generated identity. The examples reconcile; ten rapid updates
 // of one object converge on the last spec, in order and one reconcile at a time; a failure the
@@ -10,7 +11,7 @@ import assert from "node:assert/strict";
 import { AuthorizationV1Api, CoreV1Api, CustomObjectsApi, KubernetesObjectApi, PatchStrategy, RbacAuthorizationV1Api, loadYaml, type KubernetesObject } from "@kubernetes/client-node";
 import { pino } from "pino";
 import { stringify } from "yaml";
-import { startPipeline, type Pipeline, type ReconcileRecord } from "../cli/pipeline.ts";
+import { startPipeline, type ProcessPipeline, type ReconcileRecord } from "../cli/pipeline.ts";
 import { LOCAL_PUBSUB_PREFIX } from "../cli/local-cloud-run.ts";
 import { pubSubAdmin, type PubSubAdmin } from "../cli/pubsub-admin.ts";
 import { DEV_FUNCTIONS_NAMESPACE } from "../cli/dev-identities.ts";
@@ -31,7 +32,7 @@ const ready = (cr: Cr | undefined) => cr?.status?.conditions?.find((c) => c.type
 describe("Cloud Run path: bridge → Pub/Sub → push → functions-framework", { timeout: 400_000 }, () => {
   let cluster: LocalCluster;
   let pubsub: LocalPubSub;
-  let pipeline: Pipeline;
+  let pipeline: ProcessPipeline;
   let admin: PubSubAdmin;
   const records: Array<ReconcileRecord & { endedAt: number }> = [];
   const objects = () => KubernetesObjectApi.makeApiClient(cluster.kubeConfig);
@@ -55,6 +56,8 @@ describe("Cloud Run path: bridge → Pub/Sub → push → functions-framework", 
       functionLogLevel: "silent",
       onReconcile: (r) => records.push({ ...r, endedAt: performance.now() }),
       identities: { namespaces: ["default"] },
+      // The bridge as its image runs it: the bundle, and beside it the Pub/Sub library it loads on its first publish.
+      bridgeProcess: true,
     });
     admin = await pubSubAdmin({ projectId: pubsub.projectId, emulatorHost: pubsub.host });
   });
