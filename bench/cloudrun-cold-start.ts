@@ -134,7 +134,7 @@ try {
   rows.push(["as deployed: the entry and its node_modules (unbundled)", await measure(join(app, "http.mjs"), frameworkTesting), median(spawned)]);
   rows.push(["bundled by esbuild as the Lambda is (client-node left out)", await measure(bundle, bundle), undefined]);
 
-  console.log(`Cloud Run function cold start (examples/greeting/http.ts, functions-framework ${JSON.parse(readFileSync(join(packageRoot, "node_modules", "@google-cloud", "functions-framework", "package.json"), "utf8")).version as string}), Node ${process.version}, ${RUNS} fresh processes each`);
+  console.log(`Cloud Run function cold start (examples/greeting/http.ts, functions-framework ${(JSON.parse(readFileSync(join(packageRoot, "node_modules", "@google-cloud", "functions-framework", "package.json"), "utf8")) as { version: string }).version}), Node ${process.version}, ${RUNS} fresh processes each`);
   console.log(`| source | import ms | first request ms | cold init ms (import + first request) | spawn → first answer ms | RSS MiB |`);
   console.log(`|---|---|---|---|---|---|`);
   for (const [name, samples, wall] of rows) {
