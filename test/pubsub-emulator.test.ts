@@ -11,6 +11,7 @@ import * as ff from "@google-cloud/functions-framework";
 import { getTestServer } from "@google-cloud/functions-framework/testing";
 import { pubSubPublisher, type PubSubEntry } from "../bridge/pubsub-transport.ts";
 import { startLocalPubSub, type LocalPubSub } from "../emulator/pubsub.ts";
+import { pubSubRepublisher } from "../functions/adapters/pubsub-republish.ts";
 import { startPushDeliverer, type PushDeliverer } from "../emulator/pubsub-push.ts";
 import { createPubSubResources, emulatorClient } from "../emulator/pubsub-resources.ts";
 import { eventually } from "./support/eventually.ts";
@@ -231,5 +232,18 @@ describe("Pub/Sub emulator, transport and push deliverer", { timeout: 240_000 },
     );
     assert.ok(seen.every((s) => s.type === "google.cloud.pubsub.topic.v1.messagePublished" && s.key === "k"));
     assert.ok(seen.every((s) => s.source === `//pubsub.googleapis.com/${res.topic}`));
+  });
+
+  it("a function's re-send goes into the same ordering key, behind what waits there, with its attributes", async () => {
+    const endpoint = await recordingEndpoint(() => false);
+    const res = await createPubSubResources(pubsub, { prefix: "resend-", pushEndpoint: endpoint.url, minimumBackoffSeconds: 1, maximumBackoffSeconds: 2 });
+    const deliverer = await startPushDeliverer({ pubsub, subscription: res.subscription });
+    const republish = pubSubRepublisher({ topic: res.topic, emulatorHost: local.host });
+    const transport = publisherTo(res.topic);
+    cleanups.push(() => deliverer.stop(), () => republish.close(), () => transport.close(), () => endpoint.close());
+    assert.ok((await transport.publish([{ body: "r-0", orderingKey: "r" }])).every((o) => o.ok));
+    await republish({ body: "r-0 again", orderingKey: "r", attributes: { "crdfn-deferrals": "1" } });
+    await eventually(() => assert.deepEqual(endpoint.bodiesOf("r"), ["r-0", "r-0 again"]), { timeoutMs: 30_000 });
+    assert.deepEqual(endpoint.arrivals.find((a) => a.body === "r-0 again")!.push.message.attributes, { "crdfn-deferrals": "1" });
   });
 });
