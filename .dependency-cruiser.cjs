@@ -104,6 +104,13 @@ module.exports = {
       from: { path: "^functions/", pathNot: notTest },
       to: { path: "(^|/)node_modules/@aws-sdk/(client-sqs|credential-provider-node)/", dependencyTypesNot: ["type-only", "dynamic-import"] },
     },
+    {
+      name: "pubsub-client-loaded-lazily",
+      comment: "Nothing on AWS loads the Pub/Sub client (gRPC, protobufs); on GCP the bridge imports it on its first publish, a function on its first re-send.",
+      severity: "error",
+      from: { path: "^(functions|bridge|clients)/", pathNot: notTest },
+      to: { path: "(^|/)node_modules/@google-cloud/pubsub/", dependencyTypesNot: ["type-only", "dynamic-import"] },
+    },
     { name: "no-circular", severity: "error", from: {}, to: { circular: true } },
   ],
   options: {

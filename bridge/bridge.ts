@@ -5,7 +5,7 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
-import { GetQueueAttributesCommand, type SQSClient } from "@aws-sdk/client-sqs";
+import type { SQSClient } from "@aws-sdk/client-sqs";
 import type { KubeConnection } from "../clients/kube-connection.ts";
 import type { Logger } from "pino";
 import { Registry } from "prom-client";
@@ -17,13 +17,17 @@ import { LeaderElector } from "./lease.ts";
 import { createBridgeMetrics, type BridgeMetrics } from "./metrics.ts";
 import { Publisher } from "./publisher.ts";
 import { runReflector } from "./reflector.ts";
+import { sqsTransport } from "./sqs-transport.ts";
+import type { QueueTransport } from "./transport.ts";
 import { ChildTracker, ParentTracker, type Announce, type ObjectSink, type TrackerOptions } from "./tracker.ts";
 import type { GroupVersionResource } from "../core/resource-path.ts";
 
 export interface BridgeDeps {
   /** A KubeConfig, or the pod's ServiceAccount (clients/kube-connection.ts). */
   kubeConfig: KubeConnection;
-  sqs: SQSClient;
+  /** The queue service: a transport (Pub/Sub: pubsub-transport.ts), or an SQS client to send with. */
+  transport?: QueueTransport;
+  sqs?: SQSClient;
   logger: Logger;
   clock?: () => Date;
   registry?: Registry;
@@ -75,11 +79,15 @@ interface Engine {
   stop(flushTimeoutMs: number): Promise<void>;
 }
 
-/** Each watched resource's events go to its own queueUrl when it names one, else to queue.url. */
+/** Each watched resource's events go to its own queue (or topic) when it names one, else to the bridge's. */
 function queueRouter(config: BridgeConfig): (event: KeyEvent) => string {
-  const routes = new Map(config.resources.map((r) => [`${r.group}/${r.plural}`, r.queueUrl ?? config.queue.url]));
-  return (event) => routes.get(`${event.group}/${event.plural}`) ?? config.queue.url;
+  const fallback = defaultDestination(config);
+  const routes = new Map(config.resources.map((r) => [`${r.group}/${r.plural}`, r.topic ?? r.queueUrl ?? fallback]));
+  return (event) => routes.get(`${event.group}/${event.plural}`) ?? fallback;
 }
+
+/** The bridge's own queue URL or topic (the config's refinement allows exactly one). */
+const defaultDestination = (config: BridgeConfig): string => config.queue.topic ?? config.queue.url ?? "";
 
 /** Problems a person must fix: said once when they start and once when they end; the bridge is not ready meanwhile. */
 interface Problems {
@@ -87,14 +95,17 @@ interface Problems {
   has(key: string): boolean;
 }
 
-function startEngine(config: BridgeConfig, deps: Required<BridgeDeps>, metrics: BridgeMetrics, problems: Problems): Engine {
+type EngineDeps = Required<Omit<BridgeDeps, "sqs" | "transport">> & { transport: QueueTransport; onMissing: (destination: string, missing: boolean) => void };
+
+function startEngine(config: BridgeConfig, deps: EngineDeps, metrics: BridgeMetrics, problems: Problems): Engine {
   const { logger } = deps;
   const controller = new AbortController();
   const signal = controller.signal;
   const http = new KubeHttp({ connection: deps.kubeConfig, timeoutMs: 30_000 });
   const publisher = new Publisher({
-    sqs: deps.sqs,
-    queueUrlOf: queueRouter(config),
+    transport: deps.transport,
+    destinationOf: queueRouter(config),
+    onMissing: deps.onMissing,
     maxPending: config.maxPending,
     maxPendingBodyBytes: config.maxPendingBodyBytes,
     concurrency: config.publishConcurrency,
@@ -312,8 +323,11 @@ function startEngine(config: BridgeConfig, deps: Required<BridgeDeps>, metrics: 
 }
 
 export function startBridge(config: BridgeConfig, deps: BridgeDeps): RunningBridge {
-  const full: Required<BridgeDeps> = { clock: () => new Date(), registry: new Registry(), credentialSource: "the kubeconfig", ...deps };
-  const metrics = createBridgeMetrics(full.registry);
+  const transport = deps.transport ?? (deps.sqs ? sqsTransport(deps.sqs) : undefined);
+  if (!transport) throw new Error("startBridge: give a transport or an SQS client");
+  const { sqs: _sqs, transport: _transport, ...rest } = deps;
+  const base = { clock: () => new Date(), registry: new Registry(), credentialSource: "the kubeconfig", ...rest };
+  const metrics = createBridgeMetrics(base.registry);
   const logger = deps.logger;
   const problemLines = new Map<string, string>();
   const problems: Problems = {
@@ -327,8 +341,14 @@ export function startBridge(config: BridgeConfig, deps: BridgeDeps): RunningBrid
       metrics.problem.set({ problem: key.split(" ")[0] ?? key }, [...problemLines.keys()].filter((k) => k.split(" ")[0] === key.split(" ")[0]).length);
     },
   };
+  const settings = destinationSettings(config, transport);
   const queuesChecked = new AbortController();
-  void checkQueues(config, deps.sqs, problems, queuesChecked.signal);
+  void checkQueues(settings, transport, problems, queuesChecked.signal);
+  // A destination the publisher finds missing (it was deleted, or the check could not look) is the same problem.
+  const onMissing = (destination: string, missing: boolean): void => {
+    if (missing || problems.has(`${transport.noun} ${destination}`)) problems.set(`${transport.noun} ${destination}`, missing ? missingLine(settings, transport, destination) : undefined);
+  };
+  const full: EngineDeps = { ...base, transport, onMissing };
   let engine: Engine | undefined;
   let synced = false;
   let resolveReady: () => void = () => undefined;
@@ -406,28 +426,38 @@ export function startBridge(config: BridgeConfig, deps: BridgeDeps): RunningBrid
   };
 }
 
+/** Each destination the bridge sends to, and the setting that names it. */
+function destinationSettings(config: BridgeConfig, transport: QueueTransport): Map<string, string> {
+  const settings = new Map<string, string>([[defaultDestination(config), config.queue.topic !== undefined ? "CRDFN_PUBSUB_TOPIC" : "CRDFN_QUEUE_URL"]]);
+  for (const r of config.resources) {
+    const own = r.topic ?? r.queueUrl;
+    if (own !== undefined) settings.set(own, `the ${transport.noun} of ${resourceLabel(r)} (CRDFN_RESOURCES @${transport.noun === "topic" ? "topic" : "url"})`);
+  }
+  return settings;
+}
+
+const missingLine = (settings: Map<string, string>, transport: QueueTransport, destination: string): string =>
+  `${settings.get(destination) ?? transport.noun}: the ${transport.noun} ${destination} does not exist`;
+
 /**
- * A queue that does not exist is a setting a person must fix: said once, naming the setting, and
- * the bridge is not ready until it exists (checked again every 10 s). Other errors are outages
- * the publisher rides out.
+ * A queue (or topic) that does not exist is a setting a person must fix: said once, naming the
+ * setting, and the bridge is not ready until it exists (checked again every 10 s). Other errors
+ * are outages the publisher rides out.
  */
-async function checkQueues(config: BridgeConfig, sqs: SQSClient, problems: Problems, signal: AbortSignal): Promise<void> {
-  const settings = new Map<string, string>([[config.queue.url, "CRDFN_QUEUE_URL"]]);
-  for (const r of config.resources) if (r.queueUrl !== undefined) settings.set(r.queueUrl, `the queue URL of ${resourceLabel(r)} (CRDFN_RESOURCES @url)`);
+async function checkQueues(settings: Map<string, string>, transport: QueueTransport, problems: Problems, signal: AbortSignal): Promise<void> {
   const missing = new Set(settings.keys());
   while (missing.size > 0 && !signal.aborted) {
-    for (const url of [...missing]) {
-      try {
-        await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ["QueueArn"] }), { abortSignal: signal });
-        missing.delete(url);
-        problems.set(`queue ${url}`, undefined);
-      } catch (e) {
-        const name = (e as Error).name;
-        if (name === "QueueDoesNotExist" || name === "AWS.SimpleQueueService.NonExistentQueue") problems.set(`queue ${url}`, `${settings.get(url)}: the queue ${url} does not exist`);
-        // Anything else (no sqs:GetQueueAttributes permission, the queue unreachable): the
-        // publisher's own retries and logs cover it; keep asking only about missing queues.
-        else if (!problems.has(`queue ${url}`)) missing.delete(url);
-      }
+    for (const destination of [...missing]) {
+      const key = `${transport.noun} ${destination}`;
+      const exists = await transport.exists(destination, signal);
+      if (signal.aborted) return;
+      if (exists === true) {
+        missing.delete(destination);
+        problems.set(key, undefined);
+      } else if (exists === false) problems.set(key, missingLine(settings, transport, destination));
+      // Cannot tell (no permission to look, the service unreachable): the publisher's own
+      // retries and logs cover it; keep asking only about what was found missing.
+      else if (!problems.has(key)) missing.delete(destination);
     }
     if (missing.size > 0) await new Promise<void>((resolve) => {
       const t = setTimeout(resolve, 10_000);

@@ -8,6 +8,7 @@ const overrides: ReadonlyArray<[flag: string, env: string, help: string]> = [
   ["--config <file>", "CRDFN_CONFIG_FILE", "YAML/JSON settings file (environment variables win over it)"],
   ["--cluster <name>", "CRDFN_CLUSTER", "cluster name put in every event"],
   ["--queue-url <url>", "CRDFN_QUEUE_URL", "SQS queue URL"],
+  ["--pubsub-topic <name>", "CRDFN_PUBSUB_TOPIC", "or a Pub/Sub topic, projects/<project>/topics/<topic>"],
   ["--resources <list>", "CRDFN_RESOURCES", 'e.g. "stable.example.com/v1/crontabs>batch/v1/cronjobs"'],
   ["--namespaces <list>", "CRDFN_NAMESPACES", "comma-separated; default all"],
   ["--label-selector <selector>", "CRDFN_LABEL_SELECTOR", "only watched resources with these labels"],
@@ -20,7 +21,7 @@ const overrides: ReadonlyArray<[flag: string, env: string, help: string]> = [
 
 export function bridgeCommand(): Command {
   const cmd = new Command("bridge")
-    .description("Watch custom resources and publish a key event for every change to SQS")
+    .description("Watch custom resources and publish a key event for every change to SQS or Pub/Sub")
     .option("--kubeconfig <path>", "kubeconfig file (default: in-cluster, else $KUBECONFIG or ~/.kube/config)")
     .option("--context <name>", "kubeconfig context");
   for (const [flag, env, help] of overrides) cmd.option(flag, `${help} [${env}]`);

@@ -89,3 +89,21 @@ describe("a queue per resource", () => {
     );
   });
 });
+
+describe("Pub/Sub instead of SQS", () => {
+  const topic = "projects/my-project/topics/crdfn-shop-greeting-events";
+  it("takes CRDFN_PUBSUB_TOPIC, a topic per resource with @projects/…, and the emulator's host", () => {
+    const c = loadBridgeConfig({ CRDFN_PUBSUB_TOPIC: topic, CRDFN_RESOURCES: `example.com/v1/greetings, stable.example.com/v1/crontabs@projects/my-project/topics/crdfn-shop-crontab-events`, PUBSUB_EMULATOR_HOST: "127.0.0.1:8085" });
+    assert.deepEqual(c.queue, { topic });
+    assert.deepEqual(c.resources.map((r) => [r.plural, r.topic, r.queueUrl]), [["greetings", undefined, undefined], ["crontabs", "projects/my-project/topics/crdfn-shop-crontab-events", undefined]]);
+    assert.equal(c.pubsub.emulatorHost, "127.0.0.1:8085");
+  });
+
+  it("refuses in one line: a short topic name, both services at once, a queue on a Pub/Sub bridge, neither", () => {
+    assert.equal(errorOf(() => loadBridgeConfig({ CRDFN_PUBSUB_TOPIC: "events", CRDFN_RESOURCES: base.CRDFN_RESOURCES })), "CRDFN_PUBSUB_TOPIC: must be a full topic name, projects/<project>/topics/<topic>");
+    assert.match(errorOf(() => loadBridgeConfig({ ...base, CRDFN_PUBSUB_TOPIC: topic })), /^CRDFN_PUBSUB_TOPIC: one bridge publishes to SQS or to Pub\/Sub/);
+    assert.match(errorOf(() => loadBridgeConfig({ CRDFN_PUBSUB_TOPIC: topic, CRDFN_RESOURCES: `${base.CRDFN_RESOURCES}@${base.CRDFN_QUEUE_URL}` })), /^CRDFN_RESOURCES \(resources\[0\]\.queueUrl\): is an SQS queue, but this bridge publishes to Pub\/Sub/);
+    assert.match(errorOf(() => loadBridgeConfig({ ...base, CRDFN_RESOURCES: `${base.CRDFN_RESOURCES}@${topic}` })), /^CRDFN_RESOURCES \(resources\[0\]\.topic\): is a Pub\/Sub topic, but this bridge publishes to SQS/);
+    assert.match(errorOf(() => loadBridgeConfig({}, { queue: {}, resources: [{ group: "a.b", version: "v1", plural: "xs" }] })), /^CRDFN_QUEUE_URL: is required \(or CRDFN_PUBSUB_TOPIC, to publish to Pub\/Sub\)$/);
+  });
+});

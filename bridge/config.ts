@@ -8,7 +8,8 @@
 //        A comma-separated list of `group/version/plural`, each optionally followed by `>` and
 //        the kinds it owns, joined with `+`. The core group is written `v1/<plural>` (or `core/v1/<plural>`).
 //        An entry may end in `@<queue URL>` to send that resource's events to its own queue
-//        (a queue per operator) instead of CRDFN_QUEUE_URL.
+//        (a queue per operator) instead of CRDFN_QUEUE_URL, or in `@projects/<p>/topics/<t>`
+//        to its own Pub/Sub topic instead of CRDFN_PUBSUB_TOPIC.
 //   file resources:
 //          - { group: stable.example.com, version: v1, plural: crontabs, resyncSeconds: 21600,
 //              owns: [{ group: batch, version: v1, plural: cronjobs }] }
@@ -16,10 +17,12 @@ import { z } from "zod";
 import { ConfigError } from "../core/config-error.ts";
 import { PARENT_UID_LABEL } from "../core/event.ts";
 import type { GroupVersionResource } from "../core/resource-path.ts";
+import { topicNameSchema } from "./pubsub-transport.ts";
 
 export interface WatchedResource extends GroupVersionResource {
   owns: GroupVersionResource[];
   queueUrl?: string;
+  topic?: string;
   resyncSeconds?: number;
   bodies?: boolean;
 }
@@ -34,6 +37,8 @@ const watchedResourceSchema = resourceRefSchema.extend({
   owns: z.array(resourceRefSchema).default([]),
   /** This resource's events go here instead of queue.url (e.g. the queue of its operator's function). */
   queueUrl: z.url("must be the queue URL").optional(),
+  /** On Pub/Sub: this resource's events go to this topic instead of queue.topic. */
+  topic: topicNameSchema.optional(),
   /** Re-announce this resource's objects this often, spread over the period; 0 off. Default: resyncSeconds. */
   resyncSeconds: z.coerce.number().int().min(0).max(7 * 86400).optional(),
   /** Whether this resource's announcements carry the object. Default: bodies. */
@@ -49,8 +54,12 @@ export const bridgeConfigSchema = z
     cluster: z.string().regex(/^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/, "must be a short name (letters, digits, - _ .)").max(63).default("default"),
     queue: z.strictObject({
       /** A FIFO queue: one ordered stream per object is what keeps one reconcile of an object at a time. */
-      url: z.url("must be the queue URL"),
+      url: z.url("must be the queue URL").optional(),
+      /** Or a Pub/Sub topic (projects/<p>/topics/<t>): an ordering key per object is its ordered stream. */
+      topic: topicNameSchema.optional(),
     }),
+    /** Pub/Sub: the emulator's host:port (PUBSUB_EMULATOR_HOST); unset on GCP (application default credentials). */
+    pubsub: z.strictObject({ emulatorHost: z.string().regex(/^[^\s/]+:\d+$/, "must be host:port").optional() }).default({}),
     resources: z.array(watchedResourceSchema).min(1, "name at least one resource to watch"),
     /** Empty: all namespaces. */
     namespaces: z.array(z.string().regex(dnsLabel, "must be namespace names")).default([]),
@@ -125,8 +134,15 @@ export const bridgeConfigSchema = z
       .default({ region: "us-east-1" }),
   })
   .superRefine((c, ctx) => {
+    const onPubSub = c.queue.topic !== undefined;
+    if (c.queue.url === undefined && !onPubSub) ctx.addIssue({ code: "custom", path: ["queue", "url"], message: "is required (or CRDFN_PUBSUB_TOPIC, to publish to Pub/Sub)" });
+    if (c.queue.url !== undefined && onPubSub) ctx.addIssue({ code: "custom", path: ["queue", "topic"], message: "one bridge publishes to SQS or to Pub/Sub: set CRDFN_QUEUE_URL or CRDFN_PUBSUB_TOPIC, not both" });
+    c.resources.forEach((r, i) => {
+      if (onPubSub && r.queueUrl !== undefined) ctx.addIssue({ code: "custom", path: ["resources", i, "queueUrl"], message: "is an SQS queue, but this bridge publishes to Pub/Sub (CRDFN_PUBSUB_TOPIC): name a topic" });
+      if (!onPubSub && r.topic !== undefined) ctx.addIssue({ code: "custom", path: ["resources", i, "topic"], message: "is a Pub/Sub topic, but this bridge publishes to SQS (CRDFN_QUEUE_URL): name a queue URL" });
+    });
     const urls: Array<[string, (string | number)[]]> = [
-      [c.queue.url, ["queue", "url"]],
+      ...(c.queue.url === undefined ? [] : [[c.queue.url, ["queue", "url"]] as [string, (string | number)[]]]),
       ...c.resources.flatMap((r, i): Array<[string, (string | number)[]]> => (r.queueUrl === undefined ? [] : [[r.queueUrl, ["resources", i, "queueUrl"]]])),
     ];
     for (const [url, path] of urls) {
@@ -152,8 +168,9 @@ export function parseResourceList(text: string): unknown[] {
     .map((entry) => {
       const at = entry.indexOf("@");
       const [parent = "", owned] = (at < 0 ? entry : entry.slice(0, at)).split(">");
-      const queueUrl = at < 0 ? undefined : entry.slice(at + 1).trim();
-      return { ...ref(parent), owns: owned === undefined ? [] : owned.split("+").map(ref), ...(queueUrl === undefined ? {} : { queueUrl }) };
+      const destination = at < 0 ? undefined : entry.slice(at + 1).trim();
+      const own = destination === undefined ? {} : destination.startsWith("projects/") ? { topic: destination } : { queueUrl: destination };
+      return { ...ref(parent), owns: owned === undefined ? [] : owned.split("+").map(ref), ...own };
     });
 }
 
@@ -163,6 +180,8 @@ const list = (s: string): string[] => s.split(",").map((x) => x.trim()).filter((
 const envSettings: ReadonlyArray<[string, string[], (s: string) => unknown]> = [
   ["CRDFN_CLUSTER", ["cluster"], String],
   ["CRDFN_QUEUE_URL", ["queue", "url"], String],
+  ["CRDFN_PUBSUB_TOPIC", ["queue", "topic"], String],
+  ["PUBSUB_EMULATOR_HOST", ["pubsub", "emulatorHost"], String],
   ["CRDFN_RESOURCES", ["resources"], parseResourceList],
   ["CRDFN_NAMESPACES", ["namespaces"], list],
   ["CRDFN_LABEL_SELECTOR", ["labelSelector"], String],

@@ -1,24 +1,27 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import type { SendMessageBatchCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { pino } from "pino";
 import { Registry } from "prom-client";
 import type { KeyEvent } from "../core/event.ts";
 import { createBridgeMetrics } from "./metrics.ts";
 import { Publisher } from "./publisher.ts";
+import type { QueueTransport, SendResult } from "./transport.ts";
 
 /** A queue that records each batch it is sent and answers only when the test says so. */
 function heldQueue() {
   const batches: string[][] = [];
   const answers: Array<() => void> = [];
-  const sqs = {
-    send(command: SendMessageBatchCommand) {
-      const entries = command.input.Entries ?? [];
-      batches.push(entries.map((e) => (JSON.parse(e.MessageBody ?? "{}") as KeyEvent).name));
-      return new Promise((resolve) => answers.push(() => resolve({ Successful: entries.map((e) => ({ Id: e.Id })), Failed: [] })));
+  const transport: QueueTransport = {
+    noun: "queue",
+    maxBatch: 10,
+    send(_destination, messages) {
+      batches.push(messages.map((m) => (JSON.parse(m.body) as KeyEvent).name));
+      return new Promise<SendResult[]>((resolve) => answers.push(() => resolve(messages.map(() => ({ ok: true })))));
     },
-  } as unknown as SQSClient;
-  return { sqs, batches, answerNext: () => answers.shift()?.() };
+    exists: () => Promise.resolve(true),
+    close: () => Promise.resolve(),
+  };
+  return { transport, batches, answerNext: () => answers.shift()?.() };
 }
 
 const event = (name: string): KeyEvent => ({
@@ -43,7 +46,7 @@ const settle = () => new Promise((r) => setImmediate(r));
 describe("publisher batching", () => {
   it("sends at once while nothing is in flight, and gathers what arrives meanwhile into one batch", async () => {
     const queue = heldQueue();
-    const publisher = new Publisher({ sqs: queue.sqs, queueUrlOf: () => "q.fifo", maxPending: 100, concurrency: 4, logger: pino({ level: "silent" }), metrics: createBridgeMetrics(new Registry()), now: () => 0 });
+    const publisher = new Publisher({ transport: queue.transport, destinationOf: () => "q.fifo", maxPending: 100, concurrency: 4, logger: pino({ level: "silent" }), metrics: createBridgeMetrics(new Registry()), now: () => 0 });
     await publisher.offer("a", event("a"), "watch");
     assert.deepEqual(queue.batches, [["a"]], "an idle queue gets the first event without waiting");
     for (const n of ["b", "c", "d"]) await publisher.offer(n, event(n), "watch");
@@ -57,7 +60,7 @@ describe("publisher batching", () => {
 
   it("keeps every slot busy with full batches (an initial sync)", async () => {
     const queue = heldQueue();
-    const publisher = new Publisher({ sqs: queue.sqs, queueUrlOf: () => "q.fifo", maxPending: 100, concurrency: 4, logger: pino({ level: "silent" }), metrics: createBridgeMetrics(new Registry()), now: () => 0 });
+    const publisher = new Publisher({ transport: queue.transport, destinationOf: () => "q.fifo", maxPending: 100, concurrency: 4, logger: pino({ level: "silent" }), metrics: createBridgeMetrics(new Registry()), now: () => 0 });
     for (let i = 0; i < 35; i++) await publisher.offer(`o${i}`, event(`o${i}`), "list");
     assert.deepEqual(
       queue.batches.map((b) => b.length),
@@ -76,7 +79,7 @@ describe("publisher holds", () => {
   it("holds an announcement until the object's next body arrives (the status write it waits for), or the hold ends", async () => {
     const queue = heldQueue();
     let now = 0;
-    const publisher = new Publisher({ sqs: queue.sqs, queueUrlOf: () => "q.fifo", maxPending: 100, concurrency: 4, logger: pino({ level: "silent" }), metrics: createBridgeMetrics(new Registry()), now: () => now });
+    const publisher = new Publisher({ transport: queue.transport, destinationOf: () => "q.fifo", maxPending: 100, concurrency: 4, logger: pino({ level: "silent" }), metrics: createBridgeMetrics(new Registry()), now: () => now });
     await publisher.offer("a", event("a"), "child", { holdMs: 60_000 });
     await settle();
     assert.deepEqual(queue.batches, [], "held");

@@ -1,22 +1,26 @@
-// Publishes key events to SQS without ever dropping the latest state of an object.
+// Publishes key events to the queue service (SQS or Pub/Sub: a QueueTransport, transport.ts)
+// without ever dropping the latest state of an object.
 //
 // Pending events are coalesced by object key: only the newest announcement of an object waits,
 // so the buffer holds at most one entry per object and at most `maxPending` entries in all,
 // counting those in flight (a failed batch goes back into the buffer, so it must fit there).
 // When it is full, `offer` waits, which stops the watch reading (backpressure) until the queue
 // accepts again. An object with a batch in flight is not sent again until that batch settles,
-// so one object's events reach its FIFO group in order. Batches fill by themselves: see #pump.
-import { SendMessageBatchCommand, type SendMessageBatchRequestEntry, type SQSClient } from "@aws-sdk/client-sqs";
+// so one object's events reach its stream (FIFO group, ordering key) in order. Batches fill by
+// themselves: see #pump.
 import type { Logger } from "pino";
 import { backoffMs, type BackoffPolicy } from "../core/backoff.ts";
 import { deduplicationId, encodeKeyEvent, messageGroupId, supersede, type KeyEvent } from "../core/event.ts";
 import type { BridgeMetrics } from "./metrics.ts";
 import type { AnnounceOptions } from "./tracker.ts";
+import { TransportError, type OutgoingMessage, type QueueTransport } from "./transport.ts";
 
 export interface PublisherOptions {
-  sqs: SQSClient;
-  /** The queue an event goes to: one for all, or one per resource (a queue per operator). */
-  queueUrlOf: (event: KeyEvent) => string;
+  transport: QueueTransport;
+  /** Where an event goes (a queue URL, a topic): one for all, or one per resource (a queue per operator). */
+  destinationOf: (event: KeyEvent) => string;
+  /** A destination found missing (true) or there again (false): a setting a person must fix. */
+  onMissing?: (destination: string, missing: boolean) => void;
   maxPending: number;
   /** Bytes of object bodies waiting at most; above it new events go without their body (the function reads it). */
   maxPendingBodyBytes?: number;
@@ -30,8 +34,8 @@ interface Pending {
   key: string;
   event: KeyEvent;
   cause: string;
-  queueUrl: string;
-  entry: Omit<SendMessageBatchRequestEntry, "Id">;
+  destination: string;
+  message: OutgoingMessage;
   /** When the oldest change this entry stands for was first queued (for the lag metric). */
   since: number;
   /** Not sent before this time (ms): it waits for what usually follows. */
@@ -40,7 +44,6 @@ interface Pending {
   bodyBytes: number;
 }
 
-const MAX_BATCH = 10;
 /** 32 MiB: 500 waiting objects of 64 KiB, or every one of 1000 at a typical few KiB. */
 export const DEFAULT_MAX_PENDING_BODY_BYTES = 32 * 1024 * 1024;
 const BACKOFF: BackoffPolicy = { initialMs: 200, maxMs: 10_000, jitter: 0.5 };
@@ -98,10 +101,10 @@ export class Publisher {
       bodyBytes = 0;
     }
     this.#bodyBytes += bodyBytes;
-    const entry: Pending["entry"] = { MessageBody: body, MessageGroupId: messageGroupId(event), MessageDeduplicationId: deduplicationId(event, existing && options.onlyIfPending ? existing.cause : cause) };
+    const message: OutgoingMessage = { body, stream: messageGroupId(event), deduplicationId: deduplicationId(event, existing && options.onlyIfPending ? existing.cause : cause), cluster: event.cluster };
     // What a hold waits for (the function's status write) arrives as a body update: the wait is over.
     const notBefore = options.onlyIfPending ? 0 : options.holdMs ? this.#o.now() + options.holdMs : 0;
-    this.#pending.set(key, { key, event, cause: existing && options.onlyIfPending ? existing.cause : cause, queueUrl: this.#o.queueUrlOf(event), entry, since: existing?.since ?? this.#o.now(), notBefore: existing && !options.onlyIfPending ? Math.min(existing.notBefore, notBefore) : notBefore, bodyBytes });
+    this.#pending.set(key, { key, event, cause: existing && options.onlyIfPending ? existing.cause : cause, destination: this.#o.destinationOf(event), message, since: existing?.since ?? this.#o.now(), notBefore: existing && !options.onlyIfPending ? Math.min(existing.notBefore, notBefore) : notBefore, bodyBytes });
     this.#pump();
   }
 
@@ -163,7 +166,7 @@ export class Publisher {
       return;
     }
     while (this.#batches < this.#o.concurrency) {
-      // One SendMessageBatch goes to one queue: the first sendable entry picks it.
+      // One request goes to one destination: the first sendable entry picks it.
       const batch: Pending[] = [];
       const now = this.#o.now();
       for (const p of this.#pending.values()) {
@@ -171,16 +174,16 @@ export class Publisher {
           this.#wakeAt(p.notBefore);
           continue;
         }
-        if (this.#inflight.has(p.key) || (batch.length > 0 && p.queueUrl !== batch[0]!.queueUrl)) continue;
+        if (this.#inflight.has(p.key) || (batch.length > 0 && p.destination !== batch[0]!.destination)) continue;
         batch.push(p);
-        if (batch.length === MAX_BATCH) break;
+        if (batch.length === this.#o.transport.maxBatch) break;
       }
       if (batch.length === 0) break;
       // A part-filled batch goes only while nothing is in flight; otherwise its events wait for
       // the batch in flight to settle and go out together. Nothing waits when the queue is idle,
       // and a busy one gets fewer, fuller requests (each costs a billed SQS request, or ~2.7 ms
       // of ElasticMQ's CPU: `npm run bench`). Full batches (initial sync) still use every slot.
-      if (batch.length < MAX_BATCH && this.#batches > 0) break;
+      if (batch.length < this.#o.transport.maxBatch && this.#batches > 0) break;
       for (const p of batch) {
         this.#pending.delete(p.key);
         this.#bodyBytes -= p.bodyBytes;
@@ -195,31 +198,33 @@ export class Publisher {
 
   async #send(batch: Pending[]): Promise<void> {
     let failed: Pending[] = [];
+    const destination = batch[0]!.destination;
     this.#o.metrics.sendRequests.inc();
     try {
-      const out = await this.#o.sqs.send(
-        new SendMessageBatchCommand({ QueueUrl: batch[0]!.queueUrl, Entries: batch.map((p, i) => ({ Id: `e${i}`, ...p.entry })) }),
-      );
+      const results = await this.#o.transport.send(destination, batch.map((p) => p.message));
       const now = this.#o.now();
-      for (const ok of out.Successful ?? []) {
-        const p = batch[Number(ok.Id?.slice(1))];
-        if (p === undefined) continue;
-        this.#o.metrics.published.inc({ type: p.event.type });
-        this.#o.metrics.publishDelay.observe(Math.max(0, now - Date.parse(p.event.observedAt)) / 1000);
-      }
-      for (const bad of out.Failed ?? []) {
-        const p = batch[Number(bad.Id?.slice(1))];
-        if (p === undefined) continue;
+      let missing = false;
+      results.forEach((r, i) => {
+        const p = batch[i];
+        if (p === undefined) return;
+        if (r.ok) {
+          this.#o.metrics.published.inc({ type: p.event.type });
+          this.#o.metrics.publishDelay.observe(Math.max(0, now - Date.parse(p.event.observedAt)) / 1000);
+          return;
+        }
+        missing ||= r.missing === true;
         failed.push(p);
-        this.#o.metrics.publishFailures.inc({ reason: bad.Code ?? "unknown" });
-        this.#o.logger.warn({ code: bad.Code, senderFault: bad.SenderFault, object: p.key }, "queue rejected an event; retrying");
-      }
+        this.#o.metrics.publishFailures.inc({ reason: r.reason });
+        this.#o.logger.warn({ reason: r.reason, object: p.key }, `${this.#o.transport.noun} rejected an event; retrying`);
+      });
+      this.#o.onMissing?.(destination, missing);
       if (failed.length === 0) this.#failureStreak = 0;
     } catch (e) {
       failed = batch;
-      const err = e as Error & { $metadata?: { httpStatusCode?: number } };
-      this.#o.metrics.publishFailures.inc({ reason: err.name }, batch.length);
-      if (this.#failureStreak === 0) this.#o.logger.warn({ err: err.message, status: err.$metadata?.httpStatusCode }, "queue unavailable; holding events and retrying");
+      const err = e instanceof TransportError ? e : new TransportError((e as Error).message, { reason: (e as Error).name });
+      this.#o.metrics.publishFailures.inc({ reason: err.reason }, batch.length);
+      if (err.missing) this.#o.onMissing?.(destination, true);
+      else if (this.#failureStreak === 0) this.#o.logger.warn({ err: err.message, status: err.status, [this.#o.transport.noun]: destination }, `${this.#o.transport.noun} unavailable; holding events and retrying`);
     } finally {
       this.#batches--;
       for (const p of batch) this.#inflight.delete(p.key);

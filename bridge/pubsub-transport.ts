@@ -1,10 +1,10 @@
-// Publishes key events to a Pub/Sub topic with an ordering key per object (the GCP side of
-// the FIFO group): the transport behind the bridge's coalescing publisher on GCP.
+// Publishes key events to Pub/Sub topics with an ordering key per object (the GCP side of the
+// FIFO group): the transport behind the bridge's coalescing publisher on GCP (publisher.ts).
 //
-// Shape: `publish(entries)` sends one batch and resolves, never rejects, with one outcome per
-// entry, in entry order. Entries of one ordering key reach the topic in entry order (the client
-// library sends a key's messages one request at a time, in order). When a publish fails, the
-// library fails every message of that key queued behind it and documents the key as paused
+// Shape: `publish(topic, entries)` sends one batch and resolves, never rejects, with one outcome
+// per entry, in entry order. Entries of one ordering key reach the topic in entry order (the
+// client library sends a key's messages one request at a time, in order). When a publish fails,
+// the library fails every message of that key queued behind it and documents the key as paused
 // until `resumePublishing(key)` (6.3.0 in fact drops the failed key's queue once it is empty,
 // so the next publish starts afresh; a later release may keep it paused). This transport
 // resumes each failed key before it reports, so the caller's retry goes through either way.
@@ -12,10 +12,14 @@
 // newer one could overtake it (the coalescing publisher does: an object is never in flight
 // twice, and a failed batch goes back into its buffer).
 //
+// Pub/Sub has no deduplication: the bridge's deduplication id travels as an attribute, and a
+// repeated announcement costs a level-triggered reconcile that finds nothing to do.
+//
 // @google-cloud/pubsub (gRPC, protobufs: tens of MB) is imported on the first publish, so a
 // bridge on SQS never loads it.
 import type { PubSub, Topic } from "@google-cloud/pubsub";
 import { z } from "zod";
+import { TransportError, type QueueTransport } from "./transport.ts";
 
 export interface PubSubEntry {
   /** The message data (a key event's JSON), sent as UTF-8. */
@@ -30,47 +34,65 @@ export type PubSubOutcome =
   /** `code`: the gRPC status when the server answered (5 NOT_FOUND: no such topic; 7: no permission). */
   | { ok: false; error: string; code?: number };
 
-export interface PubSubTransport {
-  publish(entries: readonly PubSubEntry[]): Promise<PubSubOutcome[]>;
+export interface PubSubPublisher {
+  publish(topic: string, entries: readonly PubSubEntry[]): Promise<PubSubOutcome[]>;
+  /** true, false (NOT_FOUND), or undefined when it cannot tell (no permission to look, unreachable). */
+  topicExists(topic: string): Promise<boolean | undefined>;
   /** Sends what is still batched and closes the connection. */
   close(): Promise<void>;
 }
 
-export const PubSubTransportOptions = z.object({
-  topic: z.string().regex(/^projects\/[^/]+\/topics\/[^/]+$/, "a full topic name, projects/<project>/topics/<topic>"),
+/** projects/<project>/topics/<topic>, as every setting that names a topic spells it. */
+export const topicNameSchema = z.string().regex(/^projects\/[a-z][-a-z0-9.:]{4,61}[a-z0-9]\/topics\/[A-Za-z][A-Za-z0-9._~+%-]{2,254}$/, "must be a full topic name, projects/<project>/topics/<topic>");
+
+export const PubSubPublisherOptions = z.object({
   /** host:port of an emulator. Default: PUBSUB_EMULATOR_HOST when set, else Google's endpoint (with application default credentials). */
   apiEndpoint: z.string().min(1).optional(),
   /** Bound on one publish, retries of transient errors included (the library's default is 10 minutes). */
   timeoutMs: z.number().int().positive().default(60_000),
 });
-export type PubSubTransportOptions = z.input<typeof PubSubTransportOptions>;
+export type PubSubPublisherOptions = z.input<typeof PubSubPublisherOptions>;
 
-export function pubSubTransport(options: PubSubTransportOptions): PubSubTransport {
-  const parsed = PubSubTransportOptions.safeParse(options);
+const NOT_FOUND = 5;
+const PERMISSION_DENIED = 7;
+const GRPC_NAMES: Record<number, string> = { 4: "DEADLINE_EXCEEDED", 5: "NOT_FOUND", 7: "PERMISSION_DENIED", 8: "RESOURCE_EXHAUSTED", 14: "UNAVAILABLE", 16: "UNAUTHENTICATED" };
+
+const projectOf = (topic: string): string => topic.split("/")[1] ?? "";
+
+export function pubSubPublisher(options: PubSubPublisherOptions = {}): PubSubPublisher {
+  const parsed = PubSubPublisherOptions.safeParse(options);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
-    throw new Error(`Pub/Sub transport: ${issue.path.join(".") || "options"}: ${issue.message}`);
+    throw new Error(`Pub/Sub publisher: ${issue.path.join(".") || "options"}: ${issue.message}`);
   }
   const o = parsed.data;
-  const projectId = o.topic.split("/")[1]!;
-  let client: PubSub | undefined;
-  let topic: Promise<Topic> | undefined;
-  const load = (): Promise<Topic> =>
-    (topic ??= import("@google-cloud/pubsub").then(({ PubSub }) => {
+  let client: Promise<PubSub> | undefined;
+  const topics = new Map<string, Promise<Topic>>();
+  const clientFor = (projectId: string): Promise<PubSub> =>
+    (client ??= import("@google-cloud/pubsub").then(({ PubSub }) => {
       // At an emulator, naming the universe spares google-gax a credentials lookup it makes anyway.
       const endpoint = o.apiEndpoint ? { apiEndpoint: o.apiEndpoint, clientOptions: { universeDomain: "googleapis.com" } } : {};
-      client = new PubSub({ projectId, ...endpoint });
-      return client.topic(o.topic, {
-        messageOrdering: true,
-        // One call's entries leave together: a request per ordering key (Pub/Sub takes one key per request).
-        batching: { maxMessages: 1000, maxMilliseconds: 1 },
-        gaxOpts: { timeout: o.timeoutMs },
-      });
+      return new PubSub({ projectId, ...endpoint });
     }));
+  const topicOf = (name: string): Promise<Topic> => {
+    let t = topics.get(name);
+    if (!t) {
+      t = clientFor(projectOf(name)).then((c) =>
+        c.topic(name, {
+          messageOrdering: true,
+          // One call's entries leave together: a request per ordering key (Pub/Sub takes one key per request).
+          batching: { maxMessages: 1000, maxMilliseconds: 1 },
+          gaxOpts: { timeout: o.timeoutMs },
+        }),
+      );
+      topics.set(name, t);
+    }
+    return t;
+  };
 
   return {
-    async publish(entries) {
-      const t = await load();
+    async publish(topic, entries) {
+      const t = await topicOf(topic);
       // publishMessage throws synchronously on bad input: the async wrapper makes that a rejection.
       const settled = await Promise.allSettled(
         entries.map(async (e) => t.publishMessage({ data: Buffer.from(e.body, "utf8"), orderingKey: e.orderingKey, attributes: e.attributes ?? {} })),
@@ -86,11 +108,47 @@ export function pubSubTransport(options: PubSubTransportOptions): PubSubTranspor
       for (const key of failedKeys) t.resumePublishing(key);
       return outcomes;
     },
-    async close() {
-      if (!topic) return;
-      const t = await topic;
-      await t.flush().catch(() => undefined);
-      await client?.close();
+    async topicExists(topic) {
+      try {
+        await (await topicOf(topic)).getMetadata({ timeout: 10_000 });
+        return true;
+      } catch (e) {
+        const code = (e as { code?: unknown }).code;
+        if (code === NOT_FOUND) return false;
+        if (code === PERMISSION_DENIED) return undefined;
+        return undefined;
+      }
     },
+    async close() {
+      for (const t of topics.values()) await (await t).flush().catch(() => undefined);
+      await (await client)?.close();
+    },
+  };
+}
+
+/**
+ * The bridge's transport over a Pub/Sub publisher: destinations are full topic names, streams
+ * are ordering keys, the cluster and the deduplication id are attributes. A batch every entry of
+ * which failed alike (the topic missing, the service unreachable) is a failed request.
+ */
+export function pubSubTransport(publisher: PubSubPublisher): QueueTransport {
+  return {
+    noun: "topic",
+    // The library splits a batch into a request per ordering key; 100 bounds what one batch holds back.
+    maxBatch: 100,
+    async send(topic, messages) {
+      const outcomes = await publisher.publish(
+        topic,
+        messages.map((m) => ({ body: m.body, orderingKey: m.stream, attributes: { "crdfn-cluster": m.cluster, "crdfn-dedup": m.deduplicationId } })),
+      );
+      const failed = outcomes.filter((x) => !x.ok);
+      if (failed.length === outcomes.length && failed.length > 0 && failed.every((f) => f.code === failed[0]!.code)) {
+        const code = failed[0]!.code;
+        throw new TransportError(failed[0]!.error.split("\n")[0] ?? "publish failed", { reason: code === undefined ? "error" : (GRPC_NAMES[code] ?? `grpc-${code}`), ...(code === undefined ? {} : { status: code }), missing: code === NOT_FOUND });
+      }
+      return outcomes.map((x) => (x.ok ? { ok: true } : { ok: false, reason: x.code === undefined ? x.error.slice(0, 60) : (GRPC_NAMES[x.code] ?? `grpc-${x.code}`), missing: x.code === NOT_FOUND }));
+    },
+    exists: (topic) => publisher.topicExists(topic),
+    close: () => publisher.close(),
   };
 }

@@ -11,6 +11,9 @@ import { startBridge } from "./bridge.ts";
 import { ConfigError } from "../core/config-error.ts";
 import { loadBridgeConfig, type BridgeConfig } from "./config.ts";
 import { serveHealth } from "./health-server.ts";
+import { pubSubPublisher, pubSubTransport } from "./pubsub-transport.ts";
+import { sqsTransport } from "./sqs-transport.ts";
+import type { QueueTransport } from "./transport.ts";
 
 /**
  * How often prom-client's event-loop-delay histogram (nodejs_eventloop_lag_{min,max,mean,p50,
@@ -75,27 +78,37 @@ export async function runBridgeProcess(o: RunOptions): Promise<number> {
   const logger = pino({ level: config.logLevel, base: { component: "crdfn-bridge" } });
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
-  const sqs = new SQSClient({
-    region: config.aws.region,
-    ...(config.aws.endpoint === undefined ? {} : { endpoint: config.aws.endpoint }),
-    maxAttempts: 3,
-    requestHandler: { connectionTimeout: 3000, requestTimeout: 15_000 },
-  });
+  // SQS, or Pub/Sub (its client library loaded on the first publish): whichever the settings name.
+  const sqs =
+    config.queue.topic === undefined
+      ? new SQSClient({
+          region: config.aws.region,
+          ...(config.aws.endpoint === undefined ? {} : { endpoint: config.aws.endpoint }),
+          maxAttempts: 3,
+          requestHandler: { connectionTimeout: 3000, requestTimeout: 15_000 },
+        })
+      : undefined;
+  const transport: QueueTransport = sqs ? sqsTransport(sqs) : pubSubTransport(pubSubPublisher(config.pubsub.emulatorHost ? { apiEndpoint: config.pubsub.emulatorHost } : {}));
+  const closeQueue = async () => {
+    sqs?.destroy();
+    await transport.close();
+  };
   let kubeConfig: KubeConnection;
   let credentialSource: string;
   try {
     ({ connection: kubeConfig, source: credentialSource } = await connectionFor(o, config.kube));
   } catch (e) {
+    await closeQueue();
     process.stderr.write(`crdfn bridge: cannot load the kubeconfig: ${(e as Error).message.split("\n")[0]}\n`);
     return EXIT_CODES.config;
   }
-  const bridge = startBridge(config, { kubeConfig, sqs, logger, registry, credentialSource });
+  const bridge = startBridge(config, { kubeConfig, transport, logger, registry, credentialSource });
   let health: Awaited<ReturnType<typeof serveHealth>>;
   try {
     health = await serveHealth(bridge, config.httpPort);
   } catch (e) {
     await bridge.stop(0);
-    sqs.destroy();
+    await closeQueue();
     const code = (e as { code?: string }).code;
     const why = code === "EADDRINUSE" ? "is in use by another process" : code === "EACCES" ? "may not be bound by this user" : (e as Error).message;
     process.stderr.write(`crdfn bridge: CRDFN_HTTP_PORT: port ${config.httpPort} ${why}; choose another port\n`);
@@ -111,7 +124,7 @@ export async function runBridgeProcess(o: RunOptions): Promise<number> {
   logger.info({ signal }, "stopping: flushing buffered events and releasing the lease");
   await bridge.stop(10_000);
   await health.close();
-  sqs.destroy();
+  await closeQueue();
   logger.info("stopped");
   return 0;
 }

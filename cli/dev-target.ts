@@ -1,6 +1,7 @@
 // Where `crdfn dev` runs the pipeline: a control plane it starts itself, or a cluster that
-// already exists (any kubeconfig and context; kind's). Each comes with its queue, and says
-// whether crdfn dev owns the cluster (and may stop it and fill it with samples) or not.
+// already exists (any kubeconfig and context; kind's). Each comes with its queue (ElasticMQ for
+// the Lambda target, the Pub/Sub emulator for the Cloud Run target), and says whether crdfn dev
+// owns the cluster (and may stop it and fill it with samples) or not.
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
@@ -9,12 +10,19 @@ import { KubeConfig, VersionApi } from "@kubernetes/client-node";
 import { startCluster, type SqsEnvironment } from "../emulator/cluster.ts";
 import { SetupError } from "../emulator/errors.ts";
 import { startLocalQueue } from "../emulator/queue.ts";
+import { startLocalPubSub, type LocalPubSub } from "../emulator/pubsub.ts";
 import { envFile, writeStateDir } from "./cluster.ts";
 import type { PipelineCluster } from "./pipeline.ts";
 
+/** Where the functions run: AWS Lambda's target (SQS FIFO) or Cloud Run's (Pub/Sub, push). */
+export type FunctionTarget = "lambda" | "cloudrun";
+
 export interface DevTarget {
   cluster: PipelineCluster;
-  queue: SqsEnvironment;
+  /** The Lambda target's queue. */
+  queue?: SqsEnvironment;
+  /** The Cloud Run target's Pub/Sub emulator. */
+  pubsub?: LocalPubSub;
   /** The kubeconfig and env files written into the state dir, for people and `crdfn status`. */
   files: { kubeconfig: string; env: string };
   /** Whether this process started the control plane (false: someone else's cluster). */
@@ -26,8 +34,30 @@ export interface DevTarget {
 export const KIND_CLUSTER = "crdfn";
 export const KIND_CONTEXT = `kind-${KIND_CLUSTER}`;
 
+/** What the Cloud Run target needs besides the emulator: `.crdfn/env` names it for `crdfn status` / `crdfn dlq`. */
+export interface PubSubTargetOptions {
+  /** Extra lines for `.crdfn/env` (the operators' resource prefix and names). */
+  env: Record<string, string>;
+}
+
 /** The embedded control plane and queue, started here and stopped with crdfn dev. */
-export async function startedTarget(stateDir: string, say: (line: string) => void): Promise<DevTarget> {
+export async function startedTarget(stateDir: string, say: (line: string) => void, pubsubTarget?: PubSubTargetOptions): Promise<DevTarget> {
+  if (pubsubTarget) {
+    // No ElasticMQ: the Cloud Run target's queue is the Pub/Sub emulator.
+    const [cluster, pubsub] = await Promise.all([startCluster({ log: say, queue: false }), startLocalPubSub({ log: say })]);
+    const stop = async () => {
+      await pubsub.stop();
+      await cluster.stop();
+    };
+    try {
+      const files = writeStateDir(stateDir, cluster);
+      writeFileSync(files.env, envFile({ KUBECONFIG: resolve(files.kubeconfig), ...pubsub.env, ...pubsubTarget.env }), { mode: 0o600 });
+      return { cluster, pubsub, files, ownsCluster: true, stop };
+    } catch (e) {
+      await stop();
+      throw e;
+    }
+  }
   const cluster = await startCluster({ log: say });
   try {
     return { cluster, queue: cluster.sqs, files: writeStateDir(stateDir, cluster), ownsCluster: true, stop: () => cluster.stop() };
@@ -59,7 +89,7 @@ const firstLine = (e: unknown) => (e instanceof Error ? e.message : String(e)).s
  * here. The chosen context is written as the current one into the state dir's kubeconfig, which
  * the functions and `crdfn status` read.
  */
-export async function existingTarget(o: { kubeconfig: string; context?: string; stateDir: string; say: (line: string) => void }): Promise<DevTarget> {
+export async function existingTarget(o: { kubeconfig: string; context?: string; stateDir: string; say: (line: string) => void; pubsub?: PubSubTargetOptions }): Promise<DevTarget> {
   if (!existsSync(o.kubeconfig)) throw new SetupError(`--kubeconfig ${o.kubeconfig}: no such file`);
   const kubeConfig = new KubeConfig();
   try {
@@ -88,14 +118,22 @@ export async function existingTarget(o: { kubeconfig: string; context?: string; 
   if (kubeconfigPath === resolve(o.kubeconfig)) kubeconfigPath = resolve(o.stateDir, `kubeconfig-${kubeConfig.getCurrentContext()}`);
   writeFileSync(kubeconfigPath, kubeConfig.exportConfig(), { mode: 0o600 });
 
-  const queue = await startLocalQueue({ log: o.say });
   const env = join(o.stateDir, "env");
+  const files = { kubeconfig: kubeconfigPath, env };
+  const using = `using the cluster at ${server} (context ${kubeConfig.getCurrentContext()}); it is left as it is when crdfn dev stops`;
+  if (o.pubsub) {
+    const pubsub = await startLocalPubSub({ log: o.say });
+    writeFileSync(env, envFile({ KUBECONFIG: kubeconfigPath, ...pubsub.env, ...o.pubsub.env }), { mode: 0o600 });
+    o.say(using);
+    return { cluster: { kubeConfig, kubeconfigPath }, pubsub, files, ownsCluster: false, stop: () => pubsub.stop() };
+  }
+  const queue = await startLocalQueue({ log: o.say });
   writeFileSync(env, envFile({ KUBECONFIG: kubeconfigPath, ...queue.env }), { mode: 0o600 });
-  o.say(`using the cluster at ${server} (context ${kubeConfig.getCurrentContext()}); it is left as it is when crdfn dev stops`);
+  o.say(using);
   return {
     cluster: { kubeConfig, kubeconfigPath },
     queue: queue.sqs,
-    files: { kubeconfig: kubeconfigPath, env },
+    files,
     ownsCluster: false,
     stop: () => queue.stop(),
   };

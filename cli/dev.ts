@@ -5,7 +5,10 @@ import { Command } from "commander";
 import { pino } from "pino";
 import { SetupError } from "../emulator/errors.ts";
 import { MAX_RECEIVE_COUNT } from "../emulator/queues.ts";
-import { defaultKubeconfig, existingTarget, kindKubeconfig, KIND_CLUSTER, KIND_CONTEXT, refuseClusterRegistry, startedTarget, type DevTarget } from "./dev-target.ts";
+import { defaultKubeconfig, existingTarget, kindKubeconfig, KIND_CLUSTER, KIND_CONTEXT, refuseClusterRegistry, startedTarget, type DevTarget, type FunctionTarget, type PubSubTargetOptions } from "./dev-target.ts";
+import { LOCAL_PUBSUB_PREFIX } from "./local-cloud-run.ts";
+import { operatorName } from "../core/operator-rbac.ts";
+import type { Operator } from "../core/operator.ts";
 import { checkDistinct, exampleSamples, loadOperatorWithInputs, operatorFiles } from "./operators.ts";
 import { startPipeline, type ReconcileRecord } from "./pipeline.ts";
 import { untilSignal } from "./signals.ts";
@@ -63,22 +66,32 @@ interface DevOptions {
   logLevel: string;
   identities: boolean;
   namespace?: string[];
+  target: string;
+}
+
+const TARGETS: readonly FunctionTarget[] = ["lambda", "cloudrun"];
+
+/** The Cloud Run target's lines in `.crdfn/env`: which operators' Pub/Sub resources `crdfn status` and `crdfn dlq` look at. */
+function pubSubTarget(operators: ReadonlyArray<Operator<unknown>>): PubSubTargetOptions {
+  return { env: { CRDFN_PUBSUB_PREFIX: LOCAL_PUBSUB_PREFIX, CRDFN_PUBSUB_OPERATORS: operators.map(operatorName).join(",") } };
 }
 
 /** The cluster the options name: kind's, a kubeconfig's, else a control plane started here. */
-function target(o: DevOptions, say: (line: string) => void): Promise<DevTarget> {
+function target(o: DevOptions, say: (line: string) => void, pubsub: PubSubTargetOptions | undefined): Promise<DevTarget> {
   if (o.kind && (o.kubeconfig || o.context)) throw new SetupError("--kind names the kind cluster itself: leave out --kubeconfig and --context");
-  if (o.kind) return existingTarget({ kubeconfig: kindKubeconfig(o.stateDir), context: KIND_CONTEXT, stateDir: o.stateDir, say });
-  if (o.kubeconfig || o.context) return existingTarget({ kubeconfig: o.kubeconfig ?? defaultKubeconfig(), ...(o.context ? { context: o.context } : {}), stateDir: o.stateDir, say });
+  const queue = pubsub ? { pubsub } : {};
+  if (o.kind) return existingTarget({ kubeconfig: kindKubeconfig(o.stateDir), context: KIND_CONTEXT, stateDir: o.stateDir, say, ...queue });
+  if (o.kubeconfig || o.context) return existingTarget({ kubeconfig: o.kubeconfig ?? defaultKubeconfig(), ...(o.context ? { context: o.context } : {}), stateDir: o.stateDir, say, ...queue });
   if (!o.installCrds) throw new SetupError("--no-install-crds applies to an existing cluster (--kubeconfig); the embedded one starts empty");
-  return startedTarget(o.stateDir, say);
+  return startedTarget(o.stateDir, say, pubsub);
 }
 
 export function devCommand(): Command {
   return new Command("dev")
     .description(
       "run the local emulator end to end: control plane, ElasticMQ, the bridge, the example operators' functions " +
-        "and the local poller; apply the sample Greeting and CronTab; print a line per reconcile. Ctrl-C stops everything",
+        "and the local poller (--target cloudrun: the Pub/Sub emulator, push, a functions-framework server per operator); " +
+        "apply the sample Greeting and CronTab; print a line per reconcile. Ctrl-C stops everything",
     )
     .option("--state-dir <dir>", "where to write kubeconfig and env", ".crdfn")
     .option("--operator <file...>", "run your operator module(s) (default export defineOperator({...})) instead of the examples")
@@ -92,14 +105,17 @@ export function devCommand(): Command {
     .option("--watch", "reload an operator when its file (or one it imports) changes, without restarting anything else")
     .option("--namespace <ns...>", "the namespaces the operators serve, as namespaces: in crdfn.deploy.yaml (default: default)")
     .option("--no-identities", "run the functions and the bridge as the kubeconfig's user, not as deployed (their generated identities and admission policies)")
+    .option("--target <target>", "where the functions run, as deployed: lambda (SQS FIFO, the poller as Lambda's event source) or cloudrun (Pub/Sub ordering keys, push to functions-framework)", "lambda")
     .option("--log-level <level>", "bridge and function log level (pino JSON on stderr)", "warn")
     .addHelpText(
       "after",
       "\nExamples:\n  $ crdfn dev                                          # the examples of a crdfn checkout\n" +
-        "  $ crdfn dev --operator operator.ts --apply sample.yaml  # your operator and its sample object",
+        "  $ crdfn dev --operator operator.ts --apply sample.yaml  # your operator and its sample object\n" +
+        "  $ crdfn dev --target cloudrun                        # Pub/Sub and functions-framework, as on Cloud Run functions",
     )
     .action(async (o: DevOptions) => {
       refuseClusterRegistry();
+      if (!TARGETS.includes(o.target as FunctionTarget)) throw new SetupError(`--target ${o.target}: must be ${TARGETS.join(" or ")}`);
       const files = operatorFiles(o.operator, o.examples === true);
       const loaded = await Promise.all(files.map(async (file) => ({ file, ...(await loadOperatorWithInputs(file)) })));
       const operators = loaded.map((l) => l.operator);
@@ -107,13 +123,14 @@ export function devCommand(): Command {
       const examplesRunning = !o.operator || o.examples === true;
       const t0 = Date.now();
       const say = (line: string) => console.log(line);
-      const env = await target(o, say);
+      const cloudRun = o.target === "cloudrun";
+      const env = await target(o, say, cloudRun ? pubSubTarget(operators) : undefined);
       const stopAll: Array<() => Promise<void>> = [() => env.stop()];
       try {
         const logger = pino({ level: o.logLevel }, pino.destination(2));
         const pipeline = await startPipeline({
           cluster: env.cluster,
-          queue: env.queue,
+          ...(env.pubsub ? { pubsub: env.pubsub } : { ...(env.queue ? { queue: env.queue } : {}) }),
           installCrds: o.installCrds,
           operators,
           logger,
@@ -127,7 +144,7 @@ export function devCommand(): Command {
           const watching = watchOperators({ loaded, apply: (next) => pipeline.reload(next), say });
           stopAll.unshift(() => Promise.resolve(watching.close()));
         }
-        say(`crdfn dev ready in ${((Date.now() - t0) / 1000).toFixed(1)}s — operators: ${operators.map((op) => op.resource.kind).join(", ")}`);
+        say(`crdfn dev ready in ${((Date.now() - t0) / 1000).toFixed(1)}s — operators: ${operators.map((op) => op.resource.kind).join(", ")}${cloudRun ? " (Cloud Run target: Pub/Sub emulator, push, functions-framework)" : ""}`);
         say(`  kubectl --kubeconfig ${env.files.kubeconfig} get ${operators.map((op) => op.resource.plural).join(",")}`);
         say(`  environment for other tools: set -a; . ${env.files.env}; set +a`);
         if (o.watch) say(`  watching ${files.length} operator module(s) for changes`);

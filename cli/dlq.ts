@@ -1,12 +1,14 @@
 // `crdfn dlq list` / `crdfn dlq redrive`: look at what every operator's queue gave up on, and send
-// it back to that queue once the cause is fixed. Bodies are key events (no spec, nothing secret)
-// so they can be shown.
+// it back to that queue once the cause is fixed. On the Cloud Run target: the dead-letter topic's
+// pull subscription, redriven into the operator's topic with the object's ordering key. Bodies are
+// key events so they can be shown.
 import { createHash } from "node:crypto";
 import { DeleteMessageCommand, ReceiveMessageCommand, SendMessageCommand, type Message, type SQSClient } from "@aws-sdk/client-sqs";
 import { Command } from "commander";
 import { fromSqsMessage } from "../clients/queue-message.ts";
 import { parseKeyEvent } from "../core/event.ts";
-import { adminTarget, onQueue } from "./admin-target.ts";
+import { adminTarget, onPubSub, onQueue, type AdminTarget } from "./admin-target.ts";
+import { pubSubAdmin } from "./pubsub-admin.ts";
 
 /** Receives up to `max` messages with a visibility timeout of `visibility` seconds. */
 async function receiveSome(sqs: SQSClient, queueUrl: string, max: number, visibility: number): Promise<Message[]> {
@@ -30,9 +32,13 @@ async function receiveSome(sqs: SQSClient, queueUrl: string, max: number, visibi
 
 export function describeMessage(m: Message, now = Date.now()): string {
   const { id, body } = fromSqsMessage(m);
+  return describeLetter(id, body, Number(m.Attributes?.SentTimestamp ?? now), now);
+}
+
+/** One line about a dead letter: its id, the object its key event names, how old it is. */
+export function describeLetter(id: string, body: string, sentAt: number, now = Date.now()): string {
   const parsed = parseKeyEvent(body);
-  const sent = Number(m.Attributes?.SentTimestamp ?? now);
-  const age = `${Math.round((now - sent) / 1000)}s old`;
+  const age = `${Math.round((now - sentAt) / 1000)}s old`;
   if (!parsed.ok) return `${id}  malformed (${parsed.error.slice(0, 120)})  ${age}`;
   const e = parsed.event;
   return `${id}  ${e.kind} ${e.namespace ? `${e.namespace}/` : ""}${e.name}  ${e.type}${e.reason ? `/${e.reason}` : ""}  cluster ${e.cluster}  ${age}`;
@@ -76,7 +82,42 @@ export async function redrive(sqs: SQSClient, source: string, target: string, ma
   return { count, byKind };
 }
 
-const settingsOption = ["--settings <file>", "a deployment's deploy settings: its operators' dead-letter queues (AWS credentials from the environment)"] as const;
+const settingsOption = ["--settings <file>", "a deployment's deploy settings: its operators' dead-letter queues (AWS credentials from the environment) or, target cloudrun, dead-letter subscriptions (application default credentials)"] as const;
+
+/** The kinds moved, as "(2 Greeting, 1 CronTab)". */
+const kindsOf = (byKind: Map<string, number>): string => {
+  const kinds = [...byKind].map(([k, n]) => `${n} ${k}`).join(", ");
+  return kinds ? ` (${kinds})` : "";
+};
+
+async function listPubSub(t: AdminTarget, max: number): Promise<void> {
+  const p = t.pubsub!;
+  const admin = await pubSubAdmin(p.connection);
+  try {
+    const empty: string[] = [];
+    for (const { operator, names } of p.pairs) {
+      const letters = await onPubSub(t, names.deadLetterSubscription, () => admin.peek(names.deadLetterSubscription, max));
+      if (letters.length === 0) empty.push(operator);
+      for (const l of letters) console.log(`${operator}  ${describeLetter(l.id, l.body, l.publishTime.getTime())}`);
+    }
+    if (empty.length > 0) console.log(`${empty.length === p.pairs.length ? "the dead-letter subscriptions are empty" : "empty"}: ${empty.join(", ")}`);
+  } finally {
+    await admin.close();
+  }
+}
+
+async function redrivePubSub(t: AdminTarget, max: number): Promise<void> {
+  const p = t.pubsub!;
+  const admin = await pubSubAdmin(p.connection);
+  try {
+    for (const { names } of p.pairs) {
+      const moved = await onPubSub(t, names.deadLetterSubscription, () => admin.redrive(names, max));
+      console.log(`redrove ${moved.count} message${moved.count === 1 ? "" : "s"} from ${names.deadLetterSubscription.split("/").pop()} to ${names.topic.split("/").pop()}${kindsOf(moved.byKind)}`);
+    }
+  } finally {
+    await admin.close();
+  }
+}
 
 export function dlqCommand(): Command {
   const dlq = new Command("dlq")
@@ -91,18 +132,20 @@ export function dlqCommand(): Command {
     .addHelpText("after", "\nExamples:\n  $ crdfn dlq list\n  $ crdfn dlq list --max 5 --state-dir .crdfn\n  $ crdfn dlq list --settings crdfn.deploy.yaml")
     .action(async (o: { stateDir: string; settings?: string; max: number }) => {
       const t = await adminTarget(o);
+      if (t.pubsub) return listPubSub(t, o.max);
+      const sqs = t.sqs!;
       try {
         const empty: string[] = [];
         for (const { operator, deadLetters } of t.pairs) {
           // Hidden for a few seconds so one listing does not show a message twice.
-          const messages = await onQueue(t, deadLetters, () => receiveSome(t.sqs, deadLetters, o.max, 5));
+          const messages = await onQueue(t, deadLetters, () => receiveSome(sqs, deadLetters, o.max, 5));
           if (messages.length === 0) empty.push(operator);
           for (const m of messages) console.log(`${operator ? `${operator}  ` : ""}${describeMessage(m)}`);
         }
         if (t.pairs.length === 1 && empty.length === 1) console.log("the dead-letter queue is empty");
         else if (empty.length > 0) console.log(`${empty.length === t.pairs.length ? "the dead-letter queues are empty" : "empty"}: ${empty.join(", ")}`);
       } finally {
-        t.sqs.destroy();
+        sqs.destroy();
       }
     });
   dlq
@@ -114,14 +157,16 @@ export function dlqCommand(): Command {
     .addHelpText("after", "\nExamples:\n  $ crdfn dlq redrive              # after fixing what made them fail\n  $ crdfn dlq redrive --max 10\n  $ crdfn dlq redrive --settings crdfn.deploy.yaml")
     .action(async (o: { stateDir: string; settings?: string; max: number }) => {
       const t = await adminTarget(o);
+      if (t.pubsub) return redrivePubSub(t, o.max);
+      const sqs = t.sqs!;
       try {
         for (const { deadLetters, events } of t.pairs) {
-          const moved = await onQueue(t, deadLetters, () => redrive(t.sqs, deadLetters, events, o.max));
+          const moved = await onQueue(t, deadLetters, () => redrive(sqs, deadLetters, events, o.max));
           const kinds = [...moved.byKind].map(([k, n]) => `${n} ${k}`).join(", ");
           console.log(`redrove ${moved.count} message${moved.count === 1 ? "" : "s"} from ${deadLetters.split("/").pop()} to ${events.split("/").pop()}${kinds ? ` (${kinds})` : ""}`);
         }
       } finally {
-        t.sqs.destroy();
+        sqs.destroy();
       }
     });
   return dlq;

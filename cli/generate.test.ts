@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { parse, parseAllDocuments } from "yaml";
 import { bridgeConfigSchema } from "../bridge/config.ts";
 import { ConfigError } from "../core/config-error.ts";
-import { parseDeploySettings, type DeploySettingsInput } from "../core/deploy-settings.ts";
+import { parseDeploySettings, type DeploySettingsInput, type LambdaDeploySettings } from "../core/deploy-settings.ts";
 import { deployFiles } from "../core/deploy-files.ts";
 import { defineOperator } from "../core/operator.ts";
 import { SetupError } from "../emulator/errors.ts";
@@ -20,7 +20,7 @@ const root = join(import.meta.dirname, "..");
 const docs = (text: string) => parseAllDocuments(text).map((d) => d.toJS() as { kind: string; metadata: { name: string; namespace?: string }; rules?: unknown });
 /** The values crdfn cannot know, given; the rest defaulted. */
 const known = { project: "shop", cluster: "prod", namespaces: ["shop"], bridge: { image: "registry.example.com/shop/bridge:1" }, queues: { urlBase: "https://sqs.eu-west-1.amazonaws.com/123456789012" } };
-const settingsOf = (extra: DeploySettingsInput = {}) => parseDeploySettings({ ...known, ...extra }, "test");
+const settingsOf = (extra: DeploySettingsInput = {}) => parseDeploySettings({ ...known, ...extra }, "test") as LambdaDeploySettings;
 
 describe("crdfn generate", () => {
   it("wrote the committed infra/ and serverless resources: nothing is stale", async () => {

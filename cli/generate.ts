@@ -26,6 +26,10 @@ export interface GenerateFlags {
   queuePrefix?: string;
   queueUrlBase?: string;
   region?: string;
+  target?: string;
+  gcpProject?: string;
+  gcpRegion?: string;
+  gkeCluster?: string;
 }
 
 export interface Generated {
@@ -40,7 +44,33 @@ export interface Generated {
 }
 
 /** The flag that gives each value crdfn cannot know, for the one-line refusal. */
-const FLAG_OF: Record<Unknowable, string> = { project: "--project", cluster: "--cluster", "bridge.image": "--bridge-image", "queues.urlBase": "--queue-url-base" };
+const FLAG_OF: Record<Unknowable, string> = {
+  project: "--project",
+  cluster: "--cluster",
+  "bridge.image": "--bridge-image",
+  "queues.urlBase": "--queue-url-base",
+  "gcp.project": "--gcp-project",
+  "gcp.region": "--gcp-region",
+  "gcp.gkeCluster": "--gke-cluster",
+};
+
+/**
+ * Cloud Run builds each function from the source folder: its package.json `main` is the module
+ * functions-framework loads, which must register every operator's function.
+ */
+function refuseMissingMain(base: string, source: string, shown: (file: string) => string): void {
+  const dir = resolve(base, source);
+  const pkg = join(dir, "package.json");
+  if (!existsSync(pkg)) throw new SetupError(`gcp.source: no package.json in ${shown(dir)}: the functions' source folder is a Node project whose main registers each operator's function`);
+  let main: unknown;
+  try {
+    main = (JSON.parse(readFileSync(pkg, "utf8")) as { main?: unknown }).main;
+  } catch (e) {
+    throw new SetupError(`${shown(pkg)}: not JSON: ${(e as Error).message}`);
+  }
+  if (typeof main !== "string" || main === "") throw new SetupError(`${shown(pkg)}: set "main" to the module that registers each operator's function (crdfn init's http.ts does: http("<operator>", httpHandler(operator))); Cloud Run loads it`);
+  if (!existsSync(join(dir, main))) throw new SetupError(`${shown(pkg)}: main ${main} does not exist`);
+}
 
 /** A Lambda handler (`dir/file.export`, relative to serverless.yml) must name a module that exists. */
 const HANDLER_EXTENSIONS = [".ts", ".mts", ".js", ".mjs", ".cjs"];
@@ -65,6 +95,7 @@ export async function generate(operatorFiles: string[], flags: GenerateFlags, cw
   const over = (key: string, value: unknown) => (value === undefined ? {} : { [key]: value });
   const bridge = { ...(raw.bridge as object | undefined), ...over("image", flags.bridgeImage) };
   const queues = { ...(raw.queues as object | undefined), ...over("prefix", flags.queuePrefix), ...over("urlBase", flags.queueUrlBase), ...over("region", flags.region) };
+  const gcp = { ...(raw.gcp as object | undefined), ...over("project", flags.gcpProject), ...over("region", flags.gcpRegion), ...over("gkeCluster", flags.gkeCluster) };
   const merged = {
     ...raw,
     ...over("project", flags.project),
@@ -74,13 +105,15 @@ export async function generate(operatorFiles: string[], flags: GenerateFlags, cw
     ...over("functionsNamespace", flags.functionsNamespace),
     ...(Object.keys(bridge).length ? { bridge } : {}),
     ...(Object.keys(queues).length ? { queues } : {}),
+    ...over("target", flags.target),
+    ...(Object.keys(gcp).length ? { gcp } : {}),
   };
   const source = settingsFile ? relative(cwd, settingsFile) || settingsFile : "flags";
   const settings = parseDeploySettings(merged, source, FLAG_OF);
   // A module named on the command line that the settings list too is the same operator, once.
-  const listed = settings.operators.map((o, i) => ({ file: resolve(base, o.module), handler: o.handler, where: `${source}: operators.${i}` }));
+  const listed = settings.operators.map((o, i) => ({ file: resolve(base, o.module), handler: o.handler, entryPoint: o.function, where: `${source}: operators.${i}` }));
   const named = operatorFiles.map((f) => resolve(cwd, f)).filter((f) => !listed.some((l) => l.file === f));
-  const modules = [...listed, ...named.map((file) => ({ file, handler: undefined, where: relative(cwd, file) || file }))];
+  const modules = [...listed, ...named.map((file) => ({ file, handler: undefined, entryPoint: undefined, where: relative(cwd, file) || file }))];
   if (modules.length === 0) throw new SetupError(`no operator given: name its module (crdfn generate operator.ts) or list it under operators: in ${DEFAULT_SETTINGS}`);
   const operators: GeneratedOperator[] = [];
   const seen = new Map<string, string>();
@@ -94,6 +127,11 @@ export async function generate(operatorFiles: string[], flags: GenerateFlags, cw
     seen.set(key, shown(m.file));
     // serverless.yml sits beside the settings (or in the current folder); its handlers are relative to it.
     const handler = m.handler ?? `${relative(base, join(dirname(m.file), "lambda")).split("\\").join("/")}.handler`;
+    if (settings.target === "cloudrun") {
+      // Cloud Run loads the source folder's main, which registers every operator's function: no Lambda entry.
+      operators.push({ operator, handler, ...(m.entryPoint ? { entryPoint: m.entryPoint } : {}) });
+      continue;
+    }
     const origin = m.handler ? `handler ${handler}` : `handler ${handler} (the default: lambda.handler beside ${shown(m.file)})`;
     if (!handlerModule(base, handler)) {
       throw new SetupError(
@@ -105,6 +143,7 @@ export async function generate(operatorFiles: string[], flags: GenerateFlags, cw
     handlers.set(handler, operator.resource.kind);
     operators.push({ operator, handler });
   }
+  if (settings.target === "cloudrun") refuseMissingMain(base, settings.gcp.source, shown);
   const outDir = resolve(base, settings.out);
   const ops = operators.map((o) => o.operator);
   let stored = new Map<string, string[]>();
@@ -128,7 +167,7 @@ export function writeGenerated(g: Pick<Generated, "outDir" | "files">): void {
 }
 
 /** Folders the generator owns entirely: a file there that it no longer writes is stale too. */
-const OWNED_DIRS = ["crds", "functions", "serverless"];
+const OWNED_DIRS = ["crds", "functions", "serverless", "gcp"];
 
 /** The files under outDir that differ from what the generator writes now (missing, edited, or left over). */
 export function staleFiles(g: Pick<Generated, "outDir" | "files">): string[] {
@@ -140,7 +179,8 @@ export function staleFiles(g: Pick<Generated, "outDir" | "files">): string[] {
   }
   for (const dir of OWNED_DIRS) {
     if (!existsSync(join(g.outDir, dir))) continue;
-    for (const f of readdirSync(join(g.outDir, dir))) if (!g.files.has(`${dir}/${f}`)) stale.push(`${dir}/${f} (not generated)`);
+    // Not the tools' own files beside them (terraform init and apply write .terraform/, state, .build/).
+    for (const f of readdirSync(join(g.outDir, dir))) if (!g.files.has(`${dir}/${f}`) && !/^\.|^terraform\.tfstate/.test(f)) stale.push(`${dir}/${f} (not generated)`);
   }
   return stale.sort();
 }
@@ -160,6 +200,10 @@ export function generateCommand(): Command {
     .option("--queue-prefix <prefix>", "queue names are <prefix><operator>.fifo and <prefix><operator>-dlq.fifo (default crdfn-<project>-)")
     .option("--queue-url-base <url>", "https://sqs.<region>.amazonaws.com/<account id>, for the bridge's queue URLs (required)")
     .option("--region <region>", "the queues' AWS region (default: the one in --queue-url-base)")
+    .option("--target <target>", "where the functions run: lambda (default; serverless.yml) or cloudrun (Pub/Sub push, Terraform in <out>/gcp)")
+    .option("--gcp-project <id>", "cloudrun: the Google Cloud project of the functions, topics and GKE cluster (required)")
+    .option("--gcp-region <region>", "cloudrun: the functions' region (required)")
+    .option("--gke-cluster <name>", "cloudrun: the GKE cluster the bridge runs in and the functions serve (required)")
     .option("--kubeconfig <file>", "keep in each CRD the versions this cluster still stores objects as (status.storedVersions); without it, a version the CRD written before could store is never dropped")
     .option("--context <name>", "with --kubeconfig: its context (default: the current one)")
     .option("--check", "write nothing; exit 1 listing every file that differs from what would be written")
@@ -174,9 +218,13 @@ ${DEFAULT_SETTINGS} (crdfn init writes one):
   namespaces: [shop]            # [] = all namespaces
   bridge: { image: 123456789012.dkr.ecr.eu-west-1.amazonaws.com/shop-bridge:0.1.0 }
   queues: { urlBase: https://sqs.eu-west-1.amazonaws.com/123456789012 }   # prefix: crdfn-<project>-
+  # or, for Cloud Run functions (writes <out>/gcp/main.tf.json instead of the Serverless resources):
+  # target: cloudrun
+  # gcp: { project: my-project, region: europe-west1, gkeCluster: prod }  # source: . (package.json main)
 
-What crdfn cannot know (project, cluster, bridge.image, queues.urlBase) has no default: a
-missing one is refused, naming each, instead of written as a placeholder.
+What crdfn cannot know (project, cluster, bridge.image, queues.urlBase; on Cloud Run gcp.project,
+gcp.region, gcp.gkeCluster) has no default: a missing one is refused, naming each, instead of
+written as a placeholder.
 
 A CRD keeps every version objects may still be stored as: declared retired in the operator
 (resource.versions: [{ name: "v1beta1", served: false }, …]), or read from the cluster with
@@ -202,6 +250,7 @@ Examples:
         return;
       }
       writeGenerated(g);
-      console.log(`wrote ${g.files.size} files into ${where}/ — apply: kubectl apply --server-side -k ${where}; serverless.yml: functions: \${file(./${where}/serverless/functions.yml)}, resources: \${file(./${where}/serverless/resources.yml)}`);
+      if (g.settings.target === "cloudrun") console.log(`wrote ${g.files.size} files into ${where}/ — GCP: cd ${where}/gcp && terraform init && terraform apply; then kubectl apply --server-side -k ${where}`);
+      else console.log(`wrote ${g.files.size} files into ${where}/ — apply: kubectl apply --server-side -k ${where}; serverless.yml: functions: \${file(./${where}/serverless/functions.yml)}, resources: \${file(./${where}/serverless/resources.yml)}`);
     });
 }

@@ -1,6 +1,8 @@
 // The whole crdfn pipeline on one machine — bridge, queue, poller, reconcile runtimes — over
 // a cluster (any kubeconfig: the emulator's, kind's, a remote one) and a queue, given apart. `crdfn dev`, the benchmark and the end-to-end tests of a
-// user's operator all run this, so what they show is what they share.
+// user's operator all run this, so what they show is what they share. Two targets: AWS's (SQS
+// FIFO and the poller standing in for Lambda's event source) and Cloud Run's (Pub/Sub with an
+// ordering key per object, push to a functions-framework server per operator: local-cloud-run.ts).
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -9,6 +11,7 @@ import type { Logger } from "pino";
 import { parse as parseYaml, stringify } from "yaml";
 import type { Operator } from "../core/operator.ts";
 import { startBridge, type RunningBridge } from "../bridge/bridge.ts";
+import { pubSubPublisher, pubSubTransport } from "../bridge/pubsub-transport.ts";
 import { bundleBridge } from "./bundle.ts";
 import { loadBridgeConfig } from "../bridge/config.ts";
 import { sqsClient, type SqsEnvironment } from "../emulator/cluster.ts";
@@ -19,6 +22,10 @@ import { packageRoot } from "../emulator/paths.ts";
 import { freePort } from "../emulator/ports.ts";
 import { startServer, type RunningServer } from "../emulator/process.ts";
 import { startReaper } from "../emulator/reaper.ts";
+import type { LocalPubSub } from "../emulator/pubsub.ts";
+import { operatorName } from "../core/operator-rbac.ts";
+import { pubSubNamesOf } from "../core/pubsub-names.ts";
+import { LOCAL_PUBSUB_PREFIX, startLocalCloudRun } from "./local-cloud-run.ts";
 import { startPoller } from "../functions/adapters/poller.ts";
 import { crdName, crdOf } from "../core/operator-crd.ts";
 import { functionFieldManagerOf, watchedResourcesOf } from "../core/bridge-manifests.ts";
@@ -38,6 +45,9 @@ export interface ReconcileRecord {
   latencyMs: number;
   /** Which receive of its message this was (the queue dead-letters it after MAX_RECEIVE_COUNT). */
   receiveCount?: number;
+  /** The object's version the event announced. */
+  resourceVersion?: string;
+  generation?: number;
 }
 
 export const DEFAULT_RECEIVE_LOOPS = 4;
@@ -51,7 +61,13 @@ export interface PipelineCluster {
 
 export interface PipelineOptions {
   cluster: PipelineCluster;
-  queue: SqsEnvironment;
+  /** AWS's target: the SQS queue the poller consumes (as Lambda's event source would). */
+  queue?: SqsEnvironment;
+  /**
+   * Cloud Run's target instead: a Pub/Sub emulator. Each operator gets its topic, ordered push
+   * subscription and dead-letter topic, and its function is served by functions-framework.
+   */
+  pubsub?: LocalPubSub;
   /** Server-side apply the operators' CRDs first. Default true. */
   installCrds?: boolean;
   /** Lines for the person running it (CRD versions kept). */
@@ -194,6 +210,8 @@ export function observed(runtime: Runtime, onReconcile?: (r: ReconcileRecord) =>
           ...(e.reason ? { reason: e.reason } : {}),
           outcome,
           latencyMs: performance.now() - started,
+          resourceVersion: e.resourceVersion,
+          generation: e.generation,
           ...(message.receiveCount === undefined ? {} : { receiveCount: message.receiveCount }),
         });
       }
@@ -202,12 +220,21 @@ export function observed(runtime: Runtime, onReconcile?: (r: ReconcileRecord) =>
   };
 }
 
+/** Each operator's topic on the Cloud Run target. */
+const topicOf = (o: PipelineOptions, op: Operator<unknown>): string => pubSubNamesOf(o.pubsub!.projectId, LOCAL_PUBSUB_PREFIX, operatorName(op)).topic;
+
 /** The bridge's settings file (what the generated ConfigMap holds), from the same generator. */
 function bridgeFile(o: PipelineOptions, operators: ReadonlyArray<Operator<unknown>>): Record<string, unknown> {
+  const destinations = o.pubsub
+    ? {
+        queue: { topic: topicOf(o, operators[0]!) },
+        // A topic per operator, as deployed.
+        resources: watchedResourcesOf(operators, () => undefined).map((r, i) => ({ ...r, topic: topicOf(o, operators[i]!) })),
+      }
+    : { queue: { url: queueOf(o).queues.fifo }, resources: watchedResourcesOf(operators, () => undefined) };
   return {
     cluster: o.clusterName ?? "local",
-    queue: { url: o.queue.queues.fifo },
-    resources: watchedResourcesOf(operators, () => undefined),
+    ...destinations,
     ...(o.identities === false ? {} : { namespaces: [...servedNamespaces(o)] }),
     functionFieldManager: functionFieldManagerOf(operators),
     resyncSeconds: o.resyncSeconds ?? 0,
@@ -216,7 +243,14 @@ function bridgeFile(o: PipelineOptions, operators: ReadonlyArray<Operator<unknow
 
 /** The queue's endpoint, for the bridge's process entry. */
 function bridgeEnv(o: PipelineOptions): Record<string, string> {
-  return { AWS_REGION: o.queue.region, AWS_ENDPOINT_URL_SQS: o.queue.endpoint };
+  if (o.pubsub) return { PUBSUB_EMULATOR_HOST: o.pubsub.host };
+  return { AWS_REGION: queueOf(o).region, AWS_ENDPOINT_URL_SQS: queueOf(o).endpoint };
+}
+
+/** The SQS environment of the AWS target (the options say one of queue and pubsub). */
+function queueOf(o: PipelineOptions): SqsEnvironment {
+  if (!o.queue) throw new SetupError("the pipeline needs a queue (SQS) or a Pub/Sub emulator");
+  return o.queue;
 }
 
 /** The namespaces served when running as deployed: default unless told. */
@@ -224,7 +258,7 @@ const servedNamespaces = (o: PipelineOptions): readonly string[] => (o.identitie
 
 /** What points a process (the bridge's, the functions') at the cluster and the queue. */
 function processEnv(o: PipelineOptions): Record<string, string> {
-  return { KUBECONFIG: o.cluster.kubeconfigPath, ...queueEnv(o.queue) };
+  return { KUBECONFIG: o.cluster.kubeconfigPath, ...(o.pubsub ? o.pubsub.env : queueEnv(queueOf(o))) };
 }
 
 /** NODE_OPTIONS as infra/bridge/deployment.yaml gives the bridge container ("" if it sets none). */
@@ -261,7 +295,7 @@ async function spawnBridge(o: PipelineOptions, ids: DevIdentities | undefined): 
         env: {
           ...process.env,
           // As deployed: its ServiceAccount's token, as in a pod; else the kubeconfig.
-          ...(ids ? { ...queueEnv(o.queue), ...ids.bridgeEnv } : processEnv(o)),
+          ...(ids ? { ...(o.pubsub ? {} : queueEnv(queueOf(o))), ...ids.bridgeEnv } : processEnv(o)),
           ...bridgeEnv(o),
           CRDFN_CONFIG_FILE: configFile,
           CRDFN_HTTP_PORT: String(httpPort),
@@ -292,9 +326,9 @@ async function spawnBridge(o: PipelineOptions, ids: DevIdentities | undefined): 
 export function startPipeline(o: PipelineOptions & { bridgeProcess: true }): Promise<ProcessPipeline>;
 export function startPipeline(o: PipelineOptions & { bridgeProcess?: false }): Promise<Pipeline>;
 export async function startPipeline(o: PipelineOptions): Promise<Pipeline | ProcessPipeline> {
+  if ((o.queue === undefined) === (o.pubsub === undefined)) throw new SetupError("the pipeline needs a queue (SQS) or a Pub/Sub emulator, one of them");
   if (o.installCrds ?? true) for (const note of await installCrds(o.cluster.kubeConfig, o.operators)) o.log?.(note);
-  const { queues } = o.queue;
-  const sqs = counted(sqsClient(o.queue), o.onQueueRequest);
+  const sqs = o.queue ? counted(sqsClient(o.queue), o.onQueueRequest) : undefined;
   // Validated here in either mode, so a bad setting fails before anything is started.
   const bridgeConfig = loadBridgeConfig(bridgeEnv(o), bridgeFile(o, o.operators));
   const ids =
@@ -317,18 +351,16 @@ export async function startPipeline(o: PipelineOptions): Promise<Pipeline | Proc
   // Reloaded runtimes may still finish a message in hand: their clients close at stop.
   const retired: Built[] = [];
   const current: Runtime = { handle: (message) => runtime.handle(message) };
-  const poller = startPoller({
-    sqs: givenSqsClient(sqs),
-    queueUrls: Array.from({ length: o.receiveLoops ?? DEFAULT_RECEIVE_LOOPS }, () => queues.fifo),
-    runtime: observed(current, o.onReconcile),
-    waitTimeSeconds: 1,
-    logger: o.logger.child({ part: "poller" }),
-    clock: () => new Date(),
-  });
+  // As deployed, each operator's function runs with its own identity: its own runtime.
+  const runtimeOfKind = (kind: string): Runtime => {
+    const i = operators.findIndex((op) => op.resource.kind === kind);
+    return ids && i >= 0 && functions[i] ? functions[i].runtime : runtime;
+  };
+  const consumer = o.pubsub ? await startCloudRunConsumer(o, o.pubsub, runtimeOfKind) : startSqsConsumer(o, queueOf(o), sqs!, current);
   const stopFunctions = async () => {
-    await poller.stop();
+    await consumer.stop();
     for (const built of [...retired, ...functions]) built.sqs.destroy();
-    sqs.destroy();
+    sqs?.destroy();
     ids?.stop();
   };
 
@@ -345,7 +377,13 @@ export async function startPipeline(o: PipelineOptions): Promise<Pipeline | Proc
       },
     };
   }
-  const bridge = startBridge(bridgeConfig, { kubeConfig: ids?.bridgeConnection ?? o.cluster.kubeConfig, sqs, logger: o.logger.child({ part: "bridge" }), ...(ids ? { credentialSource: "the dev bridge identity's ServiceAccount token" } : {}) });
+  const transport = o.pubsub ? pubSubTransport(pubSubPublisher({ apiEndpoint: o.pubsub.host })) : undefined;
+  const bridge = startBridge(bridgeConfig, {
+    kubeConfig: ids?.bridgeConnection ?? o.cluster.kubeConfig,
+    ...(transport ? { transport } : { sqs: sqs! }),
+    logger: o.logger.child({ part: "bridge" }),
+    ...(ids ? { credentialSource: "the dev bridge identity's ServiceAccount token" } : {}),
+  });
   await bridge.ready;
   return {
     bridge,
@@ -368,9 +406,38 @@ export async function startPipeline(o: PipelineOptions): Promise<Pipeline | Proc
     },
     async stop() {
       await bridge.stop();
+      await transport?.close();
       await stopFunctions();
     },
   };
+}
+
+/** AWS's target: the poller, as Lambda's SQS event source, on the one local FIFO queue. */
+function startSqsConsumer(o: PipelineOptions, queue: SqsEnvironment, sqs: SQSClient, current: Runtime): { stop(): Promise<void> } {
+  return startPoller({
+    sqs: givenSqsClient(sqs),
+    queueUrls: Array.from({ length: o.receiveLoops ?? DEFAULT_RECEIVE_LOOPS }, () => queue.queues.fifo),
+    runtime: observed(current, o.onReconcile),
+    waitTimeSeconds: 1,
+    logger: o.logger.child({ part: "poller" }),
+    clock: () => new Date(),
+  });
+}
+
+/**
+ * Cloud Run's target: per operator its Pub/Sub resources, a functions-framework server and the
+ * push deliverer. Behind each server is its operator's current runtime (built with that
+ * operator's identity), looked up per request, so a reload swaps it.
+ */
+async function startCloudRunConsumer(o: PipelineOptions, pubsub: LocalPubSub, runtimeOfKind: (kind: string) => Runtime): Promise<{ stop(): Promise<void> }> {
+  const runtimes = new Map(o.operators.map((op) => [op.resource.kind, observed({ handle: (m) => runtimeOfKind(op.resource.kind).handle(m) }, o.onReconcile)]));
+  return startLocalCloudRun({
+    pubsub,
+    operators: o.operators,
+    runtimeOf: (op) => runtimes.get(op.resource.kind)!,
+    logger: o.logger.child({ part: "functions" }),
+    log: (line) => o.logger.info({ part: "push" }, line),
+  });
 }
 
 /** Reports each request `client` sends, by command name, to `on`. */

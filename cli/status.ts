@@ -1,5 +1,6 @@
 // `crdfn status`: is the pipeline keeping up, and how did the latest reconciles end?
-// Queue figures come from SQS, for every operator's event and dead-letter queue; outcomes come
+// Queue figures come from SQS, for every operator's event and dead-letter queue (or on the Cloud
+// Run target from Pub/Sub: each topic, push subscription and its dead letters); outcomes come
 // from the objects themselves (their Ready condition and observedGeneration), which is where a
 // level-triggered operator records them.
 import { existsSync } from "node:fs";
@@ -8,8 +9,9 @@ import { ApiException, CustomObjectsApi, KubeConfig } from "@kubernetes/client-n
 import { Command } from "commander";
 import type { Operator } from "../core/operator.ts";
 import { SetupError } from "../emulator/errors.ts";
-import { adminTarget, kubeFailure, onQueue, type AdminTarget } from "./admin-target.ts";
-import { describeMessage } from "./dlq.ts";
+import { adminTarget, kubeFailure, onPubSub, onQueue, type AdminTarget } from "./admin-target.ts";
+import { describeLetter, describeMessage } from "./dlq.ts";
+import { pubSubAdmin } from "./pubsub-admin.ts";
 import { selectOperators } from "./operators.ts";
 
 interface Depth {
@@ -91,16 +93,51 @@ function table(rows: Array<Record<string, string>>): string {
   return [line(keys.map((k) => k.toUpperCase())), ...rows.map((r) => line(keys.map((k) => r[k] ?? "")))].join("\n");
 }
 
+/** At most this many dead letters are counted (they are pulled and handed back to be counted). */
+const DEAD_LETTER_COUNT_LIMIT = 1000;
+
+async function pubSubReport(t: AdminTarget): Promise<void> {
+  const p = t.pubsub!;
+  const admin = await pubSubAdmin(p.connection);
+  const rows: Array<Record<string, string>> = [];
+  const oldest: string[] = [];
+  try {
+    for (const { operator, names } of p.pairs) {
+      const sub = await onPubSub(t, names.subscription, () => admin.subscription(names.subscription));
+      const seconds = (d: { seconds?: { toString(): string } | null } | null | undefined) => `${Number(d?.seconds?.toString() ?? 0)}s`;
+      const letters = await onPubSub(t, names.deadLetterSubscription, () => admin.peek(names.deadLetterSubscription, DEAD_LETTER_COUNT_LIMIT));
+      rows.push({
+        operator,
+        topic: names.topic.split("/").pop() ?? names.topic,
+        subscription: sub ? "push" : "missing",
+        ordered: sub?.enableMessageOrdering ? "yes" : "no",
+        "dead letter after": sub?.deadLetterPolicy?.maxDeliveryAttempts ? `${sub.deadLetterPolicy.maxDeliveryAttempts} deliveries` : "-",
+        backoff: sub?.retryPolicy ? `${seconds(sub.retryPolicy.minimumBackoff)}–${seconds(sub.retryPolicy.maximumBackoff)}` : "-",
+        "dead letters": letters.length >= DEAD_LETTER_COUNT_LIMIT ? `≥${DEAD_LETTER_COUNT_LIMIT}` : String(letters.length),
+      });
+      const first = letters[0];
+      oldest.push(`${operator}  ${first ? describeLetter(first.id, first.body, first.publishTime.getTime()) : "-"}`);
+    }
+  } finally {
+    await admin.close();
+  }
+  console.log(`Topics and subscriptions (from ${t.from}${p.connection.emulatorHost ? `, the Pub/Sub emulator at ${p.connection.emulatorHost}` : `, project ${p.connection.projectId}`})\n${table(rows)}`);
+  console.log(`  (a push subscription's backlog is Cloud Monitoring's pubsub.googleapis.com/subscription/num_undelivered_messages; Pub/Sub's API does not report it)`);
+  console.log(`Oldest dead letter\n${oldest.map((l) => `  ${l}`).join("\n")}`);
+}
+
 async function queueReport(t: AdminTarget): Promise<void> {
+  if (t.pubsub) return pubSubReport(t);
+  const sqs = t.sqs!;
   const rows: Array<Record<string, string>> = [];
   const oldest: string[] = [];
   for (const pair of t.pairs) {
     const label = (what: string) => `${pair.operator ? `${pair.operator} ` : ""}${what} (FIFO)`;
     for (const [what, url] of [["events", pair.events], ["dead letters", pair.deadLetters]] as const) {
-      const d = await onQueue(t, url, () => depth(t.sqs, url));
+      const d = await onQueue(t, url, () => depth(sqs, url));
       rows.push({ queue: label(what), visible: String(d.visible), "in flight": String(d.inFlight), delayed: String(d.delayed), name: url.split("/").pop() ?? url });
     }
-    const dead = await onQueue(t, pair.deadLetters, () => oldestDeadLetter(t.sqs, pair.deadLetters));
+    const dead = await onQueue(t, pair.deadLetters, () => oldestDeadLetter(sqs, pair.deadLetters));
     oldest.push(pair.operator ? `${pair.operator}  ${dead}` : dead);
   }
   console.log(`Queues (from ${t.from})\n${table(rows)}`);
@@ -123,7 +160,7 @@ export function statusCommand(): Command {
       try {
         await queueReport(t);
       } finally {
-        t.sqs.destroy();
+        t.sqs?.destroy();
       }
       if (!existsSync(t.kubeconfig)) throw new SetupError(`no kubeconfig at ${t.kubeconfig} (set KUBECONFIG)`);
       const kc = new KubeConfig();

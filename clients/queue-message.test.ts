@@ -10,6 +10,8 @@ describe("a queue message from a CloudEvent", () => {
   it("reads a Pub/Sub message", () => {
     const m = fromCloudEvent(ce({ message: { data: Buffer.from('{"v":1}').toString("base64"), messageId: "p1", attributes: { "crdfn-due-at": "5" } } }));
     assert.deepEqual(m, { id: "p1", body: '{"v":1}', attributes: { "crdfn-due-at": "5" } });
+    const pushed = fromCloudEvent(ce({ message: { data: Buffer.from("{}").toString("base64"), message_id: "p2", orderingKey: "k~1" }, subscription: "projects/p/subscriptions/s", deliveryAttempt: 3 }));
+    assert.deepEqual(pushed, { id: "p2", body: "{}", attributes: {}, receiveCount: 3, stream: "k~1" });
   });
   it("reads an SQS message (API shape) and a Lambda-style record", () => {
     const api = fromCloudEvent(ce({ MessageId: "s1", Body: "{}", MessageAttributes: { "crdfn-due-at": { StringValue: "7", DataType: "Number" } }, Attributes: { ApproximateReceiveCount: "3" } }));

@@ -1,17 +1,21 @@
 // A queue message as the runtime takes it, from each shape a queue delivers one in: the SQS
-// SDK's Message (the local poller, `crdfn dlq`), a Lambda SQSRecord, and a CloudEvent carrying
-// a Pub/Sub message, an SQS message in either spelling, or the key event itself.
+// SDK's Message (the local poller, `crdfn dlq`), a Lambda SQSRecord, a Pub/Sub push request's
+// body (a Cloud Run function behind a push subscription), and a CloudEvent carrying a Pub/Sub
+// message (Eventarc), an SQS message in either spelling, or the key event itself.
 import type { Message } from "@aws-sdk/client-sqs";
 import type { CloudEvent } from "@google-cloud/functions-framework";
 import type { SQSRecord } from "aws-lambda";
+import { z } from "zod";
 
 export interface QueueMessage {
   id: string;
   body: string;
   /** String message attributes (the requeue due time travels here, outside the contract body). */
   attributes?: Record<string, string>;
-  /** ApproximateReceiveCount, when the source reports it. */
+  /** ApproximateReceiveCount (SQS), deliveryAttempt (Pub/Sub), when the source reports it. */
   receiveCount?: number;
+  /** The ordered stream it came on, when the source says (a Pub/Sub ordering key): a copy re-sent into it goes behind what waits there. */
+  stream?: string;
 }
 
 /** A message attribute as the SDK (StringValue), a Lambda record (stringValue) or a plain map spells it. */
@@ -38,13 +42,44 @@ export function fromLambdaRecord(record: SQSRecord): QueueMessage {
   return { id: record.messageId, body: record.body, attributes: stringAttributes(record.messageAttributes), receiveCount: receiveCountOf(record.attributes) };
 }
 
+/**
+ * What Pub/Sub push POSTs for one message (docs.cloud.google.com/pubsub/docs/push): the message
+ * (data base64, attributes, both spellings of its id, the ordering key when it has one), the
+ * subscription, and `deliveryAttempt` when the subscription has a dead-letter policy. Eventarc's
+ * messagePublished CloudEvent carries the same object as its data.
+ */
+export const pushBodySchema = z.looseObject({
+  message: z.looseObject({
+    data: z.base64().optional(),
+    attributes: z.record(z.string(), z.string()).nullish(),
+    messageId: z.string().optional(),
+    message_id: z.string().optional(),
+    orderingKey: z.string().optional(),
+  }),
+  subscription: z.string().optional(),
+  deliveryAttempt: z.number().int().positive().optional(),
+});
+export type PushBody = z.infer<typeof pushBodySchema>;
+
+/** A push body → the queue message; `undefined` when the value is no push body (a direct key event, say). */
+export function fromPushBody(value: unknown, fallbackId = ""): QueueMessage | undefined {
+  const parsed = pushBodySchema.safeParse(value);
+  if (!parsed.success) return undefined;
+  const { message, deliveryAttempt } = parsed.data;
+  return {
+    id: message.messageId ?? message.message_id ?? fallbackId,
+    body: Buffer.from(message.data ?? "", "base64").toString("utf8"),
+    attributes: message.attributes ?? {},
+    ...(deliveryAttempt === undefined ? {} : { receiveCount: deliveryAttempt }),
+    ...(message.orderingKey ? { stream: message.orderingKey } : {}),
+  };
+}
+
 /** Unwraps the queue message a CloudEvent carries, whichever source delivered it. */
 export function fromCloudEvent(event: CloudEvent<unknown>): QueueMessage {
   const data = (typeof event.data === "string" ? JSON.parse(event.data) : event.data) as Record<string, unknown> | undefined;
-  const pubsub = data?.message as { data?: string; attributes?: Record<string, string>; messageId?: string } | undefined;
-  if (pubsub?.data !== undefined) {
-    return { id: pubsub.messageId ?? event.id, body: Buffer.from(pubsub.data, "base64").toString("utf8"), attributes: pubsub.attributes ?? {} };
-  }
+  const pushed = (data?.message as { data?: unknown } | undefined)?.data !== undefined ? fromPushBody(data, event.id) : undefined;
+  if (pushed) return pushed;
   // An SQS message as the API spells it (Body, MessageId…) or as a Lambda record does (body, messageId…).
   const body = data?.Body ?? data?.body;
   if (typeof body === "string") {

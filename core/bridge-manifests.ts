@@ -4,7 +4,7 @@
 // (crdfn-bridge-<project>), so that several projects' deploy files applied to one cluster keep
 // each its own configuration and grants instead of overwriting one shared set.
 import type { Operator } from "./operator.ts";
-import type { DeploySettings, QueueSettings } from "./deploy-settings.ts";
+import type { DeploySettings, LambdaDeploySettings, QueueSettings } from "./deploy-settings.ts";
 import type { PolicyRule } from "./operator-rbac.ts";
 import { operatorName } from "./operator-rbac.ts";
 
@@ -46,8 +46,8 @@ export function functionFieldManagerOf(operators: ReadonlyArray<Operator<unknown
   return managers.length === 1 ? managers[0]! : "";
 }
 
-/** The bridge's bridge.yaml (bridge/config.ts reads it through CRDFN_CONFIG_FILE). */
-export function bridgeConfigOf(operators: ReadonlyArray<Operator<unknown>>, s: DeploySettings): Manifest {
+/** The bridge's bridge.yaml (bridge/config.ts reads it through CRDFN_CONFIG_FILE); on Cloud Run, core/gcp-resources.ts's. */
+export function bridgeConfigOf(operators: ReadonlyArray<Operator<unknown>>, s: LambdaDeploySettings): Manifest {
   return {
     cluster: s.cluster,
     // Every resource names its own queue; this one is only the fallback the schema requires.

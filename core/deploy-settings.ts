@@ -1,12 +1,17 @@
 // What `crdfn generate` needs besides the operators: where they run. A small YAML file (or the
 // command's flags); a wrong value is one line naming the setting. What crdfn cannot know (the
-// project's name, the cluster's, the bridge's image, the AWS account's queue URLs) has no default:
-// a missing one is refused, all of them named in one line, and never written as a placeholder.
+// project's name, the cluster's, the bridge's image, the AWS account's queue URLs, or on GCP the
+// project, region and GKE cluster) has no default: a missing one is refused, all of them named in
+// one line, and never written as a placeholder. `target` says where the functions run: AWS Lambda
+// (the default; SQS FIFO, Serverless Framework) or Cloud Run functions (Pub/Sub, Terraform).
 import { z } from "zod";
 import { ConfigError } from "./config-error.ts";
 
 const dnsLabel = z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "must be a lower-case DNS label");
 const awsRegion = z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d$/, "must be an AWS region such as us-east-1");
+const gcpRegion = z.string().regex(/^[a-z]+-[a-z]+\d+$/, "must be a Google Cloud region such as europe-west1");
+const gcpLocation = z.string().regex(/^[a-z]+-[a-z]+\d+(-[a-z])?$/, "must be a Google Cloud region or zone such as europe-west1 or europe-west1-b");
+const gcpProject = z.string().regex(/^[a-z][-a-z0-9]{4,28}[a-z0-9]$/, "must be a Google Cloud project id (6–30 lower-case letters, digits and -)");
 /** An empty YAML value (`image:`) is null: the same as leaving the key out. */
 const unset = <T extends z.ZodType>(t: T) => z.preprocess((v) => (v === null ? undefined : v), t.optional());
 
@@ -24,9 +29,13 @@ const rawSchema = z.strictObject({
         module: z.string().min(1),
         /** Default: lambda.handler beside the module. */
         handler: z.string().regex(/^[^\s]+\.[A-Za-z_$][\w$]*$/, "must be <file without extension>.<export>, e.g. src/lambda.handler").optional(),
+        /** Cloud Run: the functions-framework function it registers (`http("<name>", httpHandler(operator))`). Default: the lower-cased kind. */
+        function: z.string().regex(/^[A-Za-z](?:[-_A-Za-z0-9]{0,61}[A-Za-z0-9])?$/, "must be a functions-framework function name (letters, digits, - and _)").optional(),
       }),
     )
     .default([]),
+  /** Where the functions run: lambda (SQS FIFO, serverless.yml) or cloudrun (Pub/Sub push, Terraform). */
+  target: z.enum(["lambda", "cloudrun"]).default("lambda"),
   /** Where the generated files go, relative to the settings file. */
   out: z.string().min(1).default("deploy"),
   /** The bridge's cluster name, carried in every event; the functions serve only it. */
@@ -56,18 +65,53 @@ const rawSchema = z.strictObject({
       region: unset(awsRegion),
     })
     .default({}),
+  /** target: cloudrun. */
+  gcp: z
+    .strictObject({
+      /** The project the functions, topics and the GKE cluster are in. */
+      project: unset(gcpProject),
+      /** Where the functions and the source bucket are. */
+      region: unset(gcpRegion),
+      /** The GKE cluster the bridge runs in and the functions serve (its endpoint and CA are read by Terraform). */
+      gkeCluster: unset(z.string().regex(/^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$/, "must be a GKE cluster name")),
+      /** The GKE cluster's location. Default: region. */
+      gkeLocation: unset(gcpLocation),
+      /** Names are <prefix><operator>…: functions, service accounts, topics. Default crdfn-<project>-. */
+      prefix: unset(z.string().regex(/^[a-z][-a-z0-9]{0,20}-$/, "must be lower-case letters, digits and -, ending in - (at most 22)")),
+      /** The folder uploaded as every function's source, relative to the settings file: its package.json `main` registers each operator's function. */
+      source: z.string().min(1).default("."),
+      runtime: z.enum(["nodejs22", "nodejs24"]).default("nodejs22"),
+      /** The most instances of each function (protects the API server). */
+      maxInstances: z.number().int().min(1).max(1000).default(10),
+    })
+    .default({ source: ".", runtime: "nodejs22", maxInstances: 10 }),
 });
 
-export interface DeploySettings {
+interface CommonDeploySettings {
   project: string;
-  operators: Array<{ module: string; handler?: string | undefined }>;
+  operators: Array<{ module: string; handler?: string | undefined; function?: string | undefined }>;
   out: string;
   cluster: string;
   namespaces: string[];
   functionsNamespace: string;
   bridge: { namespace: string; image: string; replicas: number };
-  queues: { prefix: string; urlBase: string; region: string };
 }
+
+/** Where the Cloud Run functions, their topics and the GKE cluster are. */
+export interface GcpSettings {
+  project: string;
+  region: string;
+  gkeCluster: string;
+  gkeLocation: string;
+  prefix: string;
+  source: string;
+  runtime: "nodejs22" | "nodejs24";
+  maxInstances: number;
+}
+
+export type LambdaDeploySettings = CommonDeploySettings & { target: "lambda"; queues: QueueSettings };
+export type CloudRunDeploySettings = CommonDeploySettings & { target: "cloudrun"; gcp: GcpSettings };
+export type DeploySettings = LambdaDeploySettings | CloudRunDeploySettings;
 export type DeploySettingsInput = z.input<typeof rawSchema>;
 
 /** The values crdfn cannot know, what each is, and (for the CLI) where else it can come from. */
@@ -76,6 +120,9 @@ export const UNKNOWABLE = {
   cluster: "the cluster's name, carried in every event, e.g. your EKS cluster's",
   "bridge.image": "the bridge image you built and pushed (Dockerfile: node_modules/crdfn/infra/bridge/Dockerfile)",
   "queues.urlBase": "https://sqs.<region>.amazonaws.com/<account id>, where the operators' queues are",
+  "gcp.project": "the Google Cloud project of the functions, their topics and the GKE cluster",
+  "gcp.region": "the region of the functions, e.g. europe-west1",
+  "gcp.gkeCluster": "the GKE cluster the bridge runs in and the functions serve",
 } as const;
 export type Unknowable = keyof typeof UNKNOWABLE;
 
@@ -120,8 +167,10 @@ function queuesOf(r: z.output<typeof rawSchema>, source: string): QueueSettings 
  */
 export function parseDeploySettings(input: unknown, source: string, flags: Partial<Record<Unknowable, string>> = {}): DeploySettings {
   const r = parseRaw(input, source);
-  refuseMissing({ project: r.project, cluster: r.cluster, "bridge.image": r.bridge.image, "queues.urlBase": r.queues.urlBase }, source, flags);
-  const s: DeploySettings = {
+  const common = { project: r.project, cluster: r.cluster, "bridge.image": r.bridge.image };
+  if (r.target === "cloudrun") refuseMissing({ ...common, "gcp.project": r.gcp.project, "gcp.region": r.gcp.region, "gcp.gkeCluster": r.gcp.gkeCluster }, source, flags);
+  else refuseMissing({ ...common, "queues.urlBase": r.queues.urlBase }, source, flags);
+  const base: CommonDeploySettings = {
     project: r.project!,
     operators: r.operators,
     out: r.out,
@@ -129,19 +178,31 @@ export function parseDeploySettings(input: unknown, source: string, flags: Parti
     namespaces: r.namespaces,
     functionsNamespace: r.functionsNamespace,
     bridge: { namespace: r.bridge.namespace, image: r.bridge.image!, replicas: r.bridge.replicas },
-    queues: queuesOf(r, source),
   };
+  const s: DeploySettings = r.target === "cloudrun" ? { ...base, target: "cloudrun", gcp: gcpOf(r, source) } : { ...base, target: "lambda", queues: queuesOf(r, source) };
   const reserved = [s.bridge.namespace, s.functionsNamespace];
   const bad = s.namespaces.find((n) => reserved.includes(n));
   if (bad) throw new ConfigError(`${source}: namespaces: ${bad} is never served (the bridge's and the functions' namespaces are always denied)`);
   return s;
 }
 
-/** Only what locating the operators' queues needs (their modules, the project or prefix, the URL base). */
-export function parseQueueSettings(input: unknown, source: string): { operators: DeploySettings["operators"]; queues: QueueSettings } {
+function gcpOf(r: z.output<typeof rawSchema>, source: string): GcpSettings {
+  const g = r.gcp;
+  const prefix = g.prefix ?? `crdfn-${r.project!}-`;
+  // GCP service account ids are 6–30 characters: <prefix><operator> (core/gcp-resources.ts checks each).
+  if (prefix.length > 22) throw new ConfigError(`${source}: gcp.prefix: ${prefix} is ${prefix.length} characters; at most 22, so that <prefix><operator> names a service account (30 at most): set a shorter gcp.prefix`);
+  return { project: g.project!, region: g.region!, gkeCluster: g.gkeCluster!, gkeLocation: g.gkeLocation ?? g.region!, prefix, source: g.source, runtime: g.runtime, maxInstances: g.maxInstances };
+}
+
+/** Only what locating the operators' queues needs (their modules, the project or prefix, the URL base), or on Cloud Run their topics. */
+export function parseQueueSettings(input: unknown, source: string): { operators: DeploySettings["operators"]; queues: QueueSettings; target: "lambda" } | { operators: DeploySettings["operators"]; target: "cloudrun"; pubsub: { project: string; prefix: string } } {
   const r = parseRaw(input, source);
+  if (r.target === "cloudrun") {
+    refuseMissing({ ...(r.gcp.prefix === undefined ? { project: r.project } : {}), "gcp.project": r.gcp.project }, source, {});
+    return { operators: r.operators, target: "cloudrun", pubsub: { project: r.gcp.project!, prefix: r.gcp.prefix ?? `crdfn-${r.project!}-` } };
+  }
   refuseMissing({ ...(r.queues.prefix === undefined ? { project: r.project } : {}), "queues.urlBase": r.queues.urlBase }, source, {});
-  return { operators: r.operators, queues: queuesOf(r, source) };
+  return { operators: r.operators, queues: queuesOf(r, source), target: "lambda" };
 }
 
 /** The namespaces a function may never write in: the bridge's, the functions', and kube-system unless it is served. */

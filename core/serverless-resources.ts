@@ -6,7 +6,7 @@
 // queues, associated with the bridge's ServiceAccount by EKS Pod Identity.
 // Service-wide values (timeouts, batch size, concurrency) stay in serverless.yml's custom/params.
 import type { Operator } from "./operator.ts";
-import type { DeploySettings } from "./deploy-settings.ts";
+import type { LambdaDeploySettings } from "./deploy-settings.ts";
 import { operatorName } from "./operator-rbac.ts";
 import { bridgeName, deadLetterQueueName, eventQueueName } from "./bridge-manifests.ts";
 
@@ -52,7 +52,7 @@ export function serverlessFunctionsOf(operators: ReadonlyArray<{ operator: Opera
 }
 
 /** serverless.yml `resources:` — Resources and Outputs of every operator, and the bridge's identity. */
-export function serverlessResourcesOf(operators: ReadonlyArray<Operator<unknown>>, s: DeploySettings): Json {
+export function serverlessResourcesOf(operators: ReadonlyArray<Operator<unknown>>, s: LambdaDeploySettings): Json {
   const resources: Json = {};
   const outputs: Json = {};
   for (const op of operators) {
@@ -121,7 +121,7 @@ export function serverlessResourcesOf(operators: ReadonlyArray<Operator<unknown>
  * add-on), allowed to send to its operators' event queues and read their attributes (it checks a
  * queue exists and is FIFO), nothing else. SendMessageBatch is authorized as sqs:SendMessage.
  */
-function bridgeIdentityOf(operators: ReadonlyArray<Operator<unknown>>, s: DeploySettings): Json {
+function bridgeIdentityOf(operators: ReadonlyArray<Operator<unknown>>, s: LambdaDeploySettings): Json {
   return {
     BridgeRole: {
       Type: "AWS::IAM::Role",

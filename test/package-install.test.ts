@@ -121,7 +121,7 @@ describe("crdfn installed from its tarball into a project outside the repository
     assert.ok(paths.includes("infra/bridge/Dockerfile"), "the bridge's Dockerfile is packed");
     const dockerfile = readFileSync(join(packageRoot, "infra", "bridge", "Dockerfile"), "utf8");
     const copied = [...dockerfile.matchAll(/^COPY (?!--from)(.+) \S+$/gm)].flatMap((m) => m[1]!.trim().split(/\s+/));
-    assert.deepEqual(copied, ["dist/bridge.mjs"]);
+    assert.deepEqual(copied, ["dist/bridge.mjs", "dist/bridge-pubsub.mjs"]);
     for (const file of copied) assert.ok(paths.includes(file), `the Dockerfile copies ${file}, which is packed`);
     t.diagnostic(`tarball ${mib(statSync(tarball).size)} (${packed[0]!.files.length} files, ${mib(packed[0]!.unpackedSize)} unpacked)`);
   });

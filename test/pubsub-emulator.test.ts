@@ -9,8 +9,9 @@ import type { AddressInfo } from "node:net";
 import { v1, type PubSub } from "@google-cloud/pubsub";
 import * as ff from "@google-cloud/functions-framework";
 import { getTestServer } from "@google-cloud/functions-framework/testing";
-import { pubSubTransport, type PubSubEntry } from "../bridge/pubsub-transport.ts";
+import { pubSubPublisher, type PubSubEntry } from "../bridge/pubsub-transport.ts";
 import { startLocalPubSub, type LocalPubSub } from "../emulator/pubsub.ts";
+import { pubSubRepublisher } from "../functions/adapters/pubsub-republish.ts";
 import { startPushDeliverer, type PushDeliverer } from "../emulator/pubsub-push.ts";
 import { createPubSubResources, emulatorClient } from "../emulator/pubsub-resources.ts";
 import { eventually } from "./support/eventually.ts";
@@ -93,6 +94,11 @@ describe("Pub/Sub emulator, transport and push deliverer", { timeout: 240_000 },
     pubsub = emulatorClient(local.host, local.projectId);
     console.log(`# Pub/Sub emulator ${local.version} ready on ${local.host} in ${Date.now() - started} ms`);
   });
+  /** The bridge's Pub/Sub publisher, bound to one topic. */
+  const publisherTo = (topic: string, options: { timeoutMs?: number } = {}) => {
+    const p = pubSubPublisher({ apiEndpoint: local.host, ...options });
+    return { publish: (entries: PubSubEntry[]) => p.publish(topic, entries), close: () => p.close() };
+  };
   after(async () => {
     for (const c of cleanups.reverse()) await c();
     await pubsub?.close();
@@ -103,7 +109,7 @@ describe("Pub/Sub emulator, transport and push deliverer", { timeout: 240_000 },
     const endpoint = await recordingEndpoint(() => false);
     const res = await createPubSubResources(pubsub, { prefix: "order-", pushEndpoint: endpoint.url, minimumBackoffSeconds: 1, maximumBackoffSeconds: 2 });
     const deliverer = await startPushDeliverer({ pubsub, subscription: res.subscription });
-    const transport = pubSubTransport({ topic: res.topic, apiEndpoint: local.host });
+    const transport = publisherTo(res.topic);
     cleanups.push(() => deliverer.stop(), () => transport.close(), () => endpoint.close());
 
     // Ten publish calls without waiting for each other: key a in each, b and c in some, two unordered.
@@ -144,7 +150,7 @@ describe("Pub/Sub emulator, transport and push deliverer", { timeout: 240_000 },
     const endpoint = await recordingEndpoint((body) => body === "p-1");
     const res = await createPubSubResources(pubsub, { prefix: "poison-", pushEndpoint: endpoint.url, minimumBackoffSeconds: 1, maximumBackoffSeconds: 2 });
     const deliverer = await startPushDeliverer({ pubsub, subscription: res.subscription });
-    const transport = pubSubTransport({ topic: res.topic, apiEndpoint: local.host });
+    const transport = publisherTo(res.topic);
     cleanups.push(() => deliverer.stop(), () => transport.close(), () => endpoint.close());
 
     const outcomes = await transport.publish([
@@ -172,7 +178,7 @@ describe("Pub/Sub emulator, transport and push deliverer", { timeout: 240_000 },
 
   it("transport: a failed ordered publish is reported per entry and its key resumed, so the retry goes through in order", async () => {
     const topic = `projects/${local.projectId}/topics/late-events`;
-    const transport = pubSubTransport({ topic, apiEndpoint: local.host, timeoutMs: 10_000 });
+    const transport = publisherTo(topic, { timeoutMs: 10_000 });
     cleanups.push(() => transport.close());
     const entries = seq("l", 3).map((body) => ({ body, orderingKey: "late" }));
 
@@ -211,7 +217,7 @@ describe("Pub/Sub emulator, transport and push deliverer", { timeout: 240_000 },
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
     const res = await createPubSubResources(pubsub, { prefix: "ce-", minimumBackoffSeconds: 1, maximumBackoffSeconds: 1 });
     const deliverer: PushDeliverer = await startPushDeliverer({ pubsub, subscription: res.subscription, endpoint: url, format: "cloudevent" });
-    const transport = pubSubTransport({ topic: res.topic, apiEndpoint: local.host });
+    const transport = publisherTo(res.topic);
     cleanups.push(
       () => deliverer.stop(),
       () => transport.close(),
@@ -226,5 +232,18 @@ describe("Pub/Sub emulator, transport and push deliverer", { timeout: 240_000 },
     );
     assert.ok(seen.every((s) => s.type === "google.cloud.pubsub.topic.v1.messagePublished" && s.key === "k"));
     assert.ok(seen.every((s) => s.source === `//pubsub.googleapis.com/${res.topic}`));
+  });
+
+  it("a function's re-send goes into the same ordering key, behind what waits there, with its attributes", async () => {
+    const endpoint = await recordingEndpoint(() => false);
+    const res = await createPubSubResources(pubsub, { prefix: "resend-", pushEndpoint: endpoint.url, minimumBackoffSeconds: 1, maximumBackoffSeconds: 2 });
+    const deliverer = await startPushDeliverer({ pubsub, subscription: res.subscription });
+    const republish = pubSubRepublisher({ topic: res.topic, emulatorHost: local.host });
+    const transport = publisherTo(res.topic);
+    cleanups.push(() => deliverer.stop(), () => republish.close(), () => transport.close(), () => endpoint.close());
+    assert.ok((await transport.publish([{ body: "r-0", orderingKey: "r" }])).every((o) => o.ok));
+    await republish({ body: "r-0 again", orderingKey: "r", attributes: { "crdfn-deferrals": "1" } });
+    await eventually(() => assert.deepEqual(endpoint.bodiesOf("r"), ["r-0", "r-0 again"]), { timeoutMs: 30_000 });
+    assert.deepEqual(endpoint.arrivals.find((a) => a.body === "r-0 again")!.push.message.attributes, { "crdfn-deferrals": "1" });
   });
 });

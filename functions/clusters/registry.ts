@@ -24,6 +24,8 @@ const entrySchema = z.discriminatedUnion("auth", [
     .refine((e) => (e.token === undefined) !== (e.tokenFile === undefined), { message: "needs exactly one of token, tokenFile", path: ["tokenFile"] }),
   /** An EKS IAM token for the named EKS cluster, signed with the function's own AWS role. */
   z.strictObject({ auth: z.literal("eks"), server, ...ca, eksCluster: eksClusterNameSchema, region: awsRegionSchema.optional() }),
+  /** A GKE cluster, with the access token of the function's own Google service account (Cloud Run's metadata server). */
+  z.strictObject({ auth: z.literal("gke"), server, ...ca }),
 ]);
 
 export type ClusterEntry = z.infer<typeof entrySchema>;

@@ -1,6 +1,6 @@
 // How a function reaches one cluster's API server, chosen by its registry entry's `auth`: a
 // kubeconfig file (and context), the in-cluster ServiceAccount, a bearer token (inline or a
-// rotating file), or an EKS IAM token.
+// rotating file), an EKS IAM token, or a GKE access token (the metadata server's).
 import type { AwsCredentialIdentityProvider } from "@smithy/types";
 import type { ClusterEntry } from "../clusters/registry.ts";
 import { singleClusterEntry } from "../clusters/registry.ts";
@@ -8,6 +8,7 @@ import type { FunctionConfig } from "../runtime/config.ts";
 import type { KubeAccess } from "../../clients/kube-http.ts";
 import { inClusterConnection, serverConnection, tokenFromFile } from "../../clients/kube-connection.ts";
 import { eksTokenProvider } from "./eks-token.ts";
+import { gkeTokenProvider } from "./gke-token.ts";
 
 export interface AccessDeps {
   clock: () => Date;
@@ -48,5 +49,10 @@ export async function clusterAccess(entry: ClusterEntry, deps: AccessDeps): Prom
         token: eksTokenProvider({ clusterName: entry.eksCluster, region: entry.region ?? deps.region ?? "", credentials: deps.awsCredentials(), clock: deps.clock }),
       };
     }
+    case "gke":
+      return {
+        connection: serverConnection({ server: entry.server, caFile: entry.caFile, caData: entry.caData }),
+        token: gkeTokenProvider({ clock: deps.clock, ...(env.GCE_METADATA_HOST ? { metadataHost: env.GCE_METADATA_HOST } : {}) }),
+      };
   }
 }

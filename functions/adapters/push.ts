@@ -1,0 +1,90 @@
+// One Pub/Sub push delivery, settled by the policy Lambda and the local poller share (settle.ts),
+// as push can carry it out: the HTTP status of the answer is the acknowledgement.
+//   delete  → 200: acknowledged.
+//   hold    → 503 (the API server is unavailable) or 500 (a failure the object could not
+//             record): a negative acknowledgement; the subscription's retry policy is the
+//             backoff, and the message keeps its place at the head of its ordering key.
+//   resend  → a copy is published into the same ordering key on the function's own topic (its
+//             delivery count starts again, behind whatever waits there), then 200.
+//   release → 422 (the message can never be handled) or 500 (its last delivery failed): a
+//             negative acknowledgement; after maxDeliveryAttempts the subscription moves it to
+//             the dead-letter topic.
+// The receive count is Pub/Sub's deliveryAttempt (present when the subscription dead-letters).
+import type { Logger } from "pino";
+import type { QueueMessage } from "../../clients/queue-message.ts";
+import { DEFERRALS_ATTRIBUTE, DEFERRED_SINCE_ATTRIBUTE } from "../runtime/message.ts";
+import type { Outcome } from "../runtime/outcome.ts";
+import type { Runtime } from "../runtime/runtime.ts";
+import type { Circuits } from "./outage.ts";
+import type { PushSettings } from "./push-settings.ts";
+import type { Republish } from "./pubsub-republish.ts";
+import { DEFAULT_MAX_DEFER_SECONDS, settleBatch, settlementOf, type Settlement } from "./settle.ts";
+
+export interface PushHost {
+  runtime: Runtime;
+  logger: Logger;
+  clock: () => Date;
+  circuits: Circuits;
+  settings: Pick<PushSettings, "CRDFN_MAX_DELIVERY_ATTEMPTS" | "CRDFN_RETRY_MIN_BACKOFF_SECONDS" | "CRDFN_RETRY_MAX_BACKOFF_SECONDS">;
+  /** Publishes a deferred message's copy into its ordering key; absent when no topic is configured. */
+  republish?: Republish;
+  maxDeferSeconds?: number;
+}
+
+export interface PushAnswer {
+  /** The HTTP status: 200 acknowledges, anything else does not. */
+  status: number;
+  outcome: Outcome;
+  action: Settlement["action"];
+}
+
+export const ACK = 200;
+
+export async function answerPush(host: PushHost, message: QueueMessage): Promise<PushAnswer> {
+  const log = host.logger;
+  const settled = await settleBatch([message], {
+    messageOf: (m) => m,
+    // One message per request: nothing behind it in this batch to supersede.
+    groupOf: () => undefined,
+    runtime: host.runtime,
+    circuits: host.circuits,
+    log,
+    policy: (outcome, m) =>
+      settlementOf(outcome, m, {
+        limit: host.settings.CRDFN_MAX_DELIVERY_ATTEMPTS,
+        deferSeconds: () => host.circuits.of(m).deferSeconds(),
+        retryBaseSeconds: host.settings.CRDFN_RETRY_MIN_BACKOFF_SECONDS,
+        retryMaxSeconds: host.settings.CRDFN_RETRY_MAX_BACKOFF_SECONDS,
+        maxDeferSeconds: host.maxDeferSeconds ?? DEFAULT_MAX_DEFER_SECONDS,
+        now: host.clock().getTime(),
+        log,
+      }),
+  });
+  const { outcome, settlement } = settled.get(message)!;
+  const answer = (status: number): PushAnswer => ({ status, outcome, action: settlement.action });
+  switch (settlement.action) {
+    case "delete":
+      return answer(ACK);
+    case "hold":
+      return answer(outcome.result === "unavailable" ? 503 : 500);
+    case "release":
+      return answer(outcome.result === "dead-letter" ? 422 : 500);
+    case "resend": {
+      if (!host.republish) {
+        log.warn({ messageId: message.id }, "cannot re-send a deferred message (CRDFN_PUBSUB_TOPIC is not set): holding it, so this delivery counts towards the dead-letter limit");
+        return answer(503);
+      }
+      try {
+        await host.republish({
+          body: message.body,
+          ...(message.stream ? { orderingKey: message.stream } : {}),
+          attributes: { ...message.attributes, [DEFERRED_SINCE_ATTRIBUTE]: String(settlement.since), [DEFERRALS_ATTRIBUTE]: String(settlement.deferrals) },
+        });
+        return answer(ACK);
+      } catch (error) {
+        log.warn({ messageId: message.id, error: (error as Error).message }, "could not re-send the deferred message; holding it instead");
+        return answer(503);
+      }
+    }
+  }
+}
