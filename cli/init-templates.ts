@@ -43,6 +43,8 @@ function packageJson(n: ProjectNames, v: ProjectVersions): string {
     version: "0.1.0",
     private: true,
     type: "module",
+    // Cloud Run functions load the source folder's main: http.ts registers the operator's function.
+    main: "http.ts",
     // .npmrc's engine-strict makes npm refuse to install on an older Node, saying which it needs.
     engines: { node: NODE_ENGINES },
     scripts: {

@@ -104,6 +104,10 @@ describe("crdfn init", () => {
       assert.match(made.stdout, /^wrote \d+ files into deploy\//);
       assert.match(readFileSync(join(dir, "deploy", "serverless", "functions.yml"), "utf8"), /^motd:\n {2}handler: lambda\.handler$/m);
       assert.match(readFileSync(join(dir, "deploy", "bridge", "deployment.yaml"), "utf8"), /name: crdfn-bridge-motd$/m);
+      // The same project on Cloud Run: its package.json main (http.ts) registers the function.
+      const gcp = crdfn(["generate", "--target", "cloudrun", "--cluster", "prod", "--bridge-image", "registry.example.com/motd/bridge:1", "--gcp-project", "motd-prod", "--gcp-region", "europe-west1", "--gke-cluster", "prod", "--out", "deploy-gcp"], dir);
+      assert.equal(gcp.status, 0, gcp.stderr);
+      assert.match(readFileSync(join(dir, "deploy-gcp", "gcp", "main.tf.json"), "utf8"), /"entry_point": "motd"/);
 
       rmSync(join(dir, "operator.test.ts"));
       writeFileSync(join(dir, "nothing.test.ts"), "export {};\n");
