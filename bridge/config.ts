@@ -11,7 +11,8 @@
 //        (a queue per operator) instead of CRDFN_QUEUE_URL.
 //   file resources:
 //          - { group: stable.example.com, version: v1, plural: crontabs, resyncSeconds: 21600,
-//              owns: [{ group: batch, version: v1, plural: cronjobs }] }
+//              owns: [{ group: batch, version: v1, plural: cronjobs }],
+//              reads: [{ group: "", version: v1, plural: secrets }] }   (reads: file only)
 import { z } from "zod";
 import { ConfigError } from "../core/config-error.ts";
 import { PARENT_UID_LABEL } from "../core/event.ts";
@@ -19,6 +20,7 @@ import type { GroupVersionResource } from "../core/resource-path.ts";
 
 export interface WatchedResource extends GroupVersionResource {
   owns: GroupVersionResource[];
+  reads?: GroupVersionResource[];
   queueUrl?: string;
   resyncSeconds?: number;
   bodies?: boolean;
@@ -32,6 +34,11 @@ const resourceRefSchema = z.strictObject({
 });
 const watchedResourceSchema = resourceRefSchema.extend({
   owns: z.array(resourceRefSchema).default([]),
+  /**
+   * Kinds its objects reference by name (recorded by the functions in status.references): each
+   * watched once, as metadata only; a change announces the objects that reference it.
+   */
+  reads: z.array(resourceRefSchema).optional(),
   /** This resource's events go here instead of queue.url (e.g. the queue of its operator's function). */
   queueUrl: z.url("must be the queue URL").optional(),
   /** Re-announce this resource's objects this often, spread over the period; 0 off. Default: resyncSeconds. */
