@@ -38,8 +38,8 @@ export interface ReflectorOptions {
 }
 
 // As client-go's metadata informer asks for them; JSON, with plain JSON as the fallback.
-const METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
-const METADATA_WATCH = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
+export const METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
+export const METADATA_WATCH = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
 
 const BACKOFF: BackoffPolicy = { initialMs: 500, maxMs: 30_000, jitter: 0.5 };
 /** A resource not served: its CRD deleted, or not yet installed by a server that is starting. */
