@@ -24,10 +24,12 @@ export const referenceRecordSchema = z.strictObject({
 
 export type ReferenceRecord = z.infer<typeof referenceRecordSchema>;
 
+const referencesSchema = z.array(referenceRecordSchema).max(MAX_REFERENCES);
+
 /** The references a status records; [] when none (or a malformed list: nothing to index). */
 export function referencesOf(status: unknown): ReferenceRecord[] {
   if (typeof status !== "object" || status === null) return [];
-  const parsed = z.array(referenceRecordSchema).max(MAX_REFERENCES).safeParse((status as Record<string, unknown>)[REFERENCES_FIELD]);
+  const parsed = referencesSchema.safeParse((status as Record<string, unknown>)[REFERENCES_FIELD]);
   return parsed.success ? parsed.data : [];
 }
 
