@@ -20,6 +20,7 @@ import { runReflector } from "./reflector.ts";
 import { sqsTransport } from "./sqs-transport.ts";
 import type { QueueTransport } from "./transport.ts";
 import { ChildTracker, ParentTracker, type Announce, type ObjectSink, type TrackerOptions } from "./tracker.ts";
+import { ReferenceTracker } from "./reference-tracker.ts";
 import type { GroupVersionResource } from "../core/resource-path.ts";
 
 export interface BridgeDeps {
@@ -138,7 +139,7 @@ function startEngine(config: BridgeConfig, deps: EngineDeps, metrics: BridgeMetr
   // is either synced or known not to be served.
   const scopes = config.namespaces.length === 0 ? [undefined] : config.namespaces;
   /** Lists and watches one sink in every namespace scope; `onSynced` once each scope has listed. */
-  const reflect = (sink: ObjectSink, labelSelector: string, onSynced: () => void, onServed?: (who: object) => (served: boolean) => void): Array<Promise<void>> => {
+  const reflect = (sink: ObjectSink, labelSelector: string, onSynced: () => void, onServed?: (who: object) => (served: boolean) => void, metadataOnly = false): Array<Promise<void>> => {
     const scopesOf = sink.resource.namespaced ? scopes : [undefined];
     let unsynced = scopesOf.length;
     return scopesOf.map((namespace) => {
@@ -155,6 +156,7 @@ function startEngine(config: BridgeConfig, deps: EngineDeps, metrics: BridgeMetr
         metrics,
         signal,
         onRefused,
+        metadataOnly,
         ...(onServed ? { onServed: onServed(who) } : {}),
         onSynced: () => {
           if (!synced && (synced = true) && --unsynced === 0) onSynced();
@@ -201,6 +203,37 @@ function startEngine(config: BridgeConfig, deps: EngineDeps, metrics: BridgeMetr
     return kind;
   };
 
+  /**
+   * Each referenced kind is watched once, whichever operators read it, in every object (not only
+   * labelled ones: nobody labels a Secret for us), as metadata only. Its list starts once every
+   * resource reading it has listed its own objects, whose status says what they reference.
+   */
+  interface ReferenceKind {
+    tracker: Promise<ReferenceTracker>;
+    listed: Promise<void>;
+  }
+  const referenceKinds = new Map<string, ReferenceKind>();
+  const referenceKindOf = (read: GroupVersionResource): ReferenceKind => {
+    const id = `${read.group}/${read.version}/${read.plural}`;
+    let kind = referenceKinds.get(id);
+    if (kind !== undefined) return kind;
+    const readers = config.resources.filter((r) => (r.reads ?? []).some((o) => `${o.group}/${o.version}/${o.plural}` === id));
+    let listedNow: () => void = () => undefined;
+    const listed = new Promise<void>((res) => (listedNow = res));
+    const tracker = resolveResource(http, read, signal, logger, { onRefused }).then((resolved) => new ReferenceTracker(resolved, trackerOptions));
+    kind = { tracker, listed };
+    referenceKinds.set(id, kind);
+    void (async () => {
+      const references = await tracker;
+      await Promise.all(readers.map((r) => parentListed.get(r)?.promise ?? Promise.resolve()));
+      if (signal.aborted) return;
+      await Promise.all(reflect(references, "", listedNow, undefined, true));
+    })().catch((e: unknown) => {
+      if (!signal.aborted) logger.error({ resource: id, err: (e as Error).message }, "watching a referenced kind failed");
+    });
+    return kind;
+  };
+
   // Each watched resource on its own: one whose CRD is missing (or not served yet) waits for it
   // alone, and the others publish meanwhile. The engine counts as synced once every resource
   // is either synced or known not to be served.
@@ -223,6 +256,7 @@ function startEngine(config: BridgeConfig, deps: EngineDeps, metrics: BridgeMetr
       };
       setState("resolving");
       const kinds = ref.owns.map(childKindOf);
+      const readKinds = (ref.reads ?? []).map(referenceKindOf);
       const resolved = await resolveResource(http, ref, signal, logger, {
         onWaiting: () => {
           setState("not-served");
@@ -235,6 +269,7 @@ function startEngine(config: BridgeConfig, deps: EngineDeps, metrics: BridgeMetr
       setState("syncing");
       const parent = new ParentTracker(resolved, trackerOptions, { bodies: ref.bodies ?? config.bodies, maxBodyBytes: config.maxBodyBytes });
       for (const kind of kinds) parent.owns(await kind.tracker);
+      for (const kind of readKinds) parent.reads(await kind.tracker);
       parents.push(parent);
       // A reflector reports when its resource stops being served (its CRD deleted) and when it is
       // served again; the resource is not-served while any of its reflectors says so.
@@ -246,7 +281,7 @@ function startEngine(config: BridgeConfig, deps: EngineDeps, metrics: BridgeMetr
         setState(unserved.size > 0 ? "not-served" : allSynced ? "synced" : "syncing");
       };
       const running = reflect(parent, config.labelSelector, () => listedHere.resolve(), served);
-      void Promise.all([listedHere.promise, ...kinds.map((k) => k.listed)]).then(async () => {
+      void Promise.all([listedHere.promise, ...kinds.map((k) => k.listed), ...readKinds.map((k) => k.listed)]).then(async () => {
         // What its first list found needing work is announced now that its children's keys are known.
         await parent.releaseInitialWork();
         allSynced = true;

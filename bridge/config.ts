@@ -12,7 +12,8 @@
 //        to its own Pub/Sub topic instead of CRDFN_PUBSUB_TOPIC.
 //   file resources:
 //          - { group: stable.example.com, version: v1, plural: crontabs, resyncSeconds: 21600,
-//              owns: [{ group: batch, version: v1, plural: cronjobs }] }
+//              owns: [{ group: batch, version: v1, plural: cronjobs }],
+//              reads: [{ group: "", version: v1, plural: secrets }] }   (reads: file only)
 import { z } from "zod";
 import { ConfigError } from "../core/config-error.ts";
 import { PARENT_UID_LABEL } from "../core/event.ts";
@@ -21,6 +22,7 @@ import { topicNameSchema } from "./pubsub-transport.ts";
 
 export interface WatchedResource extends GroupVersionResource {
   owns: GroupVersionResource[];
+  reads?: GroupVersionResource[];
   queueUrl?: string;
   topic?: string;
   resyncSeconds?: number;
@@ -35,6 +37,11 @@ const resourceRefSchema = z.strictObject({
 });
 const watchedResourceSchema = resourceRefSchema.extend({
   owns: z.array(resourceRefSchema).default([]),
+  /**
+   * Kinds its objects reference by name (recorded by the functions in status.references): each
+   * watched once, as metadata only; a change announces the objects that reference it.
+   */
+  reads: z.array(resourceRefSchema).optional(),
   /** This resource's events go here instead of queue.url (e.g. the queue of its operator's function). */
   queueUrl: z.url("must be the queue URL").optional(),
   /** On Pub/Sub: this resource's events go to this topic instead of queue.topic. */

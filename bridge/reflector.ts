@@ -30,7 +30,16 @@ export interface ReflectorOptions {
   onRefused?: (e: ApiError | undefined) => void;
   /** false when the resource is not served (404: its CRD deleted), true when a list succeeds again. */
   onServed?: (served: boolean) => void;
+  /**
+   * Ask for metadata only (PartialObjectMetadata): the API server sends names, versions and
+   * managedFields, never the content (a referenced Secret's data never reaches the bridge).
+   */
+  metadataOnly?: boolean;
 }
+
+// As client-go's metadata informer asks for them; JSON, with plain JSON as the fallback.
+export const METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
+export const METADATA_WATCH = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
 
 const BACKOFF: BackoffPolicy = { initialMs: 500, maxMs: 30_000, jitter: 0.5 };
 /** A resource not served: its CRD deleted, or not yet installed by a server that is starting. */
@@ -76,7 +85,7 @@ export async function runReflector(o: ReflectorOptions): Promise<void> {
     let cont: string | undefined;
     let listRv = "";
     do {
-      const page = (await o.http.getJson(path, { limit: String(o.pageSize), continue: cont, labelSelector }, o.signal)) as {
+      const page = (await o.http.getJson(path, { limit: String(o.pageSize), continue: cont, labelSelector }, o.signal, o.metadataOnly ? METADATA_LIST : undefined)) as {
         metadata?: { continue?: string; resourceVersion?: string };
         items?: unknown[];
       };
@@ -98,7 +107,7 @@ export async function runReflector(o: ReflectorOptions): Promise<void> {
   const watch = async (): Promise<void> => {
     // A server-side timeout spreads reconnects out; bookmarks keep resourceVersion fresh meanwhile.
     const timeoutSeconds = String(240 + Math.floor(Math.random() * 120));
-    const events = o.http.watch(path, { resourceVersion, allowWatchBookmarks: "true", timeoutSeconds, labelSelector }, o.signal, o.silenceMs);
+    const events = o.http.watch(path, { resourceVersion, allowWatchBookmarks: "true", timeoutSeconds, labelSelector }, o.signal, o.silenceMs, o.metadataOnly ? METADATA_WATCH : undefined);
     for await (const ev of events) {
       if (ev.type === "ERROR") {
         const status = ev.object as { code?: number; reason?: string; message?: string };

@@ -17,6 +17,7 @@ import type { GroupVersionResource } from "../core/resource-path.ts";
 import { announceReason, nextReconcileOf } from "../core/schedule.ts";
 import { DueSchedule } from "./due-schedule.ts";
 import { finalizersManagedBy, fingerprint, groupOf, lastContentWriteWasApply, lastWriteOf, type KubeObject } from "./kube-object.ts";
+import { referencesOf, type ReferenceRecord } from "../core/references.ts";
 
 export interface ResolvedResource extends GroupVersionResource {
   kind: string;
@@ -50,7 +51,7 @@ export interface ObjectSink {
   readonly size: number;
 }
 
-interface Entry {
+export interface Entry {
   uid: string;
   rv: string;
   fp: string;
@@ -89,6 +90,11 @@ export interface ParentOptions {
   maxBodyBytes: number;
 }
 
+/** A referenced kind's tracker (reference-tracker.ts), as a parent tracker tells it what an object read. */
+export interface ReferenceIndex {
+  refer(parent: ParentTracker, parentKey: string, records: readonly ReferenceRecord[]): Promise<void>;
+}
+
 /**
  * How long an announcement caused by the function's own new child waits at most for the parent's
  * status write, which ends the wait and gives it the newest body (publisher).
@@ -97,14 +103,14 @@ export const OWN_CHILD_HOLD_MS = 5000;
 
 const NO_FINALIZERS: readonly string[] = [];
 const sameList = (a: readonly string[], b: readonly string[]): boolean => a.length === b.length && a.every((x, i) => x === b[i]);
-const keyOf = (namespace: string | undefined, name: string): string => `${namespace ?? ""}/${name}`;
-const splitKey = (key: string): [string | undefined, string] => {
+export const keyOf = (namespace: string | undefined, name: string): string => `${namespace ?? ""}/${name}`;
+export const splitKey = (key: string): [string | undefined, string] => {
   const slash = key.indexOf("/");
   return [slash === 0 ? undefined : key.slice(0, slash), key.slice(slash + 1)];
 };
-const inScope = (key: string, namespace: string | undefined): boolean => namespace === undefined || key.startsWith(`${namespace}/`);
+export const inScope = (key: string, namespace: string | undefined): boolean => namespace === undefined || key.startsWith(`${namespace}/`);
 
-abstract class Tracker<E extends Entry> implements ObjectSink {
+export abstract class Tracker<E extends Entry> implements ObjectSink {
   readonly resource: ResolvedResource;
   protected readonly entries = new Map<string, E>();
   protected readonly o: TrackerOptions;
@@ -170,6 +176,7 @@ export class ParentTracker extends Tracker<ParentEntry> {
   readonly #due: DueSchedule;
   readonly #p: ParentOptions;
   readonly #children: ChildTracker[] = [];
+  readonly #reads: ReferenceIndex[] = [];
   /** Objects its first list found needing work, announced once the children's keys are known; undefined after. */
   #initialWork: Set<string> | undefined = new Set();
 
@@ -184,6 +191,18 @@ export class ParentTracker extends Tracker<ParentEntry> {
   owns(child: ChildTracker): void {
     this.#children.push(child);
     child.serve(this);
+  }
+
+  /** The trackers of the kinds its objects reference, which index what their status records. */
+  reads(tracker: ReferenceIndex): void {
+    this.#reads.push(tracker);
+  }
+
+  /** Tells the referenced kinds' trackers what an object's status records it read ([] once it is gone). */
+  async #refer(key: string, obj: KubeObject | undefined): Promise<void> {
+    if (this.#reads.length === 0) return;
+    const records = obj === undefined ? [] : referencesOf((obj as { status?: unknown }).status);
+    for (const r of this.#reads) await r.refer(this, key, records);
   }
 
   /** Objects with a reconcile scheduled. */
@@ -226,6 +245,11 @@ export class ParentTracker extends Tracker<ParentEntry> {
   }
 
   async upsert(obj: KubeObject, via: Via, epoch = 0): Promise<void> {
+    await this.#upsert(obj, via, epoch);
+    await this.#refer(keyOf(obj.metadata.namespace, obj.metadata.name), obj);
+  }
+
+  async #upsert(obj: KubeObject, via: Via, epoch: number): Promise<void> {
     const m = obj.metadata;
     const key = keyOf(m.namespace, m.name);
     const prev = this.entries.get(key);
@@ -334,12 +358,14 @@ export class ParentTracker extends Tracker<ParentEntry> {
     const key = keyOf(m.namespace, m.name);
     this.entries.delete(key);
     this.#due.clear(key);
+    await this.#refer(key, undefined);
     const e = { uid: m.uid, rv: m.resourceVersion, generation: m.generation ?? 0 };
     await this.o.announce(this.#publishKey(key), this.#event(key, e, "DELETED", "watch"), "deleted");
   }
 
   protected async vanished(key: string, entry: ParentEntry): Promise<void> {
     this.#due.clear(key);
+    await this.#refer(key, undefined);
     // Its last known version was announced already; "deleted" keeps this one from being deduplicated away.
     await this.o.announce(this.#publishKey(key), this.#event(key, entry, "DELETED", "relist"), "deleted");
   }

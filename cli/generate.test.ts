@@ -52,6 +52,7 @@ describe("crdfn generate", () => {
     assert.deepEqual(config.resources.map((r) => [r.plural, r.queueUrl]), [
       ["greetings", "https://sqs.us-east-1.amazonaws.com/123456789012/crdfn-prod-greeting.fifo"],
       ["crontabs", "https://sqs.us-east-1.amazonaws.com/123456789012/crdfn-prod-crontab.fifo"],
+      ["queues", "https://sqs.us-east-1.amazonaws.com/123456789012/crdfn-prod-queue.fifo"],
     ]);
     assert.deepEqual(config.lease, { name: "crdfn-bridge-examples", namespace: "crdfn-system", durationSeconds: 8 });
   });

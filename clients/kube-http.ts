@@ -42,6 +42,8 @@ export interface RequestOptions {
   body?: unknown;
   /** Of the body. Default application/json. */
   contentType?: string;
+  /** What to answer with. Default application/json (a metadata-only list or watch asks for PartialObjectMetadata). */
+  accept?: string;
   signal?: AbortSignal;
 }
 
@@ -79,8 +81,8 @@ export class KubeHttp {
     return JSON.parse(text);
   }
 
-  getJson(path: string, query: Query, signal?: AbortSignal): Promise<unknown> {
-    return this.json("GET", path, { query, signal });
+  getJson(path: string, query: Query, signal?: AbortSignal, accept?: string): Promise<unknown> {
+    return this.json("GET", path, { query, signal, ...(accept === undefined ? {} : { accept }) });
   }
 
   /**
@@ -88,8 +90,8 @@ export class KubeHttp {
    * event, so a slow consumer pauses the stream. `silenceMs` counts only time spent waiting on
    * the server, never time the consumer spends paused.
    */
-  async *watch(path: string, query: Query, signal: AbortSignal, silenceMs: number): AsyncGenerator<WatchEvent> {
-    const { req, res } = await this.#open("GET", path, { query: { ...query, watch: "true" }, signal });
+  async *watch(path: string, query: Query, signal: AbortSignal, silenceMs: number, accept?: string): AsyncGenerator<WatchEvent> {
+    const { req, res } = await this.#open("GET", path, { query: { ...query, watch: "true" }, signal, ...(accept === undefined ? {} : { accept }) });
     try {
       if (!isOk(res.statusCode ?? 0)) throw apiError("GET", path, res.statusCode ?? 0, await readText(res));
       req.setTimeout(0); // from here on, silence decides
@@ -123,7 +125,7 @@ export class KubeHttp {
   async #open(method: string, path: string, o: RequestOptions): Promise<{ req: http.ClientRequest; res: http.IncomingMessage }> {
     const url = new URL(this.#server.pathname.replace(/\/$/, "") + path, this.#server);
     for (const [k, v] of Object.entries(o.query ?? {})) if (v !== undefined && v !== "") url.searchParams.set(k, v);
-    const options: https.RequestOptions = { method, headers: { accept: "application/json" } };
+    const options: https.RequestOptions = { method, headers: { accept: o.accept ?? "application/json" } };
     await this.#access.connection.applyToHTTPSOptions(options);
     // client-node sets a fresh, non-keep-alive agent per request: a TLS handshake per API call,
     // about a third of a busy function's CPU. Ours still gets the TLS material from `options`.

@@ -33,6 +33,7 @@ export function watchedResourcesOf(operators: ReadonlyArray<Operator<unknown>>, 
     return {
       ...ref(op.resource),
       owns: op.owns.map(ref),
+      ...(op.reads.length > 0 ? { reads: op.reads.map(ref) } : {}),
       ...(queueUrl === undefined ? {} : { queueUrl }),
       ...(op.resyncSeconds ? { resyncSeconds: op.resyncSeconds } : {}),
       ...(op.eventBodies === false ? { bodies: false } : {}),
@@ -60,7 +61,11 @@ export function bridgeConfigOf(operators: ReadonlyArray<Operator<unknown>>, s: L
   };
 }
 
-/** get/list/watch on each watched resource and owned kind, split by where the grant must live. */
+/**
+ * get/list/watch on each watched resource, owned kind and referenced kind, split by where the
+ * grant must live. (A referenced kind is watched as metadata only, so the bridge never receives a
+ * Secret's data; RBAC has no verb for that, so list/watch are what it needs.)
+ */
 function watchRules(operators: ReadonlyArray<Operator<unknown>>): { namespaced: PolicyRule[]; cluster: PolicyRule[] } {
   const namespaced = new Map<string, Set<string>>();
   const cluster = new Map<string, Set<string>>();
@@ -68,6 +73,7 @@ function watchRules(operators: ReadonlyArray<Operator<unknown>>): { namespaced: 
   for (const op of operators) {
     add(op.resource.scope === "Namespaced" ? namespaced : cluster, op.resource.group, op.resource.plural);
     for (const o of op.owns) add(o.namespaced ? namespaced : cluster, o.group, o.plural);
+    for (const r of op.reads) add(r.namespaced ? namespaced : cluster, r.group, r.plural);
   }
   const rules = (m: Map<string, Set<string>>): PolicyRule[] =>
     [...m].sort(([a], [b]) => a.localeCompare(b)).map(([g, plurals]) => ({ apiGroups: [g], resources: [...plurals].sort(), verbs: ["get", "list", "watch"] }));

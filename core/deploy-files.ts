@@ -40,9 +40,10 @@ export function deployFiles(operators: ReadonlyArray<GeneratedOperator>, s: Depl
   const ops = operators.map((o) => o.operator);
   // Every grant is a Role in the served namespaces: a ClusterRole would let an identity read
   // kube-system (its ConfigMaps, its Secrets) as well, which RBAC cannot carve out.
-  const namespacedOp = ops.find((op) => op.resource.scope === "Namespaced" || op.owns.some((o) => o.namespaced));
+  const namespacedOp = ops.find((op) => op.resource.scope === "Namespaced" || op.owns.some((o) => o.namespaced) || op.reads.some((r) => r.namespaced));
   if (s.namespaces.length === 0 && namespacedOp !== undefined) {
-    throw new ConfigError(`namespaces: name the namespaces the operators serve (${namespacedOp.resource.kind} ${namespacedOp.resource.scope === "Namespaced" ? "is namespaced" : "owns namespaced kinds"}): each identity is granted only there, and kube-system only if you list it`);
+    const why = namespacedOp.resource.scope === "Namespaced" ? "is namespaced" : namespacedOp.owns.some((o) => o.namespaced) ? "owns namespaced kinds" : "reads namespaced kinds";
+    throw new ConfigError(`namespaces: name the namespaces the operators serve (${namespacedOp.resource.kind} ${why}): each identity is granted only there, and kube-system only if you list it`);
   }
   const files = new Map<string, string>();
   const scope = { functionsNamespace: s.functionsNamespace, namespaces: s.namespaces };

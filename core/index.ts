@@ -1,8 +1,12 @@
 // What an operator author imports: `import { defineOperator, PermanentError } from "crdfn"`.
 export { defineOperator, pluralOf, apiVersionOf } from "./operator.ts";
 export type {
+  AwsPermission,
+  CloudPermissions,
   CustomObject,
   DesiredObject,
+  EffectsContext,
+  EffectsResult,
   FinalizeContext,
   FinalizeResult,
   ObjectMeta,
@@ -14,7 +18,10 @@ export type {
   OwnedKind,
   SharedObject,
   PrinterColumn,
+  ReadKind,
   ReconcileContext,
+  ReferencedObjects,
+  ReferenceName,
   ReconcileResult,
   ResourceDefinition,
   ResourceVersion,

@@ -5,7 +5,8 @@
 // event names), and get only for kinds it observes (read by name): the bridge's event names the
 // children, so the function neither lists nor reads what it does not observe, and cannot read an
 // object of an owned kind it does not control (a Secret in its namespaces) unless it observes
-// that kind. Shared objects: get by name. Events: create, get, patch. Nothing else, and no
+// that kind. Referenced kinds (`reads`): get, read by name. Shared objects: get by name.
+// Events: create, get, patch. Nothing else, and no
 // list/watch: the bridge watches. RBAC cannot limit create or patch by owner; the admission
 // policy (operator-admission.ts) does, and RBAC's namespaces are the served ones (deploy-files.ts).
 import type { Operator } from "./operator.ts";
@@ -63,15 +64,19 @@ export function rbacRulesByScope(operator: Operator<unknown>): { namespaced: Pol
     verbs: ownedKeys.has(`${s.group}/${s.plural}`) ? ["get"] : ["get", "create", "patch"],
   }));
   const observed = (namespaced: boolean) => ownedRules(operator.owns.filter((o) => o.observe && o.namespaced === namespaced), ["get"]);
+  // Referenced kinds: read by name, the names their objects give (no list: a Secret it is not
+  // referenced to stays unread as long as nobody references it).
+  const referenced = (namespaced: boolean) => ownedRules(operator.reads.filter((r) => r.namespaced === namespaced), ["get"]);
   const namespaced = [
     ...(scope === "Namespaced" ? own : []),
     ...ownedRules(operator.owns.filter((o) => o.namespaced), childVerbs),
     ...observed(true),
+    ...referenced(true),
     ...shared,
     // events.k8s.io/v1 with series: get and patch count a repeated failure on one Event.
     { apiGroups: ["events.k8s.io"], resources: ["events"], verbs: ["create", "get", "patch"] },
   ];
-  const cluster = [...(scope === "Cluster" ? own : []), ...ownedRules(operator.owns.filter((o) => !o.namespaced), childVerbs), ...observed(false)];
+  const cluster = [...(scope === "Cluster" ? own : []), ...ownedRules(operator.owns.filter((o) => !o.namespaced), childVerbs), ...observed(false), ...referenced(false)];
   return { namespaced, cluster };
 }
 

@@ -154,11 +154,94 @@ export interface ObservedChildren {
   of<T = ObservedObject>(kind: string, apiVersion?: string): Readonly<Record<string, T>>;
 }
 
+/**
+ * A kind the operator reads besides its children: the objects its objects name (a Secret named in
+ * `spec.secretRef`). The runtime reads them by name into `ctx.references` and records what it
+ * read in `status.references`; the bridge watches the kind (keys only) and reconciles an object
+ * again when an object it references changes, appears or goes. Its function may `get` the kind in
+ * the served namespaces, nothing more.
+ */
+export interface ReadKind<Spec = unknown> {
+  group: string;
+  version: string;
+  kind: string;
+  /** Default: as for OwnedKind. */
+  plural?: string;
+  /** Default true. */
+  namespaced?: boolean;
+  /**
+   * The names an object references, from the object (pure, like reconcile): a name, a list, or
+   * nothing (undefined, null, ""). In the object's own namespace; a cluster-scoped object names a
+   * namespaced kind's objects as `{ namespace, name }`. Give this or `field`.
+   */
+  name?(object: CustomObject<Spec>): ReferenceName | readonly ReferenceName[] | undefined | null;
+  /** The field of the object holding the name (or a list of names), e.g. "spec.secretRef.name". Give this or `name`. */
+  field?: string;
+}
+
+/** A referenced object's name; a namespace only from a cluster-scoped object. */
+export type ReferenceName = string | { name: string; namespace?: string };
+
+export interface ReferencedObjects {
+  /**
+   * The referenced objects of a kind declared in `reads`, keyed by name ("namespace/name" when a
+   * cluster-scoped object names them in a namespace), as they are now. One that does not exist is
+   * absent, not an error. A kind not declared in `reads` throws.
+   */
+  of<T = ObservedObject>(kind: string, apiVersion?: string): Readonly<Record<string, T>>;
+}
+
 export interface ReconcileContext {
   /** The only clock reconcile may read. */
   now: Date;
   /** The current children of the observed kinds. */
   children: ObservedChildren;
+  /** The objects it references, of the kinds in `reads`. */
+  references: ReferencedObjects;
+}
+
+/**
+ * What the effect step is given. It runs under the function's own cloud identity (the Lambda's
+ * role), after the object's spec is validated and before reconcile.
+ */
+export interface EffectsContext {
+  now: Date;
+  /**
+   * The same for every delivery and retry of one generation of the object (from its uid and
+   * generation), 32 hex characters: pass it where an API takes a client token (EC2 ClientToken,
+   * Route 53 CallerReference, an Idempotency-Key header), so a redelivery never creates twice.
+   */
+  idempotencyKey: string;
+  /** The objects it references, as reconcile sees them. */
+  references: ReferencedObjects;
+  /**
+   * The function's environment, to build cloud clients from: process.env on Lambda and Cloud Run;
+   * under `crdfn dev` the environment its function is given (the local queue's endpoint and keys).
+   */
+  env: Readonly<Record<string, string | undefined>>;
+}
+
+export interface EffectsResult<Status extends Record<string, unknown> = Record<string, unknown>> {
+  /**
+   * Status fields recording what exists outside the cluster (a URL, an ARN): written to the
+   * object's status before reconcile runs, which sees them in `object.status`; returned every
+   * time, like reconcile's status. Reconcile's fields win where both set one.
+   */
+  status?: Partial<Status>;
+  /** Run again after this long (an external resource still being provisioned). */
+  requeueAfterSeconds?: number;
+}
+
+/** IAM statements (Allow) added to the function's role: what its effects and finalize may do. */
+export interface AwsPermission {
+  actions: string[];
+  /** ARNs; `${AWS::Partition}`, `${AWS::Region}` and `${AWS::AccountId}` are filled in (Fn::Sub). */
+  resources: string[];
+}
+
+/** The cloud identity of the operator's function, beyond what crdfn itself needs. */
+export interface CloudPermissions {
+  aws?: AwsPermission[];
 }
 
 /** User status fields; `conditions` are merged with the runtime's `Ready`; `observedGeneration` is the runtime's. */
@@ -181,6 +264,8 @@ export interface ReconcileResult<Status extends Record<string, unknown> = Record
 
 export interface FinalizeContext {
   now: Date;
+  /** The function's environment, as for effects: build cloud clients from it. */
+  env: Readonly<Record<string, string | undefined>>;
   /** Withdraws every field this resource contributed to a shared object (I/O). */
   release(object: ObjectReference): Promise<void>;
 }
@@ -202,6 +287,8 @@ export interface OperatorDefinition<Spec, SpecInput = unknown, Status extends Re
    */
   status?: z.ZodType<Status>;
   owns?: OwnedKind[];
+  /** Kinds its objects reference by name (read by name into ctx.references; a change reconciles the referencing objects). */
+  reads?: Array<ReadKind<Spec>>;
   /** The objects `shared` may name (their kinds must also be owned). */
   shares?: SharedObject[];
   finalizer?: string;
@@ -210,6 +297,15 @@ export interface OperatorDefinition<Spec, SpecInput = unknown, Status extends Re
    * refused; do I/O in finalize, or in a child the cluster runs). Throw TemporaryError or PermanentError.
    */
   reconcile(object: CustomObject<Spec>, ctx: ReconcileContext): ReconcileResult<Status>;
+  /**
+   * The one place for external I/O besides finalize (a queue, a bucket, a DNS record): async, run
+   * after the spec is validated and before reconcile, with `ctx.idempotencyKey` and under the
+   * function's cloud identity (grant it in `cloud`). It must be safe to run again: a message may be
+   * redelivered after it did its work and before its status was written. What it returns in
+   * `status` is recorded before reconcile runs; `finalize` undoes it (both required with effects).
+   * Throws as reconcile does: TemporaryError, PermanentError, anything else is EffectsError.
+   */
+  effects?(object: CustomObject<Spec>, ctx: EffectsContext): Promise<EffectsResult<Status> | void>;
   /** Runs while the object is being deleted and still carries `finalizer`; may do I/O through ctx. */
   finalize?(object: CustomObject<Spec>, ctx: FinalizeContext): FinalizeResult | Promise<FinalizeResult>;
   /** Server-side apply field manager. Default "crdfn". */
@@ -220,6 +316,15 @@ export interface OperatorDefinition<Spec, SpecInput = unknown, Status extends Re
    * or one of its children, changes, or when it asked to be (requeueAfterSeconds, a retry).
    */
   resyncSeconds?: number;
+  /**
+   * A timer: reconcile each object again this many seconds after its last successful reconcile
+   * (status.nextReconcile, reason Requeue, on the bridge's schedule), or sooner if it asks for
+   * sooner (requeueAfterSeconds). What notices drift no event reports, such as an external
+   * resource deleted by hand.
+   */
+  every?: number;
+  /** The cloud permissions its function's role gets (its effects' and finalize's I/O), generated into its IAM role. */
+  cloud?: CloudPermissions;
   /**
    * Whether the bridge puts the object itself in its announcements (up to 64 KiB), so the
    * function need not read it: the queue then holds object bodies (SQS encrypts them at rest).
@@ -234,6 +339,7 @@ export interface Operator<Spec = unknown, SpecInput = unknown, Status extends Re
   resource: ResourceDefinition & { scope: Scope; singular: string };
   owns: Array<OwnedKind & { plural: string; namespaced: boolean; observe: boolean; prune: boolean; adopt: boolean }>;
   shares: Array<SharedObject & { plural: string }>;
+  reads: Array<ReadKind<Spec> & { plural: string; namespaced: boolean }>;
   fieldManager: string;
   /** "group/version" of the resource ("v1" for the core group). */
   apiVersion: string;
@@ -270,11 +376,50 @@ function checkVersions(resource: ResourceDefinition): void {
   if (storage.length > 1) throw new Error(`${where}: only one version may be the storage version (${storage.map((v) => v.name).join(", ")})`);
 }
 
+const FIELD_PATH = /^[A-Za-z_$][\w$]*(\.[A-Za-z_$][\w$]*)*$/;
+const AWS_ACTION = /^[a-z0-9-]+:[A-Za-z0-9*]+$/;
+const RUNTIME_STATUS_FIELDS = ["observedGeneration", "conditions", "nextReconcile", "references"];
+
+/** Throws, naming the setting, on reads, effects, every and cloud that cannot work. */
+function checkExtensions(definition: OperatorDefinition<never, unknown, Record<string, unknown>>): void {
+  const { kind } = definition.resource;
+  const seen = new Set<string>();
+  for (const [i, r] of (definition.reads ?? []).entries()) {
+    const where = `${kind} reads[${i}] (${r.kind})`;
+    if ((r.name === undefined) === (r.field === undefined)) throw new Error(`${where}: give either name (a function of the object) or field (a path such as "spec.secretRef.name")`);
+    if (r.field !== undefined && !FIELD_PATH.test(r.field)) throw new Error(`${where}: field "${r.field}" must be a dotted path such as "spec.secretRef.name"`);
+    const id = `${apiVersionOf(r.group, r.version)}/${r.kind}`;
+    if (seen.has(id)) throw new Error(`${where}: ${r.kind} is listed twice; give one entry a name function returning a list`);
+    seen.add(id);
+  }
+  if (definition.reads?.length) {
+    const shape = (definition.status as { shape?: Record<string, unknown> } | undefined)?.shape;
+    const taken = RUNTIME_STATUS_FIELDS.find((f) => shape !== undefined && f in shape);
+    if (taken) throw new Error(`${kind} status: "${taken}" is the runtime's own status field; rename yours`);
+  }
+  if (definition.every !== undefined && !(Number.isInteger(definition.every) && definition.every >= 1 && definition.every <= 7 * 86400)) {
+    throw new Error(`${kind}: every must be a whole number of seconds from 1 to 604800 (7 days), or left out (no timer)`);
+  }
+  if (definition.effects !== undefined && (definition.finalizer === undefined || definition.finalize === undefined)) {
+    throw new Error(`${kind}: effects need a finalizer and finalize, which undoes what they made outside the cluster (else it outlives the object)`);
+  }
+  for (const [i, p] of (definition.cloud?.aws ?? []).entries()) {
+    const where = `${kind} cloud.aws[${i}]`;
+    if (!Array.isArray(p.actions) || p.actions.length === 0) throw new Error(`${where}: actions must list at least one IAM action such as "sqs:CreateQueue"`);
+    const bad = p.actions.find((a) => !AWS_ACTION.test(a));
+    if (bad !== undefined) throw new Error(`${where}: "${bad}" is not an IAM action such as "sqs:CreateQueue"`);
+    if (!Array.isArray(p.resources) || p.resources.length === 0 || p.resources.some((r) => typeof r !== "string" || r === "")) {
+      throw new Error(`${where}: resources must list the ARNs it may act on (a name prefix with *, such as "arn:\${AWS::Partition}:sqs:\${AWS::Region}:\${AWS::AccountId}:my-queues-*")`);
+    }
+  }
+}
+
 export function defineOperator<Spec, SpecInput = unknown, Status extends Record<string, unknown> = Record<string, unknown>>(
   definition: OperatorDefinition<Spec, SpecInput, Status>,
 ): Operator<Spec, SpecInput, Status> {
   const { resource } = definition;
   checkVersions(resource);
+  checkExtensions(definition as unknown as OperatorDefinition<never, unknown, Record<string, unknown>>);
   if (definition.resyncSeconds !== undefined && !(Number.isInteger(definition.resyncSeconds) && definition.resyncSeconds >= 60 && definition.resyncSeconds <= 7 * 86400)) {
     throw new Error(`${resource.kind}: resyncSeconds must be a whole number of seconds from 60 to 604800 (7 days), or left out (off)`);
   }
@@ -286,6 +431,7 @@ export function defineOperator<Spec, SpecInput = unknown, Status extends Record<
     resource: { ...resource, scope: resource.scope ?? "Namespaced", singular: resource.singular ?? resource.kind.toLowerCase() },
     owns: (definition.owns ?? []).map((o) => ({ ...o, plural: o.plural ?? pluralOf(o.kind), namespaced: o.namespaced ?? true, observe: o.observe ?? false, prune: o.prune ?? true, adopt: o.adopt ?? false })),
     shares: (definition.shares ?? []).map((s) => ({ ...s, plural: s.plural ?? pluralOf(s.kind) })),
+    reads: (definition.reads ?? []).map((r) => ({ ...r, plural: r.plural ?? pluralOf(r.kind), namespaced: r.namespaced ?? true })),
     fieldManager: definition.fieldManager ?? "crdfn",
     apiVersion: apiVersionOf(resource.group, resource.version),
   });

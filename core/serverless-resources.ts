@@ -3,7 +3,8 @@
 // run in order) dead-lettering after 5 receives, SSE-encrypted, and a role that can do nothing but
 // consume that queue, send to it (deferring a message while the API server is unreachable), and
 // write its own logs. Also the bridge's AWS identity: a role that may only send to those event
-// queues, associated with the bridge's ServiceAccount by EKS Pod Identity.
+// queues, associated with the bridge's ServiceAccount by EKS Pod Identity. An operator's declared
+// cloud permissions (`cloud.aws`: what its effects and finalize do) are added to its own role only.
 // Service-wide values (timeouts, batch size, concurrency) stay in serverless.yml's custom/params.
 import type { Operator } from "./operator.ts";
 import type { LambdaDeploySettings } from "./deploy-settings.ts";
@@ -98,6 +99,7 @@ export function serverlessResourcesOf(operators: ReadonlyArray<Operator<unknown>
                   { Effect: "Allow", Action: ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ChangeMessageVisibility", "sqs:GetQueueUrl"], Resource: events },
                   // Its own queue only: a message deferred while the API server is unreachable goes back into its object's group.
                   { Effect: "Allow", Action: "sqs:SendMessage", Resource: events },
+                  ...declaredStatements(op),
                 ],
               },
             },
@@ -113,6 +115,12 @@ export function serverlessResourcesOf(operators: ReadonlyArray<Operator<unknown>
   Object.assign(resources, bridgeIdentityOf(operators, s));
   outputs.BridgeRoleArn = { Description: `The bridge's role (EKS Pod Identity of ${s.bridge.namespace}/${bridgeName(s)})`, Value: getAtt("BridgeRole") };
   return { Resources: resources, Outputs: outputs };
+}
+
+/** The operator's own `cloud.aws` statements; an ARN naming `${AWS::…}` pseudo parameters is filled in by Fn::Sub. */
+function declaredStatements(op: Operator<unknown>): Json[] {
+  const arn = (resource: string): unknown => (/\$\{AWS::[A-Za-z]+\}/.test(resource) ? { "Fn::Sub": resource } : resource);
+  return (op.cloud?.aws ?? []).map((p) => ({ Effect: "Allow", Action: [...p.actions], Resource: p.resources.map(arn) }));
 }
 
 /**

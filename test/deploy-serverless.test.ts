@@ -12,10 +12,11 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import cronTab from "../examples/crontab/operator.ts";
 import greeting from "../examples/greeting/operator.ts";
+import queueOperator from "../examples/queue/operator.ts";
 import { loadConfig } from "../functions/runtime/config.ts";
 
 const run = promisify(execFile);
-const operators = [greeting, cronTab];
+const operators = [greeting, cronTab, queueOperator];
 const root = join(import.meta.dirname, "..");
 
 const PARAMS = {
@@ -162,7 +163,7 @@ describe("serverless package (offline)", { timeout: 300_000 }, () => {
     }
   });
 
-  it("gives each function its own role, scoped to its own queues and log group (no '*')", () => {
+  it("gives each function its own role, scoped to its own queues and log group, and to what its operator declares (no '*')", () => {
     assert.equal(resources.IamRoleLambdaExecution, undefined, "no shared default role");
     for (const name of names) {
       const { fn, fifo } = functionOf(name);
@@ -183,14 +184,18 @@ describe("serverless package (offline)", { timeout: 300_000 }, () => {
         }
       }
       const consumed = new Set([fifo.queueId]);
+      // What its operator declares (cloud.aws: the Queue example's queues), on exactly what it names.
+      const declared = operators.find((op) => op.resource.kind.toLowerCase() === name)?.cloud?.aws ?? [];
+      const declaredOn = (action: string) => declared.filter((p) => p.actions.includes(action)).flatMap((p) => p.resources);
       assert.deepEqual(
         [...granted.keys()].sort(),
-        ["logs:CreateLogStream", "logs:PutLogEvents", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:ReceiveMessage", "sqs:SendMessage"],
+        [...new Set(["logs:CreateLogStream", "logs:PutLogEvents", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:ReceiveMessage", "sqs:SendMessage", ...declared.flatMap((p) => p.actions)])].sort(),
       );
       // ChangeMessageVisibility: the adapters lengthen a retried message's visibility, on its own queues only.
-      for (const action of ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ChangeMessageVisibility", "sqs:GetQueueUrl"]) assert.deepEqual(granted.get(action), consumed, `${name}: ${action}`);
+      for (const action of ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ChangeMessageVisibility", "sqs:GetQueueUrl"]) assert.deepEqual(granted.get(action), new Set([...consumed, ...declaredOn(action)]), `${name}: ${action}`);
       // It sends only to its own queue: a message deferred during an API server outage goes back into its object's group.
       assert.deepEqual(granted.get("sqs:SendMessage"), consumed);
+      for (const p of declared) for (const action of p.actions.filter((a) => !a.startsWith("sqs:Get"))) assert.deepEqual(granted.get(action), new Set(declaredOn(action)), `${name}: ${action}`);
       for (const action of ["logs:CreateLogStream", "logs:PutLogEvents"]) {
         assert.deepEqual([...(granted.get(action) ?? [])], [`arn:\${AWS::Partition}:logs:\${AWS::Region}:\${AWS::AccountId}:log-group:/aws/lambda/crdfn-test-${name}:*`]);
       }

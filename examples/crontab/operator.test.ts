@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { reconcileContext, testObject } from "crdfn/testing";
+import { finalizeContext, reconcileContext, testObject } from "crdfn/testing";
 import cronTab, { cronTabSpec, REGISTRY } from "./operator.ts";
 
 // The spec as a manifest writes it (replicas may be left to its default).
@@ -25,7 +25,7 @@ describe("CronTab", () => {
 
   it("finalizes by withdrawing its registry entry", async () => {
     const released: unknown[] = [];
-    const done = await cronTab.finalize?.(object({ cronSpec: "0 3 * * *", image: "x" }), { now: new Date(0), release: (o) => Promise.resolve(void released.push(o)) });
+    const done = await cronTab.finalize?.(object({ cronSpec: "0 3 * * *", image: "x" }), finalizeContext({ release: (o) => Promise.resolve(void released.push(o)) }));
     assert.deepEqual(done, { done: true });
     assert.deepEqual(released, [{ apiVersion: "v1", kind: "ConfigMap", name: REGISTRY, namespace: "default" }]);
   });

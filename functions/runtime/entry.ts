@@ -69,7 +69,7 @@ export function buildFromEnv(
     return dispatchByResource(
       operators.map((operator) => ({
         operator,
-        runtime: createRuntime(operator, { api, ...(metrics ? { metrics } : {}), logger: log.child({ operator: operator.resource.kind }), clock }),
+        runtime: createRuntime(operator, { api, ...(metrics ? { metrics } : {}), logger: log.child({ operator: operator.resource.kind }), clock, env }),
       })),
       log,
     );

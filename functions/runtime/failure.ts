@@ -6,26 +6,31 @@
 import { backoffMs } from "../../core/backoff.ts";
 import type { ObjectStatus } from "../../core/operator.ts";
 import { RETRY_BACKOFF, type NextReason } from "../../core/schedule.ts";
+import type { ReferenceRecord } from "../../core/references.ts";
 import { recordEvent } from "./events.ts";
 import { ApiError } from "../../clients/kube-http.ts";
 import { type KubeObject } from "./kube-api.ts";
 import { classify, type Outcome, type Verdict } from "./outcome.ts";
 import { failureStatus, nextReconcile, previousAttempts, sameJson } from "./status.ts";
 import type { Step } from "./step.ts";
+import { UserCodeThrew } from "./thrown.ts";
+import { EFFECTS_ERROR, EffectsThrew } from "./effects.ts";
 
 export const RECONCILE_ERROR = "ReconcileError";
 export const FINALIZE_ERROR = "FinalizeError";
 
 /** finalize threw: shown as FinalizeError, retried with backoff, the finalizer kept. */
-export class FinalizeThrew extends Error {
+export class FinalizeThrew extends UserCodeThrew {
   constructor(message: string) {
-    super(message);
-    this.name = "FinalizeThrew";
+    super(message, "FinalizeThrew");
   }
 }
 
-/** Turns an error into an outcome; rethrows 409 Conflicts so the caller re-reads and retries. */
-export async function onFailure(step: Step, object: KubeObject, error: unknown): Promise<Outcome> {
+/**
+ * Turns an error into an outcome; rethrows 409 Conflicts so the caller re-reads and retries.
+ * `references`: what the attempt read before it failed, recorded with the failure.
+ */
+export async function onFailure(step: Step, object: KubeObject, error: unknown, references?: ReferenceRecord[]): Promise<Outcome> {
   const verdict = classify(error);
   if (verdict.kind === "conflict") throw error;
   if (verdict.kind === "unavailable") return { result: "unavailable", detail: verdict.message };
@@ -35,11 +40,11 @@ export async function onFailure(step: Step, object: KubeObject, error: unknown):
       return { result: "success", detail: "object is gone" };
     }
     if (verdict.kind === "permanent") {
-      await recordFailure(step, object, verdict.reason, verdict.message, false);
+      await recordFailure(step, object, verdict.reason, verdict.message, false, undefined, references);
       return { result: "permanent", detail: verdict.reason };
     }
     const retry = retryOf(object, error, verdict);
-    await recordFailure(step, object, retry.reason, verdict.message, true, retry);
+    await recordFailure(step, object, retry.reason, verdict.message, true, retry, references);
     return { result: "retry-later", delaySeconds: retry.delaySeconds, detail: `${retry.reason}: ${verdict.message}` };
   } catch (writeError) {
     const writeVerdict = classify(writeError);
@@ -62,7 +67,7 @@ function retryOf(object: KubeObject, error: unknown, verdict: Extract<Verdict, {
   const next: NextReason = error instanceof FinalizeThrew ? "Finalize" : "Retry";
   const attempts = previousAttempts(object.status as ObjectStatus | undefined, object.metadata.generation ?? 0, next) + 1;
   if (verdict.kind === "later") return { reason: verdict.reason, next, attempts, delaySeconds: verdict.delaySeconds };
-  const reason = error instanceof FinalizeThrew ? FINALIZE_ERROR : error instanceof ApiError ? apiReason(error) : RECONCILE_ERROR;
+  const reason = error instanceof FinalizeThrew ? FINALIZE_ERROR : error instanceof EffectsThrew ? EFFECTS_ERROR : error instanceof ApiError ? apiReason(error) : RECONCILE_ERROR;
   return { reason, next, attempts, delaySeconds: backoffMs(attempts, RETRY_BACKOFF) / 1000 };
 }
 
@@ -73,11 +78,11 @@ const apiReason = (e: ApiError): string => (/^[A-Z][A-Za-z]+$/.test(e.reason) &&
  * Ready=False with the reason, an Event, and (when retried) the next attempt. An unchanged
  * permanent failure writes nothing; a repeated retried one counts on its Event's series.
  */
-async function recordFailure(step: Step, object: KubeObject, reason: string, message: string, countRepeats: boolean, retry?: Retry): Promise<void> {
+async function recordFailure(step: Step, object: KubeObject, reason: string, message: string, countRepeats: boolean, retry?: Retry, references?: ReferenceRecord[]): Promise<void> {
   const previous = object.status as ObjectStatus | undefined;
   const now = step.clock();
   const next = retry && nextReconcile(retry.next, new Date(now.getTime() + retry.delaySeconds * 1000), retry.attempts);
-  const status = failureStatus(previous, reason, message, object.metadata.generation ?? 0, now, next);
+  const status = failureStatus(previous, reason, message, object.metadata.generation ?? 0, now, next, references);
   const unchanged = sameJson(status, previous);
   if (unchanged && !countRepeats) return;
   if (!unchanged) await step.api.replaceStatus(step.ref, { ...object, status }, step.operator.fieldManager);

@@ -45,7 +45,7 @@ export async function finalizeObject(step: Step, object: KubeObject): Promise<Ou
     };
     let result;
     try {
-      result = await operator.finalize(typed, { now: step.clock(), release: releasing });
+      result = await operator.finalize(typed, { now: step.clock(), release: releasing, env: step.env });
     } catch (thrown) {
       if (thrown instanceof PermanentError || thrown instanceof TemporaryError || (typeof thrown === "object" && thrown !== null && ours.has(thrown))) throw thrown;
       throw new FinalizeThrew(thrownMessage(thrown));

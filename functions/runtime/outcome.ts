@@ -1,7 +1,7 @@
 // The ONE place where what went wrong becomes what the queue should do about it.
 import { PermanentError, TemporaryError } from "../../core/errors.ts";
 import { ApiError } from "../../clients/kube-http.ts";
-import { thrownMessage } from "./thrown.ts";
+import { thrownMessage, UserCodeThrew } from "./thrown.ts";
 
 /**
  * - success: done, delete the message. `requeue: "after"`: the object recorded when to be
@@ -50,7 +50,7 @@ const NETWORK_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EHOST
  */
 export function isInfrastructureFailure(error: unknown): boolean {
   if (error instanceof ApiError) return error.code === 401 || error.code === 429 || error.code === 503 || error.code === 504;
-  if (!(error instanceof Error)) return false;
+  if (!(error instanceof Error) || error instanceof UserCodeThrew) return false;
   const code = (error as { code?: unknown }).code;
   if (typeof code === "string" && NETWORK_CODES.has(code)) return true;
   // Our HTTP clients' own timeouts, and an aborted socket while the server restarts.

@@ -1,16 +1,15 @@
 // Validating the spec, calling the user's pure reconcile, and checking what it returned.
 import { z } from "zod";
-import type { CustomObject, ObservedChildren, ReconcileResult } from "../../core/operator.ts";
+import type { CustomObject, ObservedChildren, ReconcileResult, ReferencedObjects } from "../../core/operator.ts";
 import { PermanentError, TemporaryError } from "../../core/errors.ts";
 import type { KubeObject } from "./kube-api.ts";
 import type { Step } from "./step.ts";
-import { thrownMessage } from "./thrown.ts";
+import { UserCodeThrew } from "./thrown.ts";
 
 /** reconcile threw something other than TemporaryError or PermanentError: a bug, shown as ReconcileError. */
-export class ReconcileThrew extends Error {
+export class ReconcileThrew extends UserCodeThrew {
   constructor(thrown: unknown) {
-    super(thrownMessage(thrown));
-    this.name = "ReconcileThrew";
+    super(thrown, "ReconcileThrew");
   }
 }
 
@@ -31,10 +30,14 @@ export function validObject(step: Step, object: KubeObject): CustomObject<unknow
   return { ...(object as unknown as CustomObject<unknown>), spec: spec.data };
 }
 
-export function callReconcile(step: Step, object: CustomObject<unknown>, now: Date, children: ObservedChildren): ReconcileResult {
+/**
+ * `effected`: the status fields effects returned this time, under reconcile's own (which win);
+ * the operator's status schema checks the two together.
+ */
+export function callReconcile(step: Step, object: CustomObject<unknown>, now: Date, children: ObservedChildren, references: ReferencedObjects, effected?: Record<string, unknown>): ReconcileResult {
   let result: unknown;
   try {
-    result = step.operator.reconcile(object, { now, children });
+    result = step.operator.reconcile(object, { now, children, references });
   } catch (thrown) {
     if (thrown instanceof PermanentError || thrown instanceof TemporaryError) throw thrown;
     throw new ReconcileThrew(thrown);
@@ -46,7 +49,9 @@ export function callReconcile(step: Step, object: CustomObject<unknown>, now: Da
   }
   const checked = resultSchema.safeParse(result);
   if (!checked.success) throw new PermanentError(oneLine(checked.error), "InvalidReconcileResult");
-  return withValidStatus(step, result as ReconcileResult);
+  const reconciled = result as ReconcileResult;
+  const merged = effected === undefined ? reconciled : { ...reconciled, status: { ...effected, ...reconciled.status } };
+  return withValidStatus(step, merged);
 }
 
 /** The operator's status schema checks the user's fields; conditions and observedGeneration are the runtime's. */

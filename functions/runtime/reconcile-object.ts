@@ -1,5 +1,7 @@
 // One reconcile of an object just read, step by step. Each step is its own function; this file
-// only says in which order they run and what the outcome is.
+// only says in which order they run and what the outcome is:
+//   finalizer → spec → children's and references' reads → effects (recorded at once) →
+//   reconcile (pure) → children → status (with what is next: a requeue, the timer).
 import type { KubeObject } from "./kube-api.ts";
 import { onFailure } from "./failure.ts";
 import { ensureFinalizer, finalizeObject } from "./finalizer.ts";
@@ -7,23 +9,37 @@ import type { Outcome } from "./outcome.ts";
 import { callReconcile, validObject } from "./reconcile-call.ts";
 import { writeChildren } from "./children.ts";
 import { childKeysOf, observedChildren, readObserved } from "./observed-children.ts";
+import { recordEffects, runEffects } from "./effects.ts";
+import { readReferences, referencedKeys, referencedObjects, referenceRecords } from "./references.ts";
 import { writeSuccessStatus } from "./status-write.ts";
 import type { Step } from "./step.ts";
+import { requeueAfter } from "./timer.ts";
+import type { ReferenceRecord } from "../../core/references.ts";
 
 /** Throws only 409 Conflicts (the caller re-reads); every other failure becomes an outcome. */
 export async function reconcileObject(step: Step, read: KubeObject): Promise<Outcome> {
   let object = read;
+  // What this attempt read, once known: recorded with its outcome, success or failure alike.
+  let records: ReferenceRecord[] | undefined;
   try {
     if (object.metadata.deletionTimestamp) return await finalizeObject(step, object);
     object = await ensureFinalizer(step, object);
     const now = step.clock();
+    const valid = validObject(step, object);
     const keys = childKeysOf(step);
-    const observed = await readObserved(step, keys);
-    const result = callReconcile(step, validObject(step, object), now, observedChildren(step.operator, observed));
+    const wanted = step.operator.reads.length > 0 ? referencedKeys(step, valid) : [];
+    const [observed, referenced] = await Promise.all([readObserved(step, keys), readReferences(step, wanted)]);
+    if (step.operator.reads.length > 0) records = referenceRecords(referenced);
+    const references = referencedObjects(step.operator, referenced, object.metadata.namespace);
+    const effected = await runEffects(step, valid, { now, references, env: step.env });
+    // Recorded before anything else is written: what exists outside the cluster is on the object.
+    if (effected !== undefined) object = await recordEffects(step, object, effected.status, records);
+    const result = callReconcile(step, effected ? validObject(step, object) : valid, now, observedChildren(step.operator, observed), references, effected?.status);
     await writeChildren(step, object, result, keys, observed);
-    await writeSuccessStatus(step, object, result.status, now, result.requeueAfterSeconds);
-    return { result: "success", detail: "reconciled", ...(result.requeueAfterSeconds === undefined ? {} : { requeue: "after" as const }) };
+    const requeue = requeueAfter(step.operator, result.requeueAfterSeconds, effected?.requeueAfterSeconds);
+    await writeSuccessStatus(step, object, result.status, now, requeue, records);
+    return { result: "success", detail: "reconciled", ...(requeue === undefined ? {} : { requeue: "after" as const }) };
   } catch (error) {
-    return onFailure(step, object, error);
+    return onFailure(step, object, error, records);
   }
 }

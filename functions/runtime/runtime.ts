@@ -18,6 +18,8 @@ export interface RuntimeDeps {
   /** Attempts per message when writes hit 409 Conflict. Default 5. */
   maxAttempts?: number;
   metrics?: RuntimeMetrics;
+  /** The function's environment (what it was built from), handed to effects and finalize. Default {}. */
+  env?: Readonly<Record<string, string | undefined>>;
 }
 
 export type HandledOutcome = Outcome & { apiCalls: number };
@@ -52,7 +54,7 @@ export function createRuntime<Spec>(typedOperator: Operator<Spec>, deps: Runtime
     const { api, calls } = countingApi(deps.api);
     const started = deps.clock().getTime();
     const firstDelivery = firstReceive && message.attributes?.[DEFERRED_SINCE_ATTRIBUTE] === undefined;
-    const step = { operator, api, clock: deps.clock, log, event, ref: parentRef(operator, event), firstDelivery };
+    const step = { operator, api, clock: deps.clock, log, event, ref: parentRef(operator, event), firstDelivery, env: deps.env ?? {} };
     const outcome = await handleEvent(step, maxAttempts);
     const done = { ...outcome, apiCalls: calls() };
     const finished = deps.clock().getTime();

@@ -5,6 +5,7 @@
 import { setCondition, type Condition, type ConditionInput } from "../../core/conditions.ts";
 import type { ObjectStatus, StatusInput } from "../../core/operator.ts";
 import { NEXT_RECONCILE_FIELD, nextReconcileOf, type NextReason, type NextReconcile } from "../../core/schedule.ts";
+import { REFERENCES_FIELD, type ReferenceRecord } from "../../core/references.ts";
 
 export { sameJson } from "../../core/canonical-json.ts";
 
@@ -17,9 +18,10 @@ export function nextReconcile(reason: NextReason, at: Date, attempts?: number): 
 
 /**
  * Status after a successful reconcile: the user's fields, observedGeneration, their conditions
- * and Ready=True; `next` when reconcile asked to be called again (requeueAfterSeconds).
+ * and Ready=True; `next` when reconcile asked to be called again (requeueAfterSeconds, a timer);
+ * `references`, what it read (undefined: the operator references nothing).
  */
-export function successStatus(previous: ObjectStatus | undefined, input: StatusInput | undefined, generation: number, now: Date, next?: NextReconcile): ObjectStatus {
+export function successStatus(previous: ObjectStatus | undefined, input: StatusInput | undefined, generation: number, now: Date, next?: NextReconcile, references?: ReferenceRecord[]): ObjectStatus {
   const { conditions: reported = [], ...fields } = input ?? {};
   const ready: ConditionInput = { type: READY, status: "True", reason: "Reconciled", message: "", observedGeneration: generation };
   // Conditions the user no longer reports disappear; the ones still reported keep their transition times.
@@ -27,16 +29,20 @@ export function successStatus(previous: ObjectStatus | undefined, input: StatusI
     (acc, c) => setCondition(acc, c, now),
     [],
   ).map((c) => keepTransition(previous?.conditions, c));
-  return withNext({ ...fields, observedGeneration: generation, conditions }, next);
+  const status = withNext({ ...fields, observedGeneration: generation, conditions }, next);
+  return references === undefined ? status : withReferences(status, references);
 }
 
 /**
  * Status after a failure: the previous fields stay, Ready=False says why, and `next` says when it
  * is tried again (nothing for a permanent failure: it waits for the object to change).
+ * `references`: what this attempt read, when it got that far (a reference that is missing is
+ * often why it failed, and its creation must wake the object); undefined keeps the previous.
  */
-export function failureStatus(previous: ObjectStatus | undefined, reason: string, message: string, generation: number, now: Date, next?: NextReconcile): ObjectStatus {
+export function failureStatus(previous: ObjectStatus | undefined, reason: string, message: string, generation: number, now: Date, next?: NextReconcile, references?: ReferenceRecord[]): ObjectStatus {
   const conditions = setCondition(previous?.conditions, { type: READY, status: "False", reason, message, observedGeneration: generation }, now);
-  return withNext({ ...previous, observedGeneration: generation, conditions }, next);
+  const status = withNext({ ...previous, observedGeneration: generation, conditions }, next);
+  return references === undefined ? status : withReferences(status, references);
 }
 
 /** The previous status with only its schedule replaced (a finalize that is not done yet). */
@@ -57,6 +63,12 @@ export function previousAttempts(previous: ObjectStatus | undefined, generation:
 function withNext(status: ObjectStatus, next: NextReconcile | undefined): ObjectStatus {
   const { [NEXT_RECONCILE_FIELD]: _dropped, ...rest } = status;
   return next ? { ...rest, [NEXT_RECONCILE_FIELD]: next } : rest;
+}
+
+/** Only a non-empty list is written: an object that references nothing carries no field. */
+function withReferences(status: ObjectStatus, references: ReferenceRecord[]): ObjectStatus {
+  const { [REFERENCES_FIELD]: _dropped, ...rest } = status;
+  return references.length > 0 ? { ...rest, [REFERENCES_FIELD]: references } : rest;
 }
 
 function keepTransition(previous: readonly Condition[] | undefined, c: Condition): Condition {

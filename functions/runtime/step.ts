@@ -15,6 +15,8 @@ export interface Step<Spec = unknown> {
   ref: ResourceRef;
   /** The message is delivered for the first time (not held back, not re-sent): its body may stand for a read. */
   firstDelivery: boolean;
+  /** The function's environment, for the user's effects and finalize to build cloud clients from. */
+  env: Readonly<Record<string, string | undefined>>;
 }
 
 export function parentRef(operator: Operator<unknown>, event: KeyEvent): ResourceRef {

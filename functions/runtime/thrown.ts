@@ -11,3 +11,15 @@ export function thrownMessage(value: unknown): string {
     return `thrown: ${Object.prototype.toString.call(value)}`;
   }
 }
+
+/**
+ * What the user's code threw (reconcile, effects, finalize), carried as its text. Never an outage
+ * of the cluster, whatever its words say ("timed out" from a cloud API is that API's, not the
+ * API server's): it is retried with the object's own backoff and shown on the object.
+ */
+export class UserCodeThrew extends Error {
+  constructor(thrown: unknown, name: string) {
+    super(thrownMessage(thrown));
+    this.name = name;
+  }
+}

@@ -11,7 +11,7 @@ import { createRuntime } from "../runtime/runtime.ts";
 import { createFakeKube, type FakeKube } from "./fake-kube.ts";
 import { APPLIED_HASH_ANNOTATION, PARENT_UID_LABEL, type ChildKey } from "../../core/event.ts";
 import { ownershipVerdict } from "../../core/ownership.ts";
-import { apiVersionOf } from "../../core/operator.ts";
+import { apiVersionOf, pluralOf } from "../../core/operator.ts";
 import type { ResourceRef } from "../runtime/kube-api.ts";
 
 /** The object to reconcile: at least a name and a spec; apiVersion and kind come from the operator. */
@@ -30,6 +30,18 @@ export interface RunOptions {
   now?: Date;
   /** Delete the object first: with the operator's finalizer on it, this exercises finalize. */
   deleting?: boolean;
+  /** Other objects in the cluster first (the Secrets it references), each with apiVersion, kind and metadata.name; namespace default if namespaced. */
+  objects?: ReadonlyArray<OtherObject>;
+  /** The function's environment, which effects and finalize get as ctx.env. Default {}. */
+  env?: Record<string, string | undefined>;
+}
+
+/** An object of another kind, put in the cluster as it is. */
+export interface OtherObject {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
+  [field: string]: unknown;
 }
 
 export interface RunResult {
@@ -59,6 +71,7 @@ export async function reconcileWithRuntime<Spec>(operator: Operator<Spec>, objec
   const ref = { group: resource.group, version: resource.version, plural: resource.plural, name: object.metadata.name, ...(namespace ? { namespace } : {}) };
   const body = { ...object, apiVersion: operator.apiVersion, kind: resource.kind, metadata: { ...object.metadata, ...(namespace ? { namespace } : {}) } };
 
+  for (const other of options.objects ?? []) await putOther(kube, operator, other);
   const stored = await kube.get(ref);
   if (!stored) kube.put(ref, options.deleting && operator.finalizer ? { ...body, metadata: { ...body.metadata, finalizers: [...new Set([...(body.metadata.finalizers ?? []), operator.finalizer])] } } : body);
   else await kube.mergePatch(ref, { metadata: { labels: body.metadata.labels ?? null, annotations: body.metadata.annotations ?? null }, spec: body.spec ?? null });
@@ -72,6 +85,7 @@ export async function reconcileWithRuntime<Spec>(operator: Operator<Spec>, objec
     api: kube.as(({ ref: written, name, existing, next }) => ownershipVerdict(operator as Operator<unknown>, operator.resource.kind.toLowerCase(), { group: written.group, kind: kindOf(operator as Operator<unknown>, written), plural: written.plural }, name, existing, next)),
     logger: pino({ level: "silent" }),
     clock,
+    env: options.env ?? {},
   });
   // What the bridge would announce: the object as stored and the keys of its current children.
   const event: KeyEvent = {
@@ -104,6 +118,21 @@ export async function reconcileWithRuntime<Spec>(operator: Operator<Spec>, objec
     nextReconcile: nextReconcileOf(after?.status),
     kube,
   };
+}
+
+/**
+ * Puts (or replaces) another object: where the operator declares its kind (reads, owns), at that
+ * kind's REST location; namespaced unless the declaration says it is not.
+ */
+async function putOther(kube: FakeKube, operator: Operator<unknown>, o: OtherObject): Promise<void> {
+  const declared = [...operator.reads, ...operator.owns].find((k) => apiVersionOf(k.group, k.version) === o.apiVersion && k.kind === o.kind);
+  const [group, version] = o.apiVersion.includes("/") ? (o.apiVersion.split("/") as [string, string]) : ["", o.apiVersion];
+  const namespaced = declared?.namespaced ?? true;
+  const namespace = namespaced ? (o.metadata.namespace ?? "default") : undefined;
+  const ref = { group, version, plural: declared?.plural ?? pluralOf(o.kind), name: o.metadata.name, ...(namespace ? { namespace } : {}) };
+  const body = { ...o, metadata: { ...o.metadata, ...(namespace ? { namespace } : {}) } };
+  if (await kube.get(ref)) await kube.delete(ref);
+  kube.put(ref, body);
 }
 
 /** The kind a write names, among the operator's owned kinds (its plural otherwise: not owned, not checked). */

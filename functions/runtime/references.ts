@@ -1,0 +1,116 @@
+// The objects a reconcile references besides its children: named by the object (the operator's
+// name functions and field paths, evaluated here, never in the bridge), read by name, given to
+// reconcile and effects as `ctx.references`, and recorded in `status.references` with the
+// version read, from which the bridge keeps its keys-only index (core/references.ts).
+import { z } from "zod";
+import { PermanentError } from "../../core/errors.ts";
+import { apiVersionOf, type CustomObject, type ObservedObject, type Operator, type ReferencedObjects, type ReferenceName } from "../../core/operator.ts";
+import { MAX_REFERENCES, type ReferenceRecord } from "../../core/references.ts";
+import type { KubeObject, ResourceRef } from "./kube-api.ts";
+import { ReconcileThrew } from "./reconcile-call.ts";
+import type { Step } from "./step.ts";
+
+type Read = Operator["reads"][number];
+
+/** One referenced object: which declared kind, where. */
+export interface WantedReference {
+  read: Read;
+  namespace: string | undefined;
+  name: string;
+}
+
+/** What was read: the object, or undefined when it does not exist. */
+export type ReadReferences = Array<WantedReference & { object: KubeObject | undefined }>;
+
+// A DNS subdomain, as every kind a reference may name uses for its names.
+const nameSchema = z.string().min(1).max(253).regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/);
+const namespaceSchema = z.string().min(1).max(63).regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/);
+
+const keyOf = (namespace: string | undefined, name: string): string => `${namespace ?? ""}/${name}`;
+
+/** The value at a dotted path of the object ("spec.secretRef.name"); undefined where a step is missing. */
+function atPath(object: unknown, path: string): unknown {
+  let value: unknown = object;
+  for (const step of path.split(".")) {
+    if (typeof value !== "object" || value === null) return undefined;
+    value = (value as Record<string, unknown>)[step];
+  }
+  return value;
+}
+
+/** The names one declared kind's entry gives for this object, as written (checked by the caller). */
+function namesOf(read: Read, object: CustomObject<unknown>): unknown[] {
+  let given: unknown;
+  try {
+    given = read.field !== undefined ? atPath(object, read.field) : read.name?.(object);
+  } catch (thrown) {
+    // The name function is the user's, like reconcile: a throw is a bug, shown as ReconcileError.
+    throw new ReconcileThrew(thrown);
+  }
+  if (given === undefined || given === null || given === "") return [];
+  return Array.isArray(given) ? given.filter((n) => n !== undefined && n !== null && n !== "") : [given];
+}
+
+/**
+ * The objects this object references, in a stable order, each once. A namespaced object references
+ * objects in its own namespace only (a reference elsewhere would let whoever may write the object
+ * read what they may not: PermanentError ReferenceInOtherNamespace).
+ */
+export function referencedKeys(step: Step, object: CustomObject<unknown>): WantedReference[] {
+  const wanted = new Map<string, WantedReference>();
+  const own = object.metadata.namespace;
+  const namespacedParent = step.operator.resource.scope === "Namespaced";
+  for (const read of step.operator.reads) {
+    const via = read.field !== undefined ? `field ${read.field}` : "its name function";
+    for (const raw of namesOf(read, object)) {
+      const given = (typeof raw === "string" ? { name: raw } : raw) as Exclude<ReferenceName, string>;
+      const name = nameSchema.safeParse(typeof given === "object" && given !== null ? given.name : undefined);
+      if (!name.success) throw new PermanentError(`${read.kind} reference from ${via}: ${JSON.stringify(raw)} is not an object name`, "InvalidReference");
+      let namespace: string | undefined;
+      if (read.namespaced) {
+        const asked = given.namespace;
+        if (namespacedParent) {
+          if (asked !== undefined && asked !== own) throw new PermanentError(`${read.kind} ${asked}/${name.data}: a ${step.operator.resource.kind} references objects in its own namespace (${own ?? ""}) only`, "ReferenceInOtherNamespace");
+          namespace = own;
+        } else {
+          const ns = namespaceSchema.safeParse(asked);
+          if (!ns.success) throw new PermanentError(`${read.kind} ${name.data}: a cluster-scoped ${step.operator.resource.kind} names the namespace of a ${read.kind} ({ namespace, name })`, "InvalidReference");
+          namespace = ns.data;
+        }
+      }
+      wanted.set(`${apiVersionOf(read.group, read.version)}|${read.kind}|${keyOf(namespace, name.data)}`, { read, namespace, name: name.data });
+    }
+  }
+  if (wanted.size > MAX_REFERENCES) throw new PermanentError(`references ${wanted.size} objects; at most ${MAX_REFERENCES}`, "TooManyReferences");
+  return [...wanted.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, w]) => w);
+}
+
+const refOf = (w: WantedReference): ResourceRef => ({ group: w.read.group, version: w.read.version, plural: w.read.plural, name: w.name, ...(w.namespace ? { namespace: w.namespace } : {}) });
+
+/** Reads them by name, side by side, from etcd (a change the bridge saw is there already); one missing is undefined. */
+export async function readReferences(step: Step, wanted: readonly WantedReference[]): Promise<ReadReferences> {
+  return Promise.all(wanted.map(async (w) => ({ ...w, object: await step.api.get(refOf(w)) })));
+}
+
+/** What status.references records: each object by kind and name, with the version read (none: it did not exist). */
+export function referenceRecords(read: ReadReferences): ReferenceRecord[] {
+  return read.map((r) => ({
+    apiVersion: apiVersionOf(r.read.group, r.read.version),
+    kind: r.read.kind,
+    ...(r.namespace ? { namespace: r.namespace } : {}),
+    name: r.name,
+    ...(r.object?.metadata.resourceVersion ? { resourceVersion: r.object.metadata.resourceVersion } : {}),
+  }));
+}
+
+/** What reconcile and effects see as `ctx.references`. */
+export function referencedObjects(operator: Operator, read: ReadReferences, parentNamespace: string | undefined): ReferencedObjects {
+  return {
+    of<T = ObservedObject>(kind: string, apiVersion?: string): Readonly<Record<string, T>> {
+      const declared = operator.reads.find((r) => r.kind === kind && (!apiVersion || apiVersionOf(r.group, r.version) === apiVersion));
+      if (!declared) throw new Error(`ctx.references.of("${kind}"): ${kind} is not declared in reads`);
+      const found = read.filter((r) => r.read === declared && r.object !== undefined);
+      return Object.freeze(Object.fromEntries(found.map((r) => [r.namespace === undefined || r.namespace === parentNamespace ? r.name : `${r.namespace}/${r.name}`, r.object as unknown as T])));
+    },
+  };
+}
