@@ -48,6 +48,11 @@ export function fingerprint(obj: KubeObject, includeStatus: boolean, includeFina
   return createHash("sha256").update(canonicalJson(meaningful)).digest("base64url").slice(0, 16);
 }
 
+/** A digest of the object's status alone (see fingerprint). */
+export function statusFingerprint(obj: KubeObject): string {
+  return createHash("sha256").update(canonicalJson((obj as { status?: unknown }).status ?? null)).digest("base64url").slice(0, 16);
+}
+
 /** The owner reference of the controller, if it is of the given group and kind. */
 export function controllerOf(obj: KubeObject, group: string, kind: string): OwnerReference | undefined {
   return obj.metadata.ownerReferences?.find((r) => r.controller === true && r.kind === kind && groupOf(r.apiVersion) === group);

@@ -158,6 +158,16 @@ describe("trackers", () => {
     assert.equal(announced().length, before + 2, "a finalizer removed");
   });
 
+  it("a child's status written by its controller announces the parent, though its content is the function's own apply", async () => {
+    const { announced, parents, children } = setup(true, { functionFieldManager: "crdfn" });
+    await parents.upsert(ct("p", "5"), "list", 1);
+    const child = (rv: string, status: unknown) => ({ ...cj("job", rv, "p", status), metadata: { ...cj("job", rv, "p").metadata, managedFields: [{ manager: "crdfn", operation: "Apply", time: "2026-11-21T00:00:00Z" }] } });
+    await children.upsert(child("6", {}), "watch");
+    const before = announced().length;
+    await children.upsert(child("7", { active: [{ name: "run-1" }] }), "watch");
+    assert.equal(announced().length, before + 1, "its controller wrote its status");
+  });
+
   it("a status write brings a waiting announcement's body up to date", async () => {
     const { out, parents } = setup(true, { functionFieldManager: "crdfn" });
     await parents.upsert(ct("p", "5"), "list", 1);

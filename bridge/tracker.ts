@@ -16,7 +16,7 @@ import { APPLIED_HASH_ANNOTATION, type ChildKey, type KeyEvent } from "../core/e
 import type { GroupVersionResource } from "../core/resource-path.ts";
 import { announceReason, nextReconcileOf } from "../core/schedule.ts";
 import { DueSchedule } from "./due-schedule.ts";
-import { finalizersManagedBy, fingerprint, groupOf, lastContentWriteWasApply, lastWriteOf, type KubeObject } from "./kube-object.ts";
+import { finalizersManagedBy, fingerprint, groupOf, statusFingerprint, lastContentWriteWasApply, lastWriteOf, type KubeObject } from "./kube-object.ts";
 import { referencesOf, type ReferenceRecord } from "../core/references.ts";
 
 export interface ResolvedResource extends GroupVersionResource {
@@ -405,6 +405,8 @@ interface ChildEntry extends Entry {
   owner?: { tracker: ParentTracker; key: string };
   /** Its applied hash, when the last write to its content was the function's own apply. */
   hash?: string;
+  /** A digest of its status, when its status changes announce the parent: never the function's write. */
+  sfp?: string;
 }
 
 /**
@@ -476,7 +478,15 @@ export class ChildTracker extends Tracker<ChildEntry> {
     const manager = this.o.functionFieldManager;
     const ownWrite = manager !== undefined && lastContentWriteWasApply(obj, manager);
     const hash = ownWrite ? (m as { annotations?: Record<string, string> }).annotations?.[APPLIED_HASH_ANNOTATION] : undefined;
-    const next: ChildEntry = { uid: m.uid, rv: m.resourceVersion, fp: fingerprint(obj, this.#includeStatus), epoch, ...(owner ? { owner } : {}), ...(hash ? { hash } : {}) };
+    const next: ChildEntry = {
+      uid: m.uid,
+      rv: m.resourceVersion,
+      fp: fingerprint(obj, false),
+      epoch,
+      ...(owner ? { owner } : {}),
+      ...(hash ? { hash } : {}),
+      ...(this.#includeStatus ? { sfp: statusFingerprint(obj) } : {}),
+    };
     if (owner === undefined) this.entries.delete(key);
     else this.entries.set(key, next);
     this.#index(key, prev, owner === undefined ? undefined : next);
@@ -485,11 +495,12 @@ export class ChildTracker extends Tracker<ChildEntry> {
       // A new bridge's first list: news to the parent only if someone other than its function
       // wrote the child after the function last wrote the parent's status (parents are listed first).
       if (owner === undefined || !this.#writtenSinceParentSaw(obj, owner)) return;
-    } else if (!this.changed(prev, next)) return;
+    } else if (!this.changed(prev, next) && prev?.sfp === next.sfp) return;
     // A child's modification by the function's own apply is the answer to its parent's last
     // event: not news. Its appearance is, even the function's own: the next event then carries
     // its key (so it can be pruned); that announcement waits a moment for the parent's status write.
-    if (!appeared && ownWrite) return;
+    // A change of its status is always someone else's (its controller's): the function never writes it.
+    if (!appeared && ownWrite && prev?.sfp === next.sfp) return;
     const cause = `child:${m.uid}:${m.resourceVersion}`;
     if (owner !== undefined) await owner.tracker.reannounce(owner.key, "child", cause, appeared && ownWrite ? { holdMs: OWN_CHILD_HOLD_MS } : {});
     // Adopted away or orphaned: the former owner must notice its child is no longer its own.
