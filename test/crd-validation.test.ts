@@ -16,11 +16,11 @@ import { packageRoot } from "../emulator/paths.ts";
 import { eventually } from "./support/eventually.ts";
 import { adminKubectl, type Kubectl } from "./support/identities.ts";
 
-/** The README's ```ts file=webapp.ts block of "Validation at admission". */
+/** The ```ts file=webapp.ts block of docs/contract.md's "Validation at admission". */
 function readmeOperator(): string {
-  const readme = readFileSync(join(packageRoot, "README.md"), "utf8");
+  const readme = readFileSync(join(packageRoot, "docs", "contract.md"), "utf8");
   const start = readme.indexOf("## Validation at admission");
-  assert.ok(start >= 0, 'README has no "Validation at admission" section');
+  assert.ok(start >= 0, 'docs/contract.md has no "Validation at admission" section');
   const section = readme.slice(start, readme.indexOf("\n## ", start + 3));
   const block = /```ts file=webapp\.ts\n([\s\S]*?)```/.exec(section);
   assert.ok(block, "the section has no ```ts file=webapp.ts block");

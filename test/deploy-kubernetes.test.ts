@@ -204,9 +204,9 @@ describe("Kubernetes deploy manifests", { timeout: 240_000 }, () => {
     await kubectl(["apply", "--server-side", "-k", "infra/functions"]);
   });
 
-  it("grants exactly what the README's \"What each generated identity may do\" prints (kubectl auth can-i --list, live)", async () => {
-    const readme = readFileSync(join(root, "README.md"), "utf8");
-    const section = readme.slice(readme.indexOf("### What each generated identity may do"));
+  it("grants exactly what docs/security.md's \"What each generated identity may do\" prints (kubectl auth can-i --list, live)", async () => {
+    const readme = readFileSync(join(root, "docs", "security.md"), "utf8");
+    const section = readme.slice(readme.indexOf("## What each generated identity may do"));
     const block = /```text\n([\s\S]*?)```/.exec(section)?.[1] ?? "";
     // Each "$ kubectl auth can-i --list …" in the README, run against the API server, must print its rows.
     const runs = block.split(/^\$ /m).filter((b) => b.trim() !== "");
