@@ -23,12 +23,12 @@ import { freePort } from "../emulator/ports.ts";
 import { startServer, type RunningServer } from "../emulator/process.ts";
 import { startReaper } from "../emulator/reaper.ts";
 import type { LocalPubSub } from "../emulator/pubsub.ts";
-import { operatorName } from "../core/operator-rbac.ts";
-import { pubSubNamesOf } from "../core/pubsub-names.ts";
+import { operatorName } from "../deploy/rbac.ts";
+import { pubSubNamesOf } from "../deploy/queue-names.ts";
 import { LOCAL_PUBSUB_PREFIX, startLocalCloudRun } from "./local-cloud-run.ts";
 import { startPoller } from "../functions/adapters/poller.ts";
-import { crdName, crdOf } from "../core/operator-crd.ts";
-import { functionFieldManagerOf, watchedResourcesOf } from "../core/bridge-manifests.ts";
+import { crdName, crdOf } from "../deploy/crd.ts";
+import { bridgeSettingsOf, watchedResourcesOf } from "../deploy/bridge.ts";
 import { applyDevIdentities, type DevIdentities } from "./dev-identities.ts";
 import { buildEach, buildFromEnv, type Built } from "../functions/runtime/entry.ts";
 import { givenSqsClient } from "../functions/runtime/sqs-client.ts";
@@ -223,22 +223,17 @@ export function observed(runtime: Runtime, onReconcile?: (r: ReconcileRecord) =>
 /** Each operator's topic on the Cloud Run target. */
 const topicOf = (o: PipelineOptions, op: Operator<unknown>): string => pubSubNamesOf(o.pubsub!.projectId, LOCAL_PUBSUB_PREFIX, operatorName(op)).topic;
 
-/** The bridge's settings file (what the generated ConfigMap holds), from the same generator. */
+/** The bridge's settings file (what the generated ConfigMap holds), from the same function as deployed (deploy/bridge.ts). */
 function bridgeFile(o: PipelineOptions, operators: ReadonlyArray<Operator<unknown>>): Record<string, unknown> {
-  const destinations = o.pubsub
-    ? {
-        queue: { topic: topicOf(o, operators[0]!) },
-        // A topic per operator, as deployed.
-        resources: watchedResourcesOf(operators, () => undefined).map((r, i) => ({ ...r, topic: topicOf(o, operators[i]!) })),
-      }
-    : { queue: { url: queueOf(o).queues.fifo }, resources: watchedResourcesOf(operators, () => undefined) };
-  return {
+  return bridgeSettingsOf(operators, {
     cluster: o.clusterName ?? "local",
-    ...destinations,
-    ...(o.identities === false ? {} : { namespaces: [...servedNamespaces(o)] }),
-    functionFieldManager: functionFieldManagerOf(operators),
+    // On Cloud Run a topic per operator, as deployed; on SQS the one local queue.
+    ...(o.pubsub
+      ? { queue: { topic: topicOf(o, operators[0]!) }, destinationOf: (op: Operator<unknown>) => ({ topic: topicOf(o, op) }) }
+      : { queue: { url: queueOf(o).queues.fifo } }),
+    ...(o.identities === false ? {} : { namespaces: servedNamespaces(o) }),
     resyncSeconds: o.resyncSeconds ?? 0,
-  };
+  });
 }
 
 /** The queue's endpoint, for the bridge's process entry. */
@@ -393,7 +388,7 @@ export async function startPipeline(o: PipelineOptions): Promise<Pipeline | Proc
       const changed = next.filter((op) => before.get(crdName(op)) !== crdText(op));
       const notes = o.installCrds ?? true ? await installCrds(o.cluster.kubeConfig, changed) : [];
       const { runtime: nextRuntime, built } = build(next);
-      const watched = (ops: ReadonlyArray<Operator<unknown>>) => JSON.stringify(watchedResourcesOf(ops, () => undefined));
+      const watched = (ops: ReadonlyArray<Operator<unknown>>) => JSON.stringify(watchedResourcesOf(ops));
       const bridgeStale = watched(next) !== watched(operators);
       retired.push(...functions);
       functions = built;

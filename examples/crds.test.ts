@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { crdFiles } from "../core/operator-crd.ts";
+import { crdFiles } from "../deploy/crd.ts";
 import cronTab from "./crontab/operator.ts";
 import greeting from "./greeting/operator.ts";
 

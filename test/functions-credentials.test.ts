@@ -7,7 +7,7 @@ import { mkdirSync, mkdtempSync, copyFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
-import { clusterRoleOf } from "../core/operator-rbac.ts";
+import { clusterRoleOf } from "../deploy/rbac.ts";
 import type { Operator } from "../core/operator.ts";
 import { apiAccess } from "../functions/credentials/access.ts";
 import cronTab, { REGISTRY } from "../examples/crontab/operator.ts";

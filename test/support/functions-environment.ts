@@ -11,7 +11,7 @@ import { apiVersionOf } from "../../core/operator.ts";
 import { lastContentWriteWasApply } from "../../bridge/kube-object.ts";
 import { startBridge, type RunningBridge } from "../../bridge/bridge.ts";
 import { loadBridgeConfig } from "../../bridge/config.ts";
-import { crdOf } from "../../core/operator-crd.ts";
+import { crdOf } from "../../deploy/crd.ts";
 import type { Operator } from "../../core/operator.ts";
 import { sqsClient, startCluster, type LocalCluster } from "../../emulator/cluster.ts";
 import { startPoller, type Poller } from "../../functions/adapters/poller.ts";

@@ -8,8 +8,8 @@
 // that kind. Referenced kinds (`reads`): get, read by name. Shared objects: get by name.
 // Events: create, get, patch. Nothing else, and no
 // list/watch: the bridge watches. RBAC cannot limit create or patch by owner; the admission
-// policy (operator-admission.ts) does, and RBAC's namespaces are the served ones (deploy-files.ts).
-import type { Operator } from "./operator.ts";
+// policy (deploy/admission.ts) does, and RBAC's namespaces are the served ones (files.ts).
+import type { Operator } from "../core/operator.ts";
 
 export interface PolicyRule {
   apiGroups: string[];
