@@ -167,7 +167,7 @@ export function writeGenerated(g: Pick<Generated, "outDir" | "files">): void {
 }
 
 /** Folders the generator owns entirely: a file there that it no longer writes is stale too. */
-const OWNED_DIRS = ["crds", "functions", "serverless", "gcp"];
+const OWNED_DIRS = ["crds", "functions", "bridge", "serverless", "gcp"];
 
 /** The files under outDir that differ from what the generator writes now (missing, edited, or left over). */
 export function staleFiles(g: Pick<Generated, "outDir" | "files">): string[] {

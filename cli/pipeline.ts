@@ -3,12 +3,12 @@
 // user's operator all run this, so what they show is what they share. Two targets: AWS's (SQS
 // FIFO and the poller standing in for Lambda's event source) and Cloud Run's (Pub/Sub with an
 // ordering key per object, push to a functions-framework server per operator: local-cloud-run.ts).
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ApiException, KubernetesObjectApi, PatchStrategy, loadYaml, type KubeConfig, type KubernetesObject } from "@kubernetes/client-node";
 import type { Logger } from "pino";
-import { parse as parseYaml, stringify } from "yaml";
+import { stringify } from "yaml";
 import type { Operator } from "../core/operator.ts";
 import { startBridge, type RunningBridge } from "../bridge/bridge.ts";
 import { pubSubPublisher, pubSubTransport } from "../bridge/pubsub-transport.ts";
@@ -18,7 +18,6 @@ import { sqsClient, type SqsEnvironment } from "../emulator/cluster.ts";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import { SetupError } from "../emulator/errors.ts";
 import { queueEnv } from "../emulator/queues.ts";
-import { packageRoot } from "../emulator/paths.ts";
 import { freePort } from "../emulator/ports.ts";
 import { startServer, type RunningServer } from "../emulator/process.ts";
 import { startReaper } from "../emulator/reaper.ts";
@@ -28,7 +27,7 @@ import { pubSubNamesOf } from "../deploy/queue-names.ts";
 import { LOCAL_PUBSUB_PREFIX, startLocalCloudRun } from "./local-cloud-run.ts";
 import { startPoller } from "../functions/adapters/poller.ts";
 import { crdName, crdOf } from "../deploy/crd.ts";
-import { bridgeSettingsOf, watchedResourcesOf } from "../deploy/bridge.ts";
+import { BRIDGE_NODE_OPTIONS, bridgeSettingsOf, watchedResourcesOf } from "../deploy/bridge.ts";
 import { applyDevIdentities, type DevIdentities } from "./dev-identities.ts";
 import { buildEach, buildFromEnv, type Built } from "../functions/runtime/entry.ts";
 import { givenSqsClient } from "../functions/runtime/sqs-client.ts";
@@ -256,15 +255,6 @@ function processEnv(o: PipelineOptions): Record<string, string> {
   return { KUBECONFIG: o.cluster.kubeconfigPath, ...(o.pubsub ? o.pubsub.env : queueEnv(queueOf(o))) };
 }
 
-/** NODE_OPTIONS as infra/bridge/deployment.yaml gives the bridge container ("" if it sets none). */
-export function shippedBridgeNodeOptions(): string {
-  const deployment = parseYaml(readFileSync(join(packageRoot, "infra", "bridge", "deployment.yaml"), "utf8")) as {
-    spec?: { template?: { spec?: { containers?: { env?: { name: string; value?: string }[] }[] } } };
-  };
-  const env = deployment.spec?.template?.spec?.containers?.[0]?.env ?? [];
-  return env.find((e) => e.name === "NODE_OPTIONS")?.value ?? "";
-}
-
 /**
  * Starts the bridge as its image runs it — the bundle (cli/bundle.ts) under the deployment's
  * NODE_OPTIONS — against the cluster, and waits for its /readyz (initial sync done).
@@ -295,7 +285,7 @@ async function spawnBridge(o: PipelineOptions, ids: DevIdentities | undefined): 
           CRDFN_CONFIG_FILE: configFile,
           CRDFN_HTTP_PORT: String(httpPort),
           CRDFN_LOG_LEVEL: o.logger.level === "silent" ? "fatal" : o.logger.level,
-          NODE_OPTIONS: shippedBridgeNodeOptions(),
+          NODE_OPTIONS: BRIDGE_NODE_OPTIONS,
         },
         ready: async () => (await fetch(`http://127.0.0.1:${httpPort}/readyz`)).ok,
         timeoutMs: 60_000,

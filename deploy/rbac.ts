@@ -1,5 +1,5 @@
 // The least privilege a function needs for an operator, generated from its definition (the one
-// truth: infra/functions/ is written from this). Its resource: get (an event without the
+// truth: `crdfn generate` writes <out>/functions/ from this). Its resource: get (an event without the
 // object, a re-read after a 409), patch only to add and remove a declared finalizer, update on
 // /status. Its owned kinds: create, patch (server-side apply) and delete (pruning, by the uid the
 // event names), and get only for kinds it observes (read by name): the bridge's event names the

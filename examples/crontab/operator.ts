@@ -39,7 +39,7 @@ export default defineOperator({
   spec: cronTabSpec,
   owns: [
     { group: "batch", version: "v1", kind: "CronJob" },
-    // Only the shared registry (see infra/functions/crontab.yaml): nothing of this kind to prune.
+    // Only the shared registry (see infra/generated/functions/crontab.yaml): nothing of this kind to prune.
     { group: "", version: "v1", kind: "ConfigMap", prune: false },
   ],
   shares: [{ group: "", kind: "ConfigMap", name: REGISTRY }],
