@@ -10,7 +10,7 @@ import type { Operator } from "../core/operator.ts";
 import { sqsClient, startCluster } from "../emulator/cluster.ts";
 import cronTab from "../examples/crontab/operator.ts";
 import greeting from "../examples/greeting/operator.ts";
-import { createKubeApi } from "../functions/runtime/kube-http.ts";
+import { createKubeApi } from "../functions/runtime/kube-api-http.ts";
 import { atRate, changeTimer, forEachBounded, inFlight, measureRawCeiling } from "./drive.ts";
 import { Greetings, objectName } from "./greetings.ts";
 import { clusterPids } from "./proc.ts";

@@ -16,7 +16,7 @@ import type { Operator } from "../../core/operator.ts";
 import { sqsClient, startCluster, type LocalCluster } from "../../emulator/cluster.ts";
 import { startPoller, type Poller } from "../../functions/adapters/poller.ts";
 import { givenSqsClient } from "../../functions/runtime/sqs-client.ts";
-import { createKubeApi } from "../../functions/runtime/kube-http.ts";
+import { createKubeApi } from "../../functions/runtime/kube-api-http.ts";
 import type { KubeApi, KubeObject } from "../../functions/runtime/kube-api.ts";
 import { createRuntimeMetrics } from "../../functions/runtime/prometheus-metrics.ts";
 import { createRuntime, type Runtime } from "../../functions/runtime/runtime.ts";
