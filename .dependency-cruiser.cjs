@@ -20,16 +20,17 @@ const notTest = "\\.test\\.ts$";
 module.exports = {
   forbidden: [
     {
-      name: "core-is-pure",
-      comment: "core/ holds what an operator author imports and the wire contract: of packages only zod and yaml, and no I/O.",
+      name: "pure-layers-import-only-zod-and-yaml",
+      comment: "core/ (what an operator author imports, the wire contract) and deploy/ (what is generated from an operator definition) are pure: of packages only zod and yaml.",
       severity: "error",
-      from: { path: "^core/", pathNot: notTest },
+      from: { path: "^(core|deploy)/", pathNot: notTest },
       to: { dependencyTypes: npm, pathNot: "(^|/)node_modules/(zod|yaml)/", dependencyTypesNot: ["type-only"] },
     },
     {
-      name: "core-does-no-io",
+      name: "pure-layers-do-no-io",
+      comment: "…and no I/O: deploy/ returns files' contents, the CLI writes them.",
       severity: "error",
-      from: { path: "^core/", pathNot: notTest },
+      from: { path: "^(core|deploy)/", pathNot: notTest },
       to: { path: nodeIo, dependencyTypesNot: ["type-only"] },
     },
     {
@@ -37,19 +38,6 @@ module.exports = {
       severity: "error",
       from: { path: "^core/" },
       to: { path: "^(deploy|clients|bridge|functions|emulator|cli|examples|test|bench)/" },
-    },
-    {
-      name: "deploy-is-pure",
-      comment: "deploy/ turns operator definitions into files' contents; the CLI writes them. Of packages only zod and yaml, and no I/O.",
-      severity: "error",
-      from: { path: "^deploy/", pathNot: notTest },
-      to: { dependencyTypes: npm, pathNot: "(^|/)node_modules/(zod|yaml)/", dependencyTypesNot: ["type-only"] },
-    },
-    {
-      name: "deploy-does-no-io",
-      severity: "error",
-      from: { path: "^deploy/", pathNot: notTest },
-      to: { path: nodeIo, dependencyTypesNot: ["type-only"] },
     },
     {
       name: "deploy-imports-core-only",
