@@ -79,7 +79,7 @@ export function serverlessResourcesOf(operators: ReadonlyArray<Operator<unknown>
       [`${id}FunctionRole`]: {
         Type: "AWS::IAM::Role",
         Properties: {
-          // Mapped to the Kubernetes group crdfn:<operator> by an EKS access entry (functions/README.md).
+          // Mapped to the Kubernetes group crdfn:<operator> by an EKS access entry (<out>/functions/README.md, files.ts).
           RoleName: `\${self:service}-\${sls:stage}-${n}-\${aws:region}`,
           AssumeRolePolicyDocument: {
             Version: "2012-10-17",

@@ -1,6 +1,6 @@
 // The contexts reconcile, effects and finalize receive, for calling them directly in a unit test.
-// Given the operator, `ctx.children` and `ctx.references` are the runtime's own (observed-children.ts,
-// references.ts): asking for a kind the operator does not observe, or does not read, throws as it
+// Given the operator, `ctx.children` and `ctx.references` are the runtime's own
+// (runtime/observed-children.ts, runtime/references.ts): asking for a kind the operator does not observe, or does not read, throws as it
 // does in production.
 import type { EffectsContext, FinalizeContext, ObjectReference, ObservedChildren, Operator, ReconcileContext, ReferencedObjects } from "../../core/operator.ts";
 import { idempotencyKeyOf } from "../runtime/effects.ts";
