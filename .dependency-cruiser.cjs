@@ -1,6 +1,8 @@
 // The architecture's layering, checked on every `npm test` (as kopf does with import-linter);
 // test/layers.test.ts proves a forbidden import fails it.
-//   core/      the event contract and operator API: pure, no client library, no I/O
+//   core/      what an operator author imports, and the wire contract: pure, no client library, no I/O
+//   deploy/    everything generated from an operator definition (CRDs, RBAC, admission policies,
+//              the bridge's manifests, Serverless and GCP resources): pure; imports core only
 //   clients/   the I/O clients both sides share (Kubernetes HTTP, SQS messages); imports core
 //   bridge/    in-cluster watcher → queue; never imports functions/
 //   functions/ reconcile runtime, FaaS adapters, crdfn/testing; never imports bridge/
@@ -12,29 +14,44 @@
 const npm = ["npm", "npm-dev", "npm-peer", "npm-optional", "npm-no-pkg", "npm-unknown", "npm-bundled"];
 const nodeIo = "^(node:)?(fs|net|http|https|http2|child_process|dgram|dns|tls|cluster|worker_threads|os|process)(/|$)";
 const publicEntries = "^(core/index\\.ts|functions/adapters/(lambda|http)\\.ts|functions/testing/index\\.ts)$";
-const framework = "^(core|clients|bridge|functions|emulator|cli|bench|test)/";
+const framework = "^(core|deploy|clients|bridge|functions|emulator|cli|bench|test)/";
 const notTest = "\\.test\\.ts$";
 
 module.exports = {
   forbidden: [
     {
-      name: "core-is-pure",
-      comment: "core/ holds the contracts both sides share: of packages only zod and yaml, and no I/O.",
+      name: "pure-layers-import-only-zod-and-yaml",
+      comment: "core/ (what an operator author imports, the wire contract) and deploy/ (what is generated from an operator definition) are pure: of packages only zod and yaml.",
       severity: "error",
-      from: { path: "^core/", pathNot: notTest },
+      from: { path: "^(core|deploy)/", pathNot: notTest },
       to: { dependencyTypes: npm, pathNot: "(^|/)node_modules/(zod|yaml)/", dependencyTypesNot: ["type-only"] },
     },
     {
-      name: "core-does-no-io",
+      name: "pure-layers-do-no-io",
+      comment: "…and no I/O: deploy/ returns files' contents, the CLI writes them.",
       severity: "error",
-      from: { path: "^core/", pathNot: notTest },
+      from: { path: "^(core|deploy)/", pathNot: notTest },
       to: { path: nodeIo, dependencyTypesNot: ["type-only"] },
     },
     {
       name: "core-imports-no-layer",
       severity: "error",
       from: { path: "^core/" },
+      to: { path: "^(deploy|clients|bridge|functions|emulator|cli|examples|test|bench)/" },
+    },
+    {
+      name: "deploy-imports-core-only",
+      comment: "What is generated follows from the operator definition alone, never from how the bridge or the functions happen to work.",
+      severity: "error",
+      from: { path: "^deploy/" },
       to: { path: "^(clients|bridge|functions|emulator|cli|examples|test|bench)/" },
+    },
+    {
+      name: "production-not-deploy",
+      comment: "The bridge and the functions run from their settings and the event contract; what generates their deploy files ships only with the CLI.",
+      severity: "error",
+      from: { path: "^(clients|bridge|functions)/" },
+      to: { path: "^deploy/" },
     },
     {
       name: "clients-are-shared",
@@ -67,7 +84,7 @@ module.exports = {
       name: "emulator-is-infrastructure-only",
       severity: "error",
       from: { path: "^emulator/" },
-      to: { path: "^(core|clients|bridge|functions|cli|examples|test|bench)/" },
+      to: { path: "^(core|deploy|clients|bridge|functions|cli|examples|test|bench)/" },
     },
     {
       name: "examples-use-the-public-api",
@@ -87,7 +104,7 @@ module.exports = {
       name: "framework-not-examples",
       comment: "The framework works for any operator; only tests and benchmarks name the examples.",
       severity: "error",
-      from: { path: "^(core|clients|bridge|functions|emulator|cli)/", pathNot: notTest },
+      from: { path: "^(core|deploy|clients|bridge|functions|emulator|cli)/", pathNot: notTest },
       to: { path: "^examples/" },
     },
     {

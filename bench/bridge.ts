@@ -13,7 +13,7 @@ import { pino } from "pino";
 import { Registry } from "prom-client";
 import { startBridge } from "../bridge/bridge.ts";
 import { bundleBridge } from "../cli/bundle.ts";
-import { shippedBridgeNodeOptions } from "../cli/pipeline.ts";
+import { BRIDGE_NODE_OPTIONS } from "../deploy/bridge.ts";
 import { startCluster } from "../emulator/cluster.ts";
 import type { LocalCluster } from "../emulator/types.ts";
 import { bridgeConfig, bridgeEnv, spawnBridge, sqsClientFor } from "../test/support/bridge-environment.ts";
@@ -95,8 +95,8 @@ interface Row {
   crIdleCpuPercent: number | null;
 }
 
-/** As infra/bridge/deployment.yaml sets it, so the benchmark measures what ships (BENCH_BRIDGE_NODE_OPTIONS: try others). */
-const SHIPPED_NODE_OPTIONS = process.env.BENCH_BRIDGE_NODE_OPTIONS ?? shippedBridgeNodeOptions();
+/** As the generated Deployment sets it, so the benchmark measures what ships (BENCH_BRIDGE_NODE_OPTIONS: try others). */
+const SHIPPED_NODE_OPTIONS = process.env.BENCH_BRIDGE_NODE_OPTIONS ?? BRIDGE_NODE_OPTIONS;
 
 /** As in a pod: a ServiceAccount token and the server's CA, so client-node stays unloaded as it does there. */
 const tinyEnv = (cluster: LocalCluster, tokenFile: string): Record<string, string> =>

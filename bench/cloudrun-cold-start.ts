@@ -24,7 +24,7 @@ import { percentile } from "./stats.ts";
 const run = promisify(execFile);
 const RUNS = Number(process.env.BENCH_RUNS ?? 15);
 
-// What the deployed Greeting function has (core/gcp-resources.ts), and what Cloud Run sets.
+// What the deployed Greeting function has (deploy/gcp.ts), and what Cloud Run sets.
 const functionEnv = {
   K_SERVICE: "crdfn-shop-greeting",
   CRDFN_CLUSTERS: JSON.stringify({ prod: { auth: "gke", server: "https://34.1.2.3", caData: Buffer.from("-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n").toString("base64") } }),

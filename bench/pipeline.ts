@@ -4,12 +4,13 @@
 // same API server (a tight loop of status patches).
 import { cpus, loadavg } from "node:os";
 import { pino } from "pino";
-import { DEFAULT_RECEIVE_LOOPS, shippedBridgeNodeOptions, startPipeline, type ReconcileRecord } from "../cli/pipeline.ts";
+import { DEFAULT_RECEIVE_LOOPS, startPipeline, type ReconcileRecord } from "../cli/pipeline.ts";
+import { BRIDGE_NODE_OPTIONS } from "../deploy/bridge.ts";
 import type { Operator } from "../core/operator.ts";
 import { sqsClient, startCluster } from "../emulator/cluster.ts";
 import cronTab from "../examples/crontab/operator.ts";
 import greeting from "../examples/greeting/operator.ts";
-import { createKubeApi } from "../functions/runtime/kube-http.ts";
+import { createKubeApi } from "../functions/runtime/kube-api-http.ts";
 import { atRate, changeTimer, forEachBounded, inFlight, measureRawCeiling } from "./drive.ts";
 import { Greetings, objectName } from "./greetings.ts";
 import { clusterPids } from "./proc.ts";
@@ -261,7 +262,7 @@ export async function runPipelineBench(o: BenchOptions): Promise<BenchResult> {
       fullLoad,
       ratioToRaw: Math.round((fullLoad.reconcilesPerSecond / rawCeiling.patchesPerSecond) * 1000) / 1000,
       closedLoopRatioToRaw: Math.round((closedLoop.reconcilesPerSecond / rawCeiling.patchesPerSecond) * 1000) / 1000,
-      bridge: { ...sampler.memory(), nodeOptions: shippedBridgeNodeOptions() },
+      bridge: { ...sampler.memory(), nodeOptions: BRIDGE_NODE_OPTIONS },
     };
   } finally {
     o.log("stopping…");

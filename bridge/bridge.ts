@@ -19,7 +19,7 @@ import { Publisher } from "./publisher.ts";
 import { runReflector } from "./reflector.ts";
 import { sqsTransport } from "./sqs-transport.ts";
 import type { QueueTransport } from "./transport.ts";
-import { ChildTracker, ParentTracker, type Announce, type ObjectSink, type TrackerOptions } from "./tracker.ts";
+import { ChildTracker, ParentTracker, type Announce, type ObjectSink, type ResolvedResource, type TrackerOptions } from "./tracker.ts";
 import { ReferenceTracker } from "./reference-tracker.ts";
 import type { GroupVersionResource } from "../core/resource-path.ts";
 
@@ -165,74 +165,82 @@ function startEngine(config: BridgeConfig, deps: EngineDeps, metrics: BridgeMetr
     });
   };
 
-  /**
-   * Each owned kind is watched once, whichever operators own it, and only its objects carrying
-   * crdfn's parent label (the functions label every child they apply). Its list starts once every
-   * resource owning it has listed its own objects (or turned out not served): a new bridge's first
-   * list of a child weighs it against when its parent's status was last written (tracker.ts).
-   */
-  interface ChildKind {
-    tracker: Promise<ChildTracker>;
-    listed: Promise<void>;
-  }
   const parentListed = new Map<WatchedResource, { promise: Promise<void>; resolve: () => void }>();
   for (const r of config.resources) {
     let resolve: () => void = () => undefined;
     const promise = new Promise<void>((res) => (resolve = res));
     parentListed.set(r, { promise, resolve });
   }
-  const childKinds = new Map<string, ChildKind>();
-  const childKindOf = (owned: GroupVersionResource): ChildKind => {
-    const id = `${owned.group}/${owned.version}/${owned.plural}`;
-    let kind = childKinds.get(id);
+
+  /** A kind other than the watched resources, watched once whichever operators name it. */
+  interface SharedKind<T> {
+    tracker: Promise<T>;
+    /** Its first list is done in every namespace. */
+    listed: Promise<void>;
+  }
+  const gvr = (r: GroupVersionResource): string => `${r.group}/${r.version}/${r.plural}`;
+  /**
+   * The kind `ref` in `kinds`, watched from its first call on: its list starts once every resource
+   * naming it (`named`) has listed its own objects (or turned out not served).
+   */
+  const sharedKind = <T extends ObjectSink>(
+    kinds: Map<string, SharedKind<T>>,
+    ref: GroupVersionResource,
+    named: (r: WatchedResource) => readonly GroupVersionResource[],
+    trackerOf: (resolved: ResolvedResource) => T,
+    watch: (tracker: T, listedNow: () => void) => Array<Promise<void>>,
+    what: string,
+  ): SharedKind<T> => {
+    const id = gvr(ref);
+    let kind = kinds.get(id);
     if (kind !== undefined) return kind;
-    const owners = config.resources.filter((r) => r.owns.some((o) => `${o.group}/${o.version}/${o.plural}` === id));
+    const namers = config.resources.filter((r) => named(r).some((o) => gvr(o) === id));
     let listedNow: () => void = () => undefined;
     const listed = new Promise<void>((res) => (listedNow = res));
-    const tracker = resolveResource(http, owned, signal, logger, { onRefused }).then((resolved) => new ChildTracker(resolved, config.childStatus === "announce", trackerOptions));
+    const tracker = resolveResource(http, ref, signal, logger, { onRefused }).then(trackerOf);
     kind = { tracker, listed };
-    childKinds.set(id, kind);
+    kinds.set(id, kind);
     void (async () => {
-      const child = await tracker;
-      await Promise.all(owners.map((r) => parentListed.get(r)?.promise ?? Promise.resolve()));
+      const t = await tracker;
+      await Promise.all(namers.map((r) => parentListed.get(r)?.promise ?? Promise.resolve()));
       if (signal.aborted) return;
-      await Promise.all(reflect(child, config.childLabelSelector, listedNow));
+      await Promise.all(watch(t, listedNow));
     })().catch((e: unknown) => {
-      if (!signal.aborted) logger.error({ resource: id, err: (e as Error).message }, "watching an owned kind failed");
+      if (!signal.aborted) logger.error({ resource: id, err: (e as Error).message }, `watching ${what} failed`);
     });
     return kind;
   };
 
   /**
-   * Each referenced kind is watched once, whichever operators read it, in every object (not only
-   * labelled ones: nobody labels a Secret for us), as metadata only. Its list starts once every
-   * resource reading it has listed its own objects, whose status says what they reference.
+   * Each owned kind: only its objects carrying crdfn's parent label (the functions label every
+   * child they apply). A new bridge's first list of a child weighs it against when its parent's
+   * status was last written (tracker.ts), hence after the parents' list.
    */
-  interface ReferenceKind {
-    tracker: Promise<ReferenceTracker>;
-    listed: Promise<void>;
-  }
-  const referenceKinds = new Map<string, ReferenceKind>();
-  const referenceKindOf = (read: GroupVersionResource): ReferenceKind => {
-    const id = `${read.group}/${read.version}/${read.plural}`;
-    let kind = referenceKinds.get(id);
-    if (kind !== undefined) return kind;
-    const readers = config.resources.filter((r) => (r.reads ?? []).some((o) => `${o.group}/${o.version}/${o.plural}` === id));
-    let listedNow: () => void = () => undefined;
-    const listed = new Promise<void>((res) => (listedNow = res));
-    const tracker = resolveResource(http, read, signal, logger, { onRefused }).then((resolved) => new ReferenceTracker(resolved, trackerOptions));
-    kind = { tracker, listed };
-    referenceKinds.set(id, kind);
-    void (async () => {
-      const references = await tracker;
-      await Promise.all(readers.map((r) => parentListed.get(r)?.promise ?? Promise.resolve()));
-      if (signal.aborted) return;
-      await Promise.all(reflect(references, "", listedNow, undefined, true));
-    })().catch((e: unknown) => {
-      if (!signal.aborted) logger.error({ resource: id, err: (e as Error).message }, "watching a referenced kind failed");
-    });
-    return kind;
-  };
+  const childKinds = new Map<string, SharedKind<ChildTracker>>();
+  const childKindOf = (owned: GroupVersionResource): SharedKind<ChildTracker> =>
+    sharedKind(
+      childKinds,
+      owned,
+      (r) => r.owns,
+      (resolved) => new ChildTracker(resolved, config.childStatus === "announce", trackerOptions),
+      (child, listedNow) => reflect(child, config.childLabelSelector, listedNow),
+      "an owned kind",
+    );
+
+  /**
+   * Each referenced kind: every object (not only labelled ones: nobody labels a Secret for us), as
+   * metadata only, after the objects that read it, whose status says what they reference.
+   */
+  const referenceKinds = new Map<string, SharedKind<ReferenceTracker>>();
+  const referenceKindOf = (read: GroupVersionResource): SharedKind<ReferenceTracker> =>
+    sharedKind(
+      referenceKinds,
+      read,
+      (r) => r.reads ?? [],
+      (resolved) => new ReferenceTracker(resolved, trackerOptions),
+      (references, listedNow) => reflect(references, "", listedNow, undefined, true),
+      "a referenced kind",
+    );
 
   // Each watched resource on its own: one whose CRD is missing (or not served yet) waits for it
   // alone, and the others publish meanwhile. The engine counts as synced once every resource

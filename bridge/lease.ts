@@ -9,6 +9,7 @@
 import { setTimeout as delay } from "node:timers/promises";
 import type { Logger } from "pino";
 import { ApiError, type KubeHttp } from "../clients/kube-http.ts";
+import { microTime } from "../clients/micro-time.ts";
 import { resourcePath } from "../core/resource-path.ts";
 
 export interface LeaderElectionOptions {
@@ -32,9 +33,6 @@ interface Lease {
   metadata?: { name?: string; namespace?: string; resourceVersion?: string; [field: string]: unknown };
   spec?: { holderIdentity?: string; leaseDurationSeconds?: number; acquireTime?: string; renewTime?: string; leaseTransitions?: number; [field: string]: unknown };
 }
-
-/** A Lease's times are MicroTime: RFC 3339 with six fractional digits. */
-const microTime = (d: Date): string => d.toISOString().replace(/Z$/, "000Z");
 
 /** The Lease API, as the few calls an election makes. */
 function leases(http: KubeHttp, namespace: string, name: string) {

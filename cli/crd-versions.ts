@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { ApiException, KubeConfig, KubernetesObjectApi, type KubernetesObject } from "@kubernetes/client-node";
 import { parse } from "yaml";
 import type { Operator } from "../core/operator.ts";
-import { crdName, droppedVersions, undeclaredVersions } from "../core/operator-crd.ts";
+import { crdName, droppedVersions, undeclaredVersions } from "../deploy/crd.ts";
 import { SetupError } from "../emulator/errors.ts";
 
 export interface ClusterSource {

@@ -2,7 +2,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { Command } from "commander";
-import { crdFiles } from "../core/operator-crd.ts";
+import { crdFiles } from "../deploy/crd.ts";
 import { clusterStoredVersions, keptNotes, refuseDroppedVersions } from "./crd-versions.ts";
 import { selectOperators } from "./operators.ts";
 

@@ -10,10 +10,10 @@ import { CoreV1Api, KubernetesObjectApi, PatchStrategy, loadYaml, type KubeConfi
 import { stringify } from "yaml";
 import { KubeHttp } from "../clients/kube-http.ts";
 import { serverConnection, tokenFromFile, type KubeConnection } from "../clients/kube-connection.ts";
-import { bridgeName, bridgeWatchRbacOf } from "../core/bridge-manifests.ts";
-import { deniedNamespaces } from "../core/deploy-settings.ts";
-import { admissionPolicyOf, servedNamespacesPolicyOf } from "../core/operator-admission.ts";
-import { functionIdentity, functionRbacOf, operatorName } from "../core/operator-rbac.ts";
+import { bridgeName, bridgeWatchRbacOf } from "../deploy/bridge.ts";
+import { deniedNamespaces } from "../deploy/settings.ts";
+import { admissionPolicyOf, servedNamespacesPolicyOf } from "../deploy/admission.ts";
+import { functionIdentity, functionRbacOf, operatorName } from "../deploy/rbac.ts";
 import type { Operator } from "../core/operator.ts";
 import { SetupError } from "../emulator/errors.ts";
 

@@ -7,7 +7,7 @@ import { SetupError } from "../emulator/errors.ts";
 import { MAX_RECEIVE_COUNT } from "../emulator/queues.ts";
 import { defaultKubeconfig, existingTarget, kindKubeconfig, KIND_CLUSTER, KIND_CONTEXT, refuseClusterRegistry, startedTarget, type DevTarget, type FunctionTarget, type PubSubTargetOptions } from "./dev-target.ts";
 import { LOCAL_PUBSUB_PREFIX } from "./local-cloud-run.ts";
-import { operatorName } from "../core/operator-rbac.ts";
+import { operatorName } from "../deploy/rbac.ts";
 import type { Operator } from "../core/operator.ts";
 import { checkDistinct, exampleSamples, loadOperatorWithInputs, operatorFiles } from "./operators.ts";
 import { startPipeline, type ReconcileRecord } from "./pipeline.ts";

@@ -123,13 +123,16 @@ export function dlqCommand(): Command {
   const dlq = new Command("dlq")
     .description("inspect and redrive the dead-letter queues")
     .addHelpText("after", "\nExamples:\n  $ crdfn dlq list\n  $ crdfn dlq redrive\n  $ crdfn dlq list --settings crdfn.deploy.yaml");
-  dlq
-    .command("list")
-    .description("show the messages in every operator's dead-letter queue (they stay there)")
-    .option("--state-dir <dir>", "where crdfn dev wrote env", ".crdfn")
-    .option(...settingsOption)
-    .option("--max <n>", "at most this many per dead-letter queue", (v) => Number(v), 50)
-    .addHelpText("after", "\nExamples:\n  $ crdfn dlq list\n  $ crdfn dlq list --max 5 --state-dir .crdfn\n  $ crdfn dlq list --settings crdfn.deploy.yaml")
+  // Both act on the same dead-letter queues: those of crdfn dev's state, or of a deployment.
+  const subcommand = (name: string, description: string, max: number, examples: string) =>
+    dlq
+      .command(name)
+      .description(description)
+      .option("--state-dir <dir>", "where crdfn dev wrote env", ".crdfn")
+      .option(...settingsOption)
+      .option("--max <n>", "at most this many per dead-letter queue", (v) => Number(v), max)
+      .addHelpText("after", `\nExamples:\n${examples}`);
+  subcommand("list", "show the messages in every operator's dead-letter queue (they stay there)", 50, "  $ crdfn dlq list\n  $ crdfn dlq list --max 5 --state-dir .crdfn\n  $ crdfn dlq list --settings crdfn.deploy.yaml")
     .action(async (o: { stateDir: string; settings?: string; max: number }) => {
       const t = await adminTarget(o);
       if (t.pubsub) return listPubSub(t, o.max);
@@ -148,13 +151,12 @@ export function dlqCommand(): Command {
         sqs.destroy();
       }
     });
-  dlq
-    .command("redrive")
-    .description("move every dead-lettered message back to its operator's event queue, to be reconciled again")
-    .option("--state-dir <dir>", "where crdfn dev wrote env", ".crdfn")
-    .option(...settingsOption)
-    .option("--max <n>", "at most this many per dead-letter queue", (v) => Number(v), 100_000)
-    .addHelpText("after", "\nExamples:\n  $ crdfn dlq redrive              # after fixing what made them fail\n  $ crdfn dlq redrive --max 10\n  $ crdfn dlq redrive --settings crdfn.deploy.yaml")
+  subcommand(
+    "redrive",
+    "move every dead-lettered message back to its operator's event queue, to be reconciled again",
+    100_000,
+    "  $ crdfn dlq redrive              # after fixing what made them fail\n  $ crdfn dlq redrive --max 10\n  $ crdfn dlq redrive --settings crdfn.deploy.yaml",
+  )
     .action(async (o: { stateDir: string; settings?: string; max: number }) => {
       const t = await adminTarget(o);
       if (t.pubsub) return redrivePubSub(t, o.max);

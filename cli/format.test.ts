@@ -5,7 +5,7 @@ import { defineOperator } from "../core/operator.ts";
 import { envFile } from "./cluster.ts";
 import { reconcileLine } from "./dev.ts";
 import { describeMessage } from "./dlq.ts";
-import { watchedResourcesOf } from "../core/bridge-manifests.ts";
+import { watchedResourcesOf } from "../deploy/bridge.ts";
 import type { ReconcileRecord } from "./pipeline.ts";
 
 const record = (outcome: ReconcileRecord["outcome"]): ReconcileRecord => ({
@@ -41,7 +41,7 @@ describe("bridge resources of operators", () => {
           op("example.com", "greetings", "Greeting", [{ group: "", version: "v1", kind: "ConfigMap" }]),
           op("stable.example.com", "crontabs", "CronTab", [{ group: "batch", version: "v1", kind: "CronJob" }], { resyncSeconds: 3600, eventBodies: false }),
         ],
-        (o) => (o.resource.kind === "Greeting" ? "https://q/greeting.fifo" : undefined),
+        (o) => (o.resource.kind === "Greeting" ? { queueUrl: "https://q/greeting.fifo" } : {}),
       ),
       [
         { group: "example.com", version: "v1", plural: "greetings", owns: [{ group: "", version: "v1", plural: "configmaps" }], queueUrl: "https://q/greeting.fifo" },

@@ -1,16 +1,16 @@
-// The committed infra/ and infra/serverless/ are exactly what `crdfn generate` writes from the
-// examples and crdfn.deploy.yaml; a hand edit (or a forgotten regeneration) fails `npm test`.
+// The committed infra/generated/ is exactly what `crdfn generate` writes from the examples and
+// crdfn.deploy.yaml, and nothing else; a hand edit (or a forgotten regeneration) fails `npm test`.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { after } from "node:test";
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, relative } from "node:path";
 import { parse, parseAllDocuments } from "yaml";
 import { bridgeConfigSchema } from "../bridge/config.ts";
 import { ConfigError } from "../core/config-error.ts";
-import { parseDeploySettings, type DeploySettingsInput, type LambdaDeploySettings } from "../core/deploy-settings.ts";
-import { deployFiles } from "../core/deploy-files.ts";
+import { parseDeploySettings, type DeploySettingsInput, type LambdaDeploySettings } from "../deploy/settings.ts";
+import { deployFiles } from "../deploy/files.ts";
 import { defineOperator } from "../core/operator.ts";
 import { SetupError } from "../emulator/errors.ts";
 import { z } from "zod";
@@ -23,10 +23,12 @@ const known = { project: "shop", cluster: "prod", namespaces: ["shop"], bridge: 
 const settingsOf = (extra: DeploySettingsInput = {}) => parseDeploySettings({ ...known, ...extra }, "test") as LambdaDeploySettings;
 
 describe("crdfn generate", () => {
-  it("wrote the committed infra/ and serverless resources: nothing is stale", async () => {
+  it("wrote the committed infra/generated/: nothing is stale, and nothing there is written by hand", async () => {
     const g = await generate([], { settings: "crdfn.deploy.yaml" }, root);
-    assert.equal(g.outDir, join(root, "infra"));
+    assert.equal(g.outDir, join(root, "infra", "generated"));
     assert.deepEqual(staleFiles(g), [], "run: npm run generate");
+    const committed = readdirSync(g.outDir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).map((e) => relative(g.outDir, join(e.parentPath, e.name)));
+    assert.deepEqual(committed.sort(), [...g.files.keys()].sort());
   });
 
   it("catches a hand-edited file, a missing one and a left-over one", async () => {

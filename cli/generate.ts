@@ -1,11 +1,11 @@
 // `crdfn generate`: every file a deployment needs, written from the operators and a few settings
-// (core/deploy-files.ts), and `--check`, which fails when a committed file differs from them.
+// (deploy/files.ts), and `--check`, which fails when a committed file differs from them.
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { Command } from "commander";
 import { parse as parseYaml } from "yaml";
-import { deployFiles, type GeneratedOperator } from "../core/deploy-files.ts";
-import { parseDeploySettings, type DeploySettings, type Unknowable } from "../core/deploy-settings.ts";
+import { deployFiles, type GeneratedOperator } from "../deploy/files.ts";
+import { parseDeploySettings, type DeploySettings, type Unknowable } from "../deploy/settings.ts";
 import { SetupError } from "../emulator/errors.ts";
 import { clusterStoredVersions, keptNotes, refuseDroppedVersions } from "./crd-versions.ts";
 import { loadOperator } from "./operators.ts";
@@ -167,7 +167,7 @@ export function writeGenerated(g: Pick<Generated, "outDir" | "files">): void {
 }
 
 /** Folders the generator owns entirely: a file there that it no longer writes is stale too. */
-const OWNED_DIRS = ["crds", "functions", "serverless", "gcp"];
+const OWNED_DIRS = ["crds", "functions", "bridge", "serverless", "gcp"];
 
 /** The files under outDir that differ from what the generator writes now (missing, edited, or left over). */
 export function staleFiles(g: Pick<Generated, "outDir" | "files">): string[] {

@@ -100,6 +100,8 @@ export default defineOperator({
     lines: z.array(z.string().min(1).max(80)).min(1).max(20),
     audience: z.enum(["everyone", "admins"]).default("everyone"),
   }),
+  // What reconcile reports: checked before it is written, and the CRD's status schema.
+  status: z.object({ lines: z.number().int() }),
   owns: [{ group: "", version: "v1", kind: "ConfigMap" }],
   // Pure and synchronous: no I/O, no clock but ctx.now, no randomness. Throwing PermanentError
   // sets Ready=False with its reason and records an Event; TemporaryError(message, seconds)
@@ -136,9 +138,10 @@ const now = new Date("2026-01-01T00:00:00Z");
 
 describe("${n.kind} reconcile", () => {
   it("wants a ConfigMap holding the lines, for everyone by default", () => {
-    // The spec as a manifest writes it; testObject validates it and fills the schema's defaults.
-    const object = testObject(operator, { name: "welcome", spec: { lines: ["Welcome.", "Backups run at 02:00 UTC."] } });
-    const result = operator.reconcile(object, reconcileContext({ now }));
+    // The object as a manifest writes it; testObject validates the spec and fills its defaults.
+    const object = testObject(operator, { metadata: { name: "welcome" }, spec: { lines: ["Welcome.", "Backups run at 02:00 UTC."] } });
+    // With the operator, ctx.children and ctx.references answer as the runtime does.
+    const result = operator.reconcile(object, reconcileContext(operator, { now }));
     assert.deepEqual(result.children, [
       {
         apiVersion: "v1",
@@ -151,8 +154,8 @@ describe("${n.kind} reconcile", () => {
   });
 
   it("refuses tabs for good: Ready=False with reason TabsInLines", () => {
-    const object = testObject(operator, { name: "tabs", spec: { lines: ["a\\tb"] } });
-    assert.throws(() => operator.reconcile(object, reconcileContext({ now })), (e) => e instanceof PermanentError && e.reason === "TabsInLines");
+    const object = testObject(operator, { metadata: { name: "tabs" }, spec: { lines: ["a\\tb"] } });
+    assert.throws(() => operator.reconcile(object, reconcileContext(operator, { now })), (e) => e instanceof PermanentError && e.reason === "TabsInLines");
   });
 });
 `;

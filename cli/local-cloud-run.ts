@@ -1,4 +1,4 @@
-// The Cloud Run side of `crdfn dev --target cloudrun`, as deployed (core/gcp-resources.ts) but on
+// The Cloud Run side of `crdfn dev --target cloudrun`, as deployed (deploy/gcp.ts) but on
 // this machine: per operator, a topic, an ordered push subscription dead-lettering after 5
 // deliveries with a retry policy, a dead-letter topic and its pull subscription, on the Pub/Sub
 // emulator; a functions-framework server serving that operator's `httpHandler` over real HTTP
@@ -10,8 +10,8 @@ import * as functionsFramework from "@google-cloud/functions-framework";
 import { getTestServer } from "@google-cloud/functions-framework/testing";
 import type { Logger } from "pino";
 import type { Operator } from "../core/operator.ts";
-import { operatorName } from "../core/operator-rbac.ts";
-import { pubSubNamesOf, type PubSubNames } from "../core/pubsub-names.ts";
+import { operatorName } from "../deploy/rbac.ts";
+import { pubSubNamesOf, type PubSubNames } from "../deploy/queue-names.ts";
 import type { LocalPubSub } from "../emulator/pubsub.ts";
 import { startPushDeliverer, type PushDeliverer } from "../emulator/pubsub-push.ts";
 import { createPubSubResources, emulatorClient } from "../emulator/pubsub-resources.ts";
@@ -21,7 +21,7 @@ import type { Runtime } from "../functions/runtime/runtime.ts";
 
 /** Resource names: <prefix><operator>-events…; the dev environment's prefix. */
 export const LOCAL_PUBSUB_PREFIX = "crdfn-";
-/** As the generated subscription has it (core/gcp-resources.ts): dead-lettered after this many deliveries. */
+/** As the generated subscription has it (deploy/gcp.ts): dead-lettered after this many deliveries. */
 export const LOCAL_MAX_DELIVERY_ATTEMPTS = 5;
 /** Shorter than the deployed policy's 5–600 s, so that a failure reaches the dead-letter topic in seconds locally. */
 export const LOCAL_RETRY_BACKOFF_SECONDS = { minimum: 1, maximum: 10 } as const;

@@ -3,12 +3,12 @@
 // user's operator all run this, so what they show is what they share. Two targets: AWS's (SQS
 // FIFO and the poller standing in for Lambda's event source) and Cloud Run's (Pub/Sub with an
 // ordering key per object, push to a functions-framework server per operator: local-cloud-run.ts).
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ApiException, KubernetesObjectApi, PatchStrategy, loadYaml, type KubeConfig, type KubernetesObject } from "@kubernetes/client-node";
 import type { Logger } from "pino";
-import { parse as parseYaml, stringify } from "yaml";
+import { stringify } from "yaml";
 import type { Operator } from "../core/operator.ts";
 import { startBridge, type RunningBridge } from "../bridge/bridge.ts";
 import { pubSubPublisher, pubSubTransport } from "../bridge/pubsub-transport.ts";
@@ -18,17 +18,16 @@ import { sqsClient, type SqsEnvironment } from "../emulator/cluster.ts";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import { SetupError } from "../emulator/errors.ts";
 import { queueEnv } from "../emulator/queues.ts";
-import { packageRoot } from "../emulator/paths.ts";
 import { freePort } from "../emulator/ports.ts";
 import { startServer, type RunningServer } from "../emulator/process.ts";
 import { startReaper } from "../emulator/reaper.ts";
 import type { LocalPubSub } from "../emulator/pubsub.ts";
-import { operatorName } from "../core/operator-rbac.ts";
-import { pubSubNamesOf } from "../core/pubsub-names.ts";
+import { operatorName } from "../deploy/rbac.ts";
+import { pubSubNamesOf } from "../deploy/queue-names.ts";
 import { LOCAL_PUBSUB_PREFIX, startLocalCloudRun } from "./local-cloud-run.ts";
 import { startPoller } from "../functions/adapters/poller.ts";
-import { crdName, crdOf } from "../core/operator-crd.ts";
-import { functionFieldManagerOf, watchedResourcesOf } from "../core/bridge-manifests.ts";
+import { crdName, crdOf } from "../deploy/crd.ts";
+import { BRIDGE_NODE_OPTIONS, bridgeSettingsOf, watchedResourcesOf } from "../deploy/bridge.ts";
 import { applyDevIdentities, type DevIdentities } from "./dev-identities.ts";
 import { buildEach, buildFromEnv, type Built } from "../functions/runtime/entry.ts";
 import { givenSqsClient } from "../functions/runtime/sqs-client.ts";
@@ -223,22 +222,17 @@ export function observed(runtime: Runtime, onReconcile?: (r: ReconcileRecord) =>
 /** Each operator's topic on the Cloud Run target. */
 const topicOf = (o: PipelineOptions, op: Operator<unknown>): string => pubSubNamesOf(o.pubsub!.projectId, LOCAL_PUBSUB_PREFIX, operatorName(op)).topic;
 
-/** The bridge's settings file (what the generated ConfigMap holds), from the same generator. */
+/** The bridge's settings file (what the generated ConfigMap holds), from the same function as deployed (deploy/bridge.ts). */
 function bridgeFile(o: PipelineOptions, operators: ReadonlyArray<Operator<unknown>>): Record<string, unknown> {
-  const destinations = o.pubsub
-    ? {
-        queue: { topic: topicOf(o, operators[0]!) },
-        // A topic per operator, as deployed.
-        resources: watchedResourcesOf(operators, () => undefined).map((r, i) => ({ ...r, topic: topicOf(o, operators[i]!) })),
-      }
-    : { queue: { url: queueOf(o).queues.fifo }, resources: watchedResourcesOf(operators, () => undefined) };
-  return {
+  return bridgeSettingsOf(operators, {
     cluster: o.clusterName ?? "local",
-    ...destinations,
-    ...(o.identities === false ? {} : { namespaces: [...servedNamespaces(o)] }),
-    functionFieldManager: functionFieldManagerOf(operators),
+    // On Cloud Run a topic per operator, as deployed; on SQS the one local queue.
+    ...(o.pubsub
+      ? { queue: { topic: topicOf(o, operators[0]!) }, destinationOf: (op: Operator<unknown>) => ({ topic: topicOf(o, op) }) }
+      : { queue: { url: queueOf(o).queues.fifo } }),
+    ...(o.identities === false ? {} : { namespaces: servedNamespaces(o) }),
     resyncSeconds: o.resyncSeconds ?? 0,
-  };
+  });
 }
 
 /** The queue's endpoint, for the bridge's process entry. */
@@ -259,15 +253,6 @@ const servedNamespaces = (o: PipelineOptions): readonly string[] => (o.identitie
 /** What points a process (the bridge's, the functions') at the cluster and the queue. */
 function processEnv(o: PipelineOptions): Record<string, string> {
   return { KUBECONFIG: o.cluster.kubeconfigPath, ...(o.pubsub ? o.pubsub.env : queueEnv(queueOf(o))) };
-}
-
-/** NODE_OPTIONS as infra/bridge/deployment.yaml gives the bridge container ("" if it sets none). */
-export function shippedBridgeNodeOptions(): string {
-  const deployment = parseYaml(readFileSync(join(packageRoot, "infra", "bridge", "deployment.yaml"), "utf8")) as {
-    spec?: { template?: { spec?: { containers?: { env?: { name: string; value?: string }[] }[] } } };
-  };
-  const env = deployment.spec?.template?.spec?.containers?.[0]?.env ?? [];
-  return env.find((e) => e.name === "NODE_OPTIONS")?.value ?? "";
 }
 
 /**
@@ -300,7 +285,7 @@ async function spawnBridge(o: PipelineOptions, ids: DevIdentities | undefined): 
           CRDFN_CONFIG_FILE: configFile,
           CRDFN_HTTP_PORT: String(httpPort),
           CRDFN_LOG_LEVEL: o.logger.level === "silent" ? "fatal" : o.logger.level,
-          NODE_OPTIONS: shippedBridgeNodeOptions(),
+          NODE_OPTIONS: BRIDGE_NODE_OPTIONS,
         },
         ready: async () => (await fetch(`http://127.0.0.1:${httpPort}/readyz`)).ok,
         timeoutMs: 60_000,
@@ -393,7 +378,7 @@ export async function startPipeline(o: PipelineOptions): Promise<Pipeline | Proc
       const changed = next.filter((op) => before.get(crdName(op)) !== crdText(op));
       const notes = o.installCrds ?? true ? await installCrds(o.cluster.kubeConfig, changed) : [];
       const { runtime: nextRuntime, built } = build(next);
-      const watched = (ops: ReadonlyArray<Operator<unknown>>) => JSON.stringify(watchedResourcesOf(ops, () => undefined));
+      const watched = (ops: ReadonlyArray<Operator<unknown>>) => JSON.stringify(watchedResourcesOf(ops));
       const bridgeStale = watched(next) !== watched(operators);
       retired.push(...functions);
       functions = built;

@@ -4,7 +4,7 @@
 // imported when a Pub/Sub command runs, not by every `crdfn` command.
 import type { PubSub, protos } from "@google-cloud/pubsub";
 import { messageGroupId, parseKeyEvent } from "../core/event.ts";
-import type { PubSubNames } from "../core/pubsub-names.ts";
+import type { PubSubNames } from "../deploy/queue-names.ts";
 
 export interface PubSubConnection {
   projectId: string;

@@ -1,5 +1,5 @@
 // The line a Cloud Run function writes per reconcile (functions/adapters/cloud-logging.ts) and
-// the log-based metrics that read it (core/gcp-resources.ts): one contract, so the two never
+// the log-based metrics that read it (deploy/gcp.ts): one contract, so the two never
 // disagree. Metric names are controller-runtime's (functions/runtime/metrics.ts says why).
 
 /** jsonPayload.<field> = <value> marks a reconcile's line. */

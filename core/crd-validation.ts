@@ -1,7 +1,7 @@
 // What an operator author adds to a zod schema so the API server checks it at admission, before
 // anything is stored: CEL rules, immutable fields, embedded objects and free-form fields. Each
 // helper records the CRD's own keyword in zod's metadata (`.meta()`, zod's global registry, which
-// every copy of zod shares), so a schema stays a plain zod schema and crd-schema.ts reads it back.
+// every copy of zod shares), so a schema stays a plain zod schema and deploy/crd-schema.ts reads it back.
 import { z } from "zod";
 
 /** One `x-kubernetes-validations` entry, as apiextensions.k8s.io/v1 spells it. */

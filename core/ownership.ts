@@ -1,7 +1,7 @@
 // Whose objects a function may write: never what another controller controls, as
 // controller-runtime's SetControllerReference refuses. A function writes a child without reading
 // it first (it may not read what it does not observe), so the API server enforces this: the
-// generated ValidatingAdmissionPolicy (operator-admission.ts) says it in CEL, the testing kit's
+// generated ValidatingAdmissionPolicy (deploy/admission.ts) says it in CEL, the testing kit's
 // in-memory API server (functions/testing/fake-kube.ts) with this predicate, and the runtime
 // turns the refusal into ChildConflict. Both say the same words, so one matcher reads either.
 import type { Operator } from "./operator.ts";

@@ -14,7 +14,7 @@ import { scrapeMetrics } from "./support/metrics.ts";
 import { parallel, withTimeout } from "./support/promises.ts";
 import { QueueReader } from "./support/queue-reader.ts";
 
-// infra/bridge is this repository's project "examples": its bridge is crdfn-bridge-examples.
+// infra/generated/bridge is this repository's project "examples": its bridge is crdfn-bridge-examples.
 const SA = "system:serviceaccount:crdfn-system:crdfn-bridge-examples";
 
 /** `kubectl auth can-i` answers on stdout and signals "no" with exit code 1. */
@@ -57,17 +57,17 @@ describe("bridge: deployment identity and high availability", { timeout: 300_000
 
   after(async () => env?.stop());
 
-  it("infra/bridge passes a server-side dry run against the real API server", { timeout: 60_000 }, () => {
+  it("infra/generated/bridge passes a server-side dry run against the real API server", { timeout: 60_000 }, () => {
     // A dry run creates nothing, so the namespace the other objects live in must exist first.
-    kubectl(cluster, "apply", "--server-side", "-f", "infra/bridge/namespace.yaml");
-    const out = kubectl(cluster, "apply", "--server-side", "--dry-run=server", "-k", "infra/bridge");
+    kubectl(cluster, "apply", "--server-side", "-f", "infra/generated/bridge/namespace.yaml");
+    const out = kubectl(cluster, "apply", "--server-side", "--dry-run=server", "-k", "infra/generated/bridge");
     for (const kind of ["serviceaccount/crdfn-bridge-examples", "clusterrole.rbac.authorization.k8s.io/crdfn-bridge-examples", "role.rbac.authorization.k8s.io/crdfn-bridge-examples-lease", "configmap/crdfn-bridge-examples", "deployment.apps/crdfn-bridge-examples"]) {
       assert.match(out, new RegExp(`${kind.replace(/\./g, "\\.")} serverside-applied \\(server dry run\\)`));
     }
   });
 
-  it("runs as its own process with the token of the ServiceAccount from infra/bridge, which cannot read Secrets", { timeout: 90_000 }, async () => {
-    kubectl(cluster, "apply", "--server-side", "-k", "infra/bridge");
+  it("runs as its own process with the token of the ServiceAccount from infra/generated/bridge, which cannot read Secrets", { timeout: 90_000 }, async () => {
+    kubectl(cluster, "apply", "--server-side", "-k", "infra/generated/bridge");
     const core = cluster.kubeConfig.makeApiClient(CoreV1Api);
     const token = await core.createNamespacedServiceAccountToken({ name: "crdfn-bridge-examples", namespace: "crdfn-system", body: { spec: { audiences: [], expirationSeconds: 3600 } } });
     const dir = mkdtempSync(join(tmpdir(), "crdfn-bridge-sa-"));

@@ -12,7 +12,7 @@ import { promisify } from "node:util";
 import { PubSub } from "@google-cloud/pubsub";
 import { readEnvFile } from "../cli/settings.ts";
 import { encodeKeyEvent, messageGroupId, type KeyEvent } from "../core/event.ts";
-import { pubSubNamesOf } from "../core/pubsub-names.ts";
+import { pubSubNamesOf } from "../deploy/queue-names.ts";
 import { controlPlaneBinaries } from "../emulator/binaries.ts";
 import { packageRoot } from "../emulator/paths.ts";
 import { eventually } from "./support/eventually.ts";

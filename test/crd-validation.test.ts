@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { z } from "zod";
 import { cel, defineOperator, embedded, type Operator } from "../core/index.ts";
-import { crdFiles } from "../core/operator-crd.ts";
+import { crdFiles } from "../deploy/crd.ts";
 import { loadOperator } from "../cli/operators.ts";
 import { startCluster, type LocalCluster } from "../emulator/cluster.ts";
 import { packageRoot } from "../emulator/paths.ts";

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { after, before, describe, it } from "node:test";
 import { parse, stringify } from "yaml";
-import { crdOf } from "../core/operator-crd.ts";
+import { crdOf } from "../deploy/crd.ts";
 import { loadOperator } from "../cli/operators.ts";
 import { SetupError } from "../emulator/errors.ts";
 import { startCluster, type LocalCluster } from "../emulator/cluster.ts";

@@ -18,7 +18,7 @@ import { loadBridgeConfig } from "../bridge/config.ts";
 import { generate, writeGenerated, type Generated } from "../cli/generate.ts";
 import { LOG_COUNTERS, LOG_DISTRIBUTIONS, METRIC_MARKER } from "../core/cloud-logging-metrics.ts";
 import { ConfigError } from "../core/config-error.ts";
-import { parseDeploySettings } from "../core/deploy-settings.ts";
+import { parseDeploySettings } from "../deploy/settings.ts";
 import { startCluster, type LocalCluster } from "../emulator/cluster.ts";
 import { cloudLoggingMetrics } from "../functions/adapters/cloud-logging.ts";
 import { loadPushSettings } from "../functions/adapters/push-settings.ts";

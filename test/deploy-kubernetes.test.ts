@@ -176,32 +176,32 @@ describe("Kubernetes deploy manifests", { timeout: 240_000 }, () => {
     return objects;
   }
 
-  it("passes a server-side dry run of everything in infra (every CRD and what infra/kustomization.yaml composes) on a fresh cluster", async () => {
+  it("passes a server-side dry run of everything in infra/generated (every CRD and what its kustomization.yaml composes) on a fresh cluster", async () => {
     // The namespaces it serves are the user's: they exist before crdfn's grants in them do.
     await kubectl(["create", "namespace", NS]);
-    const objects = await dryRun("infra");
+    const objects = await dryRun("infra/generated");
     const crds = objects.filter((o) => o.kind === "CustomResourceDefinition").map((o) => `${o.metadata.name}.yaml`);
-    assert.deepEqual(crds.sort(), readdirSync(join(root, "infra/crds")).sort());
+    assert.deepEqual(crds.sort(), readdirSync(join(root, "infra/generated/crds")).sort());
     await assert.rejects(kubectl(["get", "crd", "greetings.example.com"]), /NotFound/);
   });
 
-  it("installs the CRDs from infra/crds", async () => {
-    await kubectl(["apply", "--server-side", "-f", "infra/crds/"]);
-    await kubectl(["wait", "--for=condition=Established", "--timeout=60s", "-f", "infra/crds/"]);
+  it("installs the CRDs from infra/generated/crds", async () => {
+    await kubectl(["apply", "--server-side", "-f", "infra/generated/crds/"]);
+    await kubectl(["wait", "--for=condition=Established", "--timeout=60s", "-f", "infra/generated/crds/"]);
   });
 
-  it("passes a server-side dry run of infra/functions, persisting nothing", async () => {
-    await dryRun("infra/functions");
+  it("passes a server-side dry run of infra/generated/functions, persisting nothing", async () => {
+    await dryRun("infra/generated/functions");
     await assert.rejects(kubectl(["get", "clusterrole", "crdfn-greeting-function"]), /NotFound/);
     await assert.rejects(kubectl(["get", "validatingadmissionpolicy", "crdfn-greeting-function"]), /NotFound/);
   });
 
-  it("passes a server-side dry run of infra/bridge", async () => {
-    await dryRun("infra/bridge");
+  it("passes a server-side dry run of infra/generated/bridge", async () => {
+    await dryRun("infra/generated/bridge");
   });
 
-  it("applies infra/functions", async () => {
-    await kubectl(["apply", "--server-side", "-k", "infra/functions"]);
+  it("applies infra/generated/functions", async () => {
+    await kubectl(["apply", "--server-side", "-k", "infra/generated/functions"]);
   });
 
   it("grants exactly what docs/security.md's \"What each generated identity may do\" prints (kubectl auth can-i --list, live)", async () => {
@@ -229,8 +229,8 @@ describe("Kubernetes deploy manifests", { timeout: 240_000 }, () => {
   });
 
   it("lets the examples' identities write nothing in kube-system or the bridge's namespace (RBAC: not served) nor onto unowned ConfigMaps (admission policy)", async () => {
-    await kubectl(["apply", "--server-side", "-f", "infra/bridge/namespace.yaml"]);
-    await kubectl(["apply", "--server-side", "-f", "infra/bridge/configmap.yaml"]);
+    await kubectl(["apply", "--server-side", "-f", "infra/generated/bridge/namespace.yaml"]);
+    await kubectl(["apply", "--server-side", "-f", "infra/generated/bridge/configmap.yaml"]);
     await kubectl(["create", "configmap", "victim-greeting", "-n", NS, "--from-literal=mine=yes"]);
     const identities: Array<[string, Kubectl]> = [
       ["ServiceAccount crdfn-greeting", await serviceAccountKubectl(cluster, kubectl, "crdfn-greeting", FUNCTIONS_NS)],

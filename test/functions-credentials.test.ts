@@ -7,12 +7,12 @@ import { mkdirSync, mkdtempSync, copyFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
-import { clusterRoleOf } from "../core/operator-rbac.ts";
+import { clusterRoleOf } from "../deploy/rbac.ts";
 import type { Operator } from "../core/operator.ts";
-import { apiAccess } from "../functions/credentials/access.ts";
+import { apiAccess } from "./support/api-access.ts";
 import cronTab, { REGISTRY } from "../examples/crontab/operator.ts";
 import { loadConfig } from "../functions/runtime/config.ts";
-import { createKubeApi } from "../functions/runtime/kube-http.ts";
+import { createKubeApi } from "../functions/runtime/kube-api-http.ts";
 import type { KubeApi, KubeObject } from "../functions/runtime/kube-api.ts";
 import { createRuntime } from "../functions/runtime/runtime.ts";
 import { crApi, keyEventOf, ready, startEnv, type Env } from "./support/functions-environment.ts";

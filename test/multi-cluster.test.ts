@@ -18,7 +18,7 @@ import { startPoller, type Poller } from "../functions/adapters/poller.ts";
 import { givenSqsClient } from "../functions/runtime/sqs-client.ts";
 import { buildFromEnv } from "../functions/runtime/entry.ts";
 import { createRuntimeMetrics } from "../functions/runtime/prometheus-metrics.ts";
-import { createKubeApi } from "../functions/runtime/kube-http.ts";
+import { createKubeApi } from "../functions/runtime/kube-api-http.ts";
 import type { Runtime } from "../functions/runtime/runtime.ts";
 import { installCrd, ready, waitFor, type Cr } from "./support/functions-environment.ts";
 

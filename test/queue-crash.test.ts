@@ -9,7 +9,7 @@ import { ListQueuesCommand } from "@aws-sdk/client-sqs";
 import queue, { configMapName, queueName } from "../examples/queue/operator.ts";
 import type { Operator } from "../core/operator.ts";
 import type { Poller } from "../functions/adapters/poller.ts";
-import { createKubeApi } from "../functions/runtime/kube-http.ts";
+import { createKubeApi } from "../functions/runtime/kube-api-http.ts";
 import { createRuntime } from "../functions/runtime/runtime.ts";
 import { crApi, keyEventOf, pollerFor, publish, ready, receiveAll, startEnv, waitFor, type Env } from "./support/functions-environment.ts";
 

@@ -6,7 +6,7 @@ import { loadavg } from "node:os";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import type { Reaper } from "../../emulator/reaper.ts";
 import type { LocalCluster } from "../../emulator/types.ts";
-import { createKubeApi } from "../../functions/runtime/kube-http.ts";
+import { createKubeApi } from "../../functions/runtime/kube-api-http.ts";
 import { kube } from "../../test/support/kube-requests.ts";
 import { atRate, changeTimer, forEachBounded, inFlight, measureRawCeiling } from "../drive.ts";
 import { Greetings, objectName } from "../greetings.ts";

@@ -4,7 +4,7 @@ import { finalizeContext, reconcileContext, testObject } from "crdfn/testing";
 import cronTab, { cronTabSpec, REGISTRY } from "./operator.ts";
 
 // The spec as a manifest writes it (replicas may be left to its default).
-const object = (spec: { cronSpec: string; image: string; replicas?: number }) => testObject(cronTab, { name: "nightly", spec });
+const object = (spec: { cronSpec: string; image: string; replicas?: number }) => testObject(cronTab, { metadata: { name: "nightly" }, spec });
 
 describe("CronTab", () => {
   it("validates cronSpec with the documentation's pattern and replicas within 1–10", () => {
@@ -14,7 +14,7 @@ describe("CronTab", () => {
   });
 
   it("wants an owned CronJob, a registry entry and status replicas", () => {
-    const result = cronTab.reconcile(object({ cronSpec: "0 3 * * *", image: "busybox:1.36", replicas: 3 }), reconcileContext());
+    const result = cronTab.reconcile(object({ cronSpec: "0 3 * * *", image: "busybox:1.36", replicas: 3 }), reconcileContext(cronTab));
     const job = result.children?.[0] as unknown as { kind: string; spec: { schedule: string; jobTemplate: { spec: { parallelism: number } } } };
     assert.equal(job.kind, "CronJob");
     assert.equal(job.spec.schedule, "0 3 * * *");

@@ -17,6 +17,11 @@ export const cronTabSpec = z.object({
 
 export type CronTabSpec = z.infer<typeof cronTabSpec>;
 
+/** What reconcile reports: the scale subresource reads replicas from here (statusReplicasPath). */
+export const cronTabStatus = z.object({
+  replicas: z.number().int().min(1).max(10).describe("Pods per run of the CronJob."),
+});
+
 export const cronJobName = (cronTab: string): string => `${cronTab}-cron`;
 
 export default defineOperator({
@@ -37,9 +42,10 @@ export default defineOperator({
     ],
   },
   spec: cronTabSpec,
+  status: cronTabStatus,
   owns: [
     { group: "batch", version: "v1", kind: "CronJob" },
-    // Only the shared registry (see infra/functions/crontab.yaml): nothing of this kind to prune.
+    // Only the shared registry (see infra/generated/functions/crontab.yaml): nothing of this kind to prune.
     { group: "", version: "v1", kind: "ConfigMap", prune: false },
   ],
   shares: [{ group: "", kind: "ConfigMap", name: REGISTRY }],

@@ -14,6 +14,11 @@ export const greetingSpec = z.object({
 
 export type GreetingSpec = z.infer<typeof greetingSpec>;
 
+/** What reconcile reports (checked before it is written, and the CRD's status schema). */
+export const greetingStatus = z.object({
+  phase: z.string().describe("Ready once the ConfigMap holds the message."),
+});
+
 export const configMapName = (greeting: string): string => `${greeting}-greeting`;
 
 export default defineOperator({
@@ -30,6 +35,7 @@ export default defineOperator({
     ],
   },
   spec: greetingSpec,
+  status: greetingStatus,
   owns: [{ group: "", version: "v1", kind: "ConfigMap" }],
   reconcile(greeting) {
     return {

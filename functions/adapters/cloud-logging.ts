@@ -1,7 +1,7 @@
 // Logs and metrics of a Cloud Run function, as Cloud Logging's structured JSON: one JSON object
 // per line on stdout, with `severity` and `message` (docs.cloud.google.com/logging/docs/structured-logging).
 // Metrics are one such line per reconcile, turned into Cloud Monitoring metrics by the log-based
-// metrics `crdfn generate` writes (core/gcp-resources.ts), under controller-runtime's names.
+// metrics `crdfn generate` writes (deploy/gcp.ts), under controller-runtime's names.
 //
 // Why logs and not OpenTelemetry: like EMF on Lambda, nothing is sent from the request path and
 // nothing is added to the cold start (no exporter, no SDK, no collector or sidecar); Cloud Run

@@ -1,5 +1,5 @@
 // functions-framework handlers over the runtime: a Cloud Run function behind a Pub/Sub push
-// subscription (ordered, dead-lettering: core/gcp-resources.ts generates it), or any HTTP runtime.
+// subscription (ordered, dead-lettering: deploy/gcp.ts generates it), or any HTTP runtime.
 //  * HTTP (`httpHandler`): a Pub/Sub push request is settled as push.ts says (200 acknowledges;
 //    anything else is a negative acknowledgement, retried with the subscription's backoff and
 //    dead-lettered after its maxDeliveryAttempts). A request whose body is a key event itself

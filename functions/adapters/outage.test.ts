@@ -1,7 +1,8 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { pino } from "pino";
-import { createCircuit, exponential } from "./outage.ts";
+import { backoffMs } from "../../core/backoff.ts";
+import { createCircuit } from "./outage.ts";
 
 describe("outage circuit", () => {
   it("opens on the first infrastructure failure, lets one probe through when the period ends, and backs off while probes fail", () => {
@@ -31,7 +32,7 @@ describe("outage circuit", () => {
     c.failed("down");
     const d = c.deferSeconds();
     assert.ok(d >= 2 && d <= 24, `deferred ${d}s`);
-    assert.deepEqual([1, 2, 3, 4, 5, 12].map((n) => exponential(30, n, 900)), [30, 60, 120, 240, 480, 900]);
+    assert.deepEqual([1, 2, 3, 4, 5, 12].map((n) => backoffMs(n, { initialMs: 30, maxMs: 900 })), [30, 60, 120, 240, 480, 900]);
   });
 });
 

@@ -6,12 +6,11 @@
 //    open (Lambda cannot stop its event source); after the open period ONE message probes
 //    (half-open); success closes it, failure re-opens it for twice as long, up to 2 s: probing is
 //    one request, and the sooner a returned server is noticed the sooner work resumes.
-// Kept small on purpose: the jittered exponential delay is the only arithmetic here.
+// Kept small on purpose: the open period is core/backoff.ts's, spread ±20 % so that functions
+// probing one server do not probe together.
 import type { Logger } from "pino";
+import { backoffMs } from "../../core/backoff.ts";
 import { keyEventOf, type QueueMessage } from "../runtime/message.ts";
-
-/** base · 2^(n-1), capped; n counts from 1. */
-export const exponential = (base: number, n: number, cap: number): number => Math.min(cap, base * 2 ** Math.max(0, n - 1));
 
 export interface CircuitOptions {
   clock: () => Date;
@@ -44,6 +43,7 @@ export function createCircuit(o: CircuitOptions): Circuit {
   const baseMs = o.baseMs ?? 1000;
   const maxMs = o.maxMs ?? 2000;
   const now = () => o.clock().getTime();
+  let failures = 0; // the first failure and the failed probes since; 0: closed
   let openMs = 0; // 0: closed
   let openUntil = 0;
   let probing = false;
@@ -63,6 +63,7 @@ export function createCircuit(o: CircuitOptions): Circuit {
       probing = false;
       if (openMs === 0) return;
       o.logger.warn({ outageSeconds: Math.round((now() - openedAt) / 1000), deferred }, "API server reachable again; circuit closed, taking work");
+      failures = 0;
       openMs = 0;
       deferred = 0;
     },
@@ -71,10 +72,11 @@ export function createCircuit(o: CircuitOptions): Circuit {
       probing = false;
       if (openMs === 0) {
         openedAt = now();
-        openMs = baseMs;
+        failures = 1;
+        openMs = backoffMs(failures, { initialMs: baseMs, maxMs });
         o.logger.error({ error: detail }, "API server unavailable; circuit open: no new work until a probe succeeds (messages are deferred, not dead-lettered)");
       } else if (wasProbe) {
-        openMs = exponential(openMs, 2, maxMs);
+        openMs = backoffMs(++failures, { initialMs: baseMs, maxMs });
         o.logger.debug({ error: detail, nextProbeInMs: openMs }, "probe failed; circuit stays open");
       } else return;
       openUntil = now() + openMs * (0.8 + Math.random() * 0.4);

@@ -1,7 +1,7 @@
 // A function's one publish: a message deferred through an API server outage, re-sent into its
 // own ordering key on its own topic so its delivery count starts again (settle.ts "resend").
 // The function's service account holds roles/pubsub.publisher on that topic alone
-// (core/gcp-resources.ts). @google-cloud/pubsub is imported on the first re-send only: a normal
+// (deploy/gcp.ts). @google-cloud/pubsub is imported on the first re-send only: a normal
 // delivery publishes nothing, and the library would weigh on every cold start.
 import type { PubSub, Topic } from "@google-cloud/pubsub";
 

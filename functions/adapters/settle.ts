@@ -10,7 +10,8 @@ import { createHash } from "node:crypto";
 import type { Logger } from "pino";
 import { DEFERRALS_ATTRIBUTE, DEFERRED_SINCE_ATTRIBUTE, type QueueMessage } from "../runtime/message.ts";
 import { messageHandled, type Outcome } from "../runtime/outcome.ts";
-import { exponential, report, type Circuits } from "./outage.ts";
+import { backoffMs } from "../../core/backoff.ts";
+import { report, type Circuits } from "./outage.ts";
 
 export { DEFERRALS_ATTRIBUTE, DEFERRED_SINCE_ATTRIBUTE };
 
@@ -67,7 +68,7 @@ export function settlementOf(outcome: Outcome, message: QueueMessage, p: SettleP
     p.log.error({ ...id, error: outcome.detail }, "reconcile failed on the message's last receive; the queue moves it to the dead-letter queue now");
     return { action: "release" };
   }
-  const seconds = Math.round(exponential(p.retryBaseSeconds, receives, p.retryMaxSeconds ?? 900));
+  const seconds = Math.round(backoffMs(receives, { initialMs: p.retryBaseSeconds * 1000, maxMs: (p.retryMaxSeconds ?? 900) * 1000 }) / 1000);
   p.log.info({ ...id, retryInSeconds: seconds }, "retrying with backoff");
   return { action: "hold", seconds };
 }

@@ -3,8 +3,6 @@
 // rotating file), an EKS IAM token, or a GKE access token (the metadata server's).
 import type { AwsCredentialIdentityProvider } from "@smithy/types";
 import type { ClusterEntry } from "../clusters/registry.ts";
-import { singleClusterEntry } from "../clusters/registry.ts";
-import type { FunctionConfig } from "../runtime/config.ts";
 import type { KubeAccess } from "../../clients/kube-http.ts";
 import { inClusterConnection, serverConnection, tokenFromFile } from "../../clients/kube-connection.ts";
 import { eksTokenProvider } from "./eks-token.ts";
@@ -20,11 +18,6 @@ export interface AccessDeps {
   serviceAccountRoot?: string;
   /** KUBERNETES_SERVICE_HOST/PORT (in-cluster) and KUBECONFIG; default process.env. */
   env?: NodeJS.ProcessEnv;
-}
-
-/** The single-cluster settings' access (CRDFN_KUBE_AUTH and friends). */
-export function apiAccess(config: FunctionConfig, deps: AccessDeps): Promise<KubeAccess> {
-  return clusterAccess(singleClusterEntry(config), deps);
 }
 
 /** Each call builds fresh token caches: call once per cluster and keep the result. */

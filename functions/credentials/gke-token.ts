@@ -1,7 +1,7 @@
 // GKE authentication from a Cloud Run function: the OAuth access token of the function's own
 // service account, from the metadata server every Google runtime serves (Cloud Run, GKE, GCE).
 // GKE accepts it as the user <service account email>; RBAC then grants what the function may do
-// (core/gcp-resources.ts binds the function's Roles to that user). Tokens live an hour; one is
+// (deploy/gcp.ts binds the function's Roles to that user). Tokens live an hour; one is
 // kept until a minute before it expires. Written by hand: google-auth-library would do the
 // same GET and bring ~2 MiB to every cold start.
 import { z } from "zod";

@@ -13,7 +13,7 @@ import { PermanentError, TemporaryError } from "../../core/errors.ts";
 import type { CustomObject, EffectsResult, ObjectStatus, ReferencedObjects } from "../../core/operator.ts";
 import { REFERENCES_FIELD, type ReferenceRecord } from "../../core/references.ts";
 import type { KubeObject } from "./kube-api.ts";
-import { sameJson } from "./status.ts";
+import { sameJson } from "../../core/canonical-json.ts";
 import type { Step } from "./step.ts";
 import { UserCodeThrew } from "./thrown.ts";
 

@@ -8,7 +8,7 @@ import type { Operator } from "../../core/operator.ts";
 import { loadClusterRegistry, type ClusterRegistry } from "../clusters/registry.ts";
 import { clusterAccess } from "../credentials/access.ts";
 import { loadConfig, type FunctionConfig } from "./config.ts";
-import { createKubeApi } from "./kube-http.ts";
+import { createKubeApi } from "./kube-api-http.ts";
 import { dispatchByCluster, dispatchByResource } from "./dispatch.ts";
 import { createEmfMetrics } from "./emf-metrics.ts";
 import type { RuntimeMetrics } from "./metrics.ts";

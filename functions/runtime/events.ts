@@ -3,6 +3,7 @@
 // The Event's name is derived from what it says, so a stateless function finds it again.
 import { createHash } from "node:crypto";
 import { ApiError } from "../../clients/kube-http.ts";
+import { microTime } from "../../clients/micro-time.ts";
 import { isInfrastructureFailure } from "./outcome.ts";
 import { type KubeObject, type ResourceRef } from "./kube-api.ts";
 import type { Step } from "./step.ts";
@@ -14,8 +15,6 @@ export interface EventNote {
   /** What the runtime was doing (events.k8s.io requires it). */
   action: string;
 }
-
-const microTime = (d: Date): string => d.toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");
 
 /**
  * `repeat`: the caller knows this occurrence was recorded before (its status did not change).

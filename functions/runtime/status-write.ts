@@ -4,7 +4,8 @@
 import type { ObjectStatus, StatusInput } from "../../core/operator.ts";
 import type { ReferenceRecord } from "../../core/references.ts";
 import type { KubeObject } from "./kube-api.ts";
-import { nextReconcile, sameJson, successStatus } from "./status.ts";
+import { sameJson } from "../../core/canonical-json.ts";
+import { nextReconcile, successStatus } from "./status.ts";
 import type { Step } from "./step.ts";
 
 export async function writeSuccessStatus(step: Step, object: KubeObject, input: StatusInput | undefined, now: Date, requeueAfterSeconds?: number, references?: ReferenceRecord[]): Promise<void> {

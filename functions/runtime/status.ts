@@ -7,8 +7,6 @@ import type { ObjectStatus, StatusInput } from "../../core/operator.ts";
 import { NEXT_RECONCILE_FIELD, nextReconcileOf, type NextReason, type NextReconcile } from "../../core/schedule.ts";
 import { REFERENCES_FIELD, type ReferenceRecord } from "../../core/references.ts";
 
-export { sameJson } from "../../core/canonical-json.ts";
-
 export const READY = "Ready";
 
 /** `at` with millisecond precision: the bridge fires it to the millisecond. */

@@ -1,27 +1,106 @@
 // The contexts reconcile, effects and finalize receive, for calling them directly in a unit test.
-import type { EffectsContext, FinalizeContext, ObjectReference, ReconcileContext, ReferencedObjects } from "../../core/operator.ts";
+// Given the operator, `ctx.children` and `ctx.references` are the runtime's own
+// (runtime/observed-children.ts, runtime/references.ts): asking for a kind the operator does not observe, or does not read, throws as it
+// does in production.
+import type { EffectsContext, FinalizeContext, ObjectReference, ObservedChildren, Operator, ReconcileContext, ReferencedObjects } from "../../core/operator.ts";
 import { idempotencyKeyOf } from "../runtime/effects.ts";
+import type { KubeObject } from "../runtime/kube-api.ts";
+import { childKey, observedChildren, type ObservedByKind } from "../runtime/observed-children.ts";
+import { referencedObjects, type ReadReferences } from "../runtime/references.ts";
 
 /** By kind, then by name: what `ctx.children.of(kind)` and `ctx.references.of(kind)` return. */
 export type ObjectsByKind = Record<string, Record<string, unknown>>;
 
-const byKind = (objects: ObjectsByKind | undefined): ReferencedObjects => ({
-  of: <T>(kind: string) => (objects?.[kind] ?? {}) as Readonly<Record<string, T>>,
-});
-
-/** `children`: the observed children by kind, then by name; `references`: the referenced objects likewise (one missing: leave it out). */
-export function reconcileContext(opts: { now?: Date; children?: ObjectsByKind; references?: ObjectsByKind } = {}): ReconcileContext {
-  return { now: opts.now ?? new Date(0), children: byKind(opts.children), references: byKind(opts.references) };
+export interface ContextOptions {
+  /** ctx.now; default the epoch. */
+  now?: Date;
+  /** The observed children, by kind then by name. */
+  children?: ObjectsByKind;
+  /** The referenced objects, by kind then by name ("namespace/name" for one in another namespace); one missing: leave it out. */
+  references?: ObjectsByKind;
 }
 
 /**
- * The context effects receive. `object`: the key is the one the runtime derives from its uid and
- * generation; `env`: the environment to build cloud clients from (default: none, so a test never
- * reaches a real cloud by accident).
+ * The context reconcile receives. With the operator (as a unit test should pass it), `children.of`
+ * and `references.of` are the runtime's: a kind the operator does not observe (owns with
+ * `observe: true`) or read (`reads`) throws, and so does a kind given here that it does not. Without
+ * it, only the kinds given here are known, and any other throws.
  */
-export function effectsContext(opts: { now?: Date; object?: { metadata: { uid: string; generation: number } }; idempotencyKey?: string; references?: ObjectsByKind; env?: Record<string, string | undefined> } = {}): EffectsContext {
+export function reconcileContext<Spec, SpecInput, Status extends Record<string, unknown>>(operator: Operator<Spec, SpecInput, Status>, opts?: ContextOptions): ReconcileContext;
+/** @deprecated Pass the operator first: `reconcileContext(operator, { now, children, references })`. */
+export function reconcileContext(opts?: ContextOptions): ReconcileContext;
+export function reconcileContext(first?: object, second?: ContextOptions): ReconcileContext {
+  const [operator, opts = {}] = split(first, second);
+  return {
+    now: opts.now ?? new Date(0),
+    children: operator ? childrenOf(operator, opts.children ?? {}) : givenOnly("children", opts.children ?? {}),
+    references: operator ? referencesOf(operator, opts.references ?? {}) : givenOnly("references", opts.references ?? {}),
+  };
+}
+
+const isOperator = (v: unknown): v is Operator<unknown> => typeof v === "object" && v !== null && "reconcile" in v && "resource" in v;
+/** (operator, options) or (options): the operator, if any, and the options. */
+const split = <O>(first: object | undefined, second: O | undefined): [Operator<unknown> | undefined, O | undefined] =>
+  isOperator(first) ? [first, second] : [undefined, first as O | undefined];
+
+/** The runtime's `ctx.children` over the given objects, each filed under the owned kind it is. */
+function childrenOf(operator: Operator<unknown>, given: ObjectsByKind): ObservedChildren {
+  const observed: ObservedByKind = new Map();
+  for (const [kind, byName] of Object.entries(given)) {
+    const owned = operator.owns.find((o) => o.kind === kind);
+    if (!owned?.observe) throw new Error(`reconcileContext: children of ${kind}, which ${operator.resource.kind} does not observe (owns with observe: true): the runtime never gives it any`);
+    const objects = new Map<string, KubeObject>();
+    for (const [name, o] of Object.entries(byName)) objects.set(childKey(undefined, name), { ...(o as KubeObject), metadata: { ...(o as KubeObject).metadata, name } });
+    observed.set(owned, objects);
+  }
+  return observedChildren(operator, observed);
+}
+
+/** The runtime's `ctx.references` over the given objects. */
+function referencesOf(operator: Operator<unknown>, given: ObjectsByKind): ReferencedObjects {
+  const read: ReadReferences = [];
+  for (const [kind, byKey] of Object.entries(given)) {
+    const declared = operator.reads.find((r) => r.kind === kind);
+    if (!declared) throw new Error(`reconcileContext: references of ${kind}, which ${operator.resource.kind} does not declare in reads: the runtime never gives it any`);
+    for (const [key, o] of Object.entries(byKey)) {
+      const [namespace, name] = key.includes("/") ? (key.split("/", 2) as [string, string]) : [undefined, key];
+      read.push({ read: declared, namespace, name, object: o as KubeObject });
+    }
+  }
+  return referencedObjects(operator, read, undefined);
+}
+
+/** Without the operator: the kinds given are all that is known. */
+function givenOnly(what: "children" | "references", objects: ObjectsByKind): ReferencedObjects {
+  return {
+    of: <T>(kind: string) => {
+      const found = objects[kind];
+      if (found === undefined) throw new Error(`ctx.${what}.of("${kind}"): no ${kind} given to reconcileContext; pass the operator (reconcileContext(operator, …)) to have the runtime's answer`);
+      return Object.freeze({ ...found }) as Readonly<Record<string, T>>;
+    },
+  };
+}
+
+export interface EffectsContextOptions {
+  now?: Date;
+  /** The key is the one the runtime derives from its uid and generation. */
+  object?: { metadata: { uid: string; generation: number } };
+  idempotencyKey?: string;
+  /** The referenced objects, as for reconcileContext. */
+  references?: ObjectsByKind;
+  /** The environment to build cloud clients from (default: none, so a test never reaches a real cloud by accident). */
+  env?: Record<string, string | undefined>;
+}
+
+/** The context effects receive; with the operator, `references.of` is the runtime's, as in reconcileContext. */
+export function effectsContext<Spec, SpecInput, Status extends Record<string, unknown>>(operator: Operator<Spec, SpecInput, Status>, opts?: EffectsContextOptions): EffectsContext;
+/** Without the operator, only the referenced kinds given are known. */
+export function effectsContext(opts?: EffectsContextOptions): EffectsContext;
+export function effectsContext(first?: object, second?: EffectsContextOptions): EffectsContext {
+  const [operator, opts = {}] = split(first, second);
   const key = opts.idempotencyKey ?? (opts.object ? idempotencyKeyOf(opts.object.metadata.uid, opts.object.metadata.generation) : idempotencyKeyOf("test", 1));
-  return { now: opts.now ?? new Date(0), idempotencyKey: key, references: byKind(opts.references), env: opts.env ?? {} };
+  const references = operator ? referencesOf(operator, opts.references ?? {}) : givenOnly("references", opts.references ?? {});
+  return { now: opts.now ?? new Date(0), idempotencyKey: key, references, env: opts.env ?? {} };
 }
 
 /** The context finalize receives; `release` records nothing unless given. */

@@ -3,6 +3,7 @@
 // server-side-apply-like upsert, generateName, finalizers, garbage collection of owned objects).
 // Not a Kubernetes: no admission, no schema, no watch.
 import { ApiError } from "../../clients/kube-http.ts";
+import { sameJson } from "../../core/canonical-json.ts";
 import { type KubeApi, type KubeObject, type Preconditions, type ResourceRef } from "../runtime/kube-api.ts";
 
 export interface FakeKube extends KubeApi {
@@ -28,13 +29,6 @@ type Json = Record<string, unknown>;
 
 const clone = <T>(v: T): T => structuredClone(v);
 const isObject = (v: unknown): v is Json => v !== null && typeof v === "object" && !Array.isArray(v);
-const same = (a: unknown, b: unknown): boolean => JSON.stringify(sorted(a)) === JSON.stringify(sorted(b));
-function sorted(v: unknown): unknown {
-  if (Array.isArray(v)) return v.map(sorted);
-  if (isObject(v)) return Object.fromEntries(Object.keys(v).sort().map((k) => [k, sorted(v[k])]));
-  return v;
-}
-
 /** RFC 7386 JSON merge patch. */
 function mergePatch(target: unknown, patch: unknown): unknown {
   if (!isObject(patch)) return clone(patch);
@@ -112,13 +106,13 @@ export function createFakeKube(opts: { clock?: () => Date } = {}): FakeKube {
         ...(ref.namespace ? { namespace: ref.namespace } : {}),
         uid: previous?.metadata.uid ?? `00000000-0000-4000-8000-${String((serial += 1)).padStart(12, "0")}`,
         resourceVersion: "",
-        generation: previous ? (previous.metadata.generation ?? 1) + (same(body(previous), body(next)) ? 0 : 1) : 1,
+        generation: previous ? (previous.metadata.generation ?? 1) + (sameJson(body(previous), body(next)) ? 0 : 1) : 1,
         creationTimestamp: previous?.metadata.creationTimestamp ?? now,
         ...(previous?.metadata.deletionTimestamp ? { deletionTimestamp: previous.metadata.deletionTimestamp } : {}),
       },
     };
     // Like the API server, a write that changes nothing keeps the resourceVersion.
-    if (previous && same(stored, { ...previous, metadata: { ...previous.metadata, resourceVersion: "" } })) return clone(previous);
+    if (previous && sameJson(stored, { ...previous, metadata: { ...previous.metadata, resourceVersion: "" } })) return clone(previous);
     stored.metadata.resourceVersion = nextVersion();
     if (stored.metadata.deletionTimestamp && !(stored.metadata.finalizers?.length)) {
       remove(ref);

@@ -9,19 +9,11 @@ import type { KubeObject } from "../runtime/kube-api.ts";
 import type { HandledOutcome } from "../runtime/runtime.ts";
 import { createRuntime } from "../runtime/runtime.ts";
 import { createFakeKube, type FakeKube } from "./fake-kube.ts";
+import { objectInputOf, type ObjectInput, type TestObjectInput } from "./object.ts";
 import { APPLIED_HASH_ANNOTATION, PARENT_UID_LABEL, type ChildKey } from "../../core/event.ts";
 import { ownershipVerdict } from "../../core/ownership.ts";
 import { apiVersionOf, pluralOf } from "../../core/operator.ts";
 import type { ResourceRef } from "../runtime/kube-api.ts";
-
-/** The object to reconcile: at least a name and a spec; apiVersion and kind come from the operator. */
-export interface ObjectInput {
-  apiVersion?: string;
-  kind?: string;
-  metadata: { name: string; namespace?: string | undefined; labels?: Record<string, string> | undefined; annotations?: Record<string, string> | undefined; finalizers?: string[] | undefined };
-  spec: unknown;
-  status?: Record<string, unknown>;
-}
 
 export interface RunOptions {
   /** The API server to run against; by default a new empty one. Pass one to run several reconciles in a row. */
@@ -62,7 +54,12 @@ export interface RunResult {
 
 const DEFAULT_NOW = new Date("2026-01-01T00:00:00Z");
 
-export async function reconcileWithRuntime<Spec>(operator: Operator<Spec>, object: ObjectInput, options: RunOptions = {}): Promise<RunResult> {
+/**
+ * `object`: as testObject takes it (a manifest's metadata and spec; a testObject result too), its
+ * spec unchecked: the runtime validates it, as it does what it reads from the API server.
+ */
+export async function reconcileWithRuntime<Spec>(operator: Operator<Spec>, input: ObjectInput | TestObjectInput<unknown>, options: RunOptions = {}): Promise<RunResult> {
+  const object = objectInputOf(input);
   const now = options.now ?? DEFAULT_NOW;
   const clock = () => now;
   const kube = options.kube ?? createFakeKube({ clock });

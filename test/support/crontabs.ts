@@ -6,7 +6,7 @@ export const CRONTABS = "/apis/stable.example.com/v1";
 export const CRONTAB_RESOURCE = "stable.example.com/v1/crontabs>batch/v1/cronjobs";
 
 export function installCrontabCrd(cluster: LocalCluster): void {
-  kubectl(cluster, "apply", "--server-side", "-f", "infra/crds/crontabs.stable.example.com.yaml");
+  kubectl(cluster, "apply", "--server-side", "-f", "infra/generated/crds/crontabs.stable.example.com.yaml");
   kubectl(cluster, "wait", "--for=condition=Established", "--timeout=30s", "crd/crontabs.stable.example.com");
 }
 

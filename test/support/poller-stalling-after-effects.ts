@@ -7,9 +7,9 @@ import { pino } from "pino";
 import { defineOperator } from "../../core/operator.ts";
 import { startPoller } from "../../functions/adapters/poller.ts";
 import { givenSqsClient } from "../../functions/runtime/sqs-client.ts";
-import { apiAccess } from "../../functions/credentials/access.ts";
+import { apiAccess } from "./api-access.ts";
 import { loadConfig } from "../../functions/runtime/config.ts";
-import { createKubeApi } from "../../functions/runtime/kube-http.ts";
+import { createKubeApi } from "../../functions/runtime/kube-api-http.ts";
 import { createRuntime } from "../../functions/runtime/runtime.ts";
 
 const stalling = defineOperator({

@@ -6,9 +6,9 @@ import { SQSClient } from "@aws-sdk/client-sqs";
 import { pino } from "pino";
 import { startPoller } from "../../functions/adapters/poller.ts";
 import { givenSqsClient } from "../../functions/runtime/sqs-client.ts";
-import { apiAccess } from "../../functions/credentials/access.ts";
+import { apiAccess } from "./api-access.ts";
 import { loadConfig } from "../../functions/runtime/config.ts";
-import { createKubeApi } from "../../functions/runtime/kube-http.ts";
+import { createKubeApi } from "../../functions/runtime/kube-api-http.ts";
 import { createRuntime } from "../../functions/runtime/runtime.ts";
 
 const config = loadConfig(process.env);

@@ -1,10 +1,10 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { z } from "zod";
-import { ConfigError } from "./config-error.ts";
-import { parseDeploySettings, type CloudRunDeploySettings } from "./deploy-settings.ts";
-import { gcpNamesOf, sourceDirFromTerraform } from "./gcp-resources.ts";
-import { defineOperator, type Operator } from "./operator.ts";
+import { ConfigError } from "../core/config-error.ts";
+import { parseDeploySettings, type CloudRunDeploySettings } from "./settings.ts";
+import { gcpNamesOf, sourceDirFromTerraform } from "./gcp.ts";
+import { defineOperator, type Operator } from "../core/operator.ts";
 
 const known = { project: "shop", target: "cloudrun", cluster: "prod", namespaces: ["shop"], bridge: { image: "registry.example.com/bridge:1" }, gcp: { project: "my-project", region: "europe-west1", gkeCluster: "prod" } };
 const settingsOf = (extra: Record<string, unknown> = {}) => parseDeploySettings({ ...known, ...extra }, "test") as CloudRunDeploySettings;

@@ -15,14 +15,14 @@
 // invoke it. The bridge's Kubernetes ServiceAccount may publish to (and get) exactly those topics,
 // through GKE Workload Identity Federation. Log-based metrics read the functions' reconcile lines.
 import { posix } from "node:path";
-import type { Operator } from "./operator.ts";
-import { ConfigError } from "./config-error.ts";
-import type { CloudRunDeploySettings } from "./deploy-settings.ts";
-import { LOG_COUNTERS, LOG_DISTRIBUTIONS, METRIC_MARKER } from "./cloud-logging-metrics.ts";
-import { bridgeName, functionFieldManagerOf, watchedResourcesOf } from "./bridge-manifests.ts";
-import { admissionPolicyOf } from "./operator-admission.ts";
-import { functionRbacOf, operatorName } from "./operator-rbac.ts";
-import { pubSubIdsOf, pubSubNamesOf, type PubSubNames } from "./pubsub-names.ts";
+import type { Operator } from "../core/operator.ts";
+import { ConfigError } from "../core/config-error.ts";
+import type { CloudRunDeploySettings } from "./settings.ts";
+import { LOG_COUNTERS, LOG_DISTRIBUTIONS, METRIC_MARKER } from "../core/cloud-logging-metrics.ts";
+import { bridgeLeaseOf, bridgeName, bridgeSettingsOf } from "./bridge.ts";
+import { admissionPolicyOf } from "./admission.ts";
+import { functionRbacOf, operatorName } from "./rbac.ts";
+import { pubSubIdsOf, pubSubNamesOf, type PubSubNames } from "./queue-names.ts";
 
 type Json = Record<string, unknown>;
 type Manifest = Record<string, unknown> & { kind: string; metadata: { name: string; namespace?: string } };
@@ -72,16 +72,15 @@ const pubsubAgent = "serviceAccount:service-${data.google_project.this.number}@g
 
 /** The bridge's bridge.yaml on Cloud Run: a topic per operator. */
 export function bridgeConfigOfPubSub(operators: ReadonlyArray<Operator<unknown>>, s: CloudRunDeploySettings): Json {
-  const topics = operators.map((op) => gcpNamesOf(op, s).pubsub.topic);
-  return {
+  const topicOf = (op: Operator<unknown>): string => gcpNamesOf(op, s).pubsub.topic;
+  return bridgeSettingsOf(operators, {
     cluster: s.cluster,
     // Every resource names its own topic; this one is only the fallback the schema requires.
-    queue: { topic: topics[0] },
-    resources: watchedResourcesOf(operators, () => undefined).map((r, i) => ({ ...r, topic: topics[i] })),
-    namespaces: [...s.namespaces],
-    functionFieldManager: functionFieldManagerOf(operators),
-    lease: { name: bridgeName(s), namespace: s.bridge.namespace, durationSeconds: 8 },
-  };
+    queue: { topic: topicOf(operators[0]!) },
+    destinationOf: (op) => ({ topic: topicOf(op) }),
+    namespaces: s.namespaces,
+    lease: bridgeLeaseOf(s),
+  });
 }
 
 /**

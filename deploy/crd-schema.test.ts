@@ -1,11 +1,11 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { z } from "zod";
-import { ConfigError } from "./config-error.ts";
+import { ConfigError } from "../core/config-error.ts";
 import { crdSchemaOf } from "./crd-schema.ts";
-import { cel, embedded, freeForm, immutable } from "./crd-validation.ts";
-import { crdOf } from "./operator-crd.ts";
-import { defineOperator } from "./operator.ts";
+import { cel, embedded, freeForm, immutable } from "../core/crd-validation.ts";
+import { crdOf } from "./crd.ts";
+import { defineOperator } from "../core/operator.ts";
 
 type Json = Record<string, unknown>;
 const specOf = (shape: z.core.$ZodLooseShape, rules: Parameters<typeof crdSchemaOf>[3] = []) => crdSchemaOf(z.object(shape), "spec", "input", rules);

@@ -5,7 +5,7 @@
 // one line, and never written as a placeholder. `target` says where the functions run: AWS Lambda
 // (the default; SQS FIFO, Serverless Framework) or Cloud Run functions (Pub/Sub, Terraform).
 import { z } from "zod";
-import { ConfigError } from "./config-error.ts";
+import { ConfigError } from "../core/config-error.ts";
 
 const dnsLabel = z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "must be a lower-case DNS label");
 const awsRegion = z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d$/, "must be an AWS region such as us-east-1");
@@ -189,7 +189,7 @@ export function parseDeploySettings(input: unknown, source: string, flags: Parti
 function gcpOf(r: z.output<typeof rawSchema>, source: string): GcpSettings {
   const g = r.gcp;
   const prefix = g.prefix ?? `crdfn-${r.project!}-`;
-  // GCP service account ids are 6–30 characters: <prefix><operator> (core/gcp-resources.ts checks each).
+  // GCP service account ids are 6–30 characters: <prefix><operator> (deploy/gcp.ts checks each).
   if (prefix.length > 22) throw new ConfigError(`${source}: gcp.prefix: ${prefix} is ${prefix.length} characters; at most 22, so that <prefix><operator> names a service account (30 at most): set a shorter gcp.prefix`);
   return { project: g.project!, region: g.region!, gkeCluster: g.gkeCluster!, gkeLocation: g.gkeLocation ?? g.region!, prefix, source: g.source, runtime: g.runtime, maxInstances: g.maxInstances };
 }

@@ -1,15 +1,16 @@
 // Everything `crdfn generate` writes, as path (inside the output folder) → text. Pure: the same
 // operators and settings always give the same files, which is what the staleness check relies on.
 import { stringify } from "yaml";
-import type { Operator } from "./operator.ts";
-import { ConfigError } from "./config-error.ts";
-import { deniedNamespaces, type CloudRunDeploySettings, type DeploySettings } from "./deploy-settings.ts";
-import { crdFiles } from "./operator-crd.ts";
-import { functionIdentity, functionRbacOf, operatorName, rbacRulesOf } from "./operator-rbac.ts";
-import { admissionPolicyOf, servedNamespacesPolicyOf } from "./operator-admission.ts";
-import { bridgeConfigOf, bridgeDeploymentOf, bridgeLeaseRbacOf, bridgeName, bridgeWatchRbacOf, eventQueueName } from "./bridge-manifests.ts";
-import { serverlessFunctionsOf, serverlessResourcesOf } from "./serverless-resources.ts";
-import { bridgeConfigOfPubSub, gcpNamesOf, gcpReadme, GCP_DIR, gkeFunctionIdentityOf, terraformOf } from "./gcp-resources.ts";
+import type { Operator } from "../core/operator.ts";
+import { ConfigError } from "../core/config-error.ts";
+import { deniedNamespaces, type CloudRunDeploySettings, type DeploySettings } from "./settings.ts";
+import { crdFiles } from "./crd.ts";
+import { functionIdentity, functionRbacOf, operatorName, rbacRulesOf } from "./rbac.ts";
+import { admissionPolicyOf, servedNamespacesPolicyOf } from "./admission.ts";
+import { bridgeConfigOf, bridgeDeploymentOf, bridgeLeaseRbacOf, bridgeName, bridgeWatchRbacOf } from "./bridge.ts";
+import { eventQueueName } from "./queue-names.ts";
+import { serverlessFunctionsOf, serverlessResourcesOf } from "./serverless.ts";
+import { bridgeConfigOfPubSub, gcpNamesOf, gcpReadme, GCP_DIR, gkeFunctionIdentityOf, terraformOf } from "./gcp.ts";
 
 export interface GeneratedOperator {
   operator: Operator<unknown>;

@@ -1,8 +1,8 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { z } from "zod";
-import { crdFiles, crdOf, printerColumnsOf, statusSchemaOf } from "./operator-crd.ts";
-import { defineOperator, type Operator, type PrinterColumn } from "./operator.ts";
+import { crdFiles, crdOf, printerColumnsOf, statusSchemaOf } from "./crd.ts";
+import { defineOperator, type Operator, type PrinterColumn } from "../core/operator.ts";
 
 describe("CRD schema generation", () => {
   it("refuses what a structural schema cannot express, naming the field (every construct: crd-schema.test.ts)", () => {

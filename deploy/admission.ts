@@ -11,9 +11,9 @@
 //     TypeScript, for the testing kit, in the same words). Exceptions: the operator's declared
 //     shared objects (by name) while no controller owns them, and an orphan of a kind declared
 //     `adopt: true`, which may be taken over.
-import type { Operator } from "./operator.ts";
-import { refusal } from "./ownership.ts";
-import { functionIdentity, operatorName } from "./operator-rbac.ts";
+import type { Operator } from "../core/operator.ts";
+import { refusal } from "../core/ownership.ts";
+import { functionIdentity, operatorName } from "./rbac.ts";
 
 type Manifest = Record<string, unknown>;
 

@@ -3,14 +3,14 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { z } from "zod";
-import { watchedResourcesOf, bridgeWatchRbacOf } from "./bridge-manifests.ts";
-import { ConfigError } from "./config-error.ts";
-import { parseDeploySettings, type LambdaDeploySettings } from "./deploy-settings.ts";
-import { deployFiles } from "./deploy-files.ts";
-import { statusSchemaOf } from "./operator-crd.ts";
-import { rbacRulesByScope } from "./operator-rbac.ts";
-import { defineOperator, type Operator } from "./operator.ts";
-import { serverlessResourcesOf } from "./serverless-resources.ts";
+import { watchedResourcesOf, bridgeWatchRbacOf } from "./bridge.ts";
+import { ConfigError } from "../core/config-error.ts";
+import { parseDeploySettings, type LambdaDeploySettings } from "./settings.ts";
+import { deployFiles } from "./files.ts";
+import { statusSchemaOf } from "./crd.ts";
+import { rbacRulesByScope } from "./rbac.ts";
+import { defineOperator, type Operator } from "../core/operator.ts";
+import { serverlessResourcesOf } from "./serverless.ts";
 
 const resource = { group: "example.com", version: "v1", plural: "apps", kind: "App" };
 const spec = z.object({ secretRef: z.string().optional() });
@@ -55,7 +55,7 @@ describe("generated from reads", () => {
   });
 
   it("the bridge watches the referenced kind, and may list and watch it only in the served namespaces", () => {
-    assert.deepEqual(watchedResourcesOf([app], () => undefined)[0]?.reads, [{ group: "", version: "v1", plural: "secrets" }]);
+    assert.deepEqual(watchedResourcesOf([app])[0]?.reads, [{ group: "", version: "v1", plural: "secrets" }]);
     const rbac = bridgeWatchRbacOf([app], settings) as Array<{ kind: string; metadata: { namespace?: string }; rules?: Array<{ resources: string[]; verbs: string[] }> }>;
     assert.deepEqual(rbac.map((o) => `${o.kind} ${o.metadata.namespace ?? ""}`), ["Role shop", "RoleBinding shop"]);
     assert.deepEqual(rbac[0]!.rules!.find((r) => r.resources.includes("secrets"))?.verbs, ["get", "list", "watch"]);

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { z } from "zod";
-import { admissionPolicyOf } from "./operator-admission.ts";
-import { defineOperator } from "./operator.ts";
+import { admissionPolicyOf } from "./admission.ts";
+import { defineOperator } from "../core/operator.ts";
 
 const authorizedKey = defineOperator({
   resource: { group: "keys.example.com", version: "v1", plural: "authorizedkeys", kind: "AuthorizedKey", scope: "Cluster" },

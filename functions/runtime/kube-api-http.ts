@@ -1,4 +1,4 @@
-// The runtime's KubeApi port on the shared API-server client.
+// The runtime's KubeApi (kube-api.ts) over the one Kubernetes HTTP client, clients/kube-http.ts.
 import { ApiError, KubeHttp, type KubeAccess } from "../../clients/kube-http.ts";
 import { resourcePath } from "../../core/resource-path.ts";
 import type { KubeApi, KubeObject } from "./kube-api.ts";

@@ -1,11 +1,11 @@
 // The CRD of an operator, generated from its zod spec schema: one source of truth for the API
 // server's validation and the runtime's. Pure: the CLI writes the files.
 import { stringify } from "yaml";
-import { ConfigError } from "./config-error.ts";
+import { ConfigError } from "../core/config-error.ts";
 import { crdSchemaOf } from "./crd-schema.ts";
-import type { Operator, PrinterColumn, ResourceDefinition } from "./operator.ts";
-import { NEXT_RECONCILE_FIELD, NEXT_RECONCILE_OPENAPI } from "./schedule.ts";
-import { REFERENCES_FIELD, REFERENCES_OPENAPI } from "./references.ts";
+import type { Operator, PrinterColumn, ResourceDefinition } from "../core/operator.ts";
+import { NEXT_RECONCILE_FIELD, NEXT_RECONCILE_OPENAPI } from "../core/schedule.ts";
+import { REFERENCES_FIELD, REFERENCES_OPENAPI } from "../core/references.ts";
 
 type Json = Record<string, unknown>;
 

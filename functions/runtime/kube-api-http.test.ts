@@ -4,7 +4,7 @@ import { createServer, type RequestListener, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { KubeConfig } from "@kubernetes/client-node";
 import { ApiError } from "../../clients/kube-http.ts";
-import { createKubeApi } from "./kube-http.ts";
+import { createKubeApi } from "./kube-api-http.ts";
 import type { KubeApi } from "./kube-api.ts";
 
 async function loopbackApi(handler: RequestListener): Promise<{ server: Server; api: KubeApi }> {

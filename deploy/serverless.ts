@@ -6,10 +6,11 @@
 // queues, associated with the bridge's ServiceAccount by EKS Pod Identity. An operator's declared
 // cloud permissions (`cloud.aws`: what its effects and finalize do) are added to its own role only.
 // Service-wide values (timeouts, batch size, concurrency) stay in serverless.yml's custom/params.
-import type { Operator } from "./operator.ts";
-import type { LambdaDeploySettings } from "./deploy-settings.ts";
-import { operatorName } from "./operator-rbac.ts";
-import { bridgeName, deadLetterQueueName, eventQueueName } from "./bridge-manifests.ts";
+import type { Operator } from "../core/operator.ts";
+import type { LambdaDeploySettings } from "./settings.ts";
+import { operatorName } from "./rbac.ts";
+import { bridgeName } from "./bridge.ts";
+import { deadLetterQueueName, eventQueueName } from "./queue-names.ts";
 
 type Json = Record<string, unknown>;
 
@@ -78,7 +79,7 @@ export function serverlessResourcesOf(operators: ReadonlyArray<Operator<unknown>
       [`${id}FunctionRole`]: {
         Type: "AWS::IAM::Role",
         Properties: {
-          // Mapped to the Kubernetes group crdfn:<operator> by an EKS access entry (functions/README.md).
+          // Mapped to the Kubernetes group crdfn:<operator> by an EKS access entry (<out>/functions/README.md, files.ts).
           RoleName: `\${self:service}-\${sls:stage}-${n}-\${aws:region}`,
           AssumeRolePolicyDocument: {
             Version: "2012-10-17",

@@ -5,10 +5,10 @@
 // k8s.io/apiextensions-apiserver pkg/apiserver/schema/validation.go (structural schemas) and
 // pkg/apis/apiextensions/validation (x-kubernetes-validations).
 import { z } from "zod";
-import { sameJson } from "./canonical-json.ts";
-import { ConfigError } from "./config-error.ts";
+import { sameJson } from "../core/canonical-json.ts";
+import { ConfigError } from "../core/config-error.ts";
 import { celFieldName, scalarSchema, type Io } from "./crd-keywords.ts";
-import { EMBEDDED_RESOURCE, IMMUTABLE, PRESERVE_UNKNOWN_FIELDS, VALIDATIONS, celRuleSchema, type CelRule, type ImmutableRule } from "./crd-validation.ts";
+import { EMBEDDED_RESOURCE, IMMUTABLE, PRESERVE_UNKNOWN_FIELDS, VALIDATIONS, celRuleSchema, type CelRule, type ImmutableRule } from "../core/crd-validation.ts";
 
 export type { Io } from "./crd-keywords.ts";
 type Json = Record<string, unknown>;

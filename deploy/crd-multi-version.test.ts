@@ -1,8 +1,8 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { z } from "zod";
-import { defineOperator, type ResourceVersion } from "./operator.ts";
-import { crdOf, droppedVersions } from "./operator-crd.ts";
+import { defineOperator, type ResourceVersion } from "../core/operator.ts";
+import { crdOf, droppedVersions } from "./crd.ts";
 
 const widget = (version: string, versions?: ResourceVersion[]) =>
   defineOperator({

@@ -3,10 +3,10 @@
 // Lease and publishes; a standby takes over. Each project has its own bridge, named for it
 // (crdfn-bridge-<project>), so that several projects' deploy files applied to one cluster keep
 // each its own configuration and grants instead of overwriting one shared set.
-import type { Operator } from "./operator.ts";
-import type { DeploySettings, LambdaDeploySettings, QueueSettings } from "./deploy-settings.ts";
-import type { PolicyRule } from "./operator-rbac.ts";
-import { operatorName } from "./operator-rbac.ts";
+import type { Operator } from "../core/operator.ts";
+import type { DeploySettings, LambdaDeploySettings } from "./settings.ts";
+import type { PolicyRule } from "./rbac.ts";
+import { eventQueueUrl } from "./queue-names.ts";
 
 type Manifest = Record<string, unknown>;
 const rbac = "rbac.authorization.k8s.io/v1";
@@ -14,31 +14,24 @@ const rbac = "rbac.authorization.k8s.io/v1";
 /** The name of the project's bridge: its Deployment, ServiceAccount, ConfigMap, Lease and RBAC. */
 export const bridgeName = (s: Pick<DeploySettings, "project">): string => `crdfn-bridge-${s.project}`;
 
-/** The event queue (FIFO) of an operator's function, as serverless-resources.ts names it. */
-export const eventQueueName = (operator: Operator<unknown>, s: { queues: QueueSettings }): string => `${s.queues.prefix}${operatorName(operator)}.fifo`;
-export const eventQueueUrl = (operator: Operator<unknown>, s: { queues: QueueSettings }): string => `${s.queues.urlBase}/${eventQueueName(operator, s)}`;
-/** Its dead-letter queue. */
-export const deadLetterQueueName = (operator: Operator<unknown>, s: { queues: QueueSettings }): string => `${s.queues.prefix}${operatorName(operator)}-dlq.fifo`;
-export const deadLetterQueueUrl = (operator: Operator<unknown>, s: { queues: QueueSettings }): string => `${s.queues.urlBase}/${deadLetterQueueName(operator, s)}`;
-
 const ref = (r: { group: string; version: string; plural: string }) => ({ group: r.group, version: r.version, plural: r.plural });
 
-/**
- * What a bridge watches for these operators, and where each one's events go: the one truth
- * behind the deployed bridge's configuration (bridgeConfigOf) and `crdfn dev`'s.
- */
-export function watchedResourcesOf(operators: ReadonlyArray<Operator<unknown>>, queueUrlOf: (operator: Operator<unknown>) => string | undefined): Manifest[] {
-  return operators.map((op) => {
-    const queueUrl = queueUrlOf(op);
-    return {
-      ...ref(op.resource),
-      owns: op.owns.map(ref),
-      ...(op.reads.length > 0 ? { reads: op.reads.map(ref) } : {}),
-      ...(queueUrl === undefined ? {} : { queueUrl }),
-      ...(op.resyncSeconds ? { resyncSeconds: op.resyncSeconds } : {}),
-      ...(op.eventBodies === false ? { bodies: false } : {}),
-    };
-  });
+/** Where an operator's events go: its own SQS queue or Pub/Sub topic; neither: the bridge's default `queue`. */
+export interface EventDestination {
+  queueUrl?: string;
+  topic?: string;
+}
+
+/** What a bridge watches for these operators, and where each one's events go. */
+export function watchedResourcesOf(operators: ReadonlyArray<Operator<unknown>>, destinationOf: (operator: Operator<unknown>) => EventDestination = () => ({})): Manifest[] {
+  return operators.map((op) => ({
+    ...ref(op.resource),
+    owns: op.owns.map(ref),
+    ...(op.reads.length > 0 ? { reads: op.reads.map(ref) } : {}),
+    ...destinationOf(op),
+    ...(op.resyncSeconds ? { resyncSeconds: op.resyncSeconds } : {}),
+    ...(op.eventBodies === false ? { bodies: false } : {}),
+  }));
 }
 
 /** One field manager for all, which the bridge recognises as the functions' own child writes; "" when the operators differ (every child change then announces). */
@@ -47,18 +40,50 @@ export function functionFieldManagerOf(operators: ReadonlyArray<Operator<unknown
   return managers.length === 1 ? managers[0]! : "";
 }
 
-/** The bridge's bridge.yaml (bridge/config.ts reads it through CRDFN_CONFIG_FILE); on Cloud Run, core/gcp-resources.ts's. */
-export function bridgeConfigOf(operators: ReadonlyArray<Operator<unknown>>, s: LambdaDeploySettings): Manifest {
+/** Where a bridge runs, besides the operators: what differs between Lambda, Cloud Run and `crdfn dev`. */
+export interface BridgePlace {
+  cluster: string;
+  /** The default destination the bridge's schema requires (resources that name none send here). */
+  queue: { url: string } | { topic: string };
+  destinationOf?: (operator: Operator<unknown>) => EventDestination;
+  /** Undefined: every namespace (a dev cluster without identities). */
+  namespaces?: readonly string[];
+  lease?: { name: string; namespace: string; durationSeconds: number };
+  aws?: { region: string };
+  resyncSeconds?: number;
+}
+
+/**
+ * The bridge's bridge.yaml (bridge/config.ts reads it through CRDFN_CONFIG_FILE): the one
+ * function behind the Lambda ConfigMap, the Cloud Run one (gcp.ts) and `crdfn dev`'s bridge.
+ */
+export function bridgeSettingsOf(operators: ReadonlyArray<Operator<unknown>>, at: BridgePlace): Manifest {
   return {
+    cluster: at.cluster,
+    queue: at.queue,
+    resources: watchedResourcesOf(operators, at.destinationOf),
+    ...(at.namespaces === undefined ? {} : { namespaces: [...at.namespaces] }),
+    functionFieldManager: functionFieldManagerOf(operators),
+    ...(at.lease === undefined ? {} : { lease: at.lease }),
+    ...(at.aws === undefined ? {} : { aws: at.aws }),
+    ...(at.resyncSeconds === undefined ? {} : { resyncSeconds: at.resyncSeconds }),
+  };
+}
+
+/** The deployed bridge's Lease: a standby takes over within seconds of the holder's loss. */
+export const bridgeLeaseOf = (s: Pick<DeploySettings, "project"> & { bridge: Pick<DeploySettings["bridge"], "namespace"> }) => ({ name: bridgeName(s), namespace: s.bridge.namespace, durationSeconds: 8 });
+
+/** On Lambda: each operator's events go to its function's FIFO queue. */
+export function bridgeConfigOf(operators: ReadonlyArray<Operator<unknown>>, s: LambdaDeploySettings): Manifest {
+  return bridgeSettingsOf(operators, {
     cluster: s.cluster,
     // Every resource names its own queue; this one is only the fallback the schema requires.
     queue: { url: eventQueueUrl(operators[0]!, s) },
-    resources: watchedResourcesOf(operators, (op) => eventQueueUrl(op, s)),
-    namespaces: [...s.namespaces],
-    functionFieldManager: functionFieldManagerOf(operators),
-    lease: { name: bridgeName(s), namespace: s.bridge.namespace, durationSeconds: 8 },
+    destinationOf: (op) => ({ queueUrl: eventQueueUrl(op, s) }),
+    namespaces: s.namespaces,
+    lease: bridgeLeaseOf(s),
     aws: { region: s.queues.region },
-  };
+  });
 }
 
 /**
@@ -125,6 +150,15 @@ export function bridgeLeaseRbacOf(s: DeploySettings): Manifest[] {
   ];
 }
 
+/**
+ * The bridge container's NODE_OPTIONS (`crdfn dev` and the benchmarks run its process with them
+ * too). The bridge keeps ~3 MiB per 10k objects. A capped old space makes V8 collect before the
+ * heap grows; a small young generation keeps those collections cheap (without it GC took most of
+ * a core at full load) and the RSS low: semi-space 2 instead of 8 MiB, peak RSS 123 → 103 MiB at
+ * 1k objects, 126 → 119 at 10k, sync no slower (npm run bench:bridge).
+ */
+export const BRIDGE_NODE_OPTIONS = "--max-old-space-size=128 --max-semi-space-size=2";
+
 export function bridgeDeploymentOf(s: DeploySettings): Manifest {
   const name = bridgeName(s);
   // The instance label keeps two projects' bridges (in one namespace) out of each other's selector.
@@ -154,11 +188,7 @@ export function bridgeDeploymentOf(s: DeploySettings): Manifest {
                 { name: "CRDFN_CONFIG_FILE", value: "/etc/crdfn/bridge.yaml" },
                 { name: "CRDFN_LEASE_IDENTITY", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } },
                 { name: "CRDFN_HTTP_PORT", value: "8080" },
-                // The bridge keeps ~3 MiB per 10k objects. A capped old space makes V8 collect before
-                // the heap grows; a small young generation keeps those collections cheap (without it
-                // GC took most of a core at full load) and the RSS low: semi-space 2 instead of 8 MiB,
-                // peak RSS 123 → 103 MiB at 1k objects, 126 → 119 at 10k, sync no slower (npm run bench:bridge).
-                { name: "NODE_OPTIONS", value: "--max-old-space-size=128 --max-semi-space-size=2" },
+                { name: "NODE_OPTIONS", value: BRIDGE_NODE_OPTIONS },
               ],
               ports: [{ name: "http", containerPort: 8080 }],
               livenessProbe: { httpGet: { path: "/healthz", port: "http" }, periodSeconds: 10 },

@@ -1,5 +1,5 @@
 // The least privilege a function needs for an operator, generated from its definition (the one
-// truth: infra/functions/ is written from this). Its resource: get (an event without the
+// truth: `crdfn generate` writes <out>/functions/ from this). Its resource: get (an event without the
 // object, a re-read after a 409), patch only to add and remove a declared finalizer, update on
 // /status. Its owned kinds: create, patch (server-side apply) and delete (pruning, by the uid the
 // event names), and get only for kinds it observes (read by name): the bridge's event names the
@@ -8,8 +8,8 @@
 // that kind. Referenced kinds (`reads`): get, read by name. Shared objects: get by name.
 // Events: create, get, patch. Nothing else, and no
 // list/watch: the bridge watches. RBAC cannot limit create or patch by owner; the admission
-// policy (operator-admission.ts) does, and RBAC's namespaces are the served ones (deploy-files.ts).
-import type { Operator } from "./operator.ts";
+// policy (deploy/admission.ts) does, and RBAC's namespaces are the served ones (files.ts).
+import type { Operator } from "../core/operator.ts";
 
 export interface PolicyRule {
   apiGroups: string[];

@@ -1,0 +1,98 @@
+// A pinned Go wrapper module (infra/controlplane, infra/pubsub) built once per machine: `go build`
+// from the Go module proxy into a cache folder named by a hash of the pin, serialized across
+// processes (parallel test files, a CLI beside a test run) by a lock folder, with progress while
+// it compiles. A half-built folder is never used: the build goes into a temporary one, renamed
+// into place when it succeeds.
+import { spawn, spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import { mkdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { SetupError } from "./errors.ts";
+
+/** A short hash of the module's pin (its files) and of how it is built. */
+export function pinHash(moduleDir: string, files: readonly string[], buildFlags: string): string {
+  const h = createHash("sha256");
+  for (const f of files) h.update(readFileSync(join(moduleDir, f)));
+  h.update(buildFlags);
+  return h.digest("hex").slice(0, 12);
+}
+
+export interface GoBuild {
+  /** What is built, in words: "the control plane". */
+  what: string;
+  moduleDir: string;
+  /** The cache folder it ends up in. */
+  dir: string;
+  /** `go build` arguments after `build -v -trimpath`, writing into `out`. */
+  args: (out: string) => string[];
+  /** Whether `dir` already holds everything (another process may have built it meanwhile). */
+  complete: () => boolean;
+  /** The refusal when Go is not installed: what it is needed for, and the way around it. */
+  withoutGo: string;
+  /** How long it takes, for the first line ("about a minute"). */
+  takes: string;
+  /** A lock older than this belongs to a build that was killed. */
+  staleLockMs: number;
+  /** How often a waiting process looks again. */
+  pollMs: number;
+  env: NodeJS.ProcessEnv;
+  log: (line: string) => void;
+}
+
+export async function buildOnce(b: GoBuild): Promise<void> {
+  mkdirSync(join(b.dir, ".."), { recursive: true });
+  const lock = `${b.dir}.lock`;
+  for (;;) {
+    try {
+      mkdirSync(lock);
+      break;
+    } catch {
+      const held = statSync(lock, { throwIfNoEntry: false });
+      if (held && Date.now() - held.mtimeMs > b.staleLockMs) rmSync(lock, { recursive: true, force: true });
+      b.log(`waiting for another process that is building ${b.what}…`);
+      await new Promise((r) => setTimeout(r, b.pollMs));
+      if (b.complete()) return;
+    }
+  }
+  try {
+    if (!b.complete()) await build(b);
+  } finally {
+    rmSync(lock, { recursive: true, force: true });
+  }
+}
+
+async function build(b: GoBuild): Promise<void> {
+  const go = spawnSync("go", ["version"], { encoding: "utf8", env: b.env });
+  if (go.error) throw new SetupError(b.withoutGo);
+  const tmp = `${b.dir}.tmp-${process.pid}`;
+  rmSync(tmp, { recursive: true, force: true });
+  mkdirSync(tmp, { recursive: true });
+  b.log(`building ${b.what} with ${go.stdout.trim()} (first run only; ${b.takes})`);
+  b.log(`  cache: ${b.dir}`);
+  const started = Date.now();
+  const child = spawn("go", ["build", "-v", "-trimpath", ...b.args(tmp)], {
+    cwd: b.moduleDir,
+    env: { ...b.env, GOFLAGS: "-buildvcs=false -mod=readonly", CGO_ENABLED: "0" },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  // `go build -v` names each package as it compiles it: count them to show progress.
+  let packages = 0;
+  let tail: string[] = [];
+  const onOutput = (chunk: Buffer) => {
+    const lines = chunk.toString().split("\n").filter(Boolean);
+    packages += lines.length;
+    tail = [...tail, ...lines].slice(-20);
+  };
+  child.stdout.on("data", onOutput);
+  child.stderr.on("data", onOutput);
+  const ticker = setInterval(() => b.log(`  …${Math.round((Date.now() - started) / 1000)}s, ${packages} packages compiled`), 15_000);
+  const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
+  clearInterval(ticker);
+  if (code !== 0) {
+    rmSync(tmp, { recursive: true, force: true });
+    throw new SetupError(`building ${b.what} failed (go build exited ${code}):\n${tail.join("\n")}`);
+  }
+  rmSync(b.dir, { recursive: true, force: true });
+  renameSync(tmp, b.dir);
+  b.log(`built ${b.what} in ${Math.round((Date.now() - started) / 1000)}s`);
+}
