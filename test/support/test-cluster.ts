@@ -9,7 +9,7 @@
 // it releases the lane, and the admission policies it applied are removed when the next file
 // takes the lane (they are cluster-scoped, and name the namespaces a previous file served).
 import { basename } from "node:path";
-import { DeleteQueueCommand } from "@aws-sdk/client-sqs";
+import { DeleteQueueCommand, GetQueueAttributesCommand, SetQueueAttributesCommand } from "@aws-sdk/client-sqs";
 import { KubeConfig } from "@kubernetes/client-node";
 import { KubeHttp } from "../../clients/kube-http.ts";
 import { sqsClient, startCluster } from "../../emulator/cluster.ts";
@@ -38,6 +38,12 @@ export interface TestClusterOptions {
   own?: boolean | Pick<StartOptions, "controllerManager" | "queue">;
   /** No other file on the shared control planes meanwhile (it holds every lane). */
   alone?: boolean;
+  /**
+   * Receives before the event queue dead-letters a message (production and the emulator: 5). A
+   * test of the dead-letter path may take fewer, so it does not wait out the whole retry backoff
+   * (5 + 10 + 20 + 40 s); on servers of its own the emulator's queues keep 5.
+   */
+  maxReceiveCount?: number;
 }
 
 /** A DNS label from the file's name: `test/bridge-ha.test.ts` → `bridge-ha`. */
@@ -82,6 +88,11 @@ export async function testCluster(o: TestClusterOptions): Promise<TestCluster> {
     await removeAdmissionPolicies(http);
     await createNamespaces(http, namespaces);
     sqsEnv.queues = await ensureQueues(sqs, queueDefinitions(`${slug}-events`));
+    if (o.maxReceiveCount !== undefined) {
+      const dlq = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: sqsEnv.queues.fifoDlq, AttributeNames: ["QueueArn"] }));
+      const redrive = JSON.stringify({ deadLetterTargetArn: dlq.Attributes?.QueueArn, maxReceiveCount: o.maxReceiveCount });
+      await sqs.send(new SetQueueAttributesCommand({ QueueUrl: sqsEnv.queues.fifo, Attributes: { RedrivePolicy: redrive } }));
+    }
   } catch (e) {
     await stop();
     throw e;
@@ -124,6 +135,8 @@ const PROBE = "crdfn-test-lane-probe";
  * waits for policies to take effect).
  */
 async function removeAdmissionPolicies(http: KubeHttp): Promise<void> {
+  // A webhook a previous file registered (and whose server is gone) matches only its namespaces, but goes too.
+  for (const kind of ["validatingwebhookconfigurations", "mutatingwebhookconfigurations"]) await http.request("DELETE", `${ADMISSION}/${kind}`);
   const list = await http.request("GET", `${ADMISSION}/validatingadmissionpolicies`);
   const items = (JSON.parse(list.text) as { items?: unknown[] }).items ?? [];
   if (items.length === 0) return;
