@@ -2,10 +2,10 @@ import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import { Registry } from "prom-client";
-import type { LocalCluster } from "../emulator/types.ts";
 import { startBridge, type RunningBridge } from "../bridge/bridge.ts";
 import { bridgeConfig, startBridgeEnvironment, testLogger } from "./support/bridge-environment.ts";
-import { createNamespace, crontab, crontabPath } from "./support/crontabs.ts";
+import type { TestCluster } from "./support/test-cluster.ts";
+import { crontab, crontabPath } from "./support/crontabs.ts";
 import { kube, ok, rvOf } from "./support/kube-requests.ts";
 import { metricValue } from "./support/metrics.ts";
 import { parallel } from "./support/promises.ts";
@@ -15,13 +15,14 @@ const MAX_PENDING = 100;
 
 describe("bridge: queue outage", { timeout: 240_000 }, () => {
   let env: Awaited<ReturnType<typeof startBridgeEnvironment>>;
-  let cluster: LocalCluster;
+  let cluster: TestCluster;
   let sqs: SQSClient;
   let bridge: RunningBridge;
   const registry = new Registry();
 
   before(async () => {
-    env = await startBridgeEnvironment();
+    // It stops the queue server: servers of its own.
+    env = await startBridgeEnvironment({ file: import.meta.filename, own: true, namespaces: ["outage"] });
     ({ cluster, sqs } = env);
     bridge = startBridge(bridgeConfig(cluster, { CRDFN_MAX_PENDING: String(MAX_PENDING) }), { kubeConfig: cluster.kubeConfig, sqs, logger: testLogger(), registry });
     await bridge.ready;
@@ -33,8 +34,7 @@ describe("bridge: queue outage", { timeout: 240_000 }, () => {
   });
 
   it("ElasticMQ stopped for 20 s during churn and started again: 0 lost, buffer bounded", { timeout: 180_000 }, async () => {
-    const ns = "outage";
-    await createNamespace(cluster, ns);
+    const ns = cluster.ns("outage");
     const kc = cluster.kubeConfig;
     const reader = new QueueReader(sqs, cluster.sqs.queues.fifo);
     const names = Array.from({ length: 300 }, (_, i) => `ct-${i}`);

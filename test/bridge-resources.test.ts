@@ -9,15 +9,16 @@ import type { SQSClient } from "@aws-sdk/client-sqs";
 import { Registry } from "prom-client";
 import { startBridge, type RunningBridge } from "../bridge/bridge.ts";
 import { serveHealth, type HealthServer } from "../bridge/health-server.ts";
-import type { LocalCluster } from "../emulator/types.ts";
 import { writeFileSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { bridgeConfig, bridgeEnv, spawnBridge, startBridgeEnvironment, testLogger, type BridgeProcess } from "./support/bridge-environment.ts";
+import type { TestCluster } from "./support/test-cluster.ts";
 import { crontab, crontabPath } from "./support/crontabs.ts";
 import { kube, ok } from "./support/kube-requests.ts";
 import { metricValue, scrapeMetrics } from "./support/metrics.ts";
 import { withTimeout } from "./support/promises.ts";
+import { eventually } from "./support/eventually.ts";
 import { QueueReader } from "./support/queue-reader.ts";
 
 /** /readyz of a bridge process once `line` shows in its body (or the deadline passes). */
@@ -47,14 +48,14 @@ const widgetCrd = {
 
 describe("bridge: resources watched independently; configuration errors in one line", { timeout: 180_000 }, () => {
   let env: Awaited<ReturnType<typeof startBridgeEnvironment>>;
-  let cluster: LocalCluster;
+  let cluster: TestCluster;
   let sqs: SQSClient;
   let bridge: RunningBridge | undefined;
   let health: HealthServer | undefined;
   const registry = new Registry();
 
   before(async () => {
-    env = await startBridgeEnvironment();
+    env = await startBridgeEnvironment({ file: import.meta.filename });
     ({ cluster, sqs } = env);
   });
   after(async () => {
@@ -70,8 +71,8 @@ describe("bridge: resources watched independently; configuration errors in one l
     await withTimeout(bridge.ready, 20_000, "ready while one CRD is missing");
     const reader = new QueueReader(sqs, cluster.sqs.queues.fifo);
 
-    await ok(kube(kc, "POST", crontabPath("default"), crontab("early")), "crontab");
-    await reader.until(() => reader.byName("default").has("early"), 5000);
+    await ok(kube(kc, "POST", crontabPath(cluster.namespace), crontab("early")), "crontab");
+    await reader.until(() => reader.byName(cluster.namespace).has("early"), 5000);
     const readyz = await fetch(`http://127.0.0.1:${health.port}/readyz`);
     const body = await readyz.text();
     assert.equal(readyz.status, 200, body);
@@ -84,7 +85,7 @@ describe("bridge: resources watched independently; configuration errors in one l
     const widget = { apiVersion: "late.example.com/v1", kind: "Widget", metadata: { name: "w1" } };
     // The API server serves the new resource a moment after the CRD exists: create as soon as it does.
     for (;;) {
-      const r = await kube(kc, "POST", "/apis/late.example.com/v1/namespaces/default/widgets", widget);
+      const r = await kube(kc, "POST", `/apis/late.example.com/v1/namespaces/${cluster.namespace}/widgets`, widget);
       if (r.status < 300) break;
       await new Promise((res) => setTimeout(res, 200));
     }
@@ -134,7 +135,9 @@ describe("bridge: resources watched independently; configuration errors in one l
       const { status, body } = await readyzOnce(p, /refused/);
       assert.equal(status, 503, body);
       assert.match(body, new RegExp(`refused the bridge's credential \\(401 .*kubeconfig ${kubeconfig}, context bad, user broken`));
-      await new Promise((r) => setTimeout(r, 5000));
+      // Retried since (a positive signal, not a pause): each watched resource failed again at least once.
+      const port = await p.port;
+      await eventually(async () => assert.ok(((await scrapeMetrics(port)).get("crdfn_bridge_watch_restarts_total") ?? 0) >= 4, "the refused lists retried"), { timeoutMs: 30_000, intervalMs: 250 });
       const refusals = p.logs.filter((l) => l.includes("refused the bridge's credential"));
       assert.equal(refusals.length, 1, `said once, not per resource or retry: ${refusals.length}`);
       assert.equal((await scrapeMetrics(await p.port)).get("crdfn_bridge_problem"), 1);

@@ -2,11 +2,11 @@ import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import { Registry } from "prom-client";
-import type { LocalCluster } from "../emulator/types.ts";
 import { startBridge } from "../bridge/bridge.ts";
 import { kubeConfigVia, Relay } from "./support/api-relay.ts";
 import { bridgeConfig, bridgeEnv, type BridgeProcess, spawnBridge, startBridgeEnvironment, testLogger } from "./support/bridge-environment.ts";
-import { createNamespace, crontab, crontabPath } from "./support/crontabs.ts";
+import type { TestCluster } from "./support/test-cluster.ts";
+import { crontab, crontabPath } from "./support/crontabs.ts";
 import { kube, ok, rvOf } from "./support/kube-requests.ts";
 import { metricValue } from "./support/metrics.ts";
 import { parallel, withTimeout } from "./support/promises.ts";
@@ -17,12 +17,13 @@ const mergePatch = "application/merge-patch+json";
 
 describe("bridge: restarts and 410 Gone", { timeout: 300_000 }, () => {
   let env: Awaited<ReturnType<typeof startBridgeEnvironment>>;
-  let cluster: LocalCluster;
+  let cluster: TestCluster;
   let sqs: SQSClient;
   let reader: QueueReader;
 
   before(async () => {
-    env = await startBridgeEnvironment();
+    // It restarts the API server: servers of its own.
+    env = await startBridgeEnvironment({ file: import.meta.filename, own: true, namespaces: ["killed", "gone"] });
     ({ cluster, sqs } = env);
     reader = new QueueReader(sqs, cluster.sqs.queues.fifo);
   });
@@ -30,8 +31,7 @@ describe("bridge: restarts and 410 Gone", { timeout: 300_000 }, () => {
   after(async () => env?.stop());
 
   it("killed with SIGKILL in the middle of churn and restarted: every object's latest state is published (0 lost)", { timeout: 150_000 }, async () => {
-    const ns = "killed";
-    await createNamespace(cluster, ns);
+    const ns = cluster.ns("killed");
     const kc = cluster.kubeConfig;
     const env = bridgeEnv(cluster, { CRDFN_NAMESPACES: ns });
     const first = spawnBridge(env);
@@ -96,8 +96,7 @@ describe("bridge: restarts and 410 Gone", { timeout: 300_000 }, () => {
   });
 
   it("a forced 410 (watch from a resourceVersion the API server no longer has): relist, 0 lost, DELETED for objects removed while away", { timeout: 150_000 }, async () => {
-    const ns = "gone";
-    await createNamespace(cluster, ns);
+    const ns = cluster.ns("gone");
     const kc = cluster.kubeConfig;
     const names = Array.from({ length: 50 }, (_, i) => `ct-${i}`);
     const expected = new Map<string, Expected>();

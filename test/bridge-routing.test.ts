@@ -5,26 +5,26 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { CreateQueueCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import { startBridge, type RunningBridge } from "../bridge/bridge.ts";
-import type { LocalCluster } from "../emulator/cluster.ts";
 import { eventually } from "./support/eventually.ts";
 import { bridgeConfig, startBridgeEnvironment, testLogger } from "./support/bridge-environment.ts";
-import { createNamespace, crontab, CRONTAB_RESOURCE, crontabPath } from "./support/crontabs.ts";
+import type { TestCluster } from "./support/test-cluster.ts";
+import { crontab, CRONTAB_RESOURCE, crontabPath } from "./support/crontabs.ts";
 import { kube, ok } from "./support/kube-requests.ts";
 import { QueueReader } from "./support/queue-reader.ts";
 
 describe("bridge: a queue per resource", { timeout: 120_000 }, () => {
-  const ns = "routing";
   let env: Awaited<ReturnType<typeof startBridgeEnvironment>>;
-  let cluster: LocalCluster;
+  let ns: string;
+  let cluster: TestCluster;
   let sqs: SQSClient;
   let bridge: RunningBridge;
   let crontabQueue: string;
 
   before(async () => {
-    env = await startBridgeEnvironment();
+    env = await startBridgeEnvironment({ file: import.meta.filename });
     ({ cluster, sqs } = env);
-    await createNamespace(cluster, ns);
-    crontabQueue = (await sqs.send(new CreateQueueCommand({ QueueName: "crontab-operator.fifo", Attributes: { FifoQueue: "true" } }))).QueueUrl!;
+    ns = cluster.namespace;
+    crontabQueue = (await sqs.send(new CreateQueueCommand({ QueueName: `${ns}-crontab-operator.fifo`, Attributes: { FifoQueue: "true" } }))).QueueUrl!;
     const config = bridgeConfig(cluster, { CRDFN_RESOURCES: `${CRONTAB_RESOURCE}@${crontabQueue},v1/configmaps`, CRDFN_NAMESPACES: ns });
     bridge = startBridge(config, { kubeConfig: cluster.kubeConfig, sqs, logger: testLogger() });
     await bridge.ready;

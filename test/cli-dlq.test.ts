@@ -13,18 +13,19 @@ import { CreateQueueCommand, GetQueueAttributesCommand, SendMessageCommand, type
 import { stringify } from "yaml";
 import { redrive } from "../cli/dlq.ts";
 import { encodeKeyEvent, type KeyEvent } from "../core/event.ts";
-import { sqsClient, startCluster, type LocalCluster } from "../emulator/cluster.ts";
+import { sqsClient } from "../emulator/cluster.ts";
 import { packageRoot } from "../emulator/paths.ts";
 import { eventually } from "./support/eventually.ts";
+import { testCluster, type TestCluster } from "./support/test-cluster.ts";
 
 const run = promisify(execFile);
 const main = join(packageRoot, "cli", "main.ts");
 
 describe("dlq redrive", { timeout: 120_000 }, () => {
-  let cluster: LocalCluster;
+  let cluster: TestCluster;
   let sqs: SQSClient;
   before(async () => {
-    cluster = await startCluster({ controllerManager: false, log: () => {} });
+    cluster = await testCluster({ file: import.meta.filename });
     sqs = sqsClient(cluster.sqs);
   });
   after(async () => {

@@ -11,7 +11,7 @@ import { pino } from "pino";
 import { projectFiles, projectNames } from "../cli/init-templates.ts";
 import { loadOperator } from "../cli/operators.ts";
 import { startPipeline, type Pipeline, type ReconcileRecord } from "../cli/pipeline.ts";
-import { startCluster, type LocalCluster } from "../emulator/cluster.ts";
+import { testCluster, type TestCluster } from "./support/test-cluster.ts";
 import { packageRoot } from "../emulator/paths.ts";
 import { eventually } from "./support/eventually.ts";
 
@@ -32,7 +32,7 @@ function readmeFiles(section: string): Map<string, string> {
 }
 
 describe("an operator written from the README", { timeout: 180_000 }, () => {
-  let cluster: LocalCluster;
+  let cluster: TestCluster;
   let pipeline: Pipeline;
   let folder: string;
   const records: ReconcileRecord[] = [];
@@ -47,7 +47,8 @@ describe("an operator written from the README", { timeout: 180_000 }, () => {
       mkdirSync(dirname(join(folder, path)), { recursive: true });
       writeFileSync(join(folder, path), content);
     }
-    cluster = await startCluster({ log: () => {} });
+    // The README's sample lives in "default"; on a shared control plane no other file uses Motds.
+    cluster = await testCluster({ file: import.meta.filename });
     const operator = await loadOperator(join(folder, "operator.ts"));
     pipeline = await startPipeline({ cluster, queue: cluster.sqs, operators: [operator], logger: pino({ level: "warn" }), onReconcile: (r) => records.push(r) });
   });

@@ -11,7 +11,7 @@ import { z } from "zod";
 import { cel, defineOperator, embedded, type Operator } from "../core/index.ts";
 import { crdFiles } from "../deploy/crd.ts";
 import { loadOperator } from "../cli/operators.ts";
-import { startCluster, type LocalCluster } from "../emulator/cluster.ts";
+import { testCluster, type TestCluster } from "./support/test-cluster.ts";
 import { packageRoot } from "../emulator/paths.ts";
 import { eventually } from "./support/eventually.ts";
 import { adminKubectl, type Kubectl } from "./support/identities.ts";
@@ -46,7 +46,7 @@ const NS = "default";
 const manifest = (apiVersion: string, kind: string, name: string, spec: Record<string, unknown>) => JSON.stringify({ apiVersion, kind, metadata: { name, namespace: NS }, spec });
 
 describe("validation at admission, on a real API server", { timeout: 240_000 }, () => {
-  let cluster: LocalCluster;
+  let cluster: TestCluster;
   let kubectl: Kubectl;
   let folder: string;
   let webapp: Operator<unknown>;
@@ -90,7 +90,7 @@ describe("validation at admission, on a real API server", { timeout: 240_000 }, 
     folder = mkdtempSync(join(packageRoot, ".crdfn", "crd-validation-"));
     writeFileSync(join(folder, "webapp.ts"), readmeOperator());
     webapp = await loadOperator(join(folder, "webapp.ts"));
-    cluster = await startCluster({ queue: false, controllerManager: false, log: () => {} });
+    cluster = await testCluster({ file: import.meta.filename });
     kubectl = adminKubectl(cluster);
     const crds = join(folder, "crds.yaml");
     writeFileSync(crds, [...crdFiles([webapp, widget]).values()].join("---\n"));

@@ -11,7 +11,7 @@ import { parse, stringify } from "yaml";
 import { crdOf } from "../deploy/crd.ts";
 import { loadOperator } from "../cli/operators.ts";
 import { SetupError } from "../emulator/errors.ts";
-import { startCluster, type LocalCluster } from "../emulator/cluster.ts";
+import { testCluster, type TestCluster } from "./support/test-cluster.ts";
 import { packageRoot } from "../emulator/paths.ts";
 import { adminKubectl, type Kubectl } from "./support/identities.ts";
 import { deploySettings, lambdaEntry, makeProject, type Project } from "./support/projects.ts";
@@ -31,7 +31,7 @@ type Crd = { spec: { versions: Array<{ name: string; served: boolean; storage: b
 const versionsOf = (crd: Crd) => crd.spec.versions.map(({ name, served, storage }) => ({ name, served, storage }));
 
 describe("CRD versions the cluster still stores", { timeout: 240_000 }, () => {
-  let cluster: LocalCluster;
+  let cluster: TestCluster;
   let admin: Kubectl;
   let project: Project;
   const crdFile = () => join(project.dir, "deploy", "crds", `${CRD}.yaml`);
@@ -39,7 +39,7 @@ describe("CRD versions the cluster still stores", { timeout: 240_000 }, () => {
 
   before(async () => {
     project = makeProject("versions", { "crdfn.deploy.yaml": deploySettings("versions", { operators: [{ module: "operator.ts" }] }), "operator.ts": operator("v1beta1"), "lambda.ts": lambdaEntry() });
-    cluster = await startCluster({ queue: false, log: () => {} });
+    cluster = await testCluster({ file: import.meta.filename });
     admin = adminKubectl(cluster);
   });
   after(async () => {

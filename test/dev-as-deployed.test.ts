@@ -13,7 +13,7 @@ import { pino } from "pino";
 import { z } from "zod";
 import { startPipeline, type Pipeline } from "../cli/pipeline.ts";
 import { defineOperator, type Operator } from "../core/operator.ts";
-import { startCluster, type LocalCluster } from "../emulator/cluster.ts";
+import { testCluster, type TestCluster } from "./support/test-cluster.ts";
 import greetingOperator from "../examples/greeting/operator.ts";
 import { eventually } from "./support/eventually.ts";
 import { adminKubectl, type Kubectl } from "./support/identities.ts";
@@ -32,13 +32,19 @@ const authorizedKey = defineOperator({
 const greeting = greetingOperator as Operator<unknown>;
 
 describe("crdfn dev as deployed", { timeout: 300_000 }, () => {
-  let cluster: LocalCluster;
+  let cluster: TestCluster;
+  /** This file's namespaces: the one served beside keyring, and keyring. */
+  let NS = "";
+  let KEYRING = "";
   let pipeline: Pipeline;
   let admin: Kubectl;
   const logs: Array<Record<string, unknown>> = [];
 
   before(async () => {
-    cluster = await startCluster({ log: () => {} });
+    // Two receives before the dead-letter queue (production: 5): the last test's path, without waiting out 5 + 10 + 20 + 40 s of backoff.
+    cluster = await testCluster({ file: import.meta.filename, namespaces: ["keyring"], maxReceiveCount: 2 });
+    NS = cluster.namespace;
+    KEYRING = cluster.ns("keyring");
     admin = adminKubectl(cluster);
     const sink = new Writable({
       write(chunk: Buffer, _enc, done) {
@@ -52,7 +58,7 @@ describe("crdfn dev as deployed", { timeout: 300_000 }, () => {
       operators: [greeting, authorizedKey],
       logger: pino({ level: "warn" }, sink),
       functionLogLevel: "warn",
-      identities: { namespaces: ["default", "keyring"] },
+      identities: { namespaces: [NS, KEYRING] },
     });
   });
   after(async () => {
@@ -63,22 +69,22 @@ describe("crdfn dev as deployed", { timeout: 300_000 }, () => {
   const ready = (args: string[]) => admin([...args, "-o", 'jsonpath={.status.conditions[?(@.type=="Ready")].status} {.status.conditions[?(@.type=="Ready")].reason}']);
 
   it("a namespaced operator and a cluster-scoped one reconcile under their generated identities", async () => {
-    await admin(["apply", "--server-side", "-f", "-"], JSON.stringify({ apiVersion: "example.com/v1", kind: "Greeting", metadata: { name: "hello", namespace: "default" }, spec: { message: "hi" } }));
-    await admin(["apply", "--server-side", "-f", "-"], JSON.stringify({ apiVersion: "keys.example.com/v1", kind: "AuthorizedKey", metadata: { name: "alice" }, spec: { key: "ssh-ed25519 alice", namespace: "keyring" } }));
-    await eventually(async () => assert.equal(await ready(["get", "greeting", "hello", "-n", "default"]), "True Reconciled"), { timeoutMs: 60_000, intervalMs: 300 });
+    await admin(["apply", "--server-side", "-f", "-"], JSON.stringify({ apiVersion: "example.com/v1", kind: "Greeting", metadata: { name: "hello", namespace: NS }, spec: { message: "hi" } }));
+    await admin(["apply", "--server-side", "-f", "-"], JSON.stringify({ apiVersion: "keys.example.com/v1", kind: "AuthorizedKey", metadata: { name: "alice" }, spec: { key: "ssh-ed25519 alice", namespace: KEYRING } }));
+    await eventually(async () => assert.equal(await ready(["get", "greeting", "hello", "-n", NS]), "True Reconciled"), { timeoutMs: 60_000, intervalMs: 300 });
     await eventually(async () => assert.equal(await ready(["get", "authorizedkey", "alice"]), "True Reconciled"), { timeoutMs: 60_000, intervalMs: 300 });
-    assert.equal(await admin(["get", "configmap", "alice-key", "-n", "keyring", "-o", "jsonpath={.data.key}"]), "ssh-ed25519 alice");
+    assert.equal(await admin(["get", "configmap", "alice-key", "-n", KEYRING, "-o", "jsonpath={.data.key}"]), "ssh-ed25519 alice");
     // Written by the function's own ServiceAccount (the audit-visible user), not by an admin.
     const canI = (verb: string, what: string, ns: string) => admin(["auth", "can-i", verb, what, "-n", ns, "--as=system:serviceaccount:crdfn-functions:crdfn-greeting"]).then((s) => s.trim(), (e: { stdout?: string }) => String(e.stdout).trim());
-    assert.equal(await canI("get", "configmaps", "default"), "no", "the Greeting function cannot read ConfigMaps");
+    assert.equal(await canI("get", "configmaps", NS), "no", "the Greeting function cannot read ConfigMaps");
     assert.equal(await canI("patch", "configmaps", "kube-system"), "no");
   });
 
   it("a child that would take over an unrelated object is ChildConflict: the admission policy refuses the write", async () => {
-    await admin(["create", "configmap", "victim-greeting", "-n", "default", "--from-literal=mine=yes"]);
-    await admin(["apply", "--server-side", "-f", "-"], JSON.stringify({ apiVersion: "example.com/v1", kind: "Greeting", metadata: { name: "victim", namespace: "default" }, spec: { message: "mine now" } }));
-    await eventually(async () => assert.equal(await ready(["get", "greeting", "victim", "-n", "default"]), "False ChildConflict"), { timeoutMs: 60_000, intervalMs: 300 });
-    assert.equal(await admin(["get", "configmap", "victim-greeting", "-n", "default", "-o", "jsonpath={.data.mine}"]), "yes", "untouched");
+    await admin(["create", "configmap", "victim-greeting", "-n", NS, "--from-literal=mine=yes"]);
+    await admin(["apply", "--server-side", "-f", "-"], JSON.stringify({ apiVersion: "example.com/v1", kind: "Greeting", metadata: { name: "victim", namespace: NS }, spec: { message: "mine now" } }));
+    await eventually(async () => assert.equal(await ready(["get", "greeting", "victim", "-n", NS]), "False ChildConflict"), { timeoutMs: 60_000, intervalMs: 300 });
+    assert.equal(await admin(["get", "configmap", "victim-greeting", "-n", NS, "-o", "jsonpath={.data.mine}"]), "yes", "untouched");
   });
 
   it("an object in a namespace not served is refused when it is applied, with one line", async () => {
@@ -86,7 +92,7 @@ describe("crdfn dev as deployed", { timeout: 300_000 }, () => {
       () => assert.fail("kube-system is not served"),
       (e: { stderr?: string }) => String(e.stderr),
     );
-    assert.match(out, /crdfn: Greeting objects are reconciled only in namespaces default, keyring, not in kube-system/);
+    assert.match(out, new RegExp(`crdfn: Greeting objects are reconciled only in namespaces ${NS}, ${KEYRING}, not in kube-system`));
   });
 
   it("a status write the cluster refuses: a StatusWriteRefused Event, one log line, then the dead-letter queue", async () => {
@@ -101,15 +107,25 @@ describe("crdfn dev as deployed", { timeout: 300_000 }, () => {
         validations: [{ expression: "!has(object.metadata.labels) || !('frozen' in object.metadata.labels)", message: "frozen greetings take no status" }],
       },
     };
+    // A Greeting labelled frozen before the rule: reconciled once, then the rule's probe.
+    await admin(["apply", "--server-side", "-f", "-"], JSON.stringify({ apiVersion: "example.com/v1", kind: "Greeting", metadata: { name: "probe-frozen", namespace: NS, labels: { frozen: "yes" } }, spec: { message: "probe" } }));
+    await eventually(async () => assert.equal(await ready(["get", "greeting", "probe-frozen", "-n", NS]), "True Reconciled"), { timeoutMs: 60_000, intervalMs: 300 });
     await admin(["apply", "--server-side", "-f", "-"], JSON.stringify(policy));
     await admin(["apply", "--server-side", "-f", "-"], JSON.stringify({ apiVersion: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicyBinding", metadata: { name: "frozen-greetings" }, spec: { policyName: "frozen-greetings", validationActions: ["Deny"] } }));
-    await new Promise((r) => setTimeout(r, 3000)); // the policy loads
-    await admin(["apply", "--server-side", "-f", "-"], JSON.stringify({ apiVersion: "example.com/v1", kind: "Greeting", metadata: { name: "frozen", namespace: "default", labels: { frozen: "yes" } }, spec: { message: "brr" } }));
-    await eventually(async () => assert.match(await admin(["get", "events.events.k8s.io", "-n", "default", "--field-selector", "regarding.name=frozen", "-o", "jsonpath={.items[*].reason}"]), /StatusWriteRefused/), { timeoutMs: 60_000, intervalMs: 500 });
-    const note = await admin(["get", "events.events.k8s.io", "-n", "default", "--field-selector", "regarding.name=frozen", "-o", 'jsonpath={.items[?(@.reason=="StatusWriteRefused")].note}']);
+    // The policy is in force once a (dry-run) status write of the probe is refused: waited for, not slept.
+    await eventually(
+      async () => {
+        const refused = await admin(["patch", "greeting", "probe-frozen", "-n", NS, "--subresource=status", "--type=merge", "-p", '{"status":{"phase":"probe"}}', "--dry-run=server"]).then(() => "", (e: { stderr?: string }) => String(e.stderr));
+        assert.match(refused, /frozen greetings take no status/);
+      },
+      { timeoutMs: 30_000, intervalMs: 250 },
+    );
+    await admin(["apply", "--server-side", "-f", "-"], JSON.stringify({ apiVersion: "example.com/v1", kind: "Greeting", metadata: { name: "frozen", namespace: NS, labels: { frozen: "yes" } }, spec: { message: "brr" } }));
+    await eventually(async () => assert.match(await admin(["get", "events.events.k8s.io", "-n", NS, "--field-selector", "regarding.name=frozen", "-o", "jsonpath={.items[*].reason}"]), /StatusWriteRefused/), { timeoutMs: 60_000, intervalMs: 500 });
+    const note = await admin(["get", "events.events.k8s.io", "-n", NS, "--field-selector", "regarding.name=frozen", "-o", 'jsonpath={.items[?(@.reason=="StatusWriteRefused")].note}']);
     assert.match(note, /the status write was refused .*frozen greetings take no status/);
     // (The function's one error line per receive is checked in functions/runtime/failure.test.ts.)
-    // After the queue's receives (5, with growing backoff) the message is dead-lettered.
+    // After the queue's receives (with growing backoff) the message is dead-lettered.
     const sqs = sqsClient(cluster.sqs);
     try {
       await eventually(

@@ -29,13 +29,13 @@ describe("adapters reach the same state as the poller", { timeout: 180_000 }, ()
   const crs = () => crApi(env, op);
   const stateOf = async (name: string) => {
     const cr = await crs().get(name);
-    const cm = await env.core.readNamespacedConfigMap({ name: configMapName(name), namespace: "default" });
+    const cm = await env.core.readNamespacedConfigMap({ name: configMapName(name), namespace: env.cluster.namespace });
     const r = ready(cr);
     return { data: cm.data, phase: cr?.status?.phase, observedGeneration: cr?.status?.observedGeneration, ready: [r?.status, r?.reason] };
   };
 
   before(async () => {
-    env = await startEnv([op]);
+    env = await startEnv([op], { file: import.meta.filename });
     // As Lambda and Cloud Run give it to the function: settings in the process environment.
     Object.assign(process.env, env.cluster.env, { CRDFN_CLUSTER: CLUSTER, LOG_LEVEL: "silent" });
     http("greeting-http", httpHandler(op));

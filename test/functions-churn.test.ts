@@ -22,7 +22,7 @@ describe("20 create/delete cycles of one name", { timeout: 600_000 }, () => {
   const crs = () => crApi(env, op);
 
   before(async () => {
-    env = await startEnv([op]);
+    env = await startEnv([op], { file: import.meta.filename });
     bridge = await startTestBridge(env, "example.com/v1/greetings>v1/configmaps");
     poller = startLocalFunctions([op], { env: { ...env.cluster.env, CRDFN_CLUSTER: CLUSTER, LOG_LEVEL: "silent" }, registry: env.registry, waitTimeSeconds: 1, visibilityTimeout: 2 });
   });
@@ -49,7 +49,7 @@ describe("20 create/delete cycles of one name", { timeout: 600_000 }, () => {
     const cr = await crs().get(name);
     if (cr?.metadata?.uid !== uid || ready(cr)?.status !== "True" || cr.status?.observedGeneration !== cr.metadata.generation) return false;
     try {
-      const cm = await env.core.readNamespacedConfigMap({ name: configMapName(name), namespace: "default" });
+      const cm = await env.core.readNamespacedConfigMap({ name: configMapName(name), namespace: env.cluster.namespace });
       const owners = cm.metadata?.ownerReferences ?? [];
       return cm.data?.message === message && owners.length === 1 && owners[0]?.uid === uid && owners[0]?.controller === true;
     } catch {

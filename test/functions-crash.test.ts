@@ -16,7 +16,7 @@ describe("a function killed mid-reconcile", { timeout: 150_000 }, () => {
   let poller: Poller | undefined;
 
   before(async () => {
-    env = await startEnv([op]);
+    env = await startEnv([op], { file: import.meta.filename });
   });
   after(async () => {
     await poller?.stop();
@@ -41,21 +41,21 @@ describe("a function killed mid-reconcile", { timeout: 150_000 }, () => {
 
     // Killed after it applied the ConfigMap and before it wrote status.
     assert.equal((await crs.get("crashy"))?.status, undefined);
-    assert.equal((await env.core.readNamespacedConfigMap({ name: configMapName("crashy"), namespace: "default" })).data?.message, "survive this");
+    assert.equal((await env.core.readNamespacedConfigMap({ name: configMapName("crashy"), namespace: env.cluster.namespace })).data?.message, "survive this");
 
     // No new event is published: only the redelivery of the killed message can finish the job.
     poller = pollerFor(env, runtimeFor(env, op));
     await waitFor("Ready=True after redelivery", async () => ready(await crs.get("crashy"))?.status === "True", 40_000);
     const final = await crs.get("crashy");
     assert.equal(final?.status?.observedGeneration, 1);
-    const redelivered = env.logs.filter((l) => l.msg === "handled" && l.object === "default/crashy");
+    const redelivered = env.logs.filter((l) => l.msg === "handled" && l.object === `${env.cluster.namespace}/crashy`);
     assert.ok(redelivered.length >= 1);
     assert.ok(Number(redelivered[0]?.receiveCount ?? 2) >= 1);
 
-    const owned = await env.core.listNamespacedConfigMap({ namespace: "default", labelSelector: "example.com/greeting=crashy" });
+    const owned = await env.core.listNamespacedConfigMap({ namespace: env.cluster.namespace, labelSelector: "example.com/greeting=crashy" });
     assert.equal(owned.items.length, 1, "exactly one ConfigMap");
     assert.equal(owned.items[0]?.metadata?.ownerReferences?.length, 1, "one owner reference, not two");
-    const events = await env.core.listNamespacedEvent({ namespace: "default", fieldSelector: "involvedObject.name=crashy" });
+    const events = await env.core.listNamespacedEvent({ namespace: env.cluster.namespace, fieldSelector: "involvedObject.name=crashy" });
     assert.equal(events.items.length, 0, "no failure was recorded");
     assert.deepEqual(await receiveAll(env, env.cluster.sqs.queues.fifoDlq), [], "nothing dead-lettered");
   });

@@ -27,7 +27,7 @@ describe("credentials with a least-privilege ServiceAccount", { timeout: 120_000
   const clock = () => new Date();
 
   before(async () => {
-    env = await startEnv([op]);
+    env = await startEnv([op], { file: import.meta.filename });
     dir = mkdtempSync(join(tmpdir(), "crdfn-cred-"));
     const rbac = { group: "rbac.authorization.k8s.io", version: "v1" };
     const role = clusterRoleOf(op) as unknown as KubeObject;
@@ -35,10 +35,10 @@ describe("credentials with a least-privilege ServiceAccount", { timeout: 120_000
     await env.api.apply({ ...rbac, plural: "clusterrolebindings", name: SA }, {
       apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleBinding", metadata: { name: SA },
       roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: role.metadata.name },
-      subjects: [{ kind: "ServiceAccount", name: SA, namespace: "default" }],
+      subjects: [{ kind: "ServiceAccount", name: SA, namespace: env.cluster.namespace }],
     }, "crdfn-test");
-    await env.core.createNamespacedServiceAccount({ namespace: "default", body: { metadata: { name: SA } } });
-    const request = await env.core.createNamespacedServiceAccountToken({ name: SA, namespace: "default", body: { spec: { audiences: [], expirationSeconds: 3600 } } });
+    await env.core.createNamespacedServiceAccount({ namespace: env.cluster.namespace, body: { metadata: { name: SA } } });
+    const request = await env.core.createNamespacedServiceAccountToken({ name: SA, namespace: env.cluster.namespace, body: { spec: { audiences: [], expirationSeconds: 3600 } } });
     token = request.status?.token ?? "";
     assert.ok(token.length > 0);
   });
@@ -59,7 +59,7 @@ describe("credentials with a least-privilege ServiceAccount", { timeout: 120_000
     const finalized = await runtime.handle({ id: `${name}-2`, body: JSON.stringify(keyEventOf(op, cr)) });
     assert.equal(finalized.result, "success", finalized.detail);
     assert.equal(await crs.get(name), undefined);
-    const registry = await env.core.readNamespacedConfigMap({ name: REGISTRY, namespace: "default" });
+    const registry = await env.core.readNamespacedConfigMap({ name: REGISTRY, namespace: env.cluster.namespace });
     assert.equal(registry.data?.[name], undefined);
   }
 
@@ -70,7 +70,7 @@ describe("credentials with a least-privilege ServiceAccount", { timeout: 120_000
     const api = createKubeApi(await apiAccess(config, { clock }));
     await lifecycle(api, "by-file");
     // Least privilege: nothing beyond the generated rules.
-    await assert.rejects(api.get({ group: "", version: "v1", plural: "secrets", namespace: "default" }), (e: { code?: number }) => e.code === 403);
+    await assert.rejects(api.get({ group: "", version: "v1", plural: "secrets", namespace: env.cluster.namespace }), (e: { code?: number }) => e.code === 403);
   });
 
   it("a bearer token from the environment", { timeout: 30_000 }, async () => {
@@ -82,7 +82,7 @@ describe("credentials with a least-privilege ServiceAccount", { timeout: 120_000
     const mount = join(dir, "var/run/secrets/kubernetes.io/serviceaccount");
     mkdirSync(mount, { recursive: true });
     writeFileSync(join(mount, "token"), token);
-    writeFileSync(join(mount, "namespace"), "default");
+    writeFileSync(join(mount, "namespace"), env.cluster.namespace);
     copyFileSync(env.cluster.caPath, join(mount, "ca.crt"));
     const server = new URL(env.cluster.server);
     Object.assign(process.env, { KUBERNETES_SERVICE_HOST: server.hostname, KUBERNETES_SERVICE_PORT: server.port });

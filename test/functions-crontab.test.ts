@@ -23,21 +23,21 @@ describe("CronTab operator, end to end", { timeout: 180_000 }, () => {
   };
   const cronJob = async (name: string) => {
     try {
-      return await batch.readNamespacedCronJob({ name: cronJobName(name), namespace: "default" });
+      return await batch.readNamespacedCronJob({ name: cronJobName(name), namespace: env.cluster.namespace });
     } catch {
       return undefined;
     }
   };
   const registry = async (): Promise<Record<string, string>> => {
     try {
-      return (await env.core.readNamespacedConfigMap({ name: REGISTRY, namespace: "default" })).data ?? {};
+      return (await env.core.readNamespacedConfigMap({ name: REGISTRY, namespace: env.cluster.namespace })).data ?? {};
     } catch {
       return {};
     }
   };
 
   before(async () => {
-    env = await startEnv([op]);
+    env = await startEnv([op], { file: import.meta.filename });
     batch = env.cluster.kubeConfig.makeApiClient(BatchV1Api);
     runtime = runtimeFor(env, op);
     poller = pollerFor(env, runtime);
@@ -79,13 +79,13 @@ describe("CronTab operator, end to end", { timeout: 180_000 }, () => {
 
   it("update (through the scale subresource) → CronJob and status follow", { timeout: 60_000 }, async () => {
     await env.custom.patchNamespacedCustomObjectScale({
-      group: op.resource.group, version: op.resource.version, plural: op.resource.plural, namespace: "default", name: "nightly",
+      group: op.resource.group, version: op.resource.version, plural: op.resource.plural, namespace: env.cluster.namespace, name: "nightly",
       body: [{ op: "replace", path: "/spec/replicas", value: 5 }],
     });
     await announce("nightly", "scaled");
     await waitFor("CronJob parallelism 5", async () => (await cronJob("nightly"))?.spec?.jobTemplate.spec?.parallelism === 5);
     await waitFor("status replicas 5", async () => (await crs().get("nightly"))?.status?.replicas === 5);
-    const scale = await env.custom.getNamespacedCustomObjectScale({ group: op.resource.group, version: op.resource.version, plural: op.resource.plural, namespace: "default", name: "nightly" }) as { spec?: { replicas?: number }; status?: { replicas?: number } };
+    const scale = await env.custom.getNamespacedCustomObjectScale({ group: op.resource.group, version: op.resource.version, plural: op.resource.plural, namespace: env.cluster.namespace, name: "nightly" }) as { spec?: { replicas?: number }; status?: { replicas?: number } };
     assert.equal(scale.spec?.replicas, 5);
     assert.equal(scale.status?.replicas, 5);
   });

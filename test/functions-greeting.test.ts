@@ -22,14 +22,14 @@ describe("Greeting operator, end to end", { timeout: 180_000 }, () => {
   };
   const configMap = async (name: string) => {
     try {
-      return await env.core.readNamespacedConfigMap({ name: configMapName(name), namespace: "default" });
+      return await env.core.readNamespacedConfigMap({ name: configMapName(name), namespace: env.cluster.namespace });
     } catch {
       return undefined;
     }
   };
 
   before(async () => {
-    env = await startEnv([op]);
+    env = await startEnv([op], { file: import.meta.filename });
     runtime = runtimeFor(env, op);
     poller = pollerFor(env, runtime);
   });
@@ -86,7 +86,7 @@ describe("Greeting operator, end to end", { timeout: 180_000 }, () => {
     const condition = ready(await crs().get("sloppy"));
     assert.equal(condition?.status, "False");
     assert.match(condition?.message ?? "", /whitespace/);
-    const events = await env.core.listNamespacedEvent({ namespace: "default", fieldSelector: "involvedObject.name=sloppy" });
+    const events = await env.core.listNamespacedEvent({ namespace: env.cluster.namespace, fieldSelector: "involvedObject.name=sloppy" });
     assert.ok(events.items.some((e) => e.reason === "InvalidSpec" && e.type === "Warning" && e.involvedObject.uid === cr.metadata?.uid));
     assert.equal(await configMap("sloppy"), undefined);
 

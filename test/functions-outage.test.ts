@@ -1,10 +1,20 @@
 // An API-server outage must not spend the backlog's dead-letter budget. The API server is
-// SIGKILLed with a backlog of 400 key events per consumer (200 objects × 2 events) waiting, stays
-// down 200 s while both consumers run with the queue's own (local, 30 s) visibility timeout, and
-// comes back on the same port and etcd: every object converges within 60 s, both dead-letter
-// queues stay empty, nobody redrives anything. One outage exercises both code paths at once:
-// the local poller on the crdfn queues, and the real lambdaHandler on queues of its own, fed
-// records received from ElasticMQ the way Lambda's event source would.
+// SIGKILLed with a backlog of key events waiting (OBJECTS objects × 2 events per consumer), stays
+// down while both consumers run with the queue's own (local, 30 s) visibility timeout, and comes
+// back on the same port and etcd: every object converges within 60 s, both dead-letter queues
+// stay empty, nobody redrives anything, and the poller did re-send deferred messages into their
+// groups (the outage outlasted their receive budget). One outage exercises both code paths at
+// once: the local poller on the crdfn queues, and the real lambdaHandler on queues of its own,
+// fed records received from ElasticMQ the way Lambda's event source would.
+//
+// Scale: while the circuit is open the poller receives one batch (10) per probe (~2 s) and defers
+// it ~3 s; a message is re-sent into its group before its 5th receive. With 20 objects a message
+// is received every ~4 s, so its budget runs out after ~16 s and a 45 s outage spends it two to
+// three times: the same path (circuit open, deferral, re-send, probe, recovery) that production
+// runs through with thousands of objects and outages of minutes or hours, which only repeat the
+// cycle (up to the 6 h deferral limit). Lambda's event source cannot pause, so its budget runs
+// out faster still. CRDFN_TEST_OUTAGE_SECONDS=200 CRDFN_TEST_OUTAGE_OBJECTS=200 runs the issue's
+// original scale (200 s, 400 events per consumer).
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { DeleteMessageBatchCommand, GetQueueAttributesCommand, ReceiveMessageCommand } from "@aws-sdk/client-sqs";
@@ -17,12 +27,12 @@ import type { Poller } from "../functions/adapters/poller.ts";
 import greeting from "../examples/greeting/operator.ts";
 import { CLUSTER, crApi, keyEventOf, lambdaEvent, pollerFor, ready, runtimeFor, startEnv, waitFor, type Cr, type Env } from "./support/functions-environment.ts";
 import { encodeKeyEvent, deduplicationId, messageGroupId, type KeyEvent } from "../core/event.ts";
+import { DEFERRALS_ATTRIBUTE } from "../functions/runtime/message.ts";
 import { SendMessageBatchCommand } from "@aws-sdk/client-sqs";
 
 const op = greeting as Operator<unknown>;
-const OBJECTS = 200;
-// CRDFN_TEST_OUTAGE_SECONDS shortens the outage when debugging; the issue asks for 200 s.
-const OUTAGE_MS = Number(process.env.CRDFN_TEST_OUTAGE_SECONDS ?? 200) * 1000;
+const OBJECTS = Number(process.env.CRDFN_TEST_OUTAGE_OBJECTS ?? 20);
+const OUTAGE_MS = Number(process.env.CRDFN_TEST_OUTAGE_SECONDS ?? 45) * 1000;
 const CONVERGE_MS = 60_000;
 
 describe("API server outage: nothing dead-lettered, everything converges", { timeout: 600_000 }, () => {
@@ -32,7 +42,8 @@ describe("API server outage: nothing dead-lettered, everything converges", { tim
   let lambdaLoops: Promise<void>[] = [];
 
   before(async () => {
-    env = await startEnv([op]);
+    // It stops the API server: servers of its own.
+    env = await startEnv([op], { file: import.meta.filename, own: true });
   });
   after(async () => {
     stopLambda.abort();
@@ -74,7 +85,7 @@ describe("API server outage: nothing dead-lettered, everything converges", { tim
 
   it(`SIGKILL for ${OUTAGE_MS / 1000} s with ${2 * OBJECTS} events waiting per consumer: converged within ${CONVERGE_MS / 1000} s of the return, DLQs empty`, { timeout: 560_000 }, async () => {
     const lambdaQueues: QueueUrls = await ensureQueues(env.sqs, queueDefinitions("lambda-events"));
-    const viaPoller = crApi(env, op, "default");
+    const viaPoller = crApi(env, op);
     const names = Array.from({ length: OBJECTS }, (_, i) => `g-${i}`);
     const created = new Map<string, Cr>();
     for (let i = 0; i < names.length; i += 20) {
@@ -90,6 +101,16 @@ describe("API server outage: nothing dead-lettered, everything converges", { tim
     }
     assert.ok((await depth(env.cluster.sqs.queues.fifo)) >= 2 * OBJECTS && (await depth(lambdaQueues.fifo)) >= 2 * OBJECTS, "the backlog is waiting");
 
+    // What the poller re-sends into a group (a deferral about to run out its receives) says so in an attribute.
+    const deferrals: number[] = [];
+    env.sqs.middlewareStack.add(
+      (next) => async (args) => {
+        const attribute = (args.input as { MessageAttributes?: Record<string, { StringValue?: string }> }).MessageAttributes?.[DEFERRALS_ATTRIBUTE];
+        if (attribute) deferrals.push(Number(attribute.StringValue));
+        return next(args);
+      },
+      { step: "initialize", name: "countDeferrals" },
+    );
     poller = pollerFor(env, runtimeFor(env, op), undefined);
     const handler = lambdaHandler(op, { env: { ...env.cluster.env, CRDFN_CLUSTER: CLUSTER, CRDFN_QUEUE_URL: lambdaQueues.fifo, LOG_LEVEL: "warn" } });
     lambdaLoops = [eventSource(lambdaQueues.fifo, handler)];
@@ -101,7 +122,7 @@ describe("API server outage: nothing dead-lettered, everything converges", { tim
     // One LIST per check (not 400 GETs), so the check itself does not slow what it measures.
     const stale = async (): Promise<string[]> => {
       // Right after its start the API server may still answer 429 (storage initializing): not converged yet.
-      const list = (await env.custom.listNamespacedCustomObject({ group: op.resource.group, version: op.resource.version, plural: op.resource.plural, namespace: "default" }).catch(() => ({ items: [] }))) as { items: Cr[] };
+      const list = (await env.custom.listNamespacedCustomObject({ group: op.resource.group, version: op.resource.version, plural: op.resource.plural, namespace: env.cluster.namespace }).catch(() => ({ items: [] }))) as { items: Cr[] };
       const done = new Set(list.items.filter((cr) => ready(cr)?.status === "True" && cr.status?.observedGeneration === cr.metadata?.generation).map((cr) => cr.metadata?.name));
       return [...created.keys()].filter((n) => !done.has(n));
     };
@@ -125,5 +146,8 @@ describe("API server outage: nothing dead-lettered, everything converges", { tim
     const deadLettered = { poller: await depth(env.cluster.sqs.queues.fifoDlq), lambda: await depth(lambdaQueues.fifoDlq) };
     console.log(`# outage ${OUTAGE_MS / 1000} s: converged ${convergedSeconds.toFixed(1)} s after the return; dead-lettered ${JSON.stringify(deadLettered)}`);
     assert.deepEqual(deadLettered, { poller: 0, lambda: 0 }, "nothing dead-lettered");
+    // The outage outlasted the receive budget: messages were re-sent into their groups, some more than once.
+    console.log(`# poller: ${deferrals.length} re-sends into their groups, up to ${Math.max(0, ...deferrals)} per message`);
+    assert.ok(deferrals.length > 0, `the outage ran out messages' receives (re-sends: ${deferrals.length}, most per message: ${Math.max(0, ...deferrals)})`);
   });
 });

@@ -40,10 +40,10 @@ describe("typed errors and requeues, scheduled by the bridge", { timeout: 180_00
   let poller: Poller;
   let bridge: RunningBridge;
   const crs = () => crApi(env, op);
-  const handled = (name: string) => env.logs.filter((l) => l.msg === "handled" && l.object === `default/${name}`);
+  const handled = (name: string) => env.logs.filter((l) => l.msg === "handled" && l.object === `${env.cluster.namespace}/${name}`);
 
   before(async () => {
-    env = await startEnv([op]);
+    env = await startEnv([op], { file: import.meta.filename });
     bridge = await startTestBridge(env, "test.crdfn.dev/v1/tickers>v1/configmaps");
     poller = pollerFor(env, runtimeFor(env, op));
   });
@@ -72,10 +72,10 @@ describe("typed errors and requeues, scheduled by the bridge", { timeout: 180_00
       await crs().create(name, spec);
       await waitFor(`${name}: Ready=False ${reason}`, async () => ready(await crs().get(name))?.reason === reason);
       assert.equal(nextReconcileOf((await crs().get(name))?.status), undefined);
-      assert.equal(await bridge.resync({ group: op.resource.group, plural: op.resource.plural, namespace: "default", name }), 1);
+      assert.equal(await bridge.resync({ group: op.resource.group, plural: op.resource.plural, namespace: env.cluster.namespace, name }), 1);
       await waitFor(`${name}: handled twice`, () => handled(name).length >= 2);
       assert.deepEqual(handled(name).map((l) => l.outcome), ["permanent", "permanent"]);
-      const events = await env.core.listNamespacedEvent({ namespace: "default", fieldSelector: `involvedObject.name=${name}` });
+      const events = await env.core.listNamespacedEvent({ namespace: env.cluster.namespace, fieldSelector: `involvedObject.name=${name}` });
       assert.deepEqual(events.items.map((e) => e.reason), [reason], "one Event, not one per delivery");
     }
   });
@@ -89,7 +89,7 @@ describe("typed errors and requeues, scheduled by the bridge", { timeout: 180_00
       return seen.size >= 3;
     }, 20_000);
     // Re-announcing the same generation (resync) and a new generation must not start more chains.
-    for (let i = 0; i < 3; i++) await bridge.resync({ group: op.resource.group, plural: op.resource.plural, namespace: "default", name: "clock" });
+    for (let i = 0; i < 3; i++) await bridge.resync({ group: op.resource.group, plural: op.resource.plural, namespace: env.cluster.namespace, name: "clock" });
     await crs().patchSpec("clock", { every: 1, label: "v2" });
     const from = handled("clock").length;
     const started = Date.now();

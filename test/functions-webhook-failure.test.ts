@@ -34,7 +34,7 @@ describe("a failing webhook for one kind", { timeout: 240_000 }, () => {
   let calls = 0;
 
   before(async () => {
-    env = await startEnv([maps, secrets]);
+    env = await startEnv([maps, secrets], { file: import.meta.filename });
     // A webhook that fails every ConfigMap write, served with the API server's own certificate
     // (its CA is the caBundle), on loopback.
     const pki = dirname(env.cluster.caPath);
@@ -54,7 +54,7 @@ describe("a failing webhook for one kind", { timeout: 240_000 }, () => {
           name: "configmaps.broken.test.crdfn.dev",
           clientConfig: { url: `https://127.0.0.1:${port}/validate`, caBundle: Buffer.from(readFileSync(env.cluster.caPath)).toString("base64") },
           rules: [{ apiGroups: [""], apiVersions: ["v1"], resources: ["configmaps"], operations: ["CREATE", "UPDATE"], scope: "Namespaced" }],
-          namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "default" } },
+          namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": env.cluster.namespace } },
           failurePolicy: "Fail",
           sideEffects: "None",
           admissionReviewVersions: ["v1"],

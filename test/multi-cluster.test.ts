@@ -1,6 +1,8 @@
 // One function fleet, two clusters: two real control planes, each with its own bridge, feeding
 // ONE queue consumed by ONE function host built from a two-entry cluster registry. Objects with
-// the same namespace and name live in both clusters; nothing may cross.
+// the same namespace and name live in both clusters; nothing may cross. Cluster A may be a shared
+// control plane (its queue server hosts the fleet's queues); B is this file's own, since its API
+// server is stopped.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { Writable } from "node:stream";
@@ -12,7 +14,7 @@ import { startBridge, type RunningBridge } from "../bridge/bridge.ts";
 import { loadBridgeConfig } from "../bridge/config.ts";
 import { deduplicationId, encodeKeyEvent, messageGroupId, parseKeyEvent, type KeyEvent } from "../core/event.ts";
 import type { Operator } from "../core/operator.ts";
-import { sqsClient, startCluster, type LocalCluster } from "../emulator/cluster.ts";
+import { sqsClient } from "../emulator/cluster.ts";
 import greeting, { configMapName } from "../examples/greeting/operator.ts";
 import { startPoller, type Poller } from "../functions/adapters/poller.ts";
 import { givenSqsClient } from "../functions/runtime/sqs-client.ts";
@@ -21,16 +23,19 @@ import { createRuntimeMetrics } from "../functions/runtime/prometheus-metrics.ts
 import { createKubeApi } from "../functions/runtime/kube-api-http.ts";
 import type { Runtime } from "../functions/runtime/runtime.ts";
 import { installCrd, ready, waitFor, type Cr } from "./support/functions-environment.ts";
+import { queueDepth } from "./support/settled.ts";
+import { testCluster, type TestCluster } from "./support/test-cluster.ts";
 
 const op = greeting as Operator<unknown>;
-const NS = "default";
-const base = { group: op.resource.group, version: op.resource.version, plural: op.resource.plural, namespace: NS };
+/** The same namespace name in both clusters: this file's own. */
+let NS = "";
+const base = () => ({ group: op.resource.group, version: op.resource.version, plural: op.resource.plural, namespace: NS });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const p50 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)] ?? NaN;
 
 interface Side {
   id: "a" | "b";
-  cluster: LocalCluster;
+  cluster: TestCluster;
   custom: CustomObjectsApi;
   core: CoreV1Api;
   bridge?: RunningBridge;
@@ -47,7 +52,7 @@ describe("one function host, two clusters", { timeout: 600_000 }, () => {
 
   const get = async (s: Side, name: string): Promise<Cr | undefined> => {
     try {
-      return (await s.custom.getNamespacedCustomObject({ ...base, name })) as Cr;
+      return (await s.custom.getNamespacedCustomObject({ ...base(), name })) as Cr;
     } catch (e) {
       if ((e as { code?: number }).code === 404) return undefined;
       throw e;
@@ -61,25 +66,36 @@ describe("one function host, two clusters", { timeout: 600_000 }, () => {
     }
   };
   const create = (s: Side, name: string, message: string) =>
-    s.custom.createNamespacedCustomObject({ ...base, body: { apiVersion: op.apiVersion, kind: op.resource.kind, metadata: { name }, spec: { message } } }) as Promise<Cr>;
+    s.custom.createNamespacedCustomObject({ ...base(), body: { apiVersion: op.apiVersion, kind: op.resource.kind, metadata: { name }, spec: { message } } }) as Promise<Cr>;
   const patch = (s: Side, name: string, message: string) =>
-    s.custom.patchNamespacedCustomObject({ ...base, name, body: [{ op: "replace", path: "/spec/message", value: message }] }) as Promise<Cr>;
+    s.custom.patchNamespacedCustomObject({ ...base(), name, body: [{ op: "replace", path: "/spec/message", value: message }] }) as Promise<Cr>;
   /** Converged: the ConfigMap holds this message and status has seen the latest generation. */
   const converged = async (s: Side, name: string, message: string) => {
     const [cr, cm] = await Promise.all([get(s, name), configMap(s, name)]);
     return cm?.data?.message === message && ready(cr)?.status === "True" && cr?.status?.observedGeneration === cr?.metadata?.generation;
   };
   const listReady = async (s: Side, prefix: string): Promise<Set<string>> => {
-    const list = (await s.custom.listNamespacedCustomObject(base)) as { items: Cr[] };
+    const list = (await s.custom.listNamespacedCustomObject(base())) as { items: Cr[] };
     return new Set(list.items.filter((i) => i.metadata?.name?.startsWith(prefix) && ready(i)?.status === "True").map((i) => i.metadata?.name ?? ""));
   };
   const queues = () => sides.a.cluster.sqs.queues;
+  /** Nothing left to do: the fleet's queue is empty (every reconcile's writes done) and neither bridge holds anything, twice in a row. */
+  const atRest = async () => {
+    let before = false;
+    await waitFor("both clusters at rest", async () => {
+      const now = (await queueDepth(sqs, queues().fifo)) === 0 && Object.values(sides).every((s) => s.bridge?.pendingCount() === 0);
+      const twice = now && before;
+      before = now;
+      return twice;
+    }, 60_000);
+  };
 
   before(async () => {
-    const a = await startCluster({ log: () => {} });
-    // B shares A's queue server: the fleet's queues, fed by both clusters' bridges.
-    const b = await startCluster({ log: () => {}, env: { ...process.env, CRDFN_SQS_ENDPOINT: a.sqs.endpoint } });
-    assert.equal(b.sqs.queues.fifo, a.sqs.queues.fifo);
+    const a = await testCluster({ file: import.meta.filename });
+    // B uses A's queue server: the fleet's queues, fed by both clusters' bridges.
+    const b = await testCluster({ file: import.meta.filename, own: { queue: false } });
+    NS = a.namespace;
+    assert.equal(b.namespace, NS);
     for (const [id, cluster] of [["a", a], ["b", b]] as const) {
       sides[id] = { id, cluster, custom: cluster.kubeConfig.makeApiClient(CustomObjectsApi), core: cluster.kubeConfig.makeApiClient(CoreV1Api) };
       await installCrd(createKubeApi({ connection: cluster.kubeConfig }), op);
@@ -99,6 +115,7 @@ describe("one function host, two clusters", { timeout: 600_000 }, () => {
         CRDFN_CLUSTER: s.id,
         CRDFN_QUEUE_URL: queues().fifo,
         CRDFN_RESOURCES: "example.com/v1/greetings>v1/configmaps",
+        CRDFN_NAMESPACES: NS,
         CRDFN_RESYNC_SECONDS: "0",
         CRDFN_HTTP_PORT: "0",
         AWS_REGION: a.sqs.region,
@@ -152,8 +169,8 @@ describe("one function host, two clusters", { timeout: 600_000 }, () => {
   const aAloneMs: number[] = [];
 
   it("a change in A never touches B (B watched during A's churn)", { timeout: 180_000 }, async () => {
-    // Let B's own echoes (status write, ConfigMap added) pass, then watch everything of B's.
-    await sleep(2000);
+    // Once B's own echoes (status write, ConfigMap added) have passed, watch everything of B's.
+    await atRest();
     const before = { cr: (await get(sides.b, "same"))?.metadata?.resourceVersion, cm: (await configMap(sides.b, "same"))?.metadata?.resourceVersion };
     const rv = ((await sides.b.core.listNamespacedConfigMap({ namespace: NS })).metadata?.resourceVersion) ?? "0";
     const seen: string[] = [];
@@ -173,11 +190,15 @@ describe("one function host, two clusters", { timeout: 600_000 }, () => {
       }
       await Promise.all(Array.from({ length: 5 }, (_, i) => create(sides.a, `only-a-${i}`, `only A ${i}`)));
       await waitFor("A's new objects converged", async () => (await listReady(sides.a, "only-a-")).size === 5, 60_000);
-      await sleep(2000);
+      // Every message handled, then a fence written in B: the watch delivers in order, so any
+      // write A's work made in B would be seen before it (a positive signal, not a pause).
+      await atRest();
+      await sides.b.core.createNamespacedConfigMap({ namespace: NS, body: { metadata: { name: "fence" } } });
+      await waitFor("the fence seen", () => seen.includes("ADDED configmaps/fence"), 30_000);
     } finally {
       for (const w of watches) w.abort();
     }
-    assert.deepEqual(seen, [], "no write reached B while A churned");
+    assert.deepEqual(seen, ["ADDED configmaps/fence"], "no write reached B while A churned");
     assert.deepEqual({ cr: (await get(sides.b, "same"))?.metadata?.resourceVersion, cm: (await configMap(sides.b, "same"))?.metadata?.resourceVersion }, before);
     assert.equal((await configMap(sides.b, "same"))?.data?.message, "from B");
     assert.equal(await configMap(sides.b, "only-a-0"), undefined);
@@ -280,7 +301,14 @@ describe("one function host, two clusters", { timeout: 600_000 }, () => {
     console.log(`# A with B busy (up):    p50 ${busyP50.toFixed(0)} ms (×${(busyP50 / aloneP50).toFixed(2)}), ${busy.published} B events; A handle() p50 ${handleP50("a", busy.since, busyEnd).toFixed(1)} ms, B ${handleP50("b", busy.since, busyEnd).toFixed(1)} ms`);
     console.log(`# A with B down:         p50 ${downP50.toFixed(0)} ms (×${(downP50 / aloneP50).toFixed(2)} alone, ×${(downP50 / busyP50).toFixed(2)} busy), ${down.published} B events, ${bFailures} B handlings against the dead API server; A handle() p50 ${handleP50("a", down.since).toFixed(1)} ms, B ${handleP50("b", down.since).toFixed(1)} ms`);
     assert.ok(bFailures > 0, "B's events really were attempted against its dead API server");
-    // The target is 1.5×; asserted with room for a busy shared 2-core machine.
-    assert.ok(downP50 <= aloneP50 * 2 + 250, `A's p50 ${downP50.toFixed(0)} ms with B down vs ${aloneP50.toFixed(0)} ms alone`);
+    // What keeps A fast is that each cluster has its own circuit: B's opened, A's never did, so
+    // no A message was deferred (a shared circuit would defer each for 2.4–3.6 s).
+    const circuitOpened = logs.filter((l) => String(l.msg).startsWith("API server unavailable; circuit open")).map((l) => l.cluster);
+    assert.ok(circuitOpened.includes("b"), "B's circuit opened");
+    assert.ok(!circuitOpened.includes("a"), "A's circuit never opened");
+    // Speed itself (the 1.5× target above) is a measurement, printed here; the bound only catches
+    // A waiting on B (a deferral adds ≥ 2.4 s per change), with room for a machine loaded to 4×
+    // its cores (both runs are measured back to back, under the same load).
+    assert.ok(downP50 <= busyP50 * 2 + 1000, `A's p50 ${downP50.toFixed(0)} ms with B down vs ${busyP50.toFixed(0)} ms with B busy`);
   });
 });

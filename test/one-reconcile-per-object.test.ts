@@ -5,6 +5,11 @@
 // per object, on both consumers at once: the local poller (4 receive loops, as `crdfn dev` runs
 // it) and the Lambda adapter behind a stand-in for Lambda's event source (3 concurrent
 // invocations). Then the user's-fix case: an object failing ≥ 4 times is Ready within 5 s of its fix.
+//
+// Scale: the outage lasts 30 s. Deferrals hold a message ~3 s and re-send it into its group before
+// its 5th receive, so a message's receive budget runs out after ~12 s: 30 s spends it twice, the
+// same path production's outages of minutes or hours repeat. Tick rates are counted over 10 s
+// windows: one chain ticks at most once a second, two would tick about twice as often.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { z } from "zod";
@@ -50,6 +55,9 @@ const paths = [
 ] as const;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const OUTAGE_MS = 30_000;
+/** Long enough to tell one chain (≤ 1 tick/s) from two. */
+const TICK_WINDOW_MS = 10_000;
 
 describe("one reconcile per object at a time", { timeout: 600_000 }, () => {
   let env: Env;
@@ -61,7 +69,8 @@ describe("one reconcile per object at a time", { timeout: 600_000 }, () => {
   const converged = (cr: Cr | undefined) => ready(cr)?.status === "True" && cr?.status?.observedGeneration === cr?.metadata?.generation;
 
   before(async () => {
-    env = await startEnv([viaPoller, viaLambda]);
+    // It stops the API server: servers of its own.
+    env = await startEnv([viaPoller, viaLambda], { file: import.meta.filename, own: true });
     lambdaQueues = await ensureQueues(env.sqs, queueDefinitions("lambda-events"));
     bridge = await startTestBridge(env, `test.crdfn.dev/v1/pworkers>v1/configmaps@${env.cluster.sqs.queues.fifo}, test.crdfn.dev/v1/lworkers>v1/configmaps@${lambdaQueues.fifo}`);
     poller = pollerFor(env, recorder.wrap(runtimeFor(env, viaPoller)), undefined, 4);
@@ -75,7 +84,7 @@ describe("one reconcile per object at a time", { timeout: 600_000 }, () => {
     await env?.cluster.stop();
   });
 
-  it("requeues, TemporaryError retries, a 409 storm, duplicates and a 60 s API-server outage: no overlap, one requeue chain per object", { timeout: 400_000 }, async () => {
+  it(`requeues, TemporaryError retries, a 409 storm, duplicates and a ${OUTAGE_MS / 1000} s API-server outage: no overlap, one requeue chain per object`, { timeout: 400_000 }, async () => {
     for (const [, op] of paths) {
       const crs = crApi(env, op);
       await crs.create("ticker", { mode: "tick" });
@@ -108,7 +117,7 @@ describe("one reconcile per object at a time", { timeout: 600_000 }, () => {
     }
     await storm;
     const windowStart = Date.now();
-    await sleep(20_000);
+    await sleep(TICK_WINDOW_MS);
     const windowSeconds = (Date.now() - windowStart) / 1000;
     for (const [path, op] of paths) {
       await waitFor(`${path}: the storm settled`, async () => converged(await crApi(env, op).get("stormy")), 30_000);
@@ -117,15 +126,15 @@ describe("one reconcile per object at a time", { timeout: 600_000 }, () => {
       const ticks = recorder.reconciles.filter((r) => r.key.includes(`/${op.resource.plural}/`) && r.name === "ticker" && r.startedAt >= windowStart && r.startedAt < windowStart + windowSeconds * 1000).length;
       // One chain ticks at most once a second: two would tick twice as often.
       assert.ok(ticks <= windowSeconds + 3, `${path}: ${ticks} ticks in ${windowSeconds.toFixed(0)} s is one chain`);
-      assert.ok(ticks >= windowSeconds / 4, `${path}: ${ticks} ticks in ${windowSeconds.toFixed(0)} s: still ticking`);
+      assert.ok(ticks >= 2, `${path}: ${ticks} ticks in ${windowSeconds.toFixed(0)} s: still ticking`);
     }
     console.log(`# ${storms} storm writes per path; reconciles so far: ${recorder.reconciles.length}; overlaps: ${recorder.overlaps.length}`);
     assert.deepEqual(recorder.overlaps, [], "no two reconciles of one object at once");
 
-    // A 60 s outage of the API server, with requeues pending.
+    // An outage of the API server, with requeues pending.
     await waitFor("the tickers have their next tick scheduled", () => bridge.scheduledCount() >= 2, 10_000);
     await env.cluster.apiServer.stop(0);
-    await sleep(60_000);
+    await sleep(OUTAGE_MS);
     await env.cluster.apiServer.start();
     const backAt = Date.now();
     // A change written 1 s after the server's return converges within 3 s.
@@ -151,11 +160,11 @@ describe("one reconcile per object at a time", { timeout: 600_000 }, () => {
     for (const [path] of paths) assert.ok((convergedIn[path] ?? Infinity) <= 3, `${path}: converged ${convergedIn[path]} s after the write (≤ 3 s)`);
 
     const recoveredAt = Date.now();
-    await sleep(15_000);
+    await sleep(TICK_WINDOW_MS);
     const after = (Date.now() - recoveredAt) / 1000;
     for (const [path, op] of paths) {
       const ticks = recorder.reconciles.filter((r) => r.key.includes(`/${op.resource.plural}/`) && r.name === "ticker" && r.startedAt >= recoveredAt).length;
-      assert.ok(ticks <= after + 3 && ticks >= after / 4, `${path}: ${ticks} ticks in ${after.toFixed(0)} s after the outage: one chain, ticking again`);
+      assert.ok(ticks <= after + 3 && ticks >= 2, `${path}: ${ticks} ticks in ${after.toFixed(0)} s after the outage: one chain, ticking again`);
     }
     assert.deepEqual(recorder.overlaps, [], "no two reconciles of one object at once, the outage included");
     assert.deepEqual(await receiveAll(env, env.cluster.sqs.queues.fifoDlq), [], "nothing dead-lettered (poller)");

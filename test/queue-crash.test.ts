@@ -20,7 +20,7 @@ describe("a function killed in the middle of its effect step", { timeout: 150_00
   let poller: Poller | undefined;
 
   before(async () => {
-    env = await startEnv([op]);
+    env = await startEnv([op], { file: import.meta.filename });
   });
   after(async () => {
     await poller?.stop();
@@ -33,7 +33,7 @@ describe("a function killed in the middle of its effect step", { timeout: 150_00
     const crs = crApi(env, op);
     const cr = await crs.create("crashy", { visibilityTimeoutSeconds: 45 });
     await publish(env, keyEventOf(op, cr, "ADDED"));
-    const name = queueName({ metadata: { namespace: "default", name: "crashy", uid: cr.metadata?.uid ?? "" } });
+    const name = queueName({ metadata: { namespace: env.cluster.namespace, name: "crashy", uid: cr.metadata?.uid ?? "" } });
 
     const child = spawn(process.execPath, ["test/support/poller-stalling-after-effects.ts"], {
       env: { ...process.env, ...env.cluster.env, LOG_LEVEL: "silent" },
@@ -61,7 +61,7 @@ describe("a function killed in the middle of its effect step", { timeout: 150_00
     const final = await crs.get("crashy");
     assert.equal(final?.status?.url, urls[0]);
     assert.match(String(final?.status?.arn), new RegExp(`:${name}$`));
-    assert.equal((await env.core.readNamespacedConfigMap({ name: configMapName("crashy"), namespace: "default" })).data?.url, urls[0]);
+    assert.equal((await env.core.readNamespacedConfigMap({ name: configMapName("crashy"), namespace: env.cluster.namespace })).data?.url, urls[0]);
     assert.deepEqual(await receiveAll(env, env.cluster.sqs.queues.fifoDlq), [], "nothing dead-lettered");
   });
 });

@@ -18,7 +18,7 @@ describe("the testing kit gives the verdicts of the runtime on a real API server
   let runtime: Runtime;
 
   before(async () => {
-    env = await startEnv([op]);
+    env = await startEnv([op], { file: import.meta.filename });
     runtime = runtimeFor(env, op);
   });
   after(async () => {
@@ -30,7 +30,7 @@ describe("the testing kit gives the verdicts of the runtime on a real API server
     const crs = crApi(env, op);
     if (foreign) {
       const { metadata, stringData } = foreignSecret(name);
-      await env.core.createNamespacedSecret({ namespace: "default", body: { metadata: { name: metadata.name }, stringData } });
+      await env.core.createNamespacedSecret({ namespace: env.cluster.namespace, body: { metadata: { name: metadata.name }, stringData } });
     }
     const created = await crs.create(name, spec);
     const outcome = await runtime.handle({ id: `m-${name}`, body: JSON.stringify(await announcedEvent(env, op, created)) });
@@ -38,7 +38,7 @@ describe("the testing kit gives the verdicts of the runtime on a real API server
     const uid = object?.metadata?.uid ?? "";
     // A list's items carry no kind: it is the list's.
     const controlled = async (plural: string, kind: string) =>
-      (await env.api.list({ group: "", version: "v1", plural, namespace: "default" }, `${PARENT_UID_LABEL}=${uid}`))
+      (await env.api.list({ group: "", version: "v1", plural, namespace: env.cluster.namespace }, `${PARENT_UID_LABEL}=${uid}`))
         .filter((c) => ((c.metadata.ownerReferences as Array<{ uid?: string; controller?: boolean }> | undefined) ?? []).some((r) => r.controller && r.uid === uid))
         .map((c) => ({ ...c, kind }));
     const children = [...(await controlled("configmaps", "ConfigMap")), ...(await controlled("secrets", "Secret"))];

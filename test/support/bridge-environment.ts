@@ -5,19 +5,25 @@ import { once } from "node:events";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import { pino, type Logger } from "pino";
 import { loadBridgeConfig, type BridgeConfig } from "../../bridge/config.ts";
-import { sqsClient, startCluster } from "../../emulator/cluster.ts";
+import { sqsClient } from "../../emulator/cluster.ts";
 import type { LocalCluster } from "../../emulator/types.ts";
 import { CRONTAB_RESOURCE, installCrontabCrd } from "./crontabs.ts";
+import { testCluster, type TestCluster, type TestClusterOptions } from "./test-cluster.ts";
 
 /** Fails fast while the queue is down (outage tests), instead of the SDK's long retries. */
 export function sqsClientFor(cluster: LocalCluster): SQSClient {
   return sqsClient(cluster.sqs, { maxAttempts: 2, requestHandler: { connectionTimeout: 2000, requestTimeout: 10_000 } });
 }
 
-/** What every bridge test file stands on: a cluster with the CronTab CRD and a queue client. */
-export async function startBridgeEnvironment(): Promise<{ cluster: LocalCluster; sqs: SQSClient; stop(): Promise<void> }> {
-  const cluster = await startCluster({ log: () => {} });
-  installCrontabCrd(cluster);
+/** What every bridge test file stands on: a cluster (test-cluster.ts) with the CronTab CRD and a queue client. */
+export async function startBridgeEnvironment(o: TestClusterOptions): Promise<{ cluster: TestCluster; sqs: SQSClient; stop(): Promise<void> }> {
+  const cluster = await testCluster(o);
+  try {
+    installCrontabCrd(cluster);
+  } catch (e) {
+    await cluster.stop();
+    throw e;
+  }
   const sqs = sqsClientFor(cluster);
   return {
     cluster,
@@ -33,13 +39,18 @@ export function testLogger(): Logger {
   return pino({ level: process.env.CRDFN_TEST_LOG ?? "silent" });
 }
 
-/** Environment for a bridge pointed at the test cluster and its FIFO queue. */
-export function bridgeEnv(cluster: LocalCluster, extra: Record<string, string> = {}): Record<string, string> {
+/**
+ * Environment for a bridge pointed at the test cluster and its FIFO queue, watching the file's
+ * own namespaces (a test cluster's: on a shared control plane, other files' objects are there too).
+ */
+export function bridgeEnv(cluster: LocalCluster & { namespaces?: string[]; shared?: boolean }, extra: Record<string, string> = {}): Record<string, string> {
   return {
     KUBECONFIG: cluster.kubeconfigPath,
     CRDFN_CLUSTER: "test",
     CRDFN_QUEUE_URL: cluster.sqs.queues.fifo,
     CRDFN_RESOURCES: CRONTAB_RESOURCE,
+    // On servers of its own a bridge watches every namespace, as before (the path without CRDFN_NAMESPACES).
+    ...(cluster.shared && cluster.namespaces ? { CRDFN_NAMESPACES: cluster.namespaces.join(",") } : {}),
     CRDFN_RESYNC_SECONDS: "0",
     CRDFN_HTTP_PORT: "0",
     AWS_REGION: cluster.sqs.region,
@@ -50,7 +61,7 @@ export function bridgeEnv(cluster: LocalCluster, extra: Record<string, string> =
   };
 }
 
-export function bridgeConfig(cluster: LocalCluster, extra: Record<string, string> = {}): BridgeConfig {
+export function bridgeConfig(cluster: LocalCluster & { namespaces?: string[]; shared?: boolean }, extra: Record<string, string> = {}): BridgeConfig {
   return loadBridgeConfig(bridgeEnv(cluster, extra));
 }
 

@@ -14,6 +14,12 @@ export async function createNamespace(cluster: LocalCluster, name: string): Prom
   await ok(kube(cluster.kubeConfig, "POST", "/api/v1/namespaces", { apiVersion: "v1", kind: "Namespace", metadata: { name } }), `namespace ${name}`);
 }
 
+/** A namespace other files may share or have made already (crdfn-system on a shared control plane). */
+export async function ensureNamespace(cluster: LocalCluster, name: string): Promise<void> {
+  const r = await kube(cluster.kubeConfig, "POST", "/api/v1/namespaces", { apiVersion: "v1", kind: "Namespace", metadata: { name } });
+  if (r.status >= 300 && r.status !== 409) throw new Error(`namespace ${name}: HTTP ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`);
+}
+
 export function crontab(name: string, replicas = 1): unknown {
   return { apiVersion: "stable.example.com/v1", kind: "CronTab", metadata: { name }, spec: { cronSpec: "*/5 * * * *", image: "busybox", replicas } };
 }

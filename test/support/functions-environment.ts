@@ -13,7 +13,7 @@ import { startBridge, type RunningBridge } from "../../bridge/bridge.ts";
 import { loadBridgeConfig } from "../../bridge/config.ts";
 import { crdOf } from "../../deploy/crd.ts";
 import type { Operator } from "../../core/operator.ts";
-import { sqsClient, startCluster, type LocalCluster } from "../../emulator/cluster.ts";
+import { sqsClient } from "../../emulator/cluster.ts";
 import { startPoller, type Poller } from "../../functions/adapters/poller.ts";
 import { givenSqsClient } from "../../functions/runtime/sqs-client.ts";
 import { createKubeApi } from "../../functions/runtime/kube-api-http.ts";
@@ -21,11 +21,13 @@ import type { KubeApi, KubeObject } from "../../functions/runtime/kube-api.ts";
 import { createRuntimeMetrics } from "../../functions/runtime/prometheus-metrics.ts";
 import { createRuntime, type Runtime } from "../../functions/runtime/runtime.ts";
 import { applyDevIdentities, type DevIdentities } from "../../cli/dev-identities.ts";
+import { testCluster, type TestCluster, type TestClusterOptions } from "./test-cluster.ts";
 
 export const CLUSTER = "test";
 
 export interface Env {
-  cluster: LocalCluster;
+  /** Its namespace (cluster.namespace) is where the test's objects live and what the functions serve. */
+  cluster: TestCluster;
   sqs: SQSClient;
   api: KubeApi;
   custom: CustomObjectsApi;
@@ -39,13 +41,22 @@ export interface Env {
   identities: DevIdentities | undefined;
 }
 
+export interface EnvOptions extends TestClusterOptions {
+  /** The namespaces the functions serve (their identities' Roles and admission policies); default the file's own. */
+  served?: (cluster: TestCluster) => string[];
+  /** Apply the operators' generated identities (default true); false: everything runs as the admin. */
+  identities?: boolean;
+}
+
 /**
- * A cluster and queue with the operators' CRDs installed and, as deployed, their generated
- * identities and admission policies (serving `namespaces`, default ["default"]): a runtime from
- * runtimeFor() writes with its function's own token, so the API server refuses what production refuses.
+ * A cluster and queue (see test-cluster.ts: shared unless `own`) with the operators' CRDs
+ * installed and, as deployed, their generated identities and admission policies (serving
+ * `namespaces`, default the file's own namespace): a runtime from runtimeFor() writes with its
+ * function's own token, so the API server refuses what production refuses.
  */
-export async function startEnv(operators: ReadonlyArray<Operator<unknown>>, o: { namespaces?: string[]; identities?: boolean } = {}): Promise<Env> {
-  const cluster = await startCluster({ log: () => {} });
+export async function startEnv(operators: ReadonlyArray<Operator<unknown>>, o: EnvOptions): Promise<Env> {
+  const { served, identities: withIdentities, ...where } = o;
+  const cluster = await testCluster(where);
   const logs: Array<Record<string, unknown>> = [];
   const sink = new Writable({
     write(chunk: Buffer, _enc, done) {
@@ -59,7 +70,7 @@ export async function startEnv(operators: ReadonlyArray<Operator<unknown>>, o: {
   let identities: DevIdentities | undefined;
   try {
     for (const op of operators) await installCrd(api, op);
-    identities = o.identities === false ? undefined : await applyDevIdentities({ kubeConfig: cluster.kubeConfig, operators, namespaces: o.namespaces ?? ["default"], project: "test" });
+    identities = withIdentities === false ? undefined : await applyDevIdentities({ kubeConfig: cluster.kubeConfig, operators, namespaces: served?.(cluster) ?? [cluster.namespace], project: "test" });
   } catch (e) {
     // Nothing else will stop the cluster (the caller has no environment to stop).
     await cluster.stop();
@@ -97,6 +108,8 @@ export async function startTestBridge(env: Env, resources: string): Promise<Runn
     CRDFN_CLUSTER: CLUSTER,
     CRDFN_QUEUE_URL: q.queues.fifo,
     CRDFN_RESOURCES: resources,
+    // On a shared control plane, only the file's own namespaces: other files' objects are there too.
+    ...(env.cluster.shared ? { CRDFN_NAMESPACES: env.cluster.namespaces.join(",") } : {}),
     CRDFN_RESYNC_SECONDS: "0",
     CRDFN_HTTP_PORT: "0",
     AWS_REGION: q.region,
@@ -226,7 +239,7 @@ export async function waitFor(what: string, check: () => Promise<boolean> | bool
 
 export type Cr = { metadata?: { name?: string; namespace?: string; uid?: string; resourceVersion?: string; generation?: number; finalizers?: string[] }; spec?: Record<string, unknown>; status?: { observedGeneration?: number; conditions?: Array<{ type: string; status: string; reason: string; message: string }> } & Record<string, unknown> };
 
-export function crApi(env: Env, op: Operator<unknown>, namespace = "default") {
+export function crApi(env: Env, op: Operator<unknown>, namespace = env.cluster.namespace) {
   const base = { group: op.resource.group, version: op.resource.version, plural: op.resource.plural, namespace };
   return {
     create: async (name: string, spec: Record<string, unknown>): Promise<Cr> =>
