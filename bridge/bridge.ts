@@ -132,6 +132,7 @@ function startEngine(config: BridgeConfig, deps: EngineDeps, metrics: BridgeMetr
   const parents: ParentTracker[] = [];
   const onRefused = (e: ApiError | undefined): void =>
     problems.set("credential", e && `the API server refused the bridge's credential (${e.code} ${e.reason}): check ${deps.credentialSource}`);
+  const onFailed = (resource: string) => (code: number | undefined): void => metrics.discoveryFailures.inc({ resource, code: code === undefined ? "none" : String(code) });
   const states = new Map<string, ResourceState>();
 
   // Each watched resource on its own: one whose CRD is missing (or not served yet) waits for it
@@ -197,7 +198,7 @@ function startEngine(config: BridgeConfig, deps: EngineDeps, metrics: BridgeMetr
     const namers = config.resources.filter((r) => named(r).some((o) => gvr(o) === id));
     let listedNow: () => void = () => undefined;
     const listed = new Promise<void>((res) => (listedNow = res));
-    const tracker = resolveResource(http, ref, signal, logger, { onRefused }).then(trackerOf);
+    const tracker = resolveResource(http, ref, signal, logger, { onRefused, onFailed: onFailed(id) }).then(trackerOf);
     kind = { tracker, listed };
     kinds.set(id, kind);
     void (async () => {
@@ -272,6 +273,7 @@ function startEngine(config: BridgeConfig, deps: EngineDeps, metrics: BridgeMetr
           settleOnce();
         },
         onRefused,
+        onFailed: onFailed(label),
       });
       if (states.get(label) === "not-served") logger.info({ resource: label }, "resource served now; watching it");
       setState("syncing");

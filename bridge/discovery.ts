@@ -12,27 +12,29 @@ interface ApiResourceList {
   resources?: Array<{ name: string; kind: string; namespaced: boolean }>;
 }
 
-/** `onWaiting`: called once when the resource turns out not to be served (yet); `onRefused`: on 401/403 (said by the caller). */
+/** `onWaiting`: called once when the resource turns out not to be served (yet); `onRefused`: on 401/403 (said by the caller); `onFailed`: each failed attempt, before its retry. */
 export async function resolveResource(
   http: KubeHttp,
   ref: GroupVersionResource,
   signal: AbortSignal,
   logger: Logger,
-  hooks: { onWaiting?: () => void; onRefused?: (e: ApiError | undefined) => void } = {},
+  hooks: { onWaiting?: () => void; onRefused?: (e: ApiError | undefined) => void; onFailed?: (code: number | undefined) => void } = {},
 ): Promise<ResolvedResource> {
-  const { onWaiting, onRefused } = hooks;
+  const { onWaiting, onRefused, onFailed } = hooks;
   const path = groupVersionPath(ref);
   for (let attempt = 1; ; attempt++) {
     try {
       const list = (await http.getJson(path, {}, signal)) as ApiResourceList;
       const found = list.resources?.find((r) => r.name === ref.plural);
       if (found !== undefined) return { ...ref, kind: found.kind, namespaced: found.namespaced };
+      onFailed?.(404);
       if (attempt === 1) {
         logger.warn({ path, plural: ref.plural }, "resource not served (yet); waiting for it");
         onWaiting?.();
       }
     } catch (e) {
       signal.throwIfAborted();
+      onFailed?.(e instanceof ApiError ? e.code : undefined);
       if (attempt === 1 && e instanceof ApiError && e.code === 404) onWaiting?.();
       const refused = e instanceof ApiError && (e.code === 401 || e.code === 403) && onRefused !== undefined;
       if (refused) onRefused(e);

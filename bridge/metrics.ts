@@ -7,6 +7,7 @@ export interface BridgeMetrics {
   publishFailures: Counter<"reason">;
   sendRequests: Counter;
   watchRestarts: Counter<"resource" | "reason">;
+  discoveryFailures: Counter<"resource" | "code">;
   relists: Counter<"resource" | "reason">;
   pending: Gauge;
   queueLag: Gauge;
@@ -25,6 +26,7 @@ export function createBridgeMetrics(registry: Registry): BridgeMetrics {
     publishFailures: new Counter({ name: "crdfn_bridge_publish_failures_total", help: "Key events the queue did not accept (retried)", labelNames: ["reason"], registers }),
     sendRequests: new Counter({ name: "crdfn_bridge_send_requests_total", help: "SendMessageBatch requests made (each a billed SQS request; events ÷ requests is the batch fill)", registers }),
     watchRestarts: new Counter({ name: "crdfn_bridge_watch_restarts_total", help: "Watch connections re-opened", labelNames: ["resource", "reason"], registers }),
+    discoveryFailures: new Counter({ name: "crdfn_bridge_discovery_failures_total", help: "API discovery requests for a watched kind that failed and are retried (code 404: not served yet; 401/403: the credential refused)", labelNames: ["resource", "code"], registers }),
     relists: new Counter({ name: "crdfn_bridge_relists_total", help: "Full lists (initial, after 410 Gone, after an expired continue token)", labelNames: ["resource", "reason"], registers }),
     pending: new Gauge({ name: "crdfn_bridge_pending_events", help: "Objects waiting to be announced (bounded by maxPending)", registers }),
     queueLag: new Gauge({ name: "crdfn_bridge_queue_lag_seconds", help: "Age of the oldest change not yet accepted by the queue", registers }),

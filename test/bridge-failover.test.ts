@@ -165,6 +165,9 @@ describe("bridge: the schedule across a failover", { timeout: 360_000 + IDLE_SEC
     const bridge = startBridge(bridgeConfig(cluster, { CRDFN_RESOURCES: "test.crdfn.dev/v1/clusterthings>v1/configmaps" }), { kubeConfig: cluster.kubeConfig, sqs, logger: testLogger() });
     try {
       await bridge.ready;
+      // The parent's first announcement is sent before the child exists: until it is sent, a
+      // child's announcement joins it (one message per object), and no "child" event would be seen.
+      await reader2.until(() => reader2.all.some((r) => r.event.name === "big"), 30_000, () => JSON.stringify(reader2.all.map((r) => [r.event.name, r.event.reason])));
       // Labelled as the functions label every child they apply: the bridge watches only those.
       const child = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "part", namespace: ns, labels: { "crdfn.io/parent-uid": uid }, ownerReferences: [{ apiVersion: "test.crdfn.dev/v1", kind: "ClusterThing", name: "big", uid, controller: true }] }, data: { a: "b" } };
       await ok(kube(cluster.kubeConfig, "POST", `/api/v1/namespaces/${ns}/configmaps`, child), "child");

@@ -59,7 +59,7 @@ describe("bridge: deployment identity and high availability", { timeout: 300_000
   let reader: QueueReader;
 
   before(async () => {
-    env = await startBridgeEnvironment({ file: import.meta.filename, namespaces: ["as-sa", "ha"] });
+    env = await startBridgeEnvironment({ file: import.meta.filename, namespaces: ["ha"] });
     ({ cluster, sqs } = env);
     reader = new QueueReader(sqs, cluster.sqs.queues.fifo);
   });
@@ -73,12 +73,16 @@ describe("bridge: deployment identity and high availability", { timeout: 300_000
     const served = (parse(readFileSync("crdfn.deploy.yaml", "utf8")) as { namespaces: string[] }).namespaces;
     for (const ns of served) await ensureNamespace(cluster, ns);
     const out = kubectl(cluster, "apply", "--server-side", "--dry-run=server", "-k", "infra/generated/bridge");
-    for (const kind of ["serviceaccount/crdfn-bridge-examples", "clusterrole.rbac.authorization.k8s.io/crdfn-bridge-examples", "role.rbac.authorization.k8s.io/crdfn-bridge-examples-lease", "configmap/crdfn-bridge-examples", "deployment.apps/crdfn-bridge-examples"]) {
+    for (const kind of ["serviceaccount/crdfn-bridge-examples", "role.rbac.authorization.k8s.io/crdfn-bridge-examples", "role.rbac.authorization.k8s.io/crdfn-bridge-examples-lease", "configmap/crdfn-bridge-examples", "deployment.apps/crdfn-bridge-examples"]) {
       assert.match(out, new RegExp(`${kind.replace(/\./g, "\\.")} serverside-applied \\(server dry run\\)`));
     }
+    // Serving listed namespaces, the bridge's every grant is a Role in one of them.
+    assert.doesNotMatch(out, /clusterrole/);
   });
 
   it("runs as its own process with the token of the ServiceAccount from infra/generated/bridge, which cannot read Secrets", { timeout: 90_000 }, async () => {
+    const served = (parse(readFileSync("crdfn.deploy.yaml", "utf8")) as { namespaces: string[] }).namespaces;
+    for (const ns of served) await ensureNamespace(cluster, ns);
     kubectl(cluster, "apply", "--server-side", "-k", "infra/generated/bridge");
     const core = cluster.kubeConfig.makeApiClient(CoreV1Api);
     const token = await core.createNamespacedServiceAccountToken({ name: "crdfn-bridge-examples", namespace: "crdfn-system", body: { spec: { audiences: [], expirationSeconds: 3600 } } });
@@ -89,21 +93,31 @@ describe("bridge: deployment identity and high availability", { timeout: 300_000
     assert.equal(canI(cluster, "get", "secrets", "--all-namespaces"), "no");
     assert.equal(canI(cluster, "list", "secrets", "-n", "crdfn-system"), "no");
     assert.equal(canI(cluster, "update", "crontabs.stable.example.com", "--all-namespaces"), "no");
-    assert.equal(canI(cluster, "watch", "crontabs.stable.example.com", "--all-namespaces"), "yes");
-    assert.equal(canI(cluster, "watch", "cronjobs.batch", "--all-namespaces"), "yes");
+    // It watches what it serves (crdfn.deploy.yaml's namespaces), and nothing beyond them.
+    assert.equal(canI(cluster, "watch", "crontabs.stable.example.com", "--all-namespaces"), "no");
+    for (const served of ["default", "demo"]) {
+      assert.equal(canI(cluster, "watch", "crontabs.stable.example.com", "-n", served), "yes");
+      assert.equal(canI(cluster, "watch", "cronjobs.batch", "-n", served), "yes");
+      assert.equal(canI(cluster, "update", "crontabs.stable.example.com", "-n", served), "no");
+      assert.equal(canI(cluster, "list", "secrets", "-n", served), "no");
+    }
+    assert.equal(canI(cluster, "watch", "crontabs.stable.example.com", "-n", "kube-system"), "no");
     assert.equal(canI(cluster, "update", "leases.coordination.k8s.io/crdfn-bridge-examples", "-n", "crdfn-system"), "yes");
     assert.equal(canI(cluster, "update", "leases.coordination.k8s.io/other", "-n", "crdfn-system"), "no");
 
-    const ns = cluster.ns("as-sa");
+    // A served namespace, and a name no other file on a shared cluster uses.
+    const ns = "demo";
     // No kubeconfig: the server, its CA and the token file, as a bridge outside the cluster runs.
-    const { KUBECONFIG: _admin, ...env } = bridgeEnv(cluster, { CRDFN_LEASE_NAME: "crdfn-bridge-examples", CRDFN_LEASE_NAMESPACE: "crdfn-system" });
+    const { KUBECONFIG: _admin, ...env } = bridgeEnv(cluster, { CRDFN_NAMESPACES: served.join(","), CRDFN_LEASE_NAME: "crdfn-bridge-examples", CRDFN_LEASE_NAMESPACE: "crdfn-system" });
     const bridge = spawnBridge({ ...env, CRDFN_KUBE_SERVER: cluster.server, CRDFN_KUBE_CA_FILE: cluster.caPath, CRDFN_KUBE_TOKEN_FILE: tokenFile, HOME: dir });
     try {
       await withTimeout(bridge.synced, 30_000, `sync as the ServiceAccount; logs: ${bridge.logs.join("\n")}`);
       assert.equal(await leaseHolder(cluster, "crdfn-bridge-examples") !== "", true, "it holds its Lease");
-      await ok(kube(cluster.kubeConfig, "POST", crontabPath(ns), crontab("seen")), "create");
-      await reader.until(() => reader.byName(ns).has("seen"), 20_000);
+      const seen = `seen-as-sa-${process.pid}`;
+      await ok(kube(cluster.kubeConfig, "POST", crontabPath(ns), crontab(seen)), "create");
+      await reader.until(() => reader.byName(ns).has(seen), 20_000);
     } finally {
+      await kube(cluster.kubeConfig, "DELETE", `${crontabPath(ns)}/seen-as-sa-${process.pid}`);
       bridge.child.kill("SIGTERM");
       assert.equal(await bridge.exited, 0);
       rmSync(dir, { recursive: true, force: true });

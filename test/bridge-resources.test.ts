@@ -135,9 +135,9 @@ describe("bridge: resources watched independently; configuration errors in one l
       const { status, body } = await readyzOnce(p, /refused/);
       assert.equal(status, 503, body);
       assert.match(body, new RegExp(`refused the bridge's credential \\(401 .*kubeconfig ${kubeconfig}, context bad, user broken`));
-      // Retried since (a positive signal, not a pause): each watched resource failed again at least once.
+      // Retried since (a positive signal, not a pause): each watched kind's discovery refused again, four times in all.
       const port = await p.port;
-      await eventually(async () => assert.ok(((await scrapeMetrics(port)).get("crdfn_bridge_watch_restarts_total") ?? 0) >= 4, "the refused lists retried"), { timeoutMs: 30_000, intervalMs: 250 });
+      await eventually(async () => assert.ok(((await scrapeMetrics(port)).get("crdfn_bridge_discovery_failures_total") ?? 0) >= 4, "the refused discoveries retried"), { timeoutMs: 30_000, intervalMs: 250 });
       const refusals = p.logs.filter((l) => l.includes("refused the bridge's credential"));
       assert.equal(refusals.length, 1, `said once, not per resource or retry: ${refusals.length}`);
       assert.equal((await scrapeMetrics(await p.port)).get("crdfn_bridge_problem"), 1);

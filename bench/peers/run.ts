@@ -4,7 +4,9 @@
 // ceiling of status patches on the same objects — and the namespace deleted.
 import { loadavg } from "node:os";
 import type { SQSClient } from "@aws-sdk/client-sqs";
+import { servedNamespacesPolicyOf } from "../../deploy/admission.ts";
 import type { Reaper } from "../../emulator/reaper.ts";
+import greeting from "../../examples/greeting/operator.ts";
 import type { LocalCluster } from "../../emulator/types.ts";
 import { createKubeApi } from "../../functions/runtime/kube-api-http.ts";
 import { kube } from "../../test/support/kube-requests.ts";
@@ -88,6 +90,9 @@ export async function runOnce(system: SystemName, round: number, cluster: LocalC
       stopped = true;
     };
     cleanup.unshift(stopSystem);
+    // crdfn runs as deployed: its admission policy admits Greetings only in the namespaces it
+    // serves, this run's. The next system's run is in another namespace, so the policy goes with the run.
+    if (system === "crdfn") cleanup.push(() => deleteManifests(cluster, servedNamespacesPolicyOf(greeting, [namespace])));
     const control = clusterPids(Number(new URL(cluster.server).port));
     const controlPlane = { apiServer: control.apiServer ?? 0, etcd: control.etcd ?? 0 };
     const offCluster = system === "crdfn" ? { elasticMq: control.elasticMq ?? 0, ...running.offCluster } : running.offCluster;
@@ -234,6 +239,13 @@ export async function runOnce(system: SystemName, round: number, cluster: LocalC
     };
   } finally {
     for (const step of cleanup) await step();
+  }
+}
+
+async function deleteManifests(cluster: LocalCluster, manifests: ReadonlyArray<Record<string, unknown>>): Promise<void> {
+  for (const m of [...manifests].reverse() as Array<{ apiVersion: string; kind: string; metadata: { name: string } }>) {
+    const plural = m.kind === "ValidatingAdmissionPolicy" ? "validatingadmissionpolicies" : "validatingadmissionpolicybindings";
+    await kube(cluster.kubeConfig, "DELETE", `/apis/${m.apiVersion}/${plural}/${m.metadata.name}`);
   }
 }
 
