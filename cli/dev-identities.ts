@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { CoreV1Api, KubernetesObjectApi, PatchStrategy, loadYaml, type KubeConfig, type KubernetesObject } from "@kubernetes/client-node";
 import { stringify } from "yaml";
 import { KubeHttp } from "../clients/kube-http.ts";
+import { untilAdmissionInForce } from "./admission-in-force.ts";
 import { serverConnection, tokenFromFile, type KubeConnection } from "../clients/kube-connection.ts";
 import { bridgeName, bridgeWatchRbacOf } from "../deploy/bridge.ts";
 import { deniedNamespaces } from "../deploy/settings.ts";
@@ -94,7 +95,7 @@ export async function applyDevIdentities(o: DevIdentityOptions): Promise<DevIden
   const caFile = cluster.caFile ?? (cluster.caData !== undefined ? join(dir, "ca.crt") : undefined);
   if (cluster.caData !== undefined) writeFileSync(join(dir, "ca.crt"), Buffer.from(cluster.caData, "base64"));
   const connectionOf = (serviceAccount: string) => serverConnection({ server: cluster.server, caFile, token: tokenFromFile(fileOf(serviceAccount), clock) });
-  await untilPoliciesAreInForce(o, api);
+  await untilPoliciesAreInForce(o);
   o.log?.(`identities as deployed: ${o.operators.map((op) => `crdfn-${operatorName(op)}`).join(", ")} and ${bridgeName({ project: o.project })}, serving ${o.namespaces.join(", ")}`);
   const bridgeAccount = bridgeName({ project: o.project });
   return {
@@ -114,39 +115,7 @@ export async function applyDevIdentities(o: DevIdentityOptions): Promise<DevIden
   };
 }
 
-const PROBE = "crdfn-dev-policies-loaded";
-
-/**
- * An admission policy takes effect a moment after it is created: the API server loads policies
- * and bindings through informers, each in the order they were written. Until the operators' are
- * loaded, dev would accept what production refuses; so dev writes one more policy and binding
- * last — refusing a ConfigMap by a name nobody uses — and waits until a server-side dry run
- * (which writes nothing) is refused by it: whatever was written before it is loaded too.
- */
-async function untilPoliciesAreInForce(o: DevIdentityOptions, api: KubernetesObjectApi): Promise<void> {
-  const namespace = o.namespaces[0] ?? "default";
-  const policy = {
-    apiVersion: "admissionregistration.k8s.io/v1",
-    kind: "ValidatingAdmissionPolicy",
-    metadata: { name: PROBE },
-    spec: {
-      failurePolicy: "Fail",
-      matchConstraints: { resourceRules: [{ apiGroups: [""], apiVersions: ["v1"], resources: ["configmaps"], operations: ["CREATE"] }] },
-      validations: [{ expression: `object.metadata.name != '${PROBE}'`, message: "crdfn dev: policies loaded", reason: "Forbidden" }],
-    },
-  };
-  const binding = { apiVersion: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicyBinding", metadata: { name: PROBE }, spec: { policyName: PROBE, validationActions: ["Deny"] } };
-  for (const m of [policy, binding]) await api.patch(loadYaml<KubernetesObject>(stringify(m)), undefined, undefined, "crdfn-dev", true, PatchStrategy.ServerSideApply);
-  const admin = new KubeHttp({ connection: o.kubeConfig });
-  const deadline = Date.now() + 30_000;
-  try {
-    for (;;) {
-      const { status, text } = await admin.request("POST", `/api/v1/namespaces/${namespace}/configmaps`, { body: { apiVersion: "v1", kind: "ConfigMap", metadata: { name: PROBE } }, query: { dryRun: "All" } });
-      if (text.includes("crdfn dev: policies loaded")) return;
-      if (Date.now() > deadline) throw new SetupError(`the admission policies did not take effect within 30 s (the probe answered ${status}: ${text.slice(0, 300)})`);
-      await new Promise((r) => setTimeout(r, 250));
-    }
-  } finally {
-    for (const m of [binding, policy]) await api.delete(loadYaml<KubernetesObject>(stringify(m))).catch(() => undefined);
-  }
+/** Until the operators' policies are loaded, dev would accept what production refuses. */
+async function untilPoliciesAreInForce(o: DevIdentityOptions): Promise<void> {
+  await untilAdmissionInForce(new KubeHttp({ connection: o.kubeConfig }), { probe: "crdfn-dev-policies-loaded", namespace: o.namespaces[0] ?? "default", timeoutMs: 30_000 });
 }

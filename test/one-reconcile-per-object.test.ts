@@ -6,9 +6,10 @@
 // it) and the Lambda adapter behind a stand-in for Lambda's event source (3 concurrent
 // invocations). Then the user's-fix case: an object failing ≥ 4 times is Ready within 5 s of its fix.
 //
-// Scale: the outage lasts 30 s. Deferrals hold a message ~3 s and re-send it into its group before
-// its 5th receive, so a message's receive budget runs out after ~12 s: 30 s spends it twice, the
-// same path production's outages of minutes or hours repeat. Tick rates are counted over 10 s
+// Scale: the outage lasts 60 s, as the delivery-model issue asks. Deferrals hold a message ~3 s
+// and re-send it into its group before its 5th receive, so a message's receive budget runs out
+// after ~12 s: 60 s spends it several times over, the path production's outages of minutes or
+// hours repeat. Tick rates are counted over 10 s
 // windows: one chain ticks at most once a second, two would tick about twice as often.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
@@ -55,7 +56,7 @@ const paths = [
 ] as const;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const OUTAGE_MS = 30_000;
+const OUTAGE_MS = 60_000;
 /** Long enough to tell one chain (≤ 1 tick/s) from two. */
 const TICK_WINDOW_MS = 10_000;
 

@@ -4,6 +4,8 @@
 // ceiling of status patches on the same objects — and the namespace deleted.
 import { loadavg } from "node:os";
 import type { SQSClient } from "@aws-sdk/client-sqs";
+import { untilAdmissionInForce } from "../../cli/admission-in-force.ts";
+import { KubeHttp } from "../../clients/kube-http.ts";
 import { servedNamespacesPolicyOf } from "../../deploy/admission.ts";
 import type { Reaper } from "../../emulator/reaper.ts";
 import greeting from "../../examples/greeting/operator.ts";
@@ -92,7 +94,7 @@ export async function runOnce(system: SystemName, round: number, cluster: LocalC
     cleanup.unshift(stopSystem);
     // crdfn runs as deployed: its admission policy admits Greetings only in the namespaces it
     // serves, this run's. The next system's run is in another namespace, so the policy goes with the run.
-    if (system === "crdfn") cleanup.push(() => deletePolicies(cluster, servedNamespacesPolicyOf(greeting, [namespace]), o.log));
+    if (system === "crdfn") cleanup.push(() => deletePolicies(cluster, servedNamespacesPolicyOf(greeting, [namespace])));
     const control = clusterPids(Number(new URL(cluster.server).port));
     const controlPlane = { apiServer: control.apiServer ?? 0, etcd: control.etcd ?? 0 };
     const offCluster = system === "crdfn" ? { elasticMq: control.elasticMq ?? 0, ...running.offCluster } : running.offCluster;
@@ -242,28 +244,13 @@ export async function runOnce(system: SystemName, round: number, cluster: LocalC
   }
 }
 
-/**
- * Deletes admission policies and their bindings, and waits until the API server no longer applies
- * them: it loads them through informers, so a deletion takes effect a moment later. The proof is a
- * Greeting's server-side dry run (which writes nothing) in a namespace the policy did not admit.
- */
-async function deletePolicies(cluster: LocalCluster, manifests: ReadonlyArray<Record<string, unknown>>, log: (line: string) => void): Promise<void> {
-  const names: string[] = [];
+/** Deletes admission policies and their bindings, and waits until the API server no longer applies them. */
+async function deletePolicies(cluster: LocalCluster, manifests: ReadonlyArray<Record<string, unknown>>): Promise<void> {
   for (const m of [...manifests].reverse() as Array<{ apiVersion: string; kind: string; metadata: { name: string } }>) {
     const plural = m.kind === "ValidatingAdmissionPolicy" ? "validatingadmissionpolicies" : "validatingadmissionpolicybindings";
     await kube(cluster.kubeConfig, "DELETE", `/apis/${m.apiVersion}/${plural}/${m.metadata.name}`);
-    names.push(m.metadata.name);
   }
-  const deadline = now() + 60_000;
-  for (;;) {
-    const probe = await kube(cluster.kubeConfig, "POST", "/apis/example.com/v1/namespaces/default/greetings?dryRun=All", { apiVersion: "example.com/v1", kind: "Greeting", metadata: { name: "policy-probe" }, spec: { message: "probe" } });
-    if (!names.some((n) => JSON.stringify(probe.body).includes(n))) return;
-    if (now() > deadline) {
-      log(`admission policies ${names.join(", ")} still in force 60 s after their deletion; going on`);
-      return;
-    }
-    await sleep(250);
-  }
+  await untilAdmissionInForce(new KubeHttp({ connection: cluster.kubeConfig }), { probe: "crdfn-bench-policies-dropped", namespace: "default" });
 }
 
 /** Deletes the run's namespace and waits until it is gone, so the next run starts clean. */

@@ -12,6 +12,7 @@ import { basename } from "node:path";
 import { DeleteQueueCommand, GetQueueAttributesCommand, SetQueueAttributesCommand } from "@aws-sdk/client-sqs";
 import { KubeConfig } from "@kubernetes/client-node";
 import { KubeHttp } from "../../clients/kube-http.ts";
+import { untilAdmissionInForce } from "../../cli/admission-in-force.ts";
 import { sqsClient, startCluster } from "../../emulator/cluster.ts";
 import { ensureQueues, queueDefinitions, queueEnv } from "../../emulator/queues.ts";
 import type { LocalCluster, StartOptions } from "../../emulator/types.ts";
@@ -125,14 +126,11 @@ async function createNamespaces(http: KubeHttp, names: readonly string[]): Promi
 }
 
 const ADMISSION = "/apis/admissionregistration.k8s.io/v1";
-const PROBE = "crdfn-test-lane-probe";
 
 /**
  * A previous file's admission policies (cluster-scoped, naming the namespaces it served) would
- * refuse this file's writes: delete them all, then wait until the API server has dropped them.
- * Policies are loaded by informers in the order they were written, so once a probe policy
- * written after the deletions is in force, the deletions are too (as cli/dev-identities.ts
- * waits for policies to take effect).
+ * refuse this file's writes: delete them all, then wait until the API server has dropped them
+ * (cli/admission-in-force.ts, as crdfn dev waits for the policies it writes).
  */
 async function removeAdmissionPolicies(http: KubeHttp): Promise<void> {
   // A webhook a previous file registered (and whose server is gone) matches only its namespaces, but goes too.
@@ -144,29 +142,5 @@ async function removeAdmissionPolicies(http: KubeHttp): Promise<void> {
     const r = await http.request("DELETE", `${ADMISSION}/${kind}`);
     if (r.status >= 300) throw new Error(`deleting the previous file's ${kind}: HTTP ${r.status} ${r.text.slice(0, 200)}`);
   }
-  const policy = {
-    apiVersion: "admissionregistration.k8s.io/v1",
-    kind: "ValidatingAdmissionPolicy",
-    metadata: { name: PROBE },
-    spec: {
-      failurePolicy: "Fail",
-      matchConstraints: { resourceRules: [{ apiGroups: [""], apiVersions: ["v1"], resources: ["configmaps"], operations: ["CREATE"] }] },
-      validations: [{ expression: `object.metadata.name != '${PROBE}'`, message: "crdfn test: lane policies reloaded", reason: "Forbidden" }],
-    },
-  };
-  const binding = { apiVersion: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicyBinding", metadata: { name: PROBE }, spec: { policyName: PROBE, validationActions: ["Deny"] } };
-  await http.request("POST", `${ADMISSION}/validatingadmissionpolicies`, { body: policy });
-  await http.request("POST", `${ADMISSION}/validatingadmissionpolicybindings`, { body: binding });
-  const deadline = Date.now() + 60_000;
-  try {
-    for (;;) {
-      const { text } = await http.request("POST", "/api/v1/namespaces/default/configmaps", { body: { apiVersion: "v1", kind: "ConfigMap", metadata: { name: PROBE } }, query: { dryRun: "All" } });
-      if (text.includes("lane policies reloaded")) return;
-      if (Date.now() > deadline) throw new Error(`the previous file's admission policies were not dropped within 60 s (probe: ${text.slice(0, 200)})`);
-      await new Promise((r) => setTimeout(r, 250));
-    }
-  } finally {
-    await http.request("DELETE", `${ADMISSION}/validatingadmissionpolicybindings/${PROBE}`).catch(() => undefined);
-    await http.request("DELETE", `${ADMISSION}/validatingadmissionpolicies/${PROBE}`).catch(() => undefined);
-  }
+  await untilAdmissionInForce(http, { probe: "crdfn-test-lane-probe", namespace: "default" });
 }
