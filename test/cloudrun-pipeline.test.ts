@@ -112,7 +112,13 @@ describe("Cloud Run path: bridge → Pub/Sub → push → functions-framework", 
     }, { timeoutMs: 60_000 });
     const generations = mine().map((r) => r.generation ?? 0);
     assert.deepEqual(generations, [...generations].sort((a, b) => a - b), `reconciled in the order announced: ${generations.join(", ")}`);
-    assert.ok(mine().every((r) => r.outcome.result === "success"));
+    // On a loaded machine ten spec writes can outrun a reconcile's bounded re-reads after 409s
+    // ("still conflicting": the message is redelivered), or an API request can time out
+    // ("unavailable": deferred); never anything else, and the last reconcile succeeds.
+    const others = mine().filter((r) => r.outcome.result !== "success");
+    assert.ok(others.every((r) => r.outcome.result === "retry" || r.outcome.result === "unavailable"), `outcomes: ${JSON.stringify(others.map((r) => r.outcome))}`);
+    assert.equal(mine().at(-1)?.outcome.result, "success");
+    if (others.length > 0) console.log(`# redelivered under load: ${JSON.stringify(others.map((r) => r.outcome))}`);
     assert.equal(final.spec?.message, "update 9");
     console.log(`# generations reconciled after 10 updates: ${generations.join(", ")}`);
     const spans = mine().map((r) => [r.endedAt - r.latencyMs, r.endedAt] as const);
