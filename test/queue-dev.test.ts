@@ -14,6 +14,7 @@ import { readEnvFile, sqsFrom } from "../cli/settings.ts";
 import { controlPlaneBinaries } from "../emulator/binaries.ts";
 import { packageRoot } from "../emulator/paths.ts";
 import { queueName } from "../examples/queue/operator.ts";
+import { OWN_CHILD_HOLD_MS } from "../bridge/tracker.ts";
 import { eventually } from "./support/eventually.ts";
 
 const run = promisify(execFile);
@@ -38,10 +39,15 @@ describe("the Queue example in crdfn dev", { timeout: 360_000 }, () => {
   };
 
   /** Until no reconcile line has been printed for 3 s. */
+  /**
+   * No reconcile line for longer than the bridge holds an announcement of the function's own child
+   * write (OWN_CHILD_HOLD_MS), plus 3 s for its reconcile: a held "child" reconcile would have
+   * shown by then, on a loaded machine too.
+   */
   const quiet = async () => {
     let last = output.length;
     let since = Date.now();
-    while (Date.now() - since < 3000) {
+    while (Date.now() - since < OWN_CHILD_HOLD_MS + 3000) {
       await new Promise((r) => setTimeout(r, 250));
       if (output.length !== last) [last, since] = [output.length, Date.now()];
     }
