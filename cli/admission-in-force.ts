@@ -23,7 +23,7 @@ export async function untilAdmissionInForce(http: KubeHttp, o: { probe: string; 
   };
   const binding = { apiVersion: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicyBinding", metadata: { name: probe }, spec: { policyName: probe, validationActions: ["Deny"] } };
   const apply = async (plural: string, body: unknown): Promise<void> => {
-    const r = await http.request("PATCH", `${ADMISSION}/${plural}/${probe}`, { body, contentType: "application/apply-patch+yaml", query: { fieldManager: "crdfn", force: "true" } });
+    const r = await http.request("PATCH", `${ADMISSION}/${plural}/${probe}`, { body, contentType: "application/apply-patch+yaml", query: { fieldManager: "crdfn-admission-probe", force: "true" } });
     if (r.status >= 300) throw new SetupError(`writing the admission probe ${plural}/${probe}: HTTP ${r.status} ${r.text.slice(0, 200)}`);
   };
   await apply("validatingadmissionpolicies", policy);

@@ -107,17 +107,17 @@ describe("bridge: deployment identity and high availability", { timeout: 300_000
 
     // A served namespace, and a name no other file on a shared cluster uses.
     const ns = "demo";
+    const seen = `seen-as-sa-${process.pid}`;
     // No kubeconfig: the server, its CA and the token file, as a bridge outside the cluster runs.
     const { KUBECONFIG: _admin, ...env } = bridgeEnv(cluster, { CRDFN_NAMESPACES: served.join(","), CRDFN_LEASE_NAME: "crdfn-bridge-examples", CRDFN_LEASE_NAMESPACE: "crdfn-system" });
     const bridge = spawnBridge({ ...env, CRDFN_KUBE_SERVER: cluster.server, CRDFN_KUBE_CA_FILE: cluster.caPath, CRDFN_KUBE_TOKEN_FILE: tokenFile, HOME: dir });
     try {
       await withTimeout(bridge.synced, 30_000, `sync as the ServiceAccount; logs: ${bridge.logs.join("\n")}`);
       assert.equal(await leaseHolder(cluster, "crdfn-bridge-examples") !== "", true, "it holds its Lease");
-      const seen = `seen-as-sa-${process.pid}`;
       await ok(kube(cluster.kubeConfig, "POST", crontabPath(ns), crontab(seen)), "create");
       await reader.until(() => reader.byName(ns).has(seen), 20_000);
     } finally {
-      await kube(cluster.kubeConfig, "DELETE", `${crontabPath(ns)}/seen-as-sa-${process.pid}`);
+      await kube(cluster.kubeConfig, "DELETE", `${crontabPath(ns)}/${seen}`);
       bridge.child.kill("SIGTERM");
       assert.equal(await bridge.exited, 0);
       rmSync(dir, { recursive: true, force: true });
