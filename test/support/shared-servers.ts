@@ -17,7 +17,10 @@ import { join } from "node:path";
 import { startCluster, type LocalCluster } from "../../emulator/cluster.ts";
 import { SHARED_ENV, type SharedServers } from "./shared-env.ts";
 
-const LANES = Number(process.env.CRDFN_TEST_LANES ?? 2);
+// One lane per file run at once: the runner's own --test-concurrency says how many (this module
+// runs in the runner's process); CRDFN_TEST_LANES overrides it.
+const concurrency = process.execArgv.map((a) => /^--test-concurrency=(\d+)$/.exec(a)?.[1]).find((n) => n !== undefined);
+const LANES = Number(process.env.CRDFN_TEST_LANES ?? concurrency ?? 2);
 
 const started: LocalCluster[] = [];
 let lockDir: string | undefined;

@@ -1,5 +1,5 @@
 // A node:test reporter that runs beside `spec` and prints, at the end of a run, the ten slowest
-// tests and how long each test file took (with the load average when it finished), so the next
+// tests and how long each test file took (when it started and ended, and the load average then), so the next
 // slow test is seen the day it lands. Use:
 //   node --test --test-reporter=spec --test-reporter-destination=stdout \
 //        --test-reporter=./test/support/slowest-reporter.ts --test-reporter-destination=stdout …
@@ -17,20 +17,20 @@ interface Timed {
 }
 
 export default async function* slowestReporter(source: AsyncIterable<TestEvent>): AsyncGenerator<string> {
+  const t0 = Date.now();
   const tests: Timed[] = [];
-  const files: Timed[] = [];
+  const files: (Timed & { endedAt: number })[] = [];
   for await (const event of source) {
-    if (event.type !== "test:pass" && event.type !== "test:fail" && event.type !== "test:complete") continue;
-    const { name, file, details } = event.data as { name: string; file?: string; details: { duration_ms: number; type?: string } };
-    const seconds = details.duration_ms / 1000;
-    const where = file ? relative(process.cwd(), file) : "";
-    // With process isolation each file is reported once more, as a test:complete named after the file.
-    if (event.type === "test:complete") {
-      if (file && name === basename(file) && event.data.nesting === 0) files.push({ name: where, file: where, seconds, load: loadavg()[0]!.toFixed(1) });
+    // Each file ends with a summary of its own (one more, without a file, ends the run).
+    if (event.type === "test:summary") {
+      const { file, duration_ms } = event.data as { file?: string; duration_ms: number };
+      if (file) files.push({ name: relative(process.cwd(), file), file, seconds: duration_ms / 1000, endedAt: (Date.now() - t0) / 1000, load: loadavg()[0]!.toFixed(1) });
       continue;
     }
+    if (event.type !== "test:pass" && event.type !== "test:fail") continue;
+    const { name, file, details } = event.data as { name: string; file?: string; details: { duration_ms: number; type?: string } };
     if (details.type === "suite") continue;
-    tests.push({ name, file: where, seconds });
+    tests.push({ name, file: file ? relative(process.cwd(), file) : "", seconds: details.duration_ms / 1000 });
   }
   const lines: string[] = [];
   if (tests.length > 0) {
@@ -38,8 +38,12 @@ export default async function* slowestReporter(source: AsyncIterable<TestEvent>)
     for (const t of tests.sort((a, b) => b.seconds - a.seconds).slice(0, SHOWN)) lines.push(`  ${t.seconds.toFixed(1).padStart(7)} s  ${t.name}  (${t.file})`);
   }
   if (files.length > 1) {
-    lines.push("", `test files by duration (load average, 1 min, when each ended):`);
-    for (const f of files.sort((a, b) => b.seconds - a.seconds)) lines.push(`  ${f.seconds.toFixed(1).padStart(7)} s  ${f.name}  (load ${f.load})`);
+    // Start and end (seconds into the run) show which files ran beside which, and what ran last.
+    lines.push("", "test files by duration (start → end in the run; load average, 1 min, at the end):");
+    for (const f of files.sort((a, b) => b.seconds - a.seconds)) {
+      const start = Math.max(0, f.endedAt - f.seconds);
+      lines.push(`  ${f.seconds.toFixed(1).padStart(7)} s  ${f.name}  (${start.toFixed(0)} → ${f.endedAt.toFixed(0)} s; load ${f.load})`);
+    }
   }
   yield `${lines.join("\n")}\n`;
 }
