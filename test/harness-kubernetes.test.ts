@@ -121,14 +121,17 @@ describe("local control plane", { timeout: 180_000 }, () => {
   });
 
   it("garbage-collects an owned child after its owner is deleted", async () => {
-    const owner = await api.create(crontab("owner", { cronSpec: "* * * * *", image: "x", replicas: 1 }));
+    // A built-in owner: the garbage collector learns of a new CRD only at its next discovery sync
+    // (every 30 s, not configurable), which a CronTab owner would wait out. Children of custom
+    // resources are collected on the shared clusters (functions-crontab.test.ts).
+    const owner = await api.create({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "owner", namespace: "default" } });
     const child: KubernetesObject = {
       apiVersion: "v1",
       kind: "ConfigMap",
       metadata: {
         name: "owned-child",
         namespace: "default",
-        ownerReferences: [{ apiVersion: "stable.example.com/v1", kind: "CronTab", name: "owner", uid: owner.metadata!.uid!, controller: true }],
+        ownerReferences: [{ apiVersion: "v1", kind: "ConfigMap", name: "owner", uid: owner.metadata!.uid!, controller: true }],
       },
     };
     await api.create(child);

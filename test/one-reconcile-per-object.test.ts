@@ -6,11 +6,11 @@
 // it) and the Lambda adapter behind a stand-in for Lambda's event source (3 concurrent
 // invocations). Then the user's-fix case: an object failing ≥ 4 times is Ready within 5 s of its fix.
 //
-// Scale: the outage lasts 60 s, as the delivery-model issue asks. Deferrals hold a message ~3 s
-// and re-send it into its group before its 5th receive, so a message's receive budget runs out
-// after ~12 s: 60 s spends it several times over, the path production's outages of minutes or
-// hours repeat. Tick rates are counted over 10 s
-// windows: one chain ticks at most once a second, two would tick about twice as often.
+// Scale: the outage lasts 30 s (CRDFN_TEST_OUTAGE_SECONDS=60 runs the delivery-model issue's
+// 60 s). Deferrals hold a message ~3 s and re-send it into its group before its 5th receive, so a
+// message's receive budget runs out after ~12 s: 30 s spends it twice over, the path production's
+// outages of minutes or hours repeat (up to the 6 h deferral limit). Tick rates are counted over
+// 10 s windows: one chain ticks at most once a second, two would tick about twice as often.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { z } from "zod";
@@ -56,7 +56,7 @@ const paths = [
 ] as const;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const OUTAGE_MS = 60_000;
+const OUTAGE_MS = Number(process.env.CRDFN_TEST_OUTAGE_SECONDS ?? 30) * 1000;
 /** Long enough to tell one chain (≤ 1 tick/s) from two. */
 const TICK_WINDOW_MS = 10_000;
 
@@ -168,7 +168,7 @@ describe("one reconcile per object at a time", { timeout: 600_000 }, () => {
       const tickers = await Promise.all(paths.map(async ([path, op]) => `${path}: ${ticksSince(op)} ticks, status ${JSON.stringify((await crApi(env, op).get("ticker"))?.status)}`));
       throw new Error(`${(e as Error).message}; ${tickers.join("; ")}`);
     });
-    console.log(`# both tickers ticking again ${((Date.now() - recoveredAt) / 1000).toFixed(1)} s after the probes converged`);
+    console.log(`# both tickers ticking again ${((Date.now() - recoveredAt) / 1000).toFixed(1)} s after the probes converged (${since(recoveredAt)} after the return); ticker reconciles since the return: ${recorder.reconciles.filter((r) => r.name === "ticker" && r.startedAt >= backAt).slice(0, 8).map((r) => `${r.key.includes("lworkers") ? "lambda" : "poller"} ${since(r.startedAt)} ${r.reason} ${r.result}`).join("; ")}`);
     await sleep(TICK_WINDOW_MS);
     const after = (Date.now() - recoveredAt) / 1000;
     for (const [path, op] of paths) {
