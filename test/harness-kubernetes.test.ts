@@ -124,7 +124,7 @@ describe("local control plane", { timeout: 180_000 }, () => {
     // A built-in owner: the garbage collector learns of a new CRD only at its next discovery sync
     // (every 30 s, not configurable), which a CronTab owner would wait out. Children of custom
     // resources are collected on the shared clusters (functions-crontab.test.ts).
-    const owner = await api.create({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "owner", namespace: "default" } });
+    const owner = await api.create<KubernetesObject>({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "owner", namespace: "default" } });
     const child: KubernetesObject = {
       apiVersion: "v1",
       kind: "ConfigMap",

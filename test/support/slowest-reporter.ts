@@ -4,7 +4,7 @@
 //   node --test --test-reporter=spec --test-reporter-destination=stdout \
 //        --test-reporter=./test/support/slowest-reporter.ts --test-reporter-destination=stdout …
 import { loadavg } from "node:os";
-import { basename, relative } from "node:path";
+import { relative } from "node:path";
 import type { TestEvent } from "node:test/reporters";
 
 const SHOWN = 10;
