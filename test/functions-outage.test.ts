@@ -111,7 +111,7 @@ describe("API server outage: nothing dead-lettered, everything converges", { tim
       },
       { step: "initialize", name: "countDeferrals" },
     );
-    poller = pollerFor(env, runtimeFor(env, op), undefined);
+    poller = pollerFor(env, runtimeFor(env, op), "queue");
     const handler = lambdaHandler(op, { env: { ...env.cluster.env, CRDFN_CLUSTER: CLUSTER, CRDFN_QUEUE_URL: lambdaQueues.fifo, LOG_LEVEL: "warn" } });
     lambdaLoops = [eventSource(lambdaQueues.fifo, handler)];
 

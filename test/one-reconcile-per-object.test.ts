@@ -67,6 +67,14 @@ describe("one reconcile per object at a time", { timeout: 600_000 }, () => {
   let source: EventSource;
   let lambdaQueues: QueueUrls;
   const recorder = new OverlapRecorder();
+  /** On an overlap: that object's reconciles around it, and the consumers' warnings. */
+  const explainOverlaps = () => {
+    for (const o of recorder.overlaps) {
+      console.log(`# overlap on ${o.key}: ${JSON.stringify(o)}`);
+      console.log(`# its reconciles: ${JSON.stringify(recorder.reconciles.filter((r) => r.key === o.key).map((r) => [r.messageId.slice(0, 8), r.receiveCount, r.reason, r.result, r.startedAt - o.at, r.endedAt - o.at]))}`);
+    }
+    if (recorder.overlaps.length > 0) console.log(`# warnings: ${JSON.stringify(env.logs.filter((l) => Number(l.level) >= 40).slice(-20))}`);
+  };
   const converged = (cr: Cr | undefined) => ready(cr)?.status === "True" && cr?.status?.observedGeneration === cr?.metadata?.generation;
 
   before(async () => {
@@ -74,7 +82,7 @@ describe("one reconcile per object at a time", { timeout: 600_000 }, () => {
     env = await startEnv([viaPoller, viaLambda], { file: import.meta.filename, own: true });
     lambdaQueues = await ensureQueues(env.sqs, queueDefinitions("lambda-events"));
     bridge = await startTestBridge(env, `test.crdfn.dev/v1/pworkers>v1/configmaps@${env.cluster.sqs.queues.fifo}, test.crdfn.dev/v1/lworkers>v1/configmaps@${lambdaQueues.fifo}`);
-    poller = pollerFor(env, recorder.wrap(runtimeFor(env, viaPoller)), undefined, 4);
+    poller = pollerFor(env, recorder.wrap(runtimeFor(env, viaPoller)), "queue", 4);
     const handler = lambdaHandler(viaLambda, { runtime: recorder.wrap(runtimeFor(env, viaLambda)), sqs: env.sqs, logger: env.logger, clock: () => new Date() });
     source = startLambdaEventSource(env.sqs, lambdaQueues.fifo, handler, 3);
   });
@@ -130,6 +138,7 @@ describe("one reconcile per object at a time", { timeout: 600_000 }, () => {
       assert.ok(ticks >= 2, `${path}: ${ticks} ticks in ${windowSeconds.toFixed(0)} s: still ticking`);
     }
     console.log(`# ${storms} storm writes per path; reconciles so far: ${recorder.reconciles.length}; overlaps: ${recorder.overlaps.length}`);
+    explainOverlaps();
     assert.deepEqual(recorder.overlaps, [], "no two reconciles of one object at once");
 
     // An outage of the API server, with requeues pending.
@@ -175,6 +184,7 @@ describe("one reconcile per object at a time", { timeout: 600_000 }, () => {
       const ticks = ticksSince(op);
       assert.ok(ticks <= after + 3, `${path}: ${ticks} ticks in ${after.toFixed(0)} s after the outage: one chain`);
     }
+    explainOverlaps();
     assert.deepEqual(recorder.overlaps, [], "no two reconciles of one object at once, the outage included");
     assert.deepEqual(await receiveAll(env, env.cluster.sqs.queues.fifoDlq), [], "nothing dead-lettered (poller)");
     assert.deepEqual(await receiveAll(env, lambdaQueues.fifoDlq), [], "nothing dead-lettered (Lambda)");

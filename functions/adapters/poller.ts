@@ -30,7 +30,11 @@ export interface PollerOptions {
   batchSize?: number;
   /** Long-poll wait, 0–20. Default 20. */
   waitTimeSeconds?: number;
-  /** Override the queue's visibility timeout for received messages. */
+  /**
+   * Override the queue's visibility timeout for received messages. A batch in hand is extended
+   * every half of it, so keep it well above a pause of the process (tens of seconds): once it
+   * lapses, another loop or consumer receives a message that is still being handled.
+   */
   visibilityTimeout?: number;
   logger: Logger;
   clock?: () => Date;

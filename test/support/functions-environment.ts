@@ -131,10 +131,15 @@ export function runtimeFor(env: Env, op: Operator<unknown>, opts: { api?: KubeAp
   });
 }
 
-/** visibilityTimeout undefined: the queue's own (30 s locally). */
-export function pollerFor(env: Env, runtime: Runtime, visibilityTimeout: number | undefined = 2, loops = 1): Poller {
+/**
+ * A poller on the file's event queue. Visibility: 2 s by default (a message whose settling failed
+ * comes back quickly), or "queue" for the queue's own (30 s locally), which several loops need: a
+ * batch's visibility is extended every half of it, and on a loaded machine 2 s can lapse before
+ * the first extension lands, so another loop would receive a message still being handled.
+ */
+export function pollerFor(env: Env, runtime: Runtime, visibility: number | "queue" = 2, loops = 1): Poller {
   const { fifo } = env.cluster.sqs.queues;
-  return startPoller({ sqs: givenSqsClient(env.sqs), queueUrls: Array.from({ length: loops }, () => fifo), runtime, batchSize: 10, waitTimeSeconds: 1, ...(visibilityTimeout === undefined ? {} : { visibilityTimeout }), logger: env.logger, clock: () => new Date() });
+  return startPoller({ sqs: givenSqsClient(env.sqs), queueUrls: Array.from({ length: loops }, () => fifo), runtime, batchSize: 10, waitTimeSeconds: 1, ...(visibility === "queue" ? {} : { visibilityTimeout: visibility }), logger: env.logger, clock: () => new Date() });
 }
 
 /** The event Lambda's SQS event source would hand the function for these received messages. */

@@ -5,6 +5,9 @@ import type { HandledOutcome, Runtime } from "../../functions/runtime/runtime.ts
 
 export interface Reconcile {
   key: string;
+  /** The message's id and receive count: an overlap names both messages. */
+  messageId: string;
+  receiveCount: number | undefined;
   name: string;
   reason: string;
   result: string;
@@ -13,8 +16,9 @@ export interface Reconcile {
 }
 
 export class OverlapRecorder {
-  readonly #active = new Map<string, number>();
-  readonly overlaps: Array<{ key: string; at: number }> = [];
+  readonly #active = new Map<string, Array<Omit<Reconcile, "result" | "endedAt">>>();
+  /** Each reconcile that began while another of its object ran, with the ones it met. */
+  readonly overlaps: Array<{ key: string; at: number; entering: Omit<Reconcile, "result" | "endedAt">; running: Array<Omit<Reconcile, "result" | "endedAt">> }> = [];
   readonly reconciles: Reconcile[] = [];
 
   wrap(runtime: Runtime): Runtime {
@@ -23,17 +27,17 @@ export class OverlapRecorder {
         const parsed = parseKeyEvent(message.body);
         if (!parsed.ok) return runtime.handle(message);
         const key = objectKey(parsed.event);
-        const startedAt = Date.now();
-        const inside = this.#active.get(key) ?? 0;
-        if (inside > 0) this.overlaps.push({ key, at: startedAt });
-        this.#active.set(key, inside + 1);
+        const entry = { key, name: parsed.event.name, reason: parsed.event.reason ?? parsed.event.type, messageId: message.id, receiveCount: message.receiveCount, startedAt: Date.now() };
+        const running = this.#active.get(key) ?? [];
+        if (running.length > 0) this.overlaps.push({ key, at: entry.startedAt, entering: entry, running: [...running] });
+        this.#active.set(key, [...running, entry]);
         let outcome: HandledOutcome | undefined;
         try {
           outcome = await runtime.handle(message);
           return outcome;
         } finally {
-          this.#active.set(key, (this.#active.get(key) ?? 1) - 1);
-          this.reconciles.push({ key, name: parsed.event.name, reason: parsed.event.reason ?? parsed.event.type, result: outcome?.result ?? "threw", startedAt, endedAt: Date.now() });
+          this.#active.set(key, (this.#active.get(key) ?? []).filter((e) => e !== entry));
+          this.reconciles.push({ ...entry, result: outcome?.result ?? "threw", endedAt: Date.now() });
         }
       },
       ...(runtime.flushMetrics ? { flushMetrics: () => runtime.flushMetrics?.() } : {}),
