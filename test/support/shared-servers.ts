@@ -17,8 +17,9 @@ import { join } from "node:path";
 import { startCluster, type LocalCluster } from "../../emulator/cluster.ts";
 import { SHARED_ENV, type SharedServers } from "./shared-env.ts";
 
-// One lane per file run at once: the runner's own --test-concurrency says how many (this module
-// runs in the runner's process); CRDFN_TEST_LANES overrides it.
+// One lane per file run at once: run-integration.ts sets CRDFN_TEST_LANES to its concurrency;
+// under `node --test --test-global-setup=…`, its --test-concurrency says (this module runs in the
+// runner's process).
 const concurrency = process.execArgv.map((a) => /^--test-concurrency=(\d+)$/.exec(a)?.[1]).find((n) => n !== undefined);
 const LANES = Number(process.env.CRDFN_TEST_LANES ?? concurrency ?? 2);
 

@@ -1,5 +1,5 @@
 // A node:test reporter that runs beside `spec` and prints, at the end of a run, the ten slowest
-// tests and how long each test file took (when it started and ended, and the load average then), so the next
+// tests and how long each test file took (with the load average when it was reported), so the next
 // slow test is seen the day it lands. Use:
 //   node --test --test-reporter=spec --test-reporter-destination=stdout \
 //        --test-reporter=./test/support/slowest-reporter.ts --test-reporter-destination=stdout …
@@ -17,14 +17,13 @@ interface Timed {
 }
 
 export default async function* slowestReporter(source: AsyncIterable<TestEvent>): AsyncGenerator<string> {
-  const t0 = Date.now();
   const tests: Timed[] = [];
-  const files: (Timed & { endedAt: number })[] = [];
+  const files: Timed[] = [];
   for await (const event of source) {
     // Each file ends with a summary of its own (one more, without a file, ends the run).
     if (event.type === "test:summary") {
       const { file, duration_ms } = event.data as { file?: string; duration_ms: number };
-      if (file) files.push({ name: relative(process.cwd(), file), file, seconds: duration_ms / 1000, endedAt: (Date.now() - t0) / 1000, load: loadavg()[0]!.toFixed(1) });
+      if (file) files.push({ name: relative(process.cwd(), file), file, seconds: duration_ms / 1000, load: loadavg()[0]!.toFixed(1) });
       continue;
     }
     if (event.type !== "test:pass" && event.type !== "test:fail") continue;
@@ -38,12 +37,9 @@ export default async function* slowestReporter(source: AsyncIterable<TestEvent>)
     for (const t of tests.sort((a, b) => b.seconds - a.seconds).slice(0, SHOWN)) lines.push(`  ${t.seconds.toFixed(1).padStart(7)} s  ${t.name}  (${t.file})`);
   }
   if (files.length > 1) {
-    // Start and end (seconds into the run) show which files ran beside which, and what ran last.
-    lines.push("", "test files by duration (start → end in the run; load average, 1 min, at the end):");
-    for (const f of files.sort((a, b) => b.seconds - a.seconds)) {
-      const start = Math.max(0, f.endedAt - f.seconds);
-      lines.push(`  ${f.seconds.toFixed(1).padStart(7)} s  ${f.name}  (${start.toFixed(0)} → ${f.endedAt.toFixed(0)} s; load ${f.load})`);
-    }
+    // The runner reports files in the order they started, so "when" is when a file was reported.
+    lines.push("", "test files by duration (load average, 1 min, when each was reported):");
+    for (const f of files.sort((a, b) => b.seconds - a.seconds)) lines.push(`  ${f.seconds.toFixed(1).padStart(7)} s  ${f.name}  (load ${f.load})`);
   }
   yield `${lines.join("\n")}\n`;
 }
