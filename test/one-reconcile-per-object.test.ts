@@ -177,6 +177,9 @@ describe("one reconcile per object at a time", { timeout: 600_000 }, () => {
       const tickers = await Promise.all(paths.map(async ([path, op]) => `${path}: ${ticksSince(op)} ticks, status ${JSON.stringify((await crApi(env, op).get("ticker"))?.status)}`));
       throw new Error(`${(e as Error).message}; ${tickers.join("; ")}`);
     });
+    // Slower than a few ticks: what the consumers said since the return (a settlement that failed
+    // leaves a message to the queue's visibility timeout, holding its group that long).
+    if (Date.now() - recoveredAt > 10_000) console.log(`# warnings since the return: ${JSON.stringify(env.logs.filter((l) => Number(l.level) >= 40 && Number(l.time) >= backAt).map((l) => `${since(Number(l.time))} ${String(l.msg)} ${JSON.stringify(l.error ?? l.err ?? "").slice(0, 160)}`).slice(0, 20))}`);
     console.log(`# both tickers ticking again ${((Date.now() - recoveredAt) / 1000).toFixed(1)} s after the probes converged (${since(recoveredAt)} after the return); ticker reconciles since the return: ${recorder.reconciles.filter((r) => r.name === "ticker" && r.startedAt >= backAt).slice(0, 8).map((r) => `${r.key.includes("lworkers") ? "lambda" : "poller"} ${since(r.startedAt)} ${r.reason} ${r.result}`).join("; ")}`);
     await sleep(TICK_WINDOW_MS);
     const after = (Date.now() - recoveredAt) / 1000;

@@ -31,7 +31,11 @@ export function startLambdaEventSource(sqs: SQSClient, queueUrl: string, handler
       }
       const failed = new Set(response.batchItemFailures.map((f) => f.itemIdentifier));
       const done = batch.filter((m) => !failed.has(m.MessageId ?? ""));
-      if (done.length > 0) await sqs.send(new DeleteMessageBatchCommand({ QueueUrl: queueUrl, Entries: done.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle ?? "" })) })).catch(() => undefined);
+      if (done.length === 0) continue;
+      // A record not deleted holds its FIFO group until its visibility timeout: say so, as
+      // Lambda's own metrics would show it.
+      const deleted = await sqs.send(new DeleteMessageBatchCommand({ QueueUrl: queueUrl, Entries: done.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle ?? "" })) })).catch((error: unknown) => ({ Failed: [{ Id: "*", Message: (error as Error).message }] }));
+      for (const f of deleted.Failed ?? []) console.error(`# the event source could not delete a handled record (${f.Id === "*" ? "the whole batch" : (done[Number(f.Id)]?.MessageId ?? f.Id)}): ${f.Message ?? "?"}`);
     }
   };
   const loops = Array.from({ length: concurrency }, loop);
