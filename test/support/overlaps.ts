@@ -15,10 +15,13 @@ export interface Reconcile {
   endedAt: number;
 }
 
+/** A reconcile still running. */
+type Running = Omit<Reconcile, "result" | "endedAt">;
+
 export class OverlapRecorder {
-  readonly #active = new Map<string, Array<Omit<Reconcile, "result" | "endedAt">>>();
+  readonly #active = new Map<string, Running[]>();
   /** Each reconcile that began while another of its object ran, with the ones it met. */
-  readonly overlaps: Array<{ key: string; at: number; entering: Omit<Reconcile, "result" | "endedAt">; running: Array<Omit<Reconcile, "result" | "endedAt">> }> = [];
+  readonly overlaps: Array<{ key: string; at: number; entering: Running; running: Running[] }> = [];
   readonly reconciles: Reconcile[] = [];
 
   wrap(runtime: Runtime): Runtime {

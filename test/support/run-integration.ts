@@ -13,10 +13,9 @@ import { PassThrough, Readable } from "node:stream";
 import { run } from "node:test";
 import { spec } from "node:test/reporters";
 import type { TestEvent } from "node:test/reporters";
+import { LANES } from "./shared-servers.ts";
 import slowestReporter from "./slowest-reporter.ts";
 
-/** Files at once: most of a file's time is waiting (a lease, a timer, a server coming back). */
-const CONCURRENCY = 3;
 /** The longest files of a run, longest first (seconds on 2 cores, nothing beside: 60–100). */
 const LONGEST_FIRST = ["package-install", "one-reconcile-per-object", "bridge-failover", "functions-outage", "bridge-outage", "queue-dev", "bridge-restart", "cloudrun-pipeline", "multi-cluster", "cli-dev", "cli-dev-existing"];
 
@@ -27,18 +26,15 @@ const rank = (file: string): number => {
 const named = process.argv.slice(2);
 const files = (named.length > 0 ? named : globSync("test/*.test.ts").filter((f) => !basename(f).startsWith("bench-"))).sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
 
-// One control plane ("lane") per file at once: shared-servers.ts runs in this process.
-process.env.CRDFN_TEST_LANES ??= String(CONCURRENCY);
 // globalSetupPath: Node 24's run() takes it (as --test-global-setup); @types/node does not list it
 // yet, so the options go through a variable (a literal would be refused as an unknown property).
-const options = { files, concurrency: CONCURRENCY, globalSetupPath: "./test/support/shared-servers.ts" };
+// One file per lane (a control plane of its own at a time); most of a file's time is waiting (a
+// lease, a timer, a server coming back), so 3 lanes suit 2 cores.
+const options = { files, concurrency: LANES, globalSetupPath: "./test/support/shared-servers.ts" };
 const events = run(options);
 events.on("test:summary", (data: { file?: string; success: boolean }) => {
   // The run's own summary (the one without a file) decides the exit code, as `node --test` does.
   if (data.file === undefined && !data.success) process.exitCode = 1;
-});
-events.on("test:fail", () => {
-  process.exitCode = 1;
 });
 const forSlowest = new PassThrough({ objectMode: true });
 events.pipe(forSlowest);

@@ -1,12 +1,12 @@
-// The servers the integration files share, started once per `node --test` run as its global
-// setup (--test-global-setup): one ElasticMQ and LANES control planes (etcd, kube-apiserver,
+// The servers the integration files share, started once per integration run as its global
+// setup (run-integration.ts): one ElasticMQ and LANES control planes (etcd, kube-apiserver,
 // kube-controller-manager). Their addresses reach the test files through SHARED_ENV.
 //
 // Why more than one control plane: the admission policies crdfn generates are cluster-scoped,
 // one per operator, and name the namespaces it serves; two files serving the same example
 // operator in different namespaces at the same time would refuse each other's writes. So each
 // control plane (a "lane") serves one file at a time (test-cluster.ts leases it), and there are
-// as many lanes as files run at once (--test-concurrency). The queue server has no such state:
+// as many lanes as files run at once (LANES is the runner's concurrency). The queue server has no such state:
 // every file gets queues of its own on the one ElasticMQ.
 //
 // Nothing outlives the run: startCluster() hands every server to a reaper process that ends them
@@ -17,11 +17,8 @@ import { join } from "node:path";
 import { startCluster, type LocalCluster } from "../../emulator/cluster.ts";
 import { SHARED_ENV, type SharedServers } from "./shared-env.ts";
 
-// One lane per file run at once: run-integration.ts sets CRDFN_TEST_LANES to its concurrency;
-// under `node --test --test-global-setup=…`, its --test-concurrency says (this module runs in the
-// runner's process).
-const concurrency = process.execArgv.map((a) => /^--test-concurrency=(\d+)$/.exec(a)?.[1]).find((n) => n !== undefined);
-const LANES = Number(process.env.CRDFN_TEST_LANES ?? concurrency ?? 2);
+/** Control planes, and so test files run at once (run-integration.ts's concurrency). */
+export const LANES = Number(process.env.CRDFN_TEST_LANES ?? 3);
 
 const started: LocalCluster[] = [];
 let lockDir: string | undefined;
