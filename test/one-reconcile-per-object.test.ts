@@ -4,7 +4,9 @@
 // message at a time. A recorder wraps the runtime and notes every reconcile entering and leaving,
 // per object, on both consumers at once: the local poller (4 receive loops, as `crdfn dev` runs
 // it) and the Lambda adapter behind a stand-in for Lambda's event source (3 concurrent
-// invocations). Then the user's-fix case: an object failing ≥ 4 times is Ready within 5 s of its fix.
+// invocations). Then the user's-fix case: an object failing ≥ 4 times is reconciled by its fix's own
+// announcement (not its pending retry), within 5 s of the fix on a quiet machine and within a few
+// times a healthy change's latency, measured in the same run, on a loaded one.
 //
 // Scale: the outage lasts 30 s (CRDFN_TEST_OUTAGE_SECONDS=60 runs the delivery-model issue's
 // 60 s). Deferrals hold a message ~3 s and re-send it into its group before its 5th receive, so a
@@ -193,23 +195,42 @@ describe("one reconcile per object at a time", { timeout: 600_000 }, () => {
     assert.deepEqual(await receiveAll(env, lambdaQueues.fifoDlq), [], "nothing dead-lettered (Lambda)");
   });
 
-  it("a failing object fixed by its user after ≥ 4 failures is Ready within 5 s of the fix, on the poller and on the Lambda adapter", { timeout: 120_000 }, async () => {
+  it("a failing object fixed by its user after ≥ 4 failures is reconciled by the fix's own announcement, not its pending retry, on the poller and on the Lambda adapter", { timeout: 120_000 }, async () => {
     const took: Record<string, number> = {};
+    const baseline: Record<string, number> = {};
     await Promise.all(
       paths.map(async ([path, op]) => {
         const crs = crApi(env, op);
+        // The baseline, measured here and now: how long a change to a healthy object takes on
+        // this path on this machine. Load stretches both alike; the backoff does not.
+        await crs.create("healthy", { mode: "plain", label: "before" });
+        await waitFor(`${path}: healthy Ready`, async () => converged(await crs.get("healthy")), 30_000);
+        const changedAt = Date.now();
+        await crs.patchSpec("healthy", { mode: "plain", label: "after" });
+        await waitFor(`${path}: healthy's change reconciled`, async () => {
+          const cr = await crs.get("healthy");
+          return converged(cr) && cr?.status?.label === "after";
+        }, 30_000);
+        baseline[path] = (Date.now() - changedAt) / 1000;
+
         await crs.create("broken", { mode: "fail" });
         await waitFor(`${path}: 4 failures recorded`, async () => (nextReconcileOf((await crs.get("broken"))?.status)?.attempts ?? 0) >= 4, 60_000);
         const cr = await crs.get("broken");
         assert.equal(ready(cr)?.reason, "ReconcileError");
+        const retryAt = Date.parse(nextReconcileOf(cr?.status)?.at ?? "");
         const fixedAt = Date.now();
         await crs.patchSpec("broken", { mode: "plain" });
         await waitFor(`${path}: Ready after the fix`, async () => converged(await crs.get("broken")), 30_000);
         took[path] = (Date.now() - fixedAt) / 1000;
+        // What made it Ready: the first successful reconcile after the fix. It must be the fix's
+        // own announcement (the watch), started before the retry its status had scheduled.
+        const fixing = recorder.of("broken", fixedAt).find((r) => r.key.includes(`/${op.resource.plural}/`) && r.result === "success");
+        assert.ok(fixing !== undefined && (fixing.reason === "watch" || fixing.startedAt < retryAt), `${path}: the fix was reconciled by its own announcement, not by the pending retry (${JSON.stringify(fixing)}, retry due ${new Date(retryAt).toISOString()})`);
       }),
     );
-    console.log(`# Ready after the fix: ${JSON.stringify(took)} s (the 4th failure's backoff was 8 s)`);
-    for (const [path] of paths) assert.ok((took[path] ?? Infinity) <= 5, `${path}: Ready ${took[path]} s after the fix`);
+    console.log(`# Ready after the fix: ${JSON.stringify(took)} s; a healthy object's change here and now: ${JSON.stringify(baseline)} s (the 4th failure's backoff was 8 s)`);
+    // 5 s on a quiet machine; on a loaded one, a few times what a healthy change took in this run.
+    for (const [path] of paths) assert.ok((took[path] ?? Infinity) <= Math.max(5, 4 * (baseline[path] ?? 0)), `${path}: Ready ${took[path]} s after the fix (a healthy change: ${baseline[path]} s)`);
     assert.deepEqual(recorder.overlaps, []);
   });
 });
