@@ -14,10 +14,12 @@
 // longest wait for its probe, 2 s, a constant of the design).
 //
 // Scale: the hang lasts 45 s (CRDFN_TEST_HANG_SECONDS=300: the issue's 300 s), 10 tickers per
-// consumer (CRDFN_TEST_HANG_TICKERS); the restart's outage 10 s. Longer hangs only repeat the
+// consumer (CRDFN_TEST_HANG_TICKERS); the restart's outage 10 s, once (CRDFN_TEST_HANG_RESTARTS=5
+// measures the issue's median of five). Longer hangs only repeat the
 // cycle: the probe times out after 15 s, deferrals re-send before a message's last receive.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
+import { loadavg } from "node:os";
 import { z } from "zod";
 import { defineOperator, type Operator } from "../core/operator.ts";
 import type { RunningBridge } from "../bridge/bridge.ts";
@@ -40,7 +42,7 @@ const workers = (plural: string, kind: string) =>
       return {
         children: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: `${w.metadata.name}-${plural}` }, data: { label: w.spec.label ?? "" } }],
         status: { label: w.spec.label ?? "" },
-        ...(w.spec.mode === "tick" ? { requeueAfterSeconds: 2 } : {}),
+        ...(w.spec.mode === "tick" ? { requeueAfterSeconds: 5 } : {}),
       };
     },
   }) as Operator<unknown>;
@@ -53,6 +55,8 @@ const paths = [
 
 const HANG_MS = Number(process.env.CRDFN_TEST_HANG_SECONDS ?? 45) * 1000;
 const RESTART_OUTAGE_MS = 10_000;
+/** CRDFN_TEST_HANG_RESTARTS=5: the issue's median of five restarts. */
+const RESTARTS = Number(process.env.CRDFN_TEST_HANG_RESTARTS ?? 1);
 const TICKERS = Number(process.env.CRDFN_TEST_HANG_TICKERS ?? 10);
 /** The change after the outage may take this many times its latency before it… */
 const RATIO = 5;
@@ -108,10 +112,10 @@ describe("a hung or restarting API server is an outage", { timeout: 900_000 }, (
   };
 
   /** Everything a recovered pipeline must show after an outage from `from` until `backAt`. */
-  const recovered = async (what: string, from: number, backAt: number, baseline: Record<string, number>): Promise<void> => {
+  const recovered = async (what: string, from: number, backAt: number, baseline: Record<string, number>): Promise<Record<string, number>> => {
     await sleep(Math.max(0, backAt + 1000 - Date.now()));
     const afterMs = await changeLatency(`after-${what}`);
-    console.log(`# ${what}: change 1 s after the return reconciled in ${JSON.stringify(afterMs)} ms; before the outage ${JSON.stringify(baseline)} ms`);
+    console.log(`# ${what}: change 1 s after the return reconciled in ${JSON.stringify(afterMs)} ms; before the outage ${JSON.stringify(baseline)} ms; load ${loadavg().map((l) => l.toFixed(1)).join(" ")}`);
     for (const [path] of paths) {
       const bound = RATIO * (baseline[path] ?? 0) + CIRCUIT_MAX_MS;
       assert.ok((afterMs[path] ?? Infinity) <= bound, `${path}: ${afterMs[path]} ms after the outage > ${RATIO} × ${baseline[path]} ms + ${CIRCUIT_MAX_MS} ms`);
@@ -131,6 +135,7 @@ describe("a hung or restarting API server is an outage", { timeout: 900_000 }, (
     const refused = env.logs.filter((l) => String(l.msg).includes("refused the bridge's credential"));
     assert.deepEqual(refused, [], "the bridge took the outage for a refused credential");
     assert.deepEqual(recorder.overlaps, [], "one reconcile per object at a time");
+    return afterMs;
   };
 
   it(`kube-apiserver hung (SIGSTOP) for ${HANG_MS / 1000} s: deferred, nothing dead-lettered, recovered at once`, { timeout: 600_000 }, async () => {
@@ -146,16 +151,21 @@ describe("a hung or restarting API server is an outage", { timeout: 900_000 }, (
     await recovered("hang", from, Date.now(), baseline);
   });
 
-  it(`kube-apiserver killed (SIGKILL) and started again after ${RESTART_OUTAGE_MS / 1000} s: its RBAC warm-up is no refused credential`, { timeout: 300_000 }, async () => {
-    const baseline = await changeLatency("before-restart");
-    await waitFor("the tickers have their next tick scheduled", () => bridge.scheduledCount() >= TICKERS, 30_000);
-    const from = Date.now();
-    await env.cluster.apiServer.stop(0);
-    await sleep(RESTART_OUTAGE_MS);
-    await env.cluster.apiServer.start();
-    const backAt = Date.now();
-    const notReady = env.logs.filter((l) => Number(l.time) >= from && /not ready/.test(JSON.stringify(l.err ?? l.error ?? ""))).length;
-    await recovered("restart", from, backAt, baseline);
-    console.log(`# restart: log lines naming a refusal while the API server was not ready: ${notReady} by the return, ${env.logs.filter((l) => Number(l.time) >= from && /not ready/.test(JSON.stringify(l.err ?? l.error ?? ""))).length} in all`);
+  it(`kube-apiserver killed (SIGKILL) and started again after ${RESTART_OUTAGE_MS / 1000} s${RESTARTS > 1 ? `, ${RESTARTS} times` : ""}: its RBAC warm-up is no refused credential`, { timeout: 300_000 * RESTARTS }, async () => {
+    const returns: number[] = [];
+    for (let i = 0; i < RESTARTS; i++) {
+      const baseline = await changeLatency(`before-restart-${i}`);
+      await waitFor("the tickers have their next tick scheduled", () => bridge.scheduledCount() >= TICKERS, 30_000);
+      const from = Date.now();
+      await env.cluster.apiServer.stop(0);
+      await sleep(RESTART_OUTAGE_MS);
+      await env.cluster.apiServer.start();
+      const backAt = Date.now();
+      const afterMs = await recovered(`restart-${i}`, from, backAt, baseline);
+      returns.push(...Object.values(afterMs));
+      console.log(`# restart-${i}: log lines naming a refusal while the API server was not ready: ${env.logs.filter((l) => Number(l.time) >= from && /not ready/.test(JSON.stringify(l.err ?? l.error ?? ""))).length}`);
+    }
+    const sorted = [...returns].sort((a, b) => a - b);
+    console.log(`# restarts: change 1 s after the return reconciled in ${JSON.stringify(returns)} ms (both paths); median ${sorted[Math.floor(sorted.length / 2)]} ms; load ${loadavg().map((l) => l.toFixed(1)).join(" ")}`);
   });
 });
