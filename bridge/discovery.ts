@@ -1,9 +1,10 @@
 // Resolves a configured group/version/plural to its kind and scope through API discovery,
 // which every authenticated identity may read. A resource that is not served yet (its CRD is
-// still being created) is waited for rather than treated as fatal.
+// still being created) is waited for rather than treated as fatal. An outage of the API server
+// (clients/kube-errors.ts isServerOutage) is retried at least every second, like the reflectors.
 import { setTimeout as delay } from "node:timers/promises";
 import type { Logger } from "pino";
-import { ApiError, type KubeHttp } from "../clients/kube-http.ts";
+import { ApiError, isServerOutage, type KubeHttp } from "../clients/kube-http.ts";
 import { backoffMs } from "../core/backoff.ts";
 import { groupVersionPath, type GroupVersionResource } from "../core/resource-path.ts";
 import type { ResolvedResource } from "./tracker.ts";
@@ -12,7 +13,10 @@ interface ApiResourceList {
   resources?: Array<{ name: string; kind: string; namespaced: boolean }>;
 }
 
-/** `onWaiting`: called once when the resource turns out not to be served (yet); `onRefused`: on 401/403 (said by the caller); `onFailed`: each failed attempt, before its retry. */
+/** Retry cap while the API server is down, hung or starting: it must be noticed as soon as it answers. */
+const SERVER_DOWN_RETRY_MS = 1000;
+
+/** `onWaiting`: called once when the resource turns out not to be served (yet); `onRefused`: on a ready server's 401/403 (said by the caller); `onFailed`: each failed attempt, before its retry. */
 export async function resolveResource(
   http: KubeHttp,
   ref: GroupVersionResource,
@@ -23,6 +27,7 @@ export async function resolveResource(
   const { onWaiting, onRefused, onFailed } = hooks;
   const path = groupVersionPath(ref);
   for (let attempt = 1; ; attempt++) {
+    let down = false;
     try {
       const list = (await http.getJson(path, {}, signal)) as ApiResourceList;
       const found = list.resources?.find((r) => r.name === ref.plural);
@@ -36,11 +41,12 @@ export async function resolveResource(
       signal.throwIfAborted();
       onFailed?.(e instanceof ApiError ? e.code : undefined);
       if (attempt === 1 && e instanceof ApiError && e.code === 404) onWaiting?.();
-      const refused = e instanceof ApiError && (e.code === 401 || e.code === 403) && onRefused !== undefined;
+      down = isServerOutage(e);
+      const refused = !down && e instanceof ApiError && (e.code === 401 || e.code === 403) && onRefused !== undefined;
       if (refused) onRefused(e);
       else if (attempt === 1 || !(e instanceof ApiError && e.code === 404)) logger.warn({ path, err: (e as Error).message }, "API discovery failed; retrying");
     }
-    await delay(backoffMs(attempt, { initialMs: 250, maxMs: 5000 }), undefined, { signal }).catch(() => undefined);
+    await delay(backoffMs(attempt, { initialMs: 250, maxMs: down ? SERVER_DOWN_RETRY_MS : 5000 }), undefined, { signal }).catch(() => undefined);
     signal.throwIfAborted();
   }
 }

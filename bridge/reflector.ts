@@ -2,11 +2,12 @@
 // Paginated LIST; WATCH with bookmarks from the last resourceVersion seen; 410 Gone (on the
 // watch or an expired continue token) → relist, and the sink diffs the new list against what
 // it knew. Errors and silence reconnect with jittered exponential backoff — at most a second for
-// an API server that is down or starting (refused connections, 503): a refused connection costs
-// nothing, and a watch must resume as soon as its server answers again.
+// an API server that is down, hung or starting (clients/kube-errors.ts isServerOutage: no answer,
+// 429/503/504, a 401/403 before it is ready): a refused connection costs nothing, and a watch
+// must resume as soon as its server answers again.
 import { setTimeout as delay } from "node:timers/promises";
 import type { Logger } from "pino";
-import { ApiError, type KubeHttp } from "../clients/kube-http.ts";
+import { ApiError, isServerOutage, type KubeHttp } from "../clients/kube-http.ts";
 import { backoffMs, type BackoffPolicy } from "../core/backoff.ts";
 import { resourcePath } from "../core/resource-path.ts";
 import { kubeObjectSchema, type KubeObject } from "./kube-object.ts";
@@ -26,7 +27,7 @@ export interface ReflectorOptions {
   signal: AbortSignal;
   /** Called once, when the first complete list has been handed to the sink. */
   onSynced: () => void;
-  /** 401/403 (the credential is refused: reported by the caller, once for all resources) and, after a list succeeds, undefined. */
+  /** 401/403 from a ready server (the credential is refused: reported by the caller, once for all resources) and, after a list succeeds, undefined. */
   onRefused?: (e: ApiError | undefined) => void;
   /** false when the resource is not served (404: its CRD deleted), true when a list succeeds again. */
   onServed?: (served: boolean) => void;
@@ -44,19 +45,8 @@ export const METADATA_WATCH = "application/json;as=PartialObjectMetadata;g=meta.
 const BACKOFF: BackoffPolicy = { initialMs: 500, maxMs: 30_000, jitter: 0.5 };
 /** A resource not served: its CRD deleted, or not yet installed by a server that is starting. */
 const NOT_SERVED_RETRY_MS = 2000;
-/** The API server is down or starting: retried at least every second. */
+/** The API server is down, hung or starting: retried at least every second. */
 const SERVER_DOWN_RETRY_MS = 1000;
-
-/**
- * Failures that mean the server itself is not answering (yet), not that it refuses this request:
- * refused connections, 503 (its paths not installed yet) and 429 (its storage (re)initializing,
- * or load shed: the server asks to come back in a second).
- */
-function serverDown(e: unknown): boolean {
-  if (e instanceof ApiError) return e.code === 503 || e.code === 429;
-  const code = (e as { code?: unknown; cause?: { code?: unknown } }).code ?? (e as { cause?: { code?: unknown } }).cause?.code;
-  return typeof code === "string" && /^(ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|EHOSTUNREACH|UND_ERR_SOCKET|UND_ERR_CONNECT_TIMEOUT)$/.test(code) || /socket hang up|fetch failed|timed out/i.test((e as Error).message ?? "");
-}
 
 /** An object the API server sent that is not a Kubernetes object is a bug worth a loud log, not a crash. */
 function parseObject(raw: unknown, logger: Logger): KubeObject | undefined {
@@ -163,9 +153,10 @@ export async function runReflector(o: ReflectorOptions): Promise<void> {
       // 404: the resource is no longer served (its CRD was deleted). Said once, and retried often
       // enough that a re-created CRD is picked up within seconds.
       const gone = e instanceof ApiError && e.code === 404;
-      const refused = e instanceof ApiError && (e.code === 401 || e.code === 403) && o.onRefused !== undefined;
+      // A refusal while the server is not ready (ApiNotReady) is its outage, not the credential's.
+      const down = isServerOutage(e);
+      const refused = !down && e instanceof ApiError && (e.code === 401 || e.code === 403) && o.onRefused !== undefined;
       if (refused) o.onRefused?.(e);
-      const down = serverDown(e);
       const backoff = backoffMs(failures, gone ? { ...BACKOFF, maxMs: NOT_SERVED_RETRY_MS } : down ? { ...BACKOFF, maxMs: SERVER_DOWN_RETRY_MS } : BACKOFF);
       if (!gone && !refused) log.warn({ err: (e as Error).message, retryInMs: Math.round(backoff) }, "list/watch failed; retrying");
       else if (gone && !notServed) log.warn({ err: (e as Error).message }, "resource not served any more (CRD deleted?); retrying until it is");

@@ -44,7 +44,7 @@ export interface PubSubTargetOptions {
 export async function startedTarget(stateDir: string, say: (line: string) => void, pubsubTarget?: PubSubTargetOptions): Promise<DevTarget> {
   if (pubsubTarget) {
     // No ElasticMQ: the Cloud Run target's queue is the Pub/Sub emulator.
-    const [cluster, pubsub] = await Promise.all([startCluster({ log: say, queue: false }), startLocalPubSub({ log: say })]);
+    const [cluster, pubsub] = await Promise.all([startCluster({ log: say, queue: false, supervise: say }), startLocalPubSub({ log: say })]);
     const stop = async () => {
       await pubsub.stop();
       await cluster.stop();
@@ -58,7 +58,7 @@ export async function startedTarget(stateDir: string, say: (line: string) => voi
       throw e;
     }
   }
-  const cluster = await startCluster({ log: say });
+  const cluster = await startCluster({ log: say, supervise: say });
   try {
     return { cluster, queue: cluster.sqs, files: writeStateDir(stateDir, cluster), ownsCluster: true, stop: () => cluster.stop() };
   } catch (e) {

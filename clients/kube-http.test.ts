@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { KubeConfig } from "@kubernetes/client-node";
-import { ApiError, KubeHttp, type WatchEvent } from "./kube-http.ts";
+import { ApiError, ApiNotReady, KubeHttp, KubeUnreachable, type WatchEvent } from "./kube-http.ts";
 
 // A stand-in API server on loopback (plain HTTP, as behind `kubectl proxy`) whose responses
 // each test scripts: the point is the client's timing and stream handling, not Kubernetes.
@@ -107,6 +107,76 @@ describe("KubeHttp", () => {
   it("gives up on a server that does not answer in timeoutMs", async () => {
     routes.set("/hung", () => undefined);
     const impatient = new KubeHttp({ connection: kubeConfig, timeoutMs: 200 });
-    await assert.rejects(impatient.getJson("/hung", {}), /GET \/hung: no answer from the API server in 200 ms/);
+    await assert.rejects(
+      impatient.getJson("/hung", {}),
+      (e) => e instanceof KubeUnreachable && e.kind === "timeout" && e.message === "GET /hung: no answer from the API server in 200 ms",
+    );
+  });
+
+  it("says a watch gone silent is the server's silence, by type", async () => {
+    routes.set("/mute", (res) => res.writeHead(200, { "content-type": "application/json" }).flushHeaders());
+    await assert.rejects(
+      (async () => {
+        for await (const _ of http.watch("/mute", {}, new AbortController().signal, 200)) void _;
+      })(),
+      (e) => e instanceof KubeUnreachable && e.kind === "silent",
+    );
+  });
+
+  it("throws KubeUnreachable for a refused connection and for a connection reset mid-answer", async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const kc = new KubeConfig();
+    kc.loadFromOptions({ clusters: [{ name: "c", server: `http://127.0.0.1:${port}`, skipTLSVerify: true }], users: [{ name: "u" }], contexts: [{ name: "x", cluster: "c", user: "u" }], currentContext: "x" });
+    await assert.rejects(new KubeHttp({ connection: kc }).getJson("/x", {}), (e) => e instanceof KubeUnreachable && e.kind === "refused" && /GET \/x: the API server did not answer/.test(e.message));
+
+    routes.set("/cut", (res) => {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.write('{"items": [');
+      setImmediate(() => res.socket?.destroy());
+    });
+    await assert.rejects(http.getJson("/cut", {}), (e) => e instanceof KubeUnreachable && e.kind === "reset");
+  });
+
+  it("takes a 403 for the server's outage while its /readyz is not 200, and for a refusal once it is", async () => {
+    let ready = 500;
+    const readyzAsked: Array<string | null> = [];
+    routes.set("/readyz", (res, req) => {
+      readyzAsked.push(req.headers.authorization ?? null);
+      res.writeHead(ready).end(ready === 200 ? "ok" : "[-]poststarthook/rbac/bootstrap-roles failed: reason withheld\nreadyz check failed");
+    });
+    routes.set("/forbidden", (res) => res.writeHead(403, { "content-type": "application/json" }).end(JSON.stringify({ kind: "Status", code: 403, reason: "Forbidden", message: "forbidden" })));
+    let t = 0;
+    const client = new KubeHttp({ connection: kubeConfig, token: () => Promise.resolve("sa-token"), now: () => t });
+    await assert.rejects(client.getJson("/forbidden", {}), (e) => e instanceof ApiNotReady && e.code === 403 && /not ready: \/readyz answered 500/.test(e.message));
+    assert.deepEqual(readyzAsked, [null], "/readyz is asked anonymously");
+    ready = 200;
+    t += 2000; // past the reuse of the last answer
+    await assert.rejects(client.getJson("/forbidden", {}), (e) => e instanceof ApiError && !(e instanceof ApiNotReady) && e.code === 403);
+  });
+
+  it("takes a 403 for the warm-up of a server that just answered again, without asking it", async () => {
+    let up = false;
+    let readyzAsked = 0;
+    routes.set("/readyz", (res) => {
+      readyzAsked++;
+      res.writeHead(200).end("ok");
+    });
+    routes.set("/flaky", (res, req) => {
+      if (!up) return req.socket.destroy();
+      res.writeHead(403, { "content-type": "application/json" }).end(JSON.stringify({ kind: "Status", code: 403, reason: "Forbidden", message: "forbidden" }));
+    });
+    let t = 0;
+    const client = new KubeHttp({ connection: kubeConfig, now: () => t });
+    await assert.rejects(client.getJson("/flaky", {}), (e) => e instanceof KubeUnreachable && e.kind === "reset");
+    up = true;
+    t = 1000;
+    await assert.rejects(client.getJson("/flaky", {}), (e) => e instanceof ApiNotReady && /answered again/.test(e.why));
+    assert.equal(readyzAsked, 0);
+    t = 60_000;
+    await assert.rejects(client.getJson("/flaky", {}), (e) => e instanceof ApiError && !(e instanceof ApiNotReady));
+    assert.equal(readyzAsked, 1);
   });
 });

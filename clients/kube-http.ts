@@ -6,6 +6,10 @@
 import http from "node:http";
 import https from "node:https";
 import type { KubeConnection } from "./kube-connection.ts";
+import { ApiError, ApiNotReady, KubeUnreachable, unreachableKindOf } from "./kube-errors.ts";
+import { ServerReadiness, type ReadyzAnswer } from "./server-readiness.ts";
+
+export { ApiError, ApiNotReady, KubeUnreachable, isServerOutage } from "./kube-errors.ts";
 
 export interface KubeAccess {
   connection: KubeConnection;
@@ -13,20 +17,8 @@ export interface KubeAccess {
   token?: () => Promise<string>;
   /** How long a request may wait for the server (a watch: only for its response headers). Default 15 s. */
   timeoutMs?: number;
-}
-
-/** The API server answered with an error status (or a watch ERROR event carried one). */
-export class ApiError extends Error {
-  override name = "ApiError";
-  /** The HTTP status (or a watch Status's code). */
-  readonly code: number;
-  /** The Status reason (NotFound, Conflict, Expired…), "Unknown" when the server gave none. */
-  readonly reason: string;
-  constructor(code: number, reason: string, message: string) {
-    super(message);
-    this.code = code;
-    this.reason = reason;
-  }
+  /** For the window after the server's return (server-readiness.ts). Default Date.now. */
+  now?: () => number;
 }
 
 export interface WatchEvent {
@@ -53,6 +45,7 @@ export class KubeHttp {
   readonly #timeoutMs: number;
   // One keep-alive agent per client: a warm function and a relisting bridge reuse their TLS connection.
   readonly #agent: http.Agent;
+  readonly #readiness: ServerReadiness;
 
   constructor(access: KubeAccess) {
     const server = access.connection.getCurrentCluster()?.server;
@@ -61,6 +54,7 @@ export class KubeHttp {
     this.#server = new URL(server);
     this.#timeoutMs = access.timeoutMs ?? 15_000;
     this.#agent = this.#plain ? new http.Agent({ keepAlive: true }) : new https.Agent({ keepAlive: true });
+    this.#readiness = new ServerReadiness({ anonymous: () => this.#readyz(false), authenticated: () => this.#readyz(true), now: access.now ?? Date.now });
   }
 
   /** A plain-HTTP server (kubectl proxy) cannot use TLS. */
@@ -71,13 +65,16 @@ export class KubeHttp {
   /** The status and body of the answer, whatever the status. */
   async request(method: string, path: string, o: RequestOptions = {}): Promise<{ status: number; text: string }> {
     const { res } = await this.#open(method, path, o);
-    return { status: res.statusCode ?? 0, text: await readText(res) };
+    return { status: res.statusCode ?? 0, text: await this.#readText(res, method, path) };
   }
 
-  /** The parsed JSON body of a 2xx answer; any other status throws ApiError. */
+  /**
+   * The parsed JSON body of a 2xx answer; any other status throws ApiError (ApiNotReady for a
+   * 401/403 while the server is not ready), no answer KubeUnreachable.
+   */
   async json(method: string, path: string, o: RequestOptions = {}): Promise<unknown> {
     const { status, text } = await this.request(method, path, o);
-    if (!isOk(status)) throw apiError(method, path, status, text);
+    if (!isOk(status)) throw await this.#refusal(apiError(method, path, status, text));
     return JSON.parse(text);
   }
 
@@ -93,7 +90,7 @@ export class KubeHttp {
   async *watch(path: string, query: Query, signal: AbortSignal, silenceMs: number, accept?: string): AsyncGenerator<WatchEvent> {
     const { req, res } = await this.#open("GET", path, { query: { ...query, watch: "true" }, signal, ...(accept === undefined ? {} : { accept }) });
     try {
-      if (!isOk(res.statusCode ?? 0)) throw apiError("GET", path, res.statusCode ?? 0, await readText(res));
+      if (!isOk(res.statusCode ?? 0)) throw await this.#refusal(apiError("GET", path, res.statusCode ?? 0, await this.#readText(res, "GET", path)));
       req.setTimeout(0); // from here on, silence decides
       res.setEncoding("utf8"); // decodes characters split across chunks correctly
       const chunks = res[Symbol.asyncIterator]() as AsyncIterator<string>;
@@ -108,7 +105,8 @@ export class KubeHttp {
         try {
           next = await chunks.next();
         } catch (e) {
-          throw silent ? new Error(`watch silent for ${silenceMs} ms`) : e;
+          if (silent) throw new KubeUnreachable("silent", `GET ${path}: watch silent for ${silenceMs} ms`);
+          throw this.#unreachable(e, "GET", path);
         } finally {
           clearTimeout(timer);
         }
@@ -142,10 +140,72 @@ export class KubeHttp {
     const lib = this.#plain ? http : https;
     const timeoutMs = this.#timeoutMs;
     return new Promise((resolve, reject) => {
-      const req = lib.request(url, { ...options, ...(o.signal ? { signal: o.signal } : {}) }, (res) => resolve({ req, res }));
-      req.on("error", reject);
-      req.setTimeout(timeoutMs, () => req.destroy(new Error(`${method} ${path}: no answer from the API server in ${timeoutMs} ms`)));
+      const req = lib.request(url, { ...options, ...(o.signal ? { signal: o.signal } : {}) }, (res) => {
+        this.#readiness.sawAnswer();
+        resolve({ req, res });
+      });
+      req.on("error", (e) => reject(this.#unreachable(e, method, path)));
+      req.setTimeout(timeoutMs, () => req.destroy(new KubeUnreachable("timeout", `${method} ${path}: no answer from the API server in ${timeoutMs} ms`)));
       req.end(payload);
+    });
+  }
+
+  /** A transport failure as KubeUnreachable (noted for the readiness window); anything else (an abort, a TLS error) as it is. */
+  #unreachable(e: unknown, method: string, path: string): Error {
+    if (e instanceof KubeUnreachable) {
+      this.#readiness.sawUnreachable();
+      return e;
+    }
+    const kind = unreachableKindOf(e);
+    if (kind === undefined) return e instanceof Error ? e : new Error(String(e));
+    this.#readiness.sawUnreachable();
+    return new KubeUnreachable(kind, `${method} ${path}: the API server did not answer (${(e as Error).message})`, { cause: e });
+  }
+
+  async #readText(res: http.IncomingMessage, method: string, path: string): Promise<string> {
+    try {
+      return await readText(res);
+    } catch (e) {
+      throw this.#unreachable(e, method, path);
+    }
+  }
+
+  /** A 401/403 from a server that is not ready is an outage (ApiNotReady); any other error stands. */
+  async #refusal(e: ApiError): Promise<ApiError> {
+    if (e.code !== 401 && e.code !== 403) return e;
+    const why = await this.#readiness.notReadyReason();
+    return why === undefined ? e : new ApiNotReady(e, why);
+  }
+
+  /** GET /readyz, anonymously or with the client's credential: its status, or "unreachable". */
+  async #readyz(withCredential: boolean): Promise<ReadyzAnswer> {
+    const url = new URL(this.#server.pathname.replace(/\/$/, "") + "/readyz", this.#server);
+    const options: https.RequestOptions = { method: "GET", headers: {} };
+    await this.#access.connection.applyToHTTPSOptions(options);
+    const headers = (options.headers ?? {}) as Record<string, string>;
+    if (withCredential) {
+      if (this.#access.token) headers.Authorization = `Bearer ${await this.#access.token()}`;
+    } else {
+      // Only what proves the server's identity (its CA) is kept.
+      delete headers.Authorization;
+      delete headers.authorization;
+      delete options.cert;
+      delete options.key;
+      delete options.pfx;
+      delete options.passphrase;
+    }
+    options.headers = headers;
+    options.agent = false;
+    const lib = this.#plain ? http : https;
+    const timeoutMs = Math.min(this.#timeoutMs, 5000);
+    return new Promise((resolve) => {
+      const req = lib.request(url, options, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      req.on("error", () => resolve("unreachable"));
+      req.setTimeout(timeoutMs, () => req.destroy());
+      req.end();
     });
   }
 }

@@ -14,6 +14,7 @@ import { freePort } from "./ports.ts";
 import type { RunningServer } from "./process.ts";
 import { ensureQueues, queueDefinitions, queueEnv, queueUrlsAt } from "./queues.ts";
 import { startReaper } from "./reaper.ts";
+import { supervise } from "./supervisor.ts";
 import type { LocalCluster, SqsEnvironment, StartOptions } from "./types.ts";
 
 export type { LocalCluster, QueueUrls, SqsEnvironment, StartOptions } from "./types.ts";
@@ -26,6 +27,11 @@ export async function startCluster(opts: StartOptions = {}): Promise<LocalCluste
   const env = opts.env ?? process.env;
   const log = opts.log ?? ((line: string) => console.error(line));
   const withQueue = opts.queue ?? true;
+  /** A server as started, or kept running (opts.supervise) by starting it again the same way. */
+  const kept = async (start: () => Promise<RunningServer>): Promise<RunningServer> => {
+    const first = await start();
+    return opts.supervise ? supervise(first, start, { say: opts.supervise }) : first;
+  };
   const externalSqs = env.CRDFN_SQS_ENDPOINT;
 
   // Resolve (and on a first run, build) before anything is started, so a missing tool fails fast.
@@ -52,14 +58,14 @@ export async function startCluster(opts: StartOptions = {}): Promise<LocalCluste
     const pki = await createPki(dir);
     const defs = queueDefinitions();
     const startQueue = classpath
-      ? () => startElasticMq({ classpath, dir: join(dir, "elasticmq"), port: sqsPort, queues: defs, reaper, region: REGION })
+      ? () => kept(() => startElasticMq({ classpath, dir: join(dir, "elasticmq"), port: sqsPort, queues: defs, reaper, region: REGION }))
       : undefined;
 
     log(`starting etcd, kube-apiserver ${bins.kubernetesVersion}${startQueue ? " and ElasticMQ" : ""}…`);
     const queuePromise = startQueue?.();
-    const etcd = await startEtcd(bins, dir, etcdPort, peerPort, reaper);
+    const etcd = await kept(() => startEtcd(bins, dir, etcdPort, peerPort, reaper));
     servers.push(etcd);
-    const startApi = () => startApiServer({ bins, dir, pki, etcdPort: etcdPort, port: apiPort, reaper });
+    const startApi = () => kept(() => startApiServer({ bins, dir, pki, etcdPort: etcdPort, port: apiPort, reaper }));
     let api = await startApi();
     servers.push(api);
     let queue = queuePromise ? await queuePromise : undefined;
@@ -73,7 +79,7 @@ export async function startCluster(opts: StartOptions = {}): Promise<LocalCluste
       user: { clientCertPem: pki.pem.adminCert, clientKeyPem: pki.pem.adminKey },
     });
     if (withControllerManager) {
-      servers.push(await startControllerManager({ bins, dir, pki, kubeconfigPath, apiPort: apiPort, reaper }));
+      servers.push(await kept(() => startControllerManager({ bins, dir, pki, kubeconfigPath, apiPort: apiPort, reaper })));
     }
     const kubeConfig = new KubeConfig();
     kubeConfig.loadFromFile(kubeconfigPath);
@@ -92,7 +98,13 @@ export async function startCluster(opts: StartOptions = {}): Promise<LocalCluste
         servers.push(s);
         set(s);
       },
+      pause: () => running(get()).signal("SIGSTOP"),
+      resume: () => running(get()).signal("SIGCONT"),
     });
+    const running = (s: RunningServer | undefined): RunningServer => {
+      if (!s) throw new Error("not running here");
+      return s;
+    };
 
     return {
       kubeconfigPath,

@@ -17,10 +17,14 @@ export interface ServerSpec {
 
 export interface RunningServer {
   name: string;
-  pid: number;
+  readonly pid: number;
   logFile: string;
   /** SIGTERM, then SIGKILL after `graceMs` (0: SIGKILL at once). Resolves when the process is gone. */
   stop(graceMs?: number): Promise<void>;
+  /** Resolves when the process is gone, however it ended: its exit code or the signal that ended it. */
+  readonly exited: Promise<number | string>;
+  /** Sends a signal to its process group (SIGSTOP and SIGCONT: a hung server, for outage tests). */
+  signal(sig: NodeJS.Signals): void;
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -97,5 +101,8 @@ export async function startServer(spec: ServerSpec, reaper: Reaper): Promise<Run
     }
     await sleep(100);
   }
-  return { name: spec.name, pid, logFile: spec.logFile, stop };
+  const signal = (sig: NodeJS.Signals): void => {
+    if (!gone) process.kill(-pid, sig);
+  };
+  return { name: spec.name, pid, logFile: spec.logFile, stop, exited, signal };
 }

@@ -31,14 +31,30 @@ export interface LocalCluster {
   /** Environment variables that point a process at this cluster and queue (as in `.crdfn/env`). */
   env: Record<string, string>;
   /** Stop and start pieces, for outage tests. Queue contents and cluster state survive. */
-  /** stop(0) is a SIGKILL. */
-  queue: { stop(graceMs?: number): Promise<void>; start(): Promise<void> };
-  apiServer: { stop(graceMs?: number): Promise<void>; start(): Promise<void> };
+  queue: ServerControl;
+  apiServer: ServerControl;
   /** Stops everything and removes every temporary file. Idempotent. */
   stop(): Promise<void>;
 }
 
+/** A server of the environment, for outage tests. */
+export interface ServerControl {
+  /** stop(0) is a SIGKILL. */
+  stop(graceMs?: number): Promise<void>;
+  start(): Promise<void>;
+  /** SIGSTOP: it keeps its port and accepts connections but answers nothing (a hung server). */
+  pause(): void;
+  /** SIGCONT after pause(). */
+  resume(): void;
+}
+
 export interface StartOptions {
+  /**
+   * Keep the servers running (`crdfn dev`, `crdfn cluster up`): one that exits on its own is
+   * started again on the same ports and data, with backoff on a crash loop (supervisor.ts), and
+   * this is called with one line saying so. Tests leave it out: they stop servers on purpose.
+   */
+  supervise?: (line: string) => void;
   /** Start kube-controller-manager (garbage collection, namespace deletion). Default true. */
   controllerManager?: boolean;
   /** Start ElasticMQ (or use CRDFN_SQS_ENDPOINT). Default true. */

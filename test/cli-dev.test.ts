@@ -121,12 +121,45 @@ describe("crdfn dev", { timeout: 240_000 }, () => {
     assert.match(await crdfn("dlq", "list"), /the dead-letter queue is empty/);
   });
 
-  it("stops everything on Ctrl-C and leaves no process", async () => {
+  /** The environment's temp folder: every server has paths in it on its command line. */
+  const clusterDirOf = (): string => {
     const apiPort = /server: https:\/\/127\.0\.0\.1:(\d+)/.exec(readFileSync(join(stateDir, "kubeconfig"), "utf8"))![1]!;
     const [apiServer] = processes(`secure-port=${apiPort}`);
-    // Every server of the environment has paths in its temp folder on its command line.
     const clusterDir = /--cert-dir=(\S+)\/apiserver/.exec(apiServer ?? "")?.[1];
     assert.ok(clusterDir, "kube-apiserver not found");
+    return clusterDir;
+  };
+
+  it("restarts kube-apiserver, etcd and ElasticMQ each killed with kill -9, says so in one line, and reconciles a change after each", { timeout: 200_000 }, async () => {
+    const clusterDir = clusterDirOf();
+    const pidOf = (pattern: string): number | undefined => {
+      const found = processes(pattern).map((l) => Number(l.split(" ")[0]));
+      return found.length === 1 ? found[0] : undefined;
+    };
+    const reconciled = () => output.split("\n").filter((l) => /^✔ Greeting hello-world reconciled/.test(l)).length;
+    for (const [name, pattern] of [
+      ["kube-apiserver", `--cert-dir=${clusterDir}/apiserver`],
+      ["etcd", `--data-dir=${clusterDir}/etcd`],
+      ["ElasticMQ", `-Dconfig.file=${clusterDir}/elasticmq/`],
+    ] as const) {
+      const killed = pidOf(pattern);
+      assert.ok(killed, `${name} is running (${pattern})`);
+      const said = new RegExp(`^${name} exited \\(SIGKILL\\); restarting it`, "m");
+      assert.doesNotMatch(output, said);
+      process.kill(killed, "SIGKILL");
+      await eventually(() => assert.match(output, said), { timeoutMs: 20_000 });
+      await eventually(() => assert.ok((pidOf(pattern) ?? killed) !== killed, `${name} running again`), { timeoutMs: 90_000, intervalMs: 250 });
+      const before = reconciled();
+      // A change after the restart (kubectl retried while the API server comes back).
+      await eventually(() => kubectl("patch", "greeting", "hello-world", "--type=merge", "-p", JSON.stringify({ spec: { message: `after ${name}` } })), { timeoutMs: 60_000, intervalMs: 500 });
+      await eventually(() => assert.ok(reconciled() > before, `a reconcile after ${name}'s restart`), { timeoutMs: 60_000 });
+      await eventually(async () => assert.equal((JSON.parse(await kubectl("get", "configmap", "hello-world-greeting", "-o", "json")) as { data?: { message?: string } }).data?.message, `after ${name}`), { timeoutMs: 30_000 });
+    }
+    assert.equal(output.split("\n").filter((l) => / exited \(SIGKILL\); restarting it/.test(l)).length, 3, "one line per restart");
+  });
+
+  it("stops everything on Ctrl-C and leaves no process", async () => {
+    const clusterDir = clusterDirOf();
     assert.ok(processes(clusterDir).length >= 4, "expected etcd, kube-apiserver, kube-controller-manager and ElasticMQ");
     const exited = new Promise<number | null>((resolve) => dev.once("exit", (code) => resolve(code)));
     process.kill(-dev.pid!, "SIGINT");

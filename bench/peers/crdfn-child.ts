@@ -17,7 +17,11 @@ async function main(): Promise<void> {
   const kubeConfig = new KubeConfig();
   kubeConfig.loadFromFile(handle.kubeconfigPath);
   const notOurs = () => Promise.reject(new Error("the benchmark's parent owns the cluster"));
-  const cluster: LocalCluster = { ...handle, kubeConfig, queue: { stop: notOurs, start: notOurs }, apiServer: { stop: notOurs, start: notOurs }, stop: notOurs };
+  const notOursNow = () => {
+    throw new Error("the benchmark's parent owns the cluster");
+  };
+  const control = { stop: notOurs, start: notOurs, pause: notOursNow, resume: notOursNow };
+  const cluster: LocalCluster = { ...handle, kubeConfig, queue: control, apiServer: control, stop: notOurs };
   const pipeline = await startPipeline({
     cluster,
     queue: cluster.sqs,

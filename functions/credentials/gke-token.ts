@@ -32,9 +32,9 @@ export function gkeTokenProvider(o: GkeTokenOptions): () => Promise<string> {
       res = await get(url, { headers: { "Metadata-Flavor": "Google" }, signal: AbortSignal.timeout(5000) });
     } catch (e) {
       // Unreachable or slow: an outage of the infrastructure, not the object's fault (outcome.ts
-      // reads the network code, or "timed out"), so the circuit opens and nothing is dead-lettered.
+      // reads the network code, a timeout as ETIMEDOUT), so the circuit opens and nothing is dead-lettered.
       const timedOut = (e as Error).name === "TimeoutError";
-      const code = (e as { cause?: { code?: unknown } }).cause?.code;
+      const code = timedOut ? "ETIMEDOUT" : (e as { cause?: { code?: unknown } }).cause?.code;
       const err = new Error(`gke authentication: the metadata server ${host} ${timedOut ? "timed out" : `did not answer (${(e as Error).message})`}; the function must run on Google Cloud (Cloud Run, GKE) or set GCE_METADATA_HOST`, { cause: e });
       if (typeof code === "string") Object.assign(err, { code });
       throw err;

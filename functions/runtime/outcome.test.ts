@@ -1,7 +1,8 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { PermanentError, TemporaryError } from "../../core/errors.ts";
-import { ApiError } from "../../clients/kube-http.ts";
+import { ApiError, ApiNotReady, KubeUnreachable } from "../../clients/kube-http.ts";
+import { UserCodeThrew } from "./thrown.ts";
 import { classify, messageHandled } from "./outcome.ts";
 
 describe("classify", () => {
@@ -17,8 +18,25 @@ describe("classify", () => {
 
   it("blames the API server only for what every object would meet alike: unreachable, timing out, shedding load, a refused credential", () => {
     const refused = Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:6443"), { code: "ECONNREFUSED" });
-    for (const e of [refused, new ApiError(503, "ServiceUnavailable", "down"), new ApiError(504, "Timeout", "etcd slow"), new ApiError(429, "TooManyRequests", "slow down"), new ApiError(401, "Unauthorized", "Unauthorized"), new Error("GET /x: timed out after 15000 ms")])
+    for (const e of [refused, new ApiError(503, "ServiceUnavailable", "down"), new ApiError(504, "Timeout", "etcd slow"), new ApiError(429, "TooManyRequests", "slow down"), new ApiError(401, "Unauthorized", "Unauthorized")])
       assert.equal(classify(e).kind, "unavailable", e.message);
+  });
+
+  it("decides by type, never by words: the client's timeout, a hung watch, a reset and a refusal before the server is ready are outages", () => {
+    const forbidden = new ApiError(403, "Forbidden", 'greetings "a" is forbidden: User "system:serviceaccount:x:fn" cannot get resource "greetings"');
+    for (const e of [
+      new KubeUnreachable("timeout", "GET /x: no answer from the API server in 15000 ms"),
+      new KubeUnreachable("silent", "GET /x: watch silent for 60000 ms"),
+      new KubeUnreachable("reset", "PATCH /x: the API server did not answer (socket hang up)"),
+      new ApiNotReady(forbidden, "/readyz answered 500"),
+      new ApiNotReady(new ApiError(401, "Unauthorized", "Unauthorized"), "it answered again 800 ms ago"),
+    ])
+      assert.equal(classify(e).kind, "unavailable", e.message);
+    // The same refusal from a ready server is about this kind, shown on the object.
+    assert.equal(classify(forbidden).kind, "retry");
+    // Words alone prove nothing: a user's own "timed out", or any untyped error saying so.
+    assert.equal(classify(new Error("GET /x: timed out after 15000 ms")).kind, "retry");
+    assert.equal(classify(new UserCodeThrew(Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" }), "EffectThrew")).kind, "retry");
   });
 
   it("shows on the object what is about one object or one kind: a webhook's 500, an RBAC 403, a 404", () => {

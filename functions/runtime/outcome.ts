@@ -1,6 +1,6 @@
 // The ONE place where what went wrong becomes what the queue should do about it.
 import { PermanentError, TemporaryError } from "../../core/errors.ts";
-import { ApiError } from "../../clients/kube-http.ts";
+import { ApiError, isServerOutage } from "../../clients/kube-http.ts";
 import { thrownMessage, UserCodeThrew } from "./thrown.ts";
 
 /**
@@ -38,23 +38,20 @@ export type Verdict =
 /** An admission policy or webhook refused this write (403): about the object, not the credential. */
 const deniedByAdmission = (e: ApiError): boolean => e.code === 403 && /ValidatingAdmissionPolicy|admission webhook/.test(e.message);
 
-/** Connection-level failures: the API server is down, restarting or unreachable. */
-const NETWORK_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "ENOTFOUND", "EAI_AGAIN", "EPIPE", "ECONNABORTED", "UND_ERR_SOCKET", "UND_ERR_CONNECT_TIMEOUT"]);
-
 /**
- * Failures of the API server itself, which every object of the cluster would meet alike: it is
- * unreachable or times out, it sheds load (429), it says it cannot serve (503), it timed out a
- * request (504), or it refuses the function's credential (401). Everything else is about one
- * object or one kind and is shown on the object: a webhook's 500, an RBAC 403 for one kind, a
+ * Failures of the API server itself, which every object of the cluster would meet alike, decided
+ * by type (clients/kube-errors.ts), never by an error's words: no answer (a transport failure or
+ * the client's own timeout), a 401/403 while it is not ready (restarting: its RBAC warming up),
+ * load shed (429), cannot serve (503), its own timeout (504), and a refused function credential
+ * (401 from a ready server: every object alike). Everything else is about one object or one kind
+ * and is shown on the object: a webhook's 500, an RBAC 403 for one kind from a ready server, a
  * 422, a 404. Narrow on purpose: a circuit opened for one kind's failure would stop every kind.
+ * What the user's code threw never counts, whatever it carries.
  */
 export function isInfrastructureFailure(error: unknown): boolean {
-  if (error instanceof ApiError) return error.code === 401 || error.code === 429 || error.code === 503 || error.code === 504;
-  if (!(error instanceof Error) || error instanceof UserCodeThrew) return false;
-  const code = (error as { code?: unknown }).code;
-  if (typeof code === "string" && NETWORK_CODES.has(code)) return true;
-  // Our HTTP clients' own timeouts, and an aborted socket while the server restarts.
-  return /timed out|socket hang up/i.test(error.message);
+  if (error instanceof UserCodeThrew) return false;
+  if (isServerOutage(error)) return true;
+  return error instanceof ApiError && error.code === 401;
 }
 
 export function classify(error: unknown): Verdict {

@@ -101,21 +101,26 @@ export async function installCrd(api: KubeApi, op: Operator<unknown>): Promise<v
   });
 }
 
-/** The real bridge on the environment's FIFO queue, watching `resources` (CRDFN_RESOURCES syntax), no resync. */
-export async function startTestBridge(env: Env, resources: string): Promise<RunningBridge> {
+/**
+ * The real bridge on the environment's FIFO queue, watching `resources` (CRDFN_RESOURCES syntax),
+ * no resync; as the admin, or `asDeployed`: with its own ServiceAccount's token, watching the served namespace.
+ */
+export async function startTestBridge(env: Env, resources: string, o: { asDeployed?: boolean } = {}): Promise<RunningBridge> {
   const { sqs: q } = env.cluster;
   const config = loadBridgeConfig({
     CRDFN_CLUSTER: CLUSTER,
     CRDFN_QUEUE_URL: q.queues.fifo,
     CRDFN_RESOURCES: resources,
     // On a shared control plane, only the file's own namespaces: other files' objects are there too.
-    ...(env.cluster.shared ? { CRDFN_NAMESPACES: env.cluster.namespaces.join(",") } : {}),
+    ...(env.cluster.shared ? { CRDFN_NAMESPACES: env.cluster.namespaces.join(",") } : o.asDeployed ? { CRDFN_NAMESPACES: env.cluster.namespace } : {}),
     CRDFN_RESYNC_SECONDS: "0",
     CRDFN_HTTP_PORT: "0",
     AWS_REGION: q.region,
     AWS_ENDPOINT_URL_SQS: q.endpoint,
   });
-  const bridge = startBridge(config, { kubeConfig: env.cluster.kubeConfig, sqs: env.sqs, logger: env.logger.child({ component: "bridge" }) });
+  if (o.asDeployed && !env.identities) throw new Error("startTestBridge asDeployed: the environment has no identities");
+  const kubeConfig = o.asDeployed && env.identities ? env.identities.bridgeConnection : env.cluster.kubeConfig;
+  const bridge = startBridge(config, { kubeConfig, sqs: env.sqs, logger: env.logger.child({ component: "bridge" }) });
   await bridge.ready;
   return bridge;
 }

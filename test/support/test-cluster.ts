@@ -100,6 +100,9 @@ export async function testCluster(o: TestClusterOptions): Promise<TestCluster> {
   }
   const refuse = (what: string) => (): Promise<void> =>
     Promise.reject(new Error(`${slug} runs on the shared servers, which no test may stop (${what}): a test that stops servers starts its own, testCluster({ own: true })`));
+  const refusing = (what: string) => (): void => {
+    throw new Error(`${slug} runs on the shared servers, which no test may stop (${what}): a test that stops servers starts its own, testCluster({ own: true })`);
+  };
   return {
     kubeconfigPath: lane.kubeconfigPath,
     kubeConfig,
@@ -108,8 +111,8 @@ export async function testCluster(o: TestClusterOptions): Promise<TestCluster> {
     caPath: lane.caPath,
     sqs: sqsEnv,
     env: { KUBECONFIG: lane.kubeconfigPath, ...queueEnv(sqsEnv) },
-    queue: { stop: refuse("the queue server"), start: refuse("the queue server") },
-    apiServer: { stop: refuse("the API server"), start: refuse("the API server") },
+    queue: { stop: refuse("the queue server"), start: refuse("the queue server"), pause: refusing("the queue server"), resume: refusing("the queue server") },
+    apiServer: { stop: refuse("the API server"), start: refuse("the API server"), pause: refusing("the API server"), resume: refusing("the API server") },
     stop,
     namespace: slug,
     ns,
