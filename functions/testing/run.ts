@@ -12,6 +12,7 @@ import { createFakeKube, type FakeKube } from "./fake-kube.ts";
 import { objectInputOf, type ObjectInput, type TestObjectInput } from "./object.ts";
 import { APPLIED_HASH_ANNOTATION, PARENT_UID_LABEL, type ChildKey } from "../../core/event.ts";
 import { ownershipVerdict } from "../../core/ownership.ts";
+import { fenceOf, fenceVerdict } from "../../core/fence.ts";
 import { apiVersionOf, pluralOf } from "../../core/operator.ts";
 import type { ResourceRef } from "../runtime/kube-api.ts";
 
@@ -77,9 +78,14 @@ export async function reconcileWithRuntime<Spec>(operator: Operator<Spec>, input
 
   const current = await kube.get(ref);
   const runtime = createRuntime(operator, {
-    // The function's identity: the API server refuses its writes onto what another controls, as
-    // the generated admission policy makes a real one do (core/ownership.ts).
-    api: kube.as(({ ref: written, name, existing, next }) => ownershipVerdict(operator as Operator<unknown>, operator.resource.kind.toLowerCase(), { group: written.group, kind: kindOf(operator as Operator<unknown>, written), plural: written.plural }, name, existing, next)),
+    // The function's identity: the API server refuses its writes onto what another controls, and
+    // a child's write from an older generation of its parent, as the generated admission policy
+    // makes a real one do (core/ownership.ts, core/fence.ts).
+    api: kube.as(({ ref: written, name, existing, next }) => {
+      const kind = { group: written.group, kind: kindOf(operator, written), plural: written.plural };
+      const owned = operator.owns.some((o) => o.group === written.group && o.plural === written.plural);
+      return ownershipVerdict(operator, operator.resource.kind.toLowerCase(), kind, name, existing, next) ?? (owned ? fenceVerdict(written.plural, name, existing, next) : undefined);
+    }),
     logger: pino({ level: "silent" }),
     clock,
     env: options.env ?? {},
@@ -137,7 +143,7 @@ function kindOf(operator: Operator<unknown>, ref: ResourceRef): string {
   return operator.owns.find((o) => o.group === ref.group && o.plural === ref.plural)?.kind ?? ref.plural;
 }
 
-/** The bridge's keys of a parent's children: labelled with its uid, controlled by it; the hash only after the function's own apply. */
+/** The bridge's keys of a parent's children: labelled with its uid, controlled by it; the hash only after the function's own apply; the fence. */
 function childKeys(kube: FakeKube, operator: Operator<unknown>, parent: KubeObject): ChildKey[] {
   const uid = parent.metadata.uid;
   const keys: ChildKey[] = [];
@@ -150,7 +156,8 @@ function childKeys(kube: FakeKube, operator: Operator<unknown>, parent: KubeObje
       const ref = { group: owned.group, version: owned.version, plural: owned.plural, name: o.metadata.name, ...(o.metadata.namespace ? { namespace: o.metadata.namespace } : {}) };
       const hash = (o.metadata.annotations as Record<string, string> | undefined)?.[APPLIED_HASH_ANNOTATION];
       const ours = kube.lastContentWriter(ref) === `apply:${operator.fieldManager}`;
-      keys.push({ apiVersion, kind: owned.kind, ...(o.metadata.namespace ? { namespace: o.metadata.namespace } : {}), name: o.metadata.name, uid: o.metadata.uid ?? "", resourceVersion: o.metadata.resourceVersion ?? "", ...(ours && hash ? { appliedHash: hash } : {}) });
+      const fence = fenceOf(o);
+      keys.push({ apiVersion, kind: owned.kind, ...(o.metadata.namespace ? { namespace: o.metadata.namespace } : {}), name: o.metadata.name, uid: o.metadata.uid ?? "", resourceVersion: o.metadata.resourceVersion ?? "", ...(ours && hash ? { appliedHash: hash } : {}), ...(fence === undefined ? {} : { parentGeneration: fence }) });
     }
   }
   return keys;
