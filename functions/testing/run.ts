@@ -14,7 +14,7 @@ import { APPLIED_HASH_ANNOTATION, PARENT_UID_LABEL, type ChildKey } from "../../
 import { ownershipVerdict } from "../../core/ownership.ts";
 import { fenceOf, fenceVerdict } from "../../core/fence.ts";
 import { apiVersionOf, pluralOf } from "../../core/operator.ts";
-import type { ResourceRef } from "../runtime/kube-api.ts";
+import type { KubeApi, ResourceRef } from "../runtime/kube-api.ts";
 
 export interface RunOptions {
   /** The API server to run against; by default a new empty one. Pass one to run several reconciles in a row. */
@@ -78,14 +78,7 @@ export async function reconcileWithRuntime<Spec>(operator: Operator<Spec>, input
 
   const current = await kube.get(ref);
   const runtime = createRuntime(operator, {
-    // The function's identity: the API server refuses its writes onto what another controls, and
-    // a child's write from an older generation of its parent, as the generated admission policy
-    // makes a real one do (core/ownership.ts, core/fence.ts).
-    api: kube.as(({ ref: written, name, existing, next }) => {
-      const kind = { group: written.group, kind: kindOf(operator, written), plural: written.plural };
-      const owned = operator.owns.some((o) => o.group === written.group && o.plural === written.plural);
-      return ownershipVerdict(operator, operator.resource.kind.toLowerCase(), kind, name, existing, next) ?? (owned ? fenceVerdict(written.plural, name, existing, next) : undefined);
-    }),
+    api: asTheFunction(kube, operator as Operator<unknown>),
     logger: pino({ level: "silent" }),
     clock,
     env: options.env ?? {},
@@ -124,6 +117,19 @@ export async function reconcileWithRuntime<Spec>(operator: Operator<Spec>, input
 }
 
 /**
+ * The API server as the operator's function meets it: its writes onto what another controls are
+ * refused, and a child's write from an older generation of its parent, as the generated admission
+ * policy makes a real one do (core/ownership.ts, core/fence.ts).
+ */
+export function asTheFunction(kube: FakeKube, operator: Operator<unknown>): KubeApi {
+  return kube.as(({ ref: written, name, existing, next }) => {
+    const kind = { group: written.group, kind: kindOf(operator, written), plural: written.plural };
+    const owned = operator.owns.some((o) => o.group === written.group && o.plural === written.plural);
+    return ownershipVerdict(operator, operator.resource.kind.toLowerCase(), kind, name, existing, next) ?? (owned ? fenceVerdict(written.plural, name, existing, next) : undefined);
+  });
+}
+
+/**
  * Puts (or replaces) another object: where the operator declares its kind (reads, owns), at that
  * kind's REST location; namespaced unless the declaration says it is not.
  */
@@ -144,7 +150,7 @@ function kindOf(operator: Operator<unknown>, ref: ResourceRef): string {
 }
 
 /** The bridge's keys of a parent's children: labelled with its uid, controlled by it; the hash only after the function's own apply; the fence. */
-function childKeys(kube: FakeKube, operator: Operator<unknown>, parent: KubeObject): ChildKey[] {
+export function childKeys(kube: FakeKube, operator: Operator<unknown>, parent: KubeObject): ChildKey[] {
   const uid = parent.metadata.uid;
   const keys: ChildKey[] = [];
   for (const owned of operator.owns) {
