@@ -205,11 +205,12 @@ describe("never backwards: a stale snapshot is never applied", { timeout: 900_00
     const bursts = await Promise.all(paths.map(([path, op, name]) => rounds(path, op, name)));
     for (const [i, [path, , name]] of paths.entries()) {
       const values = writes.values.get(`${name}-out`) ?? [];
-      const reconciles = path === "cloud run" ? cloudRunRecords.filter((r) => r.name === name).length : recorder.reconciles.filter((r) => r.name === name).length;
+      const results = path === "cloud run" ? cloudRunRecords.filter((r) => r.name === name).map((r) => r.outcome.result) : recorder.reconciles.filter((r) => r.name === name).map((r) => r.result);
+      const reconciles = `${results.length} reconciles (${Object.entries(Object.groupBy(results, (r) => r)).map(([r, n]) => `${r} ${n?.length ?? 0}`).join(", ")})`;
       const conflicts = path === "cloud run" ? "n/a (its logs are its own)" : String(conflictsOf(name));
       const raises = values.filter((v, j) => j > 0 && v === values[j - 1]).length;
       const slowest = Math.max(...bursts[i]!);
-      console.log(`# ${path}: ${ROUNDS * PER_ROUND} updates (slowest burst of ${PER_ROUND}: ${slowest.toFixed(0)} ms): ${values.length} child writes (${raises} of them the same value: fence raises), ${reconciles} reconciles, ${conflicts} conflicts re-read, ${regressions(values)} regressions`);
+      console.log(`# ${path}: ${ROUNDS * PER_ROUND} updates (slowest burst of ${PER_ROUND}: ${slowest.toFixed(0)} ms): ${values.length} child writes (${raises} of them the same value: fence raises), ${reconciles}, ${conflicts} conflicts re-read, ${regressions(values)} regressions`);
       assert.equal(regressions(values), 0, `${path}: the child's values as written: ${values.join(", ")}`);
       assert.equal(values.at(-1), LAST, `${path}: the last write is the last update`);
     }

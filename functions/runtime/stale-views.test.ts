@@ -107,6 +107,13 @@ describe("stale views", () => {
     assert.equal(await valueOf(kube), "1", "generation 2's value never written after generation 3's");
   });
 
+  it("a spec change with its body in the event still costs two requests: the child's apply and the status write", async () => {
+    const { kube } = await reconciledUpTo([{ value: 1 }]);
+    const changed = await reconcileWithRuntime(valued, { metadata: { name: "v" }, spec: { value: 2 } }, { kube });
+    assert.equal(changed.outcome.apiCalls, 2);
+    assert.equal(await fenceOfChild(kube), "2");
+  });
+
   it("acting on the message's own generation raises nothing: a steady reconcile still writes nothing", async () => {
     const { kube, bodies } = await reconciledUpTo([{ value: 1 }]);
     const outcome = await deliver(kube, eventOf(kube, bodies[0]!));
