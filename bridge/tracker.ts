@@ -13,6 +13,7 @@
 // its reconcile records the schedule afresh. A new bridge (a restart, a failover) announces only
 // what needs work: objects whose generation is not yet observed, being deleted, or due.
 import { APPLIED_HASH_ANNOTATION, type ChildKey, type KeyEvent } from "../core/event.ts";
+import { fenceOf } from "../core/fence.ts";
 import type { GroupVersionResource } from "../core/resource-path.ts";
 import { announceReason, nextReconcileOf } from "../core/schedule.ts";
 import { DueSchedule } from "./due-schedule.ts";
@@ -405,6 +406,8 @@ interface ChildEntry extends Entry {
   owner?: { tracker: ParentTracker; key: string };
   /** Its applied hash, when the last write to its content was the function's own apply. */
   hash?: string;
+  /** Its fence (crdfn.io/parent-generation), which the function raises without a content change. */
+  gen?: number;
   /** A digest of its status, when its status changes announce the parent: never the function's write. */
   sfp?: string;
 }
@@ -439,7 +442,7 @@ export class ChildTracker extends Tracker<ChildEntry> {
       const e = this.entries.get(key);
       if (e === undefined) continue;
       const [namespace, name] = splitKey(key);
-      out.push({ apiVersion: this.#apiVersion, kind: this.resource.kind, ...(namespace === undefined ? {} : { namespace }), name, uid: e.uid, resourceVersion: e.rv, ...(e.hash === undefined ? {} : { appliedHash: e.hash }) });
+      out.push({ apiVersion: this.#apiVersion, kind: this.resource.kind, ...(namespace === undefined ? {} : { namespace }), name, uid: e.uid, resourceVersion: e.rv, ...(e.hash === undefined ? {} : { appliedHash: e.hash }), ...(e.gen === undefined ? {} : { parentGeneration: e.gen }) });
     }
     return out;
   }
@@ -478,6 +481,7 @@ export class ChildTracker extends Tracker<ChildEntry> {
     const manager = this.o.functionFieldManager;
     const ownWrite = manager !== undefined && lastContentWriteWasApply(obj, manager);
     const hash = ownWrite ? (m as { annotations?: Record<string, string> }).annotations?.[APPLIED_HASH_ANNOTATION] : undefined;
+    const gen = fenceOf(obj);
     const next: ChildEntry = {
       uid: m.uid,
       rv: m.resourceVersion,
@@ -485,6 +489,7 @@ export class ChildTracker extends Tracker<ChildEntry> {
       epoch,
       ...(owner ? { owner } : {}),
       ...(hash ? { hash } : {}),
+      ...(gen === undefined ? {} : { gen }),
       ...(this.#includeStatus ? { sfp: statusFingerprint(obj) } : {}),
     };
     if (owner === undefined) this.entries.delete(key);

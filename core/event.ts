@@ -14,6 +14,11 @@ export const MAX_KEY_BYTES = 1024;
 export const PARENT_UID_LABEL = "crdfn.io/parent-uid";
 /** A hash of a child as the function last applied it: equal hashes, nothing to apply. */
 export const APPLIED_HASH_ANNOTATION = "crdfn.io/applied-hash";
+/**
+ * The parent's metadata.generation a child was last applied from: a fence the generated admission
+ * policy keeps from moving backwards (core/fence.ts). Not part of the applied hash.
+ */
+export const PARENT_GENERATION_ANNOTATION = "crdfn.io/parent-generation";
 
 const dnsSubdomain = z.string().max(253).regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/);
 const dnsLabel = z.string().min(1).max(63).regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/);
@@ -37,6 +42,8 @@ export const childKeySchema = z.strictObject({
    * apply; absent when anyone else wrote it since (then the function applies again).
    */
   appliedHash: z.string().min(1).max(64).optional(),
+  /** The child's crdfn.io/parent-generation (its fence), when it carries a valid one. */
+  parentGeneration: z.number().int().nonnegative().optional(),
 });
 export type ChildKey = z.infer<typeof childKeySchema>;
 

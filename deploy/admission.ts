@@ -10,7 +10,12 @@
 //     what keeps it from taking what is not its own (core/ownership.ts says the same in
 //     TypeScript, for the testing kit, in the same words). Exceptions: the operator's declared
 //     shared objects (by name) while no controller owns them, and an orphan of a kind declared
-//     `adopt: true`, which may be taken over.
+//     `adopt: true`, which may be taken over;
+//   * an update of an owned child may not lower its crdfn.io/parent-generation while it stays
+//     under the same parent (core/fence.ts): a stale view of the parent costs a retry, never a
+//     step back.
+import { PARENT_GENERATION_ANNOTATION } from "../core/event.ts";
+import { staleRefusal } from "../core/fence.ts";
 import type { Operator } from "../core/operator.ts";
 import { refusal } from "../core/ownership.ts";
 import { functionIdentity, operatorName } from "./rbac.ts";
@@ -34,6 +39,12 @@ export function admissionPolicyOf(operator: Operator<unknown>, o: { functionsNam
   const controllers = (obj: string) => `${obj} == null || !has(${obj}.metadata.ownerReferences) ? [] : ${obj}.metadata.ownerReferences.filter(r, has(r.controller) && r.controller)`;
   const ours = (list: string) => `${list}.exists(r, r.kind == ${lit(kind)} && r.apiVersion.startsWith(${lit(`${group}/`)}))`;
   const name = admissionPolicyName(operator);
+  // A child's fence as CEL reads it; -1 when absent or not a number (core/fence.ts's fenceOf).
+  const fence = (obj: string) => {
+    const value = `${obj}.metadata.annotations[${lit(PARENT_GENERATION_ANNOTATION)}]`;
+    return `${obj} != null && has(${obj}.metadata.annotations) && ${lit(PARENT_GENERATION_ANNOTATION)} in ${obj}.metadata.annotations && ${value}.matches('^[0-9]{1,18}$') ? int(${value}) : -1`;
+  };
+  const [staleHead, staleMid, staleStored, staleTail] = staleRefusal("\u0000", "\u0000", "\u0000", "\u0000").split("\u0000");
   // The messages are core/ownership.ts's, built in CEL: the runtime recognises them as ChildConflict.
   const [createHead, createTail] = refusal.create(fn, "\u0000", kind).split("\u0000");
   const [changeHead, changeMid, changeTail] = refusal.change(fn, "\u0000", "\u0000", kind).split("\u0000");
@@ -68,6 +79,14 @@ export function admissionPolicyOf(operator: Operator<unknown>, o: { functionsNam
       messageExpression: `${lit(changeHead ?? "")} + request.resource.resource + ${lit(changeMid ?? "")} + request.name + ${lit(changeTail ?? "")}`,
       reason: "Forbidden",
     },
+    {
+      // The fence: core/fence.ts's fenceVerdict. The runtime reads this refusal as a conflict.
+      expression: "!variables.owned || request.operation != 'UPDATE' || variables.oldFence < 0 || !variables.sameUid || variables.newFence >= variables.oldFence",
+      messageExpression:
+        `${lit(staleHead ?? "")} + request.resource.resource + ${lit(staleMid ?? "")} + request.name + ${lit(staleStored ?? "")} + ` +
+        `string(variables.oldFence) + ${lit(staleTail ?? "")} + string(variables.newFence)`,
+      reason: "Forbidden",
+    },
   );
   const policy: Manifest = {
     apiVersion: "admissionregistration.k8s.io/v1",
@@ -92,6 +111,10 @@ export function admissionPolicyOf(operator: Operator<unknown>, o: { functionsNam
         { name: "oldIsOurs", expression: ours("variables.oldControllers") },
         // The same parent: its uid, or its name (an earlier object of that name, deleted since: a name holds one object at a time).
         { name: "sameParent", expression: "variables.oldControllers.exists(o, variables.newControllers.exists(n, n.uid == o.uid || n.name == o.name))" },
+        // The fence holds only under one parent: a re-created parent's generations start again.
+        { name: "sameUid", expression: "variables.oldControllers.exists(o, variables.newControllers.exists(n, n.uid == o.uid))" },
+        { name: "oldFence", expression: fence("oldObject") },
+        { name: "newFence", expression: fence("object") },
       ],
       validations,
     },

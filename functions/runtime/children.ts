@@ -1,6 +1,7 @@
 // Writing what reconcile asked for. Owned children: checked (declared kind, parent's namespace,
-// not someone else's object), applied only when they differ from what was last applied, and the
-// ones this parent applied before and no longer returns are pruned. Shared objects: a field
+// not someone else's object), applied only when they differ from what was last applied (fenced by
+// the parent's generation, core/fence.ts), and the ones this parent applied before and no longer
+// returns are pruned, from a view proven current. Shared objects: a field
 // manager per parent, so server-side apply merges the contributions.
 import { PermanentError } from "../../core/errors.ts";
 import type { DesiredObject, ReconcileResult } from "../../core/operator.ts";
@@ -10,6 +11,8 @@ import { ApiError } from "../../clients/kube-http.ts";
 import { type KubeObject, type ResourceRef } from "./kube-api.ts";
 import { childKey, childRef, readByName, type ChildKeys, type ObservedByKind } from "./observed-children.ts";
 import { isOwnershipRefusal } from "../../core/ownership.ts";
+import { PARENT_GENERATION_ANNOTATION } from "../../core/event.ts";
+import { fenceOf, mustRaiseFence } from "../../core/fence.ts";
 import { ownedKind, ownedRef } from "./owned-kinds.ts";
 import type { Step } from "./step.ts";
 
@@ -21,27 +24,38 @@ interface PlannedChild {
 }
 
 /**
- * Applies the children reconcile asked for and prunes the ones it no longer asks for. What the
- * event's keys say is this parent's and was last applied as wanted is left alone; a child of an
- * observed kind the keys do not name is read first, and written only if this parent controls it
- * (or it is an orphan to adopt); any other child is applied, and the API server refuses a write
- * onto an object another controls (the generated admission policy; two controller references).
+ * Applies the children reconcile asked for (pruning the ones it no longer asks for is
+ * `pruneChildren`, once the view is proven current). What the event's keys say is this parent's
+ * and was last applied as wanted is left alone, unless its fence must be raised (core/fence.ts);
+ * a child of an observed kind the keys do not name is read first, and written only if this parent
+ * controls it (or it is an orphan to adopt); any other child is applied, and the API server
+ * refuses a write onto an object another controls (the generated admission policy; two controller
+ * references), or one from an older generation of the parent than the child's fence.
  */
-export async function writeChildren(step: Step, parent: KubeObject, result: ReconcileResult, keys: ChildKeys, observed: ObservedByKind): Promise<void> {
+export async function writeChildren(step: Step, parent: KubeObject, result: ReconcileResult, keys: ChildKeys, observed: ObservedByKind): Promise<WantedChildren> {
   const planned = (result.children ?? []).map((c) => planChild(step, parent, c));
   // Every check before any write: a refused child leaves the others as they were.
   const known = await Promise.all(planned.map((p) => (keys?.get(p.owned)?.has(p.key) ? Promise.resolve(undefined) : unknownChild(step, p, observed))));
   planned.forEach((p, i) => checkOwnership(step, parent, p, known[i]));
+  const generation = parent.metadata.generation;
+  const raise = (fence: number | undefined) => mustRaiseFence(step.event.generation, generation, fence);
   for (const [i, p] of planned.entries()) {
     const key = keys?.get(p.owned)?.get(p.key);
-    if (key !== undefined && key.appliedHash !== undefined && key.appliedHash === hashOf(p.body)) continue;
+    // The fence as last known: the key's, or the observed child's when it was read (both only lag behind).
+    const fence = highest(key?.parentGeneration, fenceOf(observed.get(p.owned)?.get(p.key)));
+    if (key !== undefined && key.appliedHash !== undefined && key.appliedHash === hashOf(p.body) && !raise(fence)) continue;
     const there = known[i];
-    if (there && hashOf(there) === hashOf(p.body) && holds(there, p.body)) continue;
-    await applyChild(step, p);
+    if (there && hashOf(there) === hashOf(p.body) && holds(there, p.body) && !raise(fenceOf(there))) continue;
+    await applyChild(step, p, generation);
   }
-  if (keys !== undefined) await prune(step, keys, new Set(planned.map((p) => `${p.owned.kind}|${p.key}`)));
   for (const shared of result.shared ?? []) await applyShared(step, shared, parent);
+  return new Set(planned.map((p) => `${p.owned.kind}|${p.key}`));
 }
+
+/** The children reconcile asked for, as "kind|namespace/name": what pruning spares. */
+export type WantedChildren = ReadonlySet<string>;
+
+const highest = (a: number | undefined, b: number | undefined): number | undefined => (a === undefined ? b : b === undefined ? a : Math.max(a, b));
 
 /** A child the keys do not name: of an observed kind, as it is there (read by name); of another kind, not read. */
 async function unknownChild(step: Step, p: PlannedChild, observed: ObservedByKind): Promise<KubeObject | undefined> {
@@ -49,10 +63,15 @@ async function unknownChild(step: Step, p: PlannedChild, observed: ObservedByKin
   return observed.get(p.owned)?.get(p.key) ?? (await readByName(step, p.owned, p.ref.namespace, p.ref.name));
 }
 
-/** A refusal of the write because another controls the object becomes ChildConflict, naming it. */
-async function applyChild(step: Step, p: PlannedChild): Promise<void> {
+/**
+ * Applies a child fenced with the parent generation it was computed from (outside the applied
+ * hash: an unchanged child is still skipped). A refusal of the write because another controls the
+ * object becomes ChildConflict, naming it; the fence's refusal is left to be read as a conflict.
+ */
+async function applyChild(step: Step, p: PlannedChild, generation: number | undefined): Promise<void> {
+  const annotations = { ...(p.body.metadata.annotations as Record<string, string>), ...(generation === undefined ? {} : { [PARENT_GENERATION_ANNOTATION]: String(generation) }) };
   try {
-    await step.api.apply(p.ref, p.body, step.operator.fieldManager);
+    await step.api.apply(p.ref, { ...p.body, metadata: { ...p.body.metadata, annotations } }, step.operator.fieldManager);
   } catch (e) {
     if (e instanceof ApiError && isOwnershipRefusal(e)) throw new PermanentError(`${p.owned.kind} ${p.ref.namespace ? `${p.ref.namespace}/` : ""}${p.ref.name}: ${e.message}`, "ChildConflict");
     throw e;
@@ -116,17 +135,28 @@ function earlierObjectOfThisName(step: Step, parent: KubeObject, ref: OwnerRefer
   return ref.kind === resource.kind && group(ref.apiVersion) === group(apiVersion) && ref.name === parent.metadata.name && ref.uid !== parent.metadata.uid;
 }
 
-/** Deletes what this parent applied before and no longer wants; the uid precondition spares a same-named newcomer. */
-async function prune(step: Step, keys: NonNullable<ChildKeys>, wanted: Set<string>): Promise<void> {
-  for (const [owned, children] of keys) {
-    if (!owned.prune) continue;
-    for (const [key, child] of children) {
-      if (wanted.has(`${owned.kind}|${key}`)) continue;
-      try {
-        await step.api.delete(childRef(owned, child.namespace, child.name), { uid: child.uid });
-      } catch (e) {
-        if (!(e instanceof ApiError && e.code === 409)) throw e;
-      }
+/**
+ * Deletes what this parent applied before and no longer wants; the uid precondition spares a
+ * same-named newcomer. A delete cannot be fenced like an apply, so it is made only from a view
+ * proven current: called after the status write (whose resourceVersion precondition refuses a
+ * stale view first), and, when there is something to delete, after a quorum read of the parent
+ * shows the generation acted on is still its newest. When it is not, a newer event of the object
+ * waits behind this one, and its reconcile prunes from its own view.
+ */
+export async function pruneChildren(step: Step, view: KubeObject, keys: ChildKeys, wanted: WantedChildren): Promise<void> {
+  if (keys === undefined) return;
+  const unwanted = [...keys].filter(([owned]) => owned.prune).flatMap(([owned, children]) => [...children].filter(([key]) => !wanted.has(`${owned.kind}|${key}`)).map(([, child]) => ({ owned, child })));
+  if (unwanted.length === 0) return;
+  const current = await step.api.get(step.ref);
+  if (current?.metadata.uid !== view.metadata.uid || current?.metadata.generation !== view.metadata.generation) {
+    step.log.debug({ acted: view.metadata.generation, current: current?.metadata.generation }, "not pruning from a view that is no longer current");
+    return;
+  }
+  for (const { owned, child } of unwanted) {
+    try {
+      await step.api.delete(childRef(owned, child.namespace, child.name), { uid: child.uid });
+    } catch (e) {
+      if (!(e instanceof ApiError && e.code === 409)) throw e;
     }
   }
 }

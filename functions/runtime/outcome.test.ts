@@ -4,6 +4,10 @@ import { PermanentError, TemporaryError } from "../../core/errors.ts";
 import { ApiError, ApiNotReady, KubeUnreachable } from "../../clients/kube-http.ts";
 import { UserCodeThrew } from "./thrown.ts";
 import { classify, messageHandled } from "./outcome.ts";
+import { fenceVerdict, STALE_GENERATION_TOKEN, staleRefusal } from "../../core/fence.ts";
+import { PARENT_GENERATION_ANNOTATION } from "../../core/event.ts";
+
+const child = (generation: number) => ({ metadata: { annotations: { [PARENT_GENERATION_ANNOTATION]: String(generation) }, ownerReferences: [{ controller: true, uid: "p" }] } });
 
 describe("classify", () => {
   it("turns every failure into one verdict", () => {
@@ -45,6 +49,14 @@ describe("classify", () => {
     for (const e of [webhook, rbac, new ApiError(404, "NotFound", "gone")]) assert.equal(classify(e).kind, "retry", e.message);
     const policy = new ApiError(403, "Forbidden", "configmaps \"x\" is forbidden: ValidatingAdmissionPolicy 'crdfn-greeting-function' denied request");
     assert.equal(classify(policy).kind, "permanent");
+  });
+
+  it("reads our policy's fence refusal as a conflict (re-read, recompute), and nothing else it refuses", () => {
+    const stale = new ApiError(403, "Forbidden", `configmaps "w-out" is forbidden: ValidatingAdmissionPolicy 'crdfn-widget-function' with binding 'crdfn-widget-function' denied request: ${staleRefusal("configmaps", "w-out", 7, 3)}`);
+    assert.deepEqual(classify(stale), { kind: "conflict" });
+    // The testing kit's in-memory API server says it in the same words.
+    assert.deepEqual(classify(new ApiError(403, "Forbidden", `configmaps "w-out" is forbidden: ValidatingAdmissionPolicy denied request: ${fenceVerdict("configmaps", "w-out", child(7), child(3))}`)), { kind: "conflict" });
+    assert.equal(classify(new ApiError(422, "Invalid", STALE_GENERATION_TOKEN)).kind, "permanent", "only a 403 of admission");
   });
 
   it("hands back to the queue only what must be redelivered", () => {

@@ -1,6 +1,7 @@
 // The ONE place where what went wrong becomes what the queue should do about it.
 import { PermanentError, TemporaryError } from "../../core/errors.ts";
 import { ApiError, isServerOutage } from "../../clients/kube-http.ts";
+import { isStaleRefusal } from "../../core/fence.ts";
 import { thrownMessage, UserCodeThrew } from "./thrown.ts";
 
 /**
@@ -56,6 +57,9 @@ export function isInfrastructureFailure(error: unknown): boolean {
 
 export function classify(error: unknown): Verdict {
   if (error instanceof ApiError && error.code === 409) return { kind: "conflict" };
+  // Our own policy's fence refused a child from an older generation of the parent: the view was
+  // stale, like a 409, so re-read and recompute; never the object's failure.
+  if (error instanceof ApiError && isStaleRefusal(error)) return { kind: "conflict" };
   // The API server refused what reconcile asked for (an invalid child): retrying the same
   // object cannot help, so it is recorded like a PermanentError.
   if (error instanceof ApiError && (error.code === 400 || error.code === 422 || deniedByAdmission(error))) return { kind: "permanent", reason: "RejectedByApiServer", message: error.message };

@@ -1,13 +1,14 @@
 // One reconcile of an object just read, step by step. Each step is its own function; this file
 // only says in which order they run and what the outcome is:
 //   finalizer → spec → children's and references' reads → effects (recorded at once) →
-//   reconcile (pure) → children → status (with what is next: a requeue, the timer).
+//   reconcile (pure) → children → status (with what is next: a requeue, the timer) → prune
+//   (after the status write's precondition, so only from a current view: children.ts).
 import type { KubeObject } from "./kube-api.ts";
 import { onFailure } from "./failure.ts";
 import { ensureFinalizer, finalizeObject } from "./finalizer.ts";
 import type { Outcome } from "./outcome.ts";
 import { callReconcile, validObject } from "./reconcile-call.ts";
-import { writeChildren } from "./children.ts";
+import { pruneChildren, writeChildren } from "./children.ts";
 import { childKeysOf, observedChildren, readObserved } from "./observed-children.ts";
 import { recordEffects, runEffects } from "./effects.ts";
 import { readReferences, referencedKeys, referencedObjects, referenceRecords } from "./references.ts";
@@ -35,9 +36,10 @@ export async function reconcileObject(step: Step, read: KubeObject): Promise<Out
     // Recorded before anything else is written: what exists outside the cluster is on the object.
     if (effected !== undefined) object = await recordEffects(step, object, effected.status, records);
     const result = callReconcile(step, effected ? validObject(step, object) : valid, now, observedChildren(step.operator, observed), references, effected?.status);
-    await writeChildren(step, object, result, keys, observed);
+    const asked = await writeChildren(step, object, result, keys, observed);
     const requeue = requeueAfter(step.operator, result.requeueAfterSeconds, effected?.requeueAfterSeconds);
     await writeSuccessStatus(step, object, result.status, now, requeue, records);
+    await pruneChildren(step, object, keys, asked);
     return { result: "success", detail: "reconciled", ...(requeue === undefined ? {} : { requeue: "after" as const }) };
   } catch (error) {
     return onFailure(step, object, error, records);

@@ -12,8 +12,9 @@ import { createFakeKube, type FakeKube } from "./fake-kube.ts";
 import { objectInputOf, type ObjectInput, type TestObjectInput } from "./object.ts";
 import { APPLIED_HASH_ANNOTATION, PARENT_UID_LABEL, type ChildKey } from "../../core/event.ts";
 import { ownershipVerdict } from "../../core/ownership.ts";
+import { fenceOf, fenceVerdict } from "../../core/fence.ts";
 import { apiVersionOf, pluralOf } from "../../core/operator.ts";
-import type { ResourceRef } from "../runtime/kube-api.ts";
+import type { KubeApi, ResourceRef } from "../runtime/kube-api.ts";
 
 export interface RunOptions {
   /** The API server to run against; by default a new empty one. Pass one to run several reconciles in a row. */
@@ -77,9 +78,7 @@ export async function reconcileWithRuntime<Spec>(operator: Operator<Spec>, input
 
   const current = await kube.get(ref);
   const runtime = createRuntime(operator, {
-    // The function's identity: the API server refuses its writes onto what another controls, as
-    // the generated admission policy makes a real one do (core/ownership.ts).
-    api: kube.as(({ ref: written, name, existing, next }) => ownershipVerdict(operator as Operator<unknown>, operator.resource.kind.toLowerCase(), { group: written.group, kind: kindOf(operator as Operator<unknown>, written), plural: written.plural }, name, existing, next)),
+    api: asTheFunction(kube, operator as Operator<unknown>),
     logger: pino({ level: "silent" }),
     clock,
     env: options.env ?? {},
@@ -118,6 +117,19 @@ export async function reconcileWithRuntime<Spec>(operator: Operator<Spec>, input
 }
 
 /**
+ * The API server as the operator's function meets it: its writes onto what another controls are
+ * refused, and a child's write from an older generation of its parent, as the generated admission
+ * policy makes a real one do (core/ownership.ts, core/fence.ts).
+ */
+export function asTheFunction(kube: FakeKube, operator: Operator<unknown>): KubeApi {
+  return kube.as(({ ref: written, name, existing, next }) => {
+    const kind = { group: written.group, kind: kindOf(operator, written), plural: written.plural };
+    const owned = operator.owns.some((o) => o.group === written.group && o.plural === written.plural);
+    return ownershipVerdict(operator, operator.resource.kind.toLowerCase(), kind, name, existing, next) ?? (owned ? fenceVerdict(written.plural, name, existing, next) : undefined);
+  });
+}
+
+/**
  * Puts (or replaces) another object: where the operator declares its kind (reads, owns), at that
  * kind's REST location; namespaced unless the declaration says it is not.
  */
@@ -137,8 +149,8 @@ function kindOf(operator: Operator<unknown>, ref: ResourceRef): string {
   return operator.owns.find((o) => o.group === ref.group && o.plural === ref.plural)?.kind ?? ref.plural;
 }
 
-/** The bridge's keys of a parent's children: labelled with its uid, controlled by it; the hash only after the function's own apply. */
-function childKeys(kube: FakeKube, operator: Operator<unknown>, parent: KubeObject): ChildKey[] {
+/** The bridge's keys of a parent's children: labelled with its uid, controlled by it; the hash only after the function's own apply; the fence. */
+export function childKeys(kube: FakeKube, operator: Operator<unknown>, parent: KubeObject): ChildKey[] {
   const uid = parent.metadata.uid;
   const keys: ChildKey[] = [];
   for (const owned of operator.owns) {
@@ -150,7 +162,8 @@ function childKeys(kube: FakeKube, operator: Operator<unknown>, parent: KubeObje
       const ref = { group: owned.group, version: owned.version, plural: owned.plural, name: o.metadata.name, ...(o.metadata.namespace ? { namespace: o.metadata.namespace } : {}) };
       const hash = (o.metadata.annotations as Record<string, string> | undefined)?.[APPLIED_HASH_ANNOTATION];
       const ours = kube.lastContentWriter(ref) === `apply:${operator.fieldManager}`;
-      keys.push({ apiVersion, kind: owned.kind, ...(o.metadata.namespace ? { namespace: o.metadata.namespace } : {}), name: o.metadata.name, uid: o.metadata.uid ?? "", resourceVersion: o.metadata.resourceVersion ?? "", ...(ours && hash ? { appliedHash: hash } : {}) });
+      const fence = fenceOf(o);
+      keys.push({ apiVersion, kind: owned.kind, ...(o.metadata.namespace ? { namespace: o.metadata.namespace } : {}), name: o.metadata.name, uid: o.metadata.uid ?? "", resourceVersion: o.metadata.resourceVersion ?? "", ...(ours && hash ? { appliedHash: hash } : {}), ...(fence === undefined ? {} : { parentGeneration: fence }) });
     }
   }
   return keys;
