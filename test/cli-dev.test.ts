@@ -131,6 +131,8 @@ describe("crdfn dev", { timeout: 240_000 }, () => {
   };
 
   it("restarts kube-apiserver, etcd and ElasticMQ each killed with kill -9, says so in one line, and reconciles a change after each", { timeout: 200_000 }, async () => {
+    // Not before dev applied its samples: a failed apply ends dev (its start-up, not its servers').
+    await eventually(() => assert.match(output, /^applied: /m));
     const clusterDir = clusterDirOf();
     const pidOf = (pattern: string): number | undefined => {
       const found = processes(pattern).map((l) => Number(l.split(" ")[0]));
@@ -138,9 +140,10 @@ describe("crdfn dev", { timeout: 240_000 }, () => {
     };
     const reconciled = () => output.split("\n").filter((l) => /^✔ Greeting hello-world reconciled/.test(l)).length;
     for (const [name, pattern] of [
-      ["kube-apiserver", `--cert-dir=${clusterDir}/apiserver`],
-      ["etcd", `--data-dir=${clusterDir}/etcd`],
-      ["ElasticMQ", `-Dconfig.file=${clusterDir}/elasticmq/`],
+      // (No leading dash: pgrep would take the pattern for an option.)
+      ["kube-apiserver", `cert-dir=${clusterDir}/apiserver`],
+      ["etcd", `data-dir=${clusterDir}/etcd`],
+      ["ElasticMQ", `config.file=${clusterDir}/elasticmq/`],
     ] as const) {
       const killed = pidOf(pattern);
       assert.ok(killed, `${name} is running (${pattern})`);
@@ -151,7 +154,11 @@ describe("crdfn dev", { timeout: 240_000 }, () => {
       await eventually(() => assert.ok((pidOf(pattern) ?? killed) !== killed, `${name} running again`), { timeoutMs: 90_000, intervalMs: 250 });
       const before = reconciled();
       // A change after the restart (kubectl retried while the API server comes back).
-      await eventually(() => kubectl("patch", "greeting", "hello-world", "--type=merge", "-p", JSON.stringify({ spec: { message: `after ${name}` } })), { timeoutMs: 60_000, intervalMs: 500 });
+      await eventually(() => kubectl("patch", "greeting", "hello-world", "--type=merge", "-p", JSON.stringify({ spec: { message: `after ${name}` } })), { timeoutMs: 90_000, intervalMs: 500 }).catch((e: unknown) => {
+        const log = /its log: (\S+)/.exec(output.split("\n").filter((l) => l.startsWith(`${name} exited`)).pop() ?? "")?.[1];
+        const tail = log ? spawnSync("tail", ["-n", "15", log], { encoding: "utf8" }).stdout : "";
+        throw new Error(`${(e as Error).message}; what dev said about its servers: ${output.split("\n").filter((l) => /exited|restart/.test(l)).join(" | ")}; ${processes(pattern).length} running; its log ends:\n${tail}\ndev's last lines:\n${output.trimEnd().split("\n").slice(-8).join("\n")}`);
+      });
       await eventually(() => assert.ok(reconciled() > before, `a reconcile after ${name}'s restart`), { timeoutMs: 60_000 });
       await eventually(async () => assert.equal((JSON.parse(await kubectl("get", "configmap", "hello-world-greeting", "-o", "json")) as { data?: { message?: string } }).data?.message, `after ${name}`), { timeoutMs: 30_000 });
     }
