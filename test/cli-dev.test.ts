@@ -1,6 +1,7 @@
 // `crdfn dev` as a person runs it: a subprocess in its own process group, read by its output,
 // inspected with kubectl and `crdfn status` / `crdfn dlq`, and stopped with Ctrl-C (SIGINT to
 // the group). Nothing may be left running afterwards.
+import { signedForTest } from "./support/event-key.ts";
 import assert from "node:assert/strict";
 import { execFile, spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -103,7 +104,7 @@ describe("crdfn dev", { timeout: 240_000 }, () => {
       await sqs.send(
         new SendMessageCommand({
           QueueUrl: env.CRDFN_DLQ_URL,
-          MessageBody: encodeKeyEvent(event),
+          MessageBody: encodeKeyEvent(signedForTest(event)),
           MessageGroupId: messageGroupId(event),
           MessageDeduplicationId: deduplicationId(event, "redrive-test"),
         }),

@@ -3,6 +3,7 @@
 // in-cluster use, the group an EKS access entry maps the Lambda's IAM role to) get exactly their
 // resource, its status, their owned kinds and events — proven with SubjectAccessReviews, and by
 // running each operator with nothing but its ServiceAccount's token.
+import { signedForTest } from "./support/event-key.ts";
 import { execFile } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -300,7 +301,7 @@ describe("Kubernetes deploy manifests", { timeout: 240_000 }, () => {
           {
             messageId: `${name}-${obj.metadata?.resourceVersion ?? "gone"}`,
             receiptHandle: "r",
-            body: encodeKeyEvent(event),
+            body: encodeKeyEvent(signedForTest(event)),
             attributes: { ApproximateReceiveCount: "1", MessageGroupId: messageGroupId(event), SentTimestamp: "0", SenderId: "bridge", ApproximateFirstReceiveTimestamp: "0" },
             messageAttributes: {},
             md5OfBody: "",

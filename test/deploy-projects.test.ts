@@ -4,6 +4,7 @@
 // object's status and its children (namespaced and cluster-scoped) under the generated admission
 // policy, which still refuses what it must.
 import assert from "node:assert/strict";
+import { TEST_EVENT_KEY } from "./support/event-key.ts";
 import { after, before, describe, it } from "node:test";
 import { parse } from "yaml";
 import { sqsClient, startCluster, type LocalCluster } from "../emulator/cluster.ts";
@@ -198,6 +199,7 @@ describe("two projects' deploy files on one cluster; a cluster-scoped operator u
         const token = async (sa: string, ns: string) => (await admin(["create", "token", sa, "-n", ns, "--duration=10m"])).trim();
         const bridgeToken = await token(`crdfn-bridge-${name}`, "crdfn-system");
         const bridge = startBridge(loadBridgeConfig({ AWS_REGION: cluster.sqs.region, AWS_ENDPOINT_URL_SQS: cluster.sqs.endpoint, CRDFN_HTTP_PORT: "0" }, local), {
+          eventKey: TEST_EVENT_KEY,
           kubeConfig: serverConnection({ server: cluster.server, caFile: cluster.caPath, token: () => Promise.resolve(bridgeToken) }),
           sqs,
           logger,
