@@ -1,6 +1,5 @@
-// Event keys made by the CLI: `crdfn dev` keeps one per state directory (the bridge signs with it,
-// the functions verify with it: docs/security.md), and `crdfn event-key` prints a new one for a
-// deployment's Secret, SSM parameter or Secret Manager secret.
+// The event key of `crdfn dev`: one per state directory, so messages outlive a restart of dev (the
+// bridge signs with it, the functions verify with it: docs/security.md).
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";

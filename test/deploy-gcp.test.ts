@@ -88,6 +88,7 @@ const SCHEMA: Record<string, Json> = {
     event_trigger: 1,
   },
   google_cloud_run_service_iam_member: { location: 1, service: 1, role: 1, member: 1, project: 1, condition: 1 },
+  google_secret_manager_secret_iam_member: { secret_id: 1, role: 1, member: 1, project: 1, condition: 1 },
   google_logging_metric: {
     name: 1,
     description: 1,
