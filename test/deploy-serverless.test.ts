@@ -268,7 +268,7 @@ describe("serverless package (offline)", { timeout: 300_000 }, () => {
         const { stdout } = await run(process.execPath, ["--input-type=module", "-e", script], {
           cwd: work,
           timeout: 30_000,
-          env: { PATH: process.env.PATH ?? "", CRDFN_KUBE_AUTH: "token", CRDFN_KUBE_SERVER: "https://127.0.0.1:9", CRDFN_KUBE_TOKEN: "unused", LOG_LEVEL: "silent", AWS_REGION: "us-east-1" },
+          env: { PATH: process.env.PATH ?? "", CRDFN_KUBE_AUTH: "token", CRDFN_KUBE_SERVER: "https://127.0.0.1:9", CRDFN_KUBE_TOKEN: "unused", CRDFN_EVENT_KEYS: formatEventKey(TEST_EVENT_KEY), LOG_LEVEL: "silent", AWS_REGION: "us-east-1" },
         });
         assert.deepEqual(JSON.parse(stdout), { batchItemFailures: [{ itemIdentifier: "m-1" }] });
       } finally {

@@ -283,7 +283,7 @@ import operator from "./operator.ts";
 const reported: string[] = [];
 console.error = (line: string) => void reported.push(String(line));
 const handler = lambdaHandler(operator, {
-  env: { CRDFN_KUBE_AUTH: "token", CRDFN_KUBE_SERVER: "https://127.0.0.1:9", CRDFN_KUBE_TOKEN: "t", AWS_REGION: "us-east-1", LOG_LEVEL: "silent" },
+  env: { CRDFN_KUBE_AUTH: "token", CRDFN_KUBE_SERVER: "https://127.0.0.1:9", CRDFN_KUBE_TOKEN: "t", CRDFN_EVENT_KEYS: "k1:AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=", AWS_REGION: "us-east-1", LOG_LEVEL: "silent" },
 });
 const record = { messageId: "m1", body: "not an event", attributes: { ApproximateReceiveCount: "1" }, messageAttributes: {}, eventSourceARN: "arn:aws:sqs:us-east-1:0:events.fifo" };
 const response = await handler({ Records: [record] } as never, {} as never);
