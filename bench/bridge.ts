@@ -23,6 +23,7 @@ import { metricValue, scrapeMetrics } from "../test/support/metrics.ts";
 import { parallel } from "../test/support/promises.ts";
 import { buildControllerRuntime, missingToolchains } from "./peers/build.ts";
 import { cpuSeconds, rssBytes } from "./proc.ts";
+import { TEST_EVENT_KEY } from "../test/support/event-key.ts";
 
 const NS = "bench";
 const GROUP = "bench.crdfn.dev";
@@ -139,7 +140,7 @@ async function measureInProcess(cluster: LocalCluster, objects: number): Promise
   const baseline = heapNow();
   const registry = new Registry();
   const started = performance.now();
-  const bridge = startBridge(bridgeConfig(cluster, { CRDFN_RESOURCES: `${GROUP}/v1/tinies>v1/configmaps`, CRDFN_NAMESPACES: NS }), { kubeConfig: cluster.kubeConfig, sqs, logger: pino({ level: "warn" }), registry });
+  const bridge = startBridge(bridgeConfig(cluster, { CRDFN_RESOURCES: `${GROUP}/v1/tinies>v1/configmaps`, CRDFN_NAMESPACES: NS }), { eventKey: TEST_EVENT_KEY, kubeConfig: cluster.kubeConfig, sqs, logger: pino({ level: "warn" }), registry });
   await bridge.ready;
   const synced = performance.now() - started;
   while ((await metricValue(registry, "crdfn_bridge_events_published_total")) < objects) await new Promise((r) => setTimeout(r, 20));

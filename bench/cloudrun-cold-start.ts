@@ -29,6 +29,8 @@ const functionEnv = {
   K_SERVICE: "crdfn-shop-greeting",
   CRDFN_CLUSTERS: JSON.stringify({ prod: { auth: "gke", server: "https://34.1.2.3", caData: Buffer.from("-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n").toString("base64") } }),
   CRDFN_PUBSUB_TOPIC: "projects/my-project/topics/crdfn-shop-greeting-events",
+  // Secret Manager's value, as Cloud Run puts it into the environment (deploy/gcp.ts).
+  CRDFN_EVENT_KEYS: `k1:${Buffer.alloc(32, 1).toString("base64")}`,
   CRDFN_MAX_DELIVERY_ATTEMPTS: "5",
   LOG_LEVEL: "silent",
 };

@@ -5,6 +5,7 @@ import { serverConnection } from "../clients/kube-connection.ts";
 import { startBridge } from "./bridge.ts";
 import { loadBridgeConfig } from "./config.ts";
 import { TransportError, type QueueTransport } from "./transport.ts";
+import { TEST_EVENT_KEY } from "../test/support/event-key.ts";
 
 const topic = "projects/my-project/topics/crdfn-shop-greeting-events";
 
@@ -31,6 +32,7 @@ describe("a bridge on Pub/Sub whose topic does not exist", () => {
     };
     // An API server that is not there: only the topic is looked at here.
     const bridge = startBridge(loadBridgeConfig({ CRDFN_PUBSUB_TOPIC: topic, CRDFN_RESOURCES: "example.com/v1/greetings", CRDFN_HTTP_PORT: "0" }), {
+      eventKey: TEST_EVENT_KEY,
       kubeConfig: serverConnection({ server: "https://127.0.0.1:9" }),
       transport,
       logger: pino({ level: "silent" }),

@@ -10,6 +10,7 @@ import type { KubeConnection } from "../clients/kube-connection.ts";
 import type { Logger } from "pino";
 import { Registry } from "prom-client";
 import type { KeyEvent } from "../core/event.ts";
+import type { EventKey } from "../core/event-auth.ts";
 import type { BridgeConfig, WatchedResource } from "./config.ts";
 import { resolveResource } from "./discovery.ts";
 import { KubeHttp, type ApiError } from "../clients/kube-http.ts";
@@ -34,6 +35,8 @@ export interface BridgeDeps {
   registry?: Registry;
   /** Where the credential comes from (kubeconfig path and context, or the token file), named when the API server refuses it. */
   credentialSource?: string;
+  /** The cluster's event key (CRDFN_EVENT_KEY: loadEventKey in bridge/config.ts): every event is signed with it. Not a setting of BridgeConfig, which a ConfigMap holds. */
+  eventKey: EventKey;
 }
 
 export interface RunningBridge {
@@ -113,6 +116,7 @@ function startEngine(config: BridgeConfig, deps: EngineDeps, metrics: BridgeMetr
     logger,
     metrics,
     now: () => deps.clock().getTime(),
+    eventKey: deps.eventKey,
   });
   const announce: Announce = async (key, event, cause, options) => {
     try {

@@ -1,7 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { ConfigError } from "../core/config-error.ts";
-import { loadBridgeConfig } from "./config.ts";
+import { loadBridgeConfig, loadEventKey } from "./config.ts";
 
 const base = { CRDFN_QUEUE_URL: "http://127.0.0.1:9324/000000000000/crdfn-events.fifo", CRDFN_RESOURCES: "stable.example.com/v1/crontabs" };
 
@@ -105,5 +105,16 @@ describe("Pub/Sub instead of SQS", () => {
     assert.match(errorOf(() => loadBridgeConfig({ CRDFN_PUBSUB_TOPIC: topic, CRDFN_RESOURCES: `${base.CRDFN_RESOURCES}@${base.CRDFN_QUEUE_URL}` })), /^CRDFN_RESOURCES \(resources\[0\]\.queueUrl\): is an SQS queue, but this bridge publishes to Pub\/Sub/);
     assert.match(errorOf(() => loadBridgeConfig({ ...base, CRDFN_RESOURCES: `${base.CRDFN_RESOURCES}@${topic}` })), /^CRDFN_RESOURCES \(resources\[0\]\.topic\): is a Pub\/Sub topic, but this bridge publishes to SQS/);
     assert.match(errorOf(() => loadBridgeConfig({}, { queue: {}, resources: [{ group: "a.b", version: "v1", plural: "xs" }] })), /^CRDFN_QUEUE_URL: is required \(or CRDFN_PUBSUB_TOPIC, to publish to Pub\/Sub\)$/);
+  });
+});
+
+describe("CRDFN_EVENT_KEY", () => {
+  it("is the bridge's one signing key, <kid>:<secret>; missing or bad is one line naming it, never the secret", () => {
+    const secret = Buffer.alloc(32, 4).toString("base64");
+    assert.equal(loadEventKey({ CRDFN_EVENT_KEY: `k1:${secret}` }).kid, "k1");
+    assert.match(errorOf(() => loadEventKey({})), /^CRDFN_EVENT_KEY: is required: /);
+    const bad = errorOf(() => loadEventKey({ CRDFN_EVENT_KEY: secret }));
+    assert.match(bad, /^CRDFN_EVENT_KEY: must be <kid>:<secret>/);
+    assert.ok(!bad.includes(secret));
   });
 });

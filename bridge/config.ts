@@ -17,6 +17,7 @@
 import { z } from "zod";
 import { ConfigError } from "../core/config-error.ts";
 import { PARENT_UID_LABEL } from "../core/event.ts";
+import { parseEventKey, type EventKey } from "../core/event-auth.ts";
 import type { GroupVersionResource } from "../core/resource-path.ts";
 import { topicNameSchema } from "./pubsub-transport.ts";
 
@@ -263,4 +264,19 @@ export function loadBridgeConfig(env: NodeJS.ProcessEnv, fileContent: unknown = 
     lines.add(`${name}: ${message}`);
   }
   throw new ConfigError([...lines].join("\n"));
+}
+
+/**
+ * The cluster's event key, from CRDFN_EVENT_KEY (`<kid>:<secret>`, from a Kubernetes Secret in
+ * the generated Deployment): every event is signed with it. Read apart from the settings above,
+ * which a ConfigMap may hold and logs may show; the secret is never echoed.
+ */
+export function loadEventKey(env: NodeJS.ProcessEnv): EventKey {
+  const text = env.CRDFN_EVENT_KEY;
+  if (text === undefined || text.trim() === "") throw new ConfigError("CRDFN_EVENT_KEY: is required: the key the functions verify this cluster's events with, as <kid>:<secret> (see docs/security.md)");
+  try {
+    return parseEventKey(text.trim());
+  } catch (e) {
+    throw new ConfigError(`CRDFN_EVENT_KEY: ${(e as Error).message}`);
+  }
 }

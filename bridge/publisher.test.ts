@@ -6,6 +6,7 @@ import type { KeyEvent } from "../core/event.ts";
 import { createBridgeMetrics } from "./metrics.ts";
 import { Publisher } from "./publisher.ts";
 import type { QueueTransport, SendResult } from "./transport.ts";
+import { TEST_EVENT_KEY } from "../test/support/event-key.ts";
 
 /** A queue that records each batch it is sent and answers only when the test says so. */
 function heldQueue() {
@@ -46,7 +47,7 @@ const settle = () => new Promise((r) => setImmediate(r));
 describe("publisher batching", () => {
   it("sends at once while nothing is in flight, and gathers what arrives meanwhile into one batch", async () => {
     const queue = heldQueue();
-    const publisher = new Publisher({ transport: queue.transport, destinationOf: () => "q.fifo", maxPending: 100, concurrency: 4, logger: pino({ level: "silent" }), metrics: createBridgeMetrics(new Registry()), now: () => 0 });
+    const publisher = new Publisher({ transport: queue.transport, destinationOf: () => "q.fifo", maxPending: 100, concurrency: 4, logger: pino({ level: "silent" }), metrics: createBridgeMetrics(new Registry()), now: () => 0, eventKey: TEST_EVENT_KEY });
     await publisher.offer("a", event("a"), "watch");
     assert.deepEqual(queue.batches, [["a"]], "an idle queue gets the first event without waiting");
     for (const n of ["b", "c", "d"]) await publisher.offer(n, event(n), "watch");
@@ -60,7 +61,7 @@ describe("publisher batching", () => {
 
   it("keeps every slot busy with full batches (an initial sync)", async () => {
     const queue = heldQueue();
-    const publisher = new Publisher({ transport: queue.transport, destinationOf: () => "q.fifo", maxPending: 100, concurrency: 4, logger: pino({ level: "silent" }), metrics: createBridgeMetrics(new Registry()), now: () => 0 });
+    const publisher = new Publisher({ transport: queue.transport, destinationOf: () => "q.fifo", maxPending: 100, concurrency: 4, logger: pino({ level: "silent" }), metrics: createBridgeMetrics(new Registry()), now: () => 0, eventKey: TEST_EVENT_KEY });
     for (let i = 0; i < 35; i++) await publisher.offer(`o${i}`, event(`o${i}`), "list");
     assert.deepEqual(
       queue.batches.map((b) => b.length),
@@ -79,7 +80,7 @@ describe("publisher holds", () => {
   it("holds an announcement until the object's next body arrives (the status write it waits for), or the hold ends", async () => {
     const queue = heldQueue();
     let now = 0;
-    const publisher = new Publisher({ transport: queue.transport, destinationOf: () => "q.fifo", maxPending: 100, concurrency: 4, logger: pino({ level: "silent" }), metrics: createBridgeMetrics(new Registry()), now: () => now });
+    const publisher = new Publisher({ transport: queue.transport, destinationOf: () => "q.fifo", maxPending: 100, concurrency: 4, logger: pino({ level: "silent" }), metrics: createBridgeMetrics(new Registry()), now: () => now, eventKey: TEST_EVENT_KEY });
     await publisher.offer("a", event("a"), "child", { holdMs: 60_000 });
     await settle();
     assert.deepEqual(queue.batches, [], "held");

@@ -11,6 +11,7 @@
 import type { Logger } from "pino";
 import { backoffMs, type BackoffPolicy } from "../core/backoff.ts";
 import { deduplicationId, encodeKeyEvent, messageGroupId, supersede, type KeyEvent } from "../core/event.ts";
+import { signKeyEvent, type EventKey } from "../core/event-auth.ts";
 import type { BridgeMetrics } from "./metrics.ts";
 import type { AnnounceOptions } from "./tracker.ts";
 import { TransportError, type OutgoingMessage, type QueueTransport } from "./transport.ts";
@@ -28,6 +29,8 @@ export interface PublisherOptions {
   logger: Logger;
   metrics: BridgeMetrics;
   now: () => number;
+  /** The cluster's event key: every event is sent signed with it (core/event-auth.ts), so a function trusts its body. */
+  eventKey: EventKey;
 }
 
 interface Pending {
@@ -91,13 +94,14 @@ export class Publisher {
       event = supersede(existing.event, event);
       this.#bodyBytes -= existing.bodyBytes;
     }
-    let body = encodeKeyEvent(event);
+    // Signed as sent: what waits stays unsigned, since a newer announcement may still supersede it.
+    let body = encodeKeyEvent(signKeyEvent(event, this.#o.eventKey));
     let bodyBytes = event.object === undefined ? 0 : Buffer.byteLength(body, "utf8");
     if (bodyBytes > 0 && this.#bodyBytes + bodyBytes > (this.#o.maxPendingBodyBytes ?? DEFAULT_MAX_PENDING_BODY_BYTES)) {
       // Memory is bounded: past the budget the event names the object, and its function reads it.
       const { object: _dropped, ...keys } = event;
       event = keys;
-      body = encodeKeyEvent(event);
+      body = encodeKeyEvent(signKeyEvent(event, this.#o.eventKey));
       bodyBytes = 0;
     }
     this.#bodyBytes += bodyBytes;

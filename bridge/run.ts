@@ -9,7 +9,8 @@ import { collectDefaultMetrics, Registry } from "prom-client";
 import { parse as parseYaml } from "yaml";
 import { startBridge } from "./bridge.ts";
 import { ConfigError } from "../core/config-error.ts";
-import { loadBridgeConfig, type BridgeConfig } from "./config.ts";
+import { loadBridgeConfig, loadEventKey, type BridgeConfig } from "./config.ts";
+import type { EventKey } from "../core/event-auth.ts";
 import { serveHealth } from "./health-server.ts";
 import { pubSubPublisher, pubSubTransport } from "./pubsub-transport.ts";
 import { sqsTransport } from "./sqs-transport.ts";
@@ -68,8 +69,10 @@ async function connectionFor(o: RunOptions, kube: BridgeConfig["kube"]): Promise
 /** Resolves with the exit code once the bridge has stopped (on SIGTERM/SIGINT) or failed to start. */
 export async function runBridgeProcess(o: RunOptions): Promise<number> {
   let config: BridgeConfig;
+  let eventKey: EventKey;
   try {
     config = readConfig(o.env);
+    eventKey = loadEventKey(o.env);
   } catch (e) {
     if (!(e instanceof ConfigError)) throw e;
     process.stderr.write(`crdfn bridge: invalid configuration\n${e.message}\n`);
@@ -102,7 +105,7 @@ export async function runBridgeProcess(o: RunOptions): Promise<number> {
     process.stderr.write(`crdfn bridge: cannot load the kubeconfig: ${(e as Error).message.split("\n")[0]}\n`);
     return EXIT_CODES.config;
   }
-  const bridge = startBridge(config, { kubeConfig, transport, logger, registry, credentialSource });
+  const bridge = startBridge(config, { kubeConfig, transport, logger, registry, credentialSource, eventKey });
   let health: Awaited<ReturnType<typeof serveHealth>>;
   try {
     health = await serveHealth(bridge, config.httpPort);

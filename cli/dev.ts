@@ -11,6 +11,7 @@ import { operatorName } from "../deploy/rbac.ts";
 import type { Operator } from "../core/operator.ts";
 import { checkDistinct, exampleSamples, loadOperatorWithInputs, operatorFiles } from "./operators.ts";
 import { startPipeline, type ReconcileRecord } from "./pipeline.ts";
+import { devEventKey } from "./event-key.ts";
 import { untilSignal } from "./signals.ts";
 import { watchOperators } from "./watch.ts";
 
@@ -138,6 +139,7 @@ export function devCommand(): Command {
           onReconcile: (r) => say(reconcileLine(r)),
           log: say,
           identities: o.identities ? { namespaces: o.namespace ?? ["default"] } : false,
+          eventKey: devEventKey(o.stateDir),
         });
         stopAll.unshift(() => pipeline.stop());
         if (o.watch) {

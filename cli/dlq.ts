@@ -41,7 +41,9 @@ export function describeLetter(id: string, body: string, sentAt: number, now = D
   const age = `${Math.round((now - sentAt) / 1000)}s old`;
   if (!parsed.ok) return `${id}  malformed (${parsed.error.slice(0, 120)})  ${age}`;
   const e = parsed.event;
-  return `${id}  ${e.kind} ${e.namespace ? `${e.namespace}/` : ""}${e.name}  ${e.type}${e.reason ? `/${e.reason}` : ""}  cluster ${e.cluster}  ${age}`;
+  // An unsigned event (from before signed events) would be refused again: its object is re-announced instead.
+  const unsigned = e.mac === undefined ? `  unsigned v${e.v} event: a redrive is refused, run crdfn resync ${e.plural} ${e.name}${e.namespace ? ` -n ${e.namespace}` : ""}` : "";
+  return `${id}  ${e.kind} ${e.namespace ? `${e.namespace}/` : ""}${e.name}  ${e.type}${e.reason ? `/${e.reason}` : ""}  cluster ${e.cluster}  ${age}${unsigned}`;
 }
 
 /**

@@ -5,6 +5,8 @@ import { defineOperator } from "../core/operator.ts";
 import { envFile } from "./cluster.ts";
 import { reconcileLine } from "./dev.ts";
 import { describeMessage } from "./dlq.ts";
+import { encodeKeyEvent, type KeyEvent } from "../core/event.ts";
+import { signKeyEvent } from "../core/event-auth.ts";
 import { watchedResourcesOf } from "../deploy/bridge.ts";
 import type { ReconcileRecord } from "./pipeline.ts";
 
@@ -78,8 +80,10 @@ describe("dead-letter descriptions", () => {
     const sent = String(Date.parse("2026-11-21T12:00:00Z"));
     assert.equal(
       describeMessage({ MessageId: "m1", Body: body, Attributes: { SentTimestamp: sent } }, now),
-      "m1  Greeting default/hello  MODIFIED  cluster prod  10s old",
+      "m1  Greeting default/hello  MODIFIED  cluster prod  10s old  unsigned v1 event: a redrive is refused, run crdfn resync greetings hello -n default",
     );
+    const signed = encodeKeyEvent(signKeyEvent(JSON.parse(body) as KeyEvent, { kid: "k1", secret: Buffer.alloc(32, 1) }));
+    assert.equal(describeMessage({ MessageId: "m3", Body: signed, Attributes: { SentTimestamp: sent } }, now), "m3  Greeting default/hello  MODIFIED  cluster prod  10s old");
     assert.match(describeMessage({ MessageId: "m2", Body: "{oops", Attributes: { SentTimestamp: sent } }, now), /^m2 {2}malformed \(body is not JSON/);
   });
 });

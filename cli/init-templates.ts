@@ -221,7 +221,9 @@ function serverlessYml(n: ProjectNames): string {
   return `# The function on AWS Lambda, with its queue, dead-letter queue and roles: generated into deploy/serverless/
 # by \`npm run generate\` (crdfn generate), from the operator and crdfn.deploy.yaml.
 #   npx serverless deploy --stage prod --region <region> --param="eksCluster=<cluster>" \\
-#     --param="kubeServer=<API server URL>" --param="kubeCaData=<base64 CA>"
+#     --param="kubeServer=<API server URL>" --param="kubeCaData=<base64 CA>" \\
+#     --param="eventKeysVersion=<version id of the secret ${n.name}/prod/event-keys>"
+# The function verifies every event with the keys in that Secrets Manager secret (crdfn's docs/security.md).
 service: ${n.name}
 frameworkVersion: '3'
 # serverless 3's schema lists runtimes up to nodejs20.x; nodejs22.x is a valid Lambda runtime.
@@ -235,7 +237,7 @@ params:
     kubeAuth: eks             # the function's IAM role signs its EKS token
     logLevel: info
     maxConcurrency: 10        # concurrent invocations per queue: protects the API server
-    # Required: eksCluster, kubeServer, kubeCaData.
+    # Required: eksCluster, kubeServer, kubeCaData, eventKeysVersion.
 
 custom:
   timeoutSeconds: 30
@@ -317,7 +319,7 @@ account's SQS URL base), then:
 docker build -f node_modules/crdfn/infra/bridge/Dockerfile -t <image> node_modules/crdfn && docker push <image>
 npm run generate                            # deploy/: the CRD, RBAC, admission policy, bridge, Serverless resources
 kubectl apply --server-side -k deploy       # into the cluster
-npx serverless deploy --stage prod --param="eksCluster=<cluster>" --param="kubeServer=<URL>" --param="kubeCaData=<CA>"
+npx serverless deploy --stage prod --param="eksCluster=<cluster>" --param="kubeServer=<URL>" --param="kubeCaData=<CA>" --param="eventKeysVersion=<id>"
 \`\`\`
 
 \`deploy/functions/README.md\` and \`deploy/bridge/README.md\` say how the function's and the

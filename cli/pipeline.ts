@@ -13,6 +13,8 @@ import type { Operator } from "../core/operator.ts";
 import { startBridge, type RunningBridge } from "../bridge/bridge.ts";
 import { pubSubPublisher, pubSubTransport } from "../bridge/pubsub-transport.ts";
 import { bundleBridge } from "./bundle.ts";
+import { formatEventKey, type EventKey } from "../core/event-auth.ts";
+import { newEventKey } from "./event-key.ts";
 import { loadBridgeConfig } from "../bridge/config.ts";
 import { sqsClient, type SqsEnvironment } from "../emulator/cluster.ts";
 import type { SQSClient } from "@aws-sdk/client-sqs";
@@ -75,6 +77,11 @@ export interface PipelineOptions {
   logger: Logger;
   /** Cluster name the bridge puts in every event. */
   clusterName?: string;
+  /**
+   * The key the bridge signs events with and the functions verify them with (crdfn dev keeps one
+   * per state directory, so messages outlive a restart). Default: a new one for this pipeline.
+   */
+  eventKey?: EventKey;
   onReconcile?: (r: ReconcileRecord) => void;
   /** Function log level (their own pino loggers). Default "warn". */
   functionLogLevel?: string;
@@ -251,15 +258,16 @@ function queueOf(o: PipelineOptions): SqsEnvironment {
 const servedNamespaces = (o: PipelineOptions): readonly string[] => (o.identities === false ? [] : (o.identities?.namespaces ?? ["default"]));
 
 /** What points a process (the bridge's, the functions') at the cluster and the queue. */
-function processEnv(o: PipelineOptions): Record<string, string> {
-  return { KUBECONFIG: o.cluster.kubeconfigPath, ...(o.pubsub ? o.pubsub.env : queueEnv(queueOf(o))) };
+function processEnv(o: PipelineOptions & { eventKey: EventKey }): Record<string, string> {
+  const key = formatEventKey(o.eventKey);
+  return { KUBECONFIG: o.cluster.kubeconfigPath, ...(o.pubsub ? o.pubsub.env : queueEnv(queueOf(o))), CRDFN_EVENT_KEY: key, CRDFN_EVENT_KEYS: key };
 }
 
 /**
  * Starts the bridge as its image runs it — the bundle (cli/bundle.ts) under the deployment's
  * NODE_OPTIONS — against the cluster, and waits for its /readyz (initial sync done).
  */
-async function spawnBridge(o: PipelineOptions, ids: DevIdentities | undefined): Promise<BridgeProcess & { stop(): Promise<void> }> {
+async function spawnBridge(o: PipelineOptions & { eventKey: EventKey }, ids: DevIdentities | undefined): Promise<BridgeProcess & { stop(): Promise<void> }> {
   const dir = mkdtempSync(join(tmpdir(), "crdfn-bridge-"));
   const reaper = startReaper();
   reaper.trackDir(dir);
@@ -280,7 +288,7 @@ async function spawnBridge(o: PipelineOptions, ids: DevIdentities | undefined): 
         env: {
           ...process.env,
           // As deployed: its ServiceAccount's token, as in a pod; else the kubeconfig.
-          ...(ids ? { ...(o.pubsub ? {} : queueEnv(queueOf(o))), ...ids.bridgeEnv } : processEnv(o)),
+          ...(ids ? { ...(o.pubsub ? {} : queueEnv(queueOf(o))), ...ids.bridgeEnv, CRDFN_EVENT_KEY: formatEventKey(o.eventKey) } : processEnv(o)),
           ...bridgeEnv(o),
           CRDFN_CONFIG_FILE: configFile,
           CRDFN_HTTP_PORT: String(httpPort),
@@ -310,7 +318,8 @@ async function spawnBridge(o: PipelineOptions, ids: DevIdentities | undefined): 
 
 export function startPipeline(o: PipelineOptions & { bridgeProcess: true }): Promise<ProcessPipeline>;
 export function startPipeline(o: PipelineOptions & { bridgeProcess?: false }): Promise<Pipeline>;
-export async function startPipeline(o: PipelineOptions): Promise<Pipeline | ProcessPipeline> {
+export async function startPipeline(given: PipelineOptions): Promise<Pipeline | ProcessPipeline> {
+  const o = { ...given, eventKey: given.eventKey ?? newEventKey() };
   if ((o.queue === undefined) === (o.pubsub === undefined)) throw new SetupError("the pipeline needs a queue (SQS) or a Pub/Sub emulator, one of them");
   if (o.installCrds ?? true) for (const note of await installCrds(o.cluster.kubeConfig, o.operators)) o.log?.(note);
   const sqs = o.queue ? counted(sqsClient(o.queue), o.onQueueRequest) : undefined;
@@ -367,6 +376,7 @@ export async function startPipeline(o: PipelineOptions): Promise<Pipeline | Proc
     kubeConfig: ids?.bridgeConnection ?? o.cluster.kubeConfig,
     ...(transport ? { transport } : { sqs: sqs! }),
     logger: o.logger.child({ part: "bridge" }),
+    eventKey: o.eventKey,
     ...(ids ? { credentialSource: "the dev bridge identity's ServiceAccount token" } : {}),
   });
   await bridge.ready;

@@ -48,8 +48,12 @@ export const childKeySchema = z.strictObject({
 export type ChildKey = z.infer<typeof childKeySchema>;
 
 const keySchema = z.strictObject({
-    /** 2: may carry `object` and `children`; 1: names the object only (older bridges, old dead letters). */
-    v: z.union([z.literal(1), z.literal(2)]),
+    /**
+     * 3: signed (`kid`, `mac`: core/event-auth.ts), may carry `object` and `children`; 2: the same
+     * unsigned, 1: names the object only (older bridges, old dead letters). Functions handle only
+     * a v3 event whose MAC verifies.
+     */
+    v: z.union([z.literal(1), z.literal(2), z.literal(3)]),
     /** Which cluster the object lives in, so one function fleet can serve many. */
     cluster: clusterIdSchema,
     /** API group; "" for the core group. */
@@ -67,6 +71,10 @@ const keySchema = z.strictObject({
     reason: z.string().max(32).regex(/^[a-z][a-z0-9:-]*$/).optional(),
     /** When the bridge saw the change (RFC 3339), for queue-lag metrics only. */
     observedAt: z.iso.datetime({ offset: true }),
+    /** v3: which of the cluster's keys made `mac` (keys rotate). */
+    kid: z.string().min(1).max(32).regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/).optional(),
+    /** v3: HMAC-SHA256 (base64url) over the rest of the event, by the cluster's bridge (core/event-auth.ts). */
+    mac: z.string().length(43).regex(/^[A-Za-z0-9_-]+$/).optional(),
   });
 
 export const keyEventSchema = keySchema
@@ -75,6 +83,10 @@ export const keyEventSchema = keySchema
     object: z.looseObject({ metadata: z.looseObject({ name: z.string(), uid: z.string(), resourceVersion: z.string() }) }).optional(),
     /** Every current child of the owned kinds, by the bridge's index (a moment old, perhaps); absent: unknown. */
     children: z.array(childKeySchema).optional(),
+  })
+  .refine((e) => (e.v === 3) === (e.mac !== undefined) && (e.mac === undefined) === (e.kid === undefined), {
+    message: "a v3 event carries kid and mac, an older one neither",
+    path: ["mac"],
   })
   .refine((e) => e.object === undefined || (e.object.metadata.uid === e.uid && e.object.metadata.resourceVersion === e.resourceVersion), {
     message: "object must be the announced version (uid and resourceVersion)",

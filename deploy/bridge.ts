@@ -157,6 +157,14 @@ export function bridgeLeaseRbacOf(s: DeploySettings): Manifest[] {
  * a core at full load) and the RSS low: semi-space 2 instead of 8 MiB, peak RSS 123 → 103 MiB at
  * 1k objects, 126 → 119 at 10k, sync no slower (npm run bench:bridge).
  */
+/**
+ * The Secret (in the bridge's namespace) whose `key` holds this cluster's event key, `<kid>:<secret>`:
+ * the bridge signs every event with it. Created by the user (docs/security.md) and never
+ * generated: a key in infra/generated/ would be committed with it.
+ */
+export const bridgeEventKeySecretName = (s: DeploySettings): string => `${bridgeName(s)}-event-key`;
+export const EVENT_KEY_SECRET_KEY = "key";
+
 export const BRIDGE_NODE_OPTIONS = "--max-old-space-size=128 --max-semi-space-size=2";
 
 export function bridgeDeploymentOf(s: DeploySettings): Manifest {
@@ -189,6 +197,8 @@ export function bridgeDeploymentOf(s: DeploySettings): Manifest {
                 { name: "CRDFN_LEASE_IDENTITY", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } },
                 { name: "CRDFN_HTTP_PORT", value: "8080" },
                 { name: "NODE_OPTIONS", value: BRIDGE_NODE_OPTIONS },
+                // Not optional: a bridge without its key would publish what every function refuses.
+                { name: "CRDFN_EVENT_KEY", valueFrom: { secretKeyRef: { name: bridgeEventKeySecretName(s), key: EVENT_KEY_SECRET_KEY } } },
               ],
               ports: [{ name: "http", containerPort: 8080 }],
               livenessProbe: { httpGet: { path: "/healthz", port: "http" }, periodSeconds: 10 },

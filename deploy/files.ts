@@ -7,7 +7,7 @@ import { deniedNamespaces, type CloudRunDeploySettings, type DeploySettings } fr
 import { crdFiles } from "./crd.ts";
 import { functionIdentity, functionRbacOf, operatorName, rbacRulesOf } from "./rbac.ts";
 import { admissionPolicyOf, servedNamespacesPolicyOf } from "./admission.ts";
-import { bridgeConfigOf, bridgeDeploymentOf, bridgeLeaseRbacOf, bridgeName, bridgeWatchRbacOf } from "./bridge.ts";
+import { bridgeConfigOf, bridgeDeploymentOf, bridgeEventKeySecretName, bridgeLeaseRbacOf, bridgeName, bridgeWatchRbacOf, EVENT_KEY_SECRET_KEY } from "./bridge.ts";
 import { eventQueueName } from "./queue-names.ts";
 import { serverlessFunctionsOf, serverlessResourcesOf } from "./serverless.ts";
 import { bridgeConfigOfPubSub, gcpNamesOf, gcpReadme, GCP_DIR, gkeFunctionIdentityOf, terraformOf } from "./gcp.ts";
@@ -131,6 +131,17 @@ file and a Dockerfile; build and push it from the installed package:
 \`\`\`sh
 docker build -f node_modules/crdfn/infra/bridge/Dockerfile -t ${s.bridge.image} node_modules/crdfn
 docker push ${s.bridge.image}
+\`\`\`
+
+## Its event key
+
+The bridge signs every event with this cluster's event key, and the functions refuse any event whose
+MAC does not verify (docs/security.md). The key is never generated into these files: create the Secret
+\`${bridgeEventKeySecretName(s)}\` before the bridge starts, and give the functions the same key (${s.target === "cloudrun" ? `the Secret Manager secret \`${s.gcp.prefix}event-keys\`, gcp/README.md` : "the Secrets Manager secret `<service>/<stage>/event-keys`, serverless.yml"}):
+
+\`\`\`sh
+key="k1:$(openssl rand -base64 32)"
+kubectl -n ${s.bridge.namespace} create secret generic ${bridgeEventKeySecretName(s)} --from-literal=${EVENT_KEY_SECRET_KEY}="$key"
 \`\`\`
 
 ${identity}`;

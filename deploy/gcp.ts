@@ -119,7 +119,14 @@ function sourceExcludes(s: CloudRunDeploySettings): string[] {
   return ["node_modules", ".git", ".crdfn", ".serverless", ...(out && !out.startsWith("..") ? [out] : [])];
 }
 
-const APIS = ["cloudfunctions.googleapis.com", "run.googleapis.com", "cloudbuild.googleapis.com", "artifactregistry.googleapis.com", "pubsub.googleapis.com", "container.googleapis.com", "logging.googleapis.com"];
+const APIS = ["cloudfunctions.googleapis.com", "run.googleapis.com", "cloudbuild.googleapis.com", "artifactregistry.googleapis.com", "pubsub.googleapis.com", "container.googleapis.com", "logging.googleapis.com", "secretmanager.googleapis.com"];
+
+/**
+ * The Secret Manager secret holding the cluster's event keys (CRDFN_EVENT_KEYS: the functions
+ * verify every event with them, functions/clusters/event-keys.ts). Created by the user before
+ * `terraform apply`, never by Terraform: a secret version it created would keep the key in its state.
+ */
+export const eventKeysSecretId = (s: CloudRunDeploySettings): string => `${s.gcp.prefix}event-keys`;
 
 /** gcp/main.tf.json. */
 export function terraformOf(operators: ReadonlyArray<GcpOperator>, s: CloudRunDeploySettings): Json {
@@ -143,6 +150,7 @@ export function terraformOf(operators: ReadonlyArray<GcpOperator>, s: CloudRunDe
     google_project_iam_member: {} as Json,
     google_cloudfunctions2_function: {} as Json,
     google_cloud_run_service_iam_member: {} as Json,
+    google_secret_manager_secret_iam_member: {} as Json,
     google_logging_metric: {} as Json,
   };
   const outputs: Json = { bridge_principal: { description: `The bridge (${s.bridge.namespace}/${bridgeName(s)}) as IAM knows it`, value: bridgePrincipal(s) } };
@@ -224,9 +232,15 @@ export function terraformOf(operators: ReadonlyArray<GcpOperator>, s: CloudRunDe
             CRDFN_RETRY_MAX_BACKOFF_SECONDS: String(PUSH_POLICY.maximumBackoffSeconds),
             LOG_LEVEL: "info",
           },
+          // Read as each instance starts: a new secret version reaches new instances (docs/security.md, rotation).
+          secret_environment_variables: [{ key: "CRDFN_EVENT_KEYS", project_id: g.project, secret: eventKeysSecretId(s), version: "latest" }],
         },
-        depends_on: apiDeps,
+        depends_on: [...apiDeps, `google_secret_manager_secret_iam_member.${n.tf}_event_keys`],
       },
+    });
+    Object.assign(r.google_secret_manager_secret_iam_member, {
+      // Its own read of the event keys, and nothing else of Secret Manager.
+      [`${n.tf}_event_keys`]: { project: g.project, secret_id: eventKeysSecretId(s), role: "roles/secretmanager.secretAccessor", member: `serviceAccount:${ref("google_service_account", n.tf, "email")}` },
     });
     Object.assign(r.google_cloud_run_service_iam_member, {
       // Only the push subscription's identity may call the function.
@@ -310,7 +324,12 @@ and get the GKE cluster \`${s.gcp.gkeCluster}\`; the cluster's RBAC (\`functions
 what the operator's ServiceAccount has. The bridge \`${s.bridge.namespace}/${bridgeName(s)}\` publishes to those topics through GKE
 Workload Identity Federation (the cluster needs Workload Identity enabled).
 
+The functions verify every event with the cluster's event keys (docs/security.md), from the Secret
+Manager secret \`${eventKeysSecretId(s)}\`, which Terraform reads but never creates (its state would
+hold the key). Create it first with the key the bridge's Secret holds (bridge/README.md):
+
 \`\`\`sh
+printf '%s' "$key" | gcloud secrets create ${eventKeysSecretId(s)} --project ${s.gcp.project} --data-file=-
 cd ${posix.join(s.out, GCP_DIR)}
 terraform init && terraform apply     # APIs, topics, subscriptions, service accounts, functions (the source: ${s.gcp.source})
 cd - && kubectl apply --server-side -k ${s.out}

@@ -22,6 +22,16 @@ const logicalId = (operator: Operator<unknown>): string => {
 };
 
 const DLQ_AFTER_RECEIVES = 5;
+
+/**
+ * The functions' event keys (CRDFN_EVENT_KEYS), from the Secrets Manager secret
+ * `<service>/<stage>/event-keys`: a CloudFormation dynamic reference, resolved at deploy, so a
+ * cold start reads nothing (bench/lambda-cold-start.ts) and neither the generated files nor the
+ * packaged template hold the key. Pinned to the version id the deploy names (param
+ * eventKeysVersion): CloudFormation resolves a reference again only when the template changes,
+ * so a new version id is what rolls out a rotated key.
+ */
+export const EVENT_KEYS_REFERENCE = "{{resolve:secretsmanager:${self:service}/${sls:stage}/event-keys:SecretString:::${param:eventKeysVersion}}}";
 const FOURTEEN_DAYS = 1_209_600;
 
 /**
@@ -45,7 +55,7 @@ export function serverlessFunctionsOf(operators: ReadonlyArray<{ operator: Opera
         {
           handler,
           role: `${id}FunctionRole`,
-          environment: { CRDFN_CLUSTER: cluster },
+          environment: { CRDFN_CLUSTER: cluster, CRDFN_EVENT_KEYS: EVENT_KEYS_REFERENCE },
           events: [trigger(`${id}EventsQueue`)],
         },
       ];

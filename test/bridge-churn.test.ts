@@ -10,6 +10,7 @@ import { kube, ok, rvOf } from "./support/kube-requests.ts";
 import { metricValue } from "./support/metrics.ts";
 import { parallel } from "./support/promises.ts";
 import { type Expected, mismatches, orderViolations, QueueReader } from "./support/queue-reader.ts";
+import { TEST_EVENT_KEY } from "./support/event-key.ts";
 
 describe("bridge: churn against a real API server and ElasticMQ", { timeout: 240_000 }, () => {
   let env: Awaited<ReturnType<typeof startBridgeEnvironment>>;
@@ -22,7 +23,7 @@ describe("bridge: churn against a real API server and ElasticMQ", { timeout: 240
     env = await startBridgeEnvironment({ file: import.meta.filename, namespaces: ["churn", "long", "children", "resync"] });
     ({ cluster, sqs } = env);
     reader = new QueueReader(sqs, cluster.sqs.queues.fifo);
-    bridge = startBridge(bridgeConfig(cluster), { kubeConfig: cluster.kubeConfig, sqs, logger: testLogger() });
+    bridge = startBridge(bridgeConfig(cluster), { eventKey: TEST_EVENT_KEY, kubeConfig: cluster.kubeConfig, sqs, logger: testLogger() });
     await bridge.ready;
   });
 
@@ -129,7 +130,7 @@ describe("bridge: churn against a real API server and ElasticMQ", { timeout: 240
     const ns = cluster.ns("resync");
     const names = ["r-0", "r-1", "r-2"];
     for (const name of names) await ok(kube(cluster.kubeConfig, "POST", crontabPath(ns), crontab(name)), name);
-    const resyncing = startBridge(bridgeConfig(cluster, { CRDFN_NAMESPACES: ns, CRDFN_RESYNC_SECONDS: "1" }), { kubeConfig: cluster.kubeConfig, sqs, logger: testLogger() });
+    const resyncing = startBridge(bridgeConfig(cluster, { CRDFN_NAMESPACES: ns, CRDFN_RESYNC_SECONDS: "1" }), { eventKey: TEST_EVENT_KEY, kubeConfig: cluster.kubeConfig, sqs, logger: testLogger() });
     try {
       const resynced = (name: string) => (reader.byName(ns).get(name) ?? []).filter((e) => e.type === "RESYNC" && e.reason === "resync").length;
       await reader.until(() => names.every((n) => resynced(n) >= 2), 20_000, () => names.map((n) => `${n}: ${resynced(n)}`).join(", "));

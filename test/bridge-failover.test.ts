@@ -18,6 +18,7 @@ import { kube, kubectl, ok } from "./support/kube-requests.ts";
 import { scrapeMetrics } from "./support/metrics.ts";
 import { parallel, withTimeout } from "./support/promises.ts";
 import { QueueReader } from "./support/queue-reader.ts";
+import { TEST_EVENT_KEY } from "./support/event-key.ts";
 
 const OBJECTS = 1000;
 const PENDING = 100;
@@ -165,7 +166,7 @@ describe("bridge: the schedule across a failover", { timeout: 360_000 + IDLE_SEC
     const uid = (parent.body.metadata as { uid: string }).uid;
     const reader2 = new QueueReader(sqs, cluster.sqs.queues.fifo);
     await reader2.drain();
-    const bridge = startBridge(bridgeConfig(cluster, { CRDFN_RESOURCES: "test.crdfn.dev/v1/clusterthings>v1/configmaps" }), { kubeConfig: cluster.kubeConfig, sqs, logger: testLogger() });
+    const bridge = startBridge(bridgeConfig(cluster, { CRDFN_RESOURCES: "test.crdfn.dev/v1/clusterthings>v1/configmaps" }), { eventKey: TEST_EVENT_KEY, kubeConfig: cluster.kubeConfig, sqs, logger: testLogger() });
     try {
       await bridge.ready;
       // The parent's first announcement is sent before the child exists: until it is sent, a

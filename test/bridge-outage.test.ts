@@ -10,6 +10,7 @@ import { kube, ok, rvOf } from "./support/kube-requests.ts";
 import { metricValue } from "./support/metrics.ts";
 import { parallel } from "./support/promises.ts";
 import { type Expected, mismatches, orderViolations, QueueReader } from "./support/queue-reader.ts";
+import { TEST_EVENT_KEY } from "./support/event-key.ts";
 
 const MAX_PENDING = 100;
 
@@ -24,7 +25,7 @@ describe("bridge: queue outage", { timeout: 240_000 }, () => {
     // It stops the queue server: servers of its own.
     env = await startBridgeEnvironment({ file: import.meta.filename, own: true, namespaces: ["outage"] });
     ({ cluster, sqs } = env);
-    bridge = startBridge(bridgeConfig(cluster, { CRDFN_MAX_PENDING: String(MAX_PENDING) }), { kubeConfig: cluster.kubeConfig, sqs, logger: testLogger(), registry });
+    bridge = startBridge(bridgeConfig(cluster, { CRDFN_MAX_PENDING: String(MAX_PENDING) }), { eventKey: TEST_EVENT_KEY, kubeConfig: cluster.kubeConfig, sqs, logger: testLogger(), registry });
     await bridge.ready;
   });
 

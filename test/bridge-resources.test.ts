@@ -20,6 +20,7 @@ import { metricValue, scrapeMetrics } from "./support/metrics.ts";
 import { withTimeout } from "./support/promises.ts";
 import { eventually } from "./support/eventually.ts";
 import { QueueReader } from "./support/queue-reader.ts";
+import { TEST_EVENT_KEY } from "./support/event-key.ts";
 
 /** /readyz of a bridge process once `line` shows in its body (or the deadline passes). */
 async function readyzOnce(p: BridgeProcess, line: RegExp, timeoutMs = 20_000): Promise<{ status: number; body: string }> {
@@ -66,7 +67,7 @@ describe("bridge: resources watched independently; configuration errors in one l
 
   it("a missing CRD first in the list: the others publish at once, /readyz says which, the CRD is picked up within 10 s", { timeout: 90_000 }, async () => {
     const kc = cluster.kubeConfig;
-    bridge = startBridge(bridgeConfig(cluster, { CRDFN_RESOURCES: `${WIDGETS}, stable.example.com/v1/crontabs>batch/v1/cronjobs` }), { kubeConfig: kc, sqs, logger: testLogger(), registry });
+    bridge = startBridge(bridgeConfig(cluster, { CRDFN_RESOURCES: `${WIDGETS}, stable.example.com/v1/crontabs>batch/v1/cronjobs` }), { eventKey: TEST_EVENT_KEY, kubeConfig: kc, sqs, logger: testLogger(), registry });
     health = await serveHealth(bridge, 0, "127.0.0.1");
     await withTimeout(bridge.ready, 20_000, "ready while one CRD is missing");
     const reader = new QueueReader(sqs, cluster.sqs.queues.fifo);

@@ -11,6 +11,7 @@ import { kube, ok, rvOf } from "./support/kube-requests.ts";
 import { metricValue } from "./support/metrics.ts";
 import { parallel, withTimeout } from "./support/promises.ts";
 import { type Expected, mismatches, orderViolations, QueueReader } from "./support/queue-reader.ts";
+import { TEST_EVENT_KEY } from "./support/event-key.ts";
 
 const HOLD = "test.crdfn.dev/hold";
 const mergePatch = "application/merge-patch+json";
@@ -105,7 +106,7 @@ describe("bridge: restarts and 410 Gone", { timeout: 300_000 }, () => {
     const relay = new Relay(Number(new URL(cluster.server).port));
     await relay.open();
     const registry = new Registry();
-    const bridge = startBridge(bridgeConfig(cluster, { CRDFN_NAMESPACES: ns }), { kubeConfig: kubeConfigVia(kc, relay.port), sqs, logger: testLogger(), registry });
+    const bridge = startBridge(bridgeConfig(cluster, { CRDFN_NAMESPACES: ns }), { eventKey: TEST_EVENT_KEY, kubeConfig: kubeConfigVia(kc, relay.port), sqs, logger: testLogger(), registry });
     try {
       await withTimeout(bridge.ready, 30_000, "bridge sync");
       await reader.until(() => mismatches(reader.byName(ns), expected).length === 0, 30_000);

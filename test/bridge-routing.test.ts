@@ -11,6 +11,7 @@ import type { TestCluster } from "./support/test-cluster.ts";
 import { crontab, CRONTAB_RESOURCE, crontabPath } from "./support/crontabs.ts";
 import { kube, ok } from "./support/kube-requests.ts";
 import { QueueReader } from "./support/queue-reader.ts";
+import { TEST_EVENT_KEY } from "./support/event-key.ts";
 
 describe("bridge: a queue per resource", { timeout: 120_000 }, () => {
   let env: Awaited<ReturnType<typeof startBridgeEnvironment>>;
@@ -26,7 +27,7 @@ describe("bridge: a queue per resource", { timeout: 120_000 }, () => {
     ns = cluster.namespace;
     crontabQueue = (await sqs.send(new CreateQueueCommand({ QueueName: `${ns}-crontab-operator.fifo`, Attributes: { FifoQueue: "true" } }))).QueueUrl!;
     const config = bridgeConfig(cluster, { CRDFN_RESOURCES: `${CRONTAB_RESOURCE}@${crontabQueue},v1/configmaps`, CRDFN_NAMESPACES: ns });
-    bridge = startBridge(config, { kubeConfig: cluster.kubeConfig, sqs, logger: testLogger() });
+    bridge = startBridge(config, { eventKey: TEST_EVENT_KEY, kubeConfig: cluster.kubeConfig, sqs, logger: testLogger() });
     await bridge.ready;
   });
   after(async () => {

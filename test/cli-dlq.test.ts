@@ -2,6 +2,7 @@
 // letters included (a FIFO queue hands out one message per group while one is in flight); and
 // `crdfn status` / `crdfn dlq` cover every operator's queues of a deployment, named by its deploy
 // settings, and say in one line when the queue they were pointed at is gone.
+import { signedForTest } from "./support/event-key.ts";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -44,7 +45,7 @@ describe("dlq redrive", { timeout: 120_000 }, () => {
     for (let g = 0; g < 5; g++) {
       for (let i = 0; i < 3; i++) {
         const event = { v: 1, cluster: "c", group: "example.com", version: "v1", plural: "greetings", kind: "Greeting", namespace: "ns", name: `g${g}`, uid: "u", resourceVersion: String(i + 1), generation: 1, type: "MODIFIED", observedAt: new Date().toISOString() } as const;
-        await sqs.send(new SendMessageCommand({ QueueUrl: fifoDlq, MessageBody: encodeKeyEvent(event), MessageGroupId: `group-${g}`, MessageDeduplicationId: `d-${g}-${i}` }));
+        await sqs.send(new SendMessageCommand({ QueueUrl: fifoDlq, MessageBody: encodeKeyEvent(signedForTest(event)), MessageGroupId: `group-${g}`, MessageDeduplicationId: `d-${g}-${i}` }));
       }
     }
     const moved = await redrive(sqs, fifoDlq, fifo, 1000);
@@ -73,7 +74,7 @@ describe("dlq redrive", { timeout: 120_000 }, () => {
     for (const op of ["greeting", "crontab"]) for (const name of [`${prefix}${op}.fifo`, `${prefix}${op}-dlq.fifo`]) queues[name] = await url(name);
     const base = queues[`${prefix}greeting.fifo`]!.replace(/\/[^/]+$/, "");
     const event: KeyEvent = { v: 1, cluster: "c", group: "stable.example.com", version: "v1", plural: "crontabs", kind: "CronTab", namespace: "ns", name: "nightly", uid: "u", resourceVersion: "7", generation: 1, type: "MODIFIED", observedAt: new Date().toISOString() };
-    await sqs.send(new SendMessageCommand({ QueueUrl: queues[`${prefix}crontab-dlq.fifo`], MessageBody: encodeKeyEvent(event), MessageGroupId: "g", MessageDeduplicationId: "d" }));
+    await sqs.send(new SendMessageCommand({ QueueUrl: queues[`${prefix}crontab-dlq.fifo`], MessageBody: encodeKeyEvent(signedForTest(event)), MessageGroupId: "g", MessageDeduplicationId: "d" }));
 
     mkdirSync(join(packageRoot, ".crdfn"), { recursive: true });
     work = mkdtempSync(join(packageRoot, ".crdfn", "admin-"));

@@ -23,6 +23,7 @@ import { startCluster, type LocalCluster } from "../emulator/cluster.ts";
 import { cloudLoggingMetrics } from "../functions/adapters/cloud-logging.ts";
 import { loadPushSettings } from "../functions/adapters/push-settings.ts";
 import { loadClusterRegistry } from "../functions/clusters/registry.ts";
+import { loadEventKeyrings } from "../functions/clusters/event-keys.ts";
 import { loadConfig } from "../functions/runtime/config.ts";
 import { eventually } from "./support/eventually.ts";
 
@@ -88,6 +89,7 @@ const SCHEMA: Record<string, Json> = {
     event_trigger: 1,
   },
   google_cloud_run_service_iam_member: { location: 1, service: 1, role: 1, member: 1, project: 1, condition: 1 },
+  google_secret_manager_secret_iam_member: { secret_id: 1, role: 1, member: 1, project: 1, condition: 1 },
   google_logging_metric: {
     name: 1,
     description: 1,
@@ -269,7 +271,13 @@ describe("crdfn generate for Cloud Run functions (offline)", { timeout: 240_000 
       const registry = loadClusterRegistry(loadConfig(resolved), () => "");
       assert.deepEqual([...registry.keys()], ["prod"], "the bridge's cluster name");
       assert.deepEqual(registry.get("prod"), { auth: "gke", server: "https://34.1.2.3", caData: Buffer.from("pem").toString("base64") });
+      // The event keys: from Secret Manager, which only this function's own service account may read; never in the Terraform.
+      const fn = res("google_cloudfunctions2_function")[op]!.service_config as Json;
+      assert.deepEqual(fn.secret_environment_variables, [{ key: "CRDFN_EVENT_KEYS", project_id: project, secret: "crdfn-shop-event-keys", version: "latest" }]);
+      assert.deepEqual(res("google_secret_manager_secret_iam_member")[`${op}_event_keys`], { project, secret_id: "crdfn-shop-event-keys", role: "roles/secretmanager.secretAccessor", member: `serviceAccount:\${google_service_account.${op}.email}` });
+      assert.deepEqual([...loadEventKeyrings(`k1:${Buffer.alloc(32, 1).toString("base64")}`, registry).keys()], ["prod"], "one key without a cluster part serves the one cluster");
     }
+    assert.ok(!JSON.stringify(tf).includes("google_secret_manager_secret_version"), "no secret value in the Terraform (nor its state)");
   });
 
   it("the bridge's settings name the same topics and load as the bridge reads them", () => {

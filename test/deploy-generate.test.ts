@@ -3,6 +3,7 @@
 // then denies every attack tried with the function's real identities (that token, and the Lambda
 // group impersonated) — by RBAC outside the served namespace, by the admission policy inside it.
 import { execFile } from "node:child_process";
+import { TEST_EVENT_KEYS, signedForTest } from "./support/event-key.ts";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -99,10 +100,10 @@ describe("crdfn generate → a real API server, attacked with the function's ide
   it("reconciles with the function's ServiceAccount token: child created with its owner reference", async () => {
     const token = (await admin(["create", "token", "crdfn-widget", "-n", "crdfn-functions", "--duration=10m"])).trim();
     const api = createKubeApi(await apiAccess(loadConfig({ CRDFN_KUBE_AUTH: "token", CRDFN_KUBE_SERVER: cluster.server, CRDFN_KUBE_CA_FILE: cluster.caPath, CRDFN_KUBE_TOKEN: token }), { clock: () => new Date() }));
-    const runtime = createRuntime(operator, { api, logger: pino({ level: "silent" }), clock: () => new Date() });
+    const runtime = createRuntime(operator, { api, logger: pino({ level: "silent" }), clock: () => new Date(), eventKeys: TEST_EVENT_KEYS });
     await admin(["apply", "--server-side", "-f", "-"], JSON.stringify({ apiVersion: "shop.example.com/v1", kind: "Widget", metadata: { name: "blue", namespace: SERVED }, spec: { color: "blue" } }));
     const cr = JSON.parse(await admin(["get", "widget", "blue", "-n", SERVED, "-o", "json"])) as { metadata: { uid: string } };
-    const out = await runtime.handle({ id: "1", body: JSON.stringify(keyEventOf(operator, cr)) });
+    const out = await runtime.handle({ id: "1", body: JSON.stringify(signedForTest(keyEventOf(operator, cr))) });
     assert.equal(out.result, "success", out.detail);
     const cm = cluster.kubeConfig.makeApiClient(CoreV1Api);
     const child = await cm.readNamespacedConfigMap({ name: "blue-widget", namespace: SERVED });

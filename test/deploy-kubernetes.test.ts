@@ -3,6 +3,7 @@
 // in-cluster use, the group an EKS access entry maps the Lambda's IAM role to) get exactly their
 // resource, its status, their owned kinds and events — proven with SubjectAccessReviews, and by
 // running each operator with nothing but its ServiceAccount's token.
+import { TEST_EVENT_KEY_ENV, signedForTest } from "./support/event-key.ts";
 import { execFile } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -289,7 +290,7 @@ describe("Kubernetes deploy manifests", { timeout: 240_000 }, () => {
   async function handlerAs(serviceAccountName: string, op: Operator<unknown>) {
     const token = (await kubectl(["create", "token", serviceAccountName, "-n", FUNCTIONS_NS, "--duration=10m"])).trim();
     const handler = lambdaHandler(op, {
-      env: { CRDFN_CLUSTER: CLUSTER, CRDFN_KUBE_AUTH: "token", CRDFN_KUBE_SERVER: cluster.server, CRDFN_KUBE_CA_FILE: cluster.caPath, CRDFN_KUBE_TOKEN: token, LOG_LEVEL: "silent" },
+      env: { CRDFN_CLUSTER: CLUSTER, CRDFN_KUBE_AUTH: "token", CRDFN_KUBE_SERVER: cluster.server, CRDFN_KUBE_CA_FILE: cluster.caPath, CRDFN_KUBE_TOKEN: token, CRDFN_EVENT_KEYS: TEST_EVENT_KEY_ENV.CRDFN_EVENT_KEYS, LOG_LEVEL: "silent" },
     });
     /** Delivers the key event for `name`'s current state the way Lambda's SQS trigger would; returns the failed ids. */
     return async (name: string): Promise<string[]> => {
@@ -300,7 +301,7 @@ describe("Kubernetes deploy manifests", { timeout: 240_000 }, () => {
           {
             messageId: `${name}-${obj.metadata?.resourceVersion ?? "gone"}`,
             receiptHandle: "r",
-            body: encodeKeyEvent(event),
+            body: encodeKeyEvent(signedForTest(event)),
             attributes: { ApproximateReceiveCount: "1", MessageGroupId: messageGroupId(event), SentTimestamp: "0", SenderId: "bridge", ApproximateFirstReceiveTimestamp: "0" },
             messageAttributes: {},
             md5OfBody: "",

@@ -4,6 +4,7 @@
 // object's status and its children (namespaced and cluster-scoped) under the generated admission
 // policy, which still refuses what it must.
 import assert from "node:assert/strict";
+import { TEST_EVENT_KEY, TEST_EVENT_KEY_ENV } from "./support/event-key.ts";
 import { after, before, describe, it } from "node:test";
 import { parse } from "yaml";
 import { sqsClient, startCluster, type LocalCluster } from "../emulator/cluster.ts";
@@ -198,6 +199,7 @@ describe("two projects' deploy files on one cluster; a cluster-scoped operator u
         const token = async (sa: string, ns: string) => (await admin(["create", "token", sa, "-n", ns, "--duration=10m"])).trim();
         const bridgeToken = await token(`crdfn-bridge-${name}`, "crdfn-system");
         const bridge = startBridge(loadBridgeConfig({ AWS_REGION: cluster.sqs.region, AWS_ENDPOINT_URL_SQS: cluster.sqs.endpoint, CRDFN_HTTP_PORT: "0" }, local), {
+          eventKey: TEST_EVENT_KEY,
           kubeConfig: serverConnection({ server: cluster.server, caFile: cluster.caPath, token: () => Promise.resolve(bridgeToken) }),
           sqs,
           logger,
@@ -208,7 +210,7 @@ describe("two projects' deploy files on one cluster; a cluster-scoped operator u
         const tokens = new Map(await Promise.all(operators.map(async (op) => [op.resource.kind, await token(`crdfn-${op.resource.kind.toLowerCase()}`, "crdfn-functions")] as const)));
         const poller = startLocalFunctions(operators, {
           env: { ...cluster.env, CRDFN_QUEUE_URL: queues.fifo, CRDFN_CLUSTER: String(file.cluster), LOG_LEVEL: "silent", KUBECONFIG: undefined },
-          envOf: (op) => ({ CRDFN_KUBE_AUTH: "token", CRDFN_KUBE_SERVER: cluster.server, CRDFN_KUBE_CA_FILE: cluster.caPath, CRDFN_KUBE_TOKEN: tokens.get(op.resource.kind) ?? "" }),
+          envOf: (op) => ({ CRDFN_KUBE_AUTH: "token", CRDFN_KUBE_SERVER: cluster.server, CRDFN_KUBE_CA_FILE: cluster.caPath, CRDFN_KUBE_TOKEN: tokens.get(op.resource.kind) ?? "", CRDFN_EVENT_KEYS: TEST_EVENT_KEY_ENV.CRDFN_EVENT_KEYS }),
           waitTimeSeconds: 1,
         });
         running.push(() => poller.stop());

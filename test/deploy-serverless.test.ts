@@ -3,6 +3,8 @@
 // checked for the queue, trigger, IAM and configuration guarantees crdfn depends on. The bundles
 // are then unzipped and run.
 import { execFile } from "node:child_process";
+import { formatEventKey } from "../core/event-auth.ts";
+import { signedForTest, TEST_EVENT_KEY } from "./support/event-key.ts";
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -23,6 +25,7 @@ const PARAMS = {
   eksCluster: "prod-cluster",
   kubeServer: "https://0123456789ABCDEF.gr7.us-east-1.eks.amazonaws.com",
   kubeCaData: Buffer.from("-----BEGIN CERTIFICATE-----\n…\n-----END CERTIFICATE-----\n").toString("base64"),
+  eventKeysVersion: "6b9f1c3e-0000-4000-8000-000000000001",
 };
 /** Bundles bigger than this slow every cold start; today they are well under 1 MiB zipped. */
 const MAX_ZIP_BYTES = 5 * 1024 * 1024;
@@ -206,7 +209,9 @@ describe("serverless package (offline)", { timeout: 300_000 }, () => {
     for (const name of names) {
       const { fn } = functionOf(name);
       const vars = (fn.Environment as { Variables: Record<string, unknown> }).Variables;
-      assert.deepEqual(Object.keys(vars).sort(), ["CRDFN_CLUSTER", "CRDFN_EKS_CLUSTER", "CRDFN_KUBE_AUTH", "CRDFN_KUBE_CA_DATA", "CRDFN_KUBE_SERVER", "LOG_LEVEL"]);
+      assert.deepEqual(Object.keys(vars).sort(), ["CRDFN_CLUSTER", "CRDFN_EKS_CLUSTER", "CRDFN_EVENT_KEYS", "CRDFN_KUBE_AUTH", "CRDFN_KUBE_CA_DATA", "CRDFN_KUBE_SERVER", "LOG_LEVEL"]);
+      // The keys are never in the template: CloudFormation resolves them from Secrets Manager at deploy, pinned to the version the deploy names.
+      assert.equal(vars.CRDFN_EVENT_KEYS, `{{resolve:secretsmanager:crdfn/test/event-keys:SecretString:::${PARAMS.eventKeysVersion}}}`);
       // What Lambda would hand the process: AWS_REGION set by Lambda.
       const config = loadConfig({ ...(vars as NodeJS.ProcessEnv), AWS_REGION: "us-east-1" });
       assert.equal(config.CRDFN_KUBE_AUTH, "eks");
@@ -263,7 +268,7 @@ describe("serverless package (offline)", { timeout: 300_000 }, () => {
         const { stdout } = await run(process.execPath, ["--input-type=module", "-e", script], {
           cwd: work,
           timeout: 30_000,
-          env: { PATH: process.env.PATH ?? "", CRDFN_KUBE_AUTH: "token", CRDFN_KUBE_SERVER: "https://127.0.0.1:9", CRDFN_KUBE_TOKEN: "unused", LOG_LEVEL: "silent", AWS_REGION: "us-east-1" },
+          env: { PATH: process.env.PATH ?? "", CRDFN_KUBE_AUTH: "token", CRDFN_KUBE_SERVER: "https://127.0.0.1:9", CRDFN_KUBE_TOKEN: "unused", CRDFN_EVENT_KEYS: formatEventKey(TEST_EVENT_KEY), LOG_LEVEL: "silent", AWS_REGION: "us-east-1" },
         });
         assert.deepEqual(JSON.parse(stdout), { batchItemFailures: [{ itemIdentifier: "m-1" }] });
       } finally {
@@ -279,7 +284,7 @@ describe("serverless package (offline)", { timeout: 300_000 }, () => {
       const bundle = join(work, "lambda.mjs");
       writeFileSync(bundle, unzip(readFileSync(join(dir, `${name}.zip`)))[`examples/${name}/lambda.mjs`] ?? "");
       assert.doesNotMatch(readFileSync(bundle, "utf8"), /undici|openid-client|oauth4webapi/, "client-node and its HTTP stack are not bundled");
-      const body = JSON.stringify({ v: 1, cluster: "dev", group: "example.com", version: "v1", plural: "greetings", kind: "Greeting", namespace: "default", name: "g", uid: "u", resourceVersion: "1", generation: 1, type: "ADDED", observedAt: new Date().toISOString() });
+      const body = JSON.stringify(signedForTest({ v: 1, cluster: "dev", group: "example.com", version: "v1", plural: "greetings", kind: "Greeting", namespace: "default", name: "g", uid: "u", resourceVersion: "1", generation: 1, type: "ADDED", observedAt: new Date().toISOString() }));
       const record = { messageId: "m-1", receiptHandle: "r", body, attributes: { ApproximateReceiveCount: "1", MessageGroupId: "g" }, messageAttributes: {}, md5OfBody: "", eventSource: "aws:sqs", eventSourceARN: "arn:aws:sqs:us-east-1:123456789012:q.fifo", awsRegion: "us-east-1" };
       const script = `const { handler } = await import(${JSON.stringify(bundle)});
         const out = await handler(${JSON.stringify({ Records: [record] })}, { getRemainingTimeInMillis: () => 30000 });
@@ -287,7 +292,7 @@ describe("serverless package (offline)", { timeout: 300_000 }, () => {
       const { stdout } = await run(process.execPath, ["--input-type=module", "-e", script], {
         cwd: work,
         timeout: 30_000,
-        env: { PATH: process.env.PATH ?? "", CRDFN_CLUSTERS: JSON.stringify({ dev: { auth: "kubeconfig" } }), LOG_LEVEL: "error", AWS_REGION: "us-east-1" },
+        env: { PATH: process.env.PATH ?? "", CRDFN_CLUSTERS: JSON.stringify({ dev: { auth: "kubeconfig" } }), CRDFN_EVENT_KEYS: `dev/${formatEventKey(TEST_EVENT_KEY)}`, LOG_LEVEL: "error", AWS_REGION: "us-east-1" },
       });
       const result = stdout.split("\n").find((l) => l.startsWith("RESULT ")) ?? "";
       assert.deepEqual(JSON.parse(result.slice("RESULT ".length)), { batchItemFailures: [{ itemIdentifier: "m-1" }] });

@@ -1,5 +1,6 @@
 // The Lambda handler (driven with a real SQS batch, as Lambda's event source shapes it) and the
 // functions-framework handlers (HTTP and CloudEvent) reach the same cluster state as the poller.
+import { signedForTest } from "./support/event-key.ts";
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { AddressInfo } from "node:net";
@@ -89,7 +90,7 @@ describe("adapters reach the same state as the poller", { timeout: 180_000 }, ()
     assert.deepEqual(await stateOf("via-http"), reference, "reconciled behind the poison message");
 
     // functions-framework HTTP: the body is the key event.
-    const res = await fetch(`${base}/`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(eventFor("via-http")) });
+    const res = await fetch(`${base}/`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(signedForTest(eventFor("via-http"))) });
     assert.equal(res.status, 200);
     assert.deepEqual(await stateOf("via-http"), reference);
     const bad = await fetch(`${base}/`, { method: "POST", headers: { "content-type": "application/json" }, body: '{"v":2}' });
@@ -109,7 +110,7 @@ describe("adapters reach the same state as the poller", { timeout: 180_000 }, ()
           "ce-source": "//pubsub.googleapis.com/projects/p/topics/crdfn-events",
           "ce-type": "google.cloud.pubsub.topic.v1.messagePublished",
         },
-        body: JSON.stringify({ message: { data: Buffer.from(JSON.stringify(eventFor("via-pubsub"))).toString("base64"), messageId: "pubsub-1" }, subscription: "projects/p/subscriptions/s" }),
+        body: JSON.stringify({ message: { data: Buffer.from(JSON.stringify(signedForTest(eventFor("via-pubsub")))).toString("base64"), messageId: "pubsub-1" }, subscription: "projects/p/subscriptions/s" }),
       });
       assert.equal(pubsub.status, 204);
       assert.deepEqual(await stateOf("via-pubsub"), reference);

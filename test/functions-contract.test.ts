@@ -1,5 +1,6 @@
 // The reconcile contract end to end (issues 9 and 10.1): real kube-apiserver + kube-controller-manager
 // + ElasticMQ + the real bridge + the local functions. Every reconcile is triggered by the bridge.
+import { signedForTest } from "./support/event-key.ts";
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { AppsV1Api, EventsV1Api } from "@kubernetes/client-node";
@@ -123,7 +124,7 @@ describe("the reconcile contract, end to end", { timeout: 300_000 }, () => {
 
     // API calls of a steady reconcile with an observed child, on the event the bridge would send:
     // the Deployment read by name, nothing written.
-    const steady = await runtimeFor(env, app).handle({ id: "steady-app", body: JSON.stringify(await announcedEvent(env, app, (await crs.get("web")) ?? {})) });
+    const steady = await runtimeFor(env, app).handle({ id: "steady-app", body: JSON.stringify(signedForTest(await announcedEvent(env, app, (await crs.get("web")) ?? {}))) });
     console.log(`# steady reconcile with an observed Deployment: ${steady.apiCalls} API calls`);
     assert.equal(steady.apiCalls, 1);
   });
@@ -142,7 +143,7 @@ describe("the reconcile contract, end to end", { timeout: 300_000 }, () => {
 
     // Steady state without observed children: the event carries the object and the children's
     // keys, and their applied hashes say nothing changed: no request at all.
-    const steady = await runtimeFor(env, bundle).handle({ id: "steady-kit", body: JSON.stringify(await announcedEvent(env, bundle, (await crs.get("kit")) ?? {})) });
+    const steady = await runtimeFor(env, bundle).handle({ id: "steady-kit", body: JSON.stringify(signedForTest(await announcedEvent(env, bundle, (await crs.get("kit")) ?? {}))) });
     console.log(`# steady reconcile, one pruned kind, no observed children: ${steady.apiCalls} API calls`);
     assert.equal(steady.apiCalls, 0);
   });

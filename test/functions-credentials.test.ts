@@ -16,6 +16,7 @@ import { createKubeApi } from "../functions/runtime/kube-api-http.ts";
 import type { KubeApi, KubeObject } from "../functions/runtime/kube-api.ts";
 import { createRuntime } from "../functions/runtime/runtime.ts";
 import { crApi, keyEventOf, ready, startEnv, type Env } from "./support/functions-environment.ts";
+import { TEST_EVENT_KEYS, signedForTest } from "./support/event-key.ts";
 
 const op = cronTab as Operator<unknown>;
 const SA = "crontab-functions";
@@ -49,14 +50,14 @@ describe("credentials with a least-privilege ServiceAccount", { timeout: 120_000
 
   /** Create → finalizer, children, status; delete → finalizer cleanup; all with `api` alone. */
   async function lifecycle(api: KubeApi, name: string): Promise<void> {
-    const runtime = createRuntime(op, { api, logger: pino({ level: "silent" }), clock });
+    const runtime = createRuntime(op, { api, logger: pino({ level: "silent" }), clock, eventKeys: TEST_EVENT_KEYS });
     const crs = crApi(env, op);
     const cr = await crs.create(name, { cronSpec: "0 1 * * *", image: "busybox:1.36" });
-    const created = await runtime.handle({ id: `${name}-1`, body: JSON.stringify(keyEventOf(op, cr)) });
+    const created = await runtime.handle({ id: `${name}-1`, body: JSON.stringify(signedForTest(keyEventOf(op, cr))) });
     assert.equal(created.result, "success", created.detail);
     assert.equal(ready(await crs.get(name))?.status, "True");
     await crs.delete(name);
-    const finalized = await runtime.handle({ id: `${name}-2`, body: JSON.stringify(keyEventOf(op, cr)) });
+    const finalized = await runtime.handle({ id: `${name}-2`, body: JSON.stringify(signedForTest(keyEventOf(op, cr))) });
     assert.equal(finalized.result, "success", finalized.detail);
     assert.equal(await crs.get(name), undefined);
     const registry = await env.core.readNamespacedConfigMap({ name: REGISTRY, namespace: env.cluster.namespace });

@@ -1,5 +1,6 @@
 // CronTab end to end: an owned CronJob, a shared registry entry, scale subresource, and a
 // finalizer whose cleanup is visible in the registry ConfigMap.
+import { signedForTest } from "./support/event-key.ts";
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { BatchV1Api } from "@kubernetes/client-node";
@@ -67,10 +68,10 @@ describe("CronTab operator, end to end", { timeout: 180_000 }, () => {
 
   it("measures API calls per reconcile: first creation and steady state", { timeout: 30_000 }, async () => {
     const fresh = await crs().create("counted", { cronSpec: "*/5 * * * *", image: "busybox:1.36" });
-    const first = await runtime.handle({ id: "first", body: JSON.stringify(keyEventOf(op, fresh)) });
+    const first = await runtime.handle({ id: "first", body: JSON.stringify(signedForTest(keyEventOf(op, fresh))) });
     assert.equal(first.result, "success");
     const cr = await crs().get("nightly");
-    const outcome = await runtime.handle({ id: "steady", body: JSON.stringify(keyEventOf(op, cr ?? {})) });
+    const outcome = await runtime.handle({ id: "steady", body: JSON.stringify(signedForTest(keyEventOf(op, cr ?? {}))) });
     console.log(`# CronTab API calls per reconcile: first creation ${first.apiCalls}, steady state ${outcome.apiCalls}`);
     assert.equal(outcome.result, "success");
     assert.ok(outcome.apiCalls <= 3, `steady state made ${outcome.apiCalls} calls`);

@@ -1,5 +1,6 @@
 // Greeting end to end: real kube-apiserver + ElasticMQ + the local poller, driven by key events
 // published exactly as the bridge publishes them.
+import { signedForTest } from "./support/event-key.ts";
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { SendMessageCommand } from "@aws-sdk/client-sqs";
@@ -65,8 +66,8 @@ describe("Greeting operator, end to end", { timeout: 180_000 }, () => {
   it("measures API calls per reconcile: first creation and steady state", { timeout: 30_000 }, async () => {
     const cr = await crs().create("counted", { message: "count me" });
     const event = keyEventOf(op, cr);
-    const first = await runtime.handle({ id: "m1", body: JSON.stringify(event) });
-    const steady = await runtime.handle({ id: "m2", body: JSON.stringify(event) });
+    const first = await runtime.handle({ id: "m1", body: JSON.stringify(signedForTest(event)) });
+    const steady = await runtime.handle({ id: "m2", body: JSON.stringify(signedForTest(event)) });
     console.log(`# Greeting API calls per reconcile: first creation ${first.apiCalls}, steady state ${steady.apiCalls}`);
     assert.equal(first.result, "success");
     assert.equal(steady.result, "success");
@@ -75,7 +76,7 @@ describe("Greeting operator, end to end", { timeout: 180_000 }, () => {
     assert.match(exposed, /crdfn_reconcile_api_calls_bucket\{le="2",cluster="test",controller="greeting"\} [1-9]/, "the count is exposed as a metric");
     // The steady-state reconcile wrote nothing: the resourceVersion did not move.
     const afterFirst = await crs().get("counted");
-    await runtime.handle({ id: "m3", body: JSON.stringify(event) });
+    await runtime.handle({ id: "m3", body: JSON.stringify(signedForTest(event)) });
     assert.equal((await crs().get("counted"))?.metadata?.resourceVersion, afterFirst?.metadata?.resourceVersion);
   });
 

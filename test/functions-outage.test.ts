@@ -15,6 +15,7 @@
 // cycle (up to the 6 h deferral limit). Lambda's event source cannot pause, so its budget runs
 // out faster still. CRDFN_TEST_OUTAGE_SECONDS=200 CRDFN_TEST_OUTAGE_OBJECTS=200 runs the issue's
 // original scale (200 s, 400 events per consumer).
+import { signedForTest } from "./support/event-key.ts";
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { DeleteMessageBatchCommand, GetQueueAttributesCommand, ReceiveMessageCommand } from "@aws-sdk/client-sqs";
@@ -57,7 +58,7 @@ describe("API server outage: nothing dead-lettered, everything converges", { tim
       await env.sqs.send(
         new SendMessageBatchCommand({
           QueueUrl: queueUrl,
-          Entries: events.slice(i, i + 10).map((e, j) => ({ Id: String(j), MessageBody: encodeKeyEvent(e), MessageGroupId: messageGroupId(e), MessageDeduplicationId: deduplicationId(e, cause) })),
+          Entries: events.slice(i, i + 10).map((e, j) => ({ Id: String(j), MessageBody: encodeKeyEvent(signedForTest(e)), MessageGroupId: messageGroupId(e), MessageDeduplicationId: deduplicationId(e, cause) })),
         }),
       );
     }

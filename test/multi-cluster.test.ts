@@ -25,6 +25,7 @@ import type { Runtime } from "../functions/runtime/runtime.ts";
 import { installCrd, ready, waitFor, type Cr } from "./support/functions-environment.ts";
 import { queueDepth } from "./support/settled.ts";
 import { testCluster, type TestCluster } from "./support/test-cluster.ts";
+import { formatEventKey, signKeyEvent, type EventKey } from "../core/event-auth.ts";
 
 const op = greeting as Operator<unknown>;
 /** The same namespace name in both clusters: this file's own. */
@@ -43,6 +44,9 @@ interface Side {
 
 describe("one function host, two clusters", { timeout: 600_000 }, () => {
   const sides = {} as Record<"a" | "b", Side>;
+  // A key per cluster: each bridge holds its own, the function fleet both.
+  const keys: Record<"a" | "b", EventKey> = { a: { kid: "ka", secret: Buffer.alloc(32, 0xa) }, b: { kid: "kb", secret: Buffer.alloc(32, 0xb) } };
+  const signedAs = (cluster: "a" | "b", e: KeyEvent): KeyEvent => signKeyEvent(e, keys[cluster]);
   let sqs: SQSClient;
   let poller: Poller | undefined;
   const logs: Array<Record<string, unknown>> = [];
@@ -121,7 +125,7 @@ describe("one function host, two clusters", { timeout: 600_000 }, () => {
         AWS_REGION: a.sqs.region,
         AWS_ENDPOINT_URL_SQS: a.sqs.endpoint,
       });
-      s.bridge = startBridge(config, { kubeConfig: s.cluster.kubeConfig, sqs, logger: quiet });
+      s.bridge = startBridge(config, { eventKey: keys[s.id], kubeConfig: s.cluster.kubeConfig, sqs, logger: quiet });
       await s.bridge.ready;
     }
 
@@ -131,6 +135,7 @@ describe("one function host, two clusters", { timeout: 600_000 }, () => {
       {
         ...a.env,
         CRDFN_CLUSTERS: JSON.stringify({ a: { auth: "kubeconfig", kubeconfig: a.kubeconfigPath }, b: { auth: "kubeconfig", kubeconfig: b.kubeconfigPath } }),
+        CRDFN_EVENT_KEYS: `a/${formatEventKey(keys.a)},b/${formatEventKey(keys.b)}`,
       },
       { metrics: (cluster) => createRuntimeMetrics(registry, cluster), logger },
     );
@@ -213,7 +218,7 @@ describe("one function host, two clusters", { timeout: 600_000 }, () => {
       v: 1, cluster: "c", group: op.resource.group, version: op.resource.version, plural: op.resource.plural, kind: op.resource.kind,
       namespace: NS, name: "same", uid: a?.metadata?.uid ?? "u", resourceVersion: "999999", generation: 99, type: "MODIFIED", reason: "watch", observedAt: new Date().toISOString(),
     };
-    await sqs.send(new SendMessageCommand({ QueueUrl: queues().fifo, MessageBody: encodeKeyEvent(forged), MessageGroupId: messageGroupId(forged), MessageDeduplicationId: deduplicationId(forged, "forged") }));
+    await sqs.send(new SendMessageCommand({ QueueUrl: queues().fifo, MessageBody: encodeKeyEvent(signedAs("a", forged)), MessageGroupId: messageGroupId(forged), MessageDeduplicationId: deduplicationId(forged, "forged") }));
     let dead: string[] = [];
     await waitFor("the forged event in the dead-letter queue", async () => {
       const out = await sqs.send(new ReceiveMessageCommand({ QueueUrl: queues().fifoDlq, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: 1 }));
@@ -224,6 +229,28 @@ describe("one function host, two clusters", { timeout: 600_000 }, () => {
     assert.equal(lines.length, 1, "one log line for the forged cluster");
     assert.match(String(lines[0]?.msg), /cluster "c", which is not in the registry/);
     assert.deepEqual(await rvs(), untouched, "neither cluster's object was written");
+  });
+
+  it("cluster A's key cannot sign for cluster B: a compromised bridge A's event about B's object is dead-lettered, B untouched", { timeout: 120_000 }, async () => {
+    const b = await get(sides.b, "same");
+    const before = { cr: b?.metadata?.resourceVersion, cm: (await configMap(sides.b, "same"))?.metadata?.resourceVersion };
+    const forged = signedAs("a", {
+      v: 2, cluster: "b", group: op.resource.group, version: op.resource.version, plural: op.resource.plural, kind: op.resource.kind,
+      namespace: NS, name: "same", uid: b?.metadata?.uid ?? "", resourceVersion: b?.metadata?.resourceVersion ?? "", generation: b?.metadata?.generation ?? 1, type: "MODIFIED", reason: "watch", observedAt: new Date().toISOString(),
+      object: { ...(b as Record<string, unknown>), metadata: { ...(b?.metadata as Record<string, unknown>), name: "same", uid: b?.metadata?.uid ?? "", resourceVersion: b?.metadata?.resourceVersion ?? "" }, spec: { message: "FORGED-BY-BRIDGE-A" } },
+    });
+    await sqs.send(new SendMessageCommand({ QueueUrl: queues().fifo, MessageBody: encodeKeyEvent(forged), MessageGroupId: messageGroupId(forged), MessageDeduplicationId: deduplicationId(forged, "forged-by-a") }));
+    let dead: string[] = [];
+    await waitFor("the event signed with A's key in the dead-letter queue", async () => {
+      const out = await sqs.send(new ReceiveMessageCommand({ QueueUrl: queues().fifoDlq, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: 1 }));
+      dead = [...dead, ...(out.Messages ?? []).map((m) => m.Body ?? "")];
+      return dead.some((body) => body.includes("FORGED-BY-BRIDGE-A"));
+    }, 60_000);
+    const lines = logs.filter((l) => typeof l.msg === "string" && l.msg.includes("MAC does not verify"));
+    assert.equal(lines.length, 1, "one log line");
+    assert.match(String(lines[0]?.msg), /^key event for Greeting [^ ]+\/same of cluster "b" refused: MAC does not verify: key id "ka" is not one this function accepts for cluster "b"/);
+    assert.deepEqual({ cr: (await get(sides.b, "same"))?.metadata?.resourceVersion, cm: (await configMap(sides.b, "same"))?.metadata?.resourceVersion }, before, "nothing of B's was written");
+    assert.equal((await configMap(sides.b, "same"))?.data?.message, "from B");
   });
 
   it("throughput and p50 on one host: one cluster vs two", { timeout: 240_000 }, async () => {
@@ -265,7 +292,7 @@ describe("one function host, two clusters", { timeout: 600_000 }, () => {
               v: 1, cluster: "b", group: op.resource.group, version: op.resource.version, plural: op.resource.plural, kind: op.resource.kind,
               namespace: NS, name: `b-obj-${i}`, uid: `uid-b-${i}`, resourceVersion: String(published + i), generation: 1, type: "MODIFIED", reason: "watch", observedAt: new Date().toISOString(),
             };
-            return sqs.send(new SendMessageCommand({ QueueUrl: queues().fifo, MessageBody: encodeKeyEvent(e), MessageGroupId: messageGroupId(e), MessageDeduplicationId: deduplicationId(e, label) }));
+            return sqs.send(new SendMessageCommand({ QueueUrl: queues().fifo, MessageBody: encodeKeyEvent(signedAs("b", e)), MessageGroupId: messageGroupId(e), MessageDeduplicationId: deduplicationId(e, label) }));
           }));
           published += 10;
           await sleep(500);

@@ -13,6 +13,7 @@
 // message's receive budget runs out after ~12 s: 30 s spends it twice over, the path production's
 // outages of minutes or hours repeat (up to the 6 h deferral limit). Tick rates are counted over
 // 10 s windows: one chain ticks at most once a second, two would tick about twice as often.
+import { signedForTest } from "./support/event-key.ts";
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { z } from "zod";
@@ -124,7 +125,7 @@ describe("one reconcile per object at a time", { timeout: 600_000 }, () => {
     for (const [path, op] of paths) {
       const e = keyEventOf(op, (await crApi(env, op).get("twin")) ?? {});
       const queueUrl = path === "poller" ? env.cluster.sqs.queues.fifo : lambdaQueues.fifo;
-      for (let i = 0; i < 5; i++) await env.sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: encodeKeyEvent(e), MessageGroupId: messageGroupId(e), MessageDeduplicationId: deduplicationId(e, `duplicate-${i}`) }));
+      for (let i = 0; i < 5; i++) await env.sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: encodeKeyEvent(signedForTest(e)), MessageGroupId: messageGroupId(e), MessageDeduplicationId: deduplicationId(e, `duplicate-${i}`) }));
     }
     await storm;
     const windowStart = Date.now();

@@ -181,7 +181,7 @@ describe("crdfn installed from its tarball into a project outside the repository
         .replace(/^ {2}urlBase: .*$/m, "  urlBase: https://sqs.eu-west-1.amazonaws.com/123456789012"),
     );
     assert.match(run("npm", ["run", "generate"], project, env24), /wrote \d+ files into deploy\//);
-    const params = ["eksCluster=prod", "kubeServer=https://0123456789ABCDEF.gr7.eu-west-1.eks.amazonaws.com", `kubeCaData=${Buffer.from("-----BEGIN CERTIFICATE-----\n").toString("base64")}`].map((p) => `--param=${p}`);
+    const params = ["eksCluster=prod", "kubeServer=https://0123456789ABCDEF.gr7.eu-west-1.eks.amazonaws.com", `kubeCaData=${Buffer.from("-----BEGIN CERTIFICATE-----\n").toString("base64")}`, "eventKeysVersion=6b9f1c3e-0000-4000-8000-000000000001"].map((p) => `--param=${p}`);
     const packaged = timed("serverless package", () => spawnSync("npx", ["serverless", "package", "--stage", "test", "--region", "eu-west-1", ...params], { cwd: project, env: { ...env24, ...OFFLINE }, encoding: "utf8" }));
     assert.equal(packaged.status, 0, `${packaged.stdout}\n${packaged.stderr}`);
     // Serverless writes its progress to stderr.
@@ -283,7 +283,7 @@ import operator from "./operator.ts";
 const reported: string[] = [];
 console.error = (line: string) => void reported.push(String(line));
 const handler = lambdaHandler(operator, {
-  env: { CRDFN_KUBE_AUTH: "token", CRDFN_KUBE_SERVER: "https://127.0.0.1:9", CRDFN_KUBE_TOKEN: "t", AWS_REGION: "us-east-1", LOG_LEVEL: "silent" },
+  env: { CRDFN_KUBE_AUTH: "token", CRDFN_KUBE_SERVER: "https://127.0.0.1:9", CRDFN_KUBE_TOKEN: "t", CRDFN_EVENT_KEYS: "k1:AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=", AWS_REGION: "us-east-1", LOG_LEVEL: "silent" },
 });
 const record = { messageId: "m1", body: "not an event", attributes: { ApproximateReceiveCount: "1" }, messageAttributes: {}, eventSourceARN: "arn:aws:sqs:us-east-1:0:events.fifo" };
 const response = await handler({ Records: [record] } as never, {} as never);

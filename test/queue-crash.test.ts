@@ -12,6 +12,7 @@ import type { Poller } from "../functions/adapters/poller.ts";
 import { createKubeApi } from "../functions/runtime/kube-api-http.ts";
 import { createRuntime } from "../functions/runtime/runtime.ts";
 import { crApi, keyEventOf, pollerFor, publish, ready, receiveAll, startEnv, waitFor, type Env } from "./support/functions-environment.ts";
+import { TEST_EVENT_KEYS } from "./support/event-key.ts";
 
 const op = queue as Operator<unknown>;
 
@@ -53,7 +54,7 @@ describe("a function killed in the middle of its effect step", { timeout: 150_00
     // No new event is published: only the redelivery of the killed message can finish the job,
     // run as deployed (its own token) with the function's environment (the queue server's endpoint).
     const asDeployed = createKubeApi({ connection: env.identities!.functionConnection(op) });
-    poller = pollerFor(env, createRuntime(op, { api: asDeployed, logger: env.logger, clock: () => new Date(), env: env.cluster.env }));
+    poller = pollerFor(env, createRuntime(op, { api: asDeployed, logger: env.logger, clock: () => new Date(), env: env.cluster.env, eventKeys: TEST_EVENT_KEYS }));
     await waitFor("Ready=True after redelivery", async () => ready(await crs.get("crashy"))?.status === "True", 40_000);
 
     const urls = await queuesOf(name);

@@ -2,6 +2,7 @@
 // over its in-memory API server) and to the runtime on a real kube-apiserver, writing as the
 // function's generated identity under its generated admission policy, get the same verdict: the
 // children and status, or Ready=False with the same reason and words.
+import { signedForTest } from "./support/event-key.ts";
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import type { Operator } from "../core/operator.ts";
@@ -33,7 +34,7 @@ describe("the testing kit gives the verdicts of the runtime on a real API server
       await env.core.createNamespacedSecret({ namespace: env.cluster.namespace, body: { metadata: { name: metadata.name }, stringData } });
     }
     const created = await crs.create(name, spec);
-    const outcome = await runtime.handle({ id: `m-${name}`, body: JSON.stringify(await announcedEvent(env, op, created)) });
+    const outcome = await runtime.handle({ id: `m-${name}`, body: JSON.stringify(signedForTest(await announcedEvent(env, op, created))) });
     const object = await crs.get(name);
     const uid = object?.metadata?.uid ?? "";
     // A list's items carry no kind: it is the list's.

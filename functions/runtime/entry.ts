@@ -6,6 +6,7 @@ import { pino, type Logger } from "pino";
 import type { AwsCredentialIdentityProvider } from "@smithy/types";
 import type { Operator } from "../../core/operator.ts";
 import { loadClusterRegistry, type ClusterRegistry } from "../clusters/registry.ts";
+import { loadEventKeyrings } from "../clusters/event-keys.ts";
 import { clusterAccess } from "../credentials/access.ts";
 import { loadConfig, type FunctionConfig } from "./config.ts";
 import { createKubeApi } from "./kube-api-http.ts";
@@ -37,6 +38,7 @@ export function buildFromEnv(
   const operators = Array.isArray(served) ? (served as ReadonlyArray<Operator<unknown>>) : [served as Operator<unknown>];
   const config = loadConfig(env);
   const clusters = loadClusterRegistry(config, (path) => readFileSync(path, "utf8"));
+  const eventKeys = loadEventKeyrings(config.CRDFN_EVENT_KEYS, clusters);
   const clock = () => new Date();
   const logger = opts.logger ?? pino({ level: config.LOG_LEVEL });
   // Everything from the given environment (the SDK's chain would read process.env instead).
@@ -62,14 +64,15 @@ export function buildFromEnv(
   // metrics labelled with the cluster, and a runtime per operator over them.
   const buildCluster = async (cluster: string): Promise<Runtime> => {
     const entry = clusters.get(cluster);
-    if (!entry) throw new Error(`cluster ${cluster} is not in the registry`);
+    const keys = eventKeys.get(cluster);
+    if (!entry || !keys) throw new Error(`cluster ${cluster} is not in the registry`);
     const api = createKubeApi(await clusterAccess(entry, { clock, awsCredentials, env, ...(config.AWS_REGION ? { region: config.AWS_REGION } : {}) }));
     const log = logger.child({ cluster });
     const metrics = metricsOf(cluster);
     return dispatchByResource(
       operators.map((operator) => ({
         operator,
-        runtime: createRuntime(operator, { api, ...(metrics ? { metrics } : {}), logger: log.child({ operator: operator.resource.kind }), clock, env }),
+        runtime: createRuntime(operator, { api, ...(metrics ? { metrics } : {}), logger: log.child({ operator: operator.resource.kind }), clock, env, eventKeys: keys }),
       })),
       log,
     );

@@ -8,6 +8,7 @@ import { ApiError } from "../../clients/kube-http.ts";
 import { createFakeKube, reconcileWithRuntime } from "../testing/index.ts";
 import type { KubeApi, KubeObject } from "./kube-api.ts";
 import { createRuntime } from "./runtime.ts";
+import { TEST_EVENT_KEYS, signedForTest } from "../../test/support/event-key.ts";
 
 function failing(reconcile: () => unknown, status?: z.ZodType<Record<string, unknown>>) {
   return defineOperator({
@@ -96,9 +97,9 @@ describe("failures", () => {
     const created = kube.put(ref, { apiVersion: "example.com/v1", kind: "Thing", ...thing });
     // The object is deleted between the runtime's read and its status write.
     const api: KubeApi = { ...kube, replaceStatus: async (r, o, m) => (await kube.delete(ref), kube.replaceStatus(r, o, m)) };
-    const runtime = createRuntime(failing(() => ({})), { api, logger: pino({ level: "silent" }), clock: () => new Date() });
+    const runtime = createRuntime(failing(() => ({})), { api, logger: pino({ level: "silent" }), clock: () => new Date(), eventKeys: TEST_EVENT_KEYS });
     const event = { v: 1, cluster: "t", group: "example.com", version: "v1", plural: "things", kind: "Thing", namespace: "default", name: "t", uid: created.metadata.uid, resourceVersion: created.metadata.resourceVersion, generation: 1, type: "ADDED", observedAt: new Date().toISOString() };
-    const outcome = await runtime.handle({ id: "1", body: JSON.stringify(event) });
+    const outcome = await runtime.handle({ id: "1", body: JSON.stringify(signedForTest(event)) });
     assert.deepEqual([outcome.result, outcome.detail], ["success", "object is gone"]);
   });
 
@@ -110,9 +111,9 @@ describe("failures", () => {
     const api: KubeApi = { ...kube, replaceStatus: () => Promise.reject(refused) };
     const lines: Array<Record<string, unknown>> = [];
     const logger = pino({ level: "info" }, { write: (l: string) => void lines.push(JSON.parse(l) as Record<string, unknown>) });
-    const runtime = createRuntime(failing(() => ({ status: { n: 1 } })), { api, logger, clock: () => new Date() });
+    const runtime = createRuntime(failing(() => ({ status: { n: 1 } })), { api, logger, clock: () => new Date(), eventKeys: TEST_EVENT_KEYS });
     const event = { v: 1, cluster: "t", group: "example.com", version: "v1", plural: "things", kind: "Thing", namespace: "default", name: "t", uid: created.metadata.uid, resourceVersion: created.metadata.resourceVersion, generation: 1, type: "ADDED", observedAt: new Date().toISOString() };
-    const outcome = await runtime.handle({ id: "1", body: JSON.stringify(event) });
+    const outcome = await runtime.handle({ id: "1", body: JSON.stringify(signedForTest(event)) });
     assert.equal(outcome.result, "retry");
     assert.match(outcome.detail ?? "", /the status write was refused \(403 .*frozen things take no status/);
     assert.equal(lines.filter((l) => l.msg === "cannot record the outcome on the object: its status write was refused; the message is retried and then dead-lettered").length, 1);

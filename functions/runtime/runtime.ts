@@ -4,6 +4,7 @@
 // reconcile live beside it (handle-event.ts → reconcile-object.ts → one file per step).
 import type { Logger } from "pino";
 import type { Operator } from "../../core/operator.ts";
+import { verifyKeyEvent, type EventKeyring } from "../../core/event-auth.ts";
 import { handleEvent } from "./handle-event.ts";
 import { countingApi, type KubeApi } from "./kube-api.ts";
 import { DEFERRED_SINCE_ATTRIBUTE, keyEventOf, type QueueMessage } from "./message.ts";
@@ -15,6 +16,11 @@ export interface RuntimeDeps {
   api: KubeApi;
   logger: Logger;
   clock: () => Date;
+  /**
+   * The keys of the cluster this runtime serves (functions/clusters/event-keys.ts): an event whose
+   * MAC none of them verifies is dead-lettered before anything reads its body.
+   */
+  eventKeys: EventKeyring;
   /** Attempts per message when writes hit 409 Conflict. Default 5. */
   maxAttempts?: number;
   metrics?: RuntimeMetrics;
@@ -46,6 +52,14 @@ export function createRuntime<Spec>(typedOperator: Operator<Spec>, deps: Runtime
       return { result: "dead-letter", detail: "malformed key event", apiCalls: 0 };
     }
     const event = parsed.event;
+    // Before anything uses the body: whoever may send to the queue is not thereby the bridge.
+    const proof = verifyKeyEvent(event, deps.eventKeys);
+    if (!proof.ok) {
+      const object = `${event.kind} ${event.namespace ? `${event.namespace}/` : ""}${event.name}`;
+      if (firstReceive) deps.logger.error({ messageId: message.id, cluster: event.cluster, object, kid: event.kid ?? null }, `key event for ${object} of cluster "${event.cluster}" refused: ${proof.message}; leaving it for the dead-letter queue`);
+      else deps.logger.debug({ messageId: message.id, receiveCount: message.receiveCount }, "unverified key event received again");
+      return { result: "dead-letter", detail: proof.message, apiCalls: 0 };
+    }
     const log = deps.logger.child({ messageId: message.id, object: `${event.namespace ?? ""}/${event.name}`, reason: event.reason ?? event.type });
     if (event.group !== resource.group || event.plural !== resource.plural) {
       if (firstReceive) log.error({ group: event.group, plural: event.plural }, "key event for a resource this operator does not serve");

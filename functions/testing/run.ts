@@ -1,7 +1,9 @@
 // Runs the whole runtime path for one object against the in-memory API server: a key event as
 // the bridge would publish it → fresh read → finalizer → spec validation → reconcile → children
 // → status merge → failure conditions and Events (or finalize, for an object being deleted).
+import { randomBytes } from "node:crypto";
 import { pino } from "pino";
+import { signKeyEvent } from "../../core/event-auth.ts";
 import type { KeyEvent } from "../../core/event.ts";
 import type { Operator } from "../../core/operator.ts";
 import { nextReconcileOf, type NextReconcile } from "../../core/schedule.ts";
@@ -77,11 +79,14 @@ export async function reconcileWithRuntime<Spec>(operator: Operator<Spec>, input
   if (options.deleting) await kube.delete(ref);
 
   const current = await kube.get(ref);
+  // A key of this run alone: the event below is what a bridge would sign.
+  const eventKey = { kid: "testing", secret: randomBytes(32) };
   const runtime = createRuntime(operator, {
     api: asTheFunction(kube, operator as Operator<unknown>),
     logger: pino({ level: "silent" }),
     clock,
     env: options.env ?? {},
+    eventKeys: new Map([[eventKey.kid, eventKey.secret]]),
   });
   // What the bridge would announce: the object as stored and the keys of its current children.
   const event: KeyEvent = {
@@ -102,7 +107,7 @@ export async function reconcileWithRuntime<Spec>(operator: Operator<Spec>, input
     ...(current ? { object: current as unknown as NonNullable<KeyEvent["object"]> } : {}),
     children: current ? childKeys(kube, operator, current) : [],
   };
-  const outcome = await runtime.handle({ id: `test-${event.resourceVersion}`, body: JSON.stringify(event) });
+  const outcome = await runtime.handle({ id: `test-${event.resourceVersion}`, body: JSON.stringify(signKeyEvent(event, eventKey)) });
   const uid = current?.metadata.uid;
   const regarding = (e: KubeObject) => ((e.regarding ?? e.involvedObject) as { uid?: string } | undefined)?.uid === uid;
   const after = await kube.get(ref);

@@ -9,6 +9,7 @@ import { sqsClient } from "../../emulator/cluster.ts";
 import type { LocalCluster } from "../../emulator/types.ts";
 import { CRONTAB_RESOURCE, installCrontabCrd } from "./crontabs.ts";
 import { testCluster, type TestCluster, type TestClusterOptions } from "./test-cluster.ts";
+import { TEST_EVENT_KEY_ENV } from "./event-key.ts";
 
 /** Fails fast while the queue is down (outage tests), instead of the SDK's long retries. */
 export function sqsClientFor(cluster: LocalCluster): SQSClient {
@@ -57,6 +58,7 @@ export function bridgeEnv(cluster: LocalCluster & { namespaces?: string[]; share
     AWS_ENDPOINT_URL_SQS: cluster.sqs.endpoint,
     AWS_ACCESS_KEY_ID: cluster.sqs.accessKeyId,
     AWS_SECRET_ACCESS_KEY: cluster.sqs.secretAccessKey,
+    CRDFN_EVENT_KEY: TEST_EVENT_KEY_ENV.CRDFN_EVENT_KEY,
     ...extra,
   };
 }

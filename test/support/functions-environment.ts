@@ -22,6 +22,7 @@ import { createRuntimeMetrics } from "../../functions/runtime/prometheus-metrics
 import { createRuntime, type Runtime } from "../../functions/runtime/runtime.ts";
 import { applyDevIdentities, type DevIdentities } from "../../cli/dev-identities.ts";
 import { testCluster, type TestCluster, type TestClusterOptions } from "./test-cluster.ts";
+import { signedForTest, TEST_EVENT_KEY, TEST_EVENT_KEYS } from "./event-key.ts";
 
 export const CLUSTER = "test";
 
@@ -120,7 +121,7 @@ export async function startTestBridge(env: Env, resources: string, o: { asDeploy
   });
   if (o.asDeployed && !env.identities) throw new Error("startTestBridge asDeployed: the environment has no identities");
   const kubeConfig = o.asDeployed && env.identities ? env.identities.bridgeConnection : env.cluster.kubeConfig;
-  const bridge = startBridge(config, { kubeConfig, sqs: env.sqs, logger: env.logger.child({ component: "bridge" }) });
+  const bridge = startBridge(config, { eventKey: TEST_EVENT_KEY, kubeConfig, sqs: env.sqs, logger: env.logger.child({ component: "bridge" }) });
   await bridge.ready;
   return bridge;
 }
@@ -133,6 +134,7 @@ export function runtimeFor(env: Env, op: Operator<unknown>, opts: { api?: KubeAp
     logger: env.logger,
     metrics: createRuntimeMetrics(env.registry, CLUSTER),
     clock,
+    eventKeys: TEST_EVENT_KEYS,
   });
 }
 
@@ -216,12 +218,12 @@ export async function announcedEvent(env: Env, op: Operator<unknown>, obj: Cr): 
   return { ...keyEventOf(op, obj), v: 2, object: { ...obj, metadata: metadata as never }, children };
 }
 
-/** Publishes like the bridge: FIFO group per object, deduplication per object version. */
+/** Publishes like the bridge: signed with the test key, FIFO group per object, deduplication per object version. */
 export async function publish(env: Env, event: KeyEvent, cause = ""): Promise<void> {
   await env.sqs.send(
     new SendMessageCommand({
       QueueUrl: env.cluster.sqs.queues.fifo,
-      MessageBody: encodeKeyEvent(event),
+      MessageBody: encodeKeyEvent(signedForTest(event)),
       MessageGroupId: messageGroupId(event),
       MessageDeduplicationId: deduplicationId(event, cause),
     }),

@@ -11,6 +11,7 @@ import { apiAccess } from "./api-access.ts";
 import { loadConfig } from "../../functions/runtime/config.ts";
 import { createKubeApi } from "../../functions/runtime/kube-api-http.ts";
 import { createRuntime } from "../../functions/runtime/runtime.ts";
+import { TEST_EVENT_KEYS } from "./event-key.ts";
 
 const stalling = defineOperator({
   ...queue,
@@ -26,6 +27,6 @@ const stalling = defineOperator({
 const config = loadConfig(process.env);
 const clock = () => new Date();
 const api = createKubeApi(await apiAccess(config, { clock }));
-const runtime = createRuntime(stalling, { api, logger: pino({ level: "silent" }), clock, env: process.env });
+const runtime = createRuntime(stalling, { api, logger: pino({ level: "silent" }), clock, env: process.env, eventKeys: TEST_EVENT_KEYS });
 startPoller({ sqs: givenSqsClient(new SQSClient({})), queueUrls: [config.CRDFN_QUEUE_URL ?? ""], runtime, waitTimeSeconds: 1, visibilityTimeout: 3, logger: pino({ level: "silent" }) });
 process.stdout.write("STARTED\n");

@@ -10,6 +10,7 @@ import { apiAccess } from "./api-access.ts";
 import { loadConfig } from "../../functions/runtime/config.ts";
 import { createKubeApi } from "../../functions/runtime/kube-api-http.ts";
 import { createRuntime } from "../../functions/runtime/runtime.ts";
+import { TEST_EVENT_KEYS } from "./event-key.ts";
 
 const config = loadConfig(process.env);
 const clock = () => new Date();
@@ -24,6 +25,6 @@ const api = {
   },
 };
 const logger = pino({ level: "silent" });
-const runtime = createRuntime(greeting, { api, logger, clock });
+const runtime = createRuntime(greeting, { api, logger, clock, eventKeys: TEST_EVENT_KEYS });
 startPoller({ sqs: givenSqsClient(new SQSClient({})), queueUrls: [config.CRDFN_QUEUE_URL ?? ""], runtime, waitTimeSeconds: 1, visibilityTimeout: 3, logger });
 process.stdout.write("STARTED\n");

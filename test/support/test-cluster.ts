@@ -18,6 +18,7 @@ import { ensureQueues, queueDefinitions, queueEnv } from "../../emulator/queues.
 import type { LocalCluster, StartOptions } from "../../emulator/types.ts";
 import { leaseLane } from "./lanes.ts";
 import { readSharedServers } from "./shared-env.ts";
+import { TEST_EVENT_KEY_ENV } from "./event-key.ts";
 
 export interface TestCluster extends LocalCluster {
   /** This file's namespace: on a shared control plane, other files use others. */
@@ -65,7 +66,7 @@ export async function testCluster(o: TestClusterOptions): Promise<TestCluster> {
       await cluster.stop();
       throw e;
     }
-    return { ...cluster, namespace: slug, ns, namespaces, shared: false };
+    return { ...cluster, env: { ...cluster.env, ...TEST_EVENT_KEY_ENV }, namespace: slug, ns, namespaces, shared: false };
   }
 
   const lease = await leaseLane(shared.lockDir, shared.lanes.length, { alone: o.alone ?? false });
@@ -110,7 +111,7 @@ export async function testCluster(o: TestClusterOptions): Promise<TestCluster> {
     kubectl: lane.kubectl,
     caPath: lane.caPath,
     sqs: sqsEnv,
-    env: { KUBECONFIG: lane.kubeconfigPath, ...queueEnv(sqsEnv) },
+    env: { KUBECONFIG: lane.kubeconfigPath, ...queueEnv(sqsEnv), ...TEST_EVENT_KEY_ENV },
     queue: { stop: refuse("the queue server"), start: refuse("the queue server"), pause: refusing("the queue server"), resume: refusing("the queue server") },
     apiServer: { stop: refuse("the API server"), start: refuse("the API server"), pause: refusing("the API server"), resume: refusing("the API server") },
     stop,

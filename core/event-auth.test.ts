@@ -1,0 +1,136 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { formatEventKey, parseEventKey, parseEventKeys, signKeyEvent, verifyKeyEvent, type EventKey } from "./event-auth.ts";
+import { encodeKeyEvent, parseKeyEvent, type KeyEvent } from "./event.ts";
+
+const keyOf = (kid: string, fill: number): EventKey => ({ kid, secret: Buffer.alloc(32, fill) });
+const k1 = keyOf("k1", 1);
+const k2 = keyOf("k2", 2);
+const ring = (...keys: EventKey[]) => new Map(keys.map((k) => [k.kid, k.secret]));
+
+const event: KeyEvent = {
+  v: 2,
+  cluster: "prod-a",
+  group: "example.com",
+  version: "v1",
+  plural: "greetings",
+  kind: "Greeting",
+  namespace: "demo",
+  name: "hello",
+  uid: "u-1",
+  resourceVersion: "42",
+  generation: 3,
+  type: "MODIFIED",
+  reason: "watch",
+  observedAt: "2026-11-25T00:00:00Z",
+  object: { metadata: { name: "hello", uid: "u-1", resourceVersion: "42" }, spec: { message: "hi", n: [1, 2] } },
+  children: [{ apiVersion: "v1", kind: "ConfigMap", namespace: "demo", name: "hello", uid: "c-1", resourceVersion: "40", appliedHash: "abc" }],
+};
+
+/** What a function receives: the signed event through the queue (JSON and the schema). */
+function received(e: KeyEvent): KeyEvent {
+  const parsed = parseKeyEvent(encodeKeyEvent(e));
+  assert.ok(parsed.ok, parsed.ok ? "" : parsed.error);
+  return parsed.event;
+}
+
+describe("event MAC", () => {
+  it("a signed event is v3, carries its kid and verifies after the queue, whatever order its keys come in", () => {
+    const signed = signKeyEvent(event, k1);
+    assert.equal(signed.v, 3);
+    assert.equal(signed.kid, "k1");
+    assert.deepEqual(verifyKeyEvent(received(signed), ring(k1)), { ok: true });
+    // The API server may reorder an object's keys; JSON keeps the order given: still the same event.
+    const reordered = Object.fromEntries(Object.entries(received(signed)).reverse()) as KeyEvent;
+    const shuffled = { ...reordered, object: { spec: signed.object!.spec, metadata: signed.object!.metadata } } as KeyEvent;
+    assert.deepEqual(verifyKeyEvent(shuffled, ring(k1)), { ok: true });
+    // Signing again (a superseded event re-signed) replaces the old MAC rather than covering it.
+    assert.deepEqual(verifyKeyEvent(signKeyEvent(signed, k2), ring(k2)), { ok: true });
+  });
+
+  it("any change to any part is refused: naming, version, body, children, kid", () => {
+    const signed = received(signKeyEvent(event, k1));
+    const tampered: Array<[string, KeyEvent]> = [
+      ["cluster", { ...signed, cluster: "prod-b" }],
+      ["name", { ...signed, name: "other" }],
+      ["resourceVersion", { ...signed, resourceVersion: "43" }],
+      ["generation", { ...signed, generation: 4 }],
+      ["type", { ...signed, type: "DELETED" }],
+      ["reason", { ...signed, reason: "resync" }],
+      ["observedAt", { ...signed, observedAt: "2026-11-25T00:00:01Z" }],
+      ["spec", { ...signed, object: { ...signed.object!, spec: { message: "FORGED-BY-QUEUE-SENDER", n: [1, 2] } } }],
+      ["body removed", (({ object: _o, ...rest }) => rest)(signed)],
+      ["body added field", { ...signed, object: { ...signed.object!, extra: true } }],
+      ["children dropped", { ...signed, children: [] }],
+      ["children removed", (({ children: _c, ...rest }) => rest)(signed)],
+      ["child hash", { ...signed, children: [{ ...signed.children![0]!, appliedHash: "def" }] }],
+    ];
+    for (const [what, e] of tampered) {
+      const v = verifyKeyEvent(e, ring(k1));
+      assert.equal(v.ok, false, what);
+      assert.equal(!v.ok && v.why, "mismatch", what);
+      assert.match(!v.ok ? v.message : "", /^MAC does not verify/, what);
+    }
+    const otherKid = verifyKeyEvent({ ...signed, kid: "k2" }, ring(k1, k2));
+    assert.equal(!otherKid.ok && otherKid.why, "mismatch", "a MAC made with k1 does not pass as k2's");
+  });
+
+  it("a wrong key, an unknown kid and no MAC at all are refused, each saying which", () => {
+    const forged = received(signKeyEvent(event, { kid: "k1", secret: Buffer.alloc(32, 9) }));
+    const wrong = verifyKeyEvent(forged, ring(k1));
+    assert.equal(!wrong.ok && wrong.why, "mismatch");
+    const unknown = verifyKeyEvent(received(signKeyEvent(event, keyOf("k9", 1))), ring(k1));
+    assert.equal(!unknown.ok && unknown.why, "unknown-key");
+    assert.match(!unknown.ok ? unknown.message : "", /key id "k9" is not one this function accepts for cluster "prod-a"/);
+    const unsigned = verifyKeyEvent(event, ring(k1));
+    assert.equal(!unsigned.ok && unsigned.why, "unsigned");
+    assert.match(!unsigned.ok ? unsigned.message : "", /^MAC does not verify: the event carries none \(a v2 event/);
+    // Nothing it says holds a secret.
+    for (const v of [wrong, unknown, unsigned]) assert.ok(!v.ok && !v.message.includes(k1.secret.toString("base64")));
+  });
+
+  it("rotation: the functions accept old and new while the bridge moves to the new; dropping the old refuses it", () => {
+    const old = received(signKeyEvent(event, k1));
+    const fresh = received(signKeyEvent(event, k2));
+    for (const e of [old, fresh]) assert.deepEqual(verifyKeyEvent(e, ring(k1, k2)), { ok: true });
+    assert.equal(verifyKeyEvent(old, ring(k2)).ok, false);
+  });
+
+  it("the schema: v3 carries kid and mac, older versions neither", () => {
+    const signed = signKeyEvent(event, k1);
+    assert.equal(parseKeyEvent(JSON.stringify({ ...signed, v: 2 })).ok, false);
+    assert.equal(parseKeyEvent(JSON.stringify({ ...event, v: 3 })).ok, false);
+    assert.equal(parseKeyEvent(JSON.stringify((({ kid: _k, ...rest }) => rest)(signed))).ok, false);
+    assert.equal(parseKeyEvent(JSON.stringify(event)).ok, true, "an unsigned v2 still parses: refusing it is the functions' verification, with its own log line");
+  });
+
+  it("compares MACs in constant time (timingSafeEqual), never with === on strings", () => {
+    const source = readFileSync(new URL("./event-auth.ts", import.meta.url), "utf8");
+    assert.match(source, /timingSafeEqual\(given, expected\)/);
+    assert.doesNotMatch(source, /mac\s*[!=]==?\s*(?!undefined)[A-Za-z"`(]|(given|expected)\s*[!=]==?\s*[A-Za-z]|\.equals\(/);
+  });
+});
+
+describe("event key settings", () => {
+  const secret = Buffer.alloc(32, 5).toString("base64");
+  it("parses <kid>:<secret> in base64 or base64url and formats it back", () => {
+    const key = parseEventKey(`k1:${secret}`);
+    assert.equal(key.kid, "k1");
+    assert.equal(formatEventKey(key), `k1:${secret}`);
+    assert.deepEqual(parseEventKey(`k1:${Buffer.alloc(32, 0xfb).toString("base64url")}`).secret, Buffer.alloc(32, 0xfb));
+  });
+  it("refuses a short secret, a bad kid, no colon, naming the problem and never the secret", () => {
+    assert.throws(() => parseEventKey(`k1:${Buffer.alloc(16, 1).toString("base64")}`), /has 16 bytes; it needs at least 32/);
+    assert.throws(() => parseEventKey(`k 1:${secret}`), /key id "k 1" must be/);
+    assert.throws(() => parseEventKey(secret), (e: Error) => /must be <kid>:<secret>/.test(e.message) && !e.message.includes(secret));
+  });
+  it("the functions' list: per cluster, several kids, the cluster part optional for the one cluster served", () => {
+    const keys = parseEventKeys(`a/k1:${secret}, a/k2:${secret},b/k1:${secret}`, undefined);
+    assert.deepEqual([...keys.keys()], ["a", "b"]);
+    assert.deepEqual([...keys.get("a")!.keys()], ["k1", "k2"]);
+    assert.deepEqual([...parseEventKeys(`k1:${secret}`, "default").keys()], ["default"]);
+    assert.throws(() => parseEventKeys(`k1:${secret}`, undefined), /key 1 names no cluster/);
+    assert.throws(() => parseEventKeys(`a/k1:${secret},a/k1:${secret}`, undefined), /key id "k1" is given twice for cluster "a"/);
+  });
+});
