@@ -10,7 +10,7 @@
 // themselves: see #pump.
 import type { Logger } from "pino";
 import { backoffMs, type BackoffPolicy } from "../core/backoff.ts";
-import { deduplicationId, encodeKeyEvent, messageGroupId, supersede, type KeyEvent } from "../core/event.ts";
+import { deduplicationId, encodeKeyEvent, messageGroupId, supersede, withinCap, type KeyEvent } from "../core/event.ts";
 import type { BridgeMetrics } from "./metrics.ts";
 import type { AnnounceOptions } from "./tracker.ts";
 import { TransportError, type OutgoingMessage, type QueueTransport } from "./transport.ts";
@@ -91,6 +91,8 @@ export class Publisher {
       event = supersede(existing.event, event);
       this.#bodyBytes -= existing.bodyBytes;
     }
+    // A parent too large for one message goes without its body, then without its children's keys.
+    event = withinCap(event);
     let body = encodeKeyEvent(event);
     let bodyBytes = event.object === undefined ? 0 : Buffer.byteLength(body, "utf8");
     if (bodyBytes > 0 && this.#bodyBytes + bodyBytes > (this.#o.maxPendingBodyBytes ?? DEFAULT_MAX_PENDING_BODY_BYTES)) {

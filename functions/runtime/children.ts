@@ -9,6 +9,7 @@ import { sharedFieldManager } from "./finalizer.ts";
 import { ApiError } from "../../clients/kube-http.ts";
 import { type KubeObject, type ResourceRef } from "./kube-api.ts";
 import { childKey, childRef, readByName, type ChildKeys, type ObservedByKind } from "./observed-children.ts";
+import { childMarkOf, childToken, type ChildMark } from "../../core/reconciled.ts";
 import { isOwnershipRefusal } from "../../core/ownership.ts";
 import { ownedKind, ownedRef } from "./owned-kinds.ts";
 import type { Step } from "./step.ts";
@@ -26,21 +27,46 @@ interface PlannedChild {
  * observed kind the keys do not name is read first, and written only if this parent controls it
  * (or it is an orphan to adopt); any other child is applied, and the API server refuses a write
  * onto an object another controls (the generated admission policy; two controller references).
+ * Resolves with the children it left, as the bridge's index will know them (core/reconciled.ts).
  */
-export async function writeChildren(step: Step, parent: KubeObject, result: ReconcileResult, keys: ChildKeys, observed: ObservedByKind): Promise<void> {
+export async function writeChildren(step: Step, parent: KubeObject, result: ReconcileResult, keys: ChildKeys, observed: ObservedByKind): Promise<ChildMark[]> {
   const planned = (result.children ?? []).map((c) => planChild(step, parent, c));
   // Every check before any write: a refused child leaves the others as they were.
   const known = await Promise.all(planned.map((p) => (keys?.get(p.owned)?.has(p.key) ? Promise.resolve(undefined) : unknownChild(step, p, observed))));
   planned.forEach((p, i) => checkOwnership(step, parent, p, known[i]));
+  const left: ChildMark[] = [];
+  const fieldManager = step.operator.fieldManager;
   for (const [i, p] of planned.entries()) {
     const key = keys?.get(p.owned)?.get(p.key);
-    if (key !== undefined && key.appliedHash !== undefined && key.appliedHash === hashOf(p.body)) continue;
+    if (key !== undefined && key.appliedHash !== undefined && key.appliedHash === hashOf(p.body)) {
+      left.push({ uid: key.uid, token: key.appliedHash });
+      continue;
+    }
     const there = known[i];
-    if (there && hashOf(there) === hashOf(p.body) && holds(there, p.body)) continue;
-    await applyChild(step, p);
+    if (there && hashOf(there) === hashOf(p.body) && holds(there, p.body)) {
+      left.push(childMarkOf(there, fieldManager));
+      continue;
+    }
+    left.push(childMarkOf(await applyChild(step, p), fieldManager));
   }
-  if (keys !== undefined) await prune(step, keys, new Set(planned.map((p) => `${p.owned.kind}|${p.key}`)));
+  const wanted = new Set(planned.map((p) => `${p.owned.kind}|${p.key}`));
+  if (keys !== undefined) await prune(step, keys, wanted);
   for (const shared of result.shared ?? []) await applyShared(step, shared, parent);
+  return [...left, ...keptUnwanted(keys, wanted)];
+}
+
+/**
+ * Children no longer wanted of kinds that are not pruned: still this parent's, so still in the
+ * bridge's index. Only their keys are at hand: one someone else wrote since (no applied hash)
+ * gets a token the bridge's never equals, and a new bridge announces its parent once more.
+ */
+function keptUnwanted(keys: ChildKeys, wanted: ReadonlySet<string>): ChildMark[] {
+  const kept: ChildMark[] = [];
+  for (const [owned, children] of keys ?? []) {
+    if (owned.prune) continue;
+    for (const [key, child] of children) if (!wanted.has(`${owned.kind}|${key}`)) kept.push({ uid: child.uid, token: childToken(child.appliedHash, "unknown") });
+  }
+  return kept;
 }
 
 /** A child the keys do not name: of an observed kind, as it is there (read by name); of another kind, not read. */
@@ -50,9 +76,9 @@ async function unknownChild(step: Step, p: PlannedChild, observed: ObservedByKin
 }
 
 /** A refusal of the write because another controls the object becomes ChildConflict, naming it. */
-async function applyChild(step: Step, p: PlannedChild): Promise<void> {
+async function applyChild(step: Step, p: PlannedChild): Promise<KubeObject> {
   try {
-    await step.api.apply(p.ref, p.body, step.operator.fieldManager);
+    return await step.api.apply(p.ref, p.body, step.operator.fieldManager);
   } catch (e) {
     if (e instanceof ApiError && isOwnershipRefusal(e)) throw new PermanentError(`${p.owned.kind} ${p.ref.namespace ? `${p.ref.namespace}/` : ""}${p.ref.name}: ${e.message}`, "ChildConflict");
     throw e;

@@ -4,9 +4,12 @@
 // name. Keys may be a moment old: a child created a moment ago may be missing (it is applied
 // again, which changes nothing, and its appearance announces the parent once more, so a prune
 // it needs comes one reconcile later), a child gone a moment ago may still be listed (its read
-// or delete answers 404).
+// or delete answers 404). An event without keys (a parent with more children than an event can
+// carry, or a v1 event) is answered by one labelled LIST per owned kind, paginated, which gives
+// the same keys (and the observed kinds' bodies, read by no one else).
 import { apiVersionOf, type ObservedChildren, type ObservedObject, type Operator } from "../../core/operator.ts";
-import type { ChildKey } from "../../core/event.ts";
+import { PARENT_UID_LABEL, type ChildKey } from "../../core/event.ts";
+import { appliedHashOf } from "../../core/reconciled.ts";
 import { ApiError } from "../../clients/kube-http.ts";
 import type { KubeObject, ResourceRef } from "./kube-api.ts";
 import type { Step } from "./step.ts";
@@ -25,6 +28,50 @@ export function childRef(owned: Owned, namespace: string | undefined, name: stri
   return { group: owned.group, version: owned.version, plural: owned.plural, name, ...(owned.namespaced && namespace ? { namespace } : {}) };
 }
 
+/** The children's keys, and their bodies when they were listed (observed kinds only). */
+export interface KnownChildren {
+  keys: ChildKeys;
+  listed?: ObservedByKind;
+}
+
+/** The children's keys from the event, or, when it carries none, listed by the parent label. */
+export async function knownChildren(step: Step, parent: KubeObject): Promise<KnownChildren> {
+  const keys = childKeysOf(step);
+  return keys !== undefined ? { keys } : listChildren(step, parent);
+}
+
+/**
+ * Every child of every owned kind that carries this parent's label and controller reference —
+ * what the bridge's index would have named. The applied hash is the bridge's too: only while the
+ * function's own apply wrote the child's content last.
+ */
+export async function listChildren(step: Step, parent: KubeObject): Promise<Required<KnownChildren>> {
+  const uid = parent.metadata.uid ?? "";
+  const keys: NonNullable<ChildKeys> = new Map();
+  const listed: ObservedByKind = new Map();
+  await Promise.all(
+    step.operator.owns.map(async (owned) => {
+      const ref = { group: owned.group, version: owned.version, plural: owned.plural, ...(owned.namespaced && parent.metadata.namespace ? { namespace: parent.metadata.namespace } : {}) };
+      const items = await step.api.list(ref, `${PARENT_UID_LABEL}=${uid}`);
+      const apiVersion = apiVersionOf(owned.group, owned.version);
+      const byKey = new Map<string, ChildKey>();
+      const bodies = new Map<string, KubeObject>();
+      for (const o of items) {
+        const m = o.metadata;
+        const controller = (m.ownerReferences as Array<{ uid?: string; controller?: boolean }> | undefined)?.find((r) => r.controller === true);
+        if (controller?.uid !== uid || m.uid === undefined || m.resourceVersion === undefined) continue;
+        const hash = appliedHashOf(o, step.operator.fieldManager);
+        const key = childKey(m.namespace, m.name);
+        byKey.set(key, { apiVersion, kind: owned.kind, ...(m.namespace ? { namespace: m.namespace } : {}), name: m.name, uid: m.uid, resourceVersion: m.resourceVersion, ...(hash === undefined ? {} : { appliedHash: hash }) });
+        if (owned.observe) bodies.set(key, { ...o, apiVersion, kind: owned.kind });
+      }
+      keys.set(owned, byKey);
+      if (owned.observe) listed.set(owned, bodies);
+    }),
+  );
+  return { keys, listed };
+}
+
 /** The event's children, grouped by the kind the operator owns (keys of kinds it does not own are ignored). */
 export function childKeysOf(step: Step): ChildKeys {
   const children = step.event.children;
@@ -41,7 +88,8 @@ export function childKeysOf(step: Step): ChildKeys {
  * Reads the observed children by name, side by side: from the API server's watch cache, no
  * older than the version the bridge saw. One that is gone since is left out.
  */
-export async function readObserved(step: Step, keys: ChildKeys): Promise<ObservedByKind> {
+export async function readObserved(step: Step, { keys, listed }: KnownChildren): Promise<ObservedByKind> {
+  if (listed !== undefined) return listed;
   const observed: ObservedByKind = new Map();
   const reads: Array<Promise<void>> = [];
   for (const owned of step.operator.owns) {
