@@ -13,7 +13,7 @@
 // its reconcile records the schedule afresh. A new bridge (a restart, a failover) announces only
 // what needs work: objects whose generation is not yet observed, being deleted, or due, and those
 // whose metadata or children are not what the function recorded it left (core/reconciled.ts).
-import { MAX_EVENT_BYTES, type ChildKey, type KeyEvent } from "../core/event.ts";
+import { MAX_CHILD_KEYS, type ChildKey, type KeyEvent } from "../core/event.ts";
 import { appliedHashOf, childrenDigest, childToken, metadataDigest, reconciledOf, type ChildMark, type Reconciled } from "../core/reconciled.ts";
 import type { GroupVersionResource } from "../core/resource-path.ts";
 import { announceReason, nextReconcileOf } from "../core/schedule.ts";
@@ -259,7 +259,7 @@ export class ParentTracker extends Tracker<ParentEntry> {
    * more than any event could carry, without building a list only to drop it (core/event.ts withinCap).
    */
   #childrenOf(key: string): { children?: ChildKey[] } {
-    if (this.#childCount(key) > MAX_EVENT_BYTES / 100) return {};
+    if (this.#childCount(key) > MAX_CHILD_KEYS) return {};
     return { children: this.#children.flatMap((c) => c.keysOf(this, key)) };
   }
 

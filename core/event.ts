@@ -113,8 +113,8 @@ const OWN_CHANGE_REASONS: ReadonlySet<string> = new Set(["watch", "list", "relis
 const ownChangeOnly = (e: Pick<KeyEvent, "reason">): boolean => e.reason !== undefined && OWN_CHANGE_REASONS.has(e.reason);
 
 const bytesOf = (e: KeyEvent): number => Buffer.byteLength(JSON.stringify(e), "utf8");
-/** The shortest a child's key serializes to (a one-letter name, a 36-character uid): more than this many cannot fit. */
-const MIN_CHILD_KEY_BYTES = 100;
+/** More children's keys than this never fit in an event: each serializes to 100 bytes at least (a one-letter name, a 36-character uid). */
+export const MAX_CHILD_KEYS = Math.floor(MAX_EVENT_BYTES / 100);
 
 /**
  * The event as the contract can carry it: without the body when body and keys exceed
@@ -123,7 +123,7 @@ const MIN_CHILD_KEY_BYTES = 100;
  * label). A parent of any size is announced; only its naming part must fit.
  */
 export function withinCap(event: KeyEvent): KeyEvent {
-  const tooManyChildren = (event.children?.length ?? 0) > MAX_EVENT_BYTES / MIN_CHILD_KEY_BYTES;
+  const tooManyChildren = (event.children?.length ?? 0) > MAX_CHILD_KEYS;
   if (!tooManyChildren && bytesOf(event) <= MAX_EVENT_BYTES) return event;
   const { object: _body, children, ...naming } = event;
   if (!tooManyChildren && children !== undefined) {

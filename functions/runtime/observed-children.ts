@@ -5,9 +5,10 @@
 // again, which changes nothing, and its appearance announces the parent once more, so a prune
 // it needs comes one reconcile later), a child gone a moment ago may still be listed (its read
 // or delete answers 404). An event without keys (a parent with more children than an event can
-// carry, or a v1 event) is answered by one labelled LIST per owned kind, paginated, which gives
-// the same keys (and the observed kinds' bodies, read by no one else).
-import { apiVersionOf, type ObservedChildren, type ObservedObject, type Operator } from "../../core/operator.ts";
+// carry, or a v1 event) is answered by one labelled LIST per owned kind marked `list` (the
+// function may list only those), paginated, which gives the same keys (and the observed kinds'
+// bodies); the children of any other kind are then unknown: all applied, none pruned.
+import { apiVersionOf, type DesiredObject, type ObservedChildren, type ObservedObject, type Operator } from "../../core/operator.ts";
 import { PARENT_UID_LABEL, type ChildKey } from "../../core/event.ts";
 import { appliedHashOf } from "../../core/reconciled.ts";
 import { ApiError } from "../../clients/kube-http.ts";
@@ -37,20 +38,24 @@ export interface KnownChildren {
 /** The children's keys from the event, or, when it carries none, listed by the parent label. */
 export async function knownChildren(step: Step, parent: KubeObject): Promise<KnownChildren> {
   const keys = childKeysOf(step);
-  return keys !== undefined ? { keys } : listChildren(step, parent);
+  if (keys !== undefined) return { keys };
+  const unlisted = step.operator.owns.filter((o) => !o.list).map((o) => o.kind);
+  if (unlisted.length > 0) step.log.warn({ kinds: unlisted }, `the event names no children (more than an event carries, or a v1 event) and ${unlisted.join(", ")} ${unlisted.length === 1 ? "is" : "are"} not marked list: true in owns: every such child wanted is applied, none pruned`);
+  return listChildren(step, parent);
 }
 
 /**
- * Every child of every owned kind that carries this parent's label and controller reference —
- * what the bridge's index would have named. The applied hash is the bridge's too: only while the
- * function's own apply wrote the child's content last.
+ * Every child of every owned kind marked `list` that carries this parent's label and controller
+ * reference — what the bridge's index would have named. The applied hash is the bridge's too:
+ * only while the function's own apply wrote the child's content last. A kind not marked `list` is
+ * left out (unknown).
  */
-export async function listChildren(step: Step, parent: KubeObject): Promise<Required<KnownChildren>> {
+export async function listChildren(step: Step, parent: KubeObject): Promise<{ keys: NonNullable<ChildKeys>; listed: ObservedByKind }> {
   const uid = parent.metadata.uid ?? "";
   const keys: NonNullable<ChildKeys> = new Map();
   const listed: ObservedByKind = new Map();
   await Promise.all(
-    step.operator.owns.map(async (owned) => {
+    step.operator.owns.filter((o) => o.list).map(async (owned) => {
       const ref = { group: owned.group, version: owned.version, plural: owned.plural, ...(owned.namespaced && parent.metadata.namespace ? { namespace: parent.metadata.namespace } : {}) };
       const items = await step.api.list(ref, `${PARENT_UID_LABEL}=${uid}`);
       const apiVersion = apiVersionOf(owned.group, owned.version);
@@ -69,7 +74,39 @@ export async function listChildren(step: Step, parent: KubeObject): Promise<Requ
       if (owned.observe) listed.set(owned, bodies);
     }),
   );
+  // Observed kinds not listed are read by name, as the keys would have named them: none known.
+  for (const owned of step.operator.owns) if (owned.observe && !owned.list) listed.set(owned, new Map());
   return { keys, listed };
+}
+
+/**
+ * Wanted children of a listed kind that the keys do not name, past which a LIST is cheaper than
+ * applying each again: a snapshot of keys taken while a parent's thousands of children were being
+ * created, queued behind that long reconcile, names few of them.
+ */
+export const STALE_KEYS_MISSING = 50;
+
+/**
+ * The keys to write children by: the event's, unless they miss more than STALE_KEYS_MISSING of
+ * the children reconcile wants of a kind marked `list`; then listed afresh (what a reapply of each
+ * would cost in thousands of requests, a LIST costs in one per 500).
+ */
+export async function freshKeys(step: Step, parent: KubeObject, known: KnownChildren, wanted: readonly DesiredObject[]): Promise<ChildKeys> {
+  const named = known.keys;
+  if (known.listed !== undefined || named === undefined) return named;
+  const stale = step.operator.owns.some((owned) => {
+    if (!owned.list) return false;
+    const ofKind = named.get(owned);
+    const apiVersion = apiVersionOf(owned.group, owned.version);
+    let missing = 0;
+    for (const c of wanted) if (c.kind === owned.kind && c.apiVersion === apiVersion && !ofKind?.has(childKey(owned.namespaced ? (c.metadata.namespace ?? parent.metadata.namespace) : undefined, c.metadata.name))) missing++;
+    return missing > STALE_KEYS_MISSING;
+  });
+  if (!stale) return named;
+  const keys = (await listChildren(step, parent)).keys;
+  // The kinds not listed keep what the event named.
+  for (const [owned, ofKind] of named) if (!owned.list) keys.set(owned, ofKind);
+  return keys;
 }
 
 /** The event's children, grouped by the kind the operator owns (keys of kinds it does not own are ignored). */

@@ -9,7 +9,7 @@ import { ensureFinalizer, finalizeObject } from "./finalizer.ts";
 import type { Outcome } from "./outcome.ts";
 import { callReconcile, validObject } from "./reconcile-call.ts";
 import { writeChildren } from "./children.ts";
-import { knownChildren, observedChildren, readObserved } from "./observed-children.ts";
+import { freshKeys, knownChildren, observedChildren, readObserved } from "./observed-children.ts";
 import { recordEffects, runEffects } from "./effects.ts";
 import { readReferences, referencedKeys, referencedObjects, referenceRecords } from "./references.ts";
 import { writeSuccessStatus } from "./status-write.ts";
@@ -37,7 +37,7 @@ export async function reconcileObject(step: Step, read: KubeObject): Promise<Out
     // Recorded before anything else is written: what exists outside the cluster is on the object.
     if (effected !== undefined) object = await recordEffects(step, object, effected.status, records);
     const result = callReconcile(step, effected ? validObject(step, object) : valid, now, observedChildren(step.operator, observed), references, effected?.status);
-    const left = await writeChildren(step, object, result, children.keys, observed);
+    const left = await writeChildren(step, object, result, await freshKeys(step, object, children, result.children ?? []), observed);
     const requeue = requeueAfter(step.operator, result.requeueAfterSeconds, effected?.requeueAfterSeconds);
     await writeSuccessStatus(step, object, result.status, now, requeue, records, reconciledRecord(object, left));
     return { result: "success", detail: "reconciled", ...(requeue === undefined ? {} : { requeue: "after" as const }) };
