@@ -105,6 +105,13 @@ export interface ReferenceIndex {
  */
 export const OWN_CHILD_HOLD_MS = 5000;
 
+/**
+ * How long a child's disappearance waits at most before its parent is announced, so that a prune
+ * of thousands (the function's own deletes, one a few ms) is one announcement a second, not one
+ * message per child queued behind the reconcile doing it. The parent's status write ends the wait.
+ */
+export const GONE_CHILD_HOLD_MS = 1000;
+
 const NO_FINALIZERS: readonly string[] = [];
 const sameList = (a: readonly string[], b: readonly string[]): boolean => a.length === b.length && a.every((x, i) => x === b[i]);
 export const keyOf = (namespace: string | undefined, name: string): string => `${namespace ?? ""}/${name}`;
@@ -586,7 +593,7 @@ export class ChildTracker extends Tracker<ChildEntry> {
     if (prev === undefined) return;
     this.entries.delete(key);
     this.#index(key, prev, undefined);
-    if (prev.owner) await prev.owner.tracker.reannounce(prev.owner.key, "child", `child-gone:${m.uid}`);
+    if (prev.owner) await prev.owner.tracker.reannounce(prev.owner.key, "child", `child-gone:${m.uid}`, { holdMs: GONE_CHILD_HOLD_MS });
   }
 
   protected async vanished(key: string, entry: ChildEntry): Promise<void> {
