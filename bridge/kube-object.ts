@@ -1,8 +1,10 @@
 // The few fields of a Kubernetes object the bridge reads, and the small fingerprint of the
 // rest that decides whether a change is worth announcing. The bridge never keeps a body.
-import { createHash } from "node:crypto";
 import { z } from "zod";
-import { canonicalJson } from "../core/canonical-json.ts";
+import { digest, type ManagedFieldsEntry } from "../core/object-fingerprint.ts";
+
+// The digests the functions compute alike live in core; the bridge's callers import them from here.
+export { fingerprint, lastContentWriteWasApply, type ManagedFieldsEntry } from "../core/object-fingerprint.ts";
 
 const ownerReferenceSchema = z.looseObject({
   apiVersion: z.string(),
@@ -26,31 +28,9 @@ export const kubeObjectSchema = z.looseObject({
 export type KubeObject = z.infer<typeof kubeObjectSchema>;
 export type OwnerReference = z.infer<typeof ownerReferenceSchema>;
 
-/**
- * A 96-bit digest of what a reconcile can depend on: labels, annotations, finalizers,
- * deletionTimestamp, ownerReferences and every top-level field but metadata and (unless
- * asked) status — so a write that touches only status, managedFields or resourceVersion
- * leaves it unchanged. Top-level fields other than spec count because kinds such as
- * ConfigMap keep their content in `data`.
- */
-export function fingerprint(obj: KubeObject, includeStatus: boolean, includeFinalizers = true): string {
-  const { metadata, status, ...content } = obj;
-  const meta = metadata as Record<string, unknown>;
-  const meaningful = {
-    content,
-    status: includeStatus ? status : undefined,
-    labels: meta.labels,
-    annotations: meta.annotations,
-    finalizers: includeFinalizers ? meta.finalizers : undefined,
-    deletionTimestamp: meta.deletionTimestamp,
-    ownerReferences: meta.ownerReferences,
-  };
-  return createHash("sha256").update(canonicalJson(meaningful)).digest("base64url").slice(0, 16);
-}
-
 /** A digest of the object's status alone (see fingerprint). */
 export function statusFingerprint(obj: KubeObject): string {
-  return createHash("sha256").update(canonicalJson((obj as { status?: unknown }).status ?? null)).digest("base64url").slice(0, 16);
+  return digest((obj as { status?: unknown }).status ?? null);
 }
 
 /** The owner reference of the controller, if it is of the given group and kind. */
@@ -64,13 +44,6 @@ export function groupOf(apiVersion: string): string {
   return slash < 0 ? "" : apiVersion.slice(0, slash);
 }
 
-export interface ManagedFieldsEntry {
-  manager?: string;
-  operation?: string;
-  subresource?: string;
-  time?: string;
-  fieldsV1?: { "f:metadata"?: { "f:finalizers"?: Record<string, unknown> } };
-}
 
 /** The finalizers `manager` set on the object, as its managedFields record them (`v:"name"` keys). */
 export function finalizersManagedBy(obj: KubeObject, manager: string): Set<string> {
@@ -98,17 +71,4 @@ export function lastWriteOf(obj: KubeObject, which: (e: ManagedFieldsEntry) => b
     if (!Number.isNaN(t) && t > newest && which(e)) newest = t;
   }
   return newest;
-}
-
-/**
- * Whether the latest write to the object's content (anything but its status subresource) was a
- * server-side apply by `fieldManager`. managedFields times have one-second resolution: when
- * several entries share the newest second, no single write is the latest and the answer is no.
- */
-export function lastContentWriteWasApply(obj: KubeObject, fieldManager: string): boolean {
-  const entries = ((obj.metadata as { managedFields?: ManagedFieldsEntry[] }).managedFields ?? []).filter((e) => e.subresource === undefined && !Number.isNaN(Date.parse(e.time ?? "")));
-  const newest = Math.max(...entries.map((e) => Date.parse(e.time!)));
-  const latest = entries.filter((e) => Date.parse(e.time!) === newest);
-  const [only] = latest;
-  return latest.length === 1 && only!.manager === fieldManager && only!.operation === "Apply";
 }

@@ -10,7 +10,7 @@
 // themselves: see #pump.
 import type { Logger } from "pino";
 import { backoffMs, type BackoffPolicy } from "../core/backoff.ts";
-import { deduplicationId, encodeKeyEvent, messageGroupId, supersede, type KeyEvent } from "../core/event.ts";
+import { deduplicationId, encodeKeyEvent, messageGroupId, supersede, withinCap, type KeyEvent } from "../core/event.ts";
 import { signKeyEvent, type EventKey } from "../core/event-auth.ts";
 import type { BridgeMetrics } from "./metrics.ts";
 import type { AnnounceOptions } from "./tracker.ts";
@@ -94,6 +94,8 @@ export class Publisher {
       event = supersede(existing.event, event);
       this.#bodyBytes -= existing.bodyBytes;
     }
+    // A parent too large for one message goes without its body, then without its children's keys.
+    event = withinCap(event);
     // Signed as sent: what waits stays unsigned, since a newer announcement may still supersede it.
     let body = encodeKeyEvent(signKeyEvent(event, this.#o.eventKey));
     let bodyBytes = event.object === undefined ? 0 : Buffer.byteLength(body, "utf8");

@@ -2,6 +2,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { KeyEvent } from "../core/event.ts";
 import type { KubeObject } from "./kube-object.ts";
+import { childMarkOf, reconciledRecord } from "../core/reconciled.ts";
 import { ChildTracker, OWN_CHILD_HOLD_MS, ParentTracker, type AnnounceOptions, type TrackerOptions } from "./tracker.ts";
 
 const crontabs = { group: "stable.example.com", version: "v1", plural: "crontabs", kind: "CronTab", namespaced: true };
@@ -111,6 +112,54 @@ describe("trackers", () => {
     await parents.releaseInitialWork();
     assert.deepEqual(out.map((o) => o.event.name).sort(), ["fresh", "leaving"]);
     assert.deepEqual(out.find((o) => o.event.name === "fresh")?.event.children?.map((c) => [c.kind, c.name, c.uid]), [["CronJob", "fresh-job", "uid-fresh-job"]]);
+  });
+
+  it("a new bridge weighs what each status records the function reconciled: metadata at once, children once listed", async () => {
+    const { out, parents, children } = setup(true, { initial: true, functionFieldManager: "crdfn" });
+    const job = (name: string, owner: string, writer = "crdfn", spec: unknown = { schedule: "* * * * *" }): KubeObject => {
+      const base = cj(name, "3", owner);
+      return { ...base, spec, metadata: { ...base.metadata, annotations: { "crdfn.io/applied-hash": `h-${name}` }, managedFields: [{ manager: writer, operation: writer === "crdfn" ? "Apply" : "Update", time: "2026-11-21T00:00:00Z" }] } };
+    };
+    /** A parent whose status records the children `left` (as their jobs were applied) and its metadata as it was then. */
+    const recorded = (name: string, left: KubeObject[], metadata: Partial<KubeObject["metadata"]> = {}): KubeObject => {
+      const settled = ct(name, "1", { replicas: 1 }, {});
+      const status = { observedGeneration: 1, reconciled: reconciledRecord(settled, left.map((c) => childMarkOf(c, "crdfn"))) };
+      return { ...settled, status, metadata: { ...settled.metadata, ...metadata } };
+    };
+    await parents.upsert(recorded("settled", [job("settled-job", "settled")]), "list", 1);
+    await parents.upsert(recorded("stamped", [], { annotations: { "crdfn.io/resync": "2026-11-21T00:00:00Z" } }), "list", 1);
+    await parents.upsert(recorded("relabelled", [], { labels: { tier: "gold" } }), "list", 1);
+    await parents.upsert(recorded("lost-child", [job("lost-job", "lost-child")]), "list", 1);
+    await parents.upsert(recorded("edited-child", [job("edited-job", "edited-child")]), "list", 1);
+    await parents.upsert(recorded("new-child", []), "list", 1);
+    await children.upsert(job("settled-job", "settled"), "list", 1);
+    await children.upsert(job("edited-job", "edited-child", "kubectl-edit", { schedule: "1 * * * *" }), "list", 1);
+    await children.upsert(job("stray-job", "new-child", "someone"), "list", 1);
+    assert.equal(out.length, 0, "nothing before the children are listed");
+    await parents.releaseInitialWork();
+    assert.deepEqual(out.map((o) => o.event.name).sort(), ["edited-child", "lost-child", "new-child", "relabelled", "stamped"]);
+    // Once each is reconciled and recorded afresh, a later bridge announces none of them.
+    const again = setup(true, { initial: true, functionFieldManager: "crdfn" });
+    const stamped = ct("stamped", "1", { replicas: 1 }, {});
+    stamped.metadata = { ...stamped.metadata, annotations: { "crdfn.io/resync": "2026-11-21T00:00:00Z" } };
+    await again.parents.upsert({ ...stamped, status: { observedGeneration: 1, reconciled: reconciledRecord(stamped, []) } }, "list", 1);
+    const rerecorded = recorded("edited-child", []);
+    const edited = job("edited-job", "edited-child", "kubectl-edit", { schedule: "1 * * * *" });
+    const fresh = { ...rerecorded, status: { observedGeneration: 1, reconciled: reconciledRecord(rerecorded, [childMarkOf(edited, "crdfn")]) } };
+    await again.parents.upsert(fresh, "list", 1);
+    await again.children.upsert(edited, "list", 1);
+    await again.parents.releaseInitialWork();
+    assert.deepEqual(again.out.map((o) => o.event.name), []);
+  });
+
+  it("a parent with more children than an event can carry is announced without their keys", async () => {
+    const { announced, parents, children } = setup();
+    await parents.upsert(ct("big", "1"), "list", 1);
+    for (let i = 0; i < 2500; i++) await children.upsert(cj(`job-${i}`, String(10 + i), "big"), "watch");
+    const last = announced().at(-1)!;
+    assert.equal(last.event.name, "big");
+    assert.equal(last.event.children, undefined, "unknown: the function lists them");
+    parents.stop();
   });
 
   it("carries the object (without managedFields) and its children's keys, a hash only after the function's own apply", async () => {

@@ -11,9 +11,11 @@
 // (core/schedule.ts); the tracker sees that status write on its watch and announces the object
 // into its own FIFO group when due. A change of the object's own supersedes what was due, since
 // its reconcile records the schedule afresh. A new bridge (a restart, a failover) announces only
-// what needs work: objects whose generation is not yet observed, being deleted, or due.
-import { APPLIED_HASH_ANNOTATION, type ChildKey, type KeyEvent } from "../core/event.ts";
+// what needs work: objects whose generation is not yet observed, being deleted, or due, and those
+// whose metadata or children are not what the function recorded it left (core/reconciled.ts).
+import { MAX_CHILD_KEYS, type ChildKey, type KeyEvent } from "../core/event.ts";
 import { fenceOf } from "../core/fence.ts";
+import { appliedHashOf, childrenDigest, childToken, metadataDigest, reconciledOf, type ChildMark, type Reconciled } from "../core/reconciled.ts";
 import type { GroupVersionResource } from "../core/resource-path.ts";
 import { announceReason, nextReconcileOf } from "../core/schedule.ts";
 import { DueSchedule } from "./due-schedule.ts";
@@ -69,6 +71,8 @@ interface ParentEntry extends Entry {
   statusWrittenMs: number;
   /** Its finalizers, apart from `fp`: adding the function's own finalizer is not news to it. */
   finalizers: readonly string[];
+  /** What the function recorded it reconciled (status.reconciled); undefined when an older function wrote its status. */
+  reconciled?: Reconciled;
 }
 
 export interface TrackerOptions {
@@ -101,6 +105,13 @@ export interface ReferenceIndex {
  * status write, which ends the wait and gives it the newest body (publisher).
  */
 export const OWN_CHILD_HOLD_MS = 5000;
+
+/**
+ * How long a child's disappearance waits at most before its parent is announced, so that a prune
+ * of thousands (the function's own deletes, one a few ms) is one announcement a second, not one
+ * message per child queued behind the reconcile doing it. The parent's status write ends the wait.
+ */
+export const GONE_CHILD_HOLD_MS = 1000;
 
 const NO_FINALIZERS: readonly string[] = [];
 const sameList = (a: readonly string[], b: readonly string[]): boolean => a.length === b.length && a.every((x, i) => x === b[i]);
@@ -152,17 +163,28 @@ export abstract class Tracker<E extends Entry> implements ObjectSink {
 
 /**
  * Whether a listed object needs a reconcile now: a generation not yet observed, a deletion to
- * finalize, or a write of its own (labels, annotations) that came after the function last wrote
- * its status — a change no announcement may have covered while no bridge was watching. Strictly
- * after, at managedFields' one-second resolution: an object written in the same second as its
- * status (created, then reconciled at once) is settled.
+ * finalize, or metadata (labels, annotations: a resync stamp) other than the function recorded it
+ * reconciled — a change no announcement may have covered while no bridge was watching. Its
+ * children are weighed once they are listed (releaseInitialWork).
+ *
+ * A status without the record (an older function wrote it): a write of its own that came after
+ * the function last wrote its status. Strictly after, at managedFields' one-second resolution: an
+ * object written in the same second as its status (created, then reconciled at once) is settled.
  */
-function needsWork(obj: KubeObject, statusWrittenMs: number, functionFieldManager: string | undefined): boolean {
+function needsWork(obj: KubeObject, entry: ParentEntry, functionFieldManager: string | undefined): boolean {
   const status = (obj as { status?: { observedGeneration?: unknown } }).status;
   const m = obj.metadata as KubeObject["metadata"] & { deletionTimestamp?: string };
   if (status?.observedGeneration !== (m.generation ?? 0) || m.deletionTimestamp !== undefined) return true;
+  if (entry.reconciled !== undefined) return entry.reconciled.metadata !== metadataDigest(obj);
+  const statusWrittenMs = entry.statusWrittenMs;
   if (functionFieldManager === undefined || statusWrittenMs === 0) return false;
   return lastWriteOf(obj, (e) => e.subresource !== "status" && e.manager !== functionFieldManager) > statusWrittenMs;
+}
+
+/** What a status records of the function's last reconcile, as a ParentEntry holds it. */
+function reconciledEntry(status: unknown): Pick<ParentEntry, "reconciled"> {
+  const reconciled = reconciledOf(status);
+  return reconciled === undefined ? {} : { reconciled };
 }
 
 /** The object as announced: everything the API server returned but managedFields, which no reconcile reads. */
@@ -236,8 +258,17 @@ export class ParentTracker extends Tracker<ParentEntry> {
       reason,
       observedAt: this.o.now().toISOString(),
       ...(object === undefined ? {} : { object }),
-      ...(type === "DELETED" ? {} : { children: this.#children.flatMap((c) => c.keysOf(this, key)) }),
+      ...(type === "DELETED" ? {} : this.#childrenOf(key)),
     };
+  }
+
+  /**
+   * The keys of its children; none (unknown to the function, which lists them) when there are
+   * more than any event could carry, without building a list only to drop it (core/event.ts withinCap).
+   */
+  #childrenOf(key: string): { children?: ChildKey[] } {
+    if (this.#childCount(key) > MAX_CHILD_KEYS) return {};
+    return { children: this.#children.flatMap((c) => c.keysOf(this, key)) };
   }
 
   /** The key the publisher coalesces on: one pending event per object. */
@@ -262,6 +293,7 @@ export class ParentTracker extends Tracker<ParentEntry> {
       finalizers: m.finalizers ?? NO_FINALIZERS,
       epoch,
       statusWrittenMs: this.o.functionFieldManager === undefined ? 0 : lastWriteOf(obj, (e) => e.manager === this.o.functionFieldManager && e.subresource === "status"),
+      ...reconciledEntry((obj as { status?: unknown }).status),
       ...(prev?.uid === m.uid && prev.handled !== undefined ? { handled: prev.handled } : {}),
       ...(prev?.uid === m.uid && prev.pending !== undefined ? { pending: prev.pending } : {}),
     };
@@ -269,10 +301,10 @@ export class ParentTracker extends Tracker<ParentEntry> {
     // A new bridge knows nothing of what was announced before it: it announces what needs work,
     // once its children's keys are known (releaseInitialWork).
     if (via === "list" && prev === undefined && this.#initialWork !== undefined) {
-      if (needsWork(obj, next.statusWrittenMs, this.o.functionFieldManager)) this.#initialWork.add(key);
+      if (needsWork(obj, next, this.o.functionFieldManager)) this.#initialWork.add(key);
       return this.#schedule(key, next, obj);
     }
-    const announce = via === "list" && prev === undefined ? needsWork(obj, next.statusWrittenMs, this.o.functionFieldManager) : this.#parentChanged(prev, next, obj);
+    const announce = via === "list" && prev === undefined ? needsWork(obj, next, this.o.functionFieldManager) : this.#parentChanged(prev, next, obj);
     if (!announce) {
       // Not news (the function's own status write, most often); an announcement still waiting
       // to be sent gets this newer body, so its reconcile need not read the object again.
@@ -333,11 +365,19 @@ export class ParentTracker extends Tracker<ParentEntry> {
     await this.o.announce(this.#publishKey(key), this.#event(key, entry, "RESYNC", pending.reason), `due:${pending.at}`);
   }
 
-  /** Announces what the first list found needing work, now that its children (listed after it) are indexed. */
+  /**
+   * Announces what the first list found needing work, now that its children (listed after it) are
+   * indexed: with them, every object whose children are not the ones its function recorded it
+   * left — one vanished, appeared, or was written by someone else while no bridge watched.
+   */
   async releaseInitialWork(): Promise<void> {
     const work = this.#initialWork;
+    if (work === undefined) return;
     this.#initialWork = undefined;
-    for (const key of work ?? []) {
+    for (const [key, entry] of this.entries) {
+      if (entry.reconciled !== undefined && !work.has(key) && entry.reconciled.children !== childrenDigest(this.#marksOf(key))) work.add(key);
+    }
+    for (const key of work) {
       const entry = this.entries.get(key);
       if (entry !== undefined) await this.#announce(key, entry, "ADDED", "list", "");
     }
@@ -395,6 +435,21 @@ export class ParentTracker extends Tracker<ParentEntry> {
     return this.entries.get(key)?.statusWrittenMs ?? 0;
   }
 
+  /** Whether the object's status records what its function reconciled (then its children are weighed by digest). */
+  recordsReconciled(key: string): boolean {
+    return this.entries.get(key)?.reconciled !== undefined;
+  }
+
+  /** Its current children, as the index knows them, in the form the function records them. */
+  #marksOf(key: string): ChildMark[] {
+    return this.#children.flatMap((c) => c.marksOf(this, key));
+  }
+
+  /** How many current children it has, of every owned kind. */
+  #childCount(key: string): number {
+    return this.#children.reduce((n, c) => n + c.countOf(this, key), 0);
+  }
+
   /** A snapshot of every known object's key, for resync. */
   keys(): string[] {
     return [...this.entries.keys()];
@@ -447,6 +502,21 @@ export class ChildTracker extends Tracker<ChildEntry> {
     return out;
   }
 
+  /** A parent's current children of this kind, each by uid and token (core/reconciled.ts). */
+  marksOf(parent: ParentTracker, parentKey: string): ChildMark[] {
+    const out: ChildMark[] = [];
+    for (const key of this.#byOwner.get(parent)?.get(parentKey) ?? []) {
+      const e = this.entries.get(key);
+      if (e !== undefined) out.push({ uid: e.uid, token: childToken(e.hash, e.fp) });
+    }
+    return out;
+  }
+
+  /** How many current children of this kind a parent has. */
+  countOf(parent: ParentTracker, parentKey: string): number {
+    return this.#byOwner.get(parent)?.get(parentKey)?.size ?? 0;
+  }
+
   protected override changed(prev: ChildEntry | undefined, next: ChildEntry): boolean {
     return super.changed(prev, next) || prev?.owner?.tracker !== next.owner?.tracker || prev?.owner?.key !== next.owner?.key;
   }
@@ -480,7 +550,7 @@ export class ChildTracker extends Tracker<ChildEntry> {
     if (owner === undefined && prev === undefined) return;
     const manager = this.o.functionFieldManager;
     const ownWrite = manager !== undefined && lastContentWriteWasApply(obj, manager);
-    const hash = ownWrite ? (m as { annotations?: Record<string, string> }).annotations?.[APPLIED_HASH_ANNOTATION] : undefined;
+    const hash = manager === undefined ? undefined : appliedHashOf(obj, manager);
     const gen = fenceOf(obj);
     const next: ChildEntry = {
       uid: m.uid,
@@ -497,9 +567,11 @@ export class ChildTracker extends Tracker<ChildEntry> {
     this.#index(key, prev, owner === undefined ? undefined : next);
     const appeared = prev === undefined || prev.uid !== next.uid || prev.owner?.tracker !== owner?.tracker || prev.owner?.key !== owner?.key;
     if (via === "list" && prev === undefined) {
-      // A new bridge's first list: news to the parent only if someone other than its function
-      // wrote the child after the function last wrote the parent's status (parents are listed first).
-      if (owner === undefined || !this.#writtenSinceParentSaw(obj, owner)) return;
+      // A new bridge's first list: a parent whose status records the children it left weighs them
+      // all at once (releaseInitialWork, which also sees the ones gone). Else news to the parent
+      // only if someone other than its function wrote the child after the function last wrote the
+      // parent's status (parents are listed first).
+      if (owner === undefined || owner.tracker.recordsReconciled(owner.key) || !this.#writtenSinceParentSaw(obj, owner)) return;
     } else if (!this.changed(prev, next) && prev?.sfp === next.sfp) return;
     // A child's modification by the function's own apply is the answer to its parent's last
     // event: not news. Its appearance is, even the function's own: the next event then carries
@@ -526,7 +598,7 @@ export class ChildTracker extends Tracker<ChildEntry> {
     if (prev === undefined) return;
     this.entries.delete(key);
     this.#index(key, prev, undefined);
-    if (prev.owner) await prev.owner.tracker.reannounce(prev.owner.key, "child", `child-gone:${m.uid}`);
+    if (prev.owner) await prev.owner.tracker.reannounce(prev.owner.key, "child", `child-gone:${m.uid}`, { holdMs: GONE_CHILD_HOLD_MS });
   }
 
   protected async vanished(key: string, entry: ChildEntry): Promise<void> {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { MAX_EVENT_BYTES, parseKeyEvent, supersede, type KeyEvent } from "./event.ts";
+import { encodeKeyEvent, MAX_EVENT_BYTES, parseKeyEvent, supersede, withinCap, type ChildKey, type KeyEvent } from "./event.ts";
 
 const event = (reason: string | undefined, resourceVersion = "12"): KeyEvent => ({
   v: 1,
@@ -32,6 +32,23 @@ describe("key events", () => {
   it("refuses an event over the size the queue takes", () => {
     const big = { apiVersion: "v1", kind: "X", metadata: { name: "g", uid: "u-1", resourceVersion: "12" }, blob: "x".repeat(MAX_EVENT_BYTES) };
     assert.equal(parseKeyEvent(JSON.stringify({ ...event("watch"), v: 2, object: big })).ok, false);
+  });
+
+  it("a parent of any size is announced: past the cap without its body, then without its children's keys (unknown)", () => {
+    const object = { metadata: { name: "g", uid: "u-1", resourceVersion: "12" }, blob: "x".repeat(200 * 1024) };
+    const key = (i: number): ChildKey => ({ apiVersion: "v1", kind: "ConfigMap", namespace: "default", name: `g-${i}`, uid: `00000000-0000-4000-8000-${String(i).padStart(12, "0")}`, resourceVersion: String(1000 + i), appliedHash: "0123456789abcdef0123456789abcdef" });
+    const small = { ...event("watch"), v: 2 as const, object, children: [key(1)] };
+    assert.deepEqual(withinCap(small), small, "what fits is left alone");
+    const some = Array.from({ length: 300 }, (_, i) => key(i));
+    const bodyOff = withinCap({ ...small, children: some });
+    assert.equal(bodyOff.object, undefined);
+    assert.equal(bodyOff.children?.length, 300);
+    for (const n of [1500, 5000]) {
+      const keysOff = withinCap({ ...small, children: Array.from({ length: n }, (_, i) => key(i)) });
+      assert.equal(keysOff.object, undefined);
+      assert.equal(keysOff.children, undefined, `${n} children`);
+      assert.ok(Buffer.byteLength(encodeKeyEvent(keysOff)) < 1024);
+    }
   });
 
   it("a newer announcement without a body keeps the waiting one's body of the same version", () => {

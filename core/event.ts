@@ -131,6 +131,27 @@ export function supersede(waiting: KeyEvent, newer: KeyEvent): KeyEvent {
 const OWN_CHANGE_REASONS: ReadonlySet<string> = new Set(["watch", "list", "relist"]);
 const ownChangeOnly = (e: Pick<KeyEvent, "reason">): boolean => e.reason !== undefined && OWN_CHANGE_REASONS.has(e.reason);
 
+const bytesOf = (e: KeyEvent): number => Buffer.byteLength(JSON.stringify(e), "utf8");
+/** More children's keys than this never fit in an event: each serializes to 100 bytes at least (a one-letter name, a 36-character uid). */
+export const MAX_CHILD_KEYS = Math.floor(MAX_EVENT_BYTES / 100);
+
+/**
+ * The event as the contract can carry it: without the body when body and keys exceed
+ * MAX_EVENT_BYTES (the function reads the object), and without the children's keys too when the
+ * keys alone exceed it (`children` absent: unknown, and the function lists them by the parent
+ * label). A parent of any size is announced; only its naming part must fit.
+ */
+export function withinCap(event: KeyEvent): KeyEvent {
+  const tooManyChildren = (event.children?.length ?? 0) > MAX_CHILD_KEYS;
+  if (!tooManyChildren && bytesOf(event) <= MAX_EVENT_BYTES) return event;
+  const { object: _body, children, ...naming } = event;
+  if (!tooManyChildren && children !== undefined) {
+    const keysOnly = { ...naming, children };
+    if (bytesOf(keysOnly) <= MAX_EVENT_BYTES) return keysOnly;
+  }
+  return naming;
+}
+
 export function encodeKeyEvent(event: KeyEvent): string {
   return JSON.stringify(keyEventSchema.parse(event));
 }

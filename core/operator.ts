@@ -1,5 +1,6 @@
 // The operator contract: what a user of crdfn writes. Pure data and pure functions; the
 // runtime in functions/ does every read and write around them.
+import { RECONCILED_FIELD } from "./reconciled.ts";
 import type { z } from "zod";
 import type { Condition, ConditionInput } from "./conditions.ts";
 import type { CelRule } from "./crd-validation.ts";
@@ -76,6 +77,14 @@ export interface OwnedKind {
   observe?: boolean;
   /** Delete children of this kind this parent applied earlier and no longer returns. Default true. */
   prune?: boolean;
+  /**
+   * Let the function list this kind in the namespaces it serves (RBAC `list`: every object of the
+   * kind there, not only its children), for parents with more children than an event carries keys
+   * for (about 1,500): one labelled LIST finds them, so unchanged ones are skipped and dropped ones
+   * pruned. Default false: such a parent's reconcile applies every child of this kind it wants and
+   * prunes none, and says so.
+   */
+  list?: boolean;
   /**
    * Take over an existing object of this kind that has no controller (an orphan). Default false:
    * an existing object this parent does not control is never applied onto (ChildConflict).
@@ -337,7 +346,7 @@ export interface OperatorDefinition<Spec, SpecInput = unknown, Status extends Re
 export interface Operator<Spec = unknown, SpecInput = unknown, Status extends Record<string, unknown> = Record<string, unknown>>
   extends OperatorDefinition<Spec, SpecInput, Status> {
   resource: ResourceDefinition & { scope: Scope; singular: string };
-  owns: Array<OwnedKind & { plural: string; namespaced: boolean; observe: boolean; prune: boolean; adopt: boolean }>;
+  owns: Array<OwnedKind & { plural: string; namespaced: boolean; observe: boolean; prune: boolean; adopt: boolean; list: boolean }>;
   shares: Array<SharedObject & { plural: string }>;
   reads: Array<ReadKind<Spec> & { plural: string; namespaced: boolean }>;
   fieldManager: string;
@@ -392,11 +401,13 @@ function checkExtensions(definition: OperatorDefinition<never, unknown, Record<s
     if (seen.has(id)) throw new Error(`${where}: ${r.kind} is listed twice; give one entry a name function returning a list`);
     seen.add(id);
   }
+  const statusShape = (definition.status as { shape?: Record<string, unknown> } | undefined)?.shape;
   if (definition.reads?.length) {
-    const shape = (definition.status as { shape?: Record<string, unknown> } | undefined)?.shape;
-    const taken = RUNTIME_STATUS_FIELDS.find((f) => shape !== undefined && f in shape);
+    const taken = RUNTIME_STATUS_FIELDS.find((f) => statusShape !== undefined && f in statusShape);
     if (taken) throw new Error(`${kind} status: "${taken}" is the runtime's own status field; rename yours`);
   }
+  // What the function records it reconciled (core/reconciled.ts) is written for every operator.
+  if (statusShape !== undefined && RECONCILED_FIELD in statusShape) throw new Error(`${kind} status: "${RECONCILED_FIELD}" is the runtime's own status field; rename yours`);
   if (definition.every !== undefined && !(Number.isInteger(definition.every) && definition.every >= 1 && definition.every <= 7 * 86400)) {
     throw new Error(`${kind}: every must be a whole number of seconds from 1 to 604800 (7 days), or left out (no timer)`);
   }
@@ -429,7 +440,7 @@ export function defineOperator<Spec, SpecInput = unknown, Status extends Record<
   return Object.freeze({
     ...definition,
     resource: { ...resource, scope: resource.scope ?? "Namespaced", singular: resource.singular ?? resource.kind.toLowerCase() },
-    owns: (definition.owns ?? []).map((o) => ({ ...o, plural: o.plural ?? pluralOf(o.kind), namespaced: o.namespaced ?? true, observe: o.observe ?? false, prune: o.prune ?? true, adopt: o.adopt ?? false })),
+    owns: (definition.owns ?? []).map((o) => ({ ...o, plural: o.plural ?? pluralOf(o.kind), namespaced: o.namespaced ?? true, observe: o.observe ?? false, prune: o.prune ?? true, adopt: o.adopt ?? false, list: o.list ?? false })),
     shares: (definition.shares ?? []).map((s) => ({ ...s, plural: s.plural ?? pluralOf(s.kind) })),
     reads: (definition.reads ?? []).map((r) => ({ ...r, plural: r.plural ?? pluralOf(r.kind), namespaced: r.namespaced ?? true })),
     fieldManager: definition.fieldManager ?? "crdfn",

@@ -28,11 +28,11 @@ describe("CRD status schema and columns", () => {
     assert.deepEqual((version?.additionalPrinterColumns as PrinterColumn[]).map((c) => c.name), ["Ready", "Reason", "Attempts", "Next", "Age"]);
   });
 
-  it("a zod status schema becomes the status schema, with the runtime's observedGeneration and conditions, and no top-level required", () => {
+  it("a zod status schema becomes the status schema, with the runtime's observedGeneration, conditions, nextReconcile and reconciled, and no top-level required", () => {
     const op = defineOperator({ ...base, status: z.object({ replicas: z.number().int().min(0), phase: z.enum(["Ready", "Pending"]) }) });
     const status = statusSchemaOf(op);
     const properties = status.properties as Record<string, Record<string, unknown>>;
-    assert.deepEqual(Object.keys(properties).sort(), ["conditions", "nextReconcile", "observedGeneration", "phase", "replicas"]);
+    assert.deepEqual(Object.keys(properties).sort(), ["conditions", "nextReconcile", "observedGeneration", "phase", "reconciled", "replicas"]);
     assert.equal(properties.replicas?.type, "integer");
     assert.equal(status.required, undefined);
     assert.equal(status["x-kubernetes-preserve-unknown-fields"], undefined);

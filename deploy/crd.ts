@@ -6,6 +6,7 @@ import { crdSchemaOf } from "./crd-schema.ts";
 import type { Operator, PrinterColumn, ResourceDefinition } from "../core/operator.ts";
 import { NEXT_RECONCILE_FIELD, NEXT_RECONCILE_OPENAPI } from "../core/schedule.ts";
 import { REFERENCES_FIELD, REFERENCES_OPENAPI } from "../core/references.ts";
+import { RECONCILED_FIELD, RECONCILED_OPENAPI } from "../core/reconciled.ts";
 
 type Json = Record<string, unknown>;
 
@@ -25,7 +26,7 @@ const CONDITION_SCHEMA: Json = {
 
 /**
  * The status schema: the operator's fields (from its zod `status` schema) plus the runtime's
- * observedGeneration, conditions, nextReconcile and (when it reads other objects) references. Without a schema, status stays free-form. No top-level
+ * observedGeneration, conditions, nextReconcile, reconciled and (when it reads other objects) references. Without a schema, status stays free-form. No top-level
  * `required`: a failure is recorded before reconcile has ever produced the fields.
  */
 export function statusSchemaOf(operator: Operator<unknown>): Json {
@@ -39,6 +40,7 @@ export function statusSchemaOf(operator: Operator<unknown>): Json {
       observedGeneration: { type: "integer", format: "int64", minimum: 0 },
       conditions: { type: "array", items: CONDITION_SCHEMA, "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"] },
       [NEXT_RECONCILE_FIELD]: structuredClone(NEXT_RECONCILE_OPENAPI),
+      [RECONCILED_FIELD]: structuredClone(RECONCILED_OPENAPI),
       ...(operator.reads.length > 0 ? { [REFERENCES_FIELD]: structuredClone(REFERENCES_OPENAPI) } : {}),
     },
   };

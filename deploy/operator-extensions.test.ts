@@ -48,6 +48,14 @@ describe("generated from reads", () => {
     assert.deepEqual(properties.references?.items?.required, ["apiVersion", "kind", "name"]);
   });
 
+  it("the function may list an owned kind only when it is marked list: true (parents of thousands of children)", () => {
+    const owning = (list?: boolean) => defineOperator({ resource, spec, owns: [{ group: "", version: "v1", kind: "ConfigMap", ...(list === undefined ? {} : { list }) }], reconcile: () => ({}) }) as Operator<unknown>;
+    const verbs = (op: Operator<unknown>) => rbacRulesByScope(op).namespaced.filter((r) => r.resources.includes("configmaps")).flatMap((r) => r.verbs).sort();
+    assert.deepEqual(verbs(owning()), ["create", "delete", "patch"]);
+    assert.deepEqual(verbs(owning(true)), ["create", "delete", "list", "patch"]);
+    assert.throws(() => defineOperator({ resource, spec, status: z.object({ reconciled: z.string() }), reconcile: () => ({}) }), /App status: "reconciled" is the runtime's own status field/);
+  });
+
   it("the function may get the referenced kind in the served namespaces, and nothing more of it", () => {
     const { namespaced, cluster } = rbacRulesByScope(app);
     assert.deepEqual(namespaced.filter((r) => r.resources.includes("secrets")), [{ apiGroups: [""], resources: ["secrets"], verbs: ["get"] }]);

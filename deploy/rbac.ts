@@ -64,6 +64,8 @@ export function rbacRulesByScope(operator: Operator<unknown>): { namespaced: Pol
     verbs: ownedKeys.has(`${s.group}/${s.plural}`) ? ["get"] : ["get", "create", "patch"],
   }));
   const observed = (namespaced: boolean) => ownedRules(operator.owns.filter((o) => o.observe && o.namespaced === namespaced), ["get"]);
+  // Kinds marked `list`: a parent with more children than an event carries keys for finds them by label.
+  const listed = (namespaced: boolean) => ownedRules(operator.owns.filter((o) => o.list && o.namespaced === namespaced), ["list"]);
   // Referenced kinds: read by name, the names their objects give (no list: a Secret it is not
   // referenced to stays unread as long as nobody references it).
   const referenced = (namespaced: boolean) => ownedRules(operator.reads.filter((r) => r.namespaced === namespaced), ["get"]);
@@ -71,12 +73,13 @@ export function rbacRulesByScope(operator: Operator<unknown>): { namespaced: Pol
     ...(scope === "Namespaced" ? own : []),
     ...ownedRules(operator.owns.filter((o) => o.namespaced), childVerbs),
     ...observed(true),
+    ...listed(true),
     ...referenced(true),
     ...shared,
     // events.k8s.io/v1 with series: get and patch count a repeated failure on one Event.
     { apiGroups: ["events.k8s.io"], resources: ["events"], verbs: ["create", "get", "patch"] },
   ];
-  const cluster = [...(scope === "Cluster" ? own : []), ...ownedRules(operator.owns.filter((o) => !o.namespaced), childVerbs), ...observed(false), ...referenced(false)];
+  const cluster = [...(scope === "Cluster" ? own : []), ...ownedRules(operator.owns.filter((o) => !o.namespaced), childVerbs), ...observed(false), ...listed(false), ...referenced(false)];
   return { namespaced, cluster };
 }
 

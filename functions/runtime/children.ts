@@ -10,6 +10,7 @@ import { sharedFieldManager } from "./finalizer.ts";
 import { ApiError } from "../../clients/kube-http.ts";
 import { type KubeObject, type ResourceRef } from "./kube-api.ts";
 import { childKey, childRef, readByName, type ChildKeys, type ObservedByKind } from "./observed-children.ts";
+import { childMarkOf, childToken, type ChildMark } from "../../core/reconciled.ts";
 import { isOwnershipRefusal } from "../../core/ownership.ts";
 import { PARENT_GENERATION_ANNOTATION } from "../../core/event.ts";
 import { fenceOf, mustRaiseFence } from "../../core/fence.ts";
@@ -24,6 +25,7 @@ interface PlannedChild {
 }
 
 /**
+/**
  * Applies the children reconcile asked for (pruning the ones it no longer asks for is
  * `pruneChildren`, once the view is proven current). What the event's keys say is this parent's
  * and was last applied as wanted is left alone, unless its fence must be raised (core/fence.ts);
@@ -31,25 +33,50 @@ interface PlannedChild {
  * controls it (or it is an orphan to adopt); any other child is applied, and the API server
  * refuses a write onto an object another controls (the generated admission policy; two controller
  * references), or one from an older generation of the parent than the child's fence.
+ * Resolves with what it asked for (what pruning spares) and the children it left, as the bridge's
+ * index will know them (core/reconciled.ts).
  */
-export async function writeChildren(step: Step, parent: KubeObject, result: ReconcileResult, keys: ChildKeys, observed: ObservedByKind): Promise<WantedChildren> {
+export async function writeChildren(step: Step, parent: KubeObject, result: ReconcileResult, keys: ChildKeys, observed: ObservedByKind): Promise<{ wanted: WantedChildren; left: ChildMark[] }> {
   const planned = (result.children ?? []).map((c) => planChild(step, parent, c));
   // Every check before any write: a refused child leaves the others as they were.
   const known = await Promise.all(planned.map((p) => (keys?.get(p.owned)?.has(p.key) ? Promise.resolve(undefined) : unknownChild(step, p, observed))));
   planned.forEach((p, i) => checkOwnership(step, parent, p, known[i]));
   const generation = parent.metadata.generation;
   const raise = (fence: number | undefined) => mustRaiseFence(step.event.generation, generation, fence);
+  const left: ChildMark[] = [];
+  const fieldManager = step.operator.fieldManager;
   for (const [i, p] of planned.entries()) {
     const key = keys?.get(p.owned)?.get(p.key);
     // The fence as last known: the key's, or the observed child's when it was read (both only lag behind).
     const fence = highest(key?.parentGeneration, fenceOf(observed.get(p.owned)?.get(p.key)));
-    if (key !== undefined && key.appliedHash !== undefined && key.appliedHash === hashOf(p.body) && !raise(fence)) continue;
+    if (key !== undefined && key.appliedHash !== undefined && key.appliedHash === hashOf(p.body) && !raise(fence)) {
+      left.push({ uid: key.uid, token: key.appliedHash });
+      continue;
+    }
     const there = known[i];
-    if (there && hashOf(there) === hashOf(p.body) && holds(there, p.body) && !raise(fenceOf(there))) continue;
-    await applyChild(step, p, generation);
+    if (there && hashOf(there) === hashOf(p.body) && holds(there, p.body) && !raise(fenceOf(there))) {
+      left.push(childMarkOf(there, fieldManager));
+      continue;
+    }
+    left.push(childMarkOf(await applyChild(step, p, generation), fieldManager));
   }
   for (const shared of result.shared ?? []) await applyShared(step, shared, parent);
-  return new Set(planned.map((p) => `${p.owned.kind}|${p.key}`));
+  const wanted = new Set(planned.map((p) => `${p.owned.kind}|${p.key}`));
+  return { wanted, left: [...left, ...keptUnwanted(keys, wanted)] };
+}
+
+/**
+ * Children no longer wanted of kinds that are not pruned: still this parent's, so still in the
+ * bridge's index. Only their keys are at hand: one someone else wrote since (no applied hash)
+ * gets a token the bridge's never equals, and a new bridge announces its parent once more.
+ */
+function keptUnwanted(keys: ChildKeys, wanted: ReadonlySet<string>): ChildMark[] {
+  const kept: ChildMark[] = [];
+  for (const [owned, children] of keys ?? []) {
+    if (owned.prune) continue;
+    for (const [key, child] of children) if (!wanted.has(`${owned.kind}|${key}`)) kept.push({ uid: child.uid, token: childToken(child.appliedHash, "unknown") });
+  }
+  return kept;
 }
 
 /** The children reconcile asked for, as "kind|namespace/name": what pruning spares. */
@@ -68,10 +95,10 @@ async function unknownChild(step: Step, p: PlannedChild, observed: ObservedByKin
  * hash: an unchanged child is still skipped). A refusal of the write because another controls the
  * object becomes ChildConflict, naming it; the fence's refusal is left to be read as a conflict.
  */
-async function applyChild(step: Step, p: PlannedChild, generation: number | undefined): Promise<void> {
+async function applyChild(step: Step, p: PlannedChild, generation: number | undefined): Promise<KubeObject> {
   const annotations = { ...(p.body.metadata.annotations as Record<string, string>), ...(generation === undefined ? {} : { [PARENT_GENERATION_ANNOTATION]: String(generation) }) };
   try {
-    await step.api.apply(p.ref, { ...p.body, metadata: { ...p.body.metadata, annotations } }, step.operator.fieldManager);
+    return await step.api.apply(p.ref, { ...p.body, metadata: { ...p.body.metadata, annotations } }, step.operator.fieldManager);
   } catch (e) {
     if (e instanceof ApiError && isOwnershipRefusal(e)) throw new PermanentError(`${p.owned.kind} ${p.ref.namespace ? `${p.ref.namespace}/` : ""}${p.ref.name}: ${e.message}`, "ChildConflict");
     throw e;

@@ -3,6 +3,9 @@ import { ApiError, KubeHttp, type KubeAccess } from "../../clients/kube-http.ts"
 import { resourcePath } from "../../core/resource-path.ts";
 import type { KubeApi, KubeObject } from "./kube-api.ts";
 
+/** Objects per page of a consistent LIST (the API server's own default page for kubectl). */
+const LIST_PAGE_SIZE = 500;
+
 export function createKubeApi(access: KubeAccess): KubeApi {
   const http = new KubeHttp(access);
   const write = async (method: string, path: string, body: unknown, contentType?: string, query?: Record<string, string>): Promise<KubeObject> =>
@@ -35,8 +38,17 @@ export function createKubeApi(access: KubeAccess): KubeApi {
     apply: (ref, object, fieldManager) => write("PATCH", resourcePath(ref), object, "application/apply-patch+yaml", { fieldManager, force: "true" }),
     create: (ref, object) => write("POST", resourcePath(ref), object),
     list: async (ref, labelSelector, read) => {
-      const list = (await cachedRead(resourcePath(ref), labelSelector ? { labelSelector } : {}, read, true)) as { items?: KubeObject[] };
-      return list.items ?? [];
+      const selector: Record<string, string> = labelSelector ? { labelSelector } : {};
+      if (read?.notOlderThan !== undefined) return ((await cachedRead(resourcePath(ref), selector, read, true)) as { items?: KubeObject[] }).items ?? [];
+      // A consistent read, in pages: a parent's thousands of children never come as one response.
+      const items: KubeObject[] = [];
+      let token: string | undefined;
+      do {
+        const page = (await http.json("GET", resourcePath(ref), { query: { ...selector, limit: String(LIST_PAGE_SIZE), ...(token ? { continue: token } : {}) } })) as { items?: KubeObject[]; metadata?: { continue?: string } };
+        items.push(...(page.items ?? []));
+        token = page.metadata?.continue || undefined;
+      } while (token !== undefined);
+      return items;
     },
     delete: async (ref, preconditions) => {
       try {

@@ -37,7 +37,8 @@ export interface KubeApi {
   /**
    * The objects of a collection (`ref` without name), filtered by a label selector such as
    * "a=b,c=d". With `notOlderThan`, from the watch cache as for `get`; without it, a consistent
-   * read (which waits for the watch cache to reach etcd's current revision: tens of ms under load).
+   * read (which waits for the watch cache to reach etcd's current revision: tens of ms under load),
+   * fetched in pages.
    */
   list(ref: ResourceRef, labelSelector?: string, read?: { notOlderThan?: string }): Promise<KubeObject[]>;
   /** DELETE with preconditions (a mismatch → ApiError 409); an object already gone is not an error. */

@@ -1,11 +1,13 @@
 // Computing the status the runtime writes: the user's fields, observedGeneration, the conditions
 // with the runtime's Ready, and what the object wants next (core/schedule.ts), which the bridge
-// turns into a re-announcement. An unchanged world computes an identical status, so the write
-// is skipped.
+// turns into a re-announcement, and what it reconciled (core/reconciled.ts), which a new bridge
+// compares with what it lists. An unchanged world computes an identical status, so the write is
+// skipped.
 import { setCondition, type Condition, type ConditionInput } from "../../core/conditions.ts";
 import type { ObjectStatus, StatusInput } from "../../core/operator.ts";
 import { NEXT_RECONCILE_FIELD, nextReconcileOf, type NextReason, type NextReconcile } from "../../core/schedule.ts";
 import { REFERENCES_FIELD, type ReferenceRecord } from "../../core/references.ts";
+import { RECONCILED_FIELD, type Reconciled } from "../../core/reconciled.ts";
 
 export const READY = "Ready";
 
@@ -17,9 +19,10 @@ export function nextReconcile(reason: NextReason, at: Date, attempts?: number): 
 /**
  * Status after a successful reconcile: the user's fields, observedGeneration, their conditions
  * and Ready=True; `next` when reconcile asked to be called again (requeueAfterSeconds, a timer);
- * `references`, what it read (undefined: the operator references nothing).
+ * `references`, what it read (undefined: the operator references nothing); `reconciled`, the
+ * metadata and children it left (undefined: the previous record stays).
  */
-export function successStatus(previous: ObjectStatus | undefined, input: StatusInput | undefined, generation: number, now: Date, next?: NextReconcile, references?: ReferenceRecord[]): ObjectStatus {
+export function successStatus(previous: ObjectStatus | undefined, input: StatusInput | undefined, generation: number, now: Date, next?: NextReconcile, references?: ReferenceRecord[], reconciled?: Reconciled): ObjectStatus {
   const { conditions: reported = [], ...fields } = input ?? {};
   const ready: ConditionInput = { type: READY, status: "True", reason: "Reconciled", message: "", observedGeneration: generation };
   // Conditions the user no longer reports disappear; the ones still reported keep their transition times.
@@ -27,7 +30,8 @@ export function successStatus(previous: ObjectStatus | undefined, input: StatusI
     (acc, c) => setCondition(acc, c, now),
     [],
   ).map((c) => keepTransition(previous?.conditions, c));
-  const status = withNext({ ...fields, observedGeneration: generation, conditions }, next);
+  const record = reconciled ?? previous?.[RECONCILED_FIELD];
+  const status = withNext({ ...fields, observedGeneration: generation, conditions, ...(record === undefined ? {} : { [RECONCILED_FIELD]: record }) }, next);
   return references === undefined ? status : withReferences(status, references);
 }
 

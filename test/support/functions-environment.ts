@@ -6,9 +6,9 @@ import { CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
 import { pino, type Logger } from "pino";
 import { Registry } from "prom-client";
 import type { SQSEvent, SQSRecord } from "aws-lambda";
-import { APPLIED_HASH_ANNOTATION, deduplicationId, encodeKeyEvent, messageGroupId, PARENT_UID_LABEL, type ChildKey, type KeyEvent } from "../../core/event.ts";
+import { deduplicationId, encodeKeyEvent, messageGroupId, PARENT_UID_LABEL, type ChildKey, type KeyEvent } from "../../core/event.ts";
 import { apiVersionOf } from "../../core/operator.ts";
-import { lastContentWriteWasApply } from "../../bridge/kube-object.ts";
+import { appliedHashOf } from "../../core/reconciled.ts";
 import { startBridge, type RunningBridge } from "../../bridge/bridge.ts";
 import { loadBridgeConfig } from "../../bridge/config.ts";
 import { crdOf } from "../../deploy/crd.ts";
@@ -211,7 +211,7 @@ export async function announcedEvent(env: Env, op: Operator<unknown>, obj: Cr): 
     const items = await env.api.list({ group: owned.group, version: owned.version, plural: owned.plural, ...(obj.metadata?.namespace && owned.namespaced ? { namespace: obj.metadata.namespace } : {}) }, `${PARENT_UID_LABEL}=${uid}`);
     for (const c of items) {
       if (!((c.metadata.ownerReferences as Array<{ uid?: string; controller?: boolean }> | undefined) ?? []).some((r) => r.controller && r.uid === uid)) continue;
-      const hash = lastContentWriteWasApply(c as never, op.fieldManager) ? (c.metadata.annotations as Record<string, string> | undefined)?.[APPLIED_HASH_ANNOTATION] : undefined;
+      const hash = appliedHashOf(c, op.fieldManager);
       children.push({ apiVersion: apiVersionOf(owned.group, owned.version), kind: owned.kind, ...(c.metadata.namespace ? { namespace: c.metadata.namespace } : {}), name: c.metadata.name, uid: c.metadata.uid ?? "", resourceVersion: c.metadata.resourceVersion ?? "", ...(hash ? { appliedHash: hash } : {}) });
     }
   }

@@ -53,7 +53,7 @@ export type Verdict =
   /** Ready=False: the reason, and the words that say why (an API server's refusal: crdfn's words in it). */
   | { verdict: "failed"; reason: string; message: string };
 
-const RUNTIME_FIELDS = new Set(["conditions", "observedGeneration", "nextReconcile", "references"]);
+const RUNTIME_FIELDS = new Set(["conditions", "observedGeneration", "nextReconcile", "references", "reconciled"]);
 const named = (objects: ReadonlyArray<{ kind?: unknown; metadata?: { name?: unknown } }>): string[] => objects.map((o) => `${String(o.kind)}/${String(o.metadata?.name)}`).sort();
 /** The runtime adds the API server's own words around crdfn's refusal; both servers say crdfn's the same way. */
 const crdfnWords = (message: string): string => /crdfn: the \S+ function may .*$/.exec(message)?.[0] ?? message;

@@ -1,0 +1,175 @@
+// A bridge that starts (a restart, a takeover) announces exactly what needs work, judged by what
+// the functions recorded in each object's status (core/reconciled.ts): not every object after a
+// resync stamp or a label-only change, and every parent whose children changed while no bridge
+// ran. And a parent of any size: 5,000 children, more keys than an event can carry, are
+// reconciled and pruned. Real API server, real queue, the real bridge and the functions' poller.
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { writeFileSync } from "node:fs";
+import { z } from "zod";
+import type { RunningBridge } from "../bridge/bridge.ts";
+import { defineOperator, type Operator } from "../core/operator.ts";
+import { metadataDigest, reconciledOf } from "../core/reconciled.ts";
+import { PARENT_UID_LABEL } from "../core/event.ts";
+import type { Poller } from "../functions/adapters/poller.ts";
+import { createKubeApi } from "../functions/runtime/kube-api-http.ts";
+import type { KubeApi } from "../functions/runtime/kube-api.ts";
+import { kube, ok } from "./support/kube-requests.ts";
+import { metricValue } from "./support/metrics.ts";
+import { parallel } from "./support/promises.ts";
+import { settled } from "./support/settled.ts";
+import { crApi, pollerFor, ready, runtimeFor, startEnv, startTestBridge, waitFor, type Env } from "./support/functions-environment.ts";
+
+/** Settled objects beside what a test changes; CRDFN_TEST_START_OBJECTS for another scale. */
+const OBJECTS = Number(process.env.CRDFN_TEST_START_OBJECTS ?? 1000);
+const BIG = Number(process.env.CRDFN_TEST_BIG_CHILDREN ?? 5000);
+const mergePatch = "application/merge-patch+json";
+
+/** A Fleet wants `count` ConfigMaps, `<name>-<i>`. */
+const fleet = defineOperator({
+  resource: { group: "startwork.example.com", version: "v1", plural: "fleets", kind: "Fleet" },
+  spec: z.object({ count: z.number().int().min(0).max(10_000) }),
+  status: z.object({ members: z.number().int() }),
+  // list: a parent of thousands of children is reconciled from a labelled LIST of them.
+  owns: [{ group: "", version: "v1", kind: "ConfigMap", list: true }],
+  reconcile(obj) {
+    const children = Array.from({ length: obj.spec.count }, (_, i) => ({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: `${obj.metadata.name}-${i}` }, data: { member: String(i) } }));
+    return { children, status: { members: obj.spec.count } };
+  },
+}) as Operator<unknown>;
+
+/** Counts the function's API requests by verb (the measurement of a large parent's cost). */
+function countedApi(api: KubeApi): { api: KubeApi; counts: Map<string, number> } {
+  const counts = new Map<string, number>();
+  const wrap = <K extends keyof KubeApi>(verb: K): KubeApi[K] => ((...args: unknown[]) => {
+    counts.set(verb, (counts.get(verb) ?? 0) + 1);
+    return (api[verb] as (...a: unknown[]) => unknown)(...args);
+  }) as KubeApi[K];
+  return { api: { get: wrap("get"), replaceStatus: wrap("replaceStatus"), mergePatch: wrap("mergePatch"), apply: wrap("apply"), create: wrap("create"), list: wrap("list"), delete: wrap("delete") }, counts };
+}
+const total = (counts: Map<string, number>): number => [...counts.values()].reduce((a, b) => a + b, 0);
+const show = (counts: Map<string, number>): string => [...counts].map(([verb, n]) => `${verb} ${n}`).join(", ");
+
+describe("a bridge start announces exactly what needs work", { timeout: 1_500_000 }, () => {
+  let env: Env;
+  let poller: Poller;
+  let bridge: RunningBridge | undefined;
+  let counts: Map<string, number>;
+  const fleets = () => crApi(env, fleet);
+  const path = (name?: string) => `/apis/startwork.example.com/v1/namespaces/${env.cluster.namespace}/fleets${name ? `/${name}` : ""}`;
+  const cmPath = (name: string) => `/api/v1/namespaces/${env.cluster.namespace}/configmaps/${name}`;
+  const names = Array.from({ length: OBJECTS }, (_, i) => `f-${i}`);
+  const pipeline = () => ({ sqs: env.sqs, queueUrl: env.cluster.sqs.queues.fifo, bridge: bridge! });
+  const published = async (): Promise<number> => metricValue(bridge!.registry, "crdfn_bridge_events_published_total");
+  /** Every Fleet, in one LIST. */
+  const listed = async () => ((await ok(kube(env.cluster.kubeConfig, "GET", path()), "list fleets")).body.items as Array<{ metadata: { name: string; generation: number; labels?: Record<string, string>; annotations?: Record<string, string> }; status?: { observedGeneration?: number; conditions?: Array<{ type: string; status: string }> } & Record<string, unknown> }>);
+  /** Objects whose status records the metadata they have now and the generation: reconciled and recorded. */
+  const recordedNow = async (): Promise<number> => (await listed()).filter((o) => o.status?.observedGeneration === o.metadata.generation && reconciledOf(o.status)?.metadata === metadataDigest(o)).length;
+  /** The reconciles the functions handled since `mark` (an index into their log), by object. */
+  const handledSince = (mark: number): Map<string, number> => {
+    const by = new Map<string, number>();
+    for (const l of env.logs.slice(mark)) if (l.msg === "handled" && typeof l.object === "string") by.set(l.object, (by.get(l.object) ?? 0) + 1);
+    return by;
+  };
+  /** Stops the running bridge and starts another (a takeover: a fresh list, as a new leader's); resolves once it is synced. */
+  const takeOver = async (): Promise<void> => {
+    await bridge?.stop();
+    bridge = await startTestBridge(env, "startwork.example.com/v1/fleets>v1/configmaps");
+  };
+
+  before(async () => {
+    env = await startEnv([fleet], { file: import.meta.filename });
+    const counted = countedApi(createKubeApi({ connection: env.identities!.functionConnection(fleet) }));
+    counts = counted.counts;
+    poller = pollerFor(env, runtimeFor(env, fleet, { api: counted.api }), "queue", 4);
+    bridge = await startTestBridge(env, "startwork.example.com/v1/fleets>v1/configmaps");
+    const t0 = Date.now();
+    await parallel(names, 20, async (name) => ok(kube(env.cluster.kubeConfig, "POST", path(), { apiVersion: "startwork.example.com/v1", kind: "Fleet", metadata: { name }, spec: { count: 1 } }), name));
+    await waitFor(`${OBJECTS} fleets reconciled and recorded`, async () => (await recordedNow()) === OBJECTS, 600_000);
+    await settled(pipeline(), 300_000);
+    console.log(`# ${OBJECTS} fleets of one ConfigMap each settled in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  });
+
+  after(async () => {
+    // The functions' and bridge's log, for a failure's post-mortem.
+    if (process.env.CRDFN_TEST_LOG_FILE) writeFileSync(process.env.CRDFN_TEST_LOG_FILE, env.logs.map((l) => JSON.stringify(l)).join("\n"));
+    await poller?.stop();
+    await bridge?.stop();
+    await env?.cluster.stop();
+  });
+
+  it(`takeovers after a resync of all ${OBJECTS} objects, and after a label-only change to all: ≤ 10 announcements each`, { timeout: 900_000 }, async () => {
+    for (const [what, patch] of [
+      ["crdfn resync (an annotation stamp)", { metadata: { annotations: { "crdfn.io/resync": new Date().toISOString() } } }],
+      ["a label-only change", { metadata: { labels: { tier: "gold" } } }],
+    ] as const) {
+      await parallel(names, 20, async (name) => ok(kube(env.cluster.kubeConfig, "PATCH", path(name), patch, mergePatch), `${what}: ${name}`));
+      // Each is announced once by the running bridge and its function records the new metadata.
+      await waitFor(`${what}: every object records it`, async () => (await recordedNow()) === OBJECTS, 600_000);
+      await settled(pipeline(), 300_000);
+      await takeOver();
+      await settled(pipeline(), 120_000);
+      const announced = await published();
+      console.log(`# a takeover after ${what} on ${OBJECTS} settled objects: ${announced} announcements`);
+      assert.ok(announced <= 10, `${announced} announcements after ${what} (≤ 10)`);
+    }
+  });
+
+  it("drift while no bridge ran (one child deleted, another edited by someone else) is repaired within 10 s of a bridge leading; the settled rest: 0 messages", { timeout: 300_000 }, async () => {
+    await bridge?.stop();
+    bridge = undefined;
+    const gone = "f-0-0";
+    const edited = "f-1-0";
+    const oldUid = ((await ok(kube(env.cluster.kubeConfig, "GET", cmPath(gone)), gone)).body.metadata as { uid: string }).uid;
+    await ok(kube(env.cluster.kubeConfig, "DELETE", cmPath(gone)), `delete ${gone}`);
+    await ok(kube(env.cluster.kubeConfig, "PATCH", `${cmPath(edited)}?fieldManager=kubectl-edit`, { data: { member: "tampered" } }, mergePatch), `edit ${edited}`);
+    const mark = env.logs.length;
+    bridge = await startTestBridge(env, "startwork.example.com/v1/fleets>v1/configmaps");
+    const leading = Date.now();
+    await waitFor("both children restored", async () => {
+      const g = await kube(env.cluster.kubeConfig, "GET", cmPath(gone));
+      const e = await kube(env.cluster.kubeConfig, "GET", cmPath(edited));
+      return g.status === 200 && (g.body.metadata as { uid: string }).uid !== oldUid && (e.body.data as Record<string, string>).member === "0";
+    }, 60_000);
+    const repairedMs = Date.now() - leading;
+    await settled(pipeline(), 120_000);
+    const handled = handledSince(mark);
+    const others = [...handled.keys()].filter((k) => !k.endsWith("/f-0") && !k.endsWith("/f-1"));
+    console.log(`# drift while away repaired ${repairedMs} ms after the bridge led; ${await published()} announcements, reconciles: ${[...handled].map(([k, n]) => `${k.split("/")[1]}×${n}`).join(", ")}`);
+    assert.ok(repairedMs <= 10_000, `repaired in ${repairedMs} ms (≤ 10 s)`);
+    assert.deepEqual(others, [], "no settled object is reconciled");
+  });
+
+  it(`a parent of ${BIG} children (more keys than an event carries) is reconciled, then pruned to ${BIG / 2}`, { timeout: 900_000, skip: BIG === 0 && "CRDFN_TEST_BIG_CHILDREN=0" }, async () => {
+    const children = async (): Promise<number> => {
+      const uid = (await fleets().get("big"))?.metadata?.uid ?? "none";
+      let n = 0;
+      let token: string | undefined;
+      do {
+        const page = await ok(kube(env.cluster.kubeConfig, "GET", `/api/v1/namespaces/${env.cluster.namespace}/configmaps?labelSelector=${encodeURIComponent(`${PARENT_UID_LABEL}=${uid}`)}&limit=1000${token ? `&continue=${encodeURIComponent(token)}` : ""}`), "list children");
+        n += (page.body.items as unknown[]).length;
+        token = (page.body.metadata as { continue?: string }).continue || undefined;
+      } while (token !== undefined);
+      return n;
+    };
+    await settled(pipeline(), 120_000);
+    const before = new Map(counts);
+    const since = (): Map<string, number> => new Map([...counts].map(([verb, n]) => [verb, n - (before.get(verb) ?? 0)]));
+    const t0 = Date.now();
+    await fleets().create("big", { count: BIG });
+    await waitFor(`${BIG} children and Ready`, async () => ready(await fleets().get("big"))?.status === "True" && (await children()) === BIG, 600_000);
+    await settled(pipeline(), 300_000);
+    const created = since();
+    console.log(`# ${BIG} children: reconciled in ${((Date.now() - t0) / 1000).toFixed(1)} s, ${total(created)} API requests (${show(created)})`);
+
+    for (const [verb, n] of created) before.set(verb, (before.get(verb) ?? 0) + n);
+    const t1 = Date.now();
+    await fleets().patchSpec("big", { count: BIG / 2 });
+    await waitFor(`pruned to ${BIG / 2}`, async () => (await children()) === BIG / 2 && (await fleets().get("big"))?.status?.observedGeneration === 2, 600_000);
+    await settled(pipeline(), 300_000);
+    const pruned = since();
+    console.log(`# ${BIG} → ${BIG / 2} children: pruned in ${((Date.now() - t1) / 1000).toFixed(1)} s, ${total(pruned)} API requests (${show(pruned)})`);
+    assert.equal(await children(), BIG / 2);
+    assert.equal(ready(await fleets().get("big"))?.status, "True");
+  });
+});
