@@ -144,6 +144,20 @@ describe("one reconcile per object at a time", { timeout: 600_000 }, () => {
     explainOverlaps();
     assert.deepEqual(recorder.overlaps, [], "no two reconciles of one object at once");
 
+    // The baseline for after the outage, here and now: how long a change to the probe takes.
+    const before: Record<string, number> = {};
+    await Promise.all(
+      paths.map(async ([path, op]) => {
+        const t0 = Date.now();
+        await crApi(env, op).patchSpec("probe", { mode: "plain", label: "before" });
+        await waitFor(`${path}: the probe's change before the outage`, async () => {
+          const cr = await crApi(env, op).get("probe");
+          return converged(cr) && cr?.status?.label === "before";
+        }, 30_000);
+        before[path] = (Date.now() - t0) / 1000;
+      }),
+    );
+
     // An outage of the API server, with requeues pending.
     await waitFor("the tickers have their next tick scheduled", () => bridge.scheduledCount() >= 2, 10_000);
     await env.cluster.apiServer.stop(0);
@@ -165,12 +179,17 @@ describe("one reconcile per object at a time", { timeout: 600_000 }, () => {
         }, 30_000),
       ),
     );
-    console.log(`# after the outage: change written ${((writtenAt - backAt) / 1000).toFixed(1)} s after the return (first try at ${((changedAt - backAt) / 1000).toFixed(1)} s), converged in ${JSON.stringify(convergedIn)} s`);
+    console.log(`# after the outage: change written ${((writtenAt - backAt) / 1000).toFixed(1)} s after the return (first try at ${((changedAt - backAt) / 1000).toFixed(1)} s), converged in ${JSON.stringify(convergedIn)} s (before the outage: ${JSON.stringify(before)} s)`);
     const since = (t: number) => `${((t - backAt) / 1000).toFixed(1)}s`;
     console.log(`# probe reconciles after the return: ${recorder.reconciles.filter((r) => r.name === "probe" && r.startedAt >= backAt).map((r) => `${r.key.includes("lworkers") ? "lambda" : "poller"} ${since(r.startedAt)}→${since(r.endedAt)} ${r.reason} ${r.result}`).join("; ")}`);
     if (Object.values(convergedIn).some((t) => t > 3)) console.log(`# bridge lines about watched resources: ${env.logs.filter((l) => l.resource !== undefined && Number(l.time) >= backAt - 3000).map((l) => `${since(Number(l.time))} ${String(l.resource)} ${String(l.msg)} ${JSON.stringify(l.err ?? "").slice(0, 100)} ${JSON.stringify(l.retryInMs ?? "")}`).join(" | ")}`);
     console.log(`# first reconcile of anything after the return: ${since(Math.min(...recorder.reconciles.filter((r) => r.startedAt >= backAt).map((r) => r.startedAt)))}; first success: ${since(Math.min(...recorder.reconciles.filter((r) => r.startedAt >= backAt && r.result === "success").map((r) => r.startedAt)))}`);
-    for (const [path] of paths) assert.ok((convergedIn[path] ?? Infinity) <= 3, `${path}: converged ${convergedIn[path]} s after the write (≤ 3 s)`);
+    // 3 s on a quiet machine; on a loaded one, what the same change took before the outage, five
+    // times over, plus the circuit's longest wait for a probe (2 s, functions/adapters/outage.ts).
+    for (const [path] of paths) {
+      const bound = Math.max(3, 5 * (before[path] ?? 0) + 2);
+      assert.ok((convergedIn[path] ?? Infinity) <= bound, `${path}: converged ${convergedIn[path]} s after the write (≤ ${bound.toFixed(1)} s; before the outage the same change took ${before[path]} s)`);
+    }
 
     const recoveredAt = Date.now();
     const ticksSince = (op: (typeof paths)[number][1]) => recorder.reconciles.filter((r) => r.key.includes(`/${op.resource.plural}/`) && r.name === "ticker" && r.startedAt >= recoveredAt).length;
