@@ -9,12 +9,18 @@ export interface EventSource {
   stop(): Promise<void>;
 }
 
-export function startLambdaEventSource(sqs: SQSClient, queueUrl: string, handler: (event: SQSEvent, context: Context) => Promise<SQSBatchResponse>, concurrency = 1): EventSource {
+/**
+ * `visibilityTimeoutSeconds`: what the generated stack gives the queue (serverless.yml
+ * custom.visibilityTimeoutSeconds, 180: ≥ 6 × the function timeout, so Lambda never hands out a
+ * message again while the invocation that holds it runs). Unset: the local queue's own 30 s,
+ * which a batch on a loaded machine can outlast, as no real invocation could.
+ */
+export function startLambdaEventSource(sqs: SQSClient, queueUrl: string, handler: (event: SQSEvent, context: Context) => Promise<SQSBatchResponse>, concurrency = 1, visibilityTimeoutSeconds?: number): EventSource {
   const abort = new AbortController();
   const loop = async (): Promise<void> => {
     while (!abort.signal.aborted) {
       const out = await sqs
-        .send(new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, MessageSystemAttributeNames: ["All"], MessageAttributeNames: ["All"] }))
+        .send(new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, MessageSystemAttributeNames: ["All"], MessageAttributeNames: ["All"], ...(visibilityTimeoutSeconds === undefined ? {} : { VisibilityTimeout: visibilityTimeoutSeconds }) }))
         .catch((error: unknown) => {
           if (!abort.signal.aborted) console.error(`# receive failed: ${(error as Error).message}`);
           return { Messages: [] };
