@@ -243,8 +243,11 @@ describe("one reconcile per object at a time", { timeout: 600_000 }, () => {
         await waitFor(`${path}: Ready after the fix`, async () => converged(await crs.get("broken")), 30_000);
         took[path] = (Date.now() - fixedAt) / 1000;
         // What made it Ready: the first successful reconcile after the fix. It must be the fix's
-        // own announcement (the watch), started before the retry its status had scheduled.
-        const fixing = recorder.of("broken", fixedAt).find((r) => r.key.includes(`/${op.resource.plural}/`) && r.result === "success");
+        // own announcement (the watch), started before the retry its status had scheduled. The
+        // recorder notes a reconcile when the runtime returns, a moment after its status write.
+        const succeeded = () => recorder.of("broken", fixedAt).find((r) => r.key.includes(`/${op.resource.plural}/`) && r.result === "success");
+        await waitFor(`${path}: the fixing reconcile returned`, () => succeeded() !== undefined, 30_000);
+        const fixing = succeeded();
         assert.ok(fixing !== undefined && (fixing.reason === "watch" || fixing.startedAt < retryAt), `${path}: the fix was reconciled by its own announcement, not by the pending retry (${JSON.stringify(fixing)}, retry due ${new Date(retryAt).toISOString()})`);
       }),
     );

@@ -49,7 +49,7 @@ export interface PollerOptions {
 }
 
 export interface Poller {
-  /** Stops receiving, finishes the batch in hand, resolves when every loop has ended. */
+  /** Stops receiving, finishes the receive and the batch in hand, resolves when every loop has ended. */
   stop(): Promise<void>;
 }
 
@@ -102,7 +102,9 @@ async function pollLoop(queueUrl: string, opts: LoopOptions, signal: AbortSignal
           MessageSystemAttributeNames: ["ApproximateReceiveCount", "MessageGroupId"],
           MessageAttributeNames: ["All"],
         }),
-        { abortSignal: signal },
+        // Not aborted when stopping: an abandoned long poll is still answered by the queue, and a
+        // message it takes then is hidden for the visibility timeout and spends a receive, with
+        // nobody to handle it. Stopping waits for the answer (≤ WaitTimeSeconds) and handles it.
       );
       messages = out.Messages ?? [];
       failures = 0;
