@@ -3,7 +3,7 @@
 // pull subscription, redriven into the operator's topic with the object's ordering key. Bodies are
 // key events so they can be shown.
 import { createHash } from "node:crypto";
-import { DeleteMessageCommand, ReceiveMessageCommand, SendMessageCommand, type Message, type SQSClient } from "@aws-sdk/client-sqs";
+import { ChangeMessageVisibilityBatchCommand, DeleteMessageCommand, ReceiveMessageCommand, SendMessageCommand, type Message, type SQSClient } from "@aws-sdk/client-sqs";
 import { Command } from "commander";
 import { fromSqsMessage } from "../clients/queue-message.ts";
 import { parseKeyEvent } from "../core/event.ts";
@@ -44,6 +44,40 @@ export function describeLetter(id: string, body: string, sentAt: number, now = D
   // An unsigned event (from before signed events) would be refused again: its object is re-announced instead.
   const unsigned = e.mac === undefined ? `  unsigned v${e.v} event: a redrive is refused, run crdfn resync ${e.plural} ${e.name}${e.namespace ? ` -n ${e.namespace}` : ""}` : "";
   return `${id}  ${e.kind} ${e.namespace ? `${e.namespace}/` : ""}${e.name}  ${e.type}${e.reason ? `/${e.reason}` : ""}  cluster ${e.cluster}  ${age}${unsigned}`;
+}
+
+/**
+ * The dead letter with this message id, hidden while it is held (the others received on the way
+ * are made visible again at once): `remove` deletes it, `release` makes it visible again.
+ */
+export async function holdSqsDeadLetter(sqs: SQSClient, queueUrl: string, id: string): Promise<{ id: string; body: string; remove: () => Promise<void>; release: () => Promise<void> } | undefined> {
+  const passed: Message[] = [];
+  let found: Message | undefined;
+  try {
+    while (found === undefined) {
+      // A FIFO queue hands out one message per group while another is in flight: the ones passed
+      // stay hidden until the end, so each receive reaches further.
+      const batch = await receiveSome(sqs, queueUrl, 10, 600);
+      if (batch.length === 0) break;
+      for (const m of batch) {
+        if (found === undefined && m.MessageId === id) found = m;
+        else passed.push(m);
+      }
+    }
+  } finally {
+    for (let i = 0; i < passed.length; i += 10) {
+      const entries = passed.slice(i, i + 10).map((m, j) => ({ Id: String(j), ReceiptHandle: m.ReceiptHandle ?? "", VisibilityTimeout: 0 }));
+      await sqs.send(new ChangeMessageVisibilityBatchCommand({ QueueUrl: queueUrl, Entries: entries }));
+    }
+  }
+  if (found === undefined) return undefined;
+  const handle = found.ReceiptHandle ?? "";
+  return {
+    id,
+    body: found.Body ?? "",
+    remove: async () => void (await sqs.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: handle }))),
+    release: async () => void (await sqs.send(new ChangeMessageVisibilityBatchCommand({ QueueUrl: queueUrl, Entries: [{ Id: "0", ReceiptHandle: handle, VisibilityTimeout: 0 }] }))),
+  };
 }
 
 /**

@@ -5,9 +5,11 @@ import { bridgeCommand } from "../bridge/command.ts";
 import { clusterCommand } from "./cluster.ts";
 import { crdCommand } from "./crd.ts";
 import { devCommand } from "./dev.ts";
+import { diffCommand } from "./diff.ts";
 import { dlqCommand } from "./dlq.ts";
 import { generateCommand } from "./generate.ts";
 import { initCommand } from "./init.ts";
+import { replayCommand } from "./replay.ts";
 import { resyncCommand } from "./resync.ts";
 import { statusCommand } from "./status.ts";
 import { testCommand } from "./test-command.ts";
@@ -25,6 +27,8 @@ export function program(): Command {
     .addCommand(dlqCommand())
     .addCommand(resyncCommand())
     .addCommand(crdCommand())
+    .addCommand(diffCommand())
+    .addCommand(replayCommand())
     .addCommand(generateCommand())
     .addCommand(testCommand())
     .addHelpText("after", "\nExamples:\n  $ npx crdfn init my-operator   # a new operator project\n  $ crdfn dev --help");

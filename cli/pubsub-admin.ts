@@ -32,6 +32,11 @@ export interface PubSubAdmin {
    * is acknowledged, so a failure duplicates, never loses.
    */
   redrive(names: Pick<PubSubNames, "topic" | "deadLetterSubscription">, max: number): Promise<{ count: number; byKind: Map<string, number> }>;
+  /**
+   * The dead letter with this message id, leased (others pulled on the way are handed back):
+   * `remove` acknowledges it, `release` hands it back. undefined when it is not there.
+   */
+  hold(deadLetterSubscription: string, id: string): Promise<(DeadLetter & { remove: () => Promise<void>; release: () => Promise<void> }) | undefined>;
   close(): Promise<void>;
 }
 
@@ -111,6 +116,31 @@ export async function pubSubAdmin(c: PubSubConnection): Promise<PubSubAdmin> {
       }
       await topic.flush();
       return { count, byKind };
+    },
+    async hold(subscription, id) {
+      const passed: string[] = [];
+      let found: protos.google.pubsub.v1.IReceivedMessage | undefined;
+      try {
+        while (found === undefined) {
+          const batch = await pull(subscription, 100);
+          if (batch.length === 0) break;
+          for (const rm of batch) {
+            if (found === undefined && rm.message?.messageId === id) found = rm;
+            else passed.push(rm.ackId ?? "");
+          }
+        }
+      } finally {
+        if (passed.length > 0) await subscriber.modifyAckDeadline({ subscription, ackIds: passed, ackDeadlineSeconds: 0 });
+      }
+      if (found === undefined) return undefined;
+      const ackIds = [found.ackId ?? ""];
+      // Leased for as long as a person steps through the reconcile in a debugger.
+      await subscriber.modifyAckDeadline({ subscription, ackIds, ackDeadlineSeconds: 600 });
+      return {
+        ...letterOf(found),
+        remove: async () => void (await subscriber.acknowledge({ subscription, ackIds })),
+        release: async () => void (await subscriber.modifyAckDeadline({ subscription, ackIds, ackDeadlineSeconds: 0 })),
+      };
     },
     async close() {
       await subscriber.close();

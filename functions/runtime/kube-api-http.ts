@@ -6,10 +6,19 @@ import type { KubeApi, KubeObject } from "./kube-api.ts";
 /** Objects per page of a consistent LIST (the API server's own default page for kubectl). */
 const LIST_PAGE_SIZE = 500;
 
-export function createKubeApi(access: KubeAccess): KubeApi {
+export interface KubeApiOptions {
+  /**
+   * Every write is sent with `dryRun=All`: the API server runs admission, defaulting and
+   * validation and answers with what it would store, and stores nothing (`crdfn diff`, `crdfn replay`).
+   */
+  dryRun?: boolean;
+}
+
+export function createKubeApi(access: KubeAccess, options: KubeApiOptions = {}): KubeApi {
   const http = new KubeHttp(access);
+  const dryRun: Record<string, string> = options.dryRun ? { dryRun: "All" } : {};
   const write = async (method: string, path: string, body: unknown, contentType?: string, query?: Record<string, string>): Promise<KubeObject> =>
-    (await http.json(method, path, { body, contentType, query })) as KubeObject;
+    (await http.json(method, path, { body, contentType, query: { ...query, ...dryRun } })) as KubeObject;
   // From the watch cache when the caller names a version it has seen, else from etcd (consistent).
   // (A GET's resourceVersion means "not older than" already; a LIST's must say so.)
   const cachedRead = async (path: string, query: Record<string, string>, read: { notOlderThan?: string } | undefined, list = false): Promise<unknown> => {
@@ -52,7 +61,7 @@ export function createKubeApi(access: KubeAccess): KubeApi {
     },
     delete: async (ref, preconditions) => {
       try {
-        await http.json("DELETE", resourcePath(ref), { body: { apiVersion: "v1", kind: "DeleteOptions", ...(preconditions ? { preconditions } : {}), propagationPolicy: "Background" } });
+        await http.json("DELETE", resourcePath(ref), { query: dryRun, body: { apiVersion: "v1", kind: "DeleteOptions", ...(preconditions ? { preconditions } : {}), propagationPolicy: "Background" } });
       } catch (e) {
         if (!(e instanceof ApiError && e.code === 404)) throw e;
       }
