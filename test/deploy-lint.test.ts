@@ -40,6 +40,8 @@ describe("the generated deploy files pass cfn-lint and checkov but for the findi
   let linters: DeployLinters;
   const accepted = acceptedChecks(readFileSync(DOC, "utf8"));
   const found = new Set<string>();
+  /** The runs that got through: the stale-row check needs all of them. */
+  let passedRuns = 0;
   const work = mkdtempSync(join(tmpdir(), "crdfn-deploy-lint-"));
   let project: Project | undefined;
 
@@ -102,6 +104,7 @@ describe("the generated deploy files pass cfn-lint and checkov but for the findi
     await serverlessPackage({ cwd: packageRoot, out, stage: "test", region: "us-east-1", timeoutMs: 280_000 });
     assertAccepted("examples' CloudFormation", await cfnLint(join(out, "cloudformation-template-update-stack.json")));
     assertAccepted("examples' Kubernetes manifests (infra/generated)", await checkov(join(packageRoot, "infra", "generated")));
+    passedRuns++;
   });
 
   it("the examples on Cloud Run functions: the Terraform and the manifests of target cloudrun", async () => {
@@ -123,6 +126,7 @@ describe("the generated deploy files pass cfn-lint and checkov but for the findi
     writeFileSync(join(dir, "http.ts"), "// registers each operator's function\n");
     writeGenerated(await generate([], { settings: "crdfn.deploy.yaml" }, dir));
     assertAccepted("examples' Terraform and GKE manifests", await checkov(join(dir, "deploy")));
+    passedRuns++;
   });
 
   it("a project made by `crdfn init`, its placeholders filled in: CloudFormation, manifests, and on Cloud Run its Terraform", async () => {
@@ -148,9 +152,11 @@ describe("the generated deploy files pass cfn-lint and checkov but for the findi
     assertAccepted("crdfn init project's CloudFormation", await cfnLint(join(out, "cloudformation-template-update-stack.json")));
     assertAccepted("crdfn init project's Kubernetes manifests", await checkov(join(project.dir, "deploy")));
     assertAccepted("crdfn init project's Terraform and GKE manifests", await checkov(join(project.dir, "deploy-gcp")));
+    passedRuns++;
   });
 
-  it("every finding docs/deploy-checks.md accepts is still found (the table lists nothing stale)", () => {
+  it("every finding docs/deploy-checks.md accepts is still found (the table lists nothing stale)", (t) => {
+    if (passedRuns < 3) return t.skip("a run above failed: what it would have found is unknown");
     assert.ok(accepted.size > 0, "the doc's table of accepted findings");
     assert.deepEqual([...accepted].filter((id) => !found.has(id)).sort(), [], "accepted in docs/deploy-checks.md but no longer found: remove these rows");
   });
