@@ -136,7 +136,8 @@ export function terraformOf(operators: ReadonlyArray<GcpOperator>, s: CloudRunDe
   const apiDeps = APIS.map((api) => `google_project_service.${api.split(".")[0]!}`);
   const r = {
     google_project_service: apis,
-    google_storage_bucket: { source: { name: `${g.project}-${g.prefix}sources`, location: g.region, uniform_bucket_level_access: true, force_destroy: true } },
+    // The functions' source, read by Cloud Build with the project's own identity: never public (checkov CKV_GCP_114).
+    google_storage_bucket: { source: { name: `${g.project}-${g.prefix}sources`, location: g.region, uniform_bucket_level_access: true, public_access_prevention: "enforced", force_destroy: true } },
     google_storage_bucket_object: { source: { name: "source-${data.archive_file.source.output_md5}.zip", bucket: ref("google_storage_bucket", "source", "name"), source: "${data.archive_file.source.output_path}" } },
     google_service_account: { push: { account_id: pushAccountId(s), display_name: "crdfn push subscriptions: signs their OIDC tokens" } } as Json,
     google_service_account_iam_member: {

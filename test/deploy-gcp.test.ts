@@ -38,7 +38,7 @@ type Json = Record<string, unknown>;
  */
 const SCHEMA: Record<string, Json> = {
   google_project_service: { service: 1, project: 1, disable_on_destroy: 1, disable_dependent_services: 1 },
-  google_storage_bucket: { name: 1, location: 1, force_destroy: 1, uniform_bucket_level_access: 1, project: 1, labels: 1, storage_class: 1 },
+  google_storage_bucket: { name: 1, location: 1, force_destroy: 1, uniform_bucket_level_access: 1, public_access_prevention: 1, project: 1, labels: 1, storage_class: 1 },
   google_storage_bucket_object: { name: 1, bucket: 1, source: 1, content: 1, content_type: 1 },
   google_service_account: { account_id: 1, display_name: 1, description: 1, disabled: 1, project: 1 },
   google_service_account_iam_member: { service_account_id: 1, role: 1, member: 1, condition: 1 },

@@ -16,17 +16,12 @@ import cronTab from "../examples/crontab/operator.ts";
 import greeting from "../examples/greeting/operator.ts";
 import queueOperator from "../examples/queue/operator.ts";
 import { loadConfig } from "../functions/runtime/config.ts";
+import { PACKAGE_PARAMS as PARAMS, serverlessPackage } from "./support/serverless-package.ts";
 
 const run = promisify(execFile);
 const operators = [greeting, cronTab, queueOperator];
 const root = join(import.meta.dirname, "..");
 
-const PARAMS = {
-  eksCluster: "prod-cluster",
-  kubeServer: "https://0123456789ABCDEF.gr7.us-east-1.eks.amazonaws.com",
-  kubeCaData: Buffer.from("-----BEGIN CERTIFICATE-----\n…\n-----END CERTIFICATE-----\n").toString("base64"),
-  eventKeysVersion: "6b9f1c3e-0000-4000-8000-000000000001",
-};
 /** Bundles bigger than this slow every cold start; today they are well under 1 MiB zipped. */
 const MAX_ZIP_BYTES = 5 * 1024 * 1024;
 
@@ -49,27 +44,8 @@ describe("serverless package (offline)", { timeout: 300_000 }, () => {
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), "crdfn-sls-"));
-    const env: NodeJS.ProcessEnv = {
-      PATH: `${join(root, "node_modules", ".bin")}:${process.env.PATH ?? ""}`,
-      HOME: process.env.HOME ?? dir,
-      // No AWS account: placeholders, and a proxy that refuses, so any network attempt fails.
-      AWS_ACCESS_KEY_ID: "AKIAIOSFODNN7EXAMPLE",
-      AWS_SECRET_ACCESS_KEY: "placeholder-not-a-secret",
-      HTTPS_PROXY: "http://127.0.0.1:9",
-      HTTP_PROXY: "http://127.0.0.1:9",
-      SLS_TELEMETRY_DISABLED: "1",
-      SLS_NOTIFICATIONS_MODE: "off",
-      SLS_INTERACTIVE_SETUP_DISABLE: "1",
-      CI: "1",
-    };
-    const params = Object.entries(PARAMS).map(([k, v]) => `--param=${k}=${v}`);
     const started = Date.now();
-    const result = await run(
-      process.execPath,
-      [join(root, "node_modules", "serverless", "bin", "serverless.js"), "package", "--stage", "test", "--region", "us-east-1", "--package", dir, ...params],
-      { cwd: root, env, maxBuffer: 16 * 1024 * 1024, timeout: 280_000 },
-    );
-    output = result.stdout + result.stderr;
+    output = await serverlessPackage({ cwd: root, out: dir, stage: "test", region: "us-east-1", timeoutMs: 280_000 });
     console.log(`serverless package took ${Date.now() - started} ms`);
     const template = JSON.parse(readFileSync(join(dir, "cloudformation-template-update-stack.json"), "utf8")) as { Resources: Record<string, Resource> };
     resources = template.Resources;
