@@ -81,8 +81,10 @@ export async function startLocalLambda(o: LocalLambdaOptions): Promise<LocalLamb
       {
         name: "the Lambda Runtime Interface Emulator",
         command: rie,
-        // The bootstrap (Node and the runtime interface client), then the handler: RIE sets _HANDLER from the last argument.
-        args: ["--runtime-interface-emulator-address", `127.0.0.1:${invokePort}`, "--runtime-api-address", `127.0.0.1:${runtimeApiPort}`, process.execPath, ric, o.handler],
+        // Its own log level on the command line: it would read LOG_LEVEL, which is the function's
+        // (crdfn's "silent" is no level of RIE's). Then the bootstrap (Node and the runtime
+        // interface client), then the handler: RIE sets _HANDLER from the last argument.
+        args: ["--log-level", "info", "--runtime-interface-emulator-address", `127.0.0.1:${invokePort}`, "--runtime-api-address", `127.0.0.1:${runtimeApiPort}`, process.execPath, ric, o.handler],
         logFile,
         env: lambdaEnv,
         cwd: o.taskRoot,
