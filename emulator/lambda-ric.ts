@@ -73,8 +73,11 @@ async function npmInstall(prefix: string, env: NodeJS.ProcessEnv, log: (line: st
   log(`  cache: ${prefix.replace(/\.tmp-\d+$/, "")}`);
   const started = Date.now();
   const npm = process.platform === "win32" ? "npm.cmd" : "npm";
-  // --foreground-scripts: the install scripts' own lines come through, to show progress.
-  const child = spawn(npm, ["install", "--prefix", prefix, "--no-audit", "--no-fund", "--no-save", "--foreground-scripts", "--loglevel=error", `aws-lambda-ric@${LAMBDA_RIC_VERSION}`], {
+  // --allow-scripts: its install scripts are the native build, approved by name (npm 11 only
+  // warns about unapproved ones, and is moving to refusing them); --foreground-scripts: their
+  // own lines come through, to show progress.
+  const args = ["install", "--prefix", prefix, "--no-audit", "--no-fund", "--no-save", "--allow-scripts=aws-lambda-ric", "--foreground-scripts", "--loglevel=error", `aws-lambda-ric@${LAMBDA_RIC_VERSION}`];
+  const child = spawn(npm, args, {
     cwd: prefix,
     env,
     stdio: ["ignore", "pipe", "pipe"],
