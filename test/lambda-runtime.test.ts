@@ -34,7 +34,13 @@ describe("the packaged Lambda in the real Lambda runtime (RIE + aws-lambda-ric)"
     // First run only: builds RIE (Go) and installs aws-lambda-ric (its native part compiles), minutes.
     await localLambdaRuntime({ env: process.env, log: (line) => console.error(`# ${line}`) });
     work = mkdtempSync(join(tmpdir(), "crdfn-lambda-runtime-"));
-    [env] = await Promise.all([startEnv([op], { file: import.meta.filename, namespaces: [UNSERVED], identities: false }), packageGreeting()]);
+    const starting = startEnv([op], { file: import.meta.filename, namespaces: [UNSERVED], identities: false });
+    try {
+      await packageGreeting();
+    } finally {
+      // Assigned however packaging ended, so that after() stops it.
+      env = await starting;
+    }
     // An object left in a namespace that is no longer served (created before the identities that
     // now refuse it): its reconcile fails, as the function may neither apply its child nor write
     // its status or an Event there, so nothing can record the failure on it.
