@@ -5,7 +5,7 @@
 // native part: its install script builds curl and aws-lambda-cpp from the sources it ships, then
 // the addon with node-gyp, so the build tools are checked first and a missing one is named.
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { buildOnceInto } from "./build-once.ts";
 import { SetupError } from "./errors.ts";
@@ -73,10 +73,14 @@ async function npmInstall(prefix: string, env: NodeJS.ProcessEnv, log: (line: st
   log(`  cache: ${prefix.replace(/\.tmp-\d+$/, "")}`);
   const started = Date.now();
   const npm = process.platform === "win32" ? "npm.cmd" : "npm";
-  // --allow-scripts: its install scripts are the native build, approved by name (npm 11 only
-  // warns about unapproved ones, and is moving to refusing them); --foreground-scripts: their
-  // own lines come through, to show progress.
-  const args = ["install", "--prefix", prefix, "--no-audit", "--no-fund", "--no-save", "--allow-scripts=aws-lambda-ric", "--foreground-scripts", "--loglevel=error", `aws-lambda-ric@${LAMBDA_RIC_VERSION}`];
+  // Its install scripts are the native build: approved by name in the folder's own package.json
+  // (npm 11 only warns about unapproved ones, and is moving to refusing them; its --allow-scripts
+  // flag is refused in a folder with a package.json, which --prefix makes it). By name, not
+  // pinned: a pin needs the lockfile's resolved URLs, which an npmrc may omit; the install
+  // command pins the version.
+  writeFileSync(join(prefix, "package.json"), `${JSON.stringify({ name: "crdfn-lambda-ric", private: true, allowScripts: { "aws-lambda-ric": true } }, null, 2)}\n`);
+  // --foreground-scripts: the scripts' own lines come through, to show progress.
+  const args = ["install", "--prefix", prefix, "--no-audit", "--no-fund", "--foreground-scripts", "--loglevel=error", `aws-lambda-ric@${LAMBDA_RIC_VERSION}`];
   const child = spawn(npm, args, {
     cwd: prefix,
     env,
