@@ -1,12 +1,11 @@
-// A pinned Go wrapper module (infra/controlplane, infra/pubsub) built once per machine: `go build`
-// from the Go module proxy into a cache folder named by a hash of the pin, serialized across
-// processes (parallel test files, a CLI beside a test run) by a lock folder, with progress while
-// it compiles. A half-built folder is never used: the build goes into a temporary one, renamed
-// into place when it succeeds.
+// A pinned Go wrapper module (infra/controlplane, infra/pubsub, infra/lambda-rie) built once per
+// machine: `go build` from the Go module proxy into a cache folder named by a hash of the pin
+// (build-once.ts: serialized across processes, never half-built), with progress while it compiles.
 import { spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { mkdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { buildOnceInto } from "./build-once.ts";
 import { SetupError } from "./errors.ts";
 
 /** A short hash of the module's pin (its files) and of how it is built. */
@@ -40,33 +39,12 @@ export interface GoBuild {
 }
 
 export async function buildOnce(b: GoBuild): Promise<void> {
-  mkdirSync(join(b.dir, ".."), { recursive: true });
-  const lock = `${b.dir}.lock`;
-  for (;;) {
-    try {
-      mkdirSync(lock);
-      break;
-    } catch {
-      const held = statSync(lock, { throwIfNoEntry: false });
-      if (held && Date.now() - held.mtimeMs > b.staleLockMs) rmSync(lock, { recursive: true, force: true });
-      b.log(`waiting for another process that is building ${b.what}…`);
-      await new Promise((r) => setTimeout(r, b.pollMs));
-      if (b.complete()) return;
-    }
-  }
-  try {
-    if (!b.complete()) await build(b);
-  } finally {
-    rmSync(lock, { recursive: true, force: true });
-  }
+  await buildOnceInto({ what: b.what, dir: b.dir, complete: b.complete, staleLockMs: b.staleLockMs, pollMs: b.pollMs, log: b.log, build: (tmp) => build(b, tmp) });
 }
 
-async function build(b: GoBuild): Promise<void> {
+async function build(b: GoBuild, tmp: string): Promise<void> {
   const go = spawnSync("go", ["version"], { encoding: "utf8", env: b.env });
   if (go.error) throw new SetupError(b.withoutGo);
-  const tmp = `${b.dir}.tmp-${process.pid}`;
-  rmSync(tmp, { recursive: true, force: true });
-  mkdirSync(tmp, { recursive: true });
   b.log(`building ${b.what} with ${go.stdout.trim()} (first run only; ${b.takes})`);
   b.log(`  cache: ${b.dir}`);
   const started = Date.now();
@@ -88,11 +66,6 @@ async function build(b: GoBuild): Promise<void> {
   const ticker = setInterval(() => b.log(`  …${Math.round((Date.now() - started) / 1000)}s, ${packages} packages compiled`), 15_000);
   const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
   clearInterval(ticker);
-  if (code !== 0) {
-    rmSync(tmp, { recursive: true, force: true });
-    throw new SetupError(`building ${b.what} failed (go build exited ${code}):\n${tail.join("\n")}`);
-  }
-  rmSync(b.dir, { recursive: true, force: true });
-  renameSync(tmp, b.dir);
+  if (code !== 0) throw new SetupError(`building ${b.what} failed (go build exited ${code}):\n${tail.join("\n")}`);
   b.log(`built ${b.what} in ${Math.round((Date.now() - started) / 1000)}s`);
 }

@@ -9,28 +9,23 @@ import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { inflateRawSync } from "node:zlib";
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import cronTab from "../examples/crontab/operator.ts";
 import greeting from "../examples/greeting/operator.ts";
 import queueOperator from "../examples/queue/operator.ts";
 import { loadConfig } from "../functions/runtime/config.ts";
-import { PACKAGE_PARAMS as PARAMS, serverlessPackage } from "./support/serverless-package.ts";
+import { PACKAGE_PARAMS, packageCheckout, unzip, type CfnResource } from "./support/serverless-package.ts";
 
 const run = promisify(execFile);
 const operators = [greeting, cronTab, queueOperator];
-const root = join(import.meta.dirname, "..");
 
+const PARAMS = PACKAGE_PARAMS;
 /** Bundles bigger than this slow every cold start; today they are well under 1 MiB zipped. */
 const MAX_ZIP_BYTES = 5 * 1024 * 1024;
 
 type Json = Record<string, unknown>;
-interface Resource {
-  Type: string;
-  Properties: Json;
-  DependsOn?: string[];
-}
+type Resource = CfnResource;
 interface Statement {
   Effect: string;
   Action: string | string[];
@@ -44,11 +39,10 @@ describe("serverless package (offline)", { timeout: 300_000 }, () => {
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), "crdfn-sls-"));
-    const started = Date.now();
-    output = await serverlessPackage({ cwd: root, out: dir, stage: "test", region: "us-east-1", timeoutMs: 280_000 });
-    console.log(`serverless package took ${Date.now() - started} ms`);
-    const template = JSON.parse(readFileSync(join(dir, "cloudformation-template-update-stack.json"), "utf8")) as { Resources: Record<string, Resource> };
-    resources = template.Resources;
+    const packaged = await packageCheckout(dir);
+    output = packaged.output;
+    console.log(`serverless package took ${packaged.ms} ms`);
+    resources = packaged.resources;
   });
 
   after(() => {
@@ -278,26 +272,3 @@ describe("serverless package (offline)", { timeout: 300_000 }, () => {
     }
   });
 });
-
-/** The files of a zip archive (stored or deflated entries), read from its central directory. */
-function unzip(zip: Buffer): Record<string, Buffer> {
-  const eocd = zip.lastIndexOf(Buffer.from([0x50, 0x4b, 0x05, 0x06]));
-  assert.ok(eocd >= 0, "a zip archive");
-  const count = zip.readUInt16LE(eocd + 10);
-  let at = zip.readUInt32LE(eocd + 16);
-  const files: Record<string, Buffer> = {};
-  for (let i = 0; i < count; i++) {
-    const method = zip.readUInt16LE(at + 10);
-    const compressed = zip.readUInt32LE(at + 20);
-    const nameLength = zip.readUInt16LE(at + 28);
-    const extraLength = zip.readUInt16LE(at + 30);
-    const commentLength = zip.readUInt16LE(at + 32);
-    const local = zip.readUInt32LE(at + 42);
-    const name = zip.toString("utf8", at + 46, at + 46 + nameLength);
-    const dataAt = local + 30 + zip.readUInt16LE(local + 26) + zip.readUInt16LE(local + 28);
-    const data = zip.subarray(dataAt, dataAt + compressed);
-    if (!name.endsWith("/")) files[name] = method === 8 ? inflateRawSync(data) : Buffer.from(data);
-    at += 46 + nameLength + extraLength + commentLength;
-  }
-  return files;
-}

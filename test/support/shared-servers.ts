@@ -9,12 +9,17 @@
 // as many lanes as files run at once (LANES is the runner's concurrency). The queue server has no such state:
 // every file gets queues of its own on the one ElasticMQ.
 //
+// The local Lambda runtime (RIE and aws-lambda-ric, for test/lambda-runtime.test.ts) is built here
+// too, beside the control planes, on the first run of a machine; its failure is one line here
+// and that file's own failure, not the run's.
+//
 // Nothing outlives the run: startCluster() hands every server to a reaper process that ends them
 // when this process ends, however it ends (a crash, a SIGKILL, Ctrl-C).
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startCluster, type LocalCluster } from "../../emulator/cluster.ts";
+import { localLambdaRuntime } from "../../emulator/local-lambda.ts";
 import { SHARED_ENV, type SharedServers } from "./shared-env.ts";
 
 /** Control planes, and so test files run at once (run-integration.ts's concurrency). */
@@ -26,8 +31,12 @@ let lockDir: string | undefined;
 export async function globalSetup(): Promise<void> {
   const t0 = Date.now();
   lockDir = mkdtempSync(join(tmpdir(), "crdfn-test-lanes-"));
+  const lambdaRuntime = localLambdaRuntime({ env: process.env, log: (line) => console.error(`# ${line}`) }).catch((e: unknown) => {
+    console.error(`# the local Lambda runtime could not be prepared (test/lambda-runtime.test.ts will fail): ${(e as Error).message.split("\n")[0]}`);
+  });
   // The first lane brings ElasticMQ; the others are control planes only (their queue is the first's).
   const clusters = await Promise.allSettled(Array.from({ length: LANES }, (_, i) => startCluster({ log: () => {}, queue: i === 0 })));
+  await lambdaRuntime;
   for (const c of clusters) if (c.status === "fulfilled") started.push(c.value);
   const failed = clusters.find((c) => c.status === "rejected");
   if (failed) {

@@ -1,0 +1,55 @@
+// Something built once per machine into a cache folder (a Go binary from the module proxy, an npm
+// package with a native part): serialized across processes (parallel test files, a CLI beside a
+// test run) by a lock folder, and never half-built: the build goes into a temporary folder,
+// renamed into place when it succeeds.
+import { mkdirSync, renameSync, rmSync, statSync } from "node:fs";
+import { join } from "node:path";
+
+export interface CachedBuild {
+  /** What is built, in words: "the control plane". */
+  what: string;
+  /** The cache folder it ends up in. */
+  dir: string;
+  /** Whether `dir` already holds everything (another process may have built it meanwhile). */
+  complete: () => boolean;
+  /** A lock older than this belongs to a build that was killed. */
+  staleLockMs: number;
+  /** How often a waiting process looks again. */
+  pollMs: number;
+  log: (line: string) => void;
+  /** Builds into `tmp` (an empty folder); throws (and `tmp` is removed) when it fails. */
+  build: (tmp: string) => Promise<void>;
+}
+
+export async function buildOnceInto(b: CachedBuild): Promise<void> {
+  mkdirSync(join(b.dir, ".."), { recursive: true });
+  const lock = `${b.dir}.lock`;
+  for (;;) {
+    try {
+      mkdirSync(lock);
+      break;
+    } catch {
+      const held = statSync(lock, { throwIfNoEntry: false });
+      if (held && Date.now() - held.mtimeMs > b.staleLockMs) rmSync(lock, { recursive: true, force: true });
+      b.log(`waiting for another process that is building ${b.what}…`);
+      await new Promise((r) => setTimeout(r, b.pollMs));
+      if (b.complete()) return;
+    }
+  }
+  try {
+    if (b.complete()) return;
+    const tmp = `${b.dir}.tmp-${process.pid}`;
+    rmSync(tmp, { recursive: true, force: true });
+    mkdirSync(tmp, { recursive: true });
+    try {
+      await b.build(tmp);
+    } catch (e) {
+      rmSync(tmp, { recursive: true, force: true });
+      throw e;
+    }
+    rmSync(b.dir, { recursive: true, force: true });
+    renameSync(tmp, b.dir);
+  } finally {
+    rmSync(lock, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,132 @@
+// The zip `serverless package` writes, run as Lambda runs it: unzipped unchanged into a task
+// root, started by the real Lambda runtime (the Runtime Interface Emulator with the Node.js
+// runtime interface client as its bootstrap, emulator/local-lambda.ts) with the handler string
+// and the environment of the generated CloudFormation, and invoked with an SQS FIFO batch shaped
+// as the event source mapping sends it. What the adapter tests prove in-process (partial batch
+// responses, the settle policy) is proven here through the runtime's own handler loading and
+// Runtime API: an ESM bundle, its handler export, the answer serialized back to the invoker.
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { basename, dirname, join } from "node:path";
+import { DeleteMessageCommand, SendMessageCommand, type Message } from "@aws-sdk/client-sqs";
+import type { Operator } from "../core/operator.ts";
+import greeting, { configMapName } from "../examples/greeting/operator.ts";
+import { localLambdaRuntime, startLocalLambda, type LocalLambda } from "../emulator/local-lambda.ts";
+import { TEST_EVENT_KEY_ENV } from "./support/event-key.ts";
+import { applyDevIdentities, type DevIdentities } from "../cli/dev-identities.ts";
+import { announcedEvent, CLUSTER, crApi, type Cr, lambdaEvent, publish, ready, receiveAll, startEnv, waitFor, type Env } from "./support/functions-environment.ts";
+import { packageCheckout, unzip, type CfnResource } from "./support/serverless-package.ts";
+
+const op = greeting as Operator<unknown>;
+const UNSERVED = "unserved";
+
+describe("the packaged Lambda in the real Lambda runtime (RIE + aws-lambda-ric)", { timeout: 900_000 }, () => {
+  let env: Env;
+  let work: string;
+  let fn: { handler: string; variables: Record<string, string>; timeout: number; memory: number; zip: string; name: string };
+  let lambda: LocalLambda | undefined;
+  let identities: DevIdentities | undefined;
+  let refused: Cr;
+
+  before(async () => {
+    // First run only: builds RIE (Go) and installs aws-lambda-ric (its native part compiles), minutes.
+    await localLambdaRuntime({ env: process.env, log: (line) => console.error(`# ${line}`) });
+    work = mkdtempSync(join(tmpdir(), "crdfn-lambda-runtime-"));
+    const starting = startEnv([op], { file: import.meta.filename, namespaces: [UNSERVED], identities: false });
+    try {
+      await packageGreeting();
+    } finally {
+      // Assigned however packaging ended, so that after() stops it.
+      env = await starting;
+    }
+    // An object left in a namespace that is no longer served (created before the identities that
+    // now refuse it): its reconcile fails, as the function may neither apply its child nor write
+    // its status or an Event there, so nothing can record the failure on it.
+    refused = await crApi(env, op, env.cluster.ns(UNSERVED)).create("refused", { message: "never written" });
+    identities = await applyDevIdentities({ kubeConfig: env.cluster.kubeConfig, operators: [op], namespaces: [env.cluster.namespace], project: "test" });
+  });
+
+  /** `serverless package` into work/package; Greeting's function as its template declares it. */
+  async function packageGreeting(): Promise<void> {
+    const dir = join(work, "package");
+    const { resources } = await packageCheckout(dir);
+    const [, declared] = Object.entries(resources).find(([, r]: [string, CfnResource]) => r.Type === "AWS::Lambda::Function" && r.Properties.FunctionName === "crdfn-test-greeting") ?? [];
+    assert.ok(declared, "the template declares crdfn-test-greeting");
+    const p = declared.Properties as { Handler: string; Timeout: number; MemorySize: number; FunctionName: string; Environment: { Variables: Record<string, string> }; Code: { S3Key: string } };
+    fn = { handler: p.Handler, variables: p.Environment.Variables, timeout: p.Timeout, memory: p.MemorySize, zip: join(dir, basename(p.Code.S3Key)), name: p.FunctionName };
+  }
+
+  after(async () => {
+    await lambda?.stop();
+    identities?.stop();
+    await env?.cluster.stop();
+    if (work) rmSync(work, { recursive: true, force: true });
+  });
+
+  it("reconciles the good record and answers a partial batch response naming exactly the refused and the malformed one", async () => {
+    const crs = crApi(env, op);
+    const unserved = crApi(env, op, env.cluster.ns(UNSERVED));
+    const good = await crs.create("good", { message: "from the Lambda runtime" });
+    await publish(env, await announcedEvent(env, op, good));
+    await publish(env, await announcedEvent(env, op, refused));
+    const { fifo } = env.cluster.sqs.queues;
+    await env.sqs.send(new SendMessageCommand({ QueueUrl: fifo, MessageBody: "{not json", MessageGroupId: "malformed", MessageDeduplicationId: "malformed" }));
+    let batch: Message[] = [];
+    await waitFor("a batch of all three", async () => {
+      batch = [...batch, ...(await receiveAll(env, fifo, 120))];
+      return batch.length >= 3;
+    });
+    const idOf = (part: string) => batch.find((m) => m.Body?.includes(part))?.MessageId ?? "?";
+    const [goodId, refusedId, malformedId] = [idOf('"name":"good"'), idOf('"name":"refused"'), idOf("{not json")];
+
+    // The zip unchanged, and what CloudFormation would hand the function, but where it points at
+    // AWS: the embedded cluster with the function's own identity, the test's event key (what the
+    // Secrets Manager reference resolves to), ElasticMQ for the settle calls.
+    const root = join(work, "task");
+    for (const [name, data] of Object.entries(unzip(readFileSync(fn.zip)))) {
+      mkdirSync(dirname(join(root, name)), { recursive: true });
+      writeFileSync(join(root, name), data);
+    }
+    const { sqs } = env.cluster;
+    const environment = {
+      ...fn.variables,
+      CRDFN_CLUSTER: CLUSTER,
+      ...identities!.functionEnv(op),
+      CRDFN_EVENT_KEYS: TEST_EVENT_KEY_ENV.CRDFN_EVENT_KEYS,
+      AWS_ENDPOINT_URL_SQS: sqs.endpoint,
+      AWS_ACCESS_KEY_ID: sqs.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: sqs.secretAccessKey,
+    };
+    assert.deepEqual(Object.keys(fn.variables).filter((k) => !(k in environment)), [], "every variable of the template is set");
+    lambda = await startLocalLambda({ taskRoot: root, handler: fn.handler, environment, functionName: fn.name, timeoutSeconds: fn.timeout, memoryMiB: fn.memory, region: sqs.region });
+    const response = await lambda.invoke(lambdaEvent(batch, fifo));
+    assert.equal(response.status, 200, lambda.logTail());
+    const failed = (response.body as { batchItemFailures: Array<{ itemIdentifier: string }> }).batchItemFailures.map((f) => f.itemIdentifier).sort();
+    assert.deepEqual(failed, [refusedId, malformedId].sort(), lambda.logTail());
+    // Failed for the reason meant: its failure could not be recorded on it (Lambda's log stream, the function's JSON lines).
+    const lines = readFileSync(lambda.logFile, "utf8").split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l) as { messageId?: string; outcome?: string; detail?: string });
+    assert.match(lines.find((l) => l.messageId === refusedId && l.outcome)?.detail ?? "", /^the status write was refused \(403 /);
+
+    // The world: one object reconciled, its child written; the refused one untouched.
+    const cr = await crs.get("good");
+    assert.equal(ready(cr)?.status, "True");
+    assert.equal(cr?.status?.observedGeneration, 1);
+    const cm = await env.core.readNamespacedConfigMap({ name: configMapName("good"), namespace: env.cluster.namespace });
+    assert.deepEqual(cm.data, { message: "from the Lambda runtime" });
+    assert.equal((await unserved.get("refused"))?.status, undefined, "the refused object has no status");
+    const refusedChildren = await env.core.listNamespacedConfigMap({ namespace: env.cluster.ns(UNSERVED) });
+    assert.deepEqual(refusedChildren.items.map((c) => c.metadata?.name).filter((n) => n === configMapName("refused")), []);
+
+    // Nothing lost: Lambda's event source deletes what was not reported failed, and the two
+    // failed records come back to be retried (and dead-lettered after the queue's receives).
+    await env.sqs.send(new DeleteMessageCommand({ QueueUrl: fifo, ReceiptHandle: batch.find((m) => m.MessageId === goodId)?.ReceiptHandle }));
+    const back = new Set<string>();
+    await waitFor("the failed records back on the queue", async () => {
+      for (const m of await receiveAll(env, fifo, 120)) back.add(m.MessageId ?? "");
+      return back.size >= 2;
+    }, 60_000);
+    assert.deepEqual([...back].sort(), [refusedId, malformedId].sort());
+  });
+});
