@@ -79,6 +79,8 @@ interface Project {
   kind: string;
   folder: string;
   dev?: Crdfn;
+  /** When its dev was started (its first tokens were issued just after). */
+  startedAt?: number;
 }
 
 describe("two projects in crdfn dev on one cluster", { timeout: 900_000 }, () => {
@@ -100,6 +102,7 @@ describe("two projects in crdfn dev on one cluster", { timeout: 900_000 }, () =>
   const devOf = (p: Project) => {
     const d = new Crdfn(["dev", "--kubeconfig", join(clusterState, "kubeconfig"), "--operator", join(p.folder, "operator.ts"), "--state-dir", join(p.folder, ".crdfn")], p.folder);
     p.dev = d;
+    p.startedAt = Date.now();
     return d;
   };
   const tokenDirs = (p: Project): string[] => (existsSync(join(p.folder, ".crdfn")) ? readdirSync(join(p.folder, ".crdfn")).filter((f) => f.startsWith("tokens-")) : []);
@@ -231,6 +234,8 @@ describe("two projects in crdfn dev on one cluster", { timeout: 900_000 }, () =>
       assert.equal(statSync(join(path, t)).mode & 0o777, 0o600, t);
       const claims = JSON.parse(Buffer.from(readFileSync(join(path, t), "utf8").split(".")[1]!, "base64url").toString()) as { exp: number; iat: number };
       assert.equal(claims.exp - claims.iat, 600, `${t} lives 600 s, the API server's minimum`);
+      // A run longer than half a token's life (CRDFN_TEST_DEV_PROJECTS_RECONNECTS ≳ 10) has renewed it.
+      if (Date.now() - beta.startedAt! > 330_000) assert.ok(claims.iat * 1000 > beta.startedAt! + 250_000, `${t} renewed (issued ${new Date(claims.iat * 1000).toISOString()})`);
     }
     // kill -9 of dev alone (not its group): nothing of its own runs to clean up; the reaper does.
     process.kill(beta.dev!.child.pid!, "SIGKILL");
