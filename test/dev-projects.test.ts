@@ -106,18 +106,19 @@ describe("two projects in crdfn dev on one cluster", { timeout: 900_000 }, () =>
     return d;
   };
   const tokenDirs = (p: Project): string[] => (existsSync(join(p.folder, ".crdfn")) ? readdirSync(join(p.folder, ".crdfn")).filter((f) => f.startsWith("tokens-")) : []);
-  const apiServerPid = (): number => {
+  const apiServerPids = (): number[] => {
     const apiPort = /server: https:\/\/127\.0\.0\.1:(\d+)/.exec(readFileSync(join(clusterState, "kubeconfig"), "utf8"))![1]!;
-    const found = processes(`secure-port=${apiPort}`).map((l) => Number(l.split(" ")[0]));
-    assert.equal(found.length, 1, `one kube-apiserver on port ${apiPort}`);
-    return found[0]!;
+    return processes(`secure-port=${apiPort}`).map((l) => Number(l.split(" ")[0]));
   };
-  /** Kills the API server with kill -9; the cluster's supervisor starts it again. Every watch ends. */
+  /**
+   * Kills the API server with kill -9; the cluster's supervisor starts it again (kill after kill
+   * within a minute is its crash loop: it waits 1, 2, 4… s, at most a minute). Every watch ends.
+   */
   const forceReconnect = async (): Promise<void> => {
-    const killed = apiServerPid();
-    const restarts = cluster.count(/^kube-apiserver exited \(SIGKILL\); restarting it/);
+    const [killed] = apiServerPids();
+    assert.ok(killed, "kube-apiserver is running");
     process.kill(killed, "SIGKILL");
-    await eventually(() => assert.equal(cluster.count(/^kube-apiserver exited \(SIGKILL\); restarting it/), restarts + 1), { timeoutMs: 30_000 });
+    await eventually(() => assert.ok(apiServerPids().some((pid) => pid !== killed), "kube-apiserver started again"), { timeoutMs: 120_000, intervalMs: 250 });
     await eventually(async () => assert.ok((await kubeConfig.makeApiClient(CoreV1Api).readNamespace({ name: "default" })).metadata?.name), { timeoutMs: 90_000, intervalMs: 500 });
   };
 
