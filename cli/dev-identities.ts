@@ -57,13 +57,13 @@ export interface DevIdentities {
 /**
  * Tokens live as short as the API server allows (a TokenRequest's expirationSeconds is at least
  * 600), so one left behind is soon worthless. Each is replaced once it is half-way through its
- * life; the check runs every 30 s, so a refresh that failed (the API server down) is retried long
- * before the token expires. The runtimes re-read their token files every minute
+ * life; the check runs every 30 s, and every 5 s while a renewal fails (the API server down). The runtimes re-read their token files every minute
  * (clients/kube-connection.ts).
  */
 export const TOKEN_SECONDS = 600;
 const REFRESH_AFTER_MS = (TOKEN_SECONDS / 2) * 1000;
 const CHECK_MS = 30_000;
+const RETRY_MS = 5_000;
 
 type Manifest = Record<string, unknown> & { kind: string; metadata: { name: string; namespace?: string } };
 
@@ -117,19 +117,32 @@ export async function applyDevIdentities(o: DevIdentityOptions): Promise<DevIden
     rmSync(dir, { recursive: true, force: true });
     throw e;
   }
+  // While renewals fail (the API server down or restarting), they are retried every few seconds,
+  // so a token is renewed in the first moment the server answers again, long before it expires.
   let warned = false;
-  const timer = setInterval(
-    () =>
-      void refresh().then(
-        () => (warned = false),
-        (e: unknown) => {
-          if (!warned) o.log?.(`! could not renew the dev identities' tokens (retrying every ${CHECK_MS / 1000} s; they expire ${TOKEN_SECONDS} s after issue): ${(e as Error).message.split("\n")[0]}`);
-          warned = true;
+  let timer: NodeJS.Timeout;
+  let stopped = false;
+  const schedule = (ms: number): void => {
+    if (stopped) return;
+    timer = setTimeout(() => {
+      // A request that never answers (a server killed mid-request) must not end the renewals.
+      const gaveUp = new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`no answer within ${RETRY_MS * 4 / 1000} s`)), RETRY_MS * 4).unref());
+      Promise.race([refresh(), gaveUp]).then(
+        () => {
+          warned = false;
+          schedule(CHECK_MS);
         },
-      ),
-    CHECK_MS,
-  );
-  timer.unref();
+        (e: unknown) => {
+          if (stopped) return;
+          if (!warned) o.log?.(`! could not renew the dev identities' tokens (retrying every ${RETRY_MS / 1000} s; they expire ${TOKEN_SECONDS} s after issue): ${(e as Error).message.split("\n")[0]}`);
+          warned = true;
+          schedule(RETRY_MS);
+        },
+      );
+    }, ms);
+    timer.unref();
+  };
+  schedule(CHECK_MS);
   const ca: Record<string, string> = cluster.caData !== undefined ? { CRDFN_KUBE_CA_DATA: cluster.caData } : cluster.caFile !== undefined ? { CRDFN_KUBE_CA_FILE: cluster.caFile } : {};
   const caFile = cluster.caFile ?? (cluster.caData !== undefined ? join(dir, "ca.crt") : undefined);
   if (cluster.caData !== undefined) writeFileSync(join(dir, "ca.crt"), Buffer.from(cluster.caData, "base64"), { mode: 0o600 });
@@ -147,7 +160,8 @@ export async function applyDevIdentities(o: DevIdentityOptions): Promise<DevIden
     bridgeConnection: connectionOf(bridgeAccount),
     bridgeEnv: { CRDFN_KUBE_SERVER: cluster.server, ...(caFile ? { CRDFN_KUBE_CA_FILE: caFile } : {}), CRDFN_KUBE_TOKEN_FILE: fileOf(bridgeAccount), CRDFN_NAMESPACES: o.namespaces.join(",") },
     stop() {
-      clearInterval(timer);
+      stopped = true;
+      clearTimeout(timer);
       rmSync(dir, { recursive: true, force: true });
     },
   };

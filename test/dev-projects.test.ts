@@ -236,7 +236,7 @@ describe("two projects in crdfn dev on one cluster", { timeout: 900_000 }, () =>
       const claims = JSON.parse(Buffer.from(readFileSync(join(path, t), "utf8").split(".")[1]!, "base64url").toString()) as { exp: number; iat: number };
       assert.equal(claims.exp - claims.iat, 600, `${t} lives 600 s, the API server's minimum`);
       // A run longer than half a token's life (CRDFN_TEST_DEV_PROJECTS_RECONNECTS ≳ 10) has renewed it.
-      if (Date.now() - beta.startedAt! > 330_000) assert.ok(claims.iat * 1000 > beta.startedAt! + 250_000, `${t} renewed (issued ${new Date(claims.iat * 1000).toISOString()})`);
+      if (Date.now() - beta.startedAt! > 330_000) assert.ok(claims.iat * 1000 > beta.startedAt! + 250_000, `${t} renewed (issued ${new Date(claims.iat * 1000).toISOString()}; dev said: ${beta.dev!.output.split("\n").filter((l) => /renew/.test(l)).join(" | ") || "nothing about renewals"})`);
     }
     // kill -9 of dev alone (not its group): nothing of its own runs to clean up; the reaper does.
     process.kill(beta.dev!.child.pid!, "SIGKILL");
