@@ -13,6 +13,7 @@ import type { KeyEvent } from "../core/event.ts";
 import type { EventKey } from "../core/event-auth.ts";
 import type { BridgeConfig, WatchedResource } from "./config.ts";
 import { resolveResource } from "./discovery.ts";
+import { refusalLine } from "./refusal.ts";
 import { KubeHttp, type ApiError } from "../clients/kube-http.ts";
 import { LeaderElector } from "./lease.ts";
 import { createBridgeMetrics, type BridgeMetrics } from "./metrics.ts";
@@ -135,7 +136,7 @@ function startEngine(config: BridgeConfig, deps: EngineDeps, metrics: BridgeMetr
   };
   const parents: ParentTracker[] = [];
   const onRefused = (e: ApiError | undefined): void =>
-    problems.set("credential", e && `the API server refused the bridge's credential (${e.code} ${e.reason}): check ${deps.credentialSource}`);
+    problems.set("credential", e && refusalLine(e, deps.credentialSource));
   const onFailed = (resource: string) => (code: number | undefined): void => metrics.discoveryFailures.inc({ resource, code: code === undefined ? "none" : String(code) });
   const states = new Map<string, ResourceState>();
 

@@ -3,7 +3,7 @@
 // run with those identities' own ServiceAccount tokens — so dev refuses what production refuses
 // (a write in a namespace not served, a child another controls, a read it was not granted) and
 // shows it the way production shows it, before anything is deployed.
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CoreV1Api, KubernetesObjectApi, PatchStrategy, loadYaml, type KubeConfig, type KubernetesObject } from "@kubernetes/client-node";
@@ -17,6 +17,7 @@ import { admissionPolicyOf, servedNamespacesPolicyOf } from "../deploy/admission
 import { functionIdentity, functionRbacOf, operatorName } from "../deploy/rbac.ts";
 import type { Operator } from "../core/operator.ts";
 import { SetupError } from "../emulator/errors.ts";
+import type { Reaper } from "../emulator/reaper.ts";
 
 export const DEV_FUNCTIONS_NAMESPACE = "crdfn-functions";
 export const DEV_BRIDGE_NAMESPACE = "crdfn-system";
@@ -28,6 +29,14 @@ export interface DevIdentityOptions {
   namespaces: readonly string[];
   /** Names the bridge's identity (crdfn-bridge-<project>). */
   project: string;
+  /**
+   * Where the tokens are written: a folder `tokens-*` made (owner-only) in the state directory
+   * (`crdfn dev`: `.crdfn`), removed at stop and, after a SIGKILL, by `reaper`. Default: the
+   * system's temporary folder (tests and benchmarks, which have no state directory).
+   */
+  stateDir?: string;
+  /** Removes the tokens' folder when this process dies without stopping (emulator/reaper.mjs). */
+  reaper?: Reaper;
   log?: (line: string) => void;
   clock?: () => Date;
 }
@@ -45,9 +54,16 @@ export interface DevIdentities {
   stop(): void;
 }
 
-/** Tokens live an hour and are replaced every 20 minutes; the runtimes re-read their files. */
-const TOKEN_SECONDS = 3600;
-const REFRESH_MS = 20 * 60_000;
+/**
+ * Tokens live as short as the API server allows (a TokenRequest's expirationSeconds is at least
+ * 600), so one left behind is soon worthless. Each is replaced once it is half-way through its
+ * life; the check runs every 30 s, and every 5 s while a renewal fails (the API server down). The runtimes re-read their token files every minute
+ * (clients/kube-connection.ts).
+ */
+export const TOKEN_SECONDS = 600;
+const REFRESH_AFTER_MS = (TOKEN_SECONDS / 2) * 1000;
+const CHECK_MS = 30_000;
+const RETRY_MS = 5_000;
 
 type Manifest = Record<string, unknown> & { kind: string; metadata: { name: string; namespace?: string } };
 
@@ -78,24 +94,59 @@ export async function applyDevIdentities(o: DevIdentityOptions): Promise<DevIden
   }
   const cluster = o.kubeConfig.getCurrentCluster();
   if (!cluster) throw new SetupError("the kubeconfig has no current cluster");
-  const dir = mkdtempSync(join(tmpdir(), "crdfn-identities-"));
+  await untilPoliciesAreInForce(o);
+  const stateDir = o.stateDir ?? tmpdir();
+  mkdirSync(stateDir, { recursive: true });
+  const dir = mkdtempSync(join(stateDir, "tokens-"));
+  o.reaper?.trackDir(dir);
   const core = o.kubeConfig.makeApiClient(CoreV1Api);
   const accounts = [...o.operators.map((op) => ({ name: functionIdentity(op, DEV_FUNCTIONS_NAMESPACE).serviceAccount, namespace: DEV_FUNCTIONS_NAMESPACE })), { name: bridgeName({ project: o.project }), namespace: DEV_BRIDGE_NAMESPACE }];
   const fileOf = (name: string) => join(dir, `${name}.token`);
+  const issued = new Map<string, number>();
   const refresh = async (): Promise<void> => {
     for (const a of accounts) {
+      if (clock().getTime() - (issued.get(a.name) ?? -Infinity) < REFRESH_AFTER_MS) continue;
       const t = await core.createNamespacedServiceAccountToken({ name: a.name, namespace: a.namespace, body: { spec: { audiences: [], expirationSeconds: TOKEN_SECONDS } } });
       writeFileSync(fileOf(a.name), t.status?.token ?? "", { mode: 0o600 });
+      issued.set(a.name, clock().getTime());
     }
   };
-  await refresh();
-  const timer = setInterval(() => void refresh().catch((e: unknown) => o.log?.(`! could not refresh the dev identities' tokens: ${(e as Error).message}`)), REFRESH_MS);
-  timer.unref();
+  try {
+    await refresh();
+  } catch (e) {
+    rmSync(dir, { recursive: true, force: true });
+    throw e;
+  }
+  // While renewals fail (the API server down or restarting), they are retried every few seconds,
+  // so a token is renewed in the first moment the server answers again, long before it expires.
+  let warned = false;
+  let timer: NodeJS.Timeout;
+  let stopped = false;
+  const schedule = (ms: number): void => {
+    if (stopped) return;
+    timer = setTimeout(() => {
+      // A request that never answers (a server killed mid-request) must not end the renewals.
+      const gaveUp = new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`no answer within ${RETRY_MS * 4 / 1000} s`)), RETRY_MS * 4).unref());
+      Promise.race([refresh(), gaveUp]).then(
+        () => {
+          warned = false;
+          schedule(CHECK_MS);
+        },
+        (e: unknown) => {
+          if (stopped) return;
+          if (!warned) o.log?.(`! could not renew the dev identities' tokens (retrying every ${RETRY_MS / 1000} s; they expire ${TOKEN_SECONDS} s after issue): ${(e as Error).message.split("\n")[0]}`);
+          warned = true;
+          schedule(RETRY_MS);
+        },
+      );
+    }, ms);
+    timer.unref();
+  };
+  schedule(CHECK_MS);
   const ca: Record<string, string> = cluster.caData !== undefined ? { CRDFN_KUBE_CA_DATA: cluster.caData } : cluster.caFile !== undefined ? { CRDFN_KUBE_CA_FILE: cluster.caFile } : {};
   const caFile = cluster.caFile ?? (cluster.caData !== undefined ? join(dir, "ca.crt") : undefined);
-  if (cluster.caData !== undefined) writeFileSync(join(dir, "ca.crt"), Buffer.from(cluster.caData, "base64"));
+  if (cluster.caData !== undefined) writeFileSync(join(dir, "ca.crt"), Buffer.from(cluster.caData, "base64"), { mode: 0o600 });
   const connectionOf = (serviceAccount: string) => serverConnection({ server: cluster.server, caFile, token: tokenFromFile(fileOf(serviceAccount), clock) });
-  await untilPoliciesAreInForce(o);
   o.log?.(`identities as deployed: ${o.operators.map((op) => `crdfn-${operatorName(op)}`).join(", ")} and ${bridgeName({ project: o.project })}, serving ${o.namespaces.join(", ")}`);
   const bridgeAccount = bridgeName({ project: o.project });
   return {
@@ -109,7 +160,8 @@ export async function applyDevIdentities(o: DevIdentityOptions): Promise<DevIden
     bridgeConnection: connectionOf(bridgeAccount),
     bridgeEnv: { CRDFN_KUBE_SERVER: cluster.server, ...(caFile ? { CRDFN_KUBE_CA_FILE: caFile } : {}), CRDFN_KUBE_TOKEN_FILE: fileOf(bridgeAccount), CRDFN_NAMESPACES: o.namespaces.join(",") },
     stop() {
-      clearInterval(timer);
+      stopped = true;
+      clearTimeout(timer);
       rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -12,6 +12,7 @@ import type { Operator } from "../core/operator.ts";
 import { checkDistinct, exampleSamples, loadOperatorWithInputs, operatorFiles } from "./operators.ts";
 import { startPipeline, type ReconcileRecord } from "./pipeline.ts";
 import { devEventKey } from "./event-key.ts";
+import { devProject } from "./dev-project.ts";
 import { untilSignal } from "./signals.ts";
 import { watchOperators } from "./watch.ts";
 
@@ -67,6 +68,7 @@ interface DevOptions {
   logLevel: string;
   identities: boolean;
   namespace?: string[];
+  project?: string;
   target: string;
 }
 
@@ -105,6 +107,7 @@ export function devCommand(): Command {
     .option("--kind", `run against the kind cluster "${KIND_CLUSTER}" (needs Docker and kind; see infra/kind/)`)
     .option("--watch", "reload an operator when its file (or one it imports) changes, without restarting anything else")
     .option("--namespace <ns...>", "the namespaces the operators serve, as namespaces: in crdfn.deploy.yaml (default: default)")
+    .option("--project <name>", "names the dev bridge's identity crdfn-bridge-<name>, so projects in dev on one cluster keep each their own (default: project: in crdfn.deploy.yaml, else package.json's name)")
     .option("--no-identities", "run the functions and the bridge as the kubeconfig's user, not as deployed (their generated identities and admission policies)")
     .option("--target <target>", "where the functions run, as deployed: lambda (SQS FIFO, the poller as Lambda's event source) or cloudrun (Pub/Sub ordering keys, push to functions-framework)", "lambda")
     .option("--log-level <level>", "bridge and function log level (pino JSON on stderr)", "warn")
@@ -121,6 +124,8 @@ export function devCommand(): Command {
       const loaded = await Promise.all(files.map(async (file) => ({ file, ...(await loadOperatorWithInputs(file)) })));
       const operators = loaded.map((l) => l.operator);
       checkDistinct(operators);
+      // Resolved before anything starts: a bad name is refused at once.
+      const project = devProject(process.cwd(), o.project).project;
       const examplesRunning = !o.operator || o.examples === true;
       const t0 = Date.now();
       const say = (line: string) => console.log(line);
@@ -138,7 +143,7 @@ export function devCommand(): Command {
           functionLogLevel: o.logLevel,
           onReconcile: (r) => say(reconcileLine(r)),
           log: say,
-          identities: o.identities ? { namespaces: o.namespace ?? ["default"] } : false,
+          identities: o.identities ? { namespaces: o.namespace ?? ["default"], project, stateDir: o.stateDir } : false,
           eventKey: devEventKey(o.stateDir),
         });
         stopAll.unshift(() => pipeline.stop());

@@ -31,6 +31,8 @@ import { startPoller } from "../functions/adapters/poller.ts";
 import { crdName, crdOf } from "../deploy/crd.ts";
 import { BRIDGE_NODE_OPTIONS, bridgeSettingsOf, watchedResourcesOf } from "../deploy/bridge.ts";
 import { applyDevIdentities, type DevIdentities } from "./dev-identities.ts";
+import { findUnserved, recordUnserved, unservedLine } from "./unserved.ts";
+import { KubeHttp } from "../clients/kube-http.ts";
 import { buildEach, buildFromEnv, type Built } from "../functions/runtime/entry.ts";
 import { givenSqsClient } from "../functions/runtime/sqs-client.ts";
 import { keyEventOf, type QueueMessage } from "../functions/runtime/message.ts";
@@ -104,9 +106,11 @@ export interface PipelineOptions {
   /**
    * Run as deployed (the default): the operators' generated identities and admission policies
    * are applied to the cluster, and the functions and the bridge use those identities' tokens,
-   * serving `namespaces` (default ["default"]). false: everything as the kubeconfig's user.
+   * serving `namespaces` (default ["default"]). The bridge's identity is crdfn-bridge-<project>
+   * (default "dev"): one per project, so two projects in dev on one cluster keep each their own.
+   * Their tokens live in `stateDir` (cli/dev-identities.ts). false: everything as the kubeconfig's user.
    */
-  identities?: false | { namespaces?: readonly string[]; project?: string };
+  identities?: false | { namespaces?: readonly string[]; project?: string; stateDir?: string };
   /** Told the name of every request the poller and the functions make to the queue (the benchmark counts them). */
   onQueueRequest?: (command: string) => void;
 }
@@ -325,10 +329,23 @@ export async function startPipeline(given: PipelineOptions): Promise<Pipeline | 
   const sqs = o.queue ? counted(sqsClient(o.queue), o.onQueueRequest) : undefined;
   // Validated here in either mode, so a bad setting fails before anything is started.
   const bridgeConfig = loadBridgeConfig(bridgeEnv(o), bridgeFile(o, o.operators));
+  // Removes the identities' token folder if this process is killed before its stop (SIGKILL).
+  const tokenReaper = o.identities === false ? undefined : startReaper();
   const ids =
     o.identities === false
       ? undefined
-      : await applyDevIdentities({ kubeConfig: o.cluster.kubeConfig, operators: o.operators, namespaces: servedNamespaces(o), project: o.identities?.project ?? "dev", ...(o.log ? { log: o.log } : {}) });
+      : await applyDevIdentities({
+          kubeConfig: o.cluster.kubeConfig,
+          operators: o.operators,
+          namespaces: servedNamespaces(o),
+          project: o.identities?.project ?? "dev",
+          ...(o.identities?.stateDir ? { stateDir: o.identities.stateDir } : {}),
+          ...(tokenReaper ? { reaper: tokenReaper } : {}),
+          ...(o.log ? { log: o.log } : {}),
+        }).catch(async (e: unknown) => {
+          await tokenReaper?.release();
+          throw e;
+        });
 
   // The functions serve exactly the cluster the bridge names in its events.
   const functionEnv = { ...process.env, ...processEnv(o), LOG_LEVEL: o.functionLogLevel ?? "warn", CRDFN_KUBE_AUTH: "kubeconfig", CRDFN_CLUSTER: bridgeConfig.cluster };
@@ -356,6 +373,7 @@ export async function startPipeline(given: PipelineOptions): Promise<Pipeline | 
     for (const built of [...retired, ...functions]) built.sqs.destroy();
     sqs?.destroy();
     ids?.stop();
+    await tokenReaper?.release();
   };
 
   if (o.bridgeProcess) {
@@ -363,6 +381,7 @@ export async function startPipeline(given: PipelineOptions): Promise<Pipeline | 
       await stopFunctions();
       throw e;
     });
+    await reportUnserved(o);
     return {
       bridgeProcess: { pid: bridgeProcess.pid, httpPort: bridgeProcess.httpPort, logFile: bridgeProcess.logFile },
       async stop() {
@@ -380,6 +399,7 @@ export async function startPipeline(given: PipelineOptions): Promise<Pipeline | 
     ...(ids ? { credentialSource: "the dev bridge identity's ServiceAccount token" } : {}),
   });
   await bridge.ready;
+  await reportUnserved(o);
   return {
     bridge,
     async reload(next) {
@@ -405,6 +425,25 @@ export async function startPipeline(given: PipelineOptions): Promise<Pipeline | 
       await stopFunctions();
     },
   };
+}
+
+/**
+ * Says which objects of the operators' kinds sit in namespaces not served (cli/unserved.ts): a
+ * line each and a NamespaceNotServed Event on each, as the kubeconfig's user (the bridge's
+ * identity cannot look outside its namespaces). Looking is best effort: a failure is one line.
+ */
+async function reportUnserved(o: PipelineOptions): Promise<void> {
+  const served = servedNamespaces(o);
+  if (served.length === 0) return;
+  const http = new KubeHttp({ connection: o.cluster.kubeConfig });
+  try {
+    for (const u of await findUnserved(http, o.operators, served)) {
+      o.log?.(unservedLine(u, served));
+      await recordUnserved(http, u, served, new Date());
+    }
+  } catch (e) {
+    o.log?.(`! could not look for ${o.operators.map((op) => op.resource.kind).join(", ")} objects in namespaces not served: ${(e as Error).message.split("\n")[0]}`);
+  }
 }
 
 /** AWS's target: the poller, as Lambda's SQS event source, on the one local FIFO queue. */

@@ -13,6 +13,8 @@ import { adminTarget, kubeFailure, onPubSub, onQueue, type AdminTarget } from ".
 import { describeLetter, describeMessage } from "./dlq.ts";
 import { pubSubAdmin } from "./pubsub-admin.ts";
 import { selectOperators } from "./operators.ts";
+import { unservedReport } from "./unserved.ts";
+import { KubeHttp } from "../clients/kube-http.ts";
 
 interface Depth {
   visible: number;
@@ -168,5 +170,6 @@ export function statusCommand(): Command {
       const operators = o.operator?.length || !t.operators ? await selectOperators(o.operator, false) : t.operators;
       const rows = await outcomes(kc, t.kubeconfig, operators, o.limit);
       console.log(`Latest reconcile outcomes (from each object's Ready condition)\n${table(rows.map(({ object, ready, reason, synced, since }) => ({ object, ready, reason, synced, since })))}`);
+      console.log(await unservedReport(new KubeHttp({ connection: kc }), operators));
     });
 }

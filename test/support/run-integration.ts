@@ -17,7 +17,7 @@ import { LANES } from "./shared-servers.ts";
 import slowestReporter from "./slowest-reporter.ts";
 
 /** The longest files of a run, longest first (seconds on 2 cores, nothing beside: 60–100). */
-const LONGEST_FIRST = ["package-install", "bridge-start-work", "stale-snapshots", "api-server-hang", "diff-replay", "one-reconcile-per-object", "event-auth", "deploy-lint", "harness-lifecycle", "bridge-failover", "functions-outage", "bridge-outage", "queue-dev", "bridge-restart", "cloudrun-pipeline", "multi-cluster", "cli-dev", "cli-dev-existing"];
+const LONGEST_FIRST = ["package-install", "bridge-start-work", "stale-snapshots", "api-server-hang", "diff-replay", "dev-projects", "one-reconcile-per-object", "event-auth", "deploy-lint", "harness-lifecycle", "bridge-failover", "functions-outage", "bridge-outage", "queue-dev", "bridge-restart", "cloudrun-pipeline", "multi-cluster", "cli-dev", "cli-dev-existing"];
 
 const rank = (file: string): number => {
   const i = LONGEST_FIRST.indexOf(basename(file, ".test.ts"));
