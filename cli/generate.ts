@@ -151,7 +151,7 @@ export async function generate(operatorFiles: string[], flags: GenerateFlags, cw
   else refuseDroppedVersions(ops, join(outDir, "crds"), join(relative(cwd, outDir) || ".", "crds"));
   return {
     outDir,
-    files: deployFiles(operators, settings, stored),
+    files: deployFiles(operators, settings, stored, base),
     settings,
     ...(settingsFile ? { settingsFile: { path: settingsFile, found: !flags.settings } } : {}),
     notes: keptNotes(ops, stored),

@@ -35,8 +35,12 @@ const kustomization = (resources: string[], component?: string): Record<string, 
   resources,
 });
 
-/** `storedVersions`: by CRD name, the versions the cluster still stores objects as (kept in the CRDs, unserved). */
-export function deployFiles(operators: ReadonlyArray<GeneratedOperator>, s: DeploySettings, storedVersions: ReadonlyMap<string, readonly string[]> = new Map()): Map<string, string> {
+/**
+ * `storedVersions`: by CRD name, the versions the cluster still stores objects as (kept in the
+ * CRDs, unserved). `base`: the settings file's folder (absolute), which `out` and `gcp.source` are
+ * relative to; Terraform's source folder is found from it (target cloudrun only).
+ */
+export function deployFiles(operators: ReadonlyArray<GeneratedOperator>, s: DeploySettings, storedVersions: ReadonlyMap<string, readonly string[]> = new Map(), base?: string): Map<string, string> {
   if (operators.length === 0) throw new Error("no operator to generate for");
   const ops = operators.map((o) => o.operator);
   // Every grant is a Role in the served namespaces: a ClusterRole would let an identity read
@@ -87,8 +91,9 @@ export function deployFiles(operators: ReadonlyArray<GeneratedOperator>, s: Depl
     yaml([kustomization([...[...crds.keys()].map((f) => `crds/${f}`), "bridge", "functions"])], "# Everything crdfn puts into the cluster, in one apply: kubectl apply --server-side -k <this folder>\n"),
   );
   if (s.target === "cloudrun") {
+    if (base === undefined) throw new Error("deployFiles: target cloudrun needs the settings folder (base) to find the source folder");
     const gcpOps = operators.map((o) => ({ operator: o.operator, entryPoint: o.entryPoint ?? operatorName(o.operator) }));
-    files.set(`${GCP_DIR}/main.tf.json`, `${JSON.stringify({ "//": HEADER.slice(2).trim(), ...terraformOf(gcpOps, s) }, null, 2)}\n`);
+    files.set(`${GCP_DIR}/main.tf.json`, `${JSON.stringify({ "//": HEADER.slice(2).trim(), ...terraformOf(gcpOps, s, base) }, null, 2)}\n`);
     files.set(`${GCP_DIR}/README.md`, gcpReadme(gcpOps, s));
     return files;
   }
