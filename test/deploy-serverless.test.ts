@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { inflateRawSync } from "node:zlib";
+import { parse } from "yaml";
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import cronTab from "../examples/crontab/operator.ts";
@@ -203,6 +204,14 @@ describe("serverless package (offline)", { timeout: 300_000 }, () => {
         assert.deepEqual([...(granted.get(action) ?? [])], [`arn:\${AWS::Partition}:logs:\${AWS::Region}:\${AWS::AccountId}:log-group:/aws/lambda/crdfn-test-${name}:*`]);
       }
     }
+  });
+
+  it("names in the generated functions/README.md the ARN of the role each function has (account and region from the settings)", () => {
+    const readme = readFileSync(join(root, "infra", "generated", "functions", "README.md"), "utf8");
+    const written = [...readme.matchAll(/--principal-arn (\S+)/g)].map((m) => m[1]!.replace("<stage>", "test"));
+    const account = /\/(\d{12})$/.exec((parse(readFileSync(join(root, "crdfn.deploy.yaml"), "utf8")) as { queues: { urlBase: string } }).queues.urlBase)![1];
+    const roles = names.map((name) => `arn:aws:iam::${account}:role/${resources[getAttTarget(functionOf(name).fn.Role)]!.Properties.RoleName as string}`);
+    assert.deepEqual(written, roles);
   });
 
   it("wires the cluster endpoint, credential source and cluster id into exactly the settings the runtime reads", () => {
