@@ -158,6 +158,16 @@ export async function generate(operatorFiles: string[], flags: GenerateFlags, cw
   };
 }
 
+/**
+ * The served namespaces are the user's: generate writes only crdfn's own (the bridge's and the
+ * functions'), since `kubectl delete -k` deletes what the kustomization lists, and a served
+ * namespace holds the user's objects. Said after every write, as the apply would fail without them.
+ */
+export function servedNamespacesLine(s: Pick<DeploySettings, "namespaces">): string | undefined {
+  if (s.namespaces.length === 0) return undefined;
+  return `the served namespaces (${s.namespaces.join(", ")}) must exist before kubectl apply -k: crdfn does not write them, as kubectl delete -k would delete them and everything in them`;
+}
+
 /** Writes the generated files under their output folder. */
 export function writeGenerated(g: Pick<Generated, "outDir" | "files">): void {
   for (const [file, text] of g.files) {
@@ -194,7 +204,7 @@ export function generateCommand(): Command {
     .option("--project <name>", "this project's name: its bridge is crdfn-bridge-<name>, so projects sharing a cluster keep theirs (required)")
     .option("--out <dir>", "output folder (default: the settings' out, else ./deploy)")
     .option("--cluster <name>", "the cluster name the bridge puts in every event (required)")
-    .option("--namespace <ns>", "a namespace the operators serve (repeatable or comma-separated); each identity's grants are Roles there", collect)
+    .option("--namespace <ns>", "a namespace the operators serve (repeatable or comma-separated); each identity's grants are Roles there; it must exist (crdfn never writes it)", collect)
     .option("--functions-namespace <ns>", "where the functions' ServiceAccounts live (default crdfn-functions)")
     .option("--bridge-image <ref>", "the bridge's container image, built from node_modules/crdfn/infra/bridge/Dockerfile (required)")
     .option("--queue-prefix <prefix>", "queue names are <prefix><operator>.fifo and <prefix><operator>-dlq.fifo (default crdfn-<project>-)")
@@ -215,7 +225,7 @@ ${DEFAULT_SETTINGS} (crdfn init writes one):
   operators: [{ module: src/operator.ts, handler: src/lambda.handler }]
   out: deploy
   cluster: prod                 # the name in every event (your EKS cluster's, say)
-  namespaces: [shop]            # [] = all namespaces
+  namespaces: [shop]            # served (required once a kind is namespaced); they must exist: crdfn never writes them
   bridge: { image: 123456789012.dkr.ecr.eu-west-1.amazonaws.com/shop-bridge:0.1.0 }
   queues: { urlBase: https://sqs.eu-west-1.amazonaws.com/123456789012 }   # prefix: crdfn-<project>-
   # or, for Cloud Run functions (writes <out>/gcp/main.tf.json instead of the Serverless resources):
@@ -250,6 +260,8 @@ Examples:
         return;
       }
       writeGenerated(g);
+      const served = servedNamespacesLine(g.settings);
+      if (served) console.error(`crdfn: ${served}`);
       if (g.settings.target === "cloudrun") console.log(`wrote ${g.files.size} files into ${where}/ — GCP: cd ${where}/gcp && terraform init && terraform apply; then kubectl apply --server-side -k ${where}`);
       else console.log(`wrote ${g.files.size} files into ${where}/ — apply: kubectl apply --server-side -k ${where}; serverless.yml: functions: \${file(./${where}/serverless/functions.yml)}, resources: \${file(./${where}/serverless/resources.yml)}`);
     });

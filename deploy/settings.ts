@@ -87,6 +87,24 @@ const rawSchema = z.strictObject({
     .default({ source: ".", runtime: "nodejs22", maxInstances: 10 }),
 });
 
+/**
+ * Every key the settings file takes, as dotted paths (`gcp.gkeLocation`, `operators[].module`),
+ * read from the schema itself: docs/configuration.md documents each (test/docs.test.ts).
+ */
+export function deploySettingKeys(): string[] {
+  const keys: string[] = [];
+  const walk = (t: z.ZodType, path: string): void => {
+    const def = (t as unknown as { def: { type: string; innerType?: z.ZodType; out?: z.ZodType; element?: z.ZodType } }).def;
+    if (def.type === "default" || def.type === "optional") return walk(def.innerType!, path);
+    if (def.type === "pipe") return walk(def.out!, path);
+    if (def.type === "array" && def.element && (def.element as unknown as { def: { type: string } }).def.type === "object") return walk(def.element, `${path}[]`);
+    if (def.type !== "object") return void keys.push(path);
+    for (const [k, v] of Object.entries((t as z.ZodObject).shape)) walk(v as z.ZodType, path ? `${path}.${k}` : k);
+  };
+  walk(rawSchema, "");
+  return keys;
+}
+
 interface CommonDeploySettings {
   project: string;
   operators: Array<{ module: string; handler?: string | undefined; function?: string | undefined }>;
