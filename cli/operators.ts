@@ -1,7 +1,9 @@
 // Loading operators: a module whose default export is defineOperator(...), written by a user
 // (any folder, TypeScript or JavaScript) or shipped as an example in this checkout.
-import { existsSync, readdirSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { parse } from "yaml";
+import { parseSettingsOperators } from "../deploy/settings.ts";
 import type { Operator } from "../core/operator.ts";
 import { SetupError } from "../emulator/errors.ts";
 import { packageRoot } from "../emulator/paths.ts";
@@ -73,4 +75,20 @@ export async function selectOperators(files: string[] | undefined, withExamples:
   const all = await Promise.all(operatorFiles(files, withExamples).map(loadOperator));
   checkDistinct(all);
   return all;
+}
+
+/**
+ * The operator modules a project's deploy settings list (`operators[].module`, relative to the
+ * file), as `crdfn generate` reads them; none when the file is absent or lists none. Only the list
+ * is read: the values crdfn cannot know may still be empty, as `crdfn init` leaves them.
+ */
+export function settingsOperatorFiles(file: string): string[] {
+  if (!existsSync(file)) return [];
+  let raw: unknown;
+  try {
+    raw = parse(readFileSync(file, "utf8"));
+  } catch (e) {
+    throw new SetupError(`${file}: not YAML: ${(e as Error).message.split("\n")[0]}`);
+  }
+  return parseSettingsOperators(raw, file).map((o) => resolve(dirname(file), o.module));
 }

@@ -212,6 +212,11 @@ function gcpOf(r: z.output<typeof rawSchema>, source: string): GcpSettings {
   return { project: g.project!, region: g.region!, gkeCluster: g.gkeCluster!, gkeLocation: g.gkeLocation ?? g.region!, prefix, source: g.source, runtime: g.runtime, maxInstances: g.maxInstances };
 }
 
+/** Only the operator list (what `crdfn status` in a project needs), with no value crdfn cannot know required. */
+export function parseSettingsOperators(input: unknown, source: string): DeploySettings["operators"] {
+  return parseRaw(input, source).operators;
+}
+
 /** Only what locating the operators' queues needs (their modules, the project or prefix, the URL base), or on Cloud Run their topics. */
 export function parseQueueSettings(input: unknown, source: string): { operators: DeploySettings["operators"]; queues: QueueSettings; target: "lambda" } | { operators: DeploySettings["operators"]; target: "cloudrun"; pubsub: { project: string; prefix: string } } {
   const r = parseRaw(input, source);
