@@ -43,11 +43,23 @@ export function exampleFiles(): string[] {
     .sort();
 }
 
-/** Sample objects of the examples (`examples/<name>/sample.yaml`). */
-export function exampleSamples(): string[] {
-  return exampleFiles()
+/** Sample objects of the examples (`examples/<name>/sample.yaml`); of those `files` names when given. */
+export function exampleSamples(files: readonly string[] = exampleFiles()): string[] {
+  return files
+    .filter((f) => exampleFiles().includes(f))
     .map((f) => join(f, "..", "sample.yaml"))
     .filter((f) => existsSync(f));
+}
+
+/**
+ * Why an example cannot run on a dev target, if it cannot: one that calls AWS in its effects
+ * (`cloud.aws`: the Queue example makes SQS queues) has no AWS on the Cloud Run target, which
+ * runs the Pub/Sub emulator and no SQS, and would retry "Region is missing" for minutes.
+ * Only the examples are left out: an operator the user names runs, and says what it lacks itself.
+ */
+export function exampleLeftOut(operator: Operator<unknown>, target: string): string | undefined {
+  if (target !== "cloudrun" || (operator.cloud?.aws?.length ?? 0) === 0) return undefined;
+  return `${operator.resource.kind} example left out: its effects call AWS (cloud.aws), and the Cloud Run target runs no SQS`;
 }
 
 /** The operator modules a command runs: the given files, else (or also) the examples of this checkout. */
