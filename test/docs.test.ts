@@ -105,7 +105,7 @@ describe("the README's and docs' code", () => {
         const line = raw.replace(/#.*$/, "").trim();
         const npm = /^npm (?:run )?([\w:-]+)/.exec(line);
         if (npm && npm[1] !== "install") assert.ok(scripts.has(npm[1]!), `${where(b)}: npm script "${npm[1]}" does not exist`);
-        const m = /^(?:npx )?crdfn\s+(.*)$/.exec(line);
+        const m = /^(?:npx (?:--yes )?(?:--package \S+ )?)?crdfn\s+(.*)$/.exec(line);
         if (!m) continue;
         commands++;
         const words = m[1]!.split(/\s+/);
