@@ -218,6 +218,17 @@ describe("crdfn generate for Cloud Run functions (offline)", { timeout: 240_000 
     assert.ok(((tf.data.archive_file!.source as Json).excludes as string[]).includes("deploy"), "the deploy files stay out of the functions' source");
   });
 
+  it("says when the uploaded source depends on a local crdfn (file:), which Cloud Build cannot install", async () => {
+    writeFileSync(join(dir, "package.json"), JSON.stringify({ name: "shop", type: "module", main: "http.ts", dependencies: { crdfn: "file:../crdfn-0.1.0.tgz", zod: "^4.0.0" } }));
+    try {
+      const local = await generate([], { settings: "crdfn.deploy.yaml" }, dir);
+      assert.deepEqual(local.notes, ["package.json: dependency crdfn is file:../crdfn-0.1.0.tgz, which Cloud Build cannot install from the upload: depend on a published version before terraform apply"]);
+    } finally {
+      writeFileSync(join(dir, "package.json"), JSON.stringify({ name: "shop", type: "module", main: "http.ts" }));
+    }
+    assert.deepEqual(g.notes, [], "a registry dependency (or none) is no note");
+  });
+
   it("finds the project as the source wherever out is: outside the project, or absolute", async () => {
     const elsewhere = mkdtempSync(join(tmpdir(), "crdfn-gcp-out-"));
     try {
