@@ -9,7 +9,7 @@ import { defaultKubeconfig, existingTarget, kindKubeconfig, KIND_CLUSTER, KIND_C
 import { LOCAL_PUBSUB_PREFIX } from "./local-cloud-run.ts";
 import { operatorName } from "../deploy/rbac.ts";
 import type { Operator } from "../core/operator.ts";
-import { checkDistinct, exampleSamples, loadOperatorWithInputs, operatorFiles } from "./operators.ts";
+import { checkDistinct, exampleFiles, exampleLeftOut, exampleSamples, loadOperatorWithInputs, operatorFiles } from "./operators.ts";
 import { startPipeline, type ReconcileRecord } from "./pipeline.ts";
 import { devEventKey } from "./event-key.ts";
 import { devProject } from "./dev-project.ts";
@@ -120,15 +120,20 @@ export function devCommand(): Command {
     .action(async (o: DevOptions) => {
       refuseClusterRegistry();
       if (!TARGETS.includes(o.target as FunctionTarget)) throw new SetupError(`--target ${o.target}: must be ${TARGETS.join(" or ")}`);
-      const files = operatorFiles(o.operator, o.examples === true);
-      const loaded = await Promise.all(files.map(async (file) => ({ file, ...(await loadOperatorWithInputs(file)) })));
+      const say = (line: string) => console.log(line);
+      const examples = exampleFiles();
+      const loaded = (await Promise.all(operatorFiles(o.operator, o.examples === true).map(async (file) => ({ file, ...(await loadOperatorWithInputs(file)) })))).filter((l) => {
+        const why = examples.includes(l.file) ? exampleLeftOut(l.operator, o.target) : undefined;
+        if (why) say(why);
+        return why === undefined;
+      });
+      const files = loaded.map((l) => l.file);
       const operators = loaded.map((l) => l.operator);
       checkDistinct(operators);
       // Resolved before anything starts: a bad name is refused at once.
       const project = devProject(process.cwd(), o.project).project;
       const examplesRunning = !o.operator || o.examples === true;
       const t0 = Date.now();
-      const say = (line: string) => console.log(line);
       const cloudRun = o.target === "cloudrun";
       const env = await target(o, say, cloudRun ? pubSubTarget(operators) : undefined);
       const stopAll: Array<() => Promise<void>> = [() => env.stop()];
@@ -157,7 +162,7 @@ export function devCommand(): Command {
         if (o.watch) say(`  watching ${files.length} operator module(s) for changes`);
         say(env.ownsCluster ? `  Ctrl-C stops everything.` : `  Ctrl-C stops crdfn dev; the cluster and its objects stay.`);
         // An existing cluster gets nothing but the CRDs and what --apply names.
-        const toApply = [...(o.samples && examplesRunning && env.ownsCluster ? exampleSamples() : []), ...(o.apply ?? [])];
+        const toApply = [...(o.samples && examplesRunning && env.ownsCluster ? exampleSamples(files) : []), ...(o.apply ?? [])];
         if (toApply.length > 0) {
           const applied = await applyFiles(KubernetesObjectApi.makeApiClient(env.cluster.kubeConfig), toApply);
           say(`applied: ${applied.join(", ")}`);

@@ -14,7 +14,8 @@ import { APPLIED_HASH_ANNOTATION } from "../core/event.ts";
 import { SetupError } from "../emulator/errors.ts";
 import { fieldChanges, formatChange, type FieldChange } from "./field-diff.ts";
 import { listTargets, reconcileLocally, type LocalRun, type RecordedWrite } from "./local-reconcile.ts";
-import { selectOperators } from "./operators.ts";
+import { projectOperators, selectOperators } from "./operators.ts";
+import { DEFAULT_SETTINGS } from "./generate.ts";
 import { adminEnv } from "./settings.ts";
 
 export interface ChildChange {
@@ -176,7 +177,7 @@ export function diffCommand(): Command {
   return new Command("diff")
     .description("show what your operator's code on disk would change across the live objects (server-side dry run: writes nothing, never runs effects)")
     .argument("[target]", "a kind (Kind, plural or singular) or kind/name; default every object of every operator")
-    .option("--operator <file...>", "your operator module(s) (default: the examples of this checkout)")
+    .option("--operator <file...>", "your operator module(s) (default: those ./crdfn.deploy.yaml lists, else this checkout's examples)")
     .option("-n, --namespace <ns>", "only this namespace (default: all the operator's objects)")
     .option("--kubeconfig <file>", "kubeconfig (default: KUBECONFIG, .crdfn/env, ~/.kube/config)")
     .option("--context <name>", "kubeconfig context")
@@ -197,7 +198,7 @@ export function diffCommand(): Command {
       const [kind, name] = target === undefined ? [] : target.split("/", 2);
       const env = adminEnv(opts.stateDir);
       const { kubeConfig } = loadKubeconfig(opts.kubeconfig ?? env.KUBECONFIG, opts.context, env);
-      const operators = await selectOperators(opts.operator, false);
+      const operators = opts.operator?.length ? await selectOperators(opts.operator, false) : await projectOperators(DEFAULT_SETTINGS);
       const started = Date.now();
       const diffs = await diffObjects({
         operators,

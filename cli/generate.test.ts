@@ -14,7 +14,7 @@ import { deployFiles } from "../deploy/files.ts";
 import { defineOperator } from "../core/operator.ts";
 import { SetupError } from "../emulator/errors.ts";
 import { z } from "zod";
-import { generate, staleFiles } from "./generate.ts";
+import { generate, servedNamespacesLine, staleFiles } from "./generate.ts";
 
 const root = join(import.meta.dirname, "..");
 const docs = (text: string) => parseAllDocuments(text).map((d) => d.toJS() as { kind: string; metadata: { name: string; namespace?: string }; rules?: unknown });
@@ -113,6 +113,15 @@ describe("crdfn generate", () => {
     assert.ok(toys.includes("Deployment crdfn-system/crdfn-bridge-toys") && toys.includes("ConfigMap crdfn-system/crdfn-bridge-toys"), toys.join("\n"));
     const [deployment] = docs(deployFiles([{ operator: gadget, handler: "lambda.handler" }], settingsOf({ project: "toys" })).get("bridge/deployment.yaml")!) as unknown as Array<{ spec: { selector: unknown } }>;
     assert.deepEqual(deployment!.spec.selector, { matchLabels: { "app.kubernetes.io/name": "crdfn-bridge", "app.kubernetes.io/instance": "toys" } });
+  });
+
+  it("writes no served Namespace (kubectl delete -k would delete it and the user's objects in it) and says each must exist", () => {
+    const s = settingsOf({ namespaces: ["shop", "toys"] });
+    const files = deployFiles([{ operator: widget, handler: "lambda.handler" }], s);
+    const namespaces = [...files].filter(([f]) => f.endsWith(".yaml")).flatMap(([, text]) => docs(text)).filter((o) => o.kind === "Namespace").map((o) => o.metadata.name);
+    assert.deepEqual(namespaces.sort(), ["crdfn-functions", "crdfn-system"], "only crdfn's own namespaces");
+    assert.match(servedNamespacesLine(s)!, /^the served namespaces \(shop, toys\) must exist before kubectl apply -k: crdfn does not write them/);
+    assert.equal(servedNamespacesLine(settingsOf({ namespaces: [] })), undefined);
   });
 
   it("generates per operator one FIFO event queue and its DLQ, no requeue queue; the bridge's role sends to exactly those queues", () => {

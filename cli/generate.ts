@@ -58,18 +58,23 @@ const FLAG_OF: Record<Unknowable, string> = {
  * Cloud Run builds each function from the source folder: its package.json `main` is the module
  * functions-framework loads, which must register every operator's function.
  */
-function refuseMissingMain(base: string, source: string, shown: (file: string) => string): void {
+function refuseMissingMain(base: string, source: string, shown: (file: string) => string): string[] {
   const dir = resolve(base, source);
   const pkg = join(dir, "package.json");
   if (!existsSync(pkg)) throw new SetupError(`gcp.source: no package.json in ${shown(dir)}: the functions' source folder is a Node project whose main registers each operator's function`);
-  let main: unknown;
+  let manifest: { main?: unknown; dependencies?: Record<string, unknown> };
   try {
-    main = (JSON.parse(readFileSync(pkg, "utf8")) as { main?: unknown }).main;
+    manifest = JSON.parse(readFileSync(pkg, "utf8")) as typeof manifest;
   } catch (e) {
     throw new SetupError(`${shown(pkg)}: not JSON: ${(e as Error).message}`);
   }
+  const main = manifest.main;
   if (typeof main !== "string" || main === "") throw new SetupError(`${shown(pkg)}: set "main" to the module that registers each operator's function (crdfn init's http.ts does: http("<operator>", httpHandler(operator))); Cloud Run loads it`);
   if (!existsSync(join(dir, main))) throw new SetupError(`${shown(pkg)}: main ${main} does not exist`);
+  // Cloud Build installs the uploaded folder's dependencies from the registry: a local one (crdfn
+  // from its tarball, before it is published) is not in the upload, and the build would fail.
+  const local = Object.entries(manifest.dependencies ?? {}).filter(([, spec]) => typeof spec === "string" && /^(file|link):/.test(spec));
+  return local.map(([name, spec]) => `${shown(pkg)}: dependency ${name} is ${String(spec)}, which Cloud Build cannot install from the upload: depend on a published version before terraform apply`);
 }
 
 /** A Lambda handler (`dir/file.export`, relative to serverless.yml) must name a module that exists. */
@@ -143,7 +148,7 @@ export async function generate(operatorFiles: string[], flags: GenerateFlags, cw
     handlers.set(handler, operator.resource.kind);
     operators.push({ operator, handler });
   }
-  if (settings.target === "cloudrun") refuseMissingMain(base, settings.gcp.source, shown);
+  const sourceNotes = settings.target === "cloudrun" ? refuseMissingMain(base, settings.gcp.source, shown) : [];
   const outDir = resolve(base, settings.out);
   const ops = operators.map((o) => o.operator);
   let stored = new Map<string, string[]>();
@@ -151,11 +156,21 @@ export async function generate(operatorFiles: string[], flags: GenerateFlags, cw
   else refuseDroppedVersions(ops, join(outDir, "crds"), join(relative(cwd, outDir) || ".", "crds"));
   return {
     outDir,
-    files: deployFiles(operators, settings, stored),
+    files: deployFiles(operators, settings, stored, base),
     settings,
     ...(settingsFile ? { settingsFile: { path: settingsFile, found: !flags.settings } } : {}),
-    notes: keptNotes(ops, stored),
+    notes: [...keptNotes(ops, stored), ...sourceNotes],
   };
+}
+
+/**
+ * The served namespaces are the user's: generate writes only crdfn's own (the bridge's and the
+ * functions'), since `kubectl delete -k` deletes what the kustomization lists, and a served
+ * namespace holds the user's objects. Said after every write, as the apply would fail without them.
+ */
+export function servedNamespacesLine(s: Pick<DeploySettings, "namespaces">): string | undefined {
+  if (s.namespaces.length === 0) return undefined;
+  return `the served namespaces (${s.namespaces.join(", ")}) must exist before kubectl apply -k: crdfn does not write them, as kubectl delete -k would delete them and everything in them`;
 }
 
 /** Writes the generated files under their output folder. */
@@ -194,7 +209,7 @@ export function generateCommand(): Command {
     .option("--project <name>", "this project's name: its bridge is crdfn-bridge-<name>, so projects sharing a cluster keep theirs (required)")
     .option("--out <dir>", "output folder (default: the settings' out, else ./deploy)")
     .option("--cluster <name>", "the cluster name the bridge puts in every event (required)")
-    .option("--namespace <ns>", "a namespace the operators serve (repeatable or comma-separated); each identity's grants are Roles there", collect)
+    .option("--namespace <ns>", "a namespace the operators serve (repeatable or comma-separated); each identity's grants are Roles there; it must exist (crdfn never writes it)", collect)
     .option("--functions-namespace <ns>", "where the functions' ServiceAccounts live (default crdfn-functions)")
     .option("--bridge-image <ref>", "the bridge's container image, built from node_modules/crdfn/infra/bridge/Dockerfile (required)")
     .option("--queue-prefix <prefix>", "queue names are <prefix><operator>.fifo and <prefix><operator>-dlq.fifo (default crdfn-<project>-)")
@@ -215,7 +230,7 @@ ${DEFAULT_SETTINGS} (crdfn init writes one):
   operators: [{ module: src/operator.ts, handler: src/lambda.handler }]
   out: deploy
   cluster: prod                 # the name in every event (your EKS cluster's, say)
-  namespaces: [shop]            # [] = all namespaces
+  namespaces: [shop]            # served (required once a kind is namespaced); they must exist: crdfn never writes them
   bridge: { image: 123456789012.dkr.ecr.eu-west-1.amazonaws.com/shop-bridge:0.1.0 }
   queues: { urlBase: https://sqs.eu-west-1.amazonaws.com/123456789012 }   # prefix: crdfn-<project>-
   # or, for Cloud Run functions (writes <out>/gcp/main.tf.json instead of the Serverless resources):
@@ -250,6 +265,8 @@ Examples:
         return;
       }
       writeGenerated(g);
+      const served = servedNamespacesLine(g.settings);
+      if (served) console.error(`crdfn: ${served}`);
       if (g.settings.target === "cloudrun") console.log(`wrote ${g.files.size} files into ${where}/ — GCP: cd ${where}/gcp && terraform init && terraform apply; then kubectl apply --server-side -k ${where}`);
       else console.log(`wrote ${g.files.size} files into ${where}/ — apply: kubectl apply --server-side -k ${where}; serverless.yml: functions: \${file(./${where}/serverless/functions.yml)}, resources: \${file(./${where}/serverless/resources.yml)}`);
     });

@@ -54,7 +54,8 @@ function packageJson(n: ProjectNames, v: ProjectVersions): string {
       dev: "crdfn dev --operator operator.ts --apply sample.yaml",
       crd: "crdfn crd operator.ts",
       generate: "crdfn generate",
-      package: "serverless package",
+      // Checks the bundle and the stack offline; its stage's params reach no cluster (serverless.yml).
+      package: "serverless package --stage package",
     },
     dependencies: { crdfn: v.crdfn, zod: v.zod, "@google-cloud/functions-framework": v.functionsFramework },
     devDependencies: { "@types/node": v.typesNode, typescript: v.typescript, serverless: v.serverless, "serverless-esbuild": v.serverlessEsbuild },
@@ -238,6 +239,13 @@ params:
     logLevel: info
     maxConcurrency: 10        # concurrent invocations per queue: protects the API server
     # Required: eksCluster, kubeServer, kubeCaData, eventKeysVersion.
+  # \`npm run package\` (serverless package --stage package) checks the bundle and the stack with no
+  # cluster and no AWS account: these values reach nothing (.invalid). Never deploy this stage.
+  package:
+    eksCluster: not-deployed
+    kubeServer: https://kube-api.not-deployed.invalid
+    kubeCaData: bm90LWRlcGxveWVk
+    eventKeysVersion: not-deployed
 
 custom:
   timeoutSeconds: 30

@@ -1,7 +1,9 @@
 // Loading operators: a module whose default export is defineOperator(...), written by a user
 // (any folder, TypeScript or JavaScript) or shipped as an example in this checkout.
-import { existsSync, readdirSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { parse } from "yaml";
+import { parseSettingsOperators } from "../deploy/settings.ts";
 import type { Operator } from "../core/operator.ts";
 import { SetupError } from "../emulator/errors.ts";
 import { packageRoot } from "../emulator/paths.ts";
@@ -41,11 +43,23 @@ export function exampleFiles(): string[] {
     .sort();
 }
 
-/** Sample objects of the examples (`examples/<name>/sample.yaml`). */
-export function exampleSamples(): string[] {
-  return exampleFiles()
+/** Sample objects of the examples (`examples/<name>/sample.yaml`); of those `files` names when given. */
+export function exampleSamples(files: readonly string[] = exampleFiles()): string[] {
+  return files
+    .filter((f) => exampleFiles().includes(f))
     .map((f) => join(f, "..", "sample.yaml"))
     .filter((f) => existsSync(f));
+}
+
+/**
+ * Why an example cannot run on a dev target, if it cannot: one that calls AWS in its effects
+ * (`cloud.aws`: the Queue example makes SQS queues) has no AWS on the Cloud Run target, which
+ * runs the Pub/Sub emulator and no SQS, and would retry "Region is missing" for minutes.
+ * Only the examples are left out: an operator the user names runs, and says what it lacks itself.
+ */
+export function exampleLeftOut(operator: Operator<unknown>, target: string): string | undefined {
+  if (target !== "cloudrun" || (operator.cloud?.aws?.length ?? 0) === 0) return undefined;
+  return `${operator.resource.kind} example left out: its effects call AWS (cloud.aws), and the Cloud Run target runs no SQS`;
 }
 
 /** The operator modules a command runs: the given files, else (or also) the examples of this checkout. */
@@ -73,4 +87,31 @@ export async function selectOperators(files: string[] | undefined, withExamples:
   const all = await Promise.all(operatorFiles(files, withExamples).map(loadOperator));
   checkDistinct(all);
   return all;
+}
+
+/**
+ * The operator modules a project's deploy settings list (`operators[].module`, relative to the
+ * file), as `crdfn generate` reads them; none when the file is absent or lists none. Only the list
+ * is read: the values crdfn cannot know may still be empty, as `crdfn init` leaves them.
+ */
+export function settingsOperatorFiles(file: string): string[] {
+  if (!existsSync(file)) return [];
+  let raw: unknown;
+  try {
+    raw = parse(readFileSync(file, "utf8"));
+  } catch (e) {
+    throw new SetupError(`${file}: not YAML: ${(e as Error).message.split("\n")[0]}`);
+  }
+  return parseSettingsOperators(raw, file).map((o) => resolve(dirname(file), o.module));
+}
+
+/**
+ * The operators of the project a command runs in: those its deploy settings list (`file`, as
+ * `crdfn generate` reads it; said on stderr), else the examples of this checkout.
+ */
+export async function projectOperators(file: string): Promise<Operator<unknown>[]> {
+  const listed = settingsOperatorFiles(resolve(file));
+  if (listed.length === 0) return selectOperators(undefined, false);
+  console.error(`crdfn: operators from ./${file} (--operator names others)`);
+  return selectOperators(listed, false);
 }

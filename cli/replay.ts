@@ -18,7 +18,8 @@ import { formatDiffs, objectDiff } from "./diff.ts";
 import { holdSqsDeadLetter } from "./dlq.ts";
 import { reconcileLocally, type LocalRun } from "./local-reconcile.ts";
 import { pubSubAdmin } from "./pubsub-admin.ts";
-import { selectOperators } from "./operators.ts";
+import { projectOperators, selectOperators } from "./operators.ts";
+import { DEFAULT_SETTINGS } from "./generate.ts";
 import { adminEnv } from "./settings.ts";
 
 /** A dead letter taken off its queue for the replay; handed back unless the replay removes it. */
@@ -115,7 +116,7 @@ export function replayCommand(): Command {
     .description("rerun one reconcile here, in the foreground (debugger, breakpoints, console.log), from a dead letter or an object")
     .argument("[object]", "kind/name of the object to reconcile (or use --dead-letter)")
     .option("--dead-letter <id>", "the dead letter to replay (its id from crdfn dlq list)")
-    .option("--operator <file...>", "your operator module(s) (default: the deploy settings' or this checkout's examples)")
+    .option("--operator <file...>", "your operator module(s) (default: those the deploy settings list, else this checkout's examples)")
     .option("-n, --namespace <ns>", "the object's namespace", "default")
     .option("--apply", "write as the function would (default: a server-side dry run that writes nothing); a dead letter is removed once its object is reconciled")
     .option("--kubeconfig <file>", "kubeconfig (default: KUBECONFIG, .crdfn/env, ~/.kube/config)")
@@ -135,7 +136,7 @@ export function replayCommand(): Command {
       process.setSourceMapsEnabled(true);
       const env = adminEnv(opts.stateDir);
       const t = opts.deadLetter === undefined ? undefined : await adminTarget({ stateDir: opts.stateDir, ...(opts.settings ? { settings: opts.settings } : {}) });
-      const operators = opts.operator?.length ? await selectOperators(opts.operator, false) : (t?.operators ?? (await selectOperators(undefined, false)));
+      const operators = opts.operator?.length ? await selectOperators(opts.operator, false) : (t?.operators ?? (await projectOperators(DEFAULT_SETTINGS)));
       const letter = t === undefined ? undefined : await holdDeadLetter(t, opts.deadLetter!);
       try {
         const [kind, name] = target?.split("/", 2) ?? [];

@@ -12,7 +12,8 @@ import { SetupError } from "../emulator/errors.ts";
 import { adminTarget, kubeFailure, onPubSub, onQueue, type AdminTarget } from "./admin-target.ts";
 import { describeLetter, describeMessage } from "./dlq.ts";
 import { pubSubAdmin } from "./pubsub-admin.ts";
-import { selectOperators } from "./operators.ts";
+import { projectOperators, selectOperators } from "./operators.ts";
+import { DEFAULT_SETTINGS } from "./generate.ts";
 import { unservedReport } from "./unserved.ts";
 import { KubeHttp } from "../clients/kube-http.ts";
 
@@ -146,13 +147,17 @@ async function queueReport(t: AdminTarget): Promise<void> {
   console.log(`Oldest dead letter\n${oldest.map((l) => `  ${l}`).join("\n")}`);
 }
 
+/**
+ * Without --operator or a deployment's settings: the operators ./crdfn.deploy.yaml lists (a
+ * project `crdfn init` made, while `crdfn dev` runs), saying so, else the examples of a checkout.
+ */
 export function statusCommand(): Command {
   return new Command("status")
     .description("every operator's queue and dead-letter depth, the oldest dead letter, and the latest reconcile outcomes recorded on the objects")
     .option("--state-dir <dir>", "where crdfn dev wrote env", ".crdfn")
     .option("--settings <file>", "a deployment's deploy settings: its operators' queues (AWS credentials from the environment) and KUBECONFIG's cluster")
     .option("--limit <n>", "outcomes to show", (v) => Number(v), 20)
-    .option("--operator <file...>", "your operator module(s) (default: the settings' operators, else the examples of a crdfn checkout)")
+    .option("--operator <file...>", "your operator module(s) (default: the settings' operators, else those ./crdfn.deploy.yaml lists, else the examples of a crdfn checkout)")
     .addHelpText(
       "after",
       "\nExamples:\n  $ crdfn status                         # while crdfn dev runs\n  $ crdfn status --operator operator.ts --limit 5\n  $ crdfn status --settings crdfn.deploy.yaml   # a deployment",
@@ -167,7 +172,7 @@ export function statusCommand(): Command {
       if (!existsSync(t.kubeconfig)) throw new SetupError(`no kubeconfig at ${t.kubeconfig} (set KUBECONFIG)`);
       const kc = new KubeConfig();
       kc.loadFromFile(t.kubeconfig);
-      const operators = o.operator?.length || !t.operators ? await selectOperators(o.operator, false) : t.operators;
+      const operators = o.operator?.length ? await selectOperators(o.operator, false) : (t.operators ?? (await projectOperators(DEFAULT_SETTINGS)));
       const rows = await outcomes(kc, t.kubeconfig, operators, o.limit);
       console.log(`Latest reconcile outcomes (from each object's Ready condition)\n${table(rows.map(({ object, ready, reason, synced, since }) => ({ object, ready, reason, synced, since })))}`);
       console.log(await unservedReport(new KubeHttp({ connection: kc }), operators));

@@ -39,8 +39,15 @@ describe("Cloud Run deploy settings and names", () => {
     assert.throws(() => gcpNamesOf(op("ExtraordinarilyLongKind"), settingsOf()), /gcp\.prefix: crdfn-shop-extraordinarilylongkind \(the ExtraordinarilyLongKind function's service account\) is longer than GCP's 30 characters/);
   });
 
-  it("finds the source folder from where terraform runs", () => {
-    assert.equal(sourceDirFromTerraform(settingsOf({ out: "deploy" })), "../..");
-    assert.equal(sourceDirFromTerraform(settingsOf({ out: "infra/deploy", gcp: { ...known.gcp, source: "functions" } })), "../../../functions");
+  it("finds the source folder from where terraform runs, wherever out is", () => {
+    const base = "/home/me/shop";
+    assert.equal(sourceDirFromTerraform(settingsOf({ out: "deploy" }), base), "../..");
+    assert.equal(sourceDirFromTerraform(settingsOf({ out: "infra/deploy", gcp: { ...known.gcp, source: "functions" } }), base), "../../../functions");
+    // Not a subfolder: the project is a sibling of out, not its parent's parent.
+    assert.equal(sourceDirFromTerraform(settingsOf({ out: "../shop-deploy" }), base), "../../shop");
+    // Absolute out: seen from anywhere, so the project is written absolute, never "/".
+    assert.equal(sourceDirFromTerraform(settingsOf({ out: "/srv/deploy/shop" }), base), "/home/me/shop");
+    assert.equal(sourceDirFromTerraform(settingsOf({ out: "/srv/deploy/shop", gcp: { ...known.gcp, source: "fn" } }), base), "/home/me/shop/fn");
+    assert.throws(() => sourceDirFromTerraform(settingsOf(), "shop"), /settings folder must be absolute/);
   });
 });

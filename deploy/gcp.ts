@@ -105,17 +105,27 @@ export function gkeFunctionIdentityOf(operator: Operator<unknown>, s: CloudRunDe
   return [...bindings, ...policies];
 }
 
-/** A settings path (relative to the settings file, or absolute) as an absolute path below a stand-in root: pure, no working directory. */
-const fromSettings = (path: string): string => posix.resolve("/", path.replace(/\\/g, "/"));
+/**
+ * The source folder as Terraform sees it from `<out>/gcp`. `base` is the settings file's folder
+ * (absolute): a relative `out` may leave the project (`../deploy`), which a stand-in root would
+ * clamp, and an absolute `out` is seen from anywhere, so the source is then written absolute.
+ */
+export function sourceDirFromTerraform(s: CloudRunDeploySettings, base: string): string {
+  const source = absolute(base, s.gcp.source);
+  if (posix.isAbsolute(slashed(s.out))) return source;
+  return posix.relative(absolute(base, posix.join(s.out, GCP_DIR)), source) || ".";
+}
 
-/** The source folder as Terraform sees it from `<out>/gcp` (both relative to the settings file). */
-export function sourceDirFromTerraform(s: CloudRunDeploySettings): string {
-  return posix.relative(posix.join(fromSettings(s.out), GCP_DIR), fromSettings(s.gcp.source)) || ".";
+const slashed = (path: string): string => path.replace(/\\/g, "/");
+/** A settings path (relative to the settings folder, or absolute) as an absolute path: pure, `base` is absolute. */
+function absolute(base: string, path: string): string {
+  if (!posix.isAbsolute(slashed(base))) throw new Error(`the settings folder must be absolute: ${base}`);
+  return posix.resolve(slashed(base), slashed(path));
 }
 
 /** What the source archive leaves out: dependencies (Cloud Build installs them), state, and the deploy files when they are inside it. */
-function sourceExcludes(s: CloudRunDeploySettings): string[] {
-  const out = posix.relative(fromSettings(s.gcp.source), fromSettings(s.out));
+function sourceExcludes(s: CloudRunDeploySettings, base: string): string[] {
+  const out = posix.relative(absolute(base, s.gcp.source), absolute(base, s.out));
   return ["node_modules", ".git", ".crdfn", ".serverless", ...(out && !out.startsWith("..") ? [out] : [])];
 }
 
@@ -128,8 +138,8 @@ const APIS = ["cloudfunctions.googleapis.com", "run.googleapis.com", "cloudbuild
  */
 export const eventKeysSecretId = (s: CloudRunDeploySettings): string => `${s.gcp.prefix}event-keys`;
 
-/** gcp/main.tf.json. */
-export function terraformOf(operators: ReadonlyArray<GcpOperator>, s: CloudRunDeploySettings): Json {
+/** gcp/main.tf.json; `base`: the settings file's folder (absolute), which `out` and `gcp.source` are relative to. */
+export function terraformOf(operators: ReadonlyArray<GcpOperator>, s: CloudRunDeploySettings, base: string): Json {
   const g = s.gcp;
   const ref = (type: string, name: string, attr = "id") => `\${${type}.${name}.${attr}}`;
   const apis = Object.fromEntries(APIS.map((api) => [api.split(".")[0]!, { service: api, disable_on_destroy: false }]));
@@ -287,7 +297,7 @@ export function terraformOf(operators: ReadonlyArray<GcpOperator>, s: CloudRunDe
     },
     provider: { google: { project: g.project, region: g.region } },
     variable: {
-      source_dir: { type: "string", default: sourceDirFromTerraform(s), description: "The functions' source folder (its package.json main registers each operator's function), relative to this folder" },
+      source_dir: { type: "string", default: sourceDirFromTerraform(s, base), description: "The functions' source folder (its package.json main registers each operator's function), relative to this folder unless absolute" },
     },
     locals: {
       // The functions' cluster registry (CRDFN_CLUSTERS): the GKE cluster, reached with each function's own access token.
@@ -297,7 +307,7 @@ export function terraformOf(operators: ReadonlyArray<GcpOperator>, s: CloudRunDe
       google_project: { this: { project_id: g.project } },
       google_container_cluster: { gke: { name: g.gkeCluster, location: g.gkeLocation } },
       archive_file: {
-        source: { type: "zip", source_dir: "${var.source_dir}", output_path: "${path.module}/.build/source.zip", excludes: sourceExcludes(s) },
+        source: { type: "zip", source_dir: "${var.source_dir}", output_path: "${path.module}/.build/source.zip", excludes: sourceExcludes(s, base) },
       },
     },
     resource: Object.fromEntries(Object.entries(r).filter(([, v]) => Object.keys(v).length > 0)),

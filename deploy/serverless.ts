@@ -38,6 +38,20 @@ const FOURTEEN_DAYS = 1_209_600;
  * serverless.yml `functions:` — one per operator, triggered by its event queue with partial batch
  * responses. `cluster`: the id the bridge puts in every event; a function serves only that cluster.
  */
+
+/**
+ * The IAM role of an operator's Lambda: <project>-<stage>-<operator>-<region>. The stack is
+ * deployed in the queues' region (it creates them), so only the stage is left to the deploy.
+ */
+export function lambdaRoleName(op: Operator<unknown>, s: LambdaDeploySettings, stage: string): string {
+  return `${s.project}-${stage}-${operatorName(op)}-${s.queues.region}`;
+}
+
+/** The AWS account of queues.urlBase (https://sqs.<region>.amazonaws.com/<account id>), when it is AWS's. */
+export function awsAccountOf(s: LambdaDeploySettings): string | undefined {
+  return /^\/(\d{12})$/.exec(new URL(s.queues.urlBase).pathname)?.[1];
+}
+
 export function serverlessFunctionsOf(operators: ReadonlyArray<{ operator: Operator<unknown>; handler: string }>, cluster: string): Json {
   const trigger = (queue: string) => ({
     sqs: {
@@ -89,8 +103,9 @@ export function serverlessResourcesOf(operators: ReadonlyArray<Operator<unknown>
       [`${id}FunctionRole`]: {
         Type: "AWS::IAM::Role",
         Properties: {
-          // Mapped to the Kubernetes group crdfn:<operator> by an EKS access entry (<out>/functions/README.md, files.ts).
-          RoleName: `\${self:service}-\${sls:stage}-${n}-\${aws:region}`,
+          // Mapped to the Kubernetes group crdfn:<operator> by an EKS access entry (<out>/functions/README.md, files.ts):
+          // named by the project, as the queues are, so that README can write its ARN (lambdaRoleName).
+          RoleName: lambdaRoleName(op, s, "${sls:stage}"),
           AssumeRolePolicyDocument: {
             Version: "2012-10-17",
             Statement: [{ Effect: "Allow", Principal: { Service: "lambda.amazonaws.com" }, Action: "sts:AssumeRole" }],
@@ -145,7 +160,7 @@ function bridgeIdentityOf(operators: ReadonlyArray<Operator<unknown>>, s: Lambda
     BridgeRole: {
       Type: "AWS::IAM::Role",
       Properties: {
-        RoleName: "${self:service}-${sls:stage}-bridge-${aws:region}",
+        RoleName: `${s.project}-\${sls:stage}-bridge-${s.queues.region}`,
         AssumeRolePolicyDocument: {
           Version: "2012-10-17",
           Statement: [{ Effect: "Allow", Principal: { Service: "pods.eks.amazonaws.com" }, Action: ["sts:AssumeRole", "sts:TagSession"] }],

@@ -87,6 +87,24 @@ const rawSchema = z.strictObject({
     .default({ source: ".", runtime: "nodejs22", maxInstances: 10 }),
 });
 
+/**
+ * Every key the settings file takes, as dotted paths (`gcp.gkeLocation`, `operators[].module`),
+ * read from the schema itself: docs/configuration.md documents each (test/docs.test.ts).
+ */
+export function deploySettingKeys(): string[] {
+  const keys: string[] = [];
+  const walk = (t: z.ZodType, path: string): void => {
+    const def = (t as unknown as { def: { type: string; innerType?: z.ZodType; out?: z.ZodType; element?: z.ZodType } }).def;
+    if (def.type === "default" || def.type === "optional") return walk(def.innerType!, path);
+    if (def.type === "pipe") return walk(def.out!, path);
+    if (def.type === "array" && def.element && (def.element as unknown as { def: { type: string } }).def.type === "object") return walk(def.element, `${path}[]`);
+    if (def.type !== "object") return void keys.push(path);
+    for (const [k, v] of Object.entries((t as z.ZodObject).shape)) walk(v as z.ZodType, path ? `${path}.${k}` : k);
+  };
+  walk(rawSchema, "");
+  return keys;
+}
+
 interface CommonDeploySettings {
   project: string;
   operators: Array<{ module: string; handler?: string | undefined; function?: string | undefined }>;
@@ -192,6 +210,11 @@ function gcpOf(r: z.output<typeof rawSchema>, source: string): GcpSettings {
   // GCP service account ids are 6–30 characters: <prefix><operator> (deploy/gcp.ts checks each).
   if (prefix.length > 22) throw new ConfigError(`${source}: gcp.prefix: ${prefix} is ${prefix.length} characters; at most 22, so that <prefix><operator> names a service account (30 at most): set a shorter gcp.prefix`);
   return { project: g.project!, region: g.region!, gkeCluster: g.gkeCluster!, gkeLocation: g.gkeLocation ?? g.region!, prefix, source: g.source, runtime: g.runtime, maxInstances: g.maxInstances };
+}
+
+/** Only the operator list (what `crdfn status` in a project needs), with no value crdfn cannot know required. */
+export function parseSettingsOperators(input: unknown, source: string): DeploySettings["operators"] {
+  return parseRaw(input, source).operators;
 }
 
 /** Only what locating the operators' queues needs (their modules, the project or prefix, the URL base), or on Cloud Run their topics. */

@@ -51,6 +51,12 @@ describe("crdfn dev --target cloudrun", { timeout: 300_000 }, () => {
     rmSync(stateDir, { recursive: true, force: true });
   });
 
+  it("leaves out the Queue example, which needs SQS, in one line saying why, and runs the rest", () => {
+    assert.match(output, /^Queue example left out: its effects call AWS \(cloud\.aws\), and the Cloud Run target runs no SQS$/m);
+    assert.match(output, /crdfn dev ready .* — operators: CronTab, Greeting \(Cloud Run target/);
+    assert.doesNotMatch(output, /Region is missing/);
+  });
+
   it("reconciles the sample Greeting and CronTab and says so", async () => {
     await eventually(() => {
       assert.match(output, /Greeting hello-world reconciled/);

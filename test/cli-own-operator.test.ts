@@ -2,7 +2,8 @@
 // are the ones `crdfn init motd` writes (one truth: cli/init-templates.ts), and the operator
 // must work in the emulator like the shipped examples, its unit test type-checking strictly.
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
+import { execFile, execFileSync } from "node:child_process";
+import { promisify } from "node:util";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -14,6 +15,8 @@ import { startPipeline, type Pipeline, type ReconcileRecord } from "../cli/pipel
 import { testCluster, type TestCluster } from "./support/test-cluster.ts";
 import { packageRoot } from "../emulator/paths.ts";
 import { eventually } from "./support/eventually.ts";
+
+const run = promisify(execFile);
 
 type Motd = KubernetesObject & {
   status?: { lines?: number; observedGeneration?: number; conditions?: { type: string; status: string; reason: string }[] };
@@ -93,6 +96,16 @@ describe("an operator written from the README", { timeout: 180_000 }, () => {
       assert.equal(motd.status?.conditions?.find((c) => c.type === "Ready")?.status, "True");
     });
     assert.ok(records.some((r) => r.kind === "Motd" && r.name === "welcome" && r.outcome.result === "success"));
+  });
+
+  it("`crdfn status` in the project, no --operator, shows its objects: the operators crdfn.deploy.yaml lists", async () => {
+    // The project as crdfn init writes it: its settings list operator.ts and leave what crdfn cannot know empty.
+    const made = projectFiles(projectNames("motd"), { crdfn: "^0.0.0", zod: "^4.0.0", typescript: "^6.0.0", typesNode: "^22.18.0", serverless: "3.40.0", serverlessEsbuild: "^1.0.0", functionsFramework: "^5.0.0" });
+    writeFileSync(join(folder, "crdfn.deploy.yaml"), made.get("crdfn.deploy.yaml")!);
+    const { NODE_TEST_CONTEXT: _, ...env } = process.env;
+    const { stdout, stderr } = await run(process.execPath, [join(packageRoot, "cli", "main.ts"), "status"], { cwd: folder, env: { ...env, ...cluster.env }, encoding: "utf8" });
+    assert.match(stderr, /operators from \.\/crdfn\.deploy\.yaml/);
+    assert.match(stdout, /^\s+Motd default\/welcome\s+True\s+/m, stdout);
   });
 
   it("`crdfn resync motds welcome` reconciles it once more", async () => {

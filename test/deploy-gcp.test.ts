@@ -7,9 +7,9 @@
 // (the function's Google identity bound to its grants and admission policy in GKE) is applied
 // to a real API server and tried.
 import { execFile } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, isAbsolute, join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
@@ -216,6 +216,37 @@ describe("crdfn generate for Cloud Run functions (offline)", { timeout: 240_000 
     }
     assert.equal(tf.variable.source_dir && (tf.variable.source_dir as Json).default, "../..", "the source folder, seen from deploy/gcp");
     assert.ok(((tf.data.archive_file!.source as Json).excludes as string[]).includes("deploy"), "the deploy files stay out of the functions' source");
+  });
+
+  it("says when the uploaded source depends on a local crdfn (file:), which Cloud Build cannot install", async () => {
+    writeFileSync(join(dir, "package.json"), JSON.stringify({ name: "shop", type: "module", main: "http.ts", dependencies: { crdfn: "file:../crdfn-0.1.0.tgz", zod: "^4.0.0" } }));
+    try {
+      const local = await generate([], { settings: "crdfn.deploy.yaml" }, dir);
+      assert.deepEqual(local.notes, ["package.json: dependency crdfn is file:../crdfn-0.1.0.tgz, which Cloud Build cannot install from the upload: depend on a published version before terraform apply"]);
+    } finally {
+      writeFileSync(join(dir, "package.json"), JSON.stringify({ name: "shop", type: "module", main: "http.ts" }));
+    }
+    assert.deepEqual(g.notes, [], "a registry dependency (or none) is no note");
+  });
+
+  it("finds the project as the source wherever out is: outside the project, or absolute", async () => {
+    const elsewhere = mkdtempSync(join(tmpdir(), "crdfn-gcp-out-"));
+    try {
+      for (const out of [join(elsewhere, "deploy"), `../${basename(elsewhere)}/deploy`]) {
+        const other = await generate([], { settings: "crdfn.deploy.yaml", out }, dir);
+        writeGenerated(other);
+        const gcpDir = join(other.outDir, "gcp");
+        assert.ok(gcpDir.startsWith(elsewhere), `${out}: written outside the project`);
+        const main = JSON.parse(readFileSync(join(gcpDir, "main.tf.json"), "utf8")) as typeof tf;
+        const sourceDir = (main.variable.source_dir as Json).default as string;
+        // Terraform runs in <out>/gcp (gcp/README.md) and resolves a relative source_dir from there.
+        assert.equal(resolve(gcpDir, sourceDir), dir, `${out}: source_dir ${sourceDir} is the project`);
+        assert.equal(isAbsolute(sourceDir), isAbsolute(out), `${out}: relative when out is, so the folders move together`);
+        assert.deepEqual((main.data.archive_file!.source as Json).excludes, ["node_modules", ".git", ".crdfn", ".serverless"], "out is not inside the source: nothing of it to leave out");
+      }
+    } finally {
+      rmSync(elsewhere, { recursive: true, force: true });
+    }
   });
 
   it("per operator: an ordered push subscription to its own function, dead-lettering to its own topic after 5 deliveries, with backoff, authenticated as the push identity", () => {

@@ -9,6 +9,8 @@ import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { parse } from "yaml";
+import { packageRoot } from "../emulator/paths.ts";
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import cronTab from "../examples/crontab/operator.ts";
@@ -173,6 +175,14 @@ describe("serverless package (offline)", { timeout: 300_000 }, () => {
         assert.deepEqual([...(granted.get(action) ?? [])], [`arn:\${AWS::Partition}:logs:\${AWS::Region}:\${AWS::AccountId}:log-group:/aws/lambda/crdfn-test-${name}:*`]);
       }
     }
+  });
+
+  it("names in the generated functions/README.md the ARN of the role each function has (account and region from the settings)", () => {
+    const readme = readFileSync(join(packageRoot, "infra", "generated", "functions", "README.md"), "utf8");
+    const written = [...readme.matchAll(/--principal-arn (\S+)/g)].map((m) => m[1]!.replace("<stage>", "test"));
+    const account = /\/(\d{12})$/.exec((parse(readFileSync(join(packageRoot, "crdfn.deploy.yaml"), "utf8")) as { queues: { urlBase: string } }).queues.urlBase)![1];
+    const roles = names.map((name) => `arn:aws:iam::${account}:role/${resources[getAttTarget(functionOf(name).fn.Role)]!.Properties.RoleName as string}`);
+    assert.deepEqual(written, roles);
   });
 
   it("wires the cluster endpoint, credential source and cluster id into exactly the settings the runtime reads", () => {

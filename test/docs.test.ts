@@ -13,6 +13,7 @@ import { parseAllDocuments } from "yaml";
 import { packageRoot } from "../emulator/paths.ts";
 import { program } from "../cli/program.ts";
 import { projectFiles, projectNames } from "../cli/init-templates.ts";
+import { deploySettingKeys } from "../deploy/settings.ts";
 
 interface Block {
   doc: string;
@@ -104,7 +105,7 @@ describe("the README's and docs' code", () => {
         const line = raw.replace(/#.*$/, "").trim();
         const npm = /^npm (?:run )?([\w:-]+)/.exec(line);
         if (npm && npm[1] !== "install") assert.ok(scripts.has(npm[1]!), `${where(b)}: npm script "${npm[1]}" does not exist`);
-        const m = /^(?:npx )?crdfn\s+(.*)$/.exec(line);
+        const m = /^(?:npx (?:--yes )?(?:--package \S+ )?)?crdfn\s+(.*)$/.exec(line);
         if (!m) continue;
         commands++;
         const words = m[1]!.split(/\s+/);
@@ -124,6 +125,12 @@ describe("the README's and docs' code", () => {
       }
     }
     assert.ok(commands >= 3, "the docs show crdfn commands");
+  });
+
+  it("docs/configuration.md documents every setting crdfn.deploy.yaml takes", () => {
+    const text = readFileSync(join(packageRoot, "docs", "configuration.md"), "utf8");
+    const documented = new Set([...text.matchAll(/^\| `([\w.[\]]+)` \|/gm)].map((m) => m[1]));
+    assert.deepEqual(deploySettingKeys().filter((k) => !documented.has(k)), []);
   });
 
   it("every YAML and JSON block parses", () => {

@@ -81,6 +81,13 @@ function oldNode(): string {
 }
 
 const duKiB = (path: string): number => Number(spawnSync("du", ["-sk", path], { encoding: "utf8" }).stdout.split("\t")[0]);
+/** The README's install commands (its ```sh run=install block), comments dropped: the test runs these. */
+const install = (() => {
+  const readme = readFileSync(join(packageRoot, "README.md"), "utf8");
+  const block = /```sh run=install\n([\s\S]*?)```/.exec(readme);
+  assert.ok(block, "the README has a ```sh run=install block");
+  return block[1]!.split("\n").map((l) => l.replace(/\s+#.*$/, "").trim()).filter(Boolean);
+})();
 const mib = (bytes: number): string => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
 
 describe("crdfn installed from its tarball into a project outside the repository", { timeout: 20 * 60_000 }, () => {
@@ -111,9 +118,14 @@ describe("crdfn installed from its tarball into a project outside the repository
     rmSync(work, { recursive: true, force: true });
   });
 
-  it("packs (npm pack builds dist/ first)", (t) => {
-    const packed = JSON.parse(run("npm", ["pack", "--json", "--pack-destination", work], packageRoot, env24)) as Array<{ filename: string; size: number; unpackedSize: number; files: Array<{ path: string }> }>;
-    tarball = join(work, packed[0]!.filename);
+  it("packs as the README's first command does (npm pack builds dist/ first)", (t) => {
+    // (cd crdfn && npm pack): this checkout stands for the reader's folder crdfn beside the
+    // project; the tarball goes there, where the README's next command takes it from.
+    assert.match(install[0]!, /^\(cd crdfn && npm pack\)/);
+    mkdirSync(join(work, "crdfn"));
+    const packed = JSON.parse(run("npm", ["pack", "--json", "--pack-destination", join(work, "crdfn")], packageRoot, env24)) as Array<{ filename: string; size: number; unpackedSize: number; files: Array<{ path: string }> }>;
+    tarball = join(work, "crdfn", packed[0]!.filename);
+    assert.match(install[1]!, new RegExp(`--package \\./crdfn/${packed[0]!.filename.replace(/\./g, "\\.")} `), "the README names the tarball npm pack writes");
     const paths = packed[0]!.files.map((f) => f.path);
     assert.ok(paths.includes("dist/cli/main.js") && paths.includes("dist/functions/testing/index.d.ts"), "built CLI and declarations are packed");
     assert.ok(!paths.some((p) => p.endsWith(".test.js") || (p.endsWith(".ts") && !p.endsWith(".d.ts"))), "no tests, no TypeScript sources");
@@ -126,23 +138,29 @@ describe("crdfn installed from its tarball into a project outside the repository
     t.diagnostic(`tarball ${mib(statSync(tarball).size)} (${packed[0]!.files.length} files, ${mib(packed[0]!.unpackedSize)} unpacked)`);
   });
 
-  it("installs into a fresh project and `npx crdfn init demo` makes an operator project", () => {
-    host = join(work, "host");
-    mkdirSync(host);
-    writeFileSync(join(host, "package.json"), JSON.stringify({ name: "host", private: true }));
-    // --prefer-offline: what npm's cache holds is taken without asking the registry again whether
-    // it is current (~13 s of revalidation per install here); what it lacks is still fetched.
-    run("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline", tarball], host, env24);
-    const out = timed("crdfn init", () => run("npx", ["crdfn", "init", "demo", "--crdfn", tarball], host, env24));
-    assert.match(out, /^created demo\/ \(a Demo operator\)/);
-    project = join(host, "demo");
+  it("installs from the tarball as the README says: npx --package <tgz> crdfn init motd --crdfn <tgz>, cd, npm install", () => {
+    // The README's commands as written, after the pack, up to npm test (the next tests run the rest).
+    host = work;
+    let cwd = host;
+    const [init, cd, npmInstall] = install.slice(1, 4);
+    assert.match(cd!, /^cd motd$/);
+    assert.equal(npmInstall, "npm install");
+    // --prefer-offline as npm's own setting: what npm's cache holds is taken without asking the
+    // registry again whether it is current (~13 s of revalidation per install here).
+    const env = { ...env24, npm_config_prefer_offline: "true", npm_config_audit: "false", npm_config_fund: "false" };
+    const out = timed("crdfn init", () => run("sh", ["-c", init!], cwd, env));
+    assert.match(out, /^created motd\/ \(a Motd operator\)/m);
+    cwd = project = join(host, "motd");
     assert.deepEqual(readdirSync(project).sort(), [".gitignore", ".npmrc", "README.md", "crdfn.deploy.yaml", "http.ts", "lambda.ts", "operator.test.ts", "operator.ts", "package.json", "sample.yaml", "serverless.yml", "tsconfig.json"]);
-    timed("npm install", () => run("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline"], project, env24));
+    assert.equal((JSON.parse(readFileSync(join(project, "package.json"), "utf8")) as { dependencies: Record<string, string> }).dependencies.crdfn, `file:${tarball}`, "--crdfn: the project depends on the tarball");
+    timed("npm install", () => run("sh", ["-c", npmInstall], cwd, env));
+    assert.deepEqual(install.slice(4), ["npm test", "npm run dev"]);
+    assert.equal((JSON.parse(readFileSync(join(project, "package.json"), "utf8")) as { scripts: Record<string, string> }).scripts.dev, "crdfn dev --operator operator.ts --apply sample.yaml", "npm run dev is the crdfn dev the last test runs");
   });
 
   it("resolves nothing back into the repository", () => {
     for (const [link, target] of [...symlinks(host), ...symlinks(project)]) assert.ok(!inRepo(target), `${link} → ${target}`);
-    for (const file of [join(project, "package.json"), join(project, "package-lock.json"), join(host, "package-lock.json")]) {
+    for (const file of [join(project, "package.json"), join(project, "package-lock.json")]) {
       const text = readFileSync(file, "utf8");
       for (const root of repoRoots) assert.ok(!text.includes(root), `${file} names ${root}`);
     }
@@ -177,7 +195,7 @@ describe("crdfn installed from its tarball into a project outside the repository
       settings,
       readFileSync(settings, "utf8")
         .replace(/^cluster: .*$/m, "cluster: prod")
-        .replace(/^ {2}image: .*$/m, "  image: 123456789012.dkr.ecr.eu-west-1.amazonaws.com/demo-bridge:0.1.0")
+        .replace(/^ {2}image: .*$/m, "  image: 123456789012.dkr.ecr.eu-west-1.amazonaws.com/motd-bridge:0.1.0")
         .replace(/^ {2}urlBase: .*$/m, "  urlBase: https://sqs.eu-west-1.amazonaws.com/123456789012"),
     );
     assert.match(run("npm", ["run", "generate"], project, env24), /wrote \d+ files into deploy\//);
@@ -188,11 +206,16 @@ describe("crdfn installed from its tarball into a project outside the repository
     assert.match(packaged.stdout + packaged.stderr, /Service packaged/);
     const template = JSON.parse(readFileSync(join(project, ".serverless", "cloudformation-template-update-stack.json"), "utf8")) as { Resources: Record<string, { Type: string; Properties: Record<string, unknown> }> };
     const byType = (type: string) => Object.values(template.Resources).filter((r) => r.Type === type).map((r) => r.Properties);
-    assert.deepEqual(byType("AWS::Lambda::Function").map((f) => [f.FunctionName, f.Handler]), [["demo-test-demo", "lambda.handler"]]);
-    assert.deepEqual(byType("AWS::SQS::Queue").map((q) => q.QueueName).sort(), ["crdfn-demo-demo-dlq.fifo", "crdfn-demo-demo.fifo"]);
-    assert.deepEqual(byType("AWS::EKS::PodIdentityAssociation").map((a) => [a.ClusterName, a.Namespace, a.ServiceAccount]), [["prod", "crdfn-system", "crdfn-bridge-demo"]]);
-    const zip = join(project, ".serverless", "demo.zip");
-    t.diagnostic(`demo.zip: ${(statSync(zip).size / 1024).toFixed(0)} KiB`);
+    assert.deepEqual(byType("AWS::Lambda::Function").map((f) => [f.FunctionName, f.Handler]), [["motd-test-motd", "lambda.handler"]]);
+    assert.deepEqual(byType("AWS::SQS::Queue").map((q) => q.QueueName).sort(), ["crdfn-motd-motd-dlq.fifo", "crdfn-motd-motd.fifo"]);
+    assert.deepEqual(byType("AWS::EKS::PodIdentityAssociation").map((a) => [a.ClusterName, a.Namespace, a.ServiceAccount]), [["prod", "crdfn-system", "crdfn-bridge-motd"]]);
+    const zip = join(project, ".serverless", "motd.zip");
+    // As scaffolded: `npm run package`, no param given, no AWS account (its stage's params reach nothing).
+    const { AWS_ACCESS_KEY_ID: _id, AWS_SECRET_ACCESS_KEY: _secret, ...noAccount } = OFFLINE;
+    const scripted = timed("npm run package", () => spawnSync("npm", ["run", "package"], { cwd: project, env: { ...env24, ...noAccount }, encoding: "utf8" }));
+    assert.equal(scripted.status, 0, `${scripted.stdout}\n${scripted.stderr}`);
+    assert.match(scripted.stdout + scripted.stderr, /Service packaged/);
+    t.diagnostic(`motd.zip: ${(statSync(zip).size / 1024).toFixed(0)} KiB`);
   });
 
   it("runs the bridge bundle its Dockerfile copies, from the installed package alone", () => {
@@ -208,7 +231,7 @@ describe("crdfn installed from its tarball into a project outside the repository
   it("prints the project's CRD (npx crdfn crd operator.ts)", () => {
     const crd = run("npx", ["crdfn", "crd", "operator.ts"], project, env24);
     assert.match(crd, /^kind: CustomResourceDefinition$/m);
-    assert.match(crd, /name: demos\.demo\.example\.com/);
+    assert.match(crd, /name: motds\.demo\.example\.com/);
   });
 
   it("reconciles its sample in the emulator (npx crdfn dev), and stops cleanly on Ctrl-C", async (t) => {
@@ -221,7 +244,7 @@ describe("crdfn installed from its tarball into a project outside the repository
     child.stderr.setEncoding("utf8").on("data", (s: string) => (out += s));
     const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on("exit", (code, signal) => resolve({ code, signal })));
     const deadline = Date.now() + 240_000;
-    while (!/^✔ Demo welcome reconciled in /m.test(out)) {
+    while (!/^✔ Motd welcome reconciled in /m.test(out)) {
       assert.ok(Date.now() < deadline && child.exitCode === null, `no reconcile line from crdfn dev:\n${out}`);
       await new Promise((r) => setTimeout(r, 100));
     }
@@ -230,7 +253,8 @@ describe("crdfn installed from its tarball into a project outside the repository
     // crdfn stops everything and exits 0; npx then re-raises the Ctrl-C it was sent, as a shell expects.
     const { code, signal } = await exited;
     assert.ok(code === 0 || signal === "SIGINT", `npx crdfn dev ended with ${code ?? signal}:\n${out}`);
-    assert.match(out, /^stopping…\nstopped$/m);
+    // A reconcile already under way when Ctrl-C came may still say so before "stopped".
+    assert.match(out, /^stopping…\n(?:✔ .*\n)*stopped$/m);
     assert.throws(() => process.kill(-child.pid!, 0), { code: "ESRCH" }, "nothing of crdfn dev is left running in its process group");
     const initToReconcile = ["crdfn init", "npm install", "crdfn dev to first reconcile"].reduce((sum, phase) => sum + (phases[phase] ?? 0), 0);
     const installed = duKiB(join(project, "node_modules")) * 1024;
@@ -247,7 +271,7 @@ describe("crdfn installed from its tarball into a project outside the repository
 
     it("crdfn says in one line which Node it needs, and npm install and npm test refuse", () => {
       const node = run("node", ["--version"], project, envOld).trim();
-      const r = spawnSync("npx", ["crdfn", "init", "another"], { cwd: host, env: envOld, encoding: "utf8" });
+      const r = spawnSync("npx", ["--yes", "--package", tarball, "crdfn", "init", "another"], { cwd: host, env: envOld, encoding: "utf8" });
       assert.equal(r.status, 1, r.stderr);
       // npm's own warnings aside (this machine's npm config may have some), crdfn says one line.
       const lines = r.stderr.trim().split("\n").filter((l) => !l.startsWith("npm "));
@@ -297,7 +321,7 @@ console.log(JSON.stringify({ response, reported }));
     it("runs the CLI: crdfn --version and crdfn crd", () => {
       const version = (JSON.parse(readFileSync(join(packageRoot, "package.json"), "utf8")) as { version: string }).version;
       assert.equal(run("npx", ["crdfn", "--version"], project, env22).trim(), version);
-      assert.match(run("npx", ["crdfn", "crd", "operator.ts"], project, env22), /name: demos\.demo\.example\.com/);
+      assert.match(run("npx", ["crdfn", "crd", "operator.ts"], project, env22), /name: motds\.demo\.example\.com/);
     });
   });
 });
