@@ -21,7 +21,15 @@ export interface CachedBuild {
   build: (tmp: string) => Promise<void>;
 }
 
-export async function buildOnceInto(b: CachedBuild): Promise<void> {
+/** What a lock needs: the folder it guards and how to tell that another process finished it. */
+export type BuildLock = Omit<CachedBuild, "build">;
+
+/**
+ * Runs `work` while holding `dir`'s lock folder, unless `dir` is (or, while waiting for another
+ * process's lock, becomes) complete. For a build that cannot be renamed into place (a Python venv
+ * names its own absolute path), `work` builds in `dir` itself and marks it complete last.
+ */
+export async function withBuildLock(b: BuildLock, work: () => Promise<void>): Promise<void> {
   mkdirSync(join(b.dir, ".."), { recursive: true });
   const lock = `${b.dir}.lock`;
   for (;;) {
@@ -37,7 +45,15 @@ export async function buildOnceInto(b: CachedBuild): Promise<void> {
     }
   }
   try {
-    if (b.complete()) return;
+    if (!b.complete()) await work();
+  } finally {
+    rmSync(lock, { recursive: true, force: true });
+  }
+}
+
+/** Builds into a temporary folder under the lock, renamed to `dir` when it succeeds. */
+export async function buildOnceInto(b: CachedBuild): Promise<void> {
+  await withBuildLock(b, async () => {
     const tmp = `${b.dir}.tmp-${process.pid}`;
     rmSync(tmp, { recursive: true, force: true });
     mkdirSync(tmp, { recursive: true });
@@ -49,7 +65,5 @@ export async function buildOnceInto(b: CachedBuild): Promise<void> {
     }
     rmSync(b.dir, { recursive: true, force: true });
     renameSync(tmp, b.dir);
-  } finally {
-    rmSync(lock, { recursive: true, force: true });
-  }
+  });
 }

@@ -6,9 +6,10 @@
 // lock folder serializes processes installing at once.
 import { spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { SetupError } from "./errors.ts";
+import { withBuildLock } from "./build-once.ts";
 import { cacheRoot, packageRoot } from "./paths.ts";
 
 const requirements = join(packageRoot, "infra", "deploy-linters", "requirements.txt");
@@ -50,25 +51,7 @@ export async function deployLinters({ env, log, staleLockMs = 1_800_000 }: Deplo
   const marker = join(venv, ".crdfn-installed");
   const complete = () => existsSync(marker);
   if (complete()) return linters;
-  mkdirSync(join(venv, ".."), { recursive: true });
-  const lock = `${venv}.lock`;
-  for (;;) {
-    try {
-      mkdirSync(lock);
-      break;
-    } catch {
-      const held = statSync(lock, { throwIfNoEntry: false });
-      if (held && Date.now() - held.mtimeMs > staleLockMs) rmSync(lock, { recursive: true, force: true });
-      log("waiting for another process that is installing cfn-lint and checkov…");
-      await new Promise((r) => setTimeout(r, 5000));
-      if (complete()) return linters;
-    }
-  }
-  try {
-    if (!complete()) await install(venv, marker, versions, env, log);
-  } finally {
-    rmSync(lock, { recursive: true, force: true });
-  }
+  await withBuildLock({ what: "cfn-lint and checkov", dir: venv, complete, staleLockMs, pollMs: 5000, log }, () => install(venv, marker, versions, env, log));
   return linters;
 }
 

@@ -13,6 +13,7 @@ import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { delimiter, dirname, join, sep } from "node:path";
 import { after, before, describe, it } from "node:test";
+import { SERVERLESS_OFFLINE } from "./support/serverless-package.ts";
 import { packageRoot } from "../emulator/paths.ts";
 
 const repoRoots = [packageRoot, realpathSync(join(packageRoot, "node_modules"))].map((p) => realpathSync(p));
@@ -59,17 +60,6 @@ function symlinks(dir: string): Array<[string, string]> {
     });
 }
 
-/** Serverless Framework offline: placeholder AWS credentials, a proxy that refuses, no telemetry or prompts. */
-const OFFLINE = {
-  AWS_ACCESS_KEY_ID: "AKIAIOSFODNN7EXAMPLE",
-  AWS_SECRET_ACCESS_KEY: "placeholder-not-a-secret",
-  HTTPS_PROXY: "http://127.0.0.1:9",
-  HTTP_PROXY: "http://127.0.0.1:9",
-  SLS_TELEMETRY_DISABLED: "1",
-  SLS_NOTIFICATIONS_MODE: "off",
-  SLS_INTERACTIVE_SETUP_DISABLE: "1",
-  CI: "1",
-};
 
 /** A Node older than crdfn's minimum: the machine's own `node` when it is one, else node@20. */
 function oldNode(): string {
@@ -200,7 +190,7 @@ describe("crdfn installed from its tarball into a project outside the repository
     );
     assert.match(run("npm", ["run", "generate"], project, env24), /wrote \d+ files into deploy\//);
     const params = ["eksCluster=prod", "kubeServer=https://0123456789ABCDEF.gr7.eu-west-1.eks.amazonaws.com", `kubeCaData=${Buffer.from("-----BEGIN CERTIFICATE-----\n").toString("base64")}`, "eventKeysVersion=6b9f1c3e-0000-4000-8000-000000000001"].map((p) => `--param=${p}`);
-    const packaged = timed("serverless package", () => spawnSync("npx", ["serverless", "package", "--stage", "test", "--region", "eu-west-1", ...params], { cwd: project, env: { ...env24, ...OFFLINE }, encoding: "utf8" }));
+    const packaged = timed("serverless package", () => spawnSync("npx", ["serverless", "package", "--stage", "test", "--region", "eu-west-1", ...params], { cwd: project, env: { ...env24, ...SERVERLESS_OFFLINE }, encoding: "utf8" }));
     assert.equal(packaged.status, 0, `${packaged.stdout}\n${packaged.stderr}`);
     // Serverless writes its progress to stderr.
     assert.match(packaged.stdout + packaged.stderr, /Service packaged/);
@@ -211,7 +201,7 @@ describe("crdfn installed from its tarball into a project outside the repository
     assert.deepEqual(byType("AWS::EKS::PodIdentityAssociation").map((a) => [a.ClusterName, a.Namespace, a.ServiceAccount]), [["prod", "crdfn-system", "crdfn-bridge-motd"]]);
     const zip = join(project, ".serverless", "motd.zip");
     // As scaffolded: `npm run package`, no param given, no AWS account (its stage's params reach nothing).
-    const { AWS_ACCESS_KEY_ID: _id, AWS_SECRET_ACCESS_KEY: _secret, ...noAccount } = OFFLINE;
+    const { AWS_ACCESS_KEY_ID: _id, AWS_SECRET_ACCESS_KEY: _secret, ...noAccount } = SERVERLESS_OFFLINE;
     const scripted = timed("npm run package", () => spawnSync("npm", ["run", "package"], { cwd: project, env: { ...env24, ...noAccount }, encoding: "utf8" }));
     assert.equal(scripted.status, 0, `${scripted.stdout}\n${scripted.stderr}`);
     assert.match(scripted.stdout + scripted.stderr, /Service packaged/);

@@ -20,6 +20,18 @@ export const PACKAGE_PARAMS = {
   eventKeysVersion: "6b9f1c3e-0000-4000-8000-000000000001",
 };
 
+/** Serverless Framework offline: no AWS account (placeholders), a proxy that refuses so any network attempt fails, no telemetry or prompts. */
+export const SERVERLESS_OFFLINE = {
+  AWS_ACCESS_KEY_ID: "AKIAIOSFODNN7EXAMPLE",
+  AWS_SECRET_ACCESS_KEY: "placeholder-not-a-secret",
+  HTTPS_PROXY: "http://127.0.0.1:9",
+  HTTP_PROXY: "http://127.0.0.1:9",
+  SLS_TELEMETRY_DISABLED: "1",
+  SLS_NOTIFICATIONS_MODE: "off",
+  SLS_INTERACTIVE_SETUP_DISABLE: "1",
+  CI: "1",
+};
+
 export interface PackageOptions {
   /** The folder of serverless.yml. */
   cwd: string;
@@ -35,15 +47,7 @@ export async function serverlessPackage(o: PackageOptions): Promise<string> {
   const env: NodeJS.ProcessEnv = {
     PATH: `${join(packageRoot, "node_modules", ".bin")}:${process.env.PATH ?? ""}`,
     HOME: process.env.HOME ?? o.out,
-    // No AWS account: placeholders, and a proxy that refuses, so any network attempt fails.
-    AWS_ACCESS_KEY_ID: "AKIAIOSFODNN7EXAMPLE",
-    AWS_SECRET_ACCESS_KEY: "placeholder-not-a-secret",
-    HTTPS_PROXY: "http://127.0.0.1:9",
-    HTTP_PROXY: "http://127.0.0.1:9",
-    SLS_TELEMETRY_DISABLED: "1",
-    SLS_NOTIFICATIONS_MODE: "off",
-    SLS_INTERACTIVE_SETUP_DISABLE: "1",
-    CI: "1",
+    ...SERVERLESS_OFFLINE,
   };
   const params = Object.entries(PACKAGE_PARAMS).map(([k, v]) => `--param=${k}=${v}`);
   const result = await run(
