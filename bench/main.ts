@@ -1,11 +1,23 @@
 // `npm run bench`: the whole local pipeline under load, against targets. A tool of this
 // checkout, not of the published CLI (it drives the example Greeting operator).
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { Command, InvalidArgumentError } from "commander";
+import { parse } from "yaml";
 import { runPipelineBench } from "./pipeline.ts";
-import { checkTargets, formatReport } from "./report.ts";
+import { changeCost, checkTargets, formatCost, formatReport, type DeployedFunction } from "./report.ts";
 import { packageRoot } from "../emulator/paths.ts";
+
+/** The function's memory and architecture as this checkout deploys it: what its GB-seconds are priced at. */
+function deployedFunction(): DeployedFunction {
+  const file = join(packageRoot, "serverless.yml");
+  const provider = (parse(readFileSync(file, "utf8")) as { provider?: { memorySize?: unknown; architecture?: unknown } }).provider ?? {};
+  const { memorySize, architecture } = provider;
+  if (typeof memorySize !== "number" || (architecture !== "arm64" && architecture !== "x86_64")) {
+    throw new Error(`${file}: provider.memorySize (a number) and provider.architecture (arm64 or x86_64) are needed to price the function`);
+  }
+  return { memoryMiB: memorySize, architecture };
+}
 
 const positive = (what: string) => (text: string): number => {
   const n = Number(text);
@@ -26,6 +38,7 @@ function benchCommand(): Command {
     .option("--receive-loops <n>", "concurrent receive loops of the local poller on the FIFO queue (default: as crdfn dev)", positive("--receive-loops"))
     .option("--json <path>", "where to write the results (default bench-results/pipeline-<timestamp>.json)")
     .action(async (o: { objects: number; rate: number; duration: number; concurrency: number; receiveLoops?: number; json?: string }) => {
+      const deployed = deployedFunction();
       const result = await runPipelineBench({
         objects: o.objects,
         rate: o.rate,
@@ -35,10 +48,12 @@ function benchCommand(): Command {
         log: (line) => console.error(line),
       });
       const targets = checkTargets(result);
+      const cost = changeCost(result, deployed);
       console.log(formatReport(result, targets));
+      console.log(`\n${formatCost(cost)}`);
       const path = o.json ?? join(packageRoot, "bench-results", `pipeline-${result.startedAt.replace(/[:.]/g, "-")}.json`);
       mkdirSync(dirname(path), { recursive: true });
-      writeFileSync(path, `${JSON.stringify({ ...result, targets }, null, 2)}\n`);
+      writeFileSync(path, `${JSON.stringify({ ...result, targets, cost }, null, 2)}\n`);
       console.log(`\nresults: ${path}`);
     });
 }

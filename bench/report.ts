@@ -1,4 +1,5 @@
 // The benchmark's verdict: targets checked, and a table a person can read.
+import { AWS_LIST_PRICES, breakEvenChangesPerSecond, costOfMillionChanges, podMonthlyCost, type Architecture, type ChangeUsage, type MillionChanges, type PodSize } from "./cost.ts";
 import type { BenchResult } from "./pipeline.ts";
 
 export interface Target {
@@ -18,6 +19,69 @@ export function checkTargets(r: BenchResult): Target[] {
     { name: "full load vs raw ceiling", goal: "≥ 0.3×", value: `${r.ratioToRaw}×`, pass: r.ratioToRaw >= 0.3 },
     { name: "bridge RSS (max)", goal: "≤ 128 MiB", value: `${(r.bridge.maxRssBytes / MiB).toFixed(1)} MiB`, pass: r.bridge.maxRssBytes <= 128 * MiB },
   ];
+}
+
+/** The function as deployed (serverless.yml's provider), which its GB-seconds follow. */
+export interface DeployedFunction {
+  memoryMiB: number;
+  architecture: Architecture;
+}
+
+/** The always-on controller a change's spend is set against: 0.25 vCPU with Fargate's least memory for it. */
+export const CONTROLLER_POD: PodSize = { vcpu: 0.25, memoryGiB: 0.5, architecture: "x86_64" };
+
+export interface ChangeCost {
+  /** Measured in the rated phase (a steady change rate), per spec change written. */
+  usage: ChangeUsage;
+  /** Dollars per million changes. */
+  perMillionChanges: MillionChanges;
+  pod: PodSize;
+  podMonthly: number;
+  /** Changes per second, steady, at which the changes cost what the pod does. */
+  breakEvenChangesPerSecond: number;
+  prices: { asOf: string; source: string };
+}
+
+/**
+ * The rated phase's cost per change at AWS list prices. Every reconcile is priced as its own
+ * invocation (batches of one): the upper bound, since Lambda's event source may hand a batch of
+ * several objects' messages to one invocation, and the local poller cannot say how it would.
+ */
+export function changeCost(r: BenchResult, deployed: DeployedFunction): ChangeCost {
+  const changes = Math.max(1, r.rated.writes);
+  const requests = Object.values(r.rated.cpu.queueRequests).reduce((a, b) => a + b, 0);
+  const reconcilesPerChange = r.rated.reconciles / changes;
+  const usage: ChangeUsage = {
+    queueRequestsPerChange: requests / changes,
+    invocationsPerChange: reconcilesPerChange,
+    functionMsPerChange: r.rated.handlerLatency.meanMs * reconcilesPerChange,
+    ...deployed,
+  };
+  const perMillionChanges = costOfMillionChanges(usage);
+  const podMonthly = podMonthlyCost(CONTROLLER_POD);
+  return {
+    usage,
+    perMillionChanges,
+    pod: CONTROLLER_POD,
+    podMonthly,
+    breakEvenChangesPerSecond: breakEvenChangesPerSecond(podMonthly, perMillionChanges.total),
+    prices: { asOf: AWS_LIST_PRICES.asOf, source: AWS_LIST_PRICES.source },
+  };
+}
+
+/** The cost lines under the report's table. */
+export function formatCost(c: ChangeCost): string {
+  const u = c.usage;
+  const m = c.perMillionChanges;
+  const $ = (x: number) => `$${x.toFixed(2)}`;
+  return [
+    `What a change costs on AWS (rated phase; list prices of ${c.prices.asOf}, us-east-1, free tiers left out; prices change):`,
+    `  per change: ${u.queueRequestsPerChange.toFixed(2)} SQS FIFO requests, ${u.invocationsPerChange.toFixed(2)} invocations (batches of one, the upper bound), ` +
+      `${u.functionMsPerChange.toFixed(1)} ms in the function at ${u.memoryMiB} MiB ${u.architecture} = ${m.gbSecondsPerChange.toFixed(6)} GB-s`,
+    `  per million changes: SQS ${$(m.sqs)} + Lambda requests ${$(m.lambdaRequests)} + Lambda duration ${$(m.lambdaDuration)} = ${$(m.total)}`,
+    `  one always-on controller pod (${c.pod.vcpu} vCPU / ${c.pod.memoryGiB} GiB, Fargate ${c.pod.architecture}): ${$(c.podMonthly)} a month = ` +
+      `${c.breakEvenChangesPerSecond.toFixed(2)} changes/s of the above, steady, all month`,
+  ].join("\n");
 }
 
 function table(rows: ReadonlyArray<readonly string[]>): string {

@@ -32,8 +32,9 @@ describe("npm run bench (smoke)", { timeout: 150_000 }, () => {
       });
       assert.match(stdout, /full load \/ raw ceiling/);
       assert.match(stdout, /latency p99 .*(PASS|MISS)/);
+      assert.match(stdout, /per million changes: SQS \$[\d.]+ \+ Lambda requests \$[\d.]+ \+ Lambda duration \$[\d.]+ = \$[\d.]+/);
 
-      const r = hasKeys(JSON.parse(readFileSync(json, "utf8")), ["machine", "params", "setup", "rated", "closedLoop", "rawCeiling", "fullLoad", "ratioToRaw", "closedLoopRatioToRaw", "bridge", "targets"], "result");
+      const r = hasKeys(JSON.parse(readFileSync(json, "utf8")), ["machine", "params", "setup", "rated", "closedLoop", "rawCeiling", "fullLoad", "ratioToRaw", "closedLoopRatioToRaw", "bridge", "targets", "cost"], "result");
       assert.deepEqual(r.params, { objects: 20, rate: 10, durationSeconds: 3, concurrency: 20, receiveLoops: 4 });
 
       const setup = hasKeys(r.setup, ["createSeconds", "allReadySeconds", "drainSeconds", "cpu", ...reconcileKeys], "setup");
@@ -67,6 +68,15 @@ describe("npm run bench (smoke)", { timeout: 150_000 }, () => {
       assert.ok((bridge.maxRssBytes as number) > 10 * 2 ** 20, "the bridge process's RSS was sampled");
       assert.ok((bridge.maxHeapUsedBytes as number) > 0, "the bridge's /metrics was scraped");
       assert.equal((r.targets as unknown[]).length, 4);
+
+      // The rated phase priced: every change was sent, received and deleted through the counted
+      // clients, and the function's time and memory are those measured and deployed.
+      const cost = hasKeys(r.cost, ["usage", "perMillionChanges", "pod", "podMonthly", "breakEvenChangesPerSecond", "prices"], "cost");
+      const usage = hasKeys(cost.usage, ["queueRequestsPerChange", "invocationsPerChange", "functionMsPerChange", "memoryMiB", "architecture"], "cost.usage");
+      assert.ok((usage.queueRequestsPerChange as number) > 0, "queue requests were counted in the rated phase");
+      assert.ok((usage.functionMsPerChange as number) > 0 && (usage.memoryMiB as number) > 0);
+      const million = hasKeys(cost.perMillionChanges, ["sqs", "lambdaRequests", "lambdaDuration", "total", "gbSecondsPerChange"], "cost.perMillionChanges");
+      assert.ok((million.total as number) > 0 && (cost.breakEvenChangesPerSecond as number) > 0);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
