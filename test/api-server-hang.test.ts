@@ -103,6 +103,11 @@ describe("a hung or restarting API server is an outage", { timeout: 900_000 }, (
       paths.map(async ([path, op]) => {
         const crs = crApi(env, op);
         await eventually(() => crs.patchSpec("probe", { mode: "plain", label }), { timeoutMs: 30_000, intervalMs: 100 });
+        // The clock starts when the change is written AND the API server can serve a watch of the
+        // kind: after a restart its watch cache for a custom resource initializes on its own time
+        // (LIST/WATCH answer 429 "storage is (re)initializing" meanwhile, while writes already go to
+        // etcd), which no client can hurry; the bridge retries within 1.5 s once it can.
+        await eventually(() => env.custom.listNamespacedCustomObject({ group: op.resource.group, version: op.resource.version, plural: op.resource.plural, namespace: env.cluster.namespace, resourceVersion: "0", limit: 1 }), { timeoutMs: 30_000, intervalMs: 50 });
         const writtenAt = Date.now();
         await eventually(async () => assert.ok(converged(await crs.get("probe"), label), `${path}: ${label} reconciled`), { timeoutMs: 60_000, intervalMs: 25 });
         took[path] = Date.now() - writtenAt;
