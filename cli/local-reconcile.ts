@@ -94,7 +94,9 @@ export async function reconcileLocally(operator: Operator<unknown>, object: { me
   if (skipEffects) watched.effects = () => Promise.resolve(undefined);
   if (operator.finalize !== undefined && opts.runEffects !== true) watched.finalize = () => ({ done: false });
   const event = await eventFor(opts.api, operator, read, opts.cluster, opts.clock());
-  const step: Step = { operator: watched, api, clock: opts.clock, log: opts.logger, event, ref, firstDelivery: false, env: opts.env ?? {} };
+  // The event carries the object just read from etcd, as a first delivery's does, so the runtime
+  // takes it for its first read instead of reading it again (effects still read: handle-event.ts).
+  const step: Step = { operator: watched, api, clock: opts.clock, log: opts.logger, event, ref, firstDelivery: true, env: opts.env ?? {} };
   const outcome = await handleEvent(step, opts.maxAttempts ?? 3);
   return { outcome, ...(call === undefined ? {} : { call }), writes, effectsSkipped: skipEffects };
 }
@@ -129,6 +131,7 @@ async function eventFor(api: KubeApi, operator: Operator<unknown>, object: KubeO
     reason: "local",
     observedAt: now.toISOString(),
     children: await childKeys(api, operator, object),
+    object: object as NonNullable<KeyEvent["object"]>,
   };
 }
 
