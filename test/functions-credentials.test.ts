@@ -57,7 +57,11 @@ describe("credentials with a least-privilege ServiceAccount", { timeout: 120_000
     assert.equal(created.result, "success", created.detail);
     assert.equal(ready(await crs.get(name))?.status, "True");
     await crs.delete(name);
-    const finalized = await runtime.handle({ id: `${name}-2`, body: JSON.stringify(signedForTest(keyEventOf(op, cr))) });
+    // The bridge announces the deletion with the version that carries it: a read "not older
+    // than" the creation's version may be served by a watch cache that has not seen it yet.
+    const deleting = await crs.get(name);
+    assert.ok(deleting?.metadata?.deletionTimestamp, "the finalizer holds the object");
+    const finalized = await runtime.handle({ id: `${name}-2`, body: JSON.stringify(signedForTest(keyEventOf(op, deleting))) });
     assert.equal(finalized.result, "success", finalized.detail);
     assert.equal(await crs.get(name), undefined);
     const registry = await env.core.readNamespacedConfigMap({ name: REGISTRY, namespace: env.cluster.namespace });

@@ -249,7 +249,7 @@ export async function waitFor(what: string, check: () => Promise<boolean> | bool
   }
 }
 
-export type Cr = { metadata?: { name?: string; namespace?: string; uid?: string; resourceVersion?: string; generation?: number; finalizers?: string[] }; spec?: Record<string, unknown>; status?: { observedGeneration?: number; conditions?: Array<{ type: string; status: string; reason: string; message: string }> } & Record<string, unknown> };
+export type Cr = { metadata?: { name?: string; namespace?: string; uid?: string; resourceVersion?: string; generation?: number; finalizers?: string[]; deletionTimestamp?: string }; spec?: Record<string, unknown>; status?: { observedGeneration?: number; conditions?: Array<{ type: string; status: string; reason: string; message: string }> } & Record<string, unknown> };
 
 export function crApi(env: Env, op: Operator<unknown>, namespace = env.cluster.namespace) {
   const base = { group: op.resource.group, version: op.resource.version, plural: op.resource.plural, namespace };
