@@ -7,6 +7,7 @@ import { parse as parseYaml } from "yaml";
 import { deployFiles, type GeneratedOperator } from "../deploy/files.ts";
 import { parseDeploySettings, type DeploySettings, type Unknowable } from "../deploy/settings.ts";
 import { SetupError } from "../emulator/errors.ts";
+import { sourceMain } from "./cloudrun-source.ts";
 import { clusterStoredVersions, keptNotes, refuseDroppedVersions } from "./crd-versions.ts";
 import { loadOperator } from "./operators.ts";
 
@@ -53,29 +54,6 @@ const FLAG_OF: Record<Unknowable, string> = {
   "gcp.region": "--gcp-region",
   "gcp.gkeCluster": "--gke-cluster",
 };
-
-/**
- * Cloud Run builds each function from the source folder: its package.json `main` is the module
- * functions-framework loads, which must register every operator's function.
- */
-function refuseMissingMain(base: string, source: string, shown: (file: string) => string): string[] {
-  const dir = resolve(base, source);
-  const pkg = join(dir, "package.json");
-  if (!existsSync(pkg)) throw new SetupError(`gcp.source: no package.json in ${shown(dir)}: the functions' source folder is a Node project whose main registers each operator's function`);
-  let manifest: { main?: unknown; dependencies?: Record<string, unknown> };
-  try {
-    manifest = JSON.parse(readFileSync(pkg, "utf8")) as typeof manifest;
-  } catch (e) {
-    throw new SetupError(`${shown(pkg)}: not JSON: ${(e as Error).message}`);
-  }
-  const main = manifest.main;
-  if (typeof main !== "string" || main === "") throw new SetupError(`${shown(pkg)}: set "main" to the module that registers each operator's function (crdfn init's http.ts does: http("<operator>", httpHandler(operator))); Cloud Run loads it`);
-  if (!existsSync(join(dir, main))) throw new SetupError(`${shown(pkg)}: main ${main} does not exist`);
-  // Cloud Build installs the uploaded folder's dependencies from the registry: a local one (crdfn
-  // from its tarball, before it is published) is not in the upload, and the build would fail.
-  const local = Object.entries(manifest.dependencies ?? {}).filter(([, spec]) => typeof spec === "string" && /^(file|link):/.test(spec));
-  return local.map(([name, spec]) => `${shown(pkg)}: dependency ${name} is ${String(spec)}, which Cloud Build cannot install from the upload: depend on a published version before terraform apply`);
-}
 
 /** A Lambda handler (`dir/file.export`, relative to serverless.yml) must name a module that exists. */
 const HANDLER_EXTENSIONS = [".ts", ".mts", ".js", ".mjs", ".cjs"];
@@ -148,7 +126,8 @@ export async function generate(operatorFiles: string[], flags: GenerateFlags, cw
     handlers.set(handler, operator.resource.kind);
     operators.push({ operator, handler });
   }
-  const sourceNotes = settings.target === "cloudrun" ? refuseMissingMain(base, settings.gcp.source, shown) : [];
+  // Cloud Run loads the source folder's main (bundled by `crdfn bundle` when Terraform runs): it must be there now.
+  if (settings.target === "cloudrun") sourceMain(resolve(base, settings.gcp.source), shown);
   const outDir = resolve(base, settings.out);
   const ops = operators.map((o) => o.operator);
   let stored = new Map<string, string[]>();
@@ -159,7 +138,7 @@ export async function generate(operatorFiles: string[], flags: GenerateFlags, cw
     files: deployFiles(operators, settings, stored, base),
     settings,
     ...(settingsFile ? { settingsFile: { path: settingsFile, found: !flags.settings } } : {}),
-    notes: [...keptNotes(ops, stored), ...sourceNotes],
+    notes: keptNotes(ops, stored),
   };
 }
 

@@ -2,6 +2,7 @@
 import { Command } from "commander";
 import { packageVersion } from "../emulator/paths.ts";
 import { bridgeCommand } from "../bridge/command.ts";
+import { bundleCommand } from "./cloudrun-source.ts";
 import { clusterCommand } from "./cluster.ts";
 import { crdCommand } from "./crd.ts";
 import { devCommand } from "./dev.ts";
@@ -30,6 +31,7 @@ export function program(): Command {
     .addCommand(diffCommand())
     .addCommand(replayCommand())
     .addCommand(generateCommand())
+    .addCommand(bundleCommand())
     .addCommand(testCommand())
     .addHelpText("after", "\nExamples:\n  $ npx crdfn init my-operator   # a new operator project\n  $ crdfn dev --help");
 }

@@ -123,12 +123,6 @@ function absolute(base: string, path: string): string {
   return posix.resolve(slashed(base), slashed(path));
 }
 
-/** What the source archive leaves out: dependencies (Cloud Build installs them), state, and the deploy files when they are inside it. */
-function sourceExcludes(s: CloudRunDeploySettings, base: string): string[] {
-  const out = posix.relative(absolute(base, s.gcp.source), absolute(base, s.out));
-  return ["node_modules", ".git", ".crdfn", ".serverless", ...(out && !out.startsWith("..") ? [out] : [])];
-}
-
 const APIS = ["cloudfunctions.googleapis.com", "run.googleapis.com", "cloudbuild.googleapis.com", "artifactregistry.googleapis.com", "pubsub.googleapis.com", "container.googleapis.com", "logging.googleapis.com", "secretmanager.googleapis.com"];
 
 /**
@@ -293,11 +287,11 @@ export function terraformOf(operators: ReadonlyArray<GcpOperator>, s: CloudRunDe
   return {
     terraform: {
       required_version: ">= 1.5",
-      required_providers: { google: { source: "hashicorp/google", version: ">= 6.0" }, archive: { source: "hashicorp/archive", version: ">= 2.4" } },
+      required_providers: { google: { source: "hashicorp/google", version: ">= 6.0" }, archive: { source: "hashicorp/archive", version: ">= 2.4" }, external: { source: "hashicorp/external", version: ">= 2.3" } },
     },
     provider: { google: { project: g.project, region: g.region } },
     variable: {
-      source_dir: { type: "string", default: sourceDirFromTerraform(s, base), description: "The functions' source folder (its package.json main registers each operator's function), relative to this folder unless absolute" },
+      source_dir: { type: "string", default: sourceDirFromTerraform(s, base), description: "The functions' source folder (its package.json main registers each operator's function; `crdfn bundle` bundles it for the upload), relative to this folder unless absolute" },
     },
     locals: {
       // The functions' cluster registry (CRDFN_CLUSTERS): the GKE cluster, reached with each function's own access token.
@@ -306,8 +300,13 @@ export function terraformOf(operators: ReadonlyArray<GcpOperator>, s: CloudRunDe
     data: {
       google_project: { this: { project_id: g.project } },
       google_container_cluster: { gke: { name: g.gkeCluster, location: g.gkeLocation } },
+      // The upload: the source's main bundled with crdfn (cli/cloudrun-source.ts), run by every
+      // plan from the source folder, so Cloud Build installs registry packages only.
+      external: {
+        source: { program: ["npx", "--no", "crdfn", "bundle", "--terraform"], working_dir: "${var.source_dir}", query: { out: "${abspath(path.module)}/.build/source" } },
+      },
       archive_file: {
-        source: { type: "zip", source_dir: "${var.source_dir}", output_path: "${path.module}/.build/source.zip", excludes: sourceExcludes(s, base) },
+        source: { type: "zip", source_dir: "${data.external.source.result.dir}", output_path: "${path.module}/.build/source.zip" },
       },
     },
     resource: Object.fromEntries(Object.entries(r).filter(([, v]) => Object.keys(v).length > 0)),
@@ -347,7 +346,10 @@ cd - && kubectl apply --server-side -k ${s.out}
 \`\`\`
 
 The source folder's \`package.json\` \`main\` must register each function named above, e.g.
-\`http("${operators[0]?.entryPoint ?? "greeting"}", httpHandler(operator))\` from \`crdfn/http\`. The functions reach the GKE API server's
+\`http("${operators[0]?.entryPoint ?? "greeting"}", httpHandler(operator))\` from \`crdfn/http\`. Every plan and apply bundles it
+(\`npx crdfn bundle\`, run from \`${s.gcp.source}\`) into \`.build/source\`: one module holding your code and crdfn, and a
+package.json that depends only on functions-framework and the Pub/Sub client from the npm registry, which Cloud Build
+installs; the upload is the code on disk, as \`serverless deploy\` bundles it on AWS. The functions reach the GKE API server's
 public endpoint; for a private one, give them Direct VPC egress.
 `;
 }

@@ -6,8 +6,8 @@
 // letters, retry policy, push authentication, least privilege) are there. The Kubernetes side
 // (the function's Google identity bound to its grants and admission policy in GKE) is applied
 // to a real API server and tried.
-import { execFile } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { execFile, spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, isAbsolute, join, resolve } from "node:path";
 import { promisify } from "node:util";
@@ -20,6 +20,7 @@ import { LOG_COUNTERS, LOG_DISTRIBUTIONS, METRIC_MARKER } from "../core/cloud-lo
 import { ConfigError } from "../core/config-error.ts";
 import { parseDeploySettings } from "../deploy/settings.ts";
 import { startCluster, type LocalCluster } from "../emulator/cluster.ts";
+import { freePort } from "../emulator/ports.ts";
 import { cloudLoggingMetrics } from "../functions/adapters/cloud-logging.ts";
 import { loadPushSettings } from "../functions/adapters/push-settings.ts";
 import { loadClusterRegistry } from "../functions/clusters/registry.ts";
@@ -28,6 +29,14 @@ import { loadConfig } from "../functions/runtime/config.ts";
 import { eventually } from "./support/eventually.ts";
 
 const run = promisify(execFile);
+
+/** Runs a program with `input` on its stdin, as Terraform's external data source does; its stdout. */
+function runWithStdin(file: string, args: string[], cwd: string, input: string): Promise<string> {
+  return new Promise((resolvePromise, reject) => {
+    const child = execFile(file, args, { cwd, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => (error ? reject(new Error(`${error.message}\n${stderr}`)) : resolvePromise(stdout)));
+    child.stdin?.end(input);
+  });
+}
 const root = join(import.meta.dirname, "..");
 type Json = Record<string, unknown>;
 
@@ -105,6 +114,8 @@ const SCHEMA: Record<string, Json> = {
   "data.google_project": { project_id: 1 },
   "data.google_container_cluster": { name: 1, location: 1, project: 1 },
   "data.archive_file": { type: 1, source_dir: 1, source_file: 1, output_path: 1, excludes: 1 },
+  // hashicorp/external
+  "data.external": { program: 1, working_dir: 1, query: 1 },
 };
 /** Attributes referenced on resources that are computed (not arguments). */
 const ATTRIBUTES: Record<string, string[]> = {
@@ -117,6 +128,7 @@ const ATTRIBUTES: Record<string, string[]> = {
   "data.google_project": ["number"],
   "data.google_container_cluster": ["endpoint", "master_auth[0].cluster_ca_certificate"],
   "data.archive_file": ["output_md5", "output_path"],
+  "data.external": ["result.dir"],
 };
 const META = new Set(["depends_on", "count", "for_each", "lifecycle", "provider"]);
 
@@ -204,29 +216,73 @@ describe("crdfn generate for Cloud Run functions (offline)", { timeout: 240_000 
     const refs = expressions(tf);
     assert.ok(refs.length > 20);
     for (const e of refs) {
-      for (const m of e.matchAll(/\b(data\.)?((?:google|archive)_[a-z0-9_]+)\.([a-z0-9_]+)\.([a-z0-9_.[\]]+)/g)) {
+      for (const m of e.matchAll(/\b(data\.)?((?:google|archive)_[a-z0-9_]+|(?<=data\.)external)\.([a-z0-9_]+)\.([a-z0-9_.[\]]+)/g)) {
         const type = `${m[1] ?? ""}${m[2]}`;
         assert.ok(declared.has(`${type}.${m[3]}`), `${m[0]} names a declared ${type}`);
         assert.ok((ATTRIBUTES[type] ?? []).includes(m[4]!) || Object.hasOwn(SCHEMA[type] ?? {}, m[4]!), `${m[0]}: ${m[4]} is an attribute of ${type}`);
       }
       for (const m of e.matchAll(/\bvar\.([a-z_]+)/g)) assert.ok(Object.hasOwn(tf.variable, m[1]!), `var.${m[1]} is declared`);
       for (const m of e.matchAll(/\blocal\.([a-z_]+)/g)) assert.ok(Object.hasOwn(tf.locals, m[1]!), `local.${m[1]} is declared`);
-      const rest = e.replace(/\b(data\.)?(google|archive)_[a-z0-9_]+\.[a-z0-9_]+\.[a-z0-9_.[\]]+|\b(var|local)\.[a-z_]+|\bpath\.module\b|jsonencode\(|\)/g, "").trim();
+      const rest = e.replace(/\b(data\.)?(google|archive)_[a-z0-9_]+\.[a-z0-9_]+\.[a-z0-9_.[\]]+|\bdata\.external\.[a-z0-9_]+\.result\.[a-z_]+|\b(var|local)\.[a-z_]+|\bpath\.module\b|jsonencode\(|abspath\(|\)/g, "").trim();
       assert.equal(rest, "", `nothing else in \${${e}}`);
     }
     assert.equal(tf.variable.source_dir && (tf.variable.source_dir as Json).default, "../..", "the source folder, seen from deploy/gcp");
-    assert.ok(((tf.data.archive_file!.source as Json).excludes as string[]).includes("deploy"), "the deploy files stay out of the functions' source");
+    assert.equal((tf.data.archive_file!.source as Json).source_dir, "${data.external.source.result.dir}", "the upload is the bundle, not the project folder");
+    assert.equal((tf.data.external!.source as Json).working_dir, "${var.source_dir}", "bundled from the source folder");
   });
 
-  it("says when the uploaded source depends on a local crdfn (file:), which Cloud Build cannot install", async () => {
-    writeFileSync(join(dir, "package.json"), JSON.stringify({ name: "shop", type: "module", main: "http.ts", dependencies: { crdfn: "file:../crdfn-0.1.0.tgz", zod: "^4.0.0" } }));
+  it("the upload is self-contained: Terraform's bundle step on a project that depends on crdfn by file: gives a folder Cloud Build installs from the registry, and functions-framework serves the function from it", { timeout: 180_000 }, async () => {
+    const project = mkdtempSync(join(tmpdir(), "crdfn-gcp-upload-"));
     try {
-      const local = await generate([], { settings: "crdfn.deploy.yaml" }, dir);
-      assert.deepEqual(local.notes, ["package.json: dependency crdfn is file:../crdfn-0.1.0.tgz, which Cloud Build cannot install from the upload: depend on a published version before terraform apply"]);
+      // A project as `crdfn init` makes it from crdfn's tarball: crdfn installed from file:, main http.ts.
+      mkdirSync(join(project, "node_modules"));
+      symlinkSync(root, join(project, "node_modules", "crdfn"));
+      for (const dep of ["zod", "@google-cloud"]) symlinkSync(join(root, "node_modules", dep), join(project, "node_modules", dep));
+      writeFileSync(join(project, "package.json"), JSON.stringify({ name: "shop", type: "module", main: "http.ts", dependencies: { crdfn: "file:../crdfn-0.1.0.tgz", zod: "^4.0.0" } }));
+      writeFileSync(join(project, "operator.ts"), readFileSync(join(root, "examples/greeting/operator.ts"), "utf8"));
+      writeFileSync(join(project, "http.ts"), readFileSync(join(root, "examples/greeting/http.ts"), "utf8"));
+      writeFileSync(join(project, "crdfn.deploy.yaml"), stringify({ ...settings, operators: [{ module: "operator.ts" }] }));
+      const generated = await generate([], { settings: "crdfn.deploy.yaml" }, project);
+      writeGenerated(generated);
+      const gcpDir = join(generated.outDir, "gcp");
+      const main = JSON.parse(readFileSync(join(gcpDir, "main.tf.json"), "utf8")) as typeof tf;
+      const step = main.data.external!.source as { program: string[]; working_dir: string; query: Record<string, string> };
+      assert.deepEqual(step.program, ["npx", "--no", "crdfn", "bundle", "--terraform"], "the project's own crdfn, never a download");
+      // As Terraform runs it: from working_dir (resolved from <out>/gcp), the query on stdin.
+      const cwd = resolve(gcpDir, step.working_dir.replace("${var.source_dir}", (main.variable.source_dir as Json).default as string));
+      assert.equal(cwd, project);
+      const out = step.query.out!.replace("${abspath(path.module)}", gcpDir);
+      const bundled = await runWithStdin(process.execPath, ["--conditions=crdfn-source", join(root, "cli/main.ts"), ...step.program.slice(3)], cwd, JSON.stringify({ out }));
+      const result = JSON.parse(bundled) as Record<string, unknown>;
+      assert.ok(Object.values(result).every((v) => typeof v === "string"), "the external protocol: a map of strings");
+      assert.equal(result.dir, out);
+      const manifest = JSON.parse(readFileSync(join(out, "package.json"), "utf8")) as { main: string; dependencies: Record<string, string> };
+      assert.deepEqual(Object.keys(manifest.dependencies).sort(), ["@google-cloud/functions-framework", "@google-cloud/pubsub"]);
+      for (const [name, version] of Object.entries(manifest.dependencies)) assert.match(version, /^\d+\.\d+\.\d+/, `${name}: a registry version, not ${version}`);
+      assert.deepEqual(readdirSync(out).sort(), [manifest.main, "package.json"].sort(), "nothing but the bundle and its manifest");
+      // What Cloud Build does with the upload: install from the registry, then serve the entry point.
+      await run("npm", ["install", "--omit=dev", "--no-audit", "--no-fund", "--prefer-offline"], { cwd: out, maxBuffer: 16 * 1024 * 1024 });
+      const port = await freePort();
+      const served = spawn(process.execPath, [join(out, "node_modules/@google-cloud/functions-framework/build/src/main.js"), "--target=greeting", `--port=${port}`], { cwd: out, env: { PATH: process.env.PATH, HOME: process.env.HOME }, stdio: ["ignore", "pipe", "pipe"] });
+      let log = "";
+      served.stdout.on("data", (d: Buffer) => (log += d.toString()));
+      served.stderr.on("data", (d: Buffer) => (log += d.toString()));
+      try {
+        const answer = await eventually(async () => {
+          if (served.exitCode !== null) throw new Error(`functions-framework exited: ${log}`);
+          const r = await fetch(`http://127.0.0.1:${port}/`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+          return { status: r.status, body: (await r.json()) as { result?: string; detail?: string } };
+        }, { timeoutMs: 60_000 });
+        assert.match(log, /Function: greeting/);
+        // crdfn's handler answered: without the Secret Manager key it names that setting, as deployed without the secret.
+        assert.equal(answer.body.result, "misconfigured", JSON.stringify(answer.body));
+        assert.match(answer.body.detail ?? "", /CRDFN_EVENT_KEYS/);
+      } finally {
+        served.kill("SIGKILL");
+      }
     } finally {
-      writeFileSync(join(dir, "package.json"), JSON.stringify({ name: "shop", type: "module", main: "http.ts" }));
+      rmSync(project, { recursive: true, force: true });
     }
-    assert.deepEqual(g.notes, [], "a registry dependency (or none) is no note");
   });
 
   it("finds the project as the source wherever out is: outside the project, or absolute", async () => {
@@ -242,7 +298,6 @@ describe("crdfn generate for Cloud Run functions (offline)", { timeout: 240_000 
         // Terraform runs in <out>/gcp (gcp/README.md) and resolves a relative source_dir from there.
         assert.equal(resolve(gcpDir, sourceDir), dir, `${out}: source_dir ${sourceDir} is the project`);
         assert.equal(isAbsolute(sourceDir), isAbsolute(out), `${out}: relative when out is, so the folders move together`);
-        assert.deepEqual((main.data.archive_file!.source as Json).excludes, ["node_modules", ".git", ".crdfn", ".serverless"], "out is not inside the source: nothing of it to leave out");
       }
     } finally {
       rmSync(elsewhere, { recursive: true, force: true });
