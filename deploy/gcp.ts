@@ -135,7 +135,6 @@ export const eventKeysSecretId = (s: CloudRunDeploySettings): string => `${s.gcp
 /** gcp/main.tf.json; `base`: the settings file's folder (absolute), which `out` and `gcp.source` are relative to. */
 export function terraformOf(operators: ReadonlyArray<GcpOperator>, s: CloudRunDeploySettings, base: string): Json {
   const g = s.gcp;
-  const ref = (type: string, name: string, attr = "id") => `\${${type}.${name}.${attr}}`;
   const apis = Object.fromEntries(APIS.map((api) => [api.split(".")[0]!, { service: api, disable_on_destroy: false }]));
   const apiDeps = APIS.map((api) => `google_project_service.${api.split(".")[0]!}`);
   const r = {
@@ -159,131 +158,8 @@ export function terraformOf(operators: ReadonlyArray<GcpOperator>, s: CloudRunDe
     google_logging_metric: {} as Json,
   };
   const outputs: Json = { bridge_principal: { description: `The bridge (${s.bridge.namespace}/${bridgeName(s)}) as IAM knows it`, value: bridgePrincipal(s) } };
-  const functionNames: string[] = [];
-  for (const { operator, entryPoint } of operators) {
-    const n = gcpNamesOf(operator, s);
-    const ids = pubSubIdsOf(g.prefix, operatorName(operator));
-    const events = `${n.tf}_events`;
-    const deadLetters = `${n.tf}_dead_letters`;
-    functionNames.push(n.function);
-    const fnUri = ref("google_cloudfunctions2_function", n.tf, "service_config[0].uri");
-    Object.assign(r.google_service_account, { [n.tf]: { account_id: n.accountId, display_name: `crdfn ${operator.resource.kind} function` } });
-    Object.assign(r.google_pubsub_topic, {
-      [events]: { name: ids.events, message_retention_duration: EVENT_RETENTION },
-      [deadLetters]: { name: ids.deadLetters },
-    });
-    Object.assign(r.google_pubsub_subscription, {
-      [events]: {
-        name: ids.events,
-        topic: ref("google_pubsub_topic", events),
-        // One ordered stream per object: the bridge's ordering key (core/event.ts messageGroupId).
-        enable_message_ordering: true,
-        ack_deadline_seconds: ACK_DEADLINE_SECONDS,
-        message_retention_duration: EVENT_RETENTION,
-        expiration_policy: { ttl: "" },
-        retry_policy: { minimum_backoff: `${PUSH_POLICY.minimumBackoffSeconds}s`, maximum_backoff: `${PUSH_POLICY.maximumBackoffSeconds}s` },
-        dead_letter_policy: { dead_letter_topic: ref("google_pubsub_topic", deadLetters), max_delivery_attempts: PUSH_POLICY.maxDeliveryAttempts },
-        push_config: { push_endpoint: fnUri, oidc_token: { service_account_email: ref("google_service_account", "push", "email"), audience: fnUri } },
-        depends_on: [`google_cloud_run_service_iam_member.${n.tf}_invoker`],
-      },
-      [deadLetters]: {
-        name: ids.deadLetters,
-        topic: ref("google_pubsub_topic", deadLetters),
-        ack_deadline_seconds: 60,
-        message_retention_duration: DEAD_LETTER_RETENTION,
-        expiration_policy: { ttl: "" },
-      },
-    });
-    Object.assign(r.google_pubsub_topic_iam_member, {
-      // The function re-sends a message deferred through an API server outage into its ordering key.
-      [`${n.tf}_republish`]: { topic: ref("google_pubsub_topic", events), role: "roles/pubsub.publisher", member: `serviceAccount:${ref("google_service_account", n.tf, "email")}` },
-      [`${n.tf}_bridge_publish`]: { topic: ref("google_pubsub_topic", events), role: "roles/pubsub.publisher", member: bridgePrincipal(s) },
-      // The bridge checks its topics exist (topics.get) and says so when one does not.
-      [`${n.tf}_bridge_view`]: { topic: ref("google_pubsub_topic", events), role: "roles/pubsub.viewer", member: bridgePrincipal(s) },
-      // Dead-lettering: Pub/Sub's own service agent forwards to the dead-letter topic…
-      [`${n.tf}_dead_letter_forward`]: { topic: ref("google_pubsub_topic", deadLetters), role: "roles/pubsub.publisher", member: pubsubAgent },
-    });
-    Object.assign(r.google_pubsub_subscription_iam_member, {
-      // …and acknowledges the forwarded message on the subscription.
-      [`${n.tf}_dead_letter_ack`]: { subscription: ref("google_pubsub_subscription", events), role: "roles/pubsub.subscriber", member: pubsubAgent },
-    });
-    Object.assign(r.google_project_iam_member, {
-      // GKE admits a Google identity that may get the cluster; Kubernetes RBAC grants the rest (functions/<operator>-gke.yaml).
-      [`${n.tf}_gke_authentication`]: { project: g.project, role: "roles/container.clusterViewer", member: `serviceAccount:${ref("google_service_account", n.tf, "email")}` },
-    });
-    Object.assign(r.google_cloudfunctions2_function, {
-      [n.tf]: {
-        name: n.function,
-        location: g.region,
-        description: `crdfn: reconciles ${operator.resource.plural}.${operator.resource.group}`,
-        build_config: {
-          runtime: g.runtime,
-          entry_point: entryPoint,
-          source: { storage_source: { bucket: ref("google_storage_bucket", "source", "name"), object: ref("google_storage_bucket_object", "source", "name") } },
-        },
-        service_config: {
-          service_account_email: ref("google_service_account", n.tf, "email"),
-          // Push comes from Google's front end: the function takes requests from anywhere, and
-          // IAM refuses all but the push identity (run.invoker below; no allUsers).
-          ingress_settings: "ALLOW_ALL",
-          max_instance_count: g.maxInstances,
-          timeout_seconds: FUNCTION_TIMEOUT_SECONDS,
-          available_memory: "256M",
-          environment_variables: {
-            CRDFN_CLUSTERS: "${jsonencode(local.clusters)}",
-            CRDFN_PUBSUB_TOPIC: ref("google_pubsub_topic", events),
-            CRDFN_MAX_DELIVERY_ATTEMPTS: String(PUSH_POLICY.maxDeliveryAttempts),
-            CRDFN_RETRY_MIN_BACKOFF_SECONDS: String(PUSH_POLICY.minimumBackoffSeconds),
-            CRDFN_RETRY_MAX_BACKOFF_SECONDS: String(PUSH_POLICY.maximumBackoffSeconds),
-            LOG_LEVEL: "info",
-          },
-          // Read as each instance starts: a new secret version reaches new instances (docs/security.md, rotation).
-          secret_environment_variables: [{ key: "CRDFN_EVENT_KEYS", project_id: g.project, secret: eventKeysSecretId(s), version: "latest" }],
-        },
-        depends_on: [...apiDeps, `google_secret_manager_secret_iam_member.${n.tf}_event_keys`],
-      },
-    });
-    Object.assign(r.google_secret_manager_secret_iam_member, {
-      // Its own read of the event keys, and nothing else of Secret Manager.
-      [`${n.tf}_event_keys`]: { project: g.project, secret_id: eventKeysSecretId(s), role: "roles/secretmanager.secretAccessor", member: `serviceAccount:${ref("google_service_account", n.tf, "email")}` },
-    });
-    Object.assign(r.google_cloud_run_service_iam_member, {
-      // Only the push subscription's identity may call the function.
-      [`${n.tf}_invoker`]: { location: g.region, service: ref("google_cloudfunctions2_function", n.tf, "name"), role: "roles/run.invoker", member: `serviceAccount:${ref("google_service_account", "push", "email")}` },
-    });
-    Object.assign(outputs, {
-      [`${n.tf}_function_uri`]: { description: `The ${operator.resource.kind} function's URL (push endpoint)`, value: fnUri },
-      [`${n.tf}_gke_user`]: { description: `The ${operator.resource.kind} function's user name in the GKE cluster`, value: ref("google_service_account", n.tf, "email") },
-    });
-  }
-  const scope = `resource.type="cloud_run_revision" AND resource.labels.service_name=(${functionNames.map((f) => `"${f}"`).join(" OR ")}) AND jsonPayload.${METRIC_MARKER.field}="${METRIC_MARKER.value}"`;
-  const metricName = (name: string) => `${g.prefix.replace(/-$/, "")}/${name}`;
-  const labelsOf = (labels: readonly string[]) => ({
-    labels: labels.map((key) => ({ key, value_type: "STRING" })),
-    extractors: Object.fromEntries(labels.map((key) => [key, `EXTRACT(jsonPayload.${key})`])),
-  });
-  for (const c of LOG_COUNTERS) {
-    const l = labelsOf(c.labels);
-    r.google_logging_metric[c.name] = {
-      name: metricName(c.name),
-      description: c.description,
-      filter: c.condition ? `${scope} AND ${c.condition}` : scope,
-      metric_descriptor: { metric_kind: "DELTA", value_type: "INT64", unit: "1", labels: l.labels },
-      label_extractors: l.extractors,
-    };
-  }
-  for (const d of LOG_DISTRIBUTIONS) {
-    const l = labelsOf(["cluster", "controller"]);
-    r.google_logging_metric[d.name] = {
-      name: metricName(d.name),
-      description: d.description,
-      filter: `${scope} AND jsonPayload.${d.field}>=0`,
-      metric_descriptor: { metric_kind: "DELTA", value_type: "DISTRIBUTION", unit: d.unit, labels: l.labels },
-      label_extractors: l.extractors,
-      value_extractor: `EXTRACT(jsonPayload.${d.field})`,
-      bucket_options: d.unit === "s" ? { exponential_buckets: { num_finite_buckets: 16, growth_factor: 2, scale: 0.005 } } : { explicit_buckets: { bounds: [1, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 50] } },
-    };
-  }
+  for (const operator of operators) addOperator(r, outputs, operator, s, apiDeps);
+  addLogMetrics(r.google_logging_metric, operators.map(({ operator }) => gcpNamesOf(operator, s).function), g.prefix);
   return {
     terraform: {
       required_version: ">= 1.5",
@@ -312,6 +188,142 @@ export function terraformOf(operators: ReadonlyArray<GcpOperator>, s: CloudRunDe
     resource: Object.fromEntries(Object.entries(r).filter(([, v]) => Object.keys(v).length > 0)),
     output: outputs,
   };
+}
+
+/** A Terraform reference to a resource's attribute. */
+const ref = (type: string, name: string, attr = "id") => `\${${type}.${name}.${attr}}`;
+
+/** The resources by type, each a map of name → arguments. */
+type Resources = Record<"google_service_account" | "google_pubsub_topic" | "google_pubsub_subscription" | "google_pubsub_topic_iam_member" | "google_pubsub_subscription_iam_member" | "google_project_iam_member" | "google_cloudfunctions2_function" | "google_cloud_run_service_iam_member" | "google_secret_manager_secret_iam_member" | "google_logging_metric", Json>;
+
+/** One operator's topics, subscriptions, identity, grants and function, and its outputs. */
+function addOperator(r: Resources, outputs: Json, { operator, entryPoint }: GcpOperator, s: CloudRunDeploySettings, apiDeps: string[]): void {
+  const g = s.gcp;
+  const n = gcpNamesOf(operator, s);
+  const ids = pubSubIdsOf(g.prefix, operatorName(operator));
+  const events = `${n.tf}_events`;
+  const deadLetters = `${n.tf}_dead_letters`;
+  const fnUri = ref("google_cloudfunctions2_function", n.tf, "service_config[0].uri");
+  Object.assign(r.google_service_account, { [n.tf]: { account_id: n.accountId, display_name: `crdfn ${operator.resource.kind} function` } });
+  Object.assign(r.google_pubsub_topic, {
+    [events]: { name: ids.events, message_retention_duration: EVENT_RETENTION },
+    [deadLetters]: { name: ids.deadLetters },
+  });
+  Object.assign(r.google_pubsub_subscription, {
+    [events]: {
+      name: ids.events,
+      topic: ref("google_pubsub_topic", events),
+      // One ordered stream per object: the bridge's ordering key (core/event.ts messageGroupId).
+      enable_message_ordering: true,
+      ack_deadline_seconds: ACK_DEADLINE_SECONDS,
+      message_retention_duration: EVENT_RETENTION,
+      expiration_policy: { ttl: "" },
+      retry_policy: { minimum_backoff: `${PUSH_POLICY.minimumBackoffSeconds}s`, maximum_backoff: `${PUSH_POLICY.maximumBackoffSeconds}s` },
+      dead_letter_policy: { dead_letter_topic: ref("google_pubsub_topic", deadLetters), max_delivery_attempts: PUSH_POLICY.maxDeliveryAttempts },
+      push_config: { push_endpoint: fnUri, oidc_token: { service_account_email: ref("google_service_account", "push", "email"), audience: fnUri } },
+      depends_on: [`google_cloud_run_service_iam_member.${n.tf}_invoker`],
+    },
+    [deadLetters]: {
+      name: ids.deadLetters,
+      topic: ref("google_pubsub_topic", deadLetters),
+      ack_deadline_seconds: 60,
+      message_retention_duration: DEAD_LETTER_RETENTION,
+      expiration_policy: { ttl: "" },
+    },
+  });
+  Object.assign(r.google_pubsub_topic_iam_member, {
+    // The function re-sends a message deferred through an API server outage into its ordering key.
+    [`${n.tf}_republish`]: { topic: ref("google_pubsub_topic", events), role: "roles/pubsub.publisher", member: `serviceAccount:${ref("google_service_account", n.tf, "email")}` },
+    [`${n.tf}_bridge_publish`]: { topic: ref("google_pubsub_topic", events), role: "roles/pubsub.publisher", member: bridgePrincipal(s) },
+    // The bridge checks its topics exist (topics.get) and says so when one does not.
+    [`${n.tf}_bridge_view`]: { topic: ref("google_pubsub_topic", events), role: "roles/pubsub.viewer", member: bridgePrincipal(s) },
+    // Dead-lettering: Pub/Sub's own service agent forwards to the dead-letter topic…
+    [`${n.tf}_dead_letter_forward`]: { topic: ref("google_pubsub_topic", deadLetters), role: "roles/pubsub.publisher", member: pubsubAgent },
+  });
+  Object.assign(r.google_pubsub_subscription_iam_member, {
+    // …and acknowledges the forwarded message on the subscription.
+    [`${n.tf}_dead_letter_ack`]: { subscription: ref("google_pubsub_subscription", events), role: "roles/pubsub.subscriber", member: pubsubAgent },
+  });
+  Object.assign(r.google_project_iam_member, {
+    // GKE admits a Google identity that may get the cluster; Kubernetes RBAC grants the rest (functions/<operator>-gke.yaml).
+    [`${n.tf}_gke_authentication`]: { project: g.project, role: "roles/container.clusterViewer", member: `serviceAccount:${ref("google_service_account", n.tf, "email")}` },
+  });
+  Object.assign(r.google_cloudfunctions2_function, {
+    [n.tf]: {
+      name: n.function,
+      location: g.region,
+      description: `crdfn: reconciles ${operator.resource.plural}.${operator.resource.group}`,
+      build_config: {
+        runtime: g.runtime,
+        entry_point: entryPoint,
+        source: { storage_source: { bucket: ref("google_storage_bucket", "source", "name"), object: ref("google_storage_bucket_object", "source", "name") } },
+      },
+      service_config: {
+        service_account_email: ref("google_service_account", n.tf, "email"),
+        // Push comes from Google's front end: the function takes requests from anywhere, and
+        // IAM refuses all but the push identity (run.invoker below; no allUsers).
+        ingress_settings: "ALLOW_ALL",
+        max_instance_count: g.maxInstances,
+        timeout_seconds: FUNCTION_TIMEOUT_SECONDS,
+        available_memory: "256M",
+        environment_variables: {
+          CRDFN_CLUSTERS: "${jsonencode(local.clusters)}",
+          CRDFN_PUBSUB_TOPIC: ref("google_pubsub_topic", events),
+          CRDFN_MAX_DELIVERY_ATTEMPTS: String(PUSH_POLICY.maxDeliveryAttempts),
+          CRDFN_RETRY_MIN_BACKOFF_SECONDS: String(PUSH_POLICY.minimumBackoffSeconds),
+          CRDFN_RETRY_MAX_BACKOFF_SECONDS: String(PUSH_POLICY.maximumBackoffSeconds),
+          LOG_LEVEL: "info",
+        },
+        // Read as each instance starts: a new secret version reaches new instances (docs/security.md, rotation).
+        secret_environment_variables: [{ key: "CRDFN_EVENT_KEYS", project_id: g.project, secret: eventKeysSecretId(s), version: "latest" }],
+      },
+      depends_on: [...apiDeps, `google_secret_manager_secret_iam_member.${n.tf}_event_keys`],
+    },
+  });
+  Object.assign(r.google_secret_manager_secret_iam_member, {
+    // Its own read of the event keys, and nothing else of Secret Manager.
+    [`${n.tf}_event_keys`]: { project: g.project, secret_id: eventKeysSecretId(s), role: "roles/secretmanager.secretAccessor", member: `serviceAccount:${ref("google_service_account", n.tf, "email")}` },
+  });
+  Object.assign(r.google_cloud_run_service_iam_member, {
+    // Only the push subscription's identity may call the function.
+    [`${n.tf}_invoker`]: { location: g.region, service: ref("google_cloudfunctions2_function", n.tf, "name"), role: "roles/run.invoker", member: `serviceAccount:${ref("google_service_account", "push", "email")}` },
+  });
+  Object.assign(outputs, {
+    [`${n.tf}_function_uri`]: { description: `The ${operator.resource.kind} function's URL (push endpoint)`, value: fnUri },
+    [`${n.tf}_gke_user`]: { description: `The ${operator.resource.kind} function's user name in the GKE cluster`, value: ref("google_service_account", n.tf, "email") },
+  });
+}
+
+/** Log-based metrics over the lines the functions write (core/cloud-logging-metrics.ts). */
+function addLogMetrics(metrics: Json, functionNames: string[], prefix: string): void {
+  const scope = `resource.type="cloud_run_revision" AND resource.labels.service_name=(${functionNames.map((f) => `"${f}"`).join(" OR ")}) AND jsonPayload.${METRIC_MARKER.field}="${METRIC_MARKER.value}"`;
+  const metricName = (name: string) => `${prefix.replace(/-$/, "")}/${name}`;
+  const labelsOf = (labels: readonly string[]) => ({
+    labels: labels.map((key) => ({ key, value_type: "STRING" })),
+    extractors: Object.fromEntries(labels.map((key) => [key, `EXTRACT(jsonPayload.${key})`])),
+  });
+  for (const c of LOG_COUNTERS) {
+    const l = labelsOf(c.labels);
+    metrics[c.name] = {
+      name: metricName(c.name),
+      description: c.description,
+      filter: c.condition ? `${scope} AND ${c.condition}` : scope,
+      metric_descriptor: { metric_kind: "DELTA", value_type: "INT64", unit: "1", labels: l.labels },
+      label_extractors: l.extractors,
+    };
+  }
+  for (const d of LOG_DISTRIBUTIONS) {
+    const l = labelsOf(["cluster", "controller"]);
+    metrics[d.name] = {
+      name: metricName(d.name),
+      description: d.description,
+      filter: `${scope} AND jsonPayload.${d.field}>=0`,
+      metric_descriptor: { metric_kind: "DELTA", value_type: "DISTRIBUTION", unit: d.unit, labels: l.labels },
+      label_extractors: l.extractors,
+      value_extractor: `EXTRACT(jsonPayload.${d.field})`,
+      bucket_options: d.unit === "s" ? { exponential_buckets: { num_finite_buckets: 16, growth_factor: 2, scale: 0.005 } } : { explicit_buckets: { bounds: [1, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 50] } },
+    };
+  }
 }
 
 export function gcpReadme(operators: ReadonlyArray<GcpOperator>, s: CloudRunDeploySettings): string {
