@@ -37,7 +37,7 @@ describe("crdfn generate", () => {
     try {
       cpSync(g.outDir, copy, { recursive: true });
       const edited = join(copy, "functions", "greeting.yaml");
-      // The edit issue 10 found: a broader grant slipped in by hand.
+      // A broader grant slipped in by hand.
       writeFileSync(edited, readFileSync(edited, "utf8").replace("      - delete\n", "      - delete\n      - list\n"));
       rmSync(join(copy, "serverless", "resources.yml"));
       writeFileSync(join(copy, "functions", "old-operator.yaml"), "kind: ClusterRole\n");

@@ -1,5 +1,5 @@
-// A hung or restarting API server is an outage, never a broken object nor a bad credential
-// (issue 30). The whole pipeline runs as deployed: the bridge with its own ServiceAccount's token,
+// A hung or restarting API server is an outage, never a broken object nor a bad credential.
+// The whole pipeline runs as deployed: the bridge with its own ServiceAccount's token,
 // the functions with theirs, on both consumers (the local poller, and the Lambda adapter behind a
 // stand-in for Lambda's event source), with requeueing objects ticking (a chain each) and one
 // idle object whose change is timed.

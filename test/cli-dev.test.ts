@@ -16,6 +16,7 @@ import { deduplicationId, encodeKeyEvent, messageGroupId, type KeyEvent } from "
 import { controlPlaneBinaries } from "../emulator/binaries.ts";
 import { packageRoot } from "../emulator/paths.ts";
 import { eventually } from "./support/eventually.ts";
+import { queuesAtRest } from "./support/settled.ts";
 
 const run = promisify(execFile);
 const main = join(packageRoot, "cli", "main.ts");
@@ -56,8 +57,8 @@ describe("crdfn dev", { timeout: 240_000 }, () => {
       assert.equal(lines("Greeting hello-world").length, 2);
       assert.equal(lines("CronTab my-new-cron-object").length, 2);
     });
-    // A few seconds more: nothing else comes (the function's own finalizer and status writes are not news).
-    await new Promise((r) => setTimeout(r, 3000));
+    // Once the queues are at rest, nothing else came (the function's own finalizer and status writes are not news).
+    await queuesAtRest(sqsFrom(env));
     const calls = (kind: string) => lines(kind).map((l) => /(\d+) API calls, (\w+)\)/.exec(l)!.slice(1));
     const [[gFirst, gWhy], [gThen, gThenWhy]] = calls("Greeting hello-world") as [[string, string], [string, string]];
     const [[cFirst, cWhy], [cThen, cThenWhy]] = calls("CronTab my-new-cron-object") as [[string, string], [string, string]];

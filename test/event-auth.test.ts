@@ -1,4 +1,4 @@
-// Whoever may send to the queue is not thereby the bridge (issue 30). A body sent straight to the
+// Whoever may send to the queue is not thereby the bridge. A body sent straight to the
 // queue — forged with a real uid and resourceVersion and no MAC or a MAC made with another key,
 // or a genuine signed event from the bridge with its spec changed — is dead-lettered on the
 // poller, Lambda and Cloud Run (CloudEvent push) paths, with one log line naming the cluster and

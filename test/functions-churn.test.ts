@@ -1,4 +1,4 @@
-// One name created and deleted 20 times in a row (issue 9): stale events for deleted uids, requeues
+// One name created and deleted 20 times in a row: stale events for deleted uids, requeues
 // of old generations and writes answered 404 must not keep the last object from converging.
 // Real kube-apiserver + kube-controller-manager (garbage collection) + ElasticMQ + the real bridge
 // + the local functions; every reconcile is triggered by the bridge.

@@ -1,4 +1,4 @@
-// "Never backwards" (issue 30): a burst of spec updates queues messages whose carried bodies are
+// "Never backwards": a burst of spec updates queues messages whose carried bodies are
 // older than the object by the time they are handled. Nothing the function writes may step back:
 // children are fenced by the parent's generation, which the generated admission policy enforces
 // (core/fence.ts), and effects act only on a quorum read. On every delivery path — the local
