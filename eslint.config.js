@@ -18,6 +18,12 @@ export default tseslint.config(
     },
   },
   {
+    // A function a reader holds on one screen or two: above 100 lines it holds more than one idea.
+    files: ["{core,deploy,clients,bridge,functions,cli,emulator}/**/*.ts"],
+    ignores: ["**/*.test.ts"],
+    rules: { "max-lines-per-function": ["error", { max: 100, skipBlankLines: true, skipComments: true }] },
+  },
+  {
     // node:test's describe/it return promises the runner awaits itself.
     files: ["**/*.test.ts", "test/**/*.ts"],
     rules: { "@typescript-eslint/no-floating-promises": "off" },

@@ -42,6 +42,19 @@ export interface PubSubAdmin {
 
 const NOT_FOUND = 5;
 
+/** A pulled message as a dead letter. */
+function letterOf(received: protos.google.pubsub.v1.IReceivedMessage): DeadLetter {
+  const m = received.message ?? {};
+  const seconds = Number(String(m.publishTime?.seconds ?? 0));
+  return {
+    id: m.messageId ?? "",
+    body: Buffer.from(m.data ?? new Uint8Array()).toString("utf8"),
+    orderingKey: m.orderingKey ?? "",
+    publishTime: new Date(seconds * 1000 + Math.floor((m.publishTime?.nanos ?? 0) / 1e6)),
+    attributes: { ...(m.attributes ?? {}) },
+  };
+}
+
 export async function pubSubAdmin(c: PubSubConnection): Promise<PubSubAdmin> {
   const { PubSub: Client, v1 } = await import("@google-cloud/pubsub");
   const pubsub: PubSub = new Client({ projectId: c.projectId, ...(c.emulatorHost ? { apiEndpoint: c.emulatorHost, emulatorMode: true, clientOptions: { universeDomain: "googleapis.com" } } : {}) });
@@ -51,17 +64,6 @@ export async function pubSubAdmin(c: PubSubConnection): Promise<PubSubAdmin> {
   const pull = async (subscription: string, max: number) => {
     const [res] = await subscriber.pull({ subscription, maxMessages: Math.min(max, 100), returnImmediately: true }, { timeout: 30_000 });
     return res.receivedMessages ?? [];
-  };
-  const letterOf = (rm: protos.google.pubsub.v1.IReceivedMessage): DeadLetter => {
-    const m = rm.message ?? {};
-    const seconds = Number(String(m.publishTime?.seconds ?? 0));
-    return {
-      id: m.messageId ?? "",
-      body: Buffer.from(m.data ?? new Uint8Array()).toString("utf8"),
-      orderingKey: m.orderingKey ?? "",
-      publishTime: new Date(seconds * 1000 + Math.floor((m.publishTime?.nanos ?? 0) / 1e6)),
-      attributes: { ...(m.attributes ?? {}) },
-    };
   };
 
   return {

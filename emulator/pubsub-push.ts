@@ -57,23 +57,57 @@ export interface PushDeliverer {
 const LEASE_MARGIN_SECONDS = 30;
 const MAX_ACK_DEADLINE_SECONDS = 600;
 
-export async function startPushDeliverer(o: PushDelivererOptions): Promise<PushDeliverer> {
-  const log = o.log ?? (() => {});
-  const format = o.format ?? "push";
-  const maxOutstanding = o.maxOutstanding ?? 10;
+/** One push request: its HTTP status, or why there is none (no answer in time, refused connection). */
+async function post(endpoint: string, request: { body: string; headers: Record<string, string> }, timeoutSeconds: number, stop: AbortSignal): Promise<number | string> {
+  try {
+    const signal = AbortSignal.any([stop, AbortSignal.timeout(timeoutSeconds * 1000)]);
+    const res = await fetch(endpoint, { method: "POST", headers: request.headers, body: request.body, signal });
+    await res.arrayBuffer().catch(() => undefined);
+    return res.status;
+  } catch (e) {
+    return (e as Error).name === "TimeoutError" ? `no answer within ${timeoutSeconds}s` : (e as Error).message;
+  }
+}
+
+/** How the subscription delivers: where, in order or not, its retry policy, and the request timeout and lease. */
+async function subscriptionOf(o: PushDelivererOptions) {
   const sub = o.pubsub.subscription(o.subscription);
   const [meta] = await sub.getMetadata();
   const endpoint = o.endpoint ?? meta.pushConfig?.pushEndpoint ?? undefined;
   if (!endpoint) throw new SetupError(`push deliverer: subscription ${sub.name} has no push endpoint, and none was given`);
-  const topic = meta.topic ?? "";
-  const ordered = meta.enableMessageOrdering === true;
-  const policy = retryPolicyOf(meta);
   // Push's request timeout is the ack deadline (Pub/Sub's default 10 s); the lease outlasts it.
   const timeoutSeconds = Math.min(meta.ackDeadlineSeconds || 10, MAX_ACK_DEADLINE_SECONDS - LEASE_MARGIN_SECONDS);
-  const leaseSeconds = timeoutSeconds + LEASE_MARGIN_SECONDS;
+  return { name: sub.name, endpoint, topic: meta.topic ?? "", ordered: meta.enableMessageOrdering === true, policy: retryPolicyOf(meta), timeoutSeconds, leaseSeconds: timeoutSeconds + LEASE_MARGIN_SECONDS };
+}
+
+/** Pulls while there is room, waits for room when full, and rides out an unreachable emulator, saying so once. */
+async function pullLoop(d: { stopping(): boolean; full(): boolean; room(): Promise<void>; pull(): Promise<void>; log(line: string): void }): Promise<void> {
+  let failing = false;
+  while (!d.stopping()) {
+    if (d.full()) {
+      await d.room();
+      continue;
+    }
+    try {
+      await d.pull();
+      if (failing) d.log("push deliverer: pulling again");
+      failing = false;
+    } catch (e) {
+      if (d.stopping()) break;
+      if (!failing) d.log(`push deliverer: pull failed (${(e as Error).message}); retrying`);
+      failing = true;
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+  }
+}
+
+export async function startPushDeliverer(o: PushDelivererOptions): Promise<PushDeliverer> {
+  const log = o.log ?? (() => {});
+  const format = o.format ?? "push";
+  const maxOutstanding = o.maxOutstanding ?? 10;
+  const { name, endpoint, topic, ordered, policy, timeoutSeconds, leaseSeconds } = await subscriptionOf(o);
   // The emulator's address and plain-gRPC credentials, as the PubSub client resolved them.
   const client = new v1.SubscriberClient({ ...(await o.pubsub.getClientConfig()) });
-  const name = sub.name;
 
   const counts = { acked: 0, refused: 0 };
   const busyKeys = new Set<string>();
@@ -84,24 +118,13 @@ export async function startPushDeliverer(o: PushDelivererOptions): Promise<PushD
   let stopping = false;
   let wake: (() => void) | undefined;
 
-  async function post(body: string, headers: Record<string, string>): Promise<number | string> {
-    try {
-      const signal = AbortSignal.any([abort.signal, AbortSignal.timeout(timeoutSeconds * 1000)]);
-      const res = await fetch(endpoint!, { method: "POST", headers, body, signal });
-      await res.arrayBuffer().catch(() => undefined);
-      return res.status;
-    } catch (e) {
-      return (e as Error).name === "TimeoutError" ? `no answer within ${timeoutSeconds}s` : (e as Error).message;
-    }
-  }
-
   async function deliver(rm: protos.google.pubsub.v1.IReceivedMessage, key: string | undefined): Promise<void> {
     const ackId = rm.ackId ?? "";
     const id = rm.message?.messageId ?? "";
     try {
       await client.modifyAckDeadline({ subscription: name, ackIds: [ackId], ackDeadlineSeconds: leaseSeconds });
       const req = pushRequest(rm, name, topic, format);
-      const answer = await post(req.body, req.headers);
+      const answer = await post(endpoint, req, timeoutSeconds, abort.signal);
       if (typeof answer === "number" && ACK_STATUSES.has(answer)) {
         await client.acknowledge({ subscription: name, ackIds: [ackId] });
         attempts.delete(id);
@@ -166,25 +189,13 @@ export async function startPushDeliverer(o: PushDelivererOptions): Promise<PushD
     }
   }
 
-  const loop = (async () => {
-    let failing = false;
-    while (!stopping) {
-      if (inFlight.size + reserved >= maxOutstanding) {
-        await new Promise<void>((r) => (wake = r));
-        continue;
-      }
-      try {
-        await pull(false);
-        if (failing) log("push deliverer: pulling again");
-        failing = false;
-      } catch (e) {
-        if (stopping) break;
-        if (!failing) log(`push deliverer: pull failed (${(e as Error).message}); retrying`);
-        failing = true;
-        await new Promise((r) => setTimeout(r, 1000));
-      }
-    }
-  })();
+  const loop = pullLoop({
+    stopping: () => stopping,
+    full: () => inFlight.size + reserved >= maxOutstanding,
+    room: () => new Promise<void>((r) => (wake = r)),
+    pull: () => pull(false),
+    log,
+  });
 
   let stopped: Promise<void> | undefined;
   return {
