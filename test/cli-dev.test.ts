@@ -69,6 +69,20 @@ describe("crdfn dev", { timeout: 240_000 }, () => {
     assert.ok(Number(cThen) <= 2, `CronTab's second reconcile: ${cThen} API calls`);
   });
 
+  it("prints what the README's npm start block shows, line for line (times and the state folder aside)", async () => {
+    const readme = readFileSync(join(packageRoot, "README.md"), "utf8");
+    const block = /`npm start` prints[^\n]*\n\n```text\n([\s\S]*?)```/.exec(readme)?.[1];
+    assert.ok(block, "the README's npm start block");
+    const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+    const pattern = (line: string) => new RegExp(`^${escape(line).replace(/\d+(\\\.\d+)?(?= ?m?s\b)/g, "\\d+(\\.\\d+)?").replaceAll(escape(".crdfn/"), escape(`${stateDir}/`))}$`);
+    const lines = block.trimEnd().split("\n");
+    await eventually(() => {
+      const printed = output.split("\n");
+      const missing = lines.filter((line) => !printed.some((p) => pattern(line).test(p)));
+      assert.deepEqual(missing, [], `printed:\n${output}`);
+    }, { timeoutMs: 60_000 });
+  });
+
   it("shows the children to kubectl", async () => {
     const names = await kubectl("get", "configmap/hello-world-greeting", "cronjob/my-new-cron-object-cron", "-o", "name");
     assert.deepEqual(names.trim().split("\n"), ["configmap/hello-world-greeting", "cronjob.batch/my-new-cron-object-cron"]);
