@@ -4,8 +4,9 @@
 // the cluster in CRDFN_PEERS_CLUSTER; prints one JSON line with the bridge's pid once ready;
 // stops on SIGTERM. With CRDFN_PEERS_PLATFORM_KINDS=n it serves bench:platform's n kinds (one
 // project, one bridge) instead of the example Greeting. It counts the poller's and the
-// functions' requests to the queue (the bridge's own are on its /metrics) and serves the counts
-// as JSON on a loopback port named in the ready line.
+// functions' requests to the queue (the bridge's own are on its /metrics), and the reconciles
+// and the time inside them, and serves the counts as JSON on a loopback port named in the ready
+// line (queueRequests, reconciles, reconcileMs).
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { KubeConfig } from "@kubernetes/client-node";
@@ -30,13 +31,18 @@ async function main(): Promise<void> {
   const cluster: LocalCluster = { ...handle, kubeConfig, queue: control, apiServer: control, stop: notOurs };
   const kinds = Number(process.env[PLATFORM_KINDS_ENV] ?? 0);
   const queueRequests: Record<string, number> = {};
-  const counts = createServer((_req, res) => res.end(JSON.stringify(queueRequests)));
+  const reconciles = { count: 0, ms: 0 };
+  const counts = createServer((_req, res) => res.end(JSON.stringify({ queueRequests, reconciles: reconciles.count, reconcileMs: reconciles.ms })));
   await new Promise<void>((resolve) => counts.listen(0, "127.0.0.1", resolve));
   const pipeline = await startPipeline({
     cluster,
     queue: cluster.sqs,
     operators: kinds > 0 ? platformOperators(kinds) : ([greeting] as ReadonlyArray<Operator<unknown>>),
     onQueueRequest: (command) => (queueRequests[command] = (queueRequests[command] ?? 0) + 1),
+    onReconcile: (r) => {
+      reconciles.count++;
+      reconciles.ms += r.latencyMs;
+    },
     logger: pino({ level: "warn" }, pino.destination(2)),
     bridgeProcess: true,
     // As deployed, serving the run's namespace (as each peer watches one).

@@ -30,7 +30,7 @@ export interface RunningSystem {
   settings: Record<string, unknown>;
   /** crdfn's bridge /metrics (publish delay), absent for the peers. */
   bridgeMetricsUrl?: string;
-  /** crdfn's poller's and functions' requests to the queue so far, by command (JSON), absent for the peers. */
+  /** crdfn's child's counts so far (JSON): the poller's and functions' requests to the queue by command, reconciles and the ms inside them; absent for the peers. */
   queueRequestsUrl?: string;
   /** Seconds from spawn to ready (the peers: informers synced / kopf started; crdfn: the bridge's initial sync). */
   startSeconds: number;

@@ -35,6 +35,7 @@ function run(system: PlatformRun["system"], o: { peak: number; idle: number; req
       requests: {},
       queueRequests: o.queue === null ? null : { "bridge SendMessageBatch": 500, ReceiveMessage: 400, DeleteMessageBatch: 300 },
       queueRequestsPerChange: o.queue,
+      pipeline: o.queue === null ? null : { reconciles: 1500, functionMsPerReconcile: 40, bridgePublishDelayMs: 12 },
       loadAvg: [2, 2, 2],
     },
   };
@@ -77,6 +78,7 @@ describe("bench:platform's bars", () => {
     assert.match(text, /bridge SendMessageBatch 0\.33, ReceiveMessage 0\.27, DeleteMessageBatch 0\.20/);
     assert.match(text, /1\.00 2\.00 3\.00 \/ 2\.00 2\.00 2\.00 \/ 4\.00 5\.00 6\.00/);
     assert.match(text, /controller-runtime \(10 processes\)/);
+    assert.match(text, /1500 \/ 40\.0 ms \/ 12\.0 ms/);
   });
 });
 

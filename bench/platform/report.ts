@@ -105,6 +105,9 @@ export function formatPlatformReport(crdfn: PlatformRun, cr: PlatformRun, bars: 
       both("rated: writes / errors / unobserved", (r) => `${r.rated.writes} / ${r.rated.writeErrors} / ${r.rated.unobserved}`),
       both("rated: CPU ms per change, cluster side / API server+etcd / off-cluster", (r) => `${f(r.rated.clusterSideCpuMsPerChange, 2)} / ${f(r.rated.controlPlaneCpuMsPerChange, 2)} / ${f(r.rated.offClusterCpuMsPerChange, 2)}`),
       both("rated: API requests per change", (r) => f(r.rated.apiRequestsPerChange, 2)),
+      both("rated: reconciles run / ms inside the function / bridge publish delay (mean)", (r) =>
+        r.rated.pipeline === null ? "–" : `${r.rated.pipeline.reconciles} / ${f(r.rated.pipeline.functionMsPerReconcile)} ms / ${f(r.rated.pipeline.bridgePublishDelayMs)} ms`,
+      ),
       both("rated: SQS requests per change", (r) => (r.rated.queueRequestsPerChange === null ? "–" : `${f(r.rated.queueRequestsPerChange, 2)} (${queueLine(r.rated.queueRequests, r.rated.writes)})`)),
       both("load average: start / rated / end", (r) => `${load(r.loadAvgStart)} / ${load(r.rated.loadAvg)} / ${load(r.loadAvgEnd)}`),
     ]),

@@ -91,6 +91,12 @@ export interface PlatformRun {
     queueRequests: Record<string, number> | null;
     /** Per spec change written (as npm run bench counts it). */
     queueRequestsPerChange: number | null;
+    /**
+     * crdfn only, where a change's time goes: reconciles run (a change's, and the bridge's
+     * follow-ups), mean time inside the function, mean time from the bridge seeing a change to the
+     * queue accepting its event; the rest of the p50 is the queue (and the poller's receives).
+     */
+    pipeline: { reconciles: number; functionMsPerReconcile: number; bridgePublishDelayMs: number } | null;
     loadAvg: number[];
   };
 }
@@ -102,7 +108,8 @@ const r1 = (x: number): number => Math.round(x * 10) / 10;
 const r2 = (x: number): number => Math.round(x * 100) / 100;
 const MiB = 1048576;
 
-const openWatches = async (kubeConfig: KubeConfig): Promise<Record<string, number>> => parseOpenWatches(await scrapeMetrics(kubeConfig));
+/** Watches open on the API server now, by resource. */
+export const openWatches = async (kubeConfig: KubeConfig): Promise<Record<string, number>> => parseOpenWatches(await scrapeMetrics(kubeConfig));
 const total = (r: Record<string, number>): number => Object.values(r).reduce((a, b) => a + b, 0);
 const grown = (before: Record<string, number>, after: Record<string, number>): Record<string, number> =>
   Object.fromEntries(Object.entries(after).flatMap(([k, v]): Array<[string, number]> => (v === (before[k] ?? 0) ? [] : [[k, v - (before[k] ?? 0)]])));
@@ -111,11 +118,27 @@ const median = (xs: readonly number[]): number => {
   return s.length === 0 ? 0 : (s[Math.floor((s.length - 1) / 2)] ?? 0);
 };
 
-/** The queue's requests so far: the bridge's sends (its /metrics) and the poller's and functions' (the child's counts). */
-async function queueRequestsNow(bridgeMetricsUrl: string, queueRequestsUrl: string): Promise<Record<string, number>> {
-  const sends = metricValues(await (await fetch(bridgeMetricsUrl)).text(), [BRIDGE_METRICS.sendRequests])[BRIDGE_METRICS.sendRequests] ?? 0;
-  const others = (await (await fetch(queueRequestsUrl)).json()) as Record<string, number>;
-  return { "bridge SendMessageBatch": sends, ...others };
+interface PipelineCounts {
+  /** The queue's requests: the bridge's sends (its /metrics) and the poller's and functions' (the child's counts). */
+  queueRequests: Record<string, number>;
+  reconciles: number;
+  /** Time inside the functions, summed. */
+  reconcileMs: number;
+  publishDelaySum: number;
+  publishDelayCount: number;
+}
+
+async function pipelineCounts(bridgeMetricsUrl: string, childUrl: string): Promise<PipelineCounts> {
+  const { sendRequests, publishDelaySum, publishDelayCount } = BRIDGE_METRICS;
+  const bridge = metricValues(await (await fetch(bridgeMetricsUrl)).text(), [sendRequests, publishDelaySum, publishDelayCount]);
+  const child = (await (await fetch(childUrl)).json()) as { queueRequests: Record<string, number>; reconciles: number; reconcileMs: number };
+  return {
+    queueRequests: { "bridge SendMessageBatch": bridge[sendRequests] ?? 0, ...child.queueRequests },
+    reconciles: child.reconciles,
+    reconcileMs: child.reconcileMs,
+    publishDelaySum: bridge[publishDelaySum] ?? 0,
+    publishDelayCount: bridge[publishDelayCount] ?? 0,
+  };
 }
 
 export async function runPlatform(
@@ -136,12 +159,13 @@ export async function runPlatform(
   const watches = kinds.map((k) => new StatusWatch(cluster.kubeConfig, namespace, now, k));
   const cleanup: Array<() => Promise<void> | void> = [() => watches.forEach((w) => w.stop())];
   try {
+    const others = await openWatches(cluster.kubeConfig);
     await Promise.all(watches.map((w) => w.start()));
     // Before the system starts: the watches everyone else holds (the controller-manager's, and
     // ours above once the API server counts them: a watch of a kind whose watch cache is still
     // initializing is answered, and counted, a little after the client's request resolves).
     let baseline = await openWatches(cluster.kubeConfig);
-    for (const t = now(); kinds.some((k) => (baseline[k.plural] ?? 0) < 1); baseline = await openWatches(cluster.kubeConfig)) {
+    for (const t = now(); kinds.some((k) => (baseline[k.plural] ?? 0) < (others[k.plural] ?? 0) + 1); baseline = await openWatches(cluster.kubeConfig)) {
       if (now() - t > 60_000) throw new Error(`the API server never counted the driver's watches of ${kinds.map((k) => k.plural).join(", ")}`);
       await sleep(200);
     }
@@ -239,7 +263,8 @@ export async function runPlatform(
         timeoutMs: OBSERVE_TIMEOUT_MS,
       }),
     );
-    const queueMark = running.bridgeMetricsUrl && running.queueRequestsUrl ? await queueRequestsNow(running.bridgeMetricsUrl, running.queueRequestsUrl) : null;
+    const counted = running.bridgeMetricsUrl && running.queueRequestsUrl ? { bridge: running.bridgeMetricsUrl, child: running.queueRequestsUrl } : null;
+    const countsMark = counted ? await pipelineCounts(counted.bridge, counted.child) : null;
     const ratedMark = await sampler.mark();
     const latencies: number[] = [];
     const counts: ChangeCounts = { errors: 0, unobserved: 0 };
@@ -247,7 +272,16 @@ export async function runPlatform(
     const rated = await sampler.since(ratedMark);
     const ratedLoad = loadavg();
     await drained();
-    const queueRequests = queueMark && running.bridgeMetricsUrl && running.queueRequestsUrl ? grown(queueMark, await queueRequestsNow(running.bridgeMetricsUrl, running.queueRequestsUrl)) : null;
+    const countsEnd = counted ? await pipelineCounts(counted.bridge, counted.child) : null;
+    const queueRequests = countsMark && countsEnd ? grown(countsMark.queueRequests, countsEnd.queueRequests) : null;
+    const pipeline =
+      countsMark && countsEnd
+        ? {
+            reconciles: countsEnd.reconciles - countsMark.reconciles,
+            functionMsPerReconcile: r1((countsEnd.reconcileMs - countsMark.reconcileMs) / Math.max(1, countsEnd.reconciles - countsMark.reconciles)),
+            bridgePublishDelayMs: r1(((countsEnd.publishDelaySum - countsMark.publishDelaySum) / Math.max(1, countsEnd.publishDelayCount - countsMark.publishDelayCount)) * 1000),
+          }
+        : null;
     const changes = Math.max(1, latencies.length);
     const per = (names: Iterable<string>) => r2((sum(rated, names) * 1000) / changes);
     const resources = [...kinds.flatMap((k) => [k.plural, `${k.plural}/status`]), "configmaps", "events"];
@@ -281,6 +315,7 @@ export async function runPlatform(
         requests: rated.requests,
         queueRequests,
         queueRequestsPerChange: queueRequests === null ? null : r2(total(queueRequests) / Math.max(1, writes)),
+        pipeline,
         loadAvg: ratedLoad,
       },
     };
