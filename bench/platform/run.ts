@@ -84,7 +84,7 @@ export interface PlatformRun {
     clusterSideCpuMsPerChange: number;
     controlPlaneCpuMsPerChange: number;
     offClusterCpuMsPerChange: number;
-    /** On the kinds, their status, ConfigMaps and Events, less the driver's own spec writes. */
+    /** On the kinds, their status, ConfigMaps and Events, less the driver's own spec writes; per change written, as the CPU figures. */
     apiRequestsPerChange: number;
     requests: RequestCounts;
     /** Every request to the queue (crdfn only): the bridge's sends from its /metrics, the poller's and functions' by command. */
@@ -282,7 +282,10 @@ export async function runPlatform(
             bridgePublishDelayMs: r1(((countsEnd.publishDelaySum - countsMark.publishDelaySum) / Math.max(1, countsEnd.publishDelayCount - countsMark.publishDelayCount)) * 1000),
           }
         : null;
-    const changes = Math.max(1, latencies.length);
+    // Per change written: every written change is reconciled within the phase's window (a change
+    // seen late is still worked on before the window closes), so dividing by the changes seen
+    // in time would charge a backlog's work to fewer changes.
+    const changes = Math.max(1, writes);
     const per = (names: Iterable<string>) => r2((sum(rated, names) * 1000) / changes);
     const resources = [...kinds.flatMap((k) => [k.plural, `${k.plural}/status`]), "configmaps", "events"];
     const peakMiB = sampler.peakRssMiB();
