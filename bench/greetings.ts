@@ -3,22 +3,32 @@
 import { ApiError } from "../clients/kube-http.ts";
 import type { KubeApi, KubeObject, ResourceRef } from "../functions/runtime/kube-api.ts";
 
-const GROUP = "example.com";
-const VERSION = "v1";
+/** The kind written to: the example Greeting unless a Greeting-shaped kind is given (bench:platform's ten). */
+export interface GreetingKind {
+  group: string;
+  version: string;
+  plural: string;
+  kind: string;
+}
+
+export const EXAMPLE_GREETING: GreetingKind = { group: "example.com", version: "v1", plural: "greetings", kind: "Greeting" };
 
 export const objectName = (i: number): string => `bench-${String(i).padStart(5, "0")}`;
 
 export class Greetings {
   readonly #api: KubeApi;
   readonly #namespace: string;
+  readonly #kind: GreetingKind;
 
-  constructor(api: KubeApi, namespace: string) {
+  constructor(api: KubeApi, namespace: string, kind: GreetingKind = EXAMPLE_GREETING) {
     this.#api = api;
     this.#namespace = namespace;
+    this.#kind = kind;
   }
 
   #ref(name?: string): ResourceRef {
-    return { group: GROUP, version: VERSION, plural: "greetings", namespace: this.#namespace, ...(name === undefined ? {} : { name }) };
+    const { group, version, plural } = this.#kind;
+    return { group, version, plural, namespace: this.#namespace, ...(name === undefined ? {} : { name }) };
   }
 
   /** Creates the namespace unless it exists: crdfn as deployed creates the namespaces it serves (its Roles live there). */
@@ -32,7 +42,8 @@ export class Greetings {
 
   /** Creates the Greeting; returns its generation. */
   async create(name: string, message: string): Promise<number> {
-    const created = await this.#api.create(this.#ref(), { apiVersion: `${GROUP}/${VERSION}`, kind: "Greeting", metadata: { name }, spec: { message } });
+    const { group, version, kind } = this.#kind;
+    const created = await this.#api.create(this.#ref(), { apiVersion: `${group}/${version}`, kind, metadata: { name }, spec: { message } });
     return generationOf(created);
   }
 
@@ -45,7 +56,7 @@ export class Greetings {
   async patchStatus(name: string, seq: number): Promise<void> {
     // KubeApi addresses /status only through replaceStatus (a PUT); a merge patch reaches the
     // subresource when the object's name is part of the collection path and "status" is the name.
-    await this.#api.mergePatch({ ...this.#ref(), plural: `greetings/${encodeURIComponent(name)}`, name: "status" }, { status: { benchSeq: seq } });
+    await this.#api.mergePatch({ ...this.#ref(), plural: `${this.#kind.plural}/${encodeURIComponent(name)}`, name: "status" }, { status: { benchSeq: seq } });
   }
 }
 

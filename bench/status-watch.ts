@@ -1,6 +1,7 @@
 // Watches the benchmark's Greetings and notes when each one's status reports a generation
 // reconciled (Ready=True with observedGeneration): the "status observed" end of every sample.
 import { Watch, type KubeConfig } from "@kubernetes/client-node";
+import { EXAMPLE_GREETING, type GreetingKind } from "./greetings.ts";
 
 interface Observation {
   generation: number;
@@ -33,9 +34,9 @@ export class StatusWatch {
   /** Reconciled generations seen (one per status update that advanced observedGeneration). */
   advances = 0;
 
-  constructor(kubeConfig: KubeConfig, namespace: string, now: () => number) {
+  constructor(kubeConfig: KubeConfig, namespace: string, now: () => number, kind: Omit<GreetingKind, "kind"> = EXAMPLE_GREETING) {
     this.#kubeConfig = kubeConfig;
-    this.#path = `/apis/example.com/v1/namespaces/${namespace}/greetings`;
+    this.#path = `/apis/${kind.group}/${kind.version}/namespaces/${namespace}/${kind.plural}`;
     this.#now = now;
   }
 

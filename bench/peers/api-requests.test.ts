@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { operatorRequests, parseRequestCounts, requestDelta } from "./api-requests.ts";
+import { operatorRequests, parseOpenWatches, parseRequestCounts, requestDelta } from "./api-requests.ts";
 
 const metrics = (greetings: number, status: number) => `# HELP apiserver_request_total Counter of apiserver requests
 # TYPE apiserver_request_total counter
@@ -20,5 +20,20 @@ describe("API server request counts", () => {
     const delta = requestDelta(parseRequestCounts(metrics(10, 4)), parseRequestCounts(metrics(15, 9)));
     assert.deepEqual(delta, { "PATCH greetings": 5, "PUT greetings/status": 5 });
     assert.equal(operatorRequests({ ...delta, "PUT leases": 3 }), 10);
+  });
+
+  it("counts only the named resources when given", () => {
+    assert.equal(operatorRequests({ "PATCH greeting0s": 2, "PUT greeting0s/status": 1, "PUT greetings/status": 5 }, ["greeting0s", "greeting0s/status"]), 3);
+  });
+
+  it("open watches: the WATCH gauge by resource, summed over groups and scopes; other verbs left out", () => {
+    const text = `# TYPE apiserver_longrunning_requests gauge
+apiserver_longrunning_requests{component="apiserver",group="",resource="configmaps",scope="namespace",subresource="",verb="WATCH",version="v1"} 10
+apiserver_longrunning_requests{component="apiserver",group="",resource="configmaps",scope="cluster",subresource="",verb="WATCH",version="v1"} 2
+apiserver_longrunning_requests{component="apiserver",group="bench.crdfn.dev",resource="greeting0s",scope="namespace",subresource="",verb="WATCH",version="v1"} 1
+apiserver_longrunning_requests{component="apiserver",group="",resource="pods",scope="namespace",subresource="exec",verb="CONNECT",version="v1"} 4
+apiserver_request_total{code="200",resource="configmaps",verb="WATCH"} 99
+`;
+    assert.deepEqual(parseOpenWatches(text), { configmaps: 12, greeting0s: 1 });
   });
 });

@@ -1,5 +1,7 @@
 // Requests the API server has served, from its own counter (apiserver_request_total), by verb and
-// resource: the difference between two scrapes is what everyone asked of it in between.
+// resource: the difference between two scrapes is what everyone asked of it in between. And the
+// watches it holds open now (apiserver_longrunning_requests, verb WATCH; v1.34 has no
+// apiserver_registered_watchers), by resource.
 import type { KubeConfig } from "@kubernetes/client-node";
 import { kube } from "../../test/support/kube-requests.ts";
 
@@ -9,13 +11,17 @@ export type RequestCounts = Record<string, number>;
 const LINE = /^apiserver_request_total\{([^}]*)\} (\S+)$/;
 const LABEL = /(\w+)="([^"]*)"/g;
 
+const WATCHES = /^apiserver_longrunning_requests\{([^}]*)\} (\S+)$/;
+
+const labelsOf = (text: string): Map<string, string> => new Map([...text.matchAll(LABEL)].map((l): [string, string] => [l[1] ?? "", l[2] ?? ""]));
+
 /** Sums apiserver_request_total over codes and scopes, by verb and (sub)resource. */
 export function parseRequestCounts(metrics: string): RequestCounts {
   const out: RequestCounts = {};
   for (const line of metrics.split("\n")) {
     const m = LINE.exec(line);
     if (!m) continue;
-    const labels = new Map([...(m[1] ?? "").matchAll(LABEL)].map((l): [string, string] => [l[1] ?? "", l[2] ?? ""]));
+    const labels = labelsOf(m[1] ?? "");
     const sub = labels.get("subresource");
     const key = `${labels.get("verb") ?? "?"} ${labels.get("resource") ?? ""}${sub ? `/${sub}` : ""}`;
     out[key] = (out[key] ?? 0) + Number(m[2]);
@@ -23,12 +29,31 @@ export function parseRequestCounts(metrics: string): RequestCounts {
   return out;
 }
 
-export async function scrapeRequestCounts(kubeConfig: KubeConfig): Promise<RequestCounts> {
+/** Watches open now, by resource (summed over groups, versions and scopes). */
+export function parseOpenWatches(metrics: string): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const line of metrics.split("\n")) {
+    const m = WATCHES.exec(line);
+    if (!m) continue;
+    const labels = labelsOf(m[1] ?? "");
+    if (labels.get("verb") !== "WATCH") continue;
+    const resource = labels.get("resource") ?? "";
+    out[resource] = (out[resource] ?? 0) + Number(m[2]);
+  }
+  return out;
+}
+
+/** The API server's /metrics text. */
+export async function scrapeMetrics(kubeConfig: KubeConfig): Promise<string> {
   const reply = await kube(kubeConfig, "GET", "/metrics");
   if (reply.status !== 200) throw new Error(`API server /metrics answered ${reply.status}`);
   // /metrics is text, which the helper hands back as `message`.
   const text = reply.body.message;
-  return parseRequestCounts(typeof text === "string" ? text : "");
+  return typeof text === "string" ? text : "";
+}
+
+export async function scrapeRequestCounts(kubeConfig: KubeConfig): Promise<RequestCounts> {
+  return parseRequestCounts(await scrapeMetrics(kubeConfig));
 }
 
 /** What was served between two scrapes, only the keys that grew. */
@@ -44,8 +69,9 @@ export function requestDelta(before: RequestCounts, after: RequestCounts): Reque
 /** The resources a Greeting operator touches (the rest is the control plane's own chatter). */
 export const OPERATOR_RESOURCES = ["greetings", "greetings/status", "configmaps", "events"];
 
-export function operatorRequests(delta: RequestCounts): number {
+/** Requests on `resources` ("plural" or "plural/subresource") in a delta. */
+export function operatorRequests(delta: RequestCounts, resources: readonly string[] = OPERATOR_RESOURCES): number {
   let n = 0;
-  for (const [k, v] of Object.entries(delta)) if (OPERATOR_RESOURCES.includes(k.split(" ")[1] ?? "")) n += v;
+  for (const [k, v] of Object.entries(delta)) if (resources.includes(k.split(" ")[1] ?? "")) n += v;
   return n;
 }

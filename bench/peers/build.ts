@@ -34,9 +34,13 @@ export interface Built {
 
 const seconds = (t0: number): number => Math.round((performance.now() - t0) / 10) / 100;
 
-/** `go build` of bench/peers/controller-runtime (incremental: fast when nothing changed). */
-export function buildControllerRuntime(log: (line: string) => void): Built {
-  const path = join(peersDir(), "greeting-controller-runtime");
+/**
+ * `go build` of bench/peers/controller-runtime (incremental: fast when nothing changed) into the
+ * cache as `binary` (bench:platform builds its own, so a checkout running bench:peers meanwhile
+ * cannot swap in a build without the flags it passes).
+ */
+export function buildControllerRuntime(log: (line: string) => void, binary = "greeting-controller-runtime"): Built {
+  const path = join(peersDir(), binary);
   mkdirSync(peersDir(), { recursive: true });
   log("building the controller-runtime operator (go build)…");
   const t0 = performance.now();

@@ -18,6 +18,8 @@ export type ClusterHandle = Pick<LocalCluster, "kubeconfigPath" | "server" | "ku
 export const CLUSTER_ENV = "CRDFN_PEERS_CLUSTER";
 /** The namespace the crdfn child serves, as each peer serves one. */
 export const NAMESPACE_ENV = "CRDFN_PEERS_NAMESPACE";
+/** bench:platform: how many of its Greeting-shaped kinds the crdfn child serves (unset: the example Greeting). */
+export const PLATFORM_KINDS_ENV = "CRDFN_PEERS_PLATFORM_KINDS";
 
 export interface RunningSystem {
   /** Processes that run in the cluster in production (the bridge; a peer's whole operator). */
@@ -28,6 +30,8 @@ export interface RunningSystem {
   settings: Record<string, unknown>;
   /** crdfn's bridge /metrics (publish delay), absent for the peers. */
   bridgeMetricsUrl?: string;
+  /** crdfn's child's counts so far (JSON): the poller's and functions' requests to the queue by command, reconciles and the ms inside them; absent for the peers. */
+  queueRequestsUrl?: string;
   /** Seconds from spawn to ready (the peers: informers synced / kopf started; crdfn: the bridge's initial sync). */
   startSeconds: number;
   logFile: string;
@@ -40,7 +44,7 @@ export interface Binaries {
 }
 
 /** The first line of `file` that parses as JSON and has `key`, if any. */
-function jsonLine(file: string, key: string): Record<string, unknown> | undefined {
+export function jsonLine(file: string, key: string): Record<string, unknown> | undefined {
   let text: string;
   try {
     text = readFileSync(file, "utf8");
@@ -59,7 +63,7 @@ function jsonLine(file: string, key: string): Record<string, unknown> | undefine
   return undefined;
 }
 
-const handle = (c: LocalCluster): ClusterHandle => ({ kubeconfigPath: c.kubeconfigPath, server: c.server, kubectl: c.kubectl, caPath: c.caPath, sqs: c.sqs, env: c.env });
+export const handle = (c: LocalCluster): ClusterHandle => ({ kubeconfigPath: c.kubeconfigPath, server: c.server, kubectl: c.kubectl, caPath: c.caPath, sqs: c.sqs, env: c.env });
 
 export async function startSystem(name: SystemName, namespace: string, cluster: LocalCluster, bin: Binaries, reaper: Reaper): Promise<RunningSystem> {
   const dir = mkdtempSync(join(tmpdir(), "crdfn-peer-"));
@@ -78,23 +82,9 @@ export async function startSystem(name: SystemName, namespace: string, cluster: 
   });
 
   if (name === "crdfn") {
-    const server = await startServer(
-      {
-        name,
-        command: process.execPath,
-        args: ["--conditions=crdfn-source", join(packageRoot, "bench", "peers", "crdfn-child.ts")],
-        logFile,
-        env: { ...env, [CLUSTER_ENV]: JSON.stringify(handle(cluster)), [NAMESPACE_ENV]: namespace },
-        ready: () => Promise.resolve(jsonLine(logFile, "bridgePid") !== undefined),
-        timeoutMs: 120_000,
-      },
-      reaper,
-    );
-    const ready = jsonLine(logFile, "bridgePid") ?? {};
+    const { server, ...child } = await startCrdfnChild(namespace, cluster, reaper, logFile, env);
     return started(server, {
-      clusterSide: { bridge: Number(ready.bridgePid) },
-      offCluster: { functions: server.pid },
-      bridgeMetricsUrl: `http://127.0.0.1:${Number(ready.bridgeHttpPort)}/metrics`,
+      ...child,
       settings: { pipeline: "cli/pipeline.ts startPipeline, bridgeProcess: true, default receive loops, as deployed (generated identities and admission policy, one namespace)", operators: ["greeting"] },
     });
   }
@@ -133,4 +123,38 @@ export async function startSystem(name: SystemName, namespace: string, cluster: 
     offCluster: {},
     settings: { ...reported, cli: ["--standalone", "--namespace", ...(profile === "tuned" ? ["--quiet"] : [])] },
   });
+}
+
+/**
+ * crdfn's pipeline in its child process (crdfn-child.ts) serving `namespace`: the example Greeting,
+ * or bench:platform's first `platformKinds` kinds as one project. Its bridge is the cluster side.
+ */
+export async function startCrdfnChild(
+  namespace: string,
+  cluster: LocalCluster,
+  reaper: Reaper,
+  logFile: string,
+  env: NodeJS.ProcessEnv,
+  platformKinds = 0,
+): Promise<{ server: RunningServer } & Pick<RunningSystem, "clusterSide" | "offCluster" | "bridgeMetricsUrl" | "queueRequestsUrl">> {
+  const server = await startServer(
+    {
+      name: "crdfn",
+      command: process.execPath,
+      args: ["--conditions=crdfn-source", join(packageRoot, "bench", "peers", "crdfn-child.ts")],
+      logFile,
+      env: { ...env, [CLUSTER_ENV]: JSON.stringify(handle(cluster)), [NAMESPACE_ENV]: namespace, ...(platformKinds > 0 ? { [PLATFORM_KINDS_ENV]: String(platformKinds) } : {}) },
+      ready: () => Promise.resolve(jsonLine(logFile, "bridgePid") !== undefined),
+      timeoutMs: 120_000,
+    },
+    reaper,
+  );
+  const ready = jsonLine(logFile, "bridgePid") ?? {};
+  return {
+    server,
+    clusterSide: { bridge: Number(ready.bridgePid) },
+    offCluster: { functions: server.pid },
+    bridgeMetricsUrl: `http://127.0.0.1:${Number(ready.bridgeHttpPort)}/metrics`,
+    queueRequestsUrl: `http://127.0.0.1:${Number(ready.queueRequestsPort)}/`,
+  };
 }

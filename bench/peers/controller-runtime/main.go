@@ -2,6 +2,10 @@
 // reconcile written as a kubebuilder user would (typed cache, CreateOrUpdate of the owned
 // ConfigMap, a status merge patch), or with --mode=noop a controller that caches Tinies and the
 // ConfigMaps it would own and does nothing: the memory floor of an informer-cache operator.
+// --group/--version/--kind point it at another kind of the Greeting's shape (bench:platform runs
+// ten, one per kind); --child-label names the label it puts on its ConfigMaps, and
+// --cache-children-by-label caches only ConfigMaps carrying it (a tuned operator sharing a
+// namespace with others; by default it caches every ConfigMap of the namespace, as Owns does).
 //
 // On stdout: one line `{"synced":<seconds since start>}` once its informers have synced.
 package main
@@ -16,7 +20,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -31,7 +38,8 @@ import (
 
 type greetingReconciler struct {
 	client.Client
-	scheme *runtime.Scheme
+	scheme     *runtime.Scheme
+	childLabel string
 }
 
 func (r *greetingReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -44,7 +52,7 @@ func (r *greetingReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		if cm.Labels == nil {
 			cm.Labels = map[string]string{}
 		}
-		cm.Labels["example.com/greeting"] = g.Name
+		cm.Labels[r.childLabel] = g.Name
 		cm.Data = map[string]string{"message": g.Spec.Message}
 		return controllerutil.SetControllerReference(&g, cm, r.scheme)
 	}); err != nil {
@@ -67,6 +75,11 @@ func main() {
 	qps := flag.Float64("qps", -1, "client QPS (-1: no client-side rate limit)")
 	burst := flag.Int("burst", 1000, "client burst")
 	verbose := flag.Bool("verbose", false, "log every reconcile")
+	group := flag.String("group", "example.com", "the Greeting-shaped kind's API group")
+	version := flag.String("version", "v1", "its version")
+	kind := flag.String("kind", "Greeting", "its kind (the REST mapper finds its plural by discovery)")
+	childLabel := flag.String("child-label", "example.com/greeting", "the label key on every owned ConfigMap (value: the owner's name)")
+	cacheByLabel := flag.Bool("cache-children-by-label", false, "cache only the ConfigMaps that carry --child-label")
 	flag.Parse()
 	started := time.Now()
 	if *namespace == "" {
@@ -76,7 +89,7 @@ func main() {
 	ctrl.SetLogger(zap.New(zap.UseDevMode(*verbose)))
 
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, addGreetingTypes, addTinyTypes} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, greetingTypes(schema.GroupVersion{Group: *group, Version: *version}, *kind), addTinyTypes} {
 		if err := add(scheme); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
@@ -89,9 +102,18 @@ func main() {
 	}
 	cfg.QPS = float32(*qps)
 	cfg.Burst = *burst
+	cacheOptions := cache.Options{DefaultNamespaces: map[string]cache.Config{*namespace: {}}}
+	if *cacheByLabel {
+		has, err := labels.NewRequirement(*childLabel, selection.Exists, nil)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "--child-label:", err)
+			os.Exit(2)
+		}
+		cacheOptions.ByObject = map[client.Object]cache.ByObject{&corev1.ConfigMap{}: {Label: labels.NewSelector().Add(*has)}}
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
-		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{*namespace: {}}},
+		Cache:                  cacheOptions,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		LeaderElection:         false,
@@ -108,7 +130,7 @@ func main() {
 		r = reconcile.Func(func(context.Context, ctrl.Request) (ctrl.Result, error) { return ctrl.Result{}, nil })
 	} else {
 		primary = &Greeting{}
-		r = &greetingReconciler{Client: mgr.GetClient(), scheme: scheme}
+		r = &greetingReconciler{Client: mgr.GetClient(), scheme: scheme, childLabel: *childLabel}
 	}
 	if err := ctrl.NewControllerManagedBy(mgr).
 		For(primary).

@@ -1,0 +1,126 @@
+// `npm run bench:platform`: the platform team's bill (issue 33). Ten Greeting-shaped kinds, each
+// with its operator owning one ConfigMap per object, run on one embedded cluster twice, one system
+// after the other: crdfn as ONE project (one bridge for the ten kinds; its functions off-cluster)
+// and ten controller-runtime operators, one process per kind. Side by side: cluster-side RSS, idle
+// CPU, latency and CPU per change at a fixed rate spread over the kinds, API requests per change,
+// watches held open on the API server, and crdfn's queue requests per change; checked against
+// the issue's bars. A tool of this checkout (it builds the Go operator), not of the published CLI.
+import { mkdirSync, writeFileSync } from "node:fs";
+import { cpus, loadavg, totalmem } from "node:os";
+import { dirname, join } from "node:path";
+import { Command, InvalidArgumentError } from "commander";
+import { installCrds } from "../cli/pipeline.ts";
+import { sqsClient, startCluster } from "../emulator/cluster.ts";
+import { packageRoot } from "../emulator/paths.ts";
+import { startReaper } from "../emulator/reaper.ts";
+import { buildControllerRuntime, missingToolchains } from "./peers/build.ts";
+import { platformKinds, platformOperators } from "./platform/kinds.ts";
+import { checkBars, formatPlatformReport } from "./platform/report.ts";
+import { openWatches, runPlatform, type PlatformRun } from "./platform/run.ts";
+
+interface Options {
+  kinds: number;
+  objects: number;
+  rate: number;
+  duration: number;
+  idle: number;
+  quick?: boolean;
+  json?: string;
+}
+
+const QUICK = { kinds: 10, objects: 5, rate: 10, duration: 5, idle: 10 };
+
+const positive = (what: string) => (text: string): number => {
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`${what} must be a whole number ≥ 1`);
+  return n;
+};
+
+/** `quick`: QUICK's figures for every option not given on the command line. */
+export async function runPlatformBench(o: Options, log: (line: string) => void, given: (key: keyof typeof QUICK) => boolean = () => false): Promise<{ path: string; report: string }> {
+  const p: Options = { ...o };
+  if (o.quick) for (const [k, v] of Object.entries(QUICK) as [keyof typeof QUICK, number][]) if (!given(k)) p[k] = v;
+  const missing = missingToolchains().filter((m) => m.startsWith("go"));
+  if (missing.length) throw new Error(`bench:platform needs ${missing.join(" and ")}`);
+  const startedAt = new Date().toISOString();
+  const controllerRuntime = buildControllerRuntime(log, "platform-controller-runtime");
+  log(`build: controller-runtime ${controllerRuntime.seconds} s`);
+  const kinds = platformKinds(p.kinds);
+
+  log("starting the embedded cluster…");
+  const cluster = await startCluster({ log: () => {} });
+  const reaper = startReaper();
+  const sqs = sqsClient(cluster.sqs);
+  const runs: PlatformRun[] = [];
+  try {
+    await installCrds(cluster.kubeConfig, platformOperators(p.kinds));
+    // The controller-manager watches every new kind too (its garbage collector's monitors, after
+    // its next discovery): counted before either system starts, so neither is charged with them.
+    log("waiting for the controller-manager to watch the new kinds…");
+    for (const t = performance.now(); ; ) {
+      const open = await openWatches(cluster.kubeConfig);
+      if (kinds.every((k) => (open[k.plural] ?? 0) >= 1)) break;
+      if (performance.now() - t > 180_000) {
+        log("the controller-manager watches not every kind after 180 s; going on (the first system's watch count may include its late ones)");
+        break;
+      }
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+    const options = { objectsPerKind: p.objects, rate: p.rate, ratedSeconds: p.duration, idleSeconds: p.idle, log };
+    // One system at a time: the API server's counters and watch gauge have no client label, so
+    // what each system asked of it is told apart by time alone.
+    runs.push(await runPlatform("crdfn", kinds, cluster, sqs, controllerRuntime.path, reaper, options));
+    runs.push(await runPlatform("controller-runtime", kinds, cluster, sqs, controllerRuntime.path, reaper, options));
+  } finally {
+    sqs.destroy();
+    await reaper.release();
+    await cluster.stop();
+  }
+  const [crdfn, cr] = runs as [PlatformRun, PlatformRun];
+  const bars = checkBars(crdfn, cr);
+  const result = {
+    startedAt,
+    finishedAt: new Date().toISOString(),
+    machine: { cpus: cpus().length, memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version, loadAvgEnd: loadavg() },
+    params: { kinds: p.kinds, objectsPerKind: p.objects, rate: p.rate, ratedSeconds: p.duration, idleSeconds: p.idle, quick: Boolean(o.quick) },
+    build: controllerRuntime,
+    runs,
+    bars,
+  };
+  const path = o.json ?? join(packageRoot, "bench-results", `platform-${startedAt.replace(/[:.]/g, "-")}.json`);
+  mkdirSync(dirname(path), { recursive: true });
+  writeFileSync(path, `${JSON.stringify(result, null, 2)}\n`);
+  const header =
+    `bench:platform — ${p.kinds} kinds × ${p.objects} objects, ${p.rate} changes/s for ${p.duration} s, idle ${p.idle} s; ` +
+    `${result.machine.cpus} cores, node ${process.version}, ${startedAt}`;
+  return { path, report: `${header}\n\n${formatPlatformReport(crdfn, cr, bars)}` };
+}
+
+function platformCommand(): Command {
+  return new Command("npm run bench:platform --")
+    .description(
+      "the platform's bill (issue 33): N Greeting-shaped kinds, each owning a ConfigMap per object, served by crdfn as one project (one bridge) " +
+        "and by N controller-runtime operators, one after the other on one embedded cluster: cluster-side RSS, idle CPU, p50 and CPU per change " +
+        "at a fixed rate spread over the kinds, API requests per change, watches held open on the API server, SQS requests per change; " +
+        "checked against the issue's bars (RSS ≤ 0.3×, idle CPU ≤ 0.5×, API requests equal, p50 ≤ 1.5×, fewer watches, ≤ 1.0 SQS request per change)",
+    )
+    .option("--kinds <n>", "kinds (and controller-runtime processes)", positive("--kinds"), 10)
+    .option("--objects <n>", "objects per kind", positive("--objects"), 1000)
+    .option("--rate <n>", "spec changes per second in the rated phase, spread over the kinds", positive("--rate"), 50)
+    .option("--duration <seconds>", "length of the rated phase", positive("--duration"), 30)
+    .option("--idle <seconds>", "length of the idle window (CPU, RSS and watches with nothing changing)", positive("--idle"), 300)
+    .option("--quick", `a smoke: ${JSON.stringify(QUICK)} unless given`)
+    .option("--json <path>", "where to write the results (default bench-results/platform-<timestamp>.json)")
+    .action(async (o: Options, cmd: Command) => {
+      const { path, report } = await runPlatformBench(o, (line) => console.error(line), (k) => cmd.getOptionValueSource(k) === "cli");
+      console.log(report);
+      console.log(`\nresults: ${path}`);
+    });
+}
+
+try {
+  await platformCommand().parseAsync(process.argv);
+} catch (e) {
+  console.error(`bench:platform: ${e instanceof Error ? e.message : String(e)}`);
+  process.exitCode = 1;
+}
