@@ -245,7 +245,7 @@ export async function runOnce(system: SystemName, round: number, cluster: LocalC
 }
 
 /** Deletes admission policies and their bindings, and waits until the API server no longer applies them. */
-async function deletePolicies(cluster: LocalCluster, manifests: ReadonlyArray<Record<string, unknown>>): Promise<void> {
+export async function deletePolicies(cluster: LocalCluster, manifests: ReadonlyArray<Record<string, unknown>>): Promise<void> {
   for (const m of [...manifests].reverse() as Array<{ apiVersion: string; kind: string; metadata: { name: string } }>) {
     const plural = m.kind === "ValidatingAdmissionPolicy" ? "validatingadmissionpolicies" : "validatingadmissionpolicybindings";
     await kube(cluster.kubeConfig, "DELETE", `/apis/${m.apiVersion}/${plural}/${m.metadata.name}`);

@@ -18,6 +18,21 @@ export type ClusterHandle = Pick<LocalCluster, "kubeconfigPath" | "server" | "ku
 export const CLUSTER_ENV = "CRDFN_PEERS_CLUSTER";
 /** The namespace the crdfn child serves, as each peer serves one. */
 export const NAMESPACE_ENV = "CRDFN_PEERS_NAMESPACE";
+/** A folder for `--cpu-prof` profiles of crdfn's bridge and function process (bench:coldscale). */
+export const PROFILE_DIR_ENV = "CRDFN_PEERS_PROFILE_DIR";
+/** How long the crdfn child's bridge may take to report its initial sync, in ms. */
+export const READY_TIMEOUT_ENV = "CRDFN_PEERS_READY_TIMEOUT_MS";
+
+/** Node's flags for a CPU profile written into `dir` at exit, sampled every 10 ms (a 20-minute run stays a few MB). */
+export const cpuProfileFlags = (dir: string): string[] => ["--cpu-prof", `--cpu-prof-dir=${dir}`, "--cpu-prof-interval=10000"];
+
+/** How a system is started where the defaults do not fit (bench:coldscale: many objects waiting). */
+export interface StartOptions {
+  /** Seconds from spawn the system may take to be ready. Default 120 (crdfn) / 60 (peers). */
+  readyTimeoutSeconds?: number;
+  /** crdfn only: write a CPU profile of the bridge and of the function process here, at stop. */
+  cpuProfileDir?: string;
+}
 
 export interface RunningSystem {
   /** Processes that run in the cluster in production (the bridge; a peer's whole operator). */
@@ -61,7 +76,7 @@ function jsonLine(file: string, key: string): Record<string, unknown> | undefine
 
 const handle = (c: LocalCluster): ClusterHandle => ({ kubeconfigPath: c.kubeconfigPath, server: c.server, kubectl: c.kubectl, caPath: c.caPath, sqs: c.sqs, env: c.env });
 
-export async function startSystem(name: SystemName, namespace: string, cluster: LocalCluster, bin: Binaries, reaper: Reaper): Promise<RunningSystem> {
+export async function startSystem(name: SystemName, namespace: string, cluster: LocalCluster, bin: Binaries, reaper: Reaper, start: StartOptions = {}): Promise<RunningSystem> {
   const dir = mkdtempSync(join(tmpdir(), "crdfn-peer-"));
   reaper.trackDir(dir);
   const logFile = join(dir, "system.log");
@@ -72,21 +87,30 @@ export async function startSystem(name: SystemName, namespace: string, cluster: 
     startSeconds: Math.round(performance.now() - t0) / 1000,
     logFile,
     async stop() {
-      await server.stop();
+      // A profiled process writes its profile as it exits: more time before SIGKILL.
+      await server.stop(start.cpuProfileDir === undefined ? undefined : 60_000);
       rmSync(dir, { recursive: true, force: true });
     },
   });
 
+  const timeoutMs = (fallbackSeconds: number): number => (start.readyTimeoutSeconds ?? fallbackSeconds) * 1000;
   if (name === "crdfn") {
+    const profile = start.cpuProfileDir === undefined ? [] : [...cpuProfileFlags(join(start.cpuProfileDir, "functions"))];
     const server = await startServer(
       {
         name,
         command: process.execPath,
-        args: ["--conditions=crdfn-source", join(packageRoot, "bench", "peers", "crdfn-child.ts")],
+        args: ["--conditions=crdfn-source", ...profile, join(packageRoot, "bench", "peers", "crdfn-child.ts")],
         logFile,
-        env: { ...env, [CLUSTER_ENV]: JSON.stringify(handle(cluster)), [NAMESPACE_ENV]: namespace },
+        env: {
+          ...env,
+          [CLUSTER_ENV]: JSON.stringify(handle(cluster)),
+          [NAMESPACE_ENV]: namespace,
+          ...(start.readyTimeoutSeconds === undefined ? {} : { [READY_TIMEOUT_ENV]: String(timeoutMs(120)) }),
+          ...(start.cpuProfileDir === undefined ? {} : { [PROFILE_DIR_ENV]: join(start.cpuProfileDir, "bridge") }),
+        },
         ready: () => Promise.resolve(jsonLine(logFile, "bridgePid") !== undefined),
-        timeoutMs: 120_000,
+        timeoutMs: timeoutMs(120),
       },
       reaper,
     );
@@ -103,7 +127,7 @@ export async function startSystem(name: SystemName, namespace: string, cluster: 
     const workers = name === "controller-runtime(8)" ? 8 : 1;
     const args = ["--namespace", namespace, "--workers", String(workers), "--qps", "-1", "--burst", "1000"];
     const server = await startServer(
-      { name, command: bin.controllerRuntime, args, logFile, env, ready: () => Promise.resolve(jsonLine(logFile, "synced") !== undefined), timeoutMs: 60_000 },
+      { name, command: bin.controllerRuntime, args, logFile, env, ready: () => Promise.resolve(jsonLine(logFile, "synced") !== undefined), timeoutMs: timeoutMs(60) },
       reaper,
     );
     return started(server, {
@@ -123,7 +147,7 @@ export async function startSystem(name: SystemName, namespace: string, cluster: 
       logFile,
       env: { ...env, CRDFN_KOPF_PROFILE: profile, PYTHONUNBUFFERED: "1" },
       ready: () => Promise.resolve(jsonLine(logFile, "settings") !== undefined),
-      timeoutMs: 60_000,
+      timeoutMs: timeoutMs(60),
     },
     reaper,
   );
