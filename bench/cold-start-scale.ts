@@ -47,12 +47,24 @@ interface Options {
   objects: number[];
   systems: SystemName[];
   profile: boolean;
+  beforeAfter?: boolean;
   timeout: number;
   json?: string;
 }
 
+/** A crdfn run with settings of its own: the same run's "before" of a product change. */
+interface Variant {
+  name: string;
+  env: Record<string, string>;
+}
+
+/** crdfn as it was before its starting bridge kept the listed bodies of initial work (one GET per object). */
+const INITIAL_BODIES_OFF: Variant = { name: "initial bodies off", env: { CRDFN_MAX_INITIAL_BODY_BYTES: "0" } };
+
 export interface ColdRun {
   system: SystemName;
+  /** crdfn with other settings (--before-after), else absent. */
+  variant?: string;
   objects: number;
   namespace: string;
   startedAt: string;
@@ -109,9 +121,10 @@ function summarizeProfile(dir: string): { file: string; totalMs: number; byFunct
   return { file: join(dir, file), totalMs: byFunction.reduce((s, r) => s + r.ms, 0), byFunction: byFunction.slice(0, 15), byArea: selfTime(profile, (n) => areaOf(n.callFrame.url)).slice(0, 10) };
 }
 
-async function runOne(system: SystemName, objects: number, cluster: LocalCluster, controllerRuntime: string, reaper: Reaper, o: Options, log: (l: string) => void): Promise<ColdRun> {
-  const namespace = `cold-${system.replace(/[^a-z0-9]+/g, "-").replace(/-$/, "")}-${objects}`;
-  log(`${system}, ${objects}: creating the Greetings in ${namespace} before it runs…`);
+async function runOne(system: SystemName, variant: Variant | undefined, objects: number, cluster: LocalCluster, controllerRuntime: string, reaper: Reaper, o: Options, log: (l: string) => void): Promise<ColdRun> {
+  const label = variant === undefined ? system : `${system} (${variant.name})`;
+  const namespace = `cold-${label.replace(/[^a-z0-9]+/g, "-").replace(/-$/, "")}-${objects}`;
+  log(`${label}, ${objects}: creating the Greetings in ${namespace} before it runs…`);
   const createSeconds = await createGreetings(cluster, namespace, objects, log);
   log(`  created in ${createSeconds.toFixed(1)} s`);
   const watch = new StatusWatch(cluster.kubeConfig, namespace, now);
@@ -124,7 +137,7 @@ async function runOne(system: SystemName, objects: number, cluster: LocalCluster
   const machineBefore = machineTicks();
   const startedAt = new Date().toISOString();
   const loadAvgStart = loadavg();
-  log(`${system}, ${objects}: starting it (load ${loadAvgStart.map((l) => l.toFixed(2)).join(" ")})…`);
+  log(`${label}, ${objects}: starting it (load ${loadAvgStart.map((l) => l.toFixed(2)).join(" ")})…`);
 
   const pids: Record<string, number> = { ...base };
   const peak: Record<string, number> = {};
@@ -165,6 +178,7 @@ async function runOne(system: SystemName, objects: number, cluster: LocalCluster
     running = await startSystem(system, namespace, cluster, { controllerRuntime, kopfPython: "" }, reaper, {
       readyTimeoutSeconds: o.timeout,
       ...(profileDir === undefined ? {} : { cpuProfileDir: profileDir }),
+      ...(variant === undefined ? {} : { env: variant.env }),
     });
     Object.assign(pids, running.clusterSide, running.offCluster);
     metricsUrl = running.bridgeMetricsUrl;
@@ -188,6 +202,7 @@ async function runOne(system: SystemName, objects: number, cluster: LocalCluster
     log(`  all ${objects} Ready after ${allReadySeconds.toFixed(1)} s`);
     const run: ColdRun = {
       system,
+      ...(variant === undefined ? {} : { variant: variant.name }),
       objects,
       namespace,
       startedAt,
@@ -239,17 +254,20 @@ export function formatColdReport(runs: readonly ColdRun[]): string {
   const load = (r: ColdRun) => `${r.loadAvgStart[0]?.toFixed(1)} → ${r.loadAvgEnd[0]?.toFixed(1)}`;
   out.push("| N | system | all Ready s | first / half / 90 % s | start s | all published s | load avg (1 min) start → end | machine busy |");
   out.push("|---|---|---|---|---|---|---|---|");
+  const name = (r: ColdRun) => (r.variant === undefined ? r.system : `${r.system} (${r.variant})`);
   for (const r of runs)
-    out.push(`| ${r.objects} | ${r.system} | ${r.allReadySeconds} | ${r.firstReadySeconds} / ${r.halfReadySeconds} / ${r.ninetyReadySeconds} | ${r.startSeconds} | ${r.allPublishedSeconds ?? "–"} | ${load(r)} | ${r.machineBusyPercent} % |`);
+    out.push(`| ${r.objects} | ${name(r)} | ${r.allReadySeconds} | ${r.firstReadySeconds} / ${r.halfReadySeconds} / ${r.ninetyReadySeconds} | ${r.startSeconds} | ${r.allPublishedSeconds ?? "–"} | ${load(r)} | ${r.machineBusyPercent} % |`);
   const sizes = [...new Set(runs.map((r) => r.objects))];
   out.push("");
   for (const n of sizes) {
-    const c = runs.find((r) => r.objects === n && r.system === "crdfn");
+    const c = runs.find((r) => r.objects === n && r.system === "crdfn" && r.variant === undefined);
+    const before = runs.find((r) => r.objects === n && r.system === "crdfn" && r.variant !== undefined);
     const cr = runs.find((r) => r.objects === n && r.system === "controller-runtime(8)");
     if (c && cr) out.push(`N = ${n}: crdfn ÷ controller-runtime(8) = ${(c.allReadySeconds / cr.allReadySeconds).toFixed(2)}`);
+    if (c && before) out.push(`N = ${n}: crdfn ÷ crdfn (${before.variant}) = ${(c.allReadySeconds / before.allReadySeconds).toFixed(2)}`);
   }
   for (const r of runs) {
-    out.push("", `${r.system}, N = ${r.objects}: CPU ms per object ${JSON.stringify(r.cpuMsPerObject)}, peak RSS MiB ${JSON.stringify(r.peakRssMiB)}`);
+    out.push("", `${name(r)}, N = ${r.objects}: CPU ms per object ${JSON.stringify(r.cpuMsPerObject)}, peak RSS MiB ${JSON.stringify(r.peakRssMiB)}`);
     const reqs = Object.entries(r.requestsPerObject).filter(([, v]) => v >= 0.01).sort((a, b) => b[1] - a[1]);
     out.push(`  API requests per object: ${reqs.map(([k, v]) => `${k} ${v}`).join(", ")}`);
     for (const [part, p] of Object.entries(r.profiles ?? {})) {
@@ -276,7 +294,11 @@ async function coldScale(o: Options, log: (l: string) => void): Promise<{ path: 
     for (const [i, n] of o.objects.entries()) {
       // Each size starts with the next system, so neither always runs on the emptier etcd.
       const order = o.systems.map((_, k) => o.systems[(k + i) % o.systems.length] as SystemName);
-      for (const system of order) runs.push(await runOne(system, n, cluster, controllerRuntime, reaper, o, log));
+      for (const system of order) {
+        // The change's "before" runs first, on the emptier etcd: if anything, that favours it.
+        if (system === "crdfn" && o.beforeAfter) runs.push(await runOne(system, INITIAL_BODIES_OFF, n, cluster, controllerRuntime, reaper, o, log));
+        runs.push(await runOne(system, undefined, n, cluster, controllerRuntime, reaper, o, log));
+      }
     }
   } finally {
     await reaper.release();
@@ -311,6 +333,7 @@ function coldScaleCommand(): Command {
     .addOption(new Option("--objects <list>", "comma-separated N (each a fresh namespace per system)").argParser(sizeList).default([10_000, 100_000]))
     .addOption(new Option("--systems <list>", "comma-separated (crdfn, controller-runtime(1), controller-runtime(8))").argParser(systemList).default(["crdfn", "controller-runtime(8)"]))
     .option("--no-profile", "no CPU profiles of crdfn's bridge and function process")
+    .option("--before-after", `also run crdfn as before its bridge kept the first list's bodies (${Object.entries(INITIAL_BODIES_OFF.env).map(([k, v]) => `${k}=${v}`).join(" ")}), in the same run`)
     .option("--timeout <seconds>", "give up on a run not all Ready by then (also the systems' own start timeout)", (t) => {
       const n = Number(t);
       if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError("--timeout must be a whole number of seconds ≥ 1");

@@ -32,6 +32,8 @@ export interface StartOptions {
   readyTimeoutSeconds?: number;
   /** crdfn only: write a CPU profile of the bridge and of the function process here, at stop. */
   cpuProfileDir?: string;
+  /** crdfn only: settings for its bridge and functions, as environment variables (a variant's). */
+  env?: Record<string, string>;
 }
 
 export interface RunningSystem {
@@ -106,6 +108,7 @@ export async function startSystem(name: SystemName, namespace: string, cluster: 
           ...env,
           [CLUSTER_ENV]: JSON.stringify(handle(cluster)),
           [NAMESPACE_ENV]: namespace,
+          ...start.env,
           ...(start.readyTimeoutSeconds === undefined ? {} : { [READY_TIMEOUT_ENV]: String(timeoutMs(120)) }),
           ...(start.cpuProfileDir === undefined ? {} : { [PROFILE_DIR_ENV]: join(start.cpuProfileDir, "bridge") }),
         },
