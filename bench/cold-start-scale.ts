@@ -10,7 +10,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from "
 import { cpus, loadavg, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { Command, InvalidArgumentError, Option } from "commander";
-import { installCrds } from "../cli/pipeline.ts";
+import { DEFAULT_RECEIVE_LOOPS, installCrds } from "../cli/pipeline.ts";
 import type { Operator } from "../core/operator.ts";
 import { servedNamespacesPolicyOf } from "../deploy/admission.ts";
 import { startCluster } from "../emulator/cluster.ts";
@@ -25,7 +25,7 @@ import { Greetings, objectName } from "./greetings.ts";
 import { buildControllerRuntime, missingToolchains } from "./peers/build.ts";
 import { requestDelta, scrapeRequestCounts, type RequestCounts } from "./peers/api-requests.ts";
 import { deletePolicies } from "./peers/run.ts";
-import { SYSTEMS, startSystem, type SystemName } from "./peers/systems.ts";
+import { RECEIVE_LOOPS_ENV, SYSTEMS, startSystem, type SystemName } from "./peers/systems.ts";
 import { clusterPids, cpuSeconds, machineTicks, rssBytes } from "./proc.ts";
 import { StatusWatch } from "./status-watch.ts";
 
@@ -48,6 +48,7 @@ interface Options {
   systems: SystemName[];
   profile: boolean;
   beforeAfter?: boolean;
+  receiveLoops?: number;
   timeout: number;
   json?: string;
 }
@@ -261,10 +262,11 @@ export function formatColdReport(runs: readonly ColdRun[]): string {
   out.push("");
   for (const n of sizes) {
     const c = runs.find((r) => r.objects === n && r.system === "crdfn" && r.variant === undefined);
-    const before = runs.find((r) => r.objects === n && r.system === "crdfn" && r.variant !== undefined);
     const cr = runs.find((r) => r.objects === n && r.system === "controller-runtime(8)");
     if (c && cr) out.push(`N = ${n}: crdfn ÷ controller-runtime(8) = ${(c.allReadySeconds / cr.allReadySeconds).toFixed(2)}`);
-    if (c && before) out.push(`N = ${n}: crdfn ÷ crdfn (${before.variant}) = ${(c.allReadySeconds / before.allReadySeconds).toFixed(2)}`);
+    for (const v of runs.filter((r) => r.objects === n && r.system === "crdfn" && r.variant !== undefined)) {
+      if (c) out.push(`N = ${n}: crdfn (${v.variant}) ÷ crdfn = ${(v.allReadySeconds / c.allReadySeconds).toFixed(2)}`);
+    }
   }
   for (const r of runs) {
     out.push("", `${name(r)}, N = ${r.objects}: CPU ms per object ${JSON.stringify(r.cpuMsPerObject)}, peak RSS MiB ${JSON.stringify(r.peakRssMiB)}`);
@@ -298,6 +300,10 @@ async function coldScale(o: Options, log: (l: string) => void): Promise<{ path: 
         // The change's "before" runs first, on the emptier etcd: if anything, that favours it.
         if (system === "crdfn" && o.beforeAfter) runs.push(await runOne(system, INITIAL_BODIES_OFF, n, cluster, controllerRuntime, reaper, o, log));
         runs.push(await runOne(system, undefined, n, cluster, controllerRuntime, reaper, o, log));
+        if (system === "crdfn" && o.receiveLoops !== undefined) {
+          const loops: Variant = { name: `${o.receiveLoops} receive loops`, env: { [RECEIVE_LOOPS_ENV]: String(o.receiveLoops) } };
+          runs.push(await runOne(system, loops, n, cluster, controllerRuntime, reaper, o, log));
+        }
       }
     }
   } finally {
@@ -334,6 +340,11 @@ function coldScaleCommand(): Command {
     .addOption(new Option("--systems <list>", "comma-separated (crdfn, controller-runtime(1), controller-runtime(8))").argParser(systemList).default(["crdfn", "controller-runtime(8)"]))
     .option("--no-profile", "no CPU profiles of crdfn's bridge and function process")
     .option("--before-after", `also run crdfn as before its bridge kept the first list's bodies (${Object.entries(INITIAL_BODIES_OFF.env).map(([k, v]) => `${k}=${v}`).join(" ")}), in the same run`)
+    .option("--receive-loops <n>", `also run crdfn with this many receive loops in its poller (default ${DEFAULT_RECEIVE_LOOPS}), in the same run`, (t) => {
+      const n = Number(t);
+      if (!Number.isInteger(n) || n < 1 || n > 64) throw new InvalidArgumentError("--receive-loops must be a whole number from 1 to 64");
+      return n;
+    })
     .option("--timeout <seconds>", "give up on a run not all Ready by then (also the systems' own start timeout)", (t) => {
       const n = Number(t);
       if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError("--timeout must be a whole number of seconds ≥ 1");

@@ -9,7 +9,7 @@ import { startPipeline } from "../../cli/pipeline.ts";
 import type { Operator } from "../../core/operator.ts";
 import type { LocalCluster } from "../../emulator/types.ts";
 import greeting from "../../examples/greeting/operator.ts";
-import { CLUSTER_ENV, cpuProfileFlags, NAMESPACE_ENV, PROFILE_DIR_ENV, READY_TIMEOUT_ENV, type ClusterHandle } from "./systems.ts";
+import { CLUSTER_ENV, cpuProfileFlags, NAMESPACE_ENV, PROFILE_DIR_ENV, READY_TIMEOUT_ENV, RECEIVE_LOOPS_ENV, type ClusterHandle } from "./systems.ts";
 
 async function main(): Promise<void> {
   const handle = JSON.parse(process.env[CLUSTER_ENV] ?? "null") as ClusterHandle | null;
@@ -32,6 +32,7 @@ async function main(): Promise<void> {
     identities: { namespaces: [process.env[NAMESPACE_ENV] ?? "default"] },
     // The bridge lists and publishes every waiting object before it reports ready (bench:coldscale).
     ...(process.env[READY_TIMEOUT_ENV] ? { bridgeReadyTimeoutMs: Number(process.env[READY_TIMEOUT_ENV]) } : {}),
+    ...(process.env[RECEIVE_LOOPS_ENV] ? { receiveLoops: Number(process.env[RECEIVE_LOOPS_ENV]) } : {}),
     ...(process.env[PROFILE_DIR_ENV] ? { bridgeExtraNodeOptions: cpuProfileFlags(process.env[PROFILE_DIR_ENV]).join(" ") } : {}),
   });
   console.log(JSON.stringify({ bridgePid: pipeline.bridgeProcess.pid, bridgeHttpPort: pipeline.bridgeProcess.httpPort }));

@@ -20,6 +20,8 @@ export const CLUSTER_ENV = "CRDFN_PEERS_CLUSTER";
 export const NAMESPACE_ENV = "CRDFN_PEERS_NAMESPACE";
 /** A folder for `--cpu-prof` profiles of crdfn's bridge and function process (bench:coldscale). */
 export const PROFILE_DIR_ENV = "CRDFN_PEERS_PROFILE_DIR";
+/** The crdfn child's poller: concurrent receive loops (cli/pipeline.ts receiveLoops; default its default). */
+export const RECEIVE_LOOPS_ENV = "CRDFN_PEERS_RECEIVE_LOOPS";
 /** How long the crdfn child's bridge may take to report its initial sync, in ms. */
 export const READY_TIMEOUT_ENV = "CRDFN_PEERS_READY_TIMEOUT_MS";
 
