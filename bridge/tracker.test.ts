@@ -115,7 +115,8 @@ describe("trackers", () => {
   });
 
   it("a new bridge's first announcements carry the listed bodies within initialBodyBytes, and never a body older than the event", async () => {
-    const one = JSON.stringify(ct("a", "1")).length;
+    // What a kept body costs: its JSON, with the apiVersion and kind a LIST item lacks.
+    const one = JSON.stringify({ apiVersion: "stable.example.com/v1", kind: "CronTab", ...ct("a", "1") }).length;
     // Room for two bodies: the third object needing work goes by its keys.
     const { announced, parents } = setup(true, { initial: true, functionFieldManager: "crdfn", initialBodyBytes: 2 * one + 10 });
     await parents.upsert(ct("a", "1"), "list", 1);
@@ -129,6 +130,12 @@ describe("trackers", () => {
     const out = announced();
     const carried = Object.fromEntries(out.map((o) => [o.event.name, (o.event.object?.metadata as { resourceVersion?: string } | undefined)?.resourceVersion ?? null]));
     assert.deepEqual(carried, { a: null, b: "4", c: null });
+    // As a LIST's items come, without apiVersion and kind: the event's body has them.
+    const listed = setup(true, { initial: true, functionFieldManager: "crdfn", initialBodyBytes: 4 * one });
+    await listed.parents.upsert(ct("d", "6"), "list", 1);
+    await listed.parents.releaseInitialWork();
+    const body = listed.out[0]?.event.object as { apiVersion?: string; kind?: string } | undefined;
+    assert.deepEqual([body?.apiVersion, body?.kind], ["stable.example.com/v1", "CronTab"]);
     assert.equal(out.find((o) => o.event.name === "a")?.event.resourceVersion, "5");
     // c had no room; with a's dropped, a budget of one body carries the first listed.
     const roomy = setup(true, { initial: true, functionFieldManager: "crdfn", initialBodyBytes: one });

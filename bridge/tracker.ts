@@ -422,7 +422,9 @@ export class ParentTracker extends Tracker<ParentEntry> {
   #keepInitialBody(key: string, obj: KubeObject): void {
     const budget = this.#p.initialBodyBytes ?? 0;
     if (!this.#p.bodies || budget === 0) return;
-    const json = announcedJson(obj, this.#p.maxBodyBytes);
+    // A LIST's items carry no apiVersion and kind (the list does); a function needs both (owner references).
+    const { group, version, kind } = this.resource;
+    const json = announcedJson({ apiVersion: group ? `${group}/${version}` : version, kind, ...obj }, this.#p.maxBodyBytes);
     if (json === undefined || this.#initialBodyBytes + json.length > budget) return;
     this.#initialBodies.set(key, json);
     this.#initialBodyBytes += json.length;
