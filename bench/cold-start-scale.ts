@@ -47,7 +47,6 @@ interface Options {
   objects: number[];
   systems: SystemName[];
   profile: boolean;
-  beforeAfter?: boolean;
   receiveLoops?: number;
   timeout: number;
   json?: string;
@@ -59,12 +58,10 @@ interface Variant {
   env: Record<string, string>;
 }
 
-/** crdfn as it was before its starting bridge kept the listed bodies of initial work (one GET per object). */
-const INITIAL_BODIES_OFF: Variant = { name: "initial bodies off", env: { CRDFN_MAX_INITIAL_BODY_BYTES: "0" } };
 
 export interface ColdRun {
   system: SystemName;
-  /** crdfn with other settings (--before-after), else absent. */
+  /** crdfn with other settings (--receive-loops), else absent. */
   variant?: string;
   objects: number;
   namespace: string;
@@ -297,8 +294,6 @@ async function coldScale(o: Options, log: (l: string) => void): Promise<{ path: 
       // Each size starts with the next system, so neither always runs on the emptier etcd.
       const order = o.systems.map((_, k) => o.systems[(k + i) % o.systems.length] as SystemName);
       for (const system of order) {
-        // The change's "before" runs first, on the emptier etcd: if anything, that favours it.
-        if (system === "crdfn" && o.beforeAfter) runs.push(await runOne(system, INITIAL_BODIES_OFF, n, cluster, controllerRuntime, reaper, o, log));
         runs.push(await runOne(system, undefined, n, cluster, controllerRuntime, reaper, o, log));
         if (system === "crdfn" && o.receiveLoops !== undefined) {
           const loops: Variant = { name: `${o.receiveLoops} receive loops`, env: { [RECEIVE_LOOPS_ENV]: String(o.receiveLoops) } };
@@ -339,7 +334,6 @@ function coldScaleCommand(): Command {
     .addOption(new Option("--objects <list>", "comma-separated N (each a fresh namespace per system)").argParser(sizeList).default([10_000, 100_000]))
     .addOption(new Option("--systems <list>", "comma-separated (crdfn, controller-runtime(1), controller-runtime(8))").argParser(systemList).default(["crdfn", "controller-runtime(8)"]))
     .option("--no-profile", "no CPU profiles of crdfn's bridge and function process")
-    .option("--before-after", `also run crdfn as before its bridge kept the first list's bodies (${Object.entries(INITIAL_BODIES_OFF.env).map(([k, v]) => `${k}=${v}`).join(" ")}), in the same run`)
     .option("--receive-loops <n>", `also run crdfn with this many receive loops in its poller (default ${DEFAULT_RECEIVE_LOOPS}), in the same run`, (t) => {
       const n = Number(t);
       if (!Number.isInteger(n) || n < 1 || n > 64) throw new InvalidArgumentError("--receive-loops must be a whole number from 1 to 64");

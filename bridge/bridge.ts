@@ -282,7 +282,7 @@ function startEngine(config: BridgeConfig, deps: EngineDeps, metrics: BridgeMetr
       });
       if (states.get(label) === "not-served") logger.info({ resource: label }, "resource served now; watching it");
       setState("syncing");
-      const parent = new ParentTracker(resolved, trackerOptions, { bodies: ref.bodies ?? config.bodies, maxBodyBytes: config.maxBodyBytes, initialBodyBytes: config.maxInitialBodyBytes });
+      const parent = new ParentTracker(resolved, trackerOptions, { bodies: ref.bodies ?? config.bodies, maxBodyBytes: config.maxBodyBytes });
       for (const kind of kinds) parent.owns(await kind.tracker);
       for (const kind of readKinds) parent.reads(await kind.tracker);
       parents.push(parent);

@@ -8,7 +8,7 @@ import { ChildTracker, OWN_CHILD_HOLD_MS, ParentTracker, type AnnounceOptions, t
 const crontabs = { group: "stable.example.com", version: "v1", plural: "crontabs", kind: "CronTab", namespaced: true };
 const cronjobs = { group: "batch", version: "v1", plural: "cronjobs", kind: "CronJob", namespaced: true };
 
-function setup(skipStatusOnly = true, o: { now?: () => Date; functionFieldManager?: string; initial?: boolean; initialBodyBytes?: number } = {}) {
+function setup(skipStatusOnly = true, o: { now?: () => Date; functionFieldManager?: string; initial?: boolean } = {}) {
   const out: Array<{ key: string; event: KeyEvent; cause: string; options: AnnounceOptions | undefined }> = [];
   const options: TrackerOptions = {
     cluster: "c",
@@ -17,7 +17,7 @@ function setup(skipStatusOnly = true, o: { now?: () => Date; functionFieldManage
     announce: (key, event, cause, opts) => Promise.resolve(void out.push({ key, event, cause, options: opts })),
     ...(o.functionFieldManager ? { functionFieldManager: o.functionFieldManager } : {}),
   };
-  const parents = new ParentTracker(crontabs, options, { bodies: true, maxBodyBytes: 64 * 1024, ...(o.initialBodyBytes === undefined ? {} : { initialBodyBytes: o.initialBodyBytes }) });
+  const parents = new ParentTracker(crontabs, options);
   const children = new ChildTracker(cronjobs, true, options);
   parents.owns(children);
   // Past a new bridge's first list, unless the test is about it.
@@ -112,42 +112,6 @@ describe("trackers", () => {
     await parents.releaseInitialWork();
     assert.deepEqual(out.map((o) => o.event.name).sort(), ["fresh", "leaving"]);
     assert.deepEqual(out.find((o) => o.event.name === "fresh")?.event.children?.map((c) => [c.kind, c.name, c.uid]), [["CronJob", "fresh-job", "uid-fresh-job"]]);
-  });
-
-  it("a new bridge's first announcements carry the listed bodies within initialBodyBytes, and never a body older than the event", async () => {
-    // What a kept body costs: its JSON, with the apiVersion and kind a LIST item lacks.
-    const one = JSON.stringify({ apiVersion: "stable.example.com/v1", kind: "CronTab", ...ct("a", "1") }).length;
-    // Room for two bodies: the third object needing work goes by its keys.
-    const { announced, parents } = setup(true, { initial: true, functionFieldManager: "crdfn", initialBodyBytes: 2 * one + 10 });
-    await parents.upsert(ct("a", "1"), "list", 1);
-    await parents.upsert(ct("b", "2"), "list", 1);
-    await parents.upsert(ct("c", "3"), "list", 1);
-    // Changed while the children were listed: announced at once, with the newer body.
-    await parents.upsert(ct("b", "4", { replicas: 2 }), "watch", 1);
-    // Its status only: still initial work, but the kept body is now older than the object.
-    await parents.upsert(ct("a", "5", { replicas: 1 }, { phase: "x" }), "watch", 1);
-    await parents.releaseInitialWork();
-    const out = announced();
-    const carried = Object.fromEntries(out.map((o) => [o.event.name, (o.event.object?.metadata as { resourceVersion?: string } | undefined)?.resourceVersion ?? null]));
-    assert.deepEqual(carried, { a: null, b: "4", c: null });
-    // As a LIST's items come, without apiVersion and kind: the event's body has them.
-    const listed = setup(true, { initial: true, functionFieldManager: "crdfn", initialBodyBytes: 4 * one });
-    await listed.parents.upsert(ct("d", "6"), "list", 1);
-    await listed.parents.releaseInitialWork();
-    const body = listed.out[0]?.event.object as { apiVersion?: string; kind?: string } | undefined;
-    assert.deepEqual([body?.apiVersion, body?.kind], ["stable.example.com/v1", "CronTab"]);
-    assert.equal(out.find((o) => o.event.name === "a")?.event.resourceVersion, "5");
-    // c had no room; with a's dropped, a budget of one body carries the first listed.
-    const roomy = setup(true, { initial: true, functionFieldManager: "crdfn", initialBodyBytes: one });
-    await roomy.parents.upsert(ct("a", "1"), "list", 1);
-    await roomy.parents.upsert(ct("c", "3"), "list", 1);
-    await roomy.parents.releaseInitialWork();
-    assert.deepEqual(roomy.out.map((o) => [o.event.name, o.event.object === undefined]), [["a", false], ["c", true]]);
-    // Without a budget (the default), keys only, as before.
-    const none = setup(true, { initial: true, functionFieldManager: "crdfn" });
-    await none.parents.upsert(ct("a", "1"), "list", 1);
-    await none.parents.releaseInitialWork();
-    assert.equal(none.out[0]?.event.object, undefined);
   });
 
   it("a new bridge weighs what each status records the function reconciled: metadata at once, children once listed", async () => {

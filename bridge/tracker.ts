@@ -93,12 +93,6 @@ export interface ParentOptions {
   /** Put the object in its announcements (up to maxBodyBytes). */
   bodies: boolean;
   maxBodyBytes: number;
-  /**
-   * A new bridge's first list: bodies of the objects needing work, kept (as JSON) until the
-   * children's keys are known and they are announced, at most this many bytes; the rest are
-   * announced by their keys (their functions read them). Default 0: none kept.
-   */
-  initialBodyBytes?: number;
 }
 
 /** A referenced kind's tracker (reference-tracker.ts), as a parent tracker tells it what an object read. */
@@ -200,12 +194,6 @@ function announcedBody(obj: KubeObject, maxBytes: number): KeyEvent["object"] {
   return Buffer.byteLength(JSON.stringify(body), "utf8") <= maxBytes ? (body) : undefined;
 }
 
-/** announcedBody as JSON text (what a kept body costs: its characters), if within maxBytes. */
-function announcedJson(obj: KubeObject, maxBytes: number): string | undefined {
-  const body = announcedBody(obj, maxBytes);
-  return body === undefined ? undefined : JSON.stringify(body);
-}
-
 export class ParentTracker extends Tracker<ParentEntry> {
   readonly #includeStatus: boolean;
   readonly #due: DueSchedule;
@@ -214,12 +202,6 @@ export class ParentTracker extends Tracker<ParentEntry> {
   readonly #reads: ReferenceIndex[] = [];
   /** Objects its first list found needing work, announced once the children's keys are known; undefined after. */
   #initialWork: Set<string> | undefined = new Set();
-  /**
-   * Bodies of initial work as listed (JSON, within initialBodyBytes), so that its first reconcile
-   * need not read the object again: one GET fewer per object on a cold start.
-   */
-  readonly #initialBodies = new Map<string, string>();
-  #initialBodyBytes = 0;
 
   constructor(resource: ResolvedResource, options: TrackerOptions, parentOptions: ParentOptions = { bodies: true, maxBodyBytes: 64 * 1024 }) {
     super(resource, options);
@@ -319,10 +301,7 @@ export class ParentTracker extends Tracker<ParentEntry> {
     // A new bridge knows nothing of what was announced before it: it announces what needs work,
     // once its children's keys are known (releaseInitialWork).
     if (via === "list" && prev === undefined && this.#initialWork !== undefined) {
-      if (needsWork(obj, next, this.o.functionFieldManager)) {
-        this.#initialWork.add(key);
-        this.#keepInitialBody(key, obj);
-      }
+      if (needsWork(obj, next, this.o.functionFieldManager)) this.#initialWork.add(key);
       return this.#schedule(key, next, obj);
     }
     const announce = via === "list" && prev === undefined ? needsWork(obj, next, this.o.functionFieldManager) : this.#parentChanged(prev, next, obj);
@@ -400,39 +379,13 @@ export class ParentTracker extends Tracker<ParentEntry> {
     }
     for (const key of work) {
       const entry = this.entries.get(key);
-      const json = this.#initialBodies.get(key);
-      this.#initialBodies.delete(key);
-      // Only the version the entry holds: a body is never older than the event that carries it.
-      const listed = json === undefined ? undefined : (JSON.parse(json) as KubeObject);
-      const obj = listed?.metadata.resourceVersion === entry?.rv ? listed : undefined;
-      if (entry !== undefined) await this.#announce(key, entry, "ADDED", "list", "", {}, obj);
+      if (entry !== undefined) await this.#announce(key, entry, "ADDED", "list", "");
     }
-    this.#initialBodies.clear();
-    this.#initialBodyBytes = 0;
-  }
-
-  #dropInitialBody(key: string): void {
-    const json = this.#initialBodies.get(key);
-    if (json === undefined) return;
-    this.#initialBodies.delete(key);
-    this.#initialBodyBytes -= json.length;
-  }
-
-  /** Keeps a listed body of initial work while initialBodyBytes allows. */
-  #keepInitialBody(key: string, obj: KubeObject): void {
-    const budget = this.#p.initialBodyBytes ?? 0;
-    if (!this.#p.bodies || budget === 0) return;
-    // A LIST's items carry no apiVersion and kind (the list does); a function needs both (owner references).
-    const { group, version, kind } = this.resource;
-    const json = announcedJson({ apiVersion: group ? `${group}/${version}` : version, kind, ...obj }, this.#p.maxBodyBytes);
-    if (json === undefined || this.#initialBodyBytes + json.length > budget) return;
-    this.#initialBodies.set(key, json);
-    this.#initialBodyBytes += json.length;
   }
 
   /** Every announcement of an object supersedes what it had due: its reconcile records the schedule afresh. */
   async #announce(key: string, entry: ParentEntry, type: KeyEvent["type"], reason: string, cause: string, options: AnnounceOptions = {}, obj?: KubeObject): Promise<void> {
-    if (this.#initialWork?.delete(key)) this.#dropInitialBody(key);
+    this.#initialWork?.delete(key);
     if (entry.pending !== undefined) {
       this.#due.clear(key);
       entry.handled = entry.pending.at;
