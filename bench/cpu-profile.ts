@@ -2,13 +2,13 @@
 //   node bench/cpu-profile.ts <file.cpuprofile> [top=20]
 import { readFileSync } from "node:fs";
 
-interface ProfileNode {
+export interface ProfileNode {
   id: number;
   callFrame: { functionName: string; url: string; lineNumber: number };
   children?: number[];
 }
 
-interface CpuProfile {
+export interface CpuProfile {
   nodes: ProfileNode[];
   samples: number[];
   timeDeltas: number[];
@@ -48,13 +48,19 @@ export function selfTime(profile: CpuProfile, keyOf: (n: ProfileNode) => string)
     .sort((a, b) => b.ms - a.ms);
 }
 
+/** A function as `name package/path:line` (the repository's folders without the checkout's path). */
+export function functionOf(n: ProfileNode): string {
+  const f = n.callFrame;
+  const where = f.url === "" ? "" : ` ${f.url.replace(/^.*node_modules\//, "").replace(/^file:\/\/.*?\/(?=(core|bridge|functions|emulator|cli|bench)\/)/, "")}:${f.lineNumber + 1}`;
+  return `${f.functionName || "(anonymous)"}${where}`;
+}
+
+/** Reads a `.cpuprofile` file. */
+export const readProfile = (file: string): CpuProfile => JSON.parse(readFileSync(file, "utf8")) as CpuProfile;
+
 function main(file: string, top: number): void {
-  const profile = JSON.parse(readFileSync(file, "utf8")) as CpuProfile;
-  const fn = (n: ProfileNode) => {
-    const f = n.callFrame;
-    const where = f.url === "" ? "" : ` ${f.url.replace(/^.*node_modules\//, "").replace(/^file:\/\/.*?\/(?=(core|bridge|functions|emulator|cli|bench)\/)/, "")}:${f.lineNumber + 1}`;
-    return `${f.functionName || "(anonymous)"}${where}`;
-  };
+  const profile = readProfile(file);
+  const fn = functionOf;
   const print = (title: string, rows: Share[]) => {
     console.log(`\n${title}`);
     for (const r of rows.slice(0, top)) console.log(`${String(r.percent).padStart(5)}%  ${String(r.ms).padStart(7)} ms  ${r.name}`);

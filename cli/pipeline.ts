@@ -96,6 +96,17 @@ export interface PipelineOptions {
    */
   bridgeProcess?: boolean;
   /**
+   * With bridgeProcess: Node flags added after the deployment's NODE_OPTIONS (the cold-start
+   * benchmark's `--cpu-prof`). Default none.
+   */
+  bridgeExtraNodeOptions?: string;
+  /**
+   * With bridgeProcess: how long the bridge may take to report its initial sync on /readyz
+   * (it lists and publishes every watched object first: ~4 minutes for 100k objects on a
+   * loaded 2-core machine). Default 60 s.
+   */
+  bridgeReadyTimeoutMs?: number;
+  /**
    * Concurrent receive loops on the FIFO event queue, like Lambda running several batches of
    * one queue at once. The queue never hands out a message of a group (an object) while
    * another of that group is in flight, so per-object order holds. One loop waits for the
@@ -297,10 +308,10 @@ async function spawnBridge(o: PipelineOptions & { eventKey: EventKey }, ids: Dev
           CRDFN_CONFIG_FILE: configFile,
           CRDFN_HTTP_PORT: String(httpPort),
           CRDFN_LOG_LEVEL: o.logger.level === "silent" ? "fatal" : o.logger.level,
-          NODE_OPTIONS: BRIDGE_NODE_OPTIONS,
+          NODE_OPTIONS: o.bridgeExtraNodeOptions ? `${BRIDGE_NODE_OPTIONS} ${o.bridgeExtraNodeOptions}` : BRIDGE_NODE_OPTIONS,
         },
         ready: async () => (await fetch(`http://127.0.0.1:${httpPort}/readyz`)).ok,
-        timeoutMs: 60_000,
+        timeoutMs: o.bridgeReadyTimeoutMs ?? 60_000,
       },
       reaper,
     );

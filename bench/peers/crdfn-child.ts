@@ -16,7 +16,7 @@ import type { Operator } from "../../core/operator.ts";
 import type { LocalCluster } from "../../emulator/types.ts";
 import greeting from "../../examples/greeting/operator.ts";
 import { platformOperators } from "../platform/kinds.ts";
-import { CLUSTER_ENV, NAMESPACE_ENV, PLATFORM_KINDS_ENV, type ClusterHandle } from "./systems.ts";
+import { CLUSTER_ENV, cpuProfileFlags, NAMESPACE_ENV, PLATFORM_KINDS_ENV, PROFILE_DIR_ENV, READY_TIMEOUT_ENV, RECEIVE_LOOPS_ENV, type ClusterHandle } from "./systems.ts";
 
 async function main(): Promise<void> {
   const handle = JSON.parse(process.env[CLUSTER_ENV] ?? "null") as ClusterHandle | null;
@@ -47,6 +47,10 @@ async function main(): Promise<void> {
     bridgeProcess: true,
     // As deployed, serving the run's namespace (as each peer watches one).
     identities: { namespaces: [process.env[NAMESPACE_ENV] ?? "default"] },
+    // The bridge lists and publishes every waiting object before it reports ready (bench:coldscale).
+    ...(process.env[READY_TIMEOUT_ENV] ? { bridgeReadyTimeoutMs: Number(process.env[READY_TIMEOUT_ENV]) } : {}),
+    ...(process.env[RECEIVE_LOOPS_ENV] ? { receiveLoops: Number(process.env[RECEIVE_LOOPS_ENV]) } : {}),
+    ...(process.env[PROFILE_DIR_ENV] ? { bridgeExtraNodeOptions: cpuProfileFlags(process.env[PROFILE_DIR_ENV]).join(" ") } : {}),
   });
   const queueRequestsPort = (counts.address() as AddressInfo).port;
   console.log(JSON.stringify({ bridgePid: pipeline.bridgeProcess.pid, bridgeHttpPort: pipeline.bridgeProcess.httpPort, queueRequestsPort }));

@@ -20,6 +20,25 @@ export const CLUSTER_ENV = "CRDFN_PEERS_CLUSTER";
 export const NAMESPACE_ENV = "CRDFN_PEERS_NAMESPACE";
 /** bench:platform: how many of its Greeting-shaped kinds the crdfn child serves (unset: the example Greeting). */
 export const PLATFORM_KINDS_ENV = "CRDFN_PEERS_PLATFORM_KINDS";
+/** A folder for `--cpu-prof` profiles of crdfn's bridge and function process (bench:coldscale). */
+export const PROFILE_DIR_ENV = "CRDFN_PEERS_PROFILE_DIR";
+/** The crdfn child's poller: concurrent receive loops (cli/pipeline.ts receiveLoops; default its default). */
+export const RECEIVE_LOOPS_ENV = "CRDFN_PEERS_RECEIVE_LOOPS";
+/** How long the crdfn child's bridge may take to report its initial sync, in ms. */
+export const READY_TIMEOUT_ENV = "CRDFN_PEERS_READY_TIMEOUT_MS";
+
+/** Node's flags for a CPU profile written into `dir` at exit, sampled every 10 ms (a 20-minute run stays a few MB). */
+export const cpuProfileFlags = (dir: string): string[] => ["--cpu-prof", `--cpu-prof-dir=${dir}`, "--cpu-prof-interval=10000"];
+
+/** How a system is started where the defaults do not fit (bench:coldscale: many objects waiting). */
+export interface StartOptions {
+  /** Seconds from spawn the system may take to be ready. Default 120 (crdfn) / 60 (peers). */
+  readyTimeoutSeconds?: number;
+  /** crdfn only: write a CPU profile of the bridge and of the function process here, at stop. */
+  cpuProfileDir?: string;
+  /** crdfn only: settings for its bridge and functions, as environment variables (a variant's). */
+  env?: Record<string, string>;
+}
 
 export interface RunningSystem {
   /** Processes that run in the cluster in production (the bridge; a peer's whole operator). */
@@ -65,7 +84,7 @@ export function jsonLine(file: string, key: string): Record<string, unknown> | u
 
 export const handle = (c: LocalCluster): ClusterHandle => ({ kubeconfigPath: c.kubeconfigPath, server: c.server, kubectl: c.kubectl, caPath: c.caPath, sqs: c.sqs, env: c.env });
 
-export async function startSystem(name: SystemName, namespace: string, cluster: LocalCluster, bin: Binaries, reaper: Reaper): Promise<RunningSystem> {
+export async function startSystem(name: SystemName, namespace: string, cluster: LocalCluster, bin: Binaries, reaper: Reaper, start: StartOptions = {}): Promise<RunningSystem> {
   const dir = mkdtempSync(join(tmpdir(), "crdfn-peer-"));
   reaper.trackDir(dir);
   const logFile = join(dir, "system.log");
@@ -76,13 +95,15 @@ export async function startSystem(name: SystemName, namespace: string, cluster: 
     startSeconds: Math.round(performance.now() - t0) / 1000,
     logFile,
     async stop() {
-      await server.stop();
+      // A profiled process writes its profile as it exits: more time before SIGKILL.
+      await server.stop(start.cpuProfileDir === undefined ? undefined : 60_000);
       rmSync(dir, { recursive: true, force: true });
     },
   });
 
+  const timeoutMs = (fallbackSeconds: number): number => (start.readyTimeoutSeconds ?? fallbackSeconds) * 1000;
   if (name === "crdfn") {
-    const { server, ...child } = await startCrdfnChild(namespace, cluster, reaper, logFile, env);
+    const { server, ...child } = await startCrdfnChild(namespace, cluster, reaper, logFile, env, 0, start);
     return started(server, {
       ...child,
       settings: { pipeline: "cli/pipeline.ts startPipeline, bridgeProcess: true, default receive loops, as deployed (generated identities and admission policy, one namespace)", operators: ["greeting"] },
@@ -93,7 +114,7 @@ export async function startSystem(name: SystemName, namespace: string, cluster: 
     const workers = name === "controller-runtime(8)" ? 8 : 1;
     const args = ["--namespace", namespace, "--workers", String(workers), "--qps", "-1", "--burst", "1000"];
     const server = await startServer(
-      { name, command: bin.controllerRuntime, args, logFile, env, ready: () => Promise.resolve(jsonLine(logFile, "synced") !== undefined), timeoutMs: 60_000 },
+      { name, command: bin.controllerRuntime, args, logFile, env, ready: () => Promise.resolve(jsonLine(logFile, "synced") !== undefined), timeoutMs: timeoutMs(60) },
       reaper,
     );
     return started(server, {
@@ -113,7 +134,7 @@ export async function startSystem(name: SystemName, namespace: string, cluster: 
       logFile,
       env: { ...env, CRDFN_KOPF_PROFILE: profile, PYTHONUNBUFFERED: "1" },
       ready: () => Promise.resolve(jsonLine(logFile, "settings") !== undefined),
-      timeoutMs: 60_000,
+      timeoutMs: timeoutMs(60),
     },
     reaper,
   );
@@ -136,16 +157,27 @@ export async function startCrdfnChild(
   logFile: string,
   env: NodeJS.ProcessEnv,
   platformKinds = 0,
+  start: StartOptions = {},
 ): Promise<{ server: RunningServer } & Pick<RunningSystem, "clusterSide" | "offCluster" | "bridgeMetricsUrl" | "queueRequestsUrl">> {
+  const timeoutMs = (start.readyTimeoutSeconds ?? 120) * 1000;
+  const profile = start.cpuProfileDir === undefined ? [] : cpuProfileFlags(join(start.cpuProfileDir, "functions"));
   const server = await startServer(
     {
       name: "crdfn",
       command: process.execPath,
-      args: ["--conditions=crdfn-source", join(packageRoot, "bench", "peers", "crdfn-child.ts")],
+      args: ["--conditions=crdfn-source", ...profile, join(packageRoot, "bench", "peers", "crdfn-child.ts")],
       logFile,
-      env: { ...env, [CLUSTER_ENV]: JSON.stringify(handle(cluster)), [NAMESPACE_ENV]: namespace, ...(platformKinds > 0 ? { [PLATFORM_KINDS_ENV]: String(platformKinds) } : {}) },
+      env: {
+        ...env,
+        [CLUSTER_ENV]: JSON.stringify(handle(cluster)),
+        [NAMESPACE_ENV]: namespace,
+        ...(platformKinds > 0 ? { [PLATFORM_KINDS_ENV]: String(platformKinds) } : {}),
+        ...start.env,
+        ...(start.readyTimeoutSeconds === undefined ? {} : { [READY_TIMEOUT_ENV]: String(timeoutMs) }),
+        ...(start.cpuProfileDir === undefined ? {} : { [PROFILE_DIR_ENV]: join(start.cpuProfileDir, "bridge") }),
+      },
       ready: () => Promise.resolve(jsonLine(logFile, "bridgePid") !== undefined),
-      timeoutMs: 120_000,
+      timeoutMs,
     },
     reaper,
   );

@@ -1,0 +1,363 @@
+// `npm run bench:coldscale`: a cold start at scale (issue 33). N Greetings (examples/greeting)
+// are created in a fresh namespace before any operator runs; then the system is started for that
+// namespace and timed from its spawn to every Greeting Ready (status reports its generation
+// reconciled, seen by a watch). crdfn runs as the local stack runs it (cli/pipeline.ts: the
+// bridge as its own process, the SQS poller and the functions in another, ElasticMQ);
+// controller-runtime with 8 workers (bench/peers) on the same cluster, in its own namespace.
+// Beside the time: CPU seconds per process from /proc, the API server's requests by verb from its
+// /metrics, the Ready count over time, and crdfn's bridge and function process CPU-profiled.
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from "node:fs";
+import { cpus, loadavg, tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { Command, InvalidArgumentError, Option } from "commander";
+import { DEFAULT_RECEIVE_LOOPS, installCrds } from "../cli/pipeline.ts";
+import type { Operator } from "../core/operator.ts";
+import { servedNamespacesPolicyOf } from "../deploy/admission.ts";
+import { startCluster } from "../emulator/cluster.ts";
+import { packageRoot } from "../emulator/paths.ts";
+import { startReaper, type Reaper } from "../emulator/reaper.ts";
+import type { LocalCluster } from "../emulator/types.ts";
+import greeting from "../examples/greeting/operator.ts";
+import { createKubeApi } from "../functions/runtime/kube-api-http.ts";
+import { areaOf, functionOf, readProfile, selfTime, type Share } from "./cpu-profile.ts";
+import { forEachBounded } from "./drive.ts";
+import { Greetings, objectName } from "./greetings.ts";
+import { buildControllerRuntime, missingToolchains } from "./peers/build.ts";
+import { requestDelta, scrapeRequestCounts, type RequestCounts } from "./peers/api-requests.ts";
+import { deletePolicies } from "./peers/run.ts";
+import { RECEIVE_LOOPS_ENV, SYSTEMS, startSystem, type SystemName } from "./peers/systems.ts";
+import { clusterPids, cpuSeconds, machineTicks, rssBytes } from "./proc.ts";
+import { StatusWatch } from "./status-watch.ts";
+
+const CREATE_CONCURRENCY = 64;
+const PUBLISHED = "crdfn_bridge_events_published_total";
+const now = (): number => performance.now();
+
+/** Events the bridge's queue accepted, over every `type` label of its counter. */
+async function publishedCount(metricsUrl: string): Promise<number> {
+  const text = await (await fetch(metricsUrl)).text();
+  let n = 0;
+  for (const line of text.split("\n")) if (line.startsWith(`${PUBLISHED}{`) || line.startsWith(`${PUBLISHED} `)) n += Number(line.slice(line.lastIndexOf(" ") + 1)) || 0;
+  return n;
+}
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+const r2 = (x: number): number => Math.round(x * 100) / 100;
+
+interface Options {
+  objects: number[];
+  systems: SystemName[];
+  profile: boolean;
+  receiveLoops?: number;
+  timeout: number;
+  json?: string;
+}
+
+/** A crdfn run with settings of its own: the same run's "before" of a product change. */
+interface Variant {
+  name: string;
+  env: Record<string, string>;
+}
+
+
+export interface ColdRun {
+  system: SystemName;
+  /** crdfn with other settings (--receive-loops), else absent. */
+  variant?: string;
+  objects: number;
+  namespace: string;
+  startedAt: string;
+  loadAvgStart: number[];
+  loadAvgEnd: number[];
+  createSeconds: number;
+  /** Spawn to ready as the system reports it (crdfn: the bridge's initial sync; controller-runtime: informers synced). */
+  startSeconds: number;
+  /** Spawn to the first Greeting Ready, to half, to 90 %, to all. */
+  firstReadySeconds: number;
+  halfReadySeconds: number;
+  ninetyReadySeconds: number;
+  allReadySeconds: number;
+  /** crdfn: spawn to every object's event accepted by the queue (the bridge's counter). */
+  allPublishedSeconds: number | null;
+  /** [seconds since spawn, Ready count], every 5 s. */
+  readyCurve: Array<[number, number]>;
+  cpuSeconds: Record<string, number>;
+  cpuMsPerObject: Record<string, number>;
+  machineBusyPercent: number;
+  peakRssMiB: Record<string, number>;
+  /** The API server's requests between spawn and all Ready, by "VERB resource", and per object. */
+  requests: RequestCounts;
+  requestsPerObject: RequestCounts;
+  /** crdfn with --profile: top self time per process (`bridge`, `functions`), by function and by area. */
+  profiles?: Record<string, { file: string; totalMs: number; byFunction: Share[]; byArea: Share[] }>;
+}
+
+/** Creates N Greetings in a fresh namespace, 64 requests in flight, as bench:bridge creates its objects. */
+async function createGreetings(cluster: LocalCluster, namespace: string, n: number, log: (l: string) => void): Promise<number> {
+  const greetings = new Greetings(createKubeApi({ connection: cluster.kubeConfig }), namespace);
+  await greetings.createNamespace();
+  const t0 = now();
+  let done = 0;
+  const progress = setInterval(() => log(`  created ${done}/${n} (${Math.round(done / ((now() - t0) / 1000))}/s)`), 30_000);
+  try {
+    await forEachBounded(n, CREATE_CONCURRENCY, async (i) => {
+      await greetings.create(objectName(i), `hello ${i}`);
+      done++;
+    });
+  } finally {
+    clearInterval(progress);
+  }
+  return (now() - t0) / 1000;
+}
+
+/** Self time of the one profile Node wrote into `dir` at exit, if it did. */
+function summarizeProfile(dir: string): { file: string; totalMs: number; byFunction: Share[]; byArea: Share[] } | undefined {
+  if (!existsSync(dir)) return undefined;
+  const file = readdirSync(dir).find((f) => f.endsWith(".cpuprofile"));
+  if (file === undefined) return undefined;
+  const profile = readProfile(join(dir, file));
+  const byFunction = selfTime(profile, functionOf);
+  return { file: join(dir, file), totalMs: byFunction.reduce((s, r) => s + r.ms, 0), byFunction: byFunction.slice(0, 15), byArea: selfTime(profile, (n) => areaOf(n.callFrame.url)).slice(0, 10) };
+}
+
+async function runOne(system: SystemName, variant: Variant | undefined, objects: number, cluster: LocalCluster, controllerRuntime: string, reaper: Reaper, o: Options, log: (l: string) => void): Promise<ColdRun> {
+  const label = variant === undefined ? system : `${system} (${variant.name})`;
+  const namespace = `cold-${label.replace(/[^a-z0-9]+/g, "-").replace(/-$/, "")}-${objects}`;
+  log(`${label}, ${objects}: creating the Greetings in ${namespace} before it runs…`);
+  const createSeconds = await createGreetings(cluster, namespace, objects, log);
+  log(`  created in ${createSeconds.toFixed(1)} s`);
+  const watch = new StatusWatch(cluster.kubeConfig, namespace, now);
+  await watch.start();
+  const profileDir = o.profile && system === "crdfn" ? mkdtempSync(join(tmpdir(), "crdfn-coldscale-prof-")) : undefined;
+  const control = clusterPids(Number(new URL(cluster.server).port));
+  const base = { apiServer: control.apiServer ?? 0, etcd: control.etcd ?? 0, ...(system === "crdfn" ? { elasticMq: control.elasticMq ?? 0 } : {}) };
+  const cpuBefore = Object.fromEntries(Object.entries(base).map(([k, pid]) => [k, cpuSeconds(pid) ?? 0]));
+  const requestsBefore = await scrapeRequestCounts(cluster.kubeConfig);
+  const machineBefore = machineTicks();
+  const startedAt = new Date().toISOString();
+  const loadAvgStart = loadavg();
+  log(`${label}, ${objects}: starting it (load ${loadAvgStart.map((l) => l.toFixed(2)).join(" ")})…`);
+
+  const pids: Record<string, number> = { ...base };
+  const peak: Record<string, number> = {};
+  const samplePeaks = () => {
+    for (const [k, pid] of Object.entries(pids)) peak[k] = Math.max(peak[k] ?? 0, rssBytes(pid) ?? 0);
+  };
+  const t0 = now();
+  const since = () => (now() - t0) / 1000;
+  const curve: Array<[number, number]> = [];
+  const marks = { first: 0, half: 0, ninety: 0 };
+  let allPublished: number | null = null;
+  let metricsUrl: string | undefined;
+  // Counted while the system starts too: crdfn's functions reconcile before its bridge is synced.
+  const ready = () => watch.countAtLeast(1);
+  const note = () => {
+    const n = ready();
+    const s = since();
+    if (n >= 1 && !marks.first) marks.first = s;
+    if (n >= objects / 2 && !marks.half) marks.half = s;
+    if (n >= objects * 0.9 && !marks.ninety) marks.ninety = s;
+  };
+  const poll = setInterval(note, 50);
+  const every5s = setInterval(() => {
+    samplePeaks();
+    curve.push([Math.round(since()), ready()]);
+    log(`  ${Math.round(since())} s: ${ready()}/${objects} Ready (load ${loadavg()[0]?.toFixed(2)})`);
+  }, 5000);
+  const published = setInterval(() => {
+    if (metricsUrl === undefined || allPublished !== null) return;
+    void publishedCount(metricsUrl)
+      .then((n) => {
+        if (n >= objects && allPublished === null) allPublished = since();
+      })
+      .catch(() => undefined);
+  }, 250);
+  let running: Awaited<ReturnType<typeof startSystem>> | undefined;
+  try {
+    running = await startSystem(system, namespace, cluster, { controllerRuntime, kopfPython: "" }, reaper, {
+      readyTimeoutSeconds: o.timeout,
+      ...(profileDir === undefined ? {} : { cpuProfileDir: profileDir }),
+      ...(variant === undefined ? {} : { env: variant.env }),
+    });
+    Object.assign(pids, running.clusterSide, running.offCluster);
+    metricsUrl = running.bridgeMetricsUrl;
+    const startSeconds = since();
+    log(`  ready as it reports it after ${startSeconds.toFixed(1)} s; ${ready()} Ready so far`);
+    while (ready() < objects) {
+      if (since() > o.timeout) throw new Error(`${system}: only ${ready()} of ${objects} Greetings Ready after ${o.timeout} s (log: ${running.logFile})`);
+      await sleep(20);
+    }
+    note();
+    const allReadySeconds = since();
+    // Everything is counted at the moment the last object is Ready, before anything stops.
+    samplePeaks();
+    const machine = machineTicks();
+    const requests = requestDelta(requestsBefore, await scrapeRequestCounts(cluster.kubeConfig));
+    const cpu: Record<string, number> = {};
+    for (const [k, pid] of Object.entries(pids)) cpu[k] = r2((cpuSeconds(pid) ?? 0) - (cpuBefore[k] ?? 0));
+    if (allPublished === null && metricsUrl !== undefined) {
+      if ((await publishedCount(metricsUrl)) >= objects) allPublished = since();
+    }
+    log(`  all ${objects} Ready after ${allReadySeconds.toFixed(1)} s`);
+    const run: ColdRun = {
+      system,
+      ...(variant === undefined ? {} : { variant: variant.name }),
+      objects,
+      namespace,
+      startedAt,
+      loadAvgStart,
+      loadAvgEnd: loadavg(),
+      createSeconds: r2(createSeconds),
+      startSeconds: r2(startSeconds),
+      firstReadySeconds: r2(marks.first),
+      halfReadySeconds: r2(marks.half),
+      ninetyReadySeconds: r2(marks.ninety),
+      allReadySeconds: r2(allReadySeconds),
+      allPublishedSeconds: allPublished === null ? null : r2(allPublished),
+      readyCurve: curve,
+      cpuSeconds: cpu,
+      cpuMsPerObject: Object.fromEntries(Object.entries(cpu).map(([k, s]) => [k, r2((s * 1000) / objects)])),
+      machineBusyPercent: Math.round(((machine.busy - machineBefore.busy) / Math.max(1, machine.total - machineBefore.total)) * 1000) / 10,
+      peakRssMiB: Object.fromEntries(Object.entries(peak).map(([k, b]) => [k, Math.round(b / 1048576)])),
+      requests,
+      requestsPerObject: Object.fromEntries(Object.entries(requests).map(([k, n]) => [k, r2(n / objects)])),
+    };
+    await running.stop();
+    running = undefined;
+    if (profileDir !== undefined) {
+      const profiles: NonNullable<ColdRun["profiles"]> = {};
+      for (const part of ["bridge", "functions"]) {
+        const p = summarizeProfile(join(profileDir, part));
+        if (p) profiles[part] = p;
+        else log(`  no CPU profile of the ${part} in ${join(profileDir, part)}`);
+      }
+      run.profiles = profiles;
+    }
+    return run;
+  } finally {
+    clearInterval(poll);
+    clearInterval(every5s);
+    clearInterval(published);
+    await running?.stop();
+    watch.stop();
+    // crdfn as deployed admits Greetings only where it serves; the next run's namespace is another.
+    if (system === "crdfn") await deletePolicies(cluster, servedNamespacesPolicyOf(greeting, [namespace]));
+  }
+}
+
+const pct = (x: number, of: number): string => (of > 0 ? `${((x / of) * 100).toFixed(0)} %` : "–");
+
+/** The table docs/performance.md shows, then per run what limits it. */
+export function formatColdReport(runs: readonly ColdRun[]): string {
+  const out: string[] = [];
+  const load = (r: ColdRun) => `${r.loadAvgStart[0]?.toFixed(1)} → ${r.loadAvgEnd[0]?.toFixed(1)}`;
+  out.push("| N | system | all Ready s | first / half / 90 % s | start s | all published s | load avg (1 min) start → end | machine busy |");
+  out.push("|---|---|---|---|---|---|---|---|");
+  const name = (r: ColdRun) => (r.variant === undefined ? r.system : `${r.system} (${r.variant})`);
+  for (const r of runs)
+    out.push(`| ${r.objects} | ${name(r)} | ${r.allReadySeconds} | ${r.firstReadySeconds} / ${r.halfReadySeconds} / ${r.ninetyReadySeconds} | ${r.startSeconds} | ${r.allPublishedSeconds ?? "–"} | ${load(r)} | ${r.machineBusyPercent} % |`);
+  const sizes = [...new Set(runs.map((r) => r.objects))];
+  out.push("");
+  for (const n of sizes) {
+    const c = runs.find((r) => r.objects === n && r.system === "crdfn" && r.variant === undefined);
+    const cr = runs.find((r) => r.objects === n && r.system === "controller-runtime(8)");
+    if (c && cr) out.push(`N = ${n}: crdfn ÷ controller-runtime(8) = ${(c.allReadySeconds / cr.allReadySeconds).toFixed(2)}`);
+    for (const v of runs.filter((r) => r.objects === n && r.system === "crdfn" && r.variant !== undefined)) {
+      if (c) out.push(`N = ${n}: crdfn (${v.variant}) ÷ crdfn = ${(v.allReadySeconds / c.allReadySeconds).toFixed(2)}`);
+    }
+  }
+  for (const r of runs) {
+    out.push("", `${name(r)}, N = ${r.objects}: CPU ms per object ${JSON.stringify(r.cpuMsPerObject)}, peak RSS MiB ${JSON.stringify(r.peakRssMiB)}`);
+    const reqs = Object.entries(r.requestsPerObject).filter(([, v]) => v >= 0.01).sort((a, b) => b[1] - a[1]);
+    out.push(`  API requests per object: ${reqs.map(([k, v]) => `${k} ${v}`).join(", ")}`);
+    for (const [part, p] of Object.entries(r.profiles ?? {})) {
+      out.push(`  ${part} profile (${(p.totalMs / 1000).toFixed(1)} s sampled; ${p.file}):`);
+      out.push(`    by area: ${p.byArea.slice(0, 6).map((s) => `${s.name} ${pct(s.ms, p.totalMs)}`).join(", ")}`);
+      for (const s of p.byFunction.slice(0, 10)) out.push(`    ${String(s.percent).padStart(5)} %  ${s.name}`);
+    }
+  }
+  return out.join("\n");
+}
+
+async function coldScale(o: Options, log: (l: string) => void): Promise<{ path: string; report: string }> {
+  const missing = missingToolchains().filter((m) => m.startsWith("go"));
+  if (o.systems.some((s) => s.startsWith("controller-runtime")) && missing.length) throw new Error(`controller-runtime needs ${missing.join("")}`);
+  if (o.systems.some((s) => s.startsWith("kopf"))) throw new Error("bench:coldscale runs crdfn and controller-runtime; kopf is in bench:peers");
+  const startedAt = new Date().toISOString();
+  const controllerRuntime = o.systems.some((s) => s.startsWith("controller-runtime")) ? buildControllerRuntime(log).path : "";
+  log("starting the embedded cluster…");
+  const cluster = await startCluster({ log: () => {} });
+  const reaper = startReaper();
+  const runs: ColdRun[] = [];
+  try {
+    await installCrds(cluster.kubeConfig, [greeting] as ReadonlyArray<Operator<unknown>>);
+    for (const [i, n] of o.objects.entries()) {
+      // Each size starts with the next system, so neither always runs on the emptier etcd.
+      const order = o.systems.map((_, k) => o.systems[(k + i) % o.systems.length] as SystemName);
+      for (const system of order) {
+        runs.push(await runOne(system, undefined, n, cluster, controllerRuntime, reaper, o, log));
+        if (system === "crdfn" && o.receiveLoops !== undefined) {
+          const loops: Variant = { name: `${o.receiveLoops} receive loops`, env: { [RECEIVE_LOOPS_ENV]: String(o.receiveLoops) } };
+          runs.push(await runOne(system, loops, n, cluster, controllerRuntime, reaper, o, log));
+        }
+      }
+    }
+  } finally {
+    await reaper.release();
+    await cluster.stop();
+  }
+  const path = o.json ?? join(packageRoot, "bench-results", `coldscale-${startedAt.replace(/[:.]/g, "-")}.json`);
+  mkdirSync(dirname(path), { recursive: true });
+  writeFileSync(path, `${JSON.stringify({ startedAt, finishedAt: new Date().toISOString(), machine: { cpus: cpus().length, node: process.version }, options: o, runs }, null, 2)}\n`);
+  return { path, report: formatColdReport(runs) };
+}
+
+const sizeList = (text: string): number[] => {
+  const sizes = text.split(",").map((s) => Number(s.trim()));
+  if (sizes.some((n) => !Number.isInteger(n) || n < 1)) throw new InvalidArgumentError("--objects must be whole numbers ≥ 1, comma-separated");
+  return sizes;
+};
+
+const systemList = (text: string): SystemName[] => {
+  const names = text.split(",").map((s) => s.trim());
+  const known = SYSTEMS.filter((s) => !s.startsWith("kopf")) as readonly string[];
+  const unknown = names.filter((n) => !known.includes(n));
+  if (unknown.length) throw new InvalidArgumentError(`unknown system ${unknown.join(", ")} (known here: ${known.join(", ")})`);
+  return names as SystemName[];
+};
+
+function coldScaleCommand(): Command {
+  return new Command("npm run bench:coldscale --")
+    .description(
+      "A cold start at scale: N Greetings created before any operator runs, then each system started for them and timed to all Ready " +
+        "(crdfn as the local stack runs it, controller-runtime with 8 workers), with CPU per process, the API server's requests by verb, and CPU profiles of crdfn's bridge and function process",
+    )
+    .addOption(new Option("--objects <list>", "comma-separated N (each a fresh namespace per system)").argParser(sizeList).default([10_000, 100_000]))
+    .addOption(new Option("--systems <list>", "comma-separated (crdfn, controller-runtime(1), controller-runtime(8))").argParser(systemList).default(["crdfn", "controller-runtime(8)"]))
+    .option("--no-profile", "no CPU profiles of crdfn's bridge and function process")
+    .option("--receive-loops <n>", `also run crdfn with this many receive loops in its poller (default ${DEFAULT_RECEIVE_LOOPS}), in the same run`, (t) => {
+      const n = Number(t);
+      if (!Number.isInteger(n) || n < 1 || n > 64) throw new InvalidArgumentError("--receive-loops must be a whole number from 1 to 64");
+      return n;
+    })
+    .option("--timeout <seconds>", "give up on a run not all Ready by then (also the systems' own start timeout)", (t) => {
+      const n = Number(t);
+      if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError("--timeout must be a whole number of seconds ≥ 1");
+      return n;
+    }, 3600)
+    .option("--json <path>", "where to write the results (default bench-results/coldscale-<timestamp>.json)")
+    .addHelpText("after", "\nExample (10k only, both systems, about 10 minutes on 2 cores):\n  npm run bench:coldscale -- --objects 10000 --systems crdfn,controller-runtime(8)")
+    .action(async (o: Options) => {
+      const { path, report } = await coldScale(o, (line) => console.error(line));
+      console.log(report);
+      console.log(`\nresults: ${path}`);
+    });
+}
+
+if (import.meta.main) {
+  try {
+    await coldScaleCommand().parseAsync(process.argv);
+  } catch (e) {
+    console.error(`bench:coldscale: ${e instanceof Error ? e.message : String(e)}`);
+    process.exitCode = 1;
+  }
+}
