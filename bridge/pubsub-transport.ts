@@ -19,6 +19,7 @@
 // bridge on SQS never loads it.
 import type { PubSub, Topic } from "@google-cloud/pubsub";
 import { z } from "zod";
+import { zodLine } from "../core/config-error.ts";
 import { TransportError, type QueueTransport } from "./transport.ts";
 
 export interface PubSubEntry {
@@ -61,10 +62,7 @@ const projectOf = (topic: string): string => topic.split("/")[1] ?? "";
 
 export function pubSubPublisher(options: PubSubPublisherOptions = {}): PubSubPublisher {
   const parsed = PubSubPublisherOptions.safeParse(options);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new Error(`Pub/Sub publisher: ${issue.path.join(".") || "options"}: ${issue.message}`);
-  }
+  if (!parsed.success) throw new Error(`Pub/Sub publisher: ${zodLine(parsed.error, { first: true, root: "options" })}`);
   const o = parsed.data;
   let client: Promise<PubSub> | undefined;
   const topics = new Map<string, Promise<Topic>>();

@@ -4,6 +4,7 @@
 // (Pub/Sub drops what reaches a topic without a subscription) to inspect what was given up.
 import { PubSub } from "@google-cloud/pubsub";
 import { z } from "zod";
+import { zodLine } from "../core/config-error.ts";
 import { SetupError } from "./errors.ts";
 
 /** A client of the emulator at `host` (PUBSUB_EMULATOR_HOST semantics: plain gRPC, no credentials). */
@@ -48,10 +49,7 @@ const tolerateExisting = (e: unknown): void => {
  */
 export async function createPubSubResources(pubsub: PubSub, options: PubSubResourceOptions): Promise<PubSubResources> {
   const parsed = ResourceOptions.safeParse(options);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new SetupError(`Pub/Sub resources: ${issue.path.join(".") || "options"}: ${issue.message}`);
-  }
+  if (!parsed.success) throw new SetupError(`Pub/Sub resources: ${zodLine(parsed.error, { first: true, root: "options" })}`);
   const o = parsed.data;
   if (o.minimumBackoffSeconds > o.maximumBackoffSeconds) {
     throw new SetupError(`Pub/Sub resources: minimumBackoffSeconds (${o.minimumBackoffSeconds}) exceeds maximumBackoffSeconds (${o.maximumBackoffSeconds})`);
