@@ -11,7 +11,8 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { promisify } from "node:util";
 import { SendMessageCommand } from "@aws-sdk/client-sqs";
-import { readEnvFile, sqsFrom } from "../cli/settings.ts";
+import { readEnvFile } from "../cli/settings.ts";
+import { sqsClient, sqsSettingsOf } from "../clients/sqs-client.ts";
 import { deduplicationId, encodeKeyEvent, messageGroupId, type KeyEvent } from "../core/event.ts";
 import { controlPlaneBinaries } from "../emulator/binaries.ts";
 import { packageRoot } from "../emulator/paths.ts";
@@ -100,7 +101,7 @@ describe("crdfn dev", { timeout: 240_000 }, () => {
       reason: "redrive-test",
       observedAt: new Date().toISOString(),
     };
-    const sqs = sqsFrom(env);
+    const sqs = sqsClient(sqsSettingsOf(env));
     try {
       await sqs.send(
         new SendMessageCommand({
