@@ -2,6 +2,7 @@
 // rest that decides whether a change is worth announcing. The bridge never keeps a body.
 import { z } from "zod";
 import { digest, type ManagedFieldsEntry } from "../core/object-fingerprint.ts";
+import { groupOf } from "../core/resource-path.ts";
 
 // The digests the functions compute alike live in core; the bridge's callers import them from here.
 export { fingerprint, lastContentWriteWasApply, type ManagedFieldsEntry } from "../core/object-fingerprint.ts";
@@ -36,12 +37,6 @@ export function statusFingerprint(obj: KubeObject): string {
 /** The owner reference of the controller, if it is of the given group and kind. */
 export function controllerOf(obj: KubeObject, group: string, kind: string): OwnerReference | undefined {
   return obj.metadata.ownerReferences?.find((r) => r.controller === true && r.kind === kind && groupOf(r.apiVersion) === group);
-}
-
-/** "stable.example.com/v1" → "stable.example.com"; "v1" → "". */
-export function groupOf(apiVersion: string): string {
-  const slash = apiVersion.lastIndexOf("/");
-  return slash < 0 ? "" : apiVersion.slice(0, slash);
 }
 
 

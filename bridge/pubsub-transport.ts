@@ -19,6 +19,8 @@
 // bridge on SQS never loads it.
 import type { PubSub, Topic } from "@google-cloud/pubsub";
 import { z } from "zod";
+import { zodLine } from "../core/config-error.ts";
+import { projectOfTopic, pubSubClient } from "../clients/pubsub-client.ts";
 import { TransportError, type QueueTransport } from "./transport.ts";
 
 export interface PubSubEntry {
@@ -57,27 +59,17 @@ const NOT_FOUND = 5;
 const PERMISSION_DENIED = 7;
 const GRPC_NAMES: Record<number, string> = { 4: "DEADLINE_EXCEEDED", 5: "NOT_FOUND", 7: "PERMISSION_DENIED", 8: "RESOURCE_EXHAUSTED", 14: "UNAVAILABLE", 16: "UNAUTHENTICATED" };
 
-const projectOf = (topic: string): string => topic.split("/")[1] ?? "";
-
 export function pubSubPublisher(options: PubSubPublisherOptions = {}): PubSubPublisher {
   const parsed = PubSubPublisherOptions.safeParse(options);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new Error(`Pub/Sub publisher: ${issue.path.join(".") || "options"}: ${issue.message}`);
-  }
+  if (!parsed.success) throw new Error(`Pub/Sub publisher: ${zodLine(parsed.error, { first: true, root: "options" })}`);
   const o = parsed.data;
   let client: Promise<PubSub> | undefined;
   const topics = new Map<string, Promise<Topic>>();
-  const clientFor = (projectId: string): Promise<PubSub> =>
-    (client ??= import("@google-cloud/pubsub").then(({ PubSub }) => {
-      // At an emulator, naming the universe spares google-gax a credentials lookup it makes anyway.
-      const endpoint = o.apiEndpoint ? { apiEndpoint: o.apiEndpoint, clientOptions: { universeDomain: "googleapis.com" } } : {};
-      return new PubSub({ projectId, ...endpoint });
-    }));
+  const clientFor = (projectId: string): Promise<PubSub> => (client ??= pubSubClient({ projectId, ...(o.apiEndpoint ? { emulatorHost: o.apiEndpoint } : {}) }));
   const topicOf = (name: string): Promise<Topic> => {
     let t = topics.get(name);
     if (!t) {
-      t = clientFor(projectOf(name)).then((c) =>
+      t = clientFor(projectOfTopic(name)).then((c) =>
         c.topic(name, {
           messageOrdering: true,
           // One call's entries leave together: a request per ordering key (Pub/Sub takes one key per request).

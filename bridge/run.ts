@@ -2,7 +2,7 @@
 // ServiceAccount, or a kubeconfig), serves health and metrics, and on SIGTERM flushes what is
 // buffered and releases the Lease before exiting 0.
 import { readFileSync } from "node:fs";
-import { SQSClient } from "@aws-sdk/client-sqs";
+import { sqsClient } from "../clients/sqs-client.ts";
 import { inClusterConnection, serverConnection, tokenFromFile, type KubeConnection } from "../clients/kube-connection.ts";
 import { pino } from "pino";
 import { collectDefaultMetrics, Registry } from "prom-client";
@@ -84,12 +84,7 @@ export async function runBridgeProcess(o: RunOptions): Promise<number> {
   // SQS, or Pub/Sub (its client library loaded on the first publish): whichever the settings name.
   const sqs =
     config.queue.topic === undefined
-      ? new SQSClient({
-          region: config.aws.region,
-          ...(config.aws.endpoint === undefined ? {} : { endpoint: config.aws.endpoint }),
-          maxAttempts: 3,
-          requestHandler: { connectionTimeout: 3000, requestTimeout: 15_000 },
-        })
+      ? sqsClient({ region: config.aws.region, ...(config.aws.endpoint === undefined ? {} : { endpoint: config.aws.endpoint }) }, { maxAttempts: 3, requestHandler: { connectionTimeout: 3000, requestTimeout: 15_000 } })
       : undefined;
   const transport: QueueTransport = sqs ? sqsTransport(sqs) : pubSubTransport(pubSubPublisher(config.pubsub.emulatorHost ? { apiEndpoint: config.pubsub.emulatorHost } : {}));
   const closeQueue = async () => {

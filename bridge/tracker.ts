@@ -16,10 +16,10 @@
 import { MAX_CHILD_KEYS, type ChildKey, type KeyEvent } from "../core/event.ts";
 import { fenceOf } from "../core/fence.ts";
 import { appliedHashOf, childrenDigest, childToken, metadataDigest, reconciledOf, type ChildMark, type Reconciled } from "../core/reconciled.ts";
-import type { GroupVersionResource } from "../core/resource-path.ts";
+import { groupOf, keyOf, splitKey, type GroupVersionResource } from "../core/resource-path.ts";
 import { announceReason, nextReconcileOf } from "../core/schedule.ts";
 import { DueSchedule } from "./due-schedule.ts";
-import { finalizersManagedBy, fingerprint, groupOf, statusFingerprint, lastContentWriteWasApply, lastWriteOf, type KubeObject } from "./kube-object.ts";
+import { finalizersManagedBy, fingerprint, statusFingerprint, lastContentWriteWasApply, lastWriteOf, type KubeObject } from "./kube-object.ts";
 import { referencesOf, type ReferenceRecord } from "../core/references.ts";
 
 export interface ResolvedResource extends GroupVersionResource {
@@ -115,11 +115,6 @@ export const GONE_CHILD_HOLD_MS = 1000;
 
 const NO_FINALIZERS: readonly string[] = [];
 const sameList = (a: readonly string[], b: readonly string[]): boolean => a.length === b.length && a.every((x, i) => x === b[i]);
-export const keyOf = (namespace: string | undefined, name: string): string => `${namespace ?? ""}/${name}`;
-export const splitKey = (key: string): [string | undefined, string] => {
-  const slash = key.indexOf("/");
-  return [slash === 0 ? undefined : key.slice(0, slash), key.slice(slash + 1)];
-};
 export const inScope = (key: string, namespace: string | undefined): boolean => namespace === undefined || key.startsWith(`${namespace}/`);
 
 export abstract class Tracker<E extends Entry> implements ObjectSink {

@@ -12,12 +12,13 @@ import { parseQueueSettings } from "../deploy/settings.ts";
 import type { Operator } from "../core/operator.ts";
 import { operatorName } from "../deploy/rbac.ts";
 import { pubSubNamesOf, type PubSubNames } from "../deploy/queue-names.ts";
-import type { PubSubConnection } from "./pubsub-admin.ts";
+import type { PubSubSettings } from "../clients/pubsub-client.ts";
 import { SetupError } from "../emulator/errors.ts";
 import { defaultKubeconfig } from "./dev-target.ts";
 import { DEFAULT_SETTINGS } from "./generate.ts";
 import { loadOperator } from "./operators.ts";
-import { readEnvFile, sqsFrom } from "./settings.ts";
+import { readEnvFile } from "./settings.ts";
+import { sqsClient, sqsSettingsOf } from "../clients/sqs-client.ts";
 
 export interface QueuePair {
   /** The operator whose queues these are; "" for the one local queue every operator shares. */
@@ -36,7 +37,7 @@ export interface AdminTarget {
   /** SQS: each operator's queues (none on Pub/Sub). */
   pairs: QueuePair[];
   /** The Cloud Run target: where Pub/Sub is, and each operator's resources. */
-  pubsub?: { connection: PubSubConnection; pairs: PubSubPair[] };
+  pubsub?: { connection: PubSubSettings; pairs: PubSubPair[] };
   /** Where they came from, for the person reading the output. */
   from: string;
   /** A local queue (crdfn dev, cluster up) rather than a deployment's. */
@@ -78,7 +79,7 @@ async function fromSettings(file: string, shown: string): Promise<AdminTarget> {
     pairs: operators.map((op) => ({ operator: operatorName(op), events: eventQueueUrl(op, s), deadLetters: deadLetterQueueUrl(op, s) })),
     from: shown,
     local: false,
-    sqs: sqsFrom(env),
+    sqs: sqsClient(sqsSettingsOf(env)),
     kubeconfig: defaultKubeconfig(),
     operators,
   };
@@ -117,7 +118,7 @@ export async function adminTarget(o: { stateDir: string; settings?: string }): P
     pairs: [{ operator: "", events: need("CRDFN_QUEUE_URL"), deadLetters: need("CRDFN_DLQ_URL") }],
     from: process.env.CRDFN_QUEUE_URL ? "the environment" : envFile,
     local: true,
-    sqs: sqsFrom(env),
+    sqs: sqsClient(sqsSettingsOf(env)),
     kubeconfig: need("KUBECONFIG"),
   };
 }

@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { Command } from "commander";
 import { clusterIdSchema } from "../core/event.ts";
-import { ConfigError } from "../core/config-error.ts";
+import { parseSettings } from "../core/config-error.ts";
 import { startCluster, type LocalCluster } from "../emulator/cluster.ts";
 import { readEnvFile } from "./settings.ts";
 import { untilSignal } from "./signals.ts";
@@ -84,7 +84,7 @@ export function clusterCommand(): Command {
     .action(async (o: { stateDir: string; name?: string; controllerManager: boolean }) => {
       const t0 = Date.now();
       const name = o.name;
-      if (name !== undefined && !clusterIdSchema.safeParse(name).success) throw new ConfigError(`invalid option --name: ${clusterIdSchema.safeParse(name).error?.issues[0]?.message ?? "invalid"}`);
+      if (name !== undefined) parseSettings(clusterIdSchema, name, "invalid option --name: ", "");
       const shared = name ? await sharedQueueEndpoint(o.stateDir) : undefined;
       if (name && !shared) console.error(`no running queue in ${join(o.stateDir, "env")}: cluster ${name} gets its own ElasticMQ`);
       const c = await startCluster({ controllerManager: o.controllerManager, supervise: (line) => console.error(line), ...(shared ? { env: { ...process.env, CRDFN_SQS_ENDPOINT: shared } } : {}) });

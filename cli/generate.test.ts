@@ -105,8 +105,8 @@ describe("crdfn generate", () => {
 
   it("names every bridge object for its project: two projects' files share nothing but the namespaces", () => {
     const gadget = defineOperator({ resource: { group: "toys.example.com", version: "v1", plural: "gadgets", kind: "Gadget" }, spec: z.object({}), reconcile: () => ({}) });
-    const keyOf = (o: { kind: string; metadata: { name: string; namespace?: string } }) => `${o.kind} ${o.metadata.namespace ?? ""}/${o.metadata.name}`;
-    const objects = (files: Map<string, string>) => [...files].filter(([f]) => f.endsWith(".yaml") && !f.endsWith("kustomization.yaml")).flatMap(([, text]) => docs(text).map(keyOf));
+    const manifestKey = (o: { kind: string; metadata: { name: string; namespace?: string } }) => `${o.kind} ${o.metadata.namespace ?? ""}/${o.metadata.name}`;
+    const objects = (files: Map<string, string>) => [...files].filter(([f]) => f.endsWith(".yaml") && !f.endsWith("kustomization.yaml")).flatMap(([, text]) => docs(text).map(manifestKey));
     const shop = objects(deployFiles([{ operator: widget, handler: "lambda.handler" }], settingsOf()));
     const toys = objects(deployFiles([{ operator: gadget, handler: "lambda.handler" }], settingsOf({ project: "toys" })));
     assert.deepEqual(shop.filter((k) => toys.includes(k)).sort(), ["Namespace /crdfn-functions", "Namespace /crdfn-system"]);

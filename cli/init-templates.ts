@@ -218,14 +218,31 @@ queues:
 `;
 }
 
-function serverlessYml(n: ProjectNames): string {
-  return `# The function on AWS Lambda, with its queue, dead-letter queue and roles: generated into deploy/serverless/
-# by \`npm run generate\` (crdfn generate), from the operator and crdfn.deploy.yaml.
+/** Where a serverless.yml finds crdfn and what `crdfn generate` writes. */
+export interface ServerlessPlace {
+  /** The folder of the generated functions.yml and resources.yml. */
+  generated: string;
+  /** crdfn installed from npm (a project), or this checkout's sources (crdfn's own serverless.yml). */
+  crdfn: "package" | "checkout";
+}
+
+/** A project's: crdfn from node_modules, generated into deploy/. */
+const PROJECT_PLACE: ServerlessPlace = { generated: "deploy/serverless", crdfn: "package" };
+
+/** This repository's serverless.yml (the examples' functions) is the template below for this checkout; cli/init.test.ts keeps the file equal to it. */
+export const CHECKOUT_SERVERLESS = { service: "crdfn", place: { generated: "infra/generated/serverless", crdfn: "checkout" } } as const satisfies { service: string; place: ServerlessPlace };
+
+export function serverlessYml(service: string, place: ServerlessPlace = PROJECT_PLACE): string {
+  // A checkout's operators import `crdfn` from its sources (the crdfn-source condition); an installed crdfn needs no condition.
+  const plugin = place.crdfn === "package" ? "./node_modules/crdfn/dist/cli/esbuild-plugins.js" : "./cli/esbuild-plugins.ts\n    conditions: [crdfn-source]";
+  return `# One function per operator on AWS Lambda, with its queue, dead-letter queue and roles: generated
+# into ${place.generated}/ by \`npm run generate\` (crdfn generate), from the operators and crdfn.deploy.yaml.
 #   npx serverless deploy --stage prod --region <region> --param="eksCluster=<cluster>" \\
 #     --param="kubeServer=<API server URL>" --param="kubeCaData=<base64 CA>" \\
-#     --param="eventKeysVersion=<version id of the secret ${n.name}/prod/event-keys>"
-# The function verifies every event with the keys in that Secrets Manager secret (crdfn's docs/security.md).
-service: ${n.name}
+#     --param="eventKeysVersion=<version id of the secret ${service}/prod/event-keys>"
+# The functions verify every event with the keys in that Secrets Manager secret (crdfn's docs/security.md);
+# each function's IAM role needs an EKS access entry (the generated functions/README.md).
+service: ${service}
 frameworkVersion: '3'
 # serverless 3's schema lists runtimes up to nodejs20.x; nodejs22.x is a valid Lambda runtime.
 configValidationMode: warn
@@ -235,7 +252,7 @@ plugins:
 
 params:
   default:
-    kubeAuth: eks             # the function's IAM role signs its EKS token
+    kubeAuth: eks             # each function's IAM role signs its EKS token
     logLevel: info
     maxConcurrency: 10        # concurrent invocations per queue: protects the API server
     # Required: eksCluster, kubeServer, kubeCaData, eventKeysVersion.
@@ -262,7 +279,7 @@ custom:
     banner:
       js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);"
     # Leaves client-node out of the bundle: a faster cold start.
-    plugins: ./node_modules/crdfn/dist/cli/esbuild-plugins.js
+    plugins: ${plugin}
 
 provider:
   name: aws
@@ -281,9 +298,9 @@ provider:
 package:
   individually: true
 
-functions: \${file(./deploy/serverless/functions.yml)}
+functions: \${file(./${place.generated}/functions.yml)}
 
-resources: \${file(./deploy/serverless/resources.yml)}
+resources: \${file(./${place.generated}/resources.yml)}
 `;
 }
 
@@ -346,7 +363,7 @@ export function projectFiles(n: ProjectNames, v: ProjectVersions): Map<string, s
     ["lambda.ts", lambdaTs()],
     ["http.ts", httpTs(n)],
     ["crdfn.deploy.yaml", deploySettings(n)],
-    ["serverless.yml", serverlessYml(n)],
+    ["serverless.yml", serverlessYml(n.name)],
     ["README.md", readme(n)],
     [".gitignore", "node_modules/\n.crdfn/\n.serverless/\n.esbuild/\n"],
     [".npmrc", "engine-strict=true\n"],

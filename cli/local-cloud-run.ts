@@ -14,7 +14,8 @@ import { operatorName } from "../deploy/rbac.ts";
 import { pubSubNamesOf, type PubSubNames } from "../deploy/queue-names.ts";
 import type { LocalPubSub } from "../emulator/pubsub.ts";
 import { startPushDeliverer, type PushDeliverer } from "../emulator/pubsub-push.ts";
-import { createPubSubResources, emulatorClient } from "../emulator/pubsub-resources.ts";
+import { createPubSubResources } from "../emulator/pubsub-resources.ts";
+import { pubSubClient } from "../clients/pubsub-client.ts";
 import { httpHandler } from "../functions/adapters/http.ts";
 import { pubSubRepublisher, type Republish } from "../functions/adapters/pubsub-republish.ts";
 import type { Runtime } from "../functions/runtime/runtime.ts";
@@ -48,7 +49,7 @@ export interface LocalCloudRun {
 let started = 0;
 
 export async function startLocalCloudRun(o: LocalCloudRunOptions): Promise<LocalCloudRun> {
-  const client = emulatorClient(o.pubsub.host, o.pubsub.projectId);
+  const client = await pubSubClient({ projectId: o.pubsub.projectId, emulatorHost: o.pubsub.host });
   const servers: Server[] = [];
   const deliverers: PushDeliverer[] = [];
   const republishers: Republish[] = [];

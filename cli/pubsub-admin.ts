@@ -3,14 +3,10 @@
 // `crdfn dev --target cloudrun`) or GCP (application default credentials). The client library is
 // imported when a Pub/Sub command runs, not by every `crdfn` command.
 import type { PubSub, protos } from "@google-cloud/pubsub";
+import { pubSubClient, type PubSubSettings } from "../clients/pubsub-client.ts";
 import { messageGroupId, parseKeyEvent } from "../core/event.ts";
 import type { PubSubNames } from "../deploy/queue-names.ts";
 
-export interface PubSubConnection {
-  projectId: string;
-  /** host:port of an emulator; unset: Google's endpoint. */
-  emulatorHost?: string;
-}
 
 export interface DeadLetter {
   id: string;
@@ -55,9 +51,9 @@ function letterOf(received: protos.google.pubsub.v1.IReceivedMessage): DeadLette
   };
 }
 
-export async function pubSubAdmin(c: PubSubConnection): Promise<PubSubAdmin> {
-  const { PubSub: Client, v1 } = await import("@google-cloud/pubsub");
-  const pubsub: PubSub = new Client({ projectId: c.projectId, ...(c.emulatorHost ? { apiEndpoint: c.emulatorHost, emulatorMode: true, clientOptions: { universeDomain: "googleapis.com" } } : {}) });
+export async function pubSubAdmin(c: PubSubSettings): Promise<PubSubAdmin> {
+  const { v1 } = await import("@google-cloud/pubsub");
+  const pubsub: PubSub = await pubSubClient(c);
   const subscriber = new v1.SubscriberClient({ ...(await pubsub.getClientConfig()) });
   const notFound = (e: unknown): boolean => (e as { code?: unknown }).code === NOT_FOUND;
 

@@ -4,9 +4,9 @@ import { readFileSync } from "node:fs";
 import { formatEventKey, parseEventKey, parseEventKeys, signKeyEvent, verifyKeyEvent, type EventKey } from "./event-auth.ts";
 import { encodeKeyEvent, parseKeyEvent, type KeyEvent } from "./event.ts";
 
-const keyOf = (kid: string, fill: number): EventKey => ({ kid, secret: Buffer.alloc(32, fill) });
-const k1 = keyOf("k1", 1);
-const k2 = keyOf("k2", 2);
+const eventKeyOf = (kid: string, fill: number): EventKey => ({ kid, secret: Buffer.alloc(32, fill) });
+const k1 = eventKeyOf("k1", 1);
+const k2 = eventKeyOf("k2", 2);
 const ring = (...keys: EventKey[]) => new Map(keys.map((k) => [k.kid, k.secret]));
 
 const event: KeyEvent = {
@@ -80,7 +80,7 @@ describe("event MAC", () => {
     const forged = received(signKeyEvent(event, { kid: "k1", secret: Buffer.alloc(32, 9) }));
     const wrong = verifyKeyEvent(forged, ring(k1));
     assert.equal(!wrong.ok && wrong.why, "mismatch");
-    const unknown = verifyKeyEvent(received(signKeyEvent(event, keyOf("k9", 1))), ring(k1));
+    const unknown = verifyKeyEvent(received(signKeyEvent(event, eventKeyOf("k9", 1))), ring(k1));
     assert.equal(!unknown.ok && unknown.why, "unknown-key");
     assert.match(!unknown.ok ? unknown.message : "", /key id "k9" is not one this function accepts for cluster "prod-a"/);
     const unsigned = verifyKeyEvent(event, ring(k1));

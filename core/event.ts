@@ -5,6 +5,7 @@
 // the keys of the object's current children, from the bridge's keys-only index.
 import { createHash } from "node:crypto";
 import { z } from "zod";
+import { zodLine } from "./config-error.ts";
 
 /** Largest serialized event the contract allows: SQS takes 256 KiB per message, with attributes. */
 export const MAX_EVENT_BYTES = 240 * 1024;
@@ -112,7 +113,7 @@ export function parseKeyEvent(body: string): ParseResult {
     return { ok: false, error: `body is not JSON: ${(e as Error).message}` };
   }
   const parsed = keyEventSchema.safeParse(raw);
-  if (!parsed.success) return { ok: false, error: z.prettifyError(parsed.error).replace(/\n/g, "; ") };
+  if (!parsed.success) return { ok: false, error: zodLine(parsed.error) };
   return { ok: true, event: parsed.data };
 }
 

@@ -5,6 +5,7 @@
 // in-memory API server (functions/testing/fake-kube.ts) with this predicate, and the runtime
 // turns the refusal into ChildConflict. Both say the same words, so one matcher reads either.
 import type { Operator } from "./operator.ts";
+import { groupOf } from "./resource-path.ts";
 
 export interface OwnerRef {
   apiVersion?: string;
@@ -19,7 +20,6 @@ interface Obj {
 }
 
 const controllerOf = (o: Obj | undefined): OwnerRef | undefined => ((o?.metadata.ownerReferences as OwnerRef[] | undefined) ?? []).find((r) => r.controller === true);
-const groupOf = (apiVersion: string | undefined): string => (apiVersion?.includes("/") ? apiVersion.slice(0, apiVersion.indexOf("/")) : "");
 
 /** The words of a refusal: the policy's messageExpression builds the same text in CEL. */
 export const refusal = {

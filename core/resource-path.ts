@@ -21,6 +21,25 @@ export function groupVersionPath(ref: Pick<GroupVersionResource, "group" | "vers
   return ref.group === "" ? `/api/${version}` : `/apis/${encodeURIComponent(ref.group)}/${version}`;
 }
 
+/**
+ * An object's key among the objects of its kind: "<namespace>/<name>", "/<name>" for a
+ * cluster-scoped one. The bridge's index, the children's keys in a key event and the runtime's
+ * observed children and references all key by it.
+ */
+export const keyOf = (namespace: string | undefined, name: string): string => `${namespace ?? ""}/${name}`;
+
+/** The namespace (undefined when cluster-scoped) and name of a key made by keyOf. */
+export const splitKey = (key: string): [string | undefined, string] => {
+  const slash = key.indexOf("/");
+  return [slash === 0 ? undefined : key.slice(0, slash), key.slice(slash + 1)];
+};
+
+/** The API group of an apiVersion: "stable.example.com/v1" → "stable.example.com"; "v1" (the core group) → "". */
+export function groupOf(apiVersion: string | undefined): string {
+  const slash = apiVersion?.lastIndexOf("/") ?? -1;
+  return slash < 0 ? "" : apiVersion!.slice(0, slash);
+}
+
 export function resourcePath(ref: ResourceRef, subresource?: string): string {
   const ns = ref.namespace ? `/namespaces/${encodeURIComponent(ref.namespace)}` : "";
   const name = ref.name ? `/${encodeURIComponent(ref.name)}` : "";

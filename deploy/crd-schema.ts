@@ -6,7 +6,7 @@
 // pkg/apis/apiextensions/validation (x-kubernetes-validations).
 import { z } from "zod";
 import { sameJson } from "../core/canonical-json.ts";
-import { ConfigError } from "../core/config-error.ts";
+import { ConfigError, zodLine } from "../core/config-error.ts";
 import { celFieldName, scalarSchema, type Io } from "./crd-keywords.ts";
 import { EMBEDDED_RESOURCE, IMMUTABLE, PRESERVE_UNKNOWN_FIELDS, VALIDATIONS, celRuleSchema, type CelRule, type ImmutableRule } from "../core/crd-validation.ts";
 
@@ -489,10 +489,7 @@ function rulesOf(value: unknown, node: Json, at: At, refuse: (what: string) => n
   if (preservesAnything(node)) refuse("a CEL rule on a field of any type (z.unknown(), z.any()) has no CRD schema (the API server types self from the schema); give the field a type");
   return (value as ImmutableRule[]).map((raw, i) => {
     const parsed = celRuleSchema.safeParse(raw);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0]!;
-      refuse(`CEL rule ${i + 1} (${JSON.stringify((raw as Partial<CelRule> | null)?.rule)}): ${issue.path.length ? `${issue.path.join(".")}: ` : ""}${issue.message}`);
-    }
+    if (!parsed.success) refuse(`CEL rule ${i + 1} (${JSON.stringify((raw as Partial<CelRule> | null)?.rule)}): ${zodLine(parsed.error, { first: true })}`);
     const rule: CelRule = parsed.data;
     if (at.uncorrelated && /\boldSelf\b/.test(rule.rule)) {
       refuse(`the rule "${rule.rule}" reads oldSelf inside a list, where the API server cannot pair an item with its old value; put the rule on the list, or make it a map list (x-kubernetes-list-type: map)`);

@@ -5,7 +5,7 @@
 // one line, and never written as a placeholder. `target` says where the functions run: AWS Lambda
 // (the default; SQS FIFO, Serverless Framework) or Cloud Run functions (Pub/Sub, Terraform).
 import { z } from "zod";
-import { ConfigError } from "../core/config-error.ts";
+import { ConfigError, parseSettings } from "../core/config-error.ts";
 
 const dnsLabel = z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "must be a lower-case DNS label");
 const awsRegion = z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d$/, "must be an AWS region such as us-east-1");
@@ -147,10 +147,7 @@ export type Unknowable = keyof typeof UNKNOWABLE;
 const AWS_SQS_HOST = /^sqs\.([a-z0-9-]+)\.amazonaws\.com(\.cn)?$/;
 
 function parseRaw(input: unknown, source: string): z.output<typeof rawSchema> {
-  const parsed = rawSchema.safeParse(input ?? {});
-  if (parsed.success) return parsed.data;
-  const issue = parsed.error.issues[0]!;
-  throw new ConfigError(`${source}: ${issue.path.join(".") || "(top)"}: ${issue.message}`);
+  return parseSettings(rawSchema, input ?? {}, `${source}: `);
 }
 
 function refuseMissing(given: Partial<Record<Unknowable, string | undefined>>, source: string, flags: Partial<Record<Unknowable, string>>): void {

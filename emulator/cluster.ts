@@ -3,8 +3,8 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { SQSClient, type SQSClientConfig } from "@aws-sdk/client-sqs";
 import { KubeConfig } from "@kubernetes/client-node";
+import { sqsClient } from "../clients/sqs-client.ts";
 import { controlPlaneBinaries } from "./binaries.ts";
 import { startApiServer, startControllerManager, startEtcd } from "./controlplane.ts";
 import { elasticMqClasspath, startElasticMq } from "./elasticmq.ts";
@@ -124,16 +124,10 @@ export async function startCluster(opts: StartOptions = {}): Promise<LocalCluste
   }
 }
 
-/** An SQS client for a local environment's queue (its endpoint, region and placeholder credentials). */
-export function sqsClient(sqs: SqsEnvironment, options: Omit<SQSClientConfig, "endpoint" | "region" | "credentials"> = {}): SQSClient {
-  const { endpoint, region, accessKeyId, secretAccessKey } = sqs;
-  return new SQSClient({ ...options, endpoint, region, credentials: { accessKeyId, secretAccessKey } });
-}
-
 export async function sqsEnvironment(endpoint: string, external: boolean, defs: ReturnType<typeof queueDefinitions>): Promise<SqsEnvironment> {
   const base = { endpoint, region: REGION, ...LOCAL_CREDENTIALS };
   if (!external) return { ...base, queues: queueUrlsAt(endpoint, defs) };
-  const client = new SQSClient({ endpoint, region: REGION, credentials: LOCAL_CREDENTIALS });
+  const client = sqsClient(base);
   try {
     return { ...base, queues: await ensureQueues(client, defs) };
   } finally {

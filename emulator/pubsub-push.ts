@@ -33,7 +33,7 @@ import { SetupError } from "./errors.ts";
 import { ACK_STATUSES, pushRequest, retryDelaySeconds, retryPolicyOf, type PushFormat } from "./pubsub-push-request.ts";
 
 export interface PushDelivererOptions {
-  /** A client of the emulator (see emulatorClient in pubsub-resources.ts). */
+  /** A client of the emulator (clients/pubsub-client.ts). */
   pubsub: PubSub;
   /** Full name or id of the subscription to serve. */
   subscription: string;

@@ -2,16 +2,10 @@
 // topic, a dead-letter topic, an ordered subscription that dead-letters after a number of
 // delivery attempts and retries with backoff, and a pull subscription on the dead-letter topic
 // (Pub/Sub drops what reaches a topic without a subscription) to inspect what was given up.
-import { PubSub } from "@google-cloud/pubsub";
+import type { PubSub } from "@google-cloud/pubsub";
 import { z } from "zod";
+import { zodLine } from "../core/config-error.ts";
 import { SetupError } from "./errors.ts";
-
-/** A client of the emulator at `host` (PUBSUB_EMULATOR_HOST semantics: plain gRPC, no credentials). */
-export function emulatorClient(host: string, projectId: string): PubSub {
-  // Naming the universe spares google-gax a credentials lookup (and a metadata-server probe)
-  // that it makes for every stub even when the endpoint is an emulator.
-  return new PubSub({ apiEndpoint: host, projectId, emulatorMode: true, clientOptions: { universeDomain: "googleapis.com" } });
-}
 
 const seconds = z.number().int().min(0).max(600);
 const ResourceOptions = z.object({
@@ -48,10 +42,7 @@ const tolerateExisting = (e: unknown): void => {
  */
 export async function createPubSubResources(pubsub: PubSub, options: PubSubResourceOptions): Promise<PubSubResources> {
   const parsed = ResourceOptions.safeParse(options);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new SetupError(`Pub/Sub resources: ${issue.path.join(".") || "options"}: ${issue.message}`);
-  }
+  if (!parsed.success) throw new SetupError(`Pub/Sub resources: ${zodLine(parsed.error, { first: true, root: "options" })}`);
   const o = parsed.data;
   if (o.minimumBackoffSeconds > o.maximumBackoffSeconds) {
     throw new SetupError(`Pub/Sub resources: minimumBackoffSeconds (${o.minimumBackoffSeconds}) exceeds maximumBackoffSeconds (${o.maximumBackoffSeconds})`);

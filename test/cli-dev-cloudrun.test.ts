@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { promisify } from "node:util";
-import { PubSub } from "@google-cloud/pubsub";
+import { pubSubClient } from "../clients/pubsub-client.ts";
 import { readEnvFile } from "../cli/settings.ts";
 import { encodeKeyEvent, messageGroupId, type KeyEvent } from "../core/event.ts";
 import { pubSubNamesOf } from "../deploy/queue-names.ts";
@@ -97,7 +97,7 @@ describe("crdfn dev --target cloudrun", { timeout: 300_000 }, () => {
       observedAt: new Date().toISOString(),
     };
     const names = pubSubNamesOf(env.PUBSUB_PROJECT_ID!, env.CRDFN_PUBSUB_PREFIX!, "greeting");
-    const pubsub = new PubSub({ projectId: env.PUBSUB_PROJECT_ID!, apiEndpoint: env.PUBSUB_EMULATOR_HOST!, emulatorMode: true, clientOptions: { universeDomain: "googleapis.com" } });
+    const pubsub = await pubSubClient({ projectId: env.PUBSUB_PROJECT_ID!, emulatorHost: env.PUBSUB_EMULATOR_HOST! });
     try {
       await pubsub.topic(names.deadLetterTopic, { messageOrdering: true }).publishMessage({ data: Buffer.from(encodeKeyEvent(signKeyEvent(event, devEventKey(stateDir)))), orderingKey: messageGroupId(event) });
     } finally {

@@ -11,7 +11,8 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { promisify } from "node:util";
 import { SendMessageCommand } from "@aws-sdk/client-sqs";
-import { readEnvFile, sqsFrom } from "../cli/settings.ts";
+import { readEnvFile } from "../cli/settings.ts";
+import { sqsClient, sqsSettingsOf } from "../clients/sqs-client.ts";
 import { deduplicationId, encodeKeyEvent, messageGroupId, type KeyEvent } from "../core/event.ts";
 import { controlPlaneBinaries } from "../emulator/binaries.ts";
 import { packageRoot } from "../emulator/paths.ts";
@@ -58,7 +59,7 @@ describe("crdfn dev", { timeout: 240_000 }, () => {
       assert.equal(lines("CronTab my-new-cron-object").length, 2);
     });
     // Once the queues are at rest, nothing else came (the function's own finalizer and status writes are not news).
-    await queuesAtRest(sqsFrom(env));
+    await queuesAtRest(sqsClient(sqsSettingsOf(env)));
     const calls = (kind: string) => lines(kind).map((l) => /(\d+) API calls, (\w+)\)/.exec(l)!.slice(1));
     const [[gFirst, gWhy], [gThen, gThenWhy]] = calls("Greeting hello-world") as [[string, string], [string, string]];
     const [[cFirst, cWhy], [cThen, cThenWhy]] = calls("CronTab my-new-cron-object") as [[string, string], [string, string]];
@@ -115,7 +116,7 @@ describe("crdfn dev", { timeout: 240_000 }, () => {
       reason: "redrive-test",
       observedAt: new Date().toISOString(),
     };
-    const sqs = sqsFrom(env);
+    const sqs = sqsClient(sqsSettingsOf(env));
     try {
       await sqs.send(
         new SendMessageCommand({

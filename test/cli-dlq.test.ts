@@ -14,7 +14,7 @@ import { CreateQueueCommand, GetQueueAttributesCommand, SendMessageCommand, type
 import { stringify } from "yaml";
 import { redrive } from "../cli/dlq.ts";
 import { encodeKeyEvent, type KeyEvent } from "../core/event.ts";
-import { sqsClient } from "../emulator/cluster.ts";
+import { sqsClient } from "../clients/sqs-client.ts";
 import { packageRoot } from "../emulator/paths.ts";
 import { eventually } from "./support/eventually.ts";
 import { testCluster, type TestCluster } from "./support/test-cluster.ts";

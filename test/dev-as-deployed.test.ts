@@ -18,7 +18,7 @@ import greetingOperator from "../examples/greeting/operator.ts";
 import { eventually } from "./support/eventually.ts";
 import { adminKubectl, type Kubectl } from "./support/identities.ts";
 import { ReceiveMessageCommand } from "@aws-sdk/client-sqs";
-import { sqsClient } from "../emulator/cluster.ts";
+import { sqsClient } from "../clients/sqs-client.ts";
 
 const authorizedKey = defineOperator({
   resource: { group: "keys.example.com", version: "v1", plural: "authorizedkeys", kind: "AuthorizedKey", scope: "Cluster" },

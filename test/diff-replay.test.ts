@@ -14,7 +14,7 @@ import { encodeKeyEvent, messageGroupId, type KeyEvent } from "../core/event.ts"
 import { loadOperator } from "../cli/operators.ts";
 import { packageRoot } from "../emulator/paths.ts";
 import { startLocalPubSub, type LocalPubSub } from "../emulator/pubsub.ts";
-import { emulatorClient } from "../emulator/pubsub-resources.ts";
+import { pubSubClient } from "../clients/pubsub-client.ts";
 import { pubSubNamesOf } from "../deploy/queue-names.ts";
 import { signedForTest } from "./support/event-key.ts";
 import { crApi, pollerFor, ready, receiveAll, runtimeFor, startEnv, startTestBridge, waitFor, type Env } from "./support/functions-environment.ts";
@@ -167,7 +167,7 @@ describe("crdfn diff and crdfn replay", { timeout: 600_000 }, () => {
 
   it("replay --dead-letter on Pub/Sub: the same", async () => {
     const local: LocalPubSub = await startLocalPubSub({ log: () => {} });
-    const pubsub = emulatorClient(local.host, local.projectId);
+    const pubsub = await pubSubClient({ projectId: local.projectId, emulatorHost: local.host });
     try {
       const names = pubSubNamesOf(local.projectId, "crdfn-", "greeting");
       const [topic] = await pubsub.createTopic(names.deadLetterTopic);

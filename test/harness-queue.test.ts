@@ -13,7 +13,8 @@ import {
   SendMessageCommand,
   type Message,
 } from "@aws-sdk/client-sqs";
-import { sqsClient, startCluster, type LocalCluster } from "../emulator/cluster.ts";
+import { startCluster, type LocalCluster } from "../emulator/cluster.ts";
+import { sqsClient } from "../clients/sqs-client.ts";
 import { MAX_RECEIVE_COUNT } from "../emulator/queues.ts";
 import { pino } from "pino";
 import { startPoller } from "../functions/adapters/poller.ts";

@@ -14,7 +14,7 @@ import { startBridge, type RunningBridge } from "../bridge/bridge.ts";
 import { loadBridgeConfig } from "../bridge/config.ts";
 import { deduplicationId, encodeKeyEvent, messageGroupId, parseKeyEvent, type KeyEvent } from "../core/event.ts";
 import type { Operator } from "../core/operator.ts";
-import { sqsClient } from "../emulator/cluster.ts";
+import { sqsClient } from "../clients/sqs-client.ts";
 import greeting, { configMapName } from "../examples/greeting/operator.ts";
 import { startPoller, type Poller } from "../functions/adapters/poller.ts";
 import { givenSqsClient } from "../functions/runtime/sqs-client.ts";

@@ -13,7 +13,8 @@ import { pubSubPublisher, type PubSubEntry } from "../bridge/pubsub-transport.ts
 import { startLocalPubSub, type LocalPubSub } from "../emulator/pubsub.ts";
 import { pubSubRepublisher } from "../functions/adapters/pubsub-republish.ts";
 import { startPushDeliverer, type PushDeliverer } from "../emulator/pubsub-push.ts";
-import { createPubSubResources, emulatorClient } from "../emulator/pubsub-resources.ts";
+import { createPubSubResources } from "../emulator/pubsub-resources.ts";
+import { pubSubClient } from "../clients/pubsub-client.ts";
 import { eventually } from "./support/eventually.ts";
 
 interface Arrival {
@@ -91,7 +92,7 @@ describe("Pub/Sub emulator, transport and push deliverer", { timeout: 240_000 },
   before(async () => {
     const started = Date.now();
     local = await startLocalPubSub({ log: () => {} });
-    pubsub = emulatorClient(local.host, local.projectId);
+    pubsub = await pubSubClient({ projectId: local.projectId, emulatorHost: local.host });
     console.log(`# Pub/Sub emulator ${local.version} ready on ${local.host} in ${Date.now() - started} ms`);
   });
   /** The bridge's Pub/Sub publisher, bound to one topic. */

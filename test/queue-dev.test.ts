@@ -10,7 +10,8 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { promisify } from "node:util";
 import { DeleteQueueCommand, GetQueueAttributesCommand, GetQueueUrlCommand, QueueDoesNotExist, type SQSClient } from "@aws-sdk/client-sqs";
-import { readEnvFile, sqsFrom } from "../cli/settings.ts";
+import { readEnvFile } from "../cli/settings.ts";
+import { sqsClient, sqsSettingsOf } from "../clients/sqs-client.ts";
 import { controlPlaneBinaries } from "../emulator/binaries.ts";
 import { packageRoot } from "../emulator/paths.ts";
 import { queueName } from "../examples/queue/operator.ts";
@@ -60,7 +61,7 @@ describe("the Queue example in crdfn dev", { timeout: 360_000 }, () => {
     dev.stdout!.on("data", (c: Buffer) => (output += c.toString()));
     dev.stderr!.on("data", (c: Buffer) => (output += c.toString()));
     await eventually(() => assert.match(output, /crdfn dev ready/), { timeoutMs: 150_000 });
-    sqs = sqsFrom(readEnvFile(join(stateDir, "env")));
+    sqs = sqsClient(sqsSettingsOf(readEnvFile(join(stateDir, "env"))));
   });
   after(() => {
     sqs?.destroy();

@@ -3,7 +3,8 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { DeleteMessageBatchCommand, ReceiveMessageCommand, SendMessageBatchCommand, type SQSClient } from "@aws-sdk/client-sqs";
-import { sqsClient, startCluster, type LocalCluster } from "../emulator/cluster.ts";
+import { startCluster, type LocalCluster } from "../emulator/cluster.ts";
+import { sqsClient } from "../clients/sqs-client.ts";
 
 const MESSAGES = 300;
 

@@ -1,9 +1,10 @@
 // A function's one publish: a message deferred through an API server outage, re-sent into its
 // own ordering key on its own topic so its delivery count starts again (settle.ts "resend").
 // The function's service account holds roles/pubsub.publisher on that topic alone
-// (deploy/gcp.ts). @google-cloud/pubsub is imported on the first re-send only: a normal
+// (deploy/gcp.ts). @google-cloud/pubsub is imported on the first re-send only (clients/pubsub-client.ts): a normal
 // delivery publishes nothing, and the library would weigh on every cold start.
 import type { PubSub, Topic } from "@google-cloud/pubsub";
+import { projectOfTopic, pubSubClient } from "../../clients/pubsub-client.ts";
 
 export interface Republish {
   (m: { body: string; orderingKey?: string; attributes: Record<string, string> }): Promise<void>;
@@ -14,10 +15,9 @@ export function pubSubRepublisher(o: { topic: string; emulatorHost?: string }): 
   let client: PubSub | undefined;
   let topic: Promise<Topic> | undefined;
   const load = (): Promise<Topic> =>
-    (topic ??= import("@google-cloud/pubsub").then(({ PubSub }) => {
-      const projectId = o.topic.split("/")[1] ?? "";
-      client = new PubSub({ projectId, ...(o.emulatorHost ? { apiEndpoint: o.emulatorHost, clientOptions: { universeDomain: "googleapis.com" } } : {}) });
-      return client.topic(o.topic, { messageOrdering: true, batching: { maxMessages: 1, maxMilliseconds: 0 } });
+    (topic ??= pubSubClient({ projectId: projectOfTopic(o.topic), ...(o.emulatorHost ? { emulatorHost: o.emulatorHost } : {}) }).then((built) => {
+      client = built;
+      return built.topic(o.topic, { messageOrdering: true, batching: { maxMessages: 1, maxMilliseconds: 0 } });
     }));
   const republish = async (m: Parameters<Republish>[0]): Promise<void> => {
     const t = await load();

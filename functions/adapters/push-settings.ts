@@ -4,7 +4,7 @@
 // subscription's dead-letter limit (the delivery a message is dead-lettered after), and its
 // retry policy's bounds (how long Pub/Sub waits before a refused message comes again).
 import { z } from "zod";
-import { ConfigError } from "../../core/config-error.ts";
+import { parseSettings } from "../../core/config-error.ts";
 
 const topic = z.string().regex(/^projects\/[^/]+\/topics\/[^/]+$/, "must be a full topic name, projects/<project>/topics/<topic>");
 const seconds = z.coerce.number().int().min(0).max(600);
@@ -27,8 +27,5 @@ export type PushSettings = z.infer<typeof schema>;
 
 /** Throws ConfigError, one line naming the setting. */
 export function loadPushSettings(env: NodeJS.ProcessEnv): PushSettings {
-  const parsed = schema.safeParse(env);
-  if (parsed.success) return parsed.data;
-  const issue = parsed.error.issues[0];
-  throw new ConfigError(`invalid setting ${issue?.path.join(".") ?? "?"}: ${issue?.message ?? "invalid"}`);
+  return parseSettings(schema, env, "invalid setting ");
 }

@@ -4,7 +4,7 @@
 // one entry named CRDFN_CLUSTER. An event naming any other cluster is never served.
 import { z } from "zod";
 import { parse as parseYaml } from "yaml";
-import { ConfigError } from "../../core/config-error.ts";
+import { ConfigError, zodLine } from "../../core/config-error.ts";
 import { clusterIdSchema } from "../../core/event.ts";
 import { awsRegionSchema, eksClusterNameSchema, type FunctionConfig } from "../runtime/config.ts";
 
@@ -70,11 +70,9 @@ export function loadClusterRegistry(config: FunctionConfig, readFile: (path: str
   const parsed = registrySchema.safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    const [id, ...field] = issue?.path ?? [];
-    const where = id === undefined ? "" : issue?.code === "invalid_key" ? `cluster id "${String(id)}": ` : `cluster "${String(id)}": ${field.length ? `${field.join(".")}: ` : ""}`;
-    // A bad key's own reason (the id's pattern) is nested in the record's issue.
-    const nested = issue?.code === "invalid_key" ? issue.issues[0]?.message : undefined;
-    fail(`${where}${nested ?? issue?.message ?? "invalid"}`);
+    const id = issue?.path[0];
+    const where = id === undefined ? "" : issue?.code === "invalid_key" ? `cluster id "${String(id)}": ` : `cluster "${String(id)}": `;
+    fail(`${where}${zodLine(parsed.error, { first: true, named: 1 })}`);
   }
   const registry = new Map(Object.entries(parsed.data ?? {}));
   for (const [id, entry] of registry) {

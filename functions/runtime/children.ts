@@ -9,11 +9,12 @@ import { APPLIED_HASH_ANNOTATION, appliedHash, controllerRef, holds, type OwnerR
 import { sharedFieldManager } from "./finalizer.ts";
 import { ApiError } from "../../clients/kube-http.ts";
 import { type KubeObject, type ResourceRef } from "./kube-api.ts";
-import { childKey, childRef, readByName, type ChildKeys, type ObservedByKind } from "./observed-children.ts";
+import { childRef, readByName, type ChildKeys, type ObservedByKind } from "./observed-children.ts";
 import { childMarkOf, childToken, type ChildMark } from "../../core/reconciled.ts";
 import { isOwnershipRefusal } from "../../core/ownership.ts";
 import { PARENT_GENERATION_ANNOTATION } from "../../core/event.ts";
 import { fenceOf, mustRaiseFence } from "../../core/fence.ts";
+import { keyOf } from "../../core/resource-path.ts";
 import { ownedKind, ownedRef } from "./owned-kinds.ts";
 import type { Step } from "./step.ts";
 
@@ -134,7 +135,7 @@ function planChild(step: Step, parent: KubeObject, desired: DesiredObject): Plan
     },
   };
   const body = { ...unhashed, metadata: { ...unhashed.metadata, annotations: { ...desired.metadata.annotations, [APPLIED_HASH_ANNOTATION]: appliedHash(unhashed) } } };
-  return { ref, body, owned, key: childKey(namespace, desired.metadata.name) };
+  return { ref, body, owned, key: keyOf(namespace, desired.metadata.name) };
 }
 
 /** Never apply onto an object this parent does not control: like controller-runtime, no stealing. */

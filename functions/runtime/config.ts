@@ -1,7 +1,7 @@
 // Settings of a function process, from its environment, validated once in the entry: a bad
 // setting stops start-up with ONE line naming it.
 import { z } from "zod";
-import { ConfigError } from "../../core/config-error.ts";
+import { ConfigError, parseSettings } from "../../core/config-error.ts";
 import { clusterIdSchema } from "../../core/event.ts";
 
 export const authModes = ["kubeconfig", "in-cluster", "token", "eks"] as const;
@@ -61,13 +61,9 @@ export type FunctionConfig = z.infer<typeof configSchema>;
 
 /** Reads only the settings above; never echoes a value (tokens live here). */
 export function loadConfig(env: NodeJS.ProcessEnv): FunctionConfig {
-  const parsed = configSchema.safeParse(env);
-  if (parsed.success) {
-    const registry = env.CRDFN_CLUSTERS !== undefined ? "CRDFN_CLUSTERS" : env.CRDFN_CLUSTERS_FILE !== undefined ? "CRDFN_CLUSTERS_FILE" : undefined;
-    const mixed = registry && singleClusterSettings.find((key) => env[key] !== undefined);
-    if (mixed) throw new ConfigError(`invalid setting ${mixed}: not with ${registry}; put it in the cluster's entry`);
-    return parsed.data;
-  }
-  const issue = parsed.error.issues[0];
-  throw new ConfigError(`invalid setting ${issue?.path.join(".") ?? "?"}: ${issue?.message ?? "invalid"}`);
+  const config = parseSettings(configSchema, env, "invalid setting ");
+  const registry = env.CRDFN_CLUSTERS !== undefined ? "CRDFN_CLUSTERS" : env.CRDFN_CLUSTERS_FILE !== undefined ? "CRDFN_CLUSTERS_FILE" : undefined;
+  const mixed = registry && singleClusterSettings.find((key) => env[key] !== undefined);
+  if (mixed) throw new ConfigError(`invalid setting ${mixed}: not with ${registry}; put it in the cluster's entry`);
+  return config;
 }

@@ -9,6 +9,7 @@
 // duplicate, what it made).
 import { createHash } from "node:crypto";
 import { z } from "zod";
+import { zodLine } from "../../core/config-error.ts";
 import { PermanentError, TemporaryError } from "../../core/errors.ts";
 import type { CustomObject, EffectsResult, ObjectStatus, ReferencedObjects } from "../../core/operator.ts";
 import { REFERENCES_FIELD, type ReferenceRecord } from "../../core/references.ts";
@@ -38,8 +39,6 @@ const resultSchema = z
   })
   .optional();
 
-const oneLine = (error: z.ZodError): string => z.prettifyError(error).replace(/\n+/g, "; ");
-
 /** Runs the operator's effects; undefined when it declares none. */
 export async function runEffects(step: Step, object: CustomObject<unknown>, ctx: { now: Date; references: ReferencedObjects; env: Readonly<Record<string, string | undefined>> }): Promise<EffectsResult | undefined> {
   const { operator } = step;
@@ -52,13 +51,13 @@ export async function runEffects(step: Step, object: CustomObject<unknown>, ctx:
     throw new EffectsThrew(thrown);
   }
   const checked = resultSchema.safeParse(result ?? undefined);
-  if (!checked.success) throw new PermanentError(`effects returned ${oneLine(checked.error)}`, "InvalidEffectsResult");
+  if (!checked.success) throw new PermanentError(`effects returned ${zodLine(checked.error)}`, "InvalidEffectsResult");
   const status = checked.data?.status;
   // Only a field-by-field schema can check a part of the status; the whole is checked after reconcile.
   const schema = step.operator.status;
   if (status !== undefined && schema instanceof z.ZodObject) {
     const parsed = schema.partial().safeParse(status);
-    if (!parsed.success) throw new PermanentError(`effects' status does not match the operator's status schema: ${oneLine(parsed.error)}`, "InvalidStatus");
+    if (!parsed.success) throw new PermanentError(`effects' status does not match the operator's status schema: ${zodLine(parsed.error)}`, "InvalidStatus");
   }
   return { ...(status === undefined ? {} : { status }), ...(checked.data?.requeueAfterSeconds === undefined ? {} : { requeueAfterSeconds: checked.data.requeueAfterSeconds }) };
 }

@@ -11,6 +11,7 @@
 import { apiVersionOf, type DesiredObject, type ObservedChildren, type ObservedObject, type Operator } from "../../core/operator.ts";
 import { PARENT_UID_LABEL, type ChildKey } from "../../core/event.ts";
 import { appliedHashOf } from "../../core/reconciled.ts";
+import { keyOf } from "../../core/resource-path.ts";
 import { ApiError } from "../../clients/kube-http.ts";
 import type { KubeObject, ResourceRef } from "./kube-api.ts";
 import type { Step } from "./step.ts";
@@ -23,7 +24,6 @@ export type ChildKeys = Map<Owned, Map<string, ChildKey>> | undefined;
 /** Observed children as read, by owned kind, then by "namespace/name". */
 export type ObservedByKind = Map<Owned, Map<string, KubeObject>>;
 
-export const childKey = (namespace: string | undefined, name: string): string => `${namespace ?? ""}/${name}`;
 
 export function childRef(owned: Owned, namespace: string | undefined, name: string): ResourceRef & { name: string } {
   return { group: owned.group, version: owned.version, plural: owned.plural, name, ...(owned.namespaced && namespace ? { namespace } : {}) };
@@ -66,7 +66,7 @@ export async function listChildren(step: Step, parent: KubeObject): Promise<{ ke
         const controller = (m.ownerReferences as Array<{ uid?: string; controller?: boolean }> | undefined)?.find((r) => r.controller === true);
         if (controller?.uid !== uid || m.uid === undefined || m.resourceVersion === undefined) continue;
         const hash = appliedHashOf(o, step.operator.fieldManager);
-        const key = childKey(m.namespace, m.name);
+        const key = keyOf(m.namespace, m.name);
         byKey.set(key, { apiVersion, kind: owned.kind, ...(m.namespace ? { namespace: m.namespace } : {}), name: m.name, uid: m.uid, resourceVersion: m.resourceVersion, ...(hash === undefined ? {} : { appliedHash: hash }) });
         if (owned.observe) bodies.set(key, { ...o, apiVersion, kind: owned.kind });
       }
@@ -99,7 +99,7 @@ export async function freshKeys(step: Step, parent: KubeObject, known: KnownChil
     const ofKind = named.get(owned);
     const apiVersion = apiVersionOf(owned.group, owned.version);
     let missing = 0;
-    for (const c of wanted) if (c.kind === owned.kind && c.apiVersion === apiVersion && !ofKind?.has(childKey(owned.namespaced ? (c.metadata.namespace ?? parent.metadata.namespace) : undefined, c.metadata.name))) missing++;
+    for (const c of wanted) if (c.kind === owned.kind && c.apiVersion === apiVersion && !ofKind?.has(keyOf(owned.namespaced ? (c.metadata.namespace ?? parent.metadata.namespace) : undefined, c.metadata.name))) missing++;
     return missing > STALE_KEYS_MISSING;
   });
   if (!stale) return named;
@@ -116,7 +116,7 @@ export function childKeysOf(step: Step): ChildKeys {
   const keys: NonNullable<ChildKeys> = new Map(step.operator.owns.map((o) => [o, new Map<string, ChildKey>()]));
   for (const c of children) {
     const owned = step.operator.owns.find((o) => o.kind === c.kind && apiVersionOf(o.group, o.version) === c.apiVersion);
-    keys.get(owned!)?.set(childKey(c.namespace, c.name), c);
+    keys.get(owned!)?.set(keyOf(c.namespace, c.name), c);
   }
   return keys;
 }

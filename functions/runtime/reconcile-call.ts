@@ -1,6 +1,7 @@
 // Validating the spec, calling the user's pure reconcile, and checking what it returned.
 import { z } from "zod";
 import type { CustomObject, ObservedChildren, ReconcileResult, ReferencedObjects } from "../../core/operator.ts";
+import { zodLine } from "../../core/config-error.ts";
 import { PermanentError, TemporaryError } from "../../core/errors.ts";
 import type { KubeObject } from "./kube-api.ts";
 import type { Step } from "./step.ts";
@@ -21,12 +22,10 @@ const resultSchema = z.object({
   requeueAfterSeconds: z.number().positive().optional(),
 });
 
-const oneLine = (error: z.ZodError): string => z.prettifyError(error).replace(/\n+/g, "; ");
-
 /** The object with its spec parsed by the operator's schema (PermanentError InvalidSpec otherwise). */
 export function validObject(step: Step, object: KubeObject): CustomObject<unknown> {
   const spec = step.operator.spec.safeParse(object.spec);
-  if (!spec.success) throw new PermanentError(oneLine(spec.error), "InvalidSpec");
+  if (!spec.success) throw new PermanentError(zodLine(spec.error), "InvalidSpec");
   return { ...(object as unknown as CustomObject<unknown>), spec: spec.data };
 }
 
@@ -48,7 +47,7 @@ export function callReconcile(step: Step, object: CustomObject<unknown>, now: Da
     throw new PermanentError("reconcile returned a Promise: reconcile must be synchronous and pure (do I/O in finalize, or in a child the cluster runs)", "AsyncReconcile");
   }
   const checked = resultSchema.safeParse(result);
-  if (!checked.success) throw new PermanentError(oneLine(checked.error), "InvalidReconcileResult");
+  if (!checked.success) throw new PermanentError(zodLine(checked.error), "InvalidReconcileResult");
   const reconciled = result as ReconcileResult;
   const merged = effected === undefined ? reconciled : { ...reconciled, status: { ...effected, ...reconciled.status } };
   return withValidStatus(step, merged);
@@ -60,6 +59,6 @@ function withValidStatus(step: Step, result: ReconcileResult): ReconcileResult {
   if (!schema || result.status === undefined) return result;
   const { conditions, ...fields } = result.status;
   const parsed = schema.safeParse(fields);
-  if (!parsed.success) throw new PermanentError(`status does not match the operator's status schema: ${oneLine(parsed.error)}`, "InvalidStatus");
+  if (!parsed.success) throw new PermanentError(`status does not match the operator's status schema: ${zodLine(parsed.error)}`, "InvalidStatus");
   return { ...result, status: { ...parsed.data, ...(conditions ? { conditions } : {}) } };
 }

@@ -6,6 +6,7 @@ import { z } from "zod";
 import { PermanentError } from "../../core/errors.ts";
 import { apiVersionOf, type CustomObject, type ObservedObject, type Operator, type ReferencedObjects, type ReferenceName } from "../../core/operator.ts";
 import { MAX_REFERENCES, type ReferenceRecord } from "../../core/references.ts";
+import { keyOf } from "../../core/resource-path.ts";
 import type { KubeObject, ResourceRef } from "./kube-api.ts";
 import { ReconcileThrew } from "./reconcile-call.ts";
 import type { Step } from "./step.ts";
@@ -25,8 +26,6 @@ export type ReadReferences = Array<WantedReference & { object: KubeObject | unde
 // A DNS subdomain, as every kind a reference may name uses for its names.
 const nameSchema = z.string().min(1).max(253).regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/);
 const namespaceSchema = z.string().min(1).max(63).regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/);
-
-const keyOf = (namespace: string | undefined, name: string): string => `${namespace ?? ""}/${name}`;
 
 /** The value at a dotted path of the object ("spec.secretRef.name"); undefined where a step is missing. */
 function atPath(object: unknown, path: string): unknown {

@@ -1,11 +1,12 @@
-// The functions' SQS client, built (and @aws-sdk/client-sqs loaded) on first use. On Lambda the
+// The functions' SQS client, built (clients/sqs-client.ts, and @aws-sdk/client-sqs loaded) on first use. On Lambda the
 // event source receives and deletes, so a normal invocation sends nothing to SQS: only a
 // deferral during an outage or a retry's backoff does. Loading the SDK then keeps it (with the AWS
 // credential chain it pulls in) out of every cold start (`npm run bench:cold`). Only type imports
 // of the SDK here and in the modules the Lambda adapter imports, so esbuild leaves its module
 // initialisation lazy.
 import type * as SqsSdk from "@aws-sdk/client-sqs";
-import type { SQSClient, SQSClientConfig } from "@aws-sdk/client-sqs";
+import type { SQSClient } from "@aws-sdk/client-sqs";
+import type { SqsSettings } from "../../clients/sqs-client.ts";
 
 /** The client, and the SDK's command classes to send it. */
 export interface Sqs {
@@ -31,13 +32,13 @@ export interface LazySqsClient {
 }
 
 /** `onBuilt` sees the client once, as it is built (the local pipeline counts its requests). */
-export function lazySqsClient(config: SQSClientConfig, onBuilt?: (client: SQSClient) => void): LazySqsClient {
+export function lazySqsClient(settings: SqsSettings, onBuilt?: (client: SQSClient) => void): LazySqsClient {
   let built: Promise<Sqs> | undefined;
   let destroyed = false;
   return {
     client: () =>
-      (built ??= loadSdk().then((sdk) => {
-        const client = new sdk.SQSClient(config);
+      (built ??= Promise.all([loadSdk(), import("../../clients/sqs-client.ts")]).then(([sdk, { sqsClient }]) => {
+        const client = sqsClient(settings);
         onBuilt?.(client);
         if (destroyed) client.destroy();
         return { client, sdk };

@@ -4,8 +4,9 @@
 // does in production.
 import type { EffectsContext, FinalizeContext, ObjectReference, ObservedChildren, Operator, ReconcileContext, ReferencedObjects } from "../../core/operator.ts";
 import { idempotencyKeyOf } from "../runtime/effects.ts";
+import { keyOf } from "../../core/resource-path.ts";
 import type { KubeObject } from "../runtime/kube-api.ts";
-import { childKey, observedChildren, type ObservedByKind } from "../runtime/observed-children.ts";
+import { observedChildren, type ObservedByKind } from "../runtime/observed-children.ts";
 import { referencedObjects, type ReadReferences } from "../runtime/references.ts";
 
 /** By kind, then by name: what `ctx.children.of(kind)` and `ctx.references.of(kind)` return. */
@@ -50,7 +51,7 @@ function childrenOf(operator: Operator<unknown>, given: ObjectsByKind): Observed
     const owned = operator.owns.find((o) => o.kind === kind);
     if (!owned?.observe) throw new Error(`reconcileContext: children of ${kind}, which ${operator.resource.kind} does not observe (owns with observe: true): the runtime never gives it any`);
     const objects = new Map<string, KubeObject>();
-    for (const [name, o] of Object.entries(byName)) objects.set(childKey(undefined, name), { ...(o as KubeObject), metadata: { ...(o as KubeObject).metadata, name } });
+    for (const [name, o] of Object.entries(byName)) objects.set(keyOf(undefined, name), { ...(o as KubeObject), metadata: { ...(o as KubeObject).metadata, name } });
     observed.set(owned, objects);
   }
   return observedChildren(operator, observed);

@@ -75,14 +75,14 @@ export function createFakeKube(opts: { clock?: () => Date } = {}): FakeKube {
   let version = 0;
   let serial = 0;
 
-  const keyOf = (ref: ResourceRef, name = ref.name): string => `${ref.group}/${ref.plural}/${ref.namespace ?? ""}/${name ?? ""}`;
+  const storeKeyOf = (ref: ResourceRef, name = ref.name): string => `${ref.group}/${ref.plural}/${ref.namespace ?? ""}/${name ?? ""}`;
   const collectionOf = (ref: ResourceRef): string => `${ref.group}/${ref.plural}/`;
   const where = (ref: ResourceRef) => `${ref.plural} "${ref.namespace ? `${ref.namespace}/` : ""}${ref.name ?? ""}"`;
   const notFound = (ref: ResourceRef) => new ApiError(404, "NotFound", `${where(ref)} not found`);
   const nextVersion = () => String((version += 1));
 
   function existing(ref: ResourceRef): KubeObject {
-    const found = store.get(keyOf(ref));
+    const found = store.get(storeKeyOf(ref));
     if (!found) throw notFound(ref);
     return found;
   }
@@ -118,15 +118,15 @@ export function createFakeKube(opts: { clock?: () => Date } = {}): FakeKube {
       remove(ref);
       return clone(stored);
     }
-    store.set(keyOf(ref, stored.metadata.name), stored);
+    store.set(storeKeyOf(ref, stored.metadata.name), stored);
     return clone(stored);
   }
 
   function remove(ref: ResourceRef): void {
-    const gone = store.get(keyOf(ref));
-    store.delete(keyOf(ref));
-    applied.delete(keyOf(ref));
-    writers.delete(keyOf(ref));
+    const gone = store.get(storeKeyOf(ref));
+    store.delete(storeKeyOf(ref));
+    applied.delete(storeKeyOf(ref));
+    writers.delete(storeKeyOf(ref));
     // Background garbage collection: whatever this object owned goes too.
     const uid = gone?.metadata.uid;
     if (!uid) return;
@@ -140,7 +140,7 @@ export function createFakeKube(opts: { clock?: () => Date } = {}): FakeKube {
   }
 
   function deleteObject(ref: ResourceRef, preconditions?: Preconditions): void {
-    const current = store.get(keyOf(ref));
+    const current = store.get(storeKeyOf(ref));
     if (!current) return;
     checkPreconditions(ref, current, preconditions);
     if (current.metadata.finalizers?.length) {
@@ -159,10 +159,10 @@ export function createFakeKube(opts: { clock?: () => Date } = {}): FakeKube {
     const name = meta.name || (meta.generateName ? `${meta.generateName}${(serial += 1).toString(36).padStart(5, "0")}` : "");
     if (!name) throw new ApiError(422, "Invalid", `${ref.plural}: metadata.name or generateName is required`);
     const at = { ...ref, name };
-    if (store.has(keyOf(at))) throw new ApiError(409, "AlreadyExists", `${where(at)} already exists`);
+    if (store.has(storeKeyOf(at))) throw new ApiError(409, "AlreadyExists", `${where(at)} already exists`);
     delete meta.generateName;
     check(admission, at, name, undefined, { ...o, metadata: { ...meta, name } });
-    writers.set(keyOf(at), "update");
+    writers.set(storeKeyOf(at), "update");
     return save(at, undefined, { ...o, metadata: { ...meta, name } });
   }
 
@@ -179,13 +179,13 @@ export function createFakeKube(opts: { clock?: () => Date } = {}): FakeKube {
         if (current.status !== undefined) next.status = clone(current.status);
         check(admission, ref, current.metadata.name, current, next);
         const saved = save(ref, current, next);
-        if (saved.metadata.resourceVersion !== current.metadata.resourceVersion) writers.set(keyOf(ref), "update");
+        if (saved.metadata.resourceVersion !== current.metadata.resourceVersion) writers.set(storeKeyOf(ref), "update");
         return saved;
       }),
 
     apply: (ref, object, fieldManager) =>
       Promise.resolve().then(() => {
-        const key = keyOf(ref);
+        const key = storeKeyOf(ref);
         const current = store.get(key);
         const managers = applied.get(key) ?? new Map<string, Json>();
         const intent = clone(object) as Json;
@@ -206,14 +206,14 @@ export function createFakeKube(opts: { clock?: () => Date } = {}): FakeKube {
 
     delete: (ref, preconditions) =>
       Promise.resolve().then(() => {
-        const current = store.get(keyOf(ref));
+        const current = store.get(storeKeyOf(ref));
         if (current) check(admission, ref, current.metadata.name, current, undefined);
         deleteObject(ref, preconditions);
       }),
   });
 
   const reads: Pick<KubeApi, "get" | "replaceStatus" | "list"> = {
-    get: (ref) => Promise.resolve(store.has(keyOf(ref)) ? clone(store.get(keyOf(ref))) : undefined),
+    get: (ref) => Promise.resolve(store.has(storeKeyOf(ref)) ? clone(store.get(storeKeyOf(ref))) : undefined),
 
     replaceStatus: (ref, object) =>
       Promise.resolve().then(() => {
@@ -241,7 +241,7 @@ export function createFakeKube(opts: { clock?: () => Date } = {}): FakeKube {
     ...writes(),
     as: (admission) => ({ ...reads, ...writes(admission) }),
 
-    lastContentWriter: (ref) => (store.has(keyOf(ref)) ? (writers.get(keyOf(ref)) ?? "update") : undefined),
+    lastContentWriter: (ref) => (store.has(storeKeyOf(ref)) ? (writers.get(storeKeyOf(ref)) ?? "update") : undefined),
 
     objects: (filter = {}) =>
       [...store.values()].filter((o) => (!filter.kind || o.kind === filter.kind) && (!filter.namespace || o.metadata.namespace === filter.namespace)).map(clone),

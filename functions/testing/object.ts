@@ -2,6 +2,7 @@
 // (metadata, and the spec with its defaults left out) and gets the object reconcile sees (defaults
 // filled in). testObject and reconcileWithRuntime take this one shape.
 import type { CustomObject, ObjectMeta, ObjectStatus, Operator } from "../../core/operator.ts";
+import { zodLine } from "../../core/config-error.ts";
 
 /**
  * An object as a manifest writes it: its metadata (only `name` required; namespace "default" for
@@ -39,10 +40,7 @@ export class TestObjectSpecError extends Error {
 export function testObject<Spec, SpecInput>(operator: Operator<Spec, SpecInput>, input: ObjectInput<NoInfer<SpecInput>> | TestObjectInput<NoInfer<SpecInput>>): CustomObject<Spec> {
   const { metadata: given, spec, status } = objectInputOf(input);
   const parsed = operator.spec.safeParse(spec);
-  if (!parsed.success) {
-    const issues = parsed.error.issues.map((i) => `${["spec", ...i.path.map(String)].join(".")}: ${i.message}`);
-    throw new TestObjectSpecError(`testObject ${operator.resource.kind} ${given.name}: ${issues.join("; ")}`);
-  }
+  if (!parsed.success) throw new TestObjectSpecError(`testObject ${operator.resource.kind} ${given.name}: ${zodLine(parsed.error, { under: "spec" })}`);
   const { namespace: givenNamespace, ...meta } = given;
   const namespace = operator.resource.scope === "Namespaced" ? (givenNamespace ?? "default") : undefined;
   const metadata: ObjectMeta = {

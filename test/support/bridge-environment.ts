@@ -5,7 +5,7 @@ import { once } from "node:events";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import { pino, type Logger } from "pino";
 import { loadBridgeConfig, type BridgeConfig } from "../../bridge/config.ts";
-import { sqsClient } from "../../emulator/cluster.ts";
+import { sqsClient } from "../../clients/sqs-client.ts";
 import type { LocalCluster } from "../../emulator/types.ts";
 import { CRONTAB_RESOURCE, installCrontabCrd } from "./crontabs.ts";
 import { testCluster, type TestCluster, type TestClusterOptions } from "./test-cluster.ts";

@@ -13,7 +13,7 @@ import { startBridge, type RunningBridge } from "../../bridge/bridge.ts";
 import { loadBridgeConfig } from "../../bridge/config.ts";
 import { crdOf } from "../../deploy/crd.ts";
 import type { Operator } from "../../core/operator.ts";
-import { sqsClient } from "../../emulator/cluster.ts";
+import { sqsClient } from "../../clients/sqs-client.ts";
 import { startPoller, type Poller } from "../../functions/adapters/poller.ts";
 import { givenSqsClient } from "../../functions/runtime/sqs-client.ts";
 import { createKubeApi } from "../../functions/runtime/kube-api-http.ts";

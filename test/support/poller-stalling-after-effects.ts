@@ -2,7 +2,7 @@
 // its effects have made the queue (and before anything records it) it says "CREATED" and stalls,
 // so the test can SIGKILL it exactly there.
 import queue from "../../examples/queue/operator.ts";
-import { SQSClient } from "@aws-sdk/client-sqs";
+import { sqsClient } from "../../clients/sqs-client.ts";
 import { pino } from "pino";
 import { defineOperator } from "../../core/operator.ts";
 import { startPoller } from "../../functions/adapters/poller.ts";
@@ -28,5 +28,5 @@ const config = loadConfig(process.env);
 const clock = () => new Date();
 const api = createKubeApi(await apiAccess(config, { clock }));
 const runtime = createRuntime(stalling, { api, logger: pino({ level: "silent" }), clock, env: process.env, eventKeys: TEST_EVENT_KEYS });
-startPoller({ sqs: givenSqsClient(new SQSClient({})), queueUrls: [config.CRDFN_QUEUE_URL ?? ""], runtime, waitTimeSeconds: 1, visibilityTimeout: 3, logger: pino({ level: "silent" }) });
+startPoller({ sqs: givenSqsClient(sqsClient({})), queueUrls: [config.CRDFN_QUEUE_URL ?? ""], runtime, waitTimeSeconds: 1, visibilityTimeout: 3, logger: pino({ level: "silent" }) });
 process.stdout.write("STARTED\n");

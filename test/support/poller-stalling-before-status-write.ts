@@ -2,7 +2,7 @@
 // moment it is about to write status ("WRITING") and then stalls, so the test can SIGKILL it
 // exactly between its read and its write.
 import greeting from "../../examples/greeting/operator.ts";
-import { SQSClient } from "@aws-sdk/client-sqs";
+import { sqsClient } from "../../clients/sqs-client.ts";
 import { pino } from "pino";
 import { startPoller } from "../../functions/adapters/poller.ts";
 import { givenSqsClient } from "../../functions/runtime/sqs-client.ts";
@@ -26,5 +26,5 @@ const api = {
 };
 const logger = pino({ level: "silent" });
 const runtime = createRuntime(greeting, { api, logger, clock, eventKeys: TEST_EVENT_KEYS });
-startPoller({ sqs: givenSqsClient(new SQSClient({})), queueUrls: [config.CRDFN_QUEUE_URL ?? ""], runtime, waitTimeSeconds: 1, visibilityTimeout: 3, logger });
+startPoller({ sqs: givenSqsClient(sqsClient({})), queueUrls: [config.CRDFN_QUEUE_URL ?? ""], runtime, waitTimeSeconds: 1, visibilityTimeout: 3, logger });
 process.stdout.write("STARTED\n");

@@ -1,5 +1,6 @@
 // What the global setup (shared-servers.ts) tells the test files through their environment.
 import { z } from "zod";
+import { zodLine } from "../../core/config-error.ts";
 
 export const SHARED_ENV = "CRDFN_TEST_SHARED";
 
@@ -17,6 +18,6 @@ export function readSharedServers(env: NodeJS.ProcessEnv = process.env): SharedS
   const raw = env[SHARED_ENV];
   if (!raw) return undefined;
   const parsed = sharedServers.safeParse(JSON.parse(raw));
-  if (!parsed.success) throw new Error(`${SHARED_ENV}: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
+  if (!parsed.success) throw new Error(`${SHARED_ENV}: ${zodLine(parsed.error)}`);
   return parsed.data;
 }

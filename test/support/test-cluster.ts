@@ -13,7 +13,8 @@ import { DeleteQueueCommand, GetQueueAttributesCommand, SetQueueAttributesComman
 import { KubeConfig } from "@kubernetes/client-node";
 import { KubeHttp } from "../../clients/kube-http.ts";
 import { untilAdmissionInForce } from "../../cli/admission-in-force.ts";
-import { sqsClient, startCluster } from "../../emulator/cluster.ts";
+import { startCluster } from "../../emulator/cluster.ts";
+import { sqsClient } from "../../clients/sqs-client.ts";
 import { ensureQueues, queueDefinitions, queueEnv } from "../../emulator/queues.ts";
 import type { LocalCluster, StartOptions } from "../../emulator/types.ts";
 import { leaseLane } from "./lanes.ts";
