@@ -51,7 +51,7 @@ function queueUrls(sqs: SqsClientSource): (arn: string) => Promise<string> {
       const [, , , , account, name] = arn.split(":");
       url = sqs()
         .then(({ client, sdk }) => client.send(new sdk.GetQueueUrlCommand({ QueueName: name, ...(account ? { QueueOwnerAWSAccountId: account } : {}) })))
-        .then((o) => o.QueueUrl ?? "");
+        .then((answer) => answer.QueueUrl ?? "");
       url.catch(() => known.delete(arn));
       known.set(arn, url);
     }
@@ -91,15 +91,16 @@ export function lambdaHandler(served: Served, deps: LambdaDeps = {}): SqsLambdaH
     const queueUrl = await queueUrlOfBatch(h, event.Records);
     const limit = queueUrl && h.facts ? (await h.facts(queueUrl)).maxReceiveCount : undefined;
     const settled = await settleBatch(event.Records, {
-      messageOf: fromLambdaRecord,
+      // Each record judged once, here: the runtime gets the verified event, never the body again.
+      deliveryOf: (record) => h.runtime.receive(fromLambdaRecord(record)),
       groupOf: (r) => r.attributes?.MessageGroupId,
       runtime: h.runtime,
       circuits: h.circuits,
       log: h.logger,
-      policy: (outcome, message) =>
-        settlementOf(outcome, message, {
+      policy: (outcome, delivery) =>
+        settlementOf(outcome, delivery.message, {
           limit,
-          deferSeconds: () => h.circuits.of(message).deferSeconds(),
+          deferSeconds: () => h.circuits.of(delivery.ok ? delivery.event.cluster : "").deferSeconds(),
           retryBaseSeconds: deps.retryBaseSeconds ?? DEFAULT_RETRY_BASE_SECONDS,
           maxDeferSeconds: deps.maxDeferSeconds ?? DEFAULT_MAX_DEFER_SECONDS,
           now: h.clock().getTime(),

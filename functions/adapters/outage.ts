@@ -10,7 +10,6 @@
 // probing one server do not probe together.
 import type { Logger } from "pino";
 import { backoffMs } from "../../core/backoff.ts";
-import { keyEventOf, type QueueMessage } from "../runtime/message.ts";
 
 export interface CircuitOptions {
   clock: () => Date;
@@ -39,10 +38,10 @@ export interface Circuit {
   waitMs(): number;
 }
 
-export function createCircuit(o: CircuitOptions): Circuit {
-  const baseMs = o.baseMs ?? 1000;
-  const maxMs = o.maxMs ?? 2000;
-  const now = () => o.clock().getTime();
+export function createCircuit(options: CircuitOptions): Circuit {
+  const baseMs = options.baseMs ?? 1000;
+  const maxMs = options.maxMs ?? 2000;
+  const now = () => options.clock().getTime();
   let failures = 0; // the first failure and the failed probes since; 0: closed
   let openMs = 0; // 0: closed
   let openUntil = 0;
@@ -62,7 +61,7 @@ export function createCircuit(o: CircuitOptions): Circuit {
     succeeded() {
       probing = false;
       if (openMs === 0) return;
-      o.logger.warn({ outageSeconds: Math.round((now() - openedAt) / 1000), deferred }, "API server reachable again; circuit closed, taking work");
+      options.logger.warn({ outageSeconds: Math.round((now() - openedAt) / 1000), deferred }, "API server reachable again; circuit closed, taking work");
       failures = 0;
       openMs = 0;
       deferred = 0;
@@ -74,10 +73,10 @@ export function createCircuit(o: CircuitOptions): Circuit {
         openedAt = now();
         failures = 1;
         openMs = backoffMs(failures, { initialMs: baseMs, maxMs });
-        o.logger.error({ error: detail }, "API server unavailable; circuit open: no new work until a probe succeeds (messages are deferred, not dead-lettered)");
+        options.logger.error({ error: detail }, "API server unavailable; circuit open: no new work until a probe succeeds (messages are deferred, not dead-lettered)");
       } else if (wasProbe) {
         openMs = backoffMs(++failures, { initialMs: baseMs, maxMs });
-        o.logger.debug({ error: detail, nextProbeInMs: openMs }, "probe failed; circuit stays open");
+        options.logger.debug({ error: detail, nextProbeInMs: openMs }, "probe failed; circuit stays open");
       } else return;
       openUntil = now() + openMs * (0.8 + Math.random() * 0.4);
     },
@@ -96,20 +95,18 @@ export function createCircuit(o: CircuitOptions): Circuit {
 
 /** The circuits of every cluster a process serves, created as their messages arrive. */
 export interface Circuits {
-  /** The circuit of the message's cluster (one whose body cannot be read: the unnamed cluster's). */
-  of(message: QueueMessage): Circuit;
+  /** The circuit of the cluster a received event names. */
+  of(cluster: string): Circuit;
   /** How long receiving may pause: while every known cluster's circuit is open, until the first is due; else 0. */
   waitMs(): number;
 }
 
-export function createCircuits(o: CircuitOptions): Circuits {
+export function createCircuits(options: CircuitOptions): Circuits {
   const circuits = new Map<string, Circuit>();
   return {
-    of(message) {
-      const parsed = keyEventOf(message);
-      const cluster = parsed.ok ? parsed.event.cluster : "";
+    of(cluster) {
       let circuit = circuits.get(cluster);
-      if (!circuit) circuits.set(cluster, (circuit = createCircuit({ ...o, logger: o.logger.child({ cluster }) })));
+      if (!circuit) circuits.set(cluster, (circuit = createCircuit({ ...options, logger: options.logger.child({ cluster }) })));
       return circuit;
     },
     waitMs() {

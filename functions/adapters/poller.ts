@@ -8,24 +8,22 @@ import type { Message } from "@aws-sdk/client-sqs";
 import { setTimeout as delay } from "node:timers/promises";
 import type { Logger } from "pino";
 import { backoffMs } from "../../core/backoff.ts";
-import { fromSqsMessage, type QueueMessage } from "../../clients/queue-message.ts";
+import { fromSqsMessage } from "../../clients/queue-message.ts";
 import type { Outcome } from "../runtime/outcome.ts";
+import type { Runtime } from "../runtime/runtime.ts";
 import type { SqsClientSource } from "../runtime/sqs-client.ts";
 import { DeleteBatcher } from "./delete-batcher.ts";
 import { createCircuits, type Circuits } from "./outage.ts";
 import { queueFacts, type QueueFacts } from "./queue-facts.ts";
 import { DEFAULT_MAX_DEFER_SECONDS, DEFAULT_RETRY_BASE_SECONDS, resendRequest, settleBatch, settlementOf, type Settlement } from "./settle.ts";
 
-export interface MessageHandler {
-  handle(message: QueueMessage): Promise<Outcome>;
-}
-
 export interface PollerOptions {
   /** The client (built on the first receive); `givenSqsClient` wraps one already built. */
   sqs: SqsClientSource;
   /** The queues to consume (one loop each; name a queue several times for concurrent loops). */
   queueUrls: string[];
-  runtime: MessageHandler;
+  /** Judges each message once (receive) and handles what it received. */
+  runtime: Pick<Runtime, "receive" | "handle">;
   /** 1–10. Default 10. */
   batchSize?: number;
   /** Long-poll wait, 0–20. Default 20. */
@@ -136,15 +134,16 @@ async function pollLoop(queueUrl: string, opts: LoopOptions, signal: AbortSignal
 /** One batch through the shared policy (settle.ts). */
 async function processBatch(messages: Message[], opts: Pick<LoopOptions, "runtime" | "circuits" | "clock"> & { limit: number | undefined; maxDeferSeconds?: number; retryBaseSeconds?: number }, log: Logger): Promise<Map<Message, { outcome: Outcome; settlement: Settlement }>> {
   return settleBatch(messages, {
-    messageOf: fromSqsMessage,
+    // Each message judged once, here: the runtime gets the verified event, never the body again.
+    deliveryOf: (m) => opts.runtime.receive(fromSqsMessage(m)),
     groupOf: (m) => m.Attributes?.MessageGroupId,
     runtime: opts.runtime,
     circuits: opts.circuits,
     log,
-    policy: (outcome, message) =>
-      settlementOf(outcome, message, {
+    policy: (outcome, delivery) =>
+      settlementOf(outcome, delivery.message, {
         limit: opts.limit,
-        deferSeconds: () => opts.circuits.of(message).deferSeconds(),
+        deferSeconds: () => opts.circuits.of(delivery.ok ? delivery.event.cluster : "").deferSeconds(),
         retryBaseSeconds: opts.retryBaseSeconds ?? DEFAULT_RETRY_BASE_SECONDS,
         maxDeferSeconds: opts.maxDeferSeconds ?? DEFAULT_MAX_DEFER_SECONDS,
         now: opts.clock().getTime(),

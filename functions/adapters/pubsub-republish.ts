@@ -10,14 +10,14 @@ export interface Republish {
   close(): Promise<void>;
 }
 
-export function pubSubRepublisher(o: { topic: string; emulatorHost?: string }): Republish {
+export function pubSubRepublisher(target: { topic: string; emulatorHost?: string }): Republish {
   let client: PubSub | undefined;
   let topic: Promise<Topic> | undefined;
   const load = (): Promise<Topic> =>
     (topic ??= import("@google-cloud/pubsub").then(({ PubSub }) => {
-      const projectId = o.topic.split("/")[1] ?? "";
-      client = new PubSub({ projectId, ...(o.emulatorHost ? { apiEndpoint: o.emulatorHost, clientOptions: { universeDomain: "googleapis.com" } } : {}) });
-      return client.topic(o.topic, { messageOrdering: true, batching: { maxMessages: 1, maxMilliseconds: 0 } });
+      const projectId = target.topic.split("/")[1] ?? "";
+      client = new PubSub({ projectId, ...(target.emulatorHost ? { apiEndpoint: target.emulatorHost, clientOptions: { universeDomain: "googleapis.com" } } : {}) });
+      return client.topic(target.topic, { messageOrdering: true, batching: { maxMessages: 1, maxMilliseconds: 0 } });
     }));
   const republish = async (m: Parameters<Republish>[0]): Promise<void> => {
     const t = await load();

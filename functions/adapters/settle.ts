@@ -1,5 +1,6 @@
-// What becomes of each message of a batch: ONE policy, shared by Lambda's adapter and the local
-// poller, which differ only in how they carry it out (poller.ts, lambda.ts).
+// What becomes of each message of a batch: ONE policy, shared by Lambda's adapter, the local
+// poller and the push adapter, which differ only in how they carry it out (lambda.ts, poller.ts,
+// push.ts). Each message comes judged once (the runtime's receive: delivery.ts).
 //
 // Every re-delivery of an object stays in its own FIFO group, so at most one reconcile of an
 // object runs at a time: a failure the object can record was recorded on it and the message is
@@ -8,7 +9,7 @@
 // group (behind whatever waits there) instead of onto a side queue.
 import { createHash } from "node:crypto";
 import type { Logger } from "pino";
-import { DEFERRALS_ATTRIBUTE, DEFERRED_SINCE_ATTRIBUTE, type QueueMessage } from "../runtime/message.ts";
+import { DEFERRALS_ATTRIBUTE, DEFERRED_SINCE_ATTRIBUTE, type Delivery, type QueueMessage } from "../runtime/delivery.ts";
 import { messageHandled, type Outcome } from "../runtime/outcome.ts";
 import { backoffMs } from "../../core/backoff.ts";
 import { report, type Circuits } from "./outage.ts";
@@ -77,7 +78,17 @@ export function settlementOf(outcome: Outcome, message: QueueMessage, p: SettleP
 const holdsTheGroup = (s: Settlement): boolean => s.action === "hold" || s.action === "resend";
 
 export interface BatchHandler {
-  handle(message: QueueMessage): Promise<Outcome>;
+  handle(delivery: Delivery): Promise<Outcome>;
+}
+
+export interface BatchOptions<M> {
+  /** The item as a received message, judged once by the runtime (delivery.ts). */
+  deliveryOf: (item: M) => Delivery;
+  groupOf: (item: M) => string | undefined;
+  runtime: BatchHandler;
+  circuits?: Circuits;
+  policy: (outcome: Outcome, delivery: Delivery) => Settlement;
+  log: Logger;
 }
 
 /**
@@ -87,13 +98,10 @@ export interface BatchHandler {
  * untried: each event only names the object, and the pending one reconciles its current state.
  * Messages without a group (not FIFO) are each their own.
  */
-export async function settleBatch<M>(
-  items: readonly M[],
-  o: { messageOf: (item: M) => QueueMessage; groupOf: (item: M) => string | undefined; runtime: BatchHandler; circuits?: Circuits; policy: (outcome: Outcome, message: QueueMessage) => Settlement; log: Logger },
-): Promise<Map<M, { outcome: Outcome; settlement: Settlement }>> {
+export async function settleBatch<M>(items: readonly M[], batch: BatchOptions<M>): Promise<Map<M, { outcome: Outcome; settlement: Settlement }>> {
   const groups = new Map<string, M[]>();
   items.forEach((item, i) => {
-    const key = o.groupOf(item) ?? `#${i}`;
+    const key = batch.groupOf(item) ?? `#${i}`;
     groups.set(key, [...(groups.get(key) ?? []), item]);
   });
   const settled = new Map<M, { outcome: Outcome; settlement: Settlement }>();
@@ -105,9 +113,9 @@ export async function settleBatch<M>(
           settled.set(item, { outcome: { result: "success", detail: "superseded: an earlier message of this object is pending, and it reconciles the current state" }, settlement: { action: "delete" } });
           continue;
         }
-        const message = o.messageOf(item);
-        const outcome = await attempt(message, o.runtime, o.circuits, o.log);
-        const settlement = o.policy(outcome, message);
+        const delivery = batch.deliveryOf(item);
+        const outcome = await attempt(delivery, batch);
+        const settlement = batch.policy(outcome, delivery);
         settled.set(item, { outcome, settlement });
         pending = holdsTheGroup(settlement);
       }
@@ -116,16 +124,20 @@ export async function settleBatch<M>(
   return settled;
 }
 
-/** One message through its cluster's circuit: deferred untried while it is open (but for the probe). */
-async function attempt(message: QueueMessage, runtime: BatchHandler, circuits: Circuits | undefined, log: Logger): Promise<Outcome> {
-  const circuit = circuits?.of(message);
+/**
+ * One received event through its cluster's circuit: deferred untried while it is open (but for
+ * the probe). A refused message never reaches an API server: its outcome is already decided.
+ */
+async function attempt(delivery: Delivery, batch: Pick<BatchOptions<unknown>, "runtime" | "circuits" | "log">): Promise<Outcome> {
+  if (!delivery.ok) return delivery.outcome;
+  const circuit = batch.circuits?.of(delivery.event.cluster);
   const admission = circuit?.admit() ?? "closed";
   if (typeof admission === "number") return { result: "unavailable", detail: "deferred while the API server is unavailable" };
   let outcome: Outcome & { apiCalls?: number };
   try {
-    outcome = await runtime.handle(message);
+    outcome = await batch.runtime.handle(delivery);
   } catch (error) {
-    log.error({ messageId: message.id, error: (error as Error).message }, "handler threw");
+    batch.log.error({ messageId: delivery.message.id, error: (error as Error).message }, "handler threw");
     outcome = { result: "retry", detail: (error as Error).message };
   }
   if (circuit) report(circuit, outcome);

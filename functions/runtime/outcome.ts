@@ -2,7 +2,7 @@
 import { PermanentError, TemporaryError } from "../../core/errors.ts";
 import { ApiError, isServerOutage } from "../../clients/kube-http.ts";
 import { isStaleRefusal } from "../../core/fence.ts";
-import { thrownMessage, UserCodeThrew } from "./thrown.ts";
+import { thrownMessage, UserCodeThrew } from "./user-code.ts";
 
 /**
  * - success: done, delete the message. `requeue: "after"`: the object recorded when to be

@@ -7,8 +7,8 @@ import { PermanentError } from "../../core/errors.ts";
 import { apiVersionOf, type CustomObject, type ObservedObject, type Operator, type ReferencedObjects, type ReferenceName } from "../../core/operator.ts";
 import { MAX_REFERENCES, type ReferenceRecord } from "../../core/references.ts";
 import type { KubeObject, ResourceRef } from "./kube-api.ts";
-import { ReconcileThrew } from "./reconcile-call.ts";
-import type { Step } from "./step.ts";
+import { ReconcileThrew } from "./user-code.ts";
+import type { ReconcileContext } from "./reconcile-context.ts";
 
 type Read = Operator["reads"][number];
 
@@ -31,9 +31,9 @@ const keyOf = (namespace: string | undefined, name: string): string => `${namesp
 /** The value at a dotted path of the object ("spec.secretRef.name"); undefined where a step is missing. */
 function atPath(object: unknown, path: string): unknown {
   let value: unknown = object;
-  for (const step of path.split(".")) {
+  for (const key of path.split(".")) {
     if (typeof value !== "object" || value === null) return undefined;
-    value = (value as Record<string, unknown>)[step];
+    value = (value as Record<string, unknown>)[key];
   }
   return value;
 }
@@ -56,11 +56,11 @@ function namesOf(read: Read, object: CustomObject<unknown>): unknown[] {
  * objects in its own namespace only (a reference elsewhere would let whoever may write the object
  * read what they may not: PermanentError ReferenceInOtherNamespace).
  */
-export function referencedKeys(step: Step, object: CustomObject<unknown>): WantedReference[] {
+function referencedKeys(ctx: ReconcileContext, object: CustomObject<unknown>): WantedReference[] {
   const wanted = new Map<string, WantedReference>();
   const own = object.metadata.namespace;
-  const namespacedParent = step.operator.resource.scope === "Namespaced";
-  for (const read of step.operator.reads) {
+  const namespacedParent = ctx.operator.resource.scope === "Namespaced";
+  for (const read of ctx.operator.reads) {
     const via = read.field !== undefined ? `field ${read.field}` : "its name function";
     for (const raw of namesOf(read, object)) {
       const given = (typeof raw === "string" ? { name: raw } : raw) as Exclude<ReferenceName, string>;
@@ -70,11 +70,11 @@ export function referencedKeys(step: Step, object: CustomObject<unknown>): Wante
       if (read.namespaced) {
         const asked = given.namespace;
         if (namespacedParent) {
-          if (asked !== undefined && asked !== own) throw new PermanentError(`${read.kind} ${asked}/${name.data}: a ${step.operator.resource.kind} references objects in its own namespace (${own ?? ""}) only`, "ReferenceInOtherNamespace");
+          if (asked !== undefined && asked !== own) throw new PermanentError(`${read.kind} ${asked}/${name.data}: a ${ctx.operator.resource.kind} references objects in its own namespace (${own ?? ""}) only`, "ReferenceInOtherNamespace");
           namespace = own;
         } else {
           const ns = namespaceSchema.safeParse(asked);
-          if (!ns.success) throw new PermanentError(`${read.kind} ${name.data}: a cluster-scoped ${step.operator.resource.kind} names the namespace of a ${read.kind} ({ namespace, name })`, "InvalidReference");
+          if (!ns.success) throw new PermanentError(`${read.kind} ${name.data}: a cluster-scoped ${ctx.operator.resource.kind} names the namespace of a ${read.kind} ({ namespace, name })`, "InvalidReference");
           namespace = ns.data;
         }
       }
@@ -87,13 +87,29 @@ export function referencedKeys(step: Step, object: CustomObject<unknown>): Wante
 
 const refOf = (w: WantedReference): ResourceRef => ({ group: w.read.group, version: w.read.version, plural: w.read.plural, name: w.name, ...(w.namespace ? { namespace: w.namespace } : {}) });
 
-/** Reads them by name, side by side, from etcd (a change the bridge saw is there already); one missing is undefined. */
-export async function readReferences(step: Step, wanted: readonly WantedReference[]): Promise<ReadReferences> {
-  return Promise.all(wanted.map(async (w) => ({ ...w, object: await step.api.get(refOf(w)) })));
+/** What was read, for status.references (undefined: the operator references nothing) and as `ctx.references`. */
+export interface ReferencesRead {
+  records: ReferenceRecord[] | undefined;
+  objects: ReferencedObjects;
+}
+
+/**
+ * The objects this object references, read by name, side by side, from etcd (a change the bridge
+ * saw is there already); one missing is undefined. A reference that cannot be named throws at
+ * once, before anything is read.
+ */
+export function readReferences(ctx: ReconcileContext, object: CustomObject<unknown>): Promise<ReferencesRead> {
+  const { operator } = ctx;
+  if (operator.reads.length === 0) return Promise.resolve({ records: undefined, objects: referencedObjects(operator, [], object.metadata.namespace) });
+  const wanted = referencedKeys(ctx, object);
+  return Promise.all(wanted.map(async (w) => ({ ...w, object: await ctx.api.get(refOf(w)) }))).then((read) => ({
+    records: referenceRecords(read),
+    objects: referencedObjects(operator, read, object.metadata.namespace),
+  }));
 }
 
 /** What status.references records: each object by kind and name, with the version read (none: it did not exist). */
-export function referenceRecords(read: ReadReferences): ReferenceRecord[] {
+function referenceRecords(read: ReadReferences): ReferenceRecord[] {
   return read.map((r) => ({
     apiVersion: apiVersionOf(r.read.group, r.read.version),
     kind: r.read.kind,

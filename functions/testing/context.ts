@@ -3,9 +3,10 @@
 // (runtime/observed-children.ts, runtime/references.ts): asking for a kind the operator does not observe, or does not read, throws as it
 // does in production.
 import type { EffectsContext, FinalizeContext, ObjectReference, ObservedChildren, Operator, ReconcileContext, ReferencedObjects } from "../../core/operator.ts";
-import { idempotencyKeyOf } from "../runtime/effects.ts";
+import { idempotencyKeyOf } from "../runtime/user-code.ts";
 import type { KubeObject } from "../runtime/kube-api.ts";
-import { childKey, observedChildren, type ObservedByKind } from "../runtime/observed-children.ts";
+import { childKey, type ObservedByKind } from "../runtime/children.ts";
+import { observedChildren } from "../runtime/observed-children.ts";
 import { referencedObjects, type ReadReferences } from "../runtime/references.ts";
 
 /** By kind, then by name: what `ctx.children.of(kind)` and `ctx.references.of(kind)` return. */
