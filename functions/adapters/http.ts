@@ -19,7 +19,7 @@ import type { RuntimeMetrics } from "../runtime/metrics.ts";
 import { messageHandled } from "../runtime/outcome.ts";
 import { handleMessage, type Runtime } from "../runtime/runtime.ts";
 import { cloudLoggingLogger, cloudLoggingMetrics } from "./cloud-logging.ts";
-import { createCircuits } from "./outage.ts";
+import { createCircuits } from "./settle.ts";
 import { answerPush, type PushHost } from "./push.ts";
 import { loadPushSettings } from "./push-settings.ts";
 import { pubSubRepublisher, type Republish } from "./pubsub-republish.ts";

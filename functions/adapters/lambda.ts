@@ -3,7 +3,7 @@
 // settled by the same policy as the local poller's (settle.ts): what is deleted is reported
 // handled; what is held or released has its visibility set and is reported failed; a long
 // deferral is re-sent into its own FIFO group and reported handled. Lambda cannot pause its
-// event source, so while the API server is unavailable records are deferred (outage.ts).
+// event source, so while the API server is unavailable records are deferred (settle.ts).
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda";
 import { pino, type Logger } from "pino";
@@ -12,7 +12,7 @@ import { ConfigError } from "../../core/config-error.ts";
 import { fromLambdaRecord } from "../../clients/queue-message.ts";
 import type { Runtime } from "../runtime/runtime.ts";
 import { givenSqsClient, type SqsClientSource } from "../runtime/sqs-client.ts";
-import { createCircuits, type Circuits } from "./outage.ts";
+import { createCircuits, type Circuits } from "./settle.ts";
 import { queueFacts, type QueueFacts } from "./queue-facts.ts";
 import { DEFAULT_MAX_DEFER_SECONDS, DEFAULT_RETRY_BASE_SECONDS, resendRequest, settleBatch, settlementOf, type Settlement } from "./settle.ts";
 
@@ -90,10 +90,11 @@ export function lambdaHandler(served: Served, deps: LambdaDeps = {}): SqsLambdaH
     }
     const queueUrl = await queueUrlOfBatch(h, event.Records);
     const limit = queueUrl && h.facts ? (await h.facts(queueUrl)).maxReceiveCount : undefined;
-    const settled = await settleBatch(event.Records, {
-      // Each record judged once, here: the runtime gets the verified event, never the body again.
-      deliveryOf: (record) => h.runtime.receive(fromLambdaRecord(record)),
-      groupOf: (r) => r.attributes?.MessageGroupId,
+    // Each record judged once, here, before anything else: what follows gets the verified event.
+    const received = event.Records.map((record) => ({ record, delivery: h.runtime.receive(fromLambdaRecord(record)) }));
+    const settled = await settleBatch(received, {
+      deliveryOf: (r) => r.delivery,
+      groupOf: (r) => r.record.attributes?.MessageGroupId,
       runtime: h.runtime,
       circuits: h.circuits,
       log: h.logger,
@@ -107,7 +108,7 @@ export function lambdaHandler(served: Served, deps: LambdaDeps = {}): SqsLambdaH
           log: h.logger,
         }),
     });
-    const failed = await Promise.all([...settled].map(async ([record, { settlement }]) => ((await carryOut(h, queueUrl, record, settlement)) ? undefined : record.messageId)));
+    const failed = await Promise.all([...settled].map(async ([{ record }, { settlement }]) => ((await carryOut(h, queueUrl, record, settlement)) ? undefined : record.messageId)));
     return { batchItemFailures: failed.filter((id): id is string => id !== undefined).map((itemIdentifier) => ({ itemIdentifier })) };
   };
 }

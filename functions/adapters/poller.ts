@@ -11,9 +11,10 @@ import { backoffMs } from "../../core/backoff.ts";
 import { fromSqsMessage } from "../../clients/queue-message.ts";
 import type { Outcome } from "../runtime/outcome.ts";
 import type { Runtime } from "../runtime/runtime.ts";
+import type { Delivery } from "../runtime/delivery.ts";
 import type { SqsClientSource } from "../runtime/sqs-client.ts";
 import { DeleteBatcher } from "./delete-batcher.ts";
-import { createCircuits, type Circuits } from "./outage.ts";
+import { createCircuits, type Circuits } from "./settle.ts";
 import { queueFacts, type QueueFacts } from "./queue-facts.ts";
 import { DEFAULT_MAX_DEFER_SECONDS, DEFAULT_RETRY_BASE_SECONDS, resendRequest, settleBatch, settlementOf, type Settlement } from "./settle.ts";
 
@@ -44,6 +45,12 @@ export interface PollerOptions {
   maxDeferSeconds?: number;
   /** Visibility of a failed message's first retry; doubles per receive. Default 5 s. */
   retryBaseSeconds?: number;
+}
+
+/** A received SQS message and what the runtime made of it. */
+interface ReceivedMessage {
+  message: Message;
+  delivery: Delivery;
 }
 
 export interface Poller {
@@ -132,11 +139,12 @@ async function pollLoop(queueUrl: string, opts: LoopOptions, signal: AbortSignal
 }
 
 /** One batch through the shared policy (settle.ts). */
-async function processBatch(messages: Message[], opts: Pick<LoopOptions, "runtime" | "circuits" | "clock"> & { limit: number | undefined; maxDeferSeconds?: number; retryBaseSeconds?: number }, log: Logger): Promise<Map<Message, { outcome: Outcome; settlement: Settlement }>> {
-  return settleBatch(messages, {
-    // Each message judged once, here: the runtime gets the verified event, never the body again.
-    deliveryOf: (m) => opts.runtime.receive(fromSqsMessage(m)),
-    groupOf: (m) => m.Attributes?.MessageGroupId,
+async function processBatch(messages: Message[], opts: Pick<LoopOptions, "runtime" | "circuits" | "clock"> & { limit: number | undefined; maxDeferSeconds?: number; retryBaseSeconds?: number }, log: Logger): Promise<Map<ReceivedMessage, { outcome: Outcome; settlement: Settlement }>> {
+  // Each message judged once, here, before anything else: what follows gets the verified event.
+  const received = messages.map((message) => ({ message, delivery: opts.runtime.receive(fromSqsMessage(message)) }));
+  return settleBatch(received, {
+    deliveryOf: (r) => r.delivery,
+    groupOf: (r) => r.message.Attributes?.MessageGroupId,
     runtime: opts.runtime,
     circuits: opts.circuits,
     log,
@@ -153,10 +161,10 @@ async function processBatch(messages: Message[], opts: Pick<LoopOptions, "runtim
 }
 
 /** Carries out each message's settlement on the queue. A failure here only means a redelivery. */
-async function settle(queueUrl: string, settled: Map<Message, { settlement: Settlement }>, opts: LoopOptions, log: Logger): Promise<void> {
+async function settle(queueUrl: string, settled: Map<ReceivedMessage, { settlement: Settlement }>, opts: LoopOptions, log: Logger): Promise<void> {
   const deletes: string[] = [];
   await Promise.all(
-    [...settled].map(async ([m, { settlement }]) => {
+    [...settled].map(async ([{ message: m }, { settlement }]) => {
       const receipt = m.ReceiptHandle ?? "";
       try {
         const { client, sdk } = await opts.sqs();

@@ -4,7 +4,7 @@ import { pino } from "pino";
 import type { QueueMessage } from "../runtime/delivery.ts";
 import { fakeRuntime } from "../../test/support/fake-runtime.ts";
 import type { Outcome } from "../runtime/outcome.ts";
-import { createCircuits } from "./outage.ts";
+import { createCircuits } from "./settle.ts";
 import { answerPush, type PushHost } from "./push.ts";
 import type { Republish } from "./pubsub-republish.ts";
 import { DEFERRALS_ATTRIBUTE, DEFERRED_SINCE_ATTRIBUTE } from "./settle.ts";

@@ -15,7 +15,7 @@ import type { QueueMessage } from "../../clients/queue-message.ts";
 import { DEFERRALS_ATTRIBUTE, DEFERRED_SINCE_ATTRIBUTE } from "../runtime/delivery.ts";
 import type { Outcome } from "../runtime/outcome.ts";
 import type { Runtime } from "../runtime/runtime.ts";
-import type { Circuits } from "./outage.ts";
+import type { Circuits } from "./settle.ts";
 import type { PushSettings } from "./push-settings.ts";
 import type { Republish } from "./pubsub-republish.ts";
 import { DEFAULT_MAX_DEFER_SECONDS, settleBatch, settlementOf, type Settlement } from "./settle.ts";
@@ -42,9 +42,10 @@ export const ACK = 200;
 
 export async function answerPush(host: PushHost, message: QueueMessage): Promise<PushAnswer> {
   const log = host.logger;
-  const settled = await settleBatch([message], {
-    // The message judged once, here: the runtime gets the verified event, never the body again.
-    deliveryOf: (m) => host.runtime.receive(m),
+  // The message judged once, here, before anything else: what follows gets the verified event.
+  const delivery = host.runtime.receive(message);
+  const settled = await settleBatch([delivery], {
+    deliveryOf: (d) => d,
     // One message per request: nothing behind it in this batch to supersede.
     groupOf: () => undefined,
     runtime: host.runtime,
@@ -61,7 +62,7 @@ export async function answerPush(host: PushHost, message: QueueMessage): Promise
         log,
       }),
   });
-  const { outcome, settlement } = settled.get(message)!;
+  const { outcome, settlement } = settled.get(delivery)!;
   const answer = (status: number): PushAnswer => ({ status, outcome, action: settlement.action });
   switch (settlement.action) {
     case "delete":

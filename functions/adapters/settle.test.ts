@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { pino } from "pino";
 import type { QueueMessage } from "../runtime/delivery.ts";
 import type { Outcome } from "../runtime/outcome.ts";
-import { createCircuits } from "./outage.ts";
+import { createCircuits } from "./settle.ts";
 import { DEFERRALS_ATTRIBUTE, DEFERRED_SINCE_ATTRIBUTE, settleBatch, settlementOf, type SettlePolicy } from "./settle.ts";
 import { fakeRuntime } from "../../test/support/fake-runtime.ts";
 

@@ -4,15 +4,16 @@
 // not someone else's object), applied only when they differ from what was last applied (fenced by
 // the parent's generation, core/fence.ts), and the ones this parent applied before and no longer
 // returns are pruned, from a view proven current. Shared objects: a field manager per parent, so
-// server-side apply merges the contributions. Reading them before reconcile is observed-children.ts.
+// server-side apply merges the contributions. Reading them before reconcile is reads.ts.
 import { PermanentError } from "../../core/errors.ts";
 import { apiVersionOf, type DesiredObject, type ObservedChildren, type Operator, type ReconcileResult } from "../../core/operator.ts";
-import { APPLIED_HASH_ANNOTATION, appliedHash, controllerRef, holds, type OwnerReference, PARENT_UID_LABEL } from "./child-labels.ts";
+import { createHash } from "node:crypto";
+import { canonicalJson } from "../../core/canonical-json.ts";
 import { ApiError } from "../../clients/kube-http.ts";
 import type { KubeObject, ResourceRef } from "./kube-api.ts";
 import { appliedHashOf, childMarkOf, childToken, type ChildMark } from "../../core/reconciled.ts";
 import { isOwnershipRefusal } from "../../core/ownership.ts";
-import { PARENT_GENERATION_ANNOTATION, type ChildKey } from "../../core/event.ts";
+import { APPLIED_HASH_ANNOTATION, PARENT_GENERATION_ANNOTATION, PARENT_UID_LABEL, type ChildKey } from "../../core/event.ts";
 import { fenceOf, mustRaiseFence } from "../../core/fence.ts";
 import type { ReconcileContext } from "./reconcile-context.ts";
 
@@ -36,7 +37,7 @@ export interface KnownChildren {
   listed?: ObservedByKind;
 }
 
-/** What a reconcile read of its children before reconcile ran (observed-children.ts). */
+/** What a reconcile read of its children before reconcile ran (reads.ts). */
 export interface ChildrenRead {
   known: KnownChildren;
   observed: ObservedByKind;
@@ -61,6 +62,41 @@ export function ownedRef(operator: Operator<unknown>, apiVersion: string, kind: 
 /** Each parent's own manager on a shared object, so server-side apply merges the contributions. */
 export function sharedFieldManager(ctx: ReconcileContext, parent: KubeObject): string {
   return `${ctx.operator.fieldManager}-${parent.metadata.uid ?? ""}`;
+}
+
+/**
+ * A hash of the child as applied, under crdfn.io/applied-hash (the bridge reads it by that name):
+ * a change to what reconcile wants means a new apply.
+ */
+function appliedHash(body: KubeObject): string {
+  return createHash("sha256").update(canonicalJson(body)).digest("hex").slice(0, 32);
+}
+
+interface OwnerReference {
+  apiVersion?: string;
+  kind?: string;
+  name?: string;
+  uid?: string;
+  controller?: boolean;
+}
+
+/** The object's controller owner reference, if any. */
+function controllerRef(object: KubeObject): OwnerReference | undefined {
+  return ((object.metadata.ownerReferences as OwnerReference[] | undefined) ?? []).find((r) => r.controller);
+}
+
+/**
+ * Does `observed` already hold everything `desired` sets? Maps may hold more (defaults, other
+ * managers); lists must match item by item. Together with the applied hash (which catches fields
+ * reconcile dropped) this decides that an apply would change nothing.
+ */
+function holds(observed: unknown, desired: unknown): boolean {
+  if (Array.isArray(desired)) return Array.isArray(observed) && observed.length === desired.length && desired.every((d, i) => holds(observed[i], d));
+  if (desired !== null && typeof desired === "object") {
+    if (observed === null || typeof observed !== "object" || Array.isArray(observed)) return false;
+    return Object.entries(desired as Record<string, unknown>).every(([k, v]) => v === undefined || holds((observed as Record<string, unknown>)[k], v));
+  }
+  return observed === desired;
 }
 
 interface PlannedChild {

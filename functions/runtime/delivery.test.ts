@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { pino } from "pino";
+import { pino, type Logger } from "pino";
 import { encodeKeyEvent, type KeyEvent } from "../../core/event.ts";
 import { TEST_EVENT_KEYS, signedForTest } from "../../test/support/event-key.ts";
 import { createReceiver } from "./delivery.ts";
@@ -9,7 +9,7 @@ import { runtimeByCluster, type Runtime } from "./runtime.ts";
 const event = (group: string, plural: string, cluster = "a"): KeyEvent => ({ v: 1, cluster, group, version: "v1", plural, kind: "K", namespace: "default", name: "n", uid: "u", resourceVersion: "1", generation: 1, type: "ADDED", observedAt: "2026-11-21T00:00:00Z" });
 const signed = (e: KeyEvent): string => encodeKeyEvent(signedForTest({ ...e, v: 3 }));
 
-function logged(): { logger: ReturnType<typeof pino>; lines: Array<Record<string, unknown>> } {
+function logged(): { logger: Logger; lines: Array<Record<string, unknown>> } {
   const lines: Array<Record<string, unknown>> = [];
   return { logger: pino({ level: "info" }, { write: (l: string) => void lines.push(JSON.parse(l) as Record<string, unknown>) }), lines };
 }

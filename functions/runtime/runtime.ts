@@ -19,10 +19,9 @@ import { failMessage, onFailure } from "./failure.ts";
 import { finalizerFirst } from "./finalizer.ts";
 import { countingApi, type KubeApi, type KubeObject } from "./kube-api.ts";
 import type { RuntimeMetrics } from "./metrics.ts";
-import { readChildren } from "./observed-children.ts";
 import { classify, type Outcome } from "./outcome.ts";
 import { parentRef, type ReconcileContext } from "./reconcile-context.ts";
-import { readReferences } from "./references.ts";
+import { readInputs } from "./reads.ts";
 import { writeSuccessStatus } from "./status.ts";
 import { effectsThenReconcile, oneLine } from "./user-code.ts";
 
@@ -198,8 +197,7 @@ async function reconcileObject(ctx: ReconcileContext, read: KubeObject): Promise
     object = finalized.object;
     const now = ctx.clock();
     const valid = validObject(ctx, object);
-    // References first: one that cannot be named fails the attempt before anything is read.
-    const [references, children] = await Promise.all([readReferences(ctx, valid), readChildren(ctx, object)]);
+    const { references, children } = await readInputs(ctx, object, valid);
     records = references.records;
     const called = await effectsThenReconcile(ctx, object, valid, { now, children: children.view, references: references.objects, records });
     object = called.object;

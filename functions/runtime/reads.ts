@@ -1,14 +1,106 @@
-// The objects a reconcile references besides its children: named by the object (the operator's
-// name functions and field paths, evaluated here, never in the bridge), read by name, given to
-// reconcile and effects as `ctx.references`, and recorded in `status.references` with the
-// version read, from which the bridge keeps its keys-only index (core/references.ts).
+// What a reconcile reads besides its object, side by side, before the user's code runs: what
+// reconcile sees as `ctx.children` and, with effects, as `ctx.references`.
+//
+// Children: what a reconcile knows of its parent's children, without listing anything: their
+// keys come with the event (the bridge's keys-only index of the children that carry crdfn's label
+// and a controller reference to the parent), and the children of kinds marked `observe` are read
+// by name. Keys may be a moment old: a child created a moment ago may be missing (it is applied
+// again, which changes nothing, and its appearance announces the parent once more, so a prune
+// it needs comes one reconcile later), a child gone a moment ago may still be listed (its read
+// or delete answers 404). An event without keys (a parent with more children than an event can
+// carry, or a v1 event) is answered by one labelled LIST per owned kind marked `list` (the
+// function may list only those), paginated, which gives the same keys (and the observed kinds'
+// bodies); the children of any other kind are then unknown: all applied, none pruned.
+//
+// References: the objects a reconcile references besides its children, named by the object (the
+// operator's name functions and field paths, evaluated here, never in the bridge), read by name,
+// and recorded in `status.references` with the version read, from which the bridge keeps its
+// keys-only index (core/references.ts).
 import { z } from "zod";
+import type { ChildKey } from "../../core/event.ts";
 import { PermanentError } from "../../core/errors.ts";
-import { apiVersionOf, type CustomObject, type ObservedObject, type Operator, type ReferencedObjects, type ReferenceName } from "../../core/operator.ts";
+import { apiVersionOf, type CustomObject, type ObservedChildren, type ObservedObject, type Operator, type ReferencedObjects, type ReferenceName } from "../../core/operator.ts";
 import { MAX_REFERENCES, type ReferenceRecord } from "../../core/references.ts";
+import { childKey, childRef, listChildren, type ChildKeys, type ChildrenRead, type KnownChildren, type ObservedByKind } from "./children.ts";
 import type { KubeObject, ResourceRef } from "./kube-api.ts";
-import { ReconcileThrew } from "./user-code.ts";
 import type { ReconcileContext } from "./reconcile-context.ts";
+import { ReconcileThrew } from "./user-code.ts";
+
+/** Both reads of one attempt. */
+export interface Inputs {
+  children: ChildrenRead;
+  references: ReferencesRead;
+}
+
+/** References first: one that cannot be named fails the attempt before anything is read. */
+export async function readInputs(ctx: ReconcileContext, object: KubeObject, valid: CustomObject<unknown>): Promise<Inputs> {
+  const [references, children] = await Promise.all([readReferences(ctx, valid), readChildren(ctx, object)]);
+  return { children, references };
+}
+
+/** The children's keys, the observed ones read, and what reconcile sees of them as `ctx.children`. */
+async function readChildren(ctx: ReconcileContext, parent: KubeObject): Promise<ChildrenRead> {
+  const known = await knownChildren(ctx, parent);
+  const observed = await readObserved(ctx, known);
+  return { known, observed, view: observedChildren(ctx.operator, observed) };
+}
+
+/** The children's keys from the event, or, when it carries none, listed by the parent label. */
+async function knownChildren(ctx: ReconcileContext, parent: KubeObject): Promise<KnownChildren> {
+  const keys = childKeysOf(ctx);
+  if (keys !== undefined) return { keys };
+  const unlisted = ctx.operator.owns.filter((o) => !o.list).map((o) => o.kind);
+  if (unlisted.length > 0) ctx.log.warn({ kinds: unlisted }, `the event names no children (more than an event carries, or a v1 event) and ${unlisted.join(", ")} ${unlisted.length === 1 ? "is" : "are"} not marked list: true in owns: every such child wanted is applied, none pruned`);
+  return listChildren(ctx, parent);
+}
+
+/** The event's children, grouped by the kind the operator owns (keys of kinds it does not own are ignored). */
+function childKeysOf(ctx: ReconcileContext): ChildKeys {
+  const children = ctx.event.children;
+  if (children === undefined) return undefined;
+  const keys: NonNullable<ChildKeys> = new Map(ctx.operator.owns.map((o) => [o, new Map<string, ChildKey>()]));
+  for (const c of children) {
+    const owned = ctx.operator.owns.find((o) => o.kind === c.kind && apiVersionOf(o.group, o.version) === c.apiVersion);
+    keys.get(owned!)?.set(childKey(c.namespace, c.name), c);
+  }
+  return keys;
+}
+
+/**
+ * Reads the observed children by name, side by side: from the API server's watch cache, no
+ * older than the version the bridge saw. One that is gone since is left out.
+ */
+async function readObserved(ctx: ReconcileContext, { keys, listed }: KnownChildren): Promise<ObservedByKind> {
+  if (listed !== undefined) return listed;
+  const observed: ObservedByKind = new Map();
+  const reads: Array<Promise<void>> = [];
+  for (const owned of ctx.operator.owns) {
+    if (!owned.observe) continue;
+    const byKey = new Map<string, KubeObject>();
+    observed.set(owned, byKey);
+    for (const [key, c] of keys?.get(owned) ?? []) {
+      reads.push(
+        ctx.api.get(childRef(owned, c.namespace, c.name), { notOlderThan: c.resourceVersion }).then((o) => {
+          if (o !== undefined && o.metadata.uid === c.uid) byKey.set(key, { ...o, apiVersion: apiVersionOf(owned.group, owned.version), kind: owned.kind });
+        }),
+      );
+    }
+  }
+  await Promise.all(reads);
+  return observed;
+}
+
+/** What reconcile sees as `ctx.children` (crdfn/testing builds it too). */
+export function observedChildren(operator: Operator, observed: ObservedByKind): ObservedChildren {
+  return {
+    of<T = ObservedObject>(kind: string, apiVersion?: string): Readonly<Record<string, T>> {
+      const owned = operator.owns.find((o) => o.kind === kind && (!apiVersion || apiVersionOf(o.group, o.version) === apiVersion));
+      if (!owned?.observe) throw new Error(`ctx.children.of("${kind}"): ${kind} is not an observed kind; declare it in owns with observe: true`);
+      const children = [...(observed.get(owned)?.values() ?? [])];
+      return Object.freeze(Object.fromEntries(children.map((c) => [c.metadata.name, c as unknown as T])));
+    },
+  };
+}
 
 type Read = Operator["reads"][number];
 
@@ -98,7 +190,7 @@ export interface ReferencesRead {
  * saw is there already); one missing is undefined. A reference that cannot be named throws at
  * once, before anything is read.
  */
-export function readReferences(ctx: ReconcileContext, object: CustomObject<unknown>): Promise<ReferencesRead> {
+function readReferences(ctx: ReconcileContext, object: CustomObject<unknown>): Promise<ReferencesRead> {
   const { operator } = ctx;
   if (operator.reads.length === 0) return Promise.resolve({ records: undefined, objects: referencedObjects(operator, [], object.metadata.namespace) });
   const wanted = referencedKeys(ctx, object);
