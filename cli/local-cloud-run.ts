@@ -18,7 +18,7 @@ import { createPubSubResources } from "../emulator/pubsub-resources.ts";
 import { pubSubClient } from "../clients/pubsub-client.ts";
 import { httpHandler } from "../functions/adapters/http.ts";
 import { pubSubRepublisher, type Republish } from "../functions/adapters/pubsub-republish.ts";
-import type { Runtime } from "../functions/runtime/runtime.ts";
+import { swappableRuntime, type Runtime } from "../functions/runtime/runtime.ts";
 
 /** Resource names: <prefix><operator>-events…; the dev environment's prefix. */
 export const LOCAL_PUBSUB_PREFIX = "crdfn-";
@@ -77,7 +77,7 @@ export async function startLocalCloudRun(o: LocalCloudRunOptions): Promise<Local
       const republish = pubSubRepublisher({ topic: made.topic, emulatorHost: o.pubsub.host });
       republishers.push(republish);
       const handler = httpHandler(op, {
-        runtime: { handle: (message) => o.runtimeOf(op).handle(message) },
+        runtime: swappableRuntime(() => o.runtimeOf(op)),
         logger: o.logger.child({ function: n }),
         republish,
         // What the generated deployment sets beside its subscription, with the local backoff.

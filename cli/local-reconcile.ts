@@ -1,5 +1,5 @@
-// One reconcile run here, in the foreground, by the function's own steps (handle-event.ts and
-// everything after it), on an object of a live cluster: what `crdfn diff` and `crdfn replay` are
+// One reconcile run here, in the foreground, by the function's own steps (runtime.ts's
+// reconcileEvent and everything after it), on an object of a live cluster: what `crdfn diff` and `crdfn replay` are
 // made of. The inputs are the ones the function would get — the object read from etcd, its
 // children's keys as the bridge's index would name them (one labelled LIST per owned kind, as the
 // bridge's watch sees them), the observed children and references read as the function reads
@@ -12,9 +12,9 @@ import { PARENT_UID_LABEL, type ChildKey, type KeyEvent } from "../core/event.ts
 import { fenceOf } from "../core/fence.ts";
 import { appliedHashOf } from "../core/reconciled.ts";
 import type { KubeApi, KubeObject, ResourceRef } from "../functions/runtime/kube-api.ts";
-import { handleEvent } from "../functions/runtime/handle-event.ts";
+import { reconcileEvent } from "../functions/runtime/runtime.ts";
 import type { Outcome } from "../functions/runtime/outcome.ts";
-import { parentRef, type Step } from "../functions/runtime/step.ts";
+import { parentRef, type ReconcileContext } from "../functions/runtime/reconcile-context.ts";
 
 /** One write the reconcile made (or, on a dry-run API, would make), with what it would change. */
 export interface RecordedWrite {
@@ -70,7 +70,7 @@ export async function listTargets(api: KubeApi, operator: Operator<unknown>, nam
 export async function reconcileLocally(operator: Operator<unknown>, object: { metadata: { name: string; namespace?: string } }, opts: LocalRunOptions): Promise<LocalRun> {
   const writes: RecordedWrite[] = [];
   const api = recording(opts.api, writes);
-  const ref = parentRef(operator, { name: object.metadata.name, ...(object.metadata.namespace ? { namespace: object.metadata.namespace } : {}) } as KeyEvent);
+  const ref = parentRef(operator, { name: object.metadata.name, ...(object.metadata.namespace ? { namespace: object.metadata.namespace } : {}) });
   const read = await opts.api.get(ref);
   if (read === undefined) return { outcome: { result: "success", detail: "object is gone" }, writes, effectsSkipped: false };
   let call: ReconcileCall | undefined;
@@ -95,9 +95,9 @@ export async function reconcileLocally(operator: Operator<unknown>, object: { me
   if (operator.finalize !== undefined && opts.runEffects !== true) watched.finalize = () => ({ done: false });
   const event = await eventFor(opts.api, operator, read, opts.cluster, opts.clock());
   // The event carries the object just read from etcd, as a first delivery's does, so the runtime
-  // takes it for its first read instead of reading it again (effects still read: handle-event.ts).
-  const step: Step = { operator: watched, api, clock: opts.clock, log: opts.logger, event, ref, firstDelivery: true, env: opts.env ?? {} };
-  const outcome = await handleEvent(step, opts.maxAttempts ?? 3);
+  // takes it for its first read instead of reading it again (effects still read: runtime.ts).
+  const context: ReconcileContext = { operator: watched, api, clock: opts.clock, log: opts.logger, event, ref, firstDelivery: true, env: opts.env ?? {} };
+  const outcome = await reconcileEvent(context, opts.maxAttempts ?? 3);
   return { outcome, ...(call === undefined ? {} : { call }), writes, effectsSkipped: skipEffects };
 }
 

@@ -36,8 +36,8 @@ import { findUnserved, recordUnserved, unservedLine } from "./unserved.ts";
 import { KubeHttp } from "../clients/kube-http.ts";
 import { buildEach, buildFromEnv, type Built } from "../functions/runtime/entry.ts";
 import { givenSqsClient } from "../functions/runtime/sqs-client.ts";
-import { keyEventOf, type QueueMessage } from "../functions/runtime/message.ts";
-import type { HandledOutcome, Runtime } from "../functions/runtime/runtime.ts";
+import { swappableRuntime, type HandledOutcome, type Runtime } from "../functions/runtime/runtime.ts";
+import type { Delivery } from "../functions/runtime/delivery.ts";
 
 /** One reconcile as a person watching `crdfn dev` sees it. */
 export interface ReconcileRecord {
@@ -219,12 +219,13 @@ export async function installCrds(kubeConfig: KubeConfig, operators: ReadonlyArr
 export function observed(runtime: Runtime, onReconcile?: (r: ReconcileRecord) => void): Runtime {
   if (!onReconcile) return runtime;
   return {
-    async handle(message: QueueMessage): Promise<HandledOutcome> {
+    ...runtime,
+    async handle(delivery: Delivery): Promise<HandledOutcome> {
       const started = performance.now();
-      const outcome = await runtime.handle(message);
-      const parsed = keyEventOf(message);
-      if (parsed.ok) {
-        const e = parsed.event;
+      const outcome = await runtime.handle(delivery);
+      const { message } = delivery;
+      if (delivery.ok) {
+        const e = delivery.event;
         onReconcile({
           kind: e.kind,
           ...(e.namespace ? { namespace: e.namespace } : {}),
@@ -373,7 +374,7 @@ export async function startPipeline(given: PipelineOptions): Promise<Pipeline | 
   let { runtime, built: functions } = build(operators);
   // Reloaded runtimes may still finish a message in hand: their clients close at stop.
   const retired: Built[] = [];
-  const current: Runtime = { handle: (message) => runtime.handle(message) };
+  const current: Runtime = swappableRuntime(() => runtime);
   // As deployed, each operator's function runs with its own identity: its own runtime.
   const runtimeOfKind = (kind: string): Runtime => {
     const i = operators.findIndex((op) => op.resource.kind === kind);
@@ -476,7 +477,7 @@ function startSqsConsumer(o: PipelineOptions, queue: SqsEnvironment, sqs: SQSCli
  * operator's identity), looked up per request, so a reload swaps it.
  */
 async function startCloudRunConsumer(o: PipelineOptions, pubsub: LocalPubSub, runtimeOfKind: (kind: string) => Runtime): Promise<{ stop(): Promise<void> }> {
-  const runtimes = new Map(o.operators.map((op) => [op.resource.kind, observed({ handle: (m) => runtimeOfKind(op.resource.kind).handle(m) }, o.onReconcile)]));
+  const runtimes = new Map(o.operators.map((op) => [op.resource.kind, observed(swappableRuntime(() => runtimeOfKind(op.resource.kind)), o.onReconcile)]));
   return startLocalCloudRun({
     pubsub,
     operators: o.operators,

@@ -11,7 +11,7 @@ import type { Operator } from "../core/operator.ts";
 import { parseKeyEvent, type KeyEvent } from "../core/event.ts";
 import { loadKubeconfig } from "../clients/kubeconfig.ts";
 import { createKubeApi } from "../functions/runtime/kube-api-http.ts";
-import { thrownMessage } from "../functions/runtime/thrown.ts";
+import { thrownMessage } from "../functions/runtime/user-code.ts";
 import { SetupError } from "../emulator/errors.ts";
 import { adminTarget, type AdminTarget } from "./admin-target.ts";
 import { formatDiffs, objectDiff } from "./diff.ts";

@@ -60,7 +60,7 @@ const RESTARTS = Number(process.env.CRDFN_TEST_HANG_RESTARTS ?? 1);
 const TICKERS = Number(process.env.CRDFN_TEST_HANG_TICKERS ?? 10);
 /** The change after the outage may take this many times its latency before it… */
 const RATIO = 5;
-/** …plus the functions' circuit's longest open period (functions/adapters/outage.ts maxMs). */
+/** …plus the functions' circuit's longest open period (functions/adapters/settle.ts, createCircuit's maxMs). */
 const CIRCUIT_MAX_MS = 2000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -19,7 +19,7 @@ import { packageRoot } from "../emulator/paths.ts";
 import { apiAccess } from "./support/api-access.ts";
 import { loadConfig } from "../functions/runtime/config.ts";
 import { createKubeApi } from "../functions/runtime/kube-api-http.ts";
-import { createRuntime } from "../functions/runtime/runtime.ts";
+import { handleMessage, createRuntime } from "../functions/runtime/runtime.ts";
 import { keyEventOf } from "./support/functions-environment.ts";
 import { eventually } from "./support/eventually.ts";
 import { adminKubectl, denied, lambdaGroupKubectl, serviceAccountKubectl, type Denial, type Kubectl } from "./support/identities.ts";
@@ -103,7 +103,7 @@ describe("crdfn generate → a real API server, attacked with the function's ide
     const runtime = createRuntime(operator, { api, logger: pino({ level: "silent" }), clock: () => new Date(), eventKeys: TEST_EVENT_KEYS });
     await admin(["apply", "--server-side", "-f", "-"], JSON.stringify({ apiVersion: "shop.example.com/v1", kind: "Widget", metadata: { name: "blue", namespace: SERVED }, spec: { color: "blue" } }));
     const cr = JSON.parse(await admin(["get", "widget", "blue", "-n", SERVED, "-o", "json"])) as { metadata: { uid: string } };
-    const out = await runtime.handle({ id: "1", body: JSON.stringify(signedForTest(keyEventOf(operator, cr))) });
+    const out = await handleMessage(runtime, { id: "1", body: JSON.stringify(signedForTest(keyEventOf(operator, cr))) });
     assert.equal(out.result, "success", out.detail);
     const cm = cluster.kubeConfig.makeApiClient(CoreV1Api);
     const child = await cm.readNamespacedConfigMap({ name: "blue-widget", namespace: SERVED });

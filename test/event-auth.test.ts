@@ -22,6 +22,7 @@ import { lambdaHandler } from "../functions/adapters/lambda.ts";
 import { resendRequest } from "../functions/adapters/settle.ts";
 import { TEST_EVENT_KEY, TEST_EVENT_KEYS } from "./support/event-key.ts";
 import { CLUSTER, crApi, lambdaEvent, pollerFor, purgeAll, ready, receiveAll, runtimeFor, startEnv, startTestBridge, waitFor, type Env } from "./support/functions-environment.ts";
+import { handleMessage } from "../functions/runtime/runtime.ts";
 
 const op = greeting as Operator<unknown>;
 const FORGED = "FORGED-BY-QUEUE-SENDER";
@@ -188,7 +189,7 @@ describe("a forged or altered event body is never trusted", { timeout: 240_000 }
         assert.ok(parsed.ok);
         assert.deepEqual(verifyKeyEvent(parsed.event, TEST_EVENT_KEYS), { ok: true }, "a re-sent event keeps its proof");
         const attributes = Object.fromEntries(Object.entries(m.MessageAttributes ?? {}).map(([k, v]) => [k, v.StringValue ?? ""]));
-        outcomes.push((await runtime.handle({ id: m.MessageId ?? "", body: m.Body ?? "", receiveCount: 1, attributes })).result);
+        outcomes.push((await handleMessage(runtime, { id: m.MessageId ?? "", body: m.Body ?? "", receiveCount: 1, attributes })).result);
         await env.sqs.send(new DeleteMessageCommand({ QueueUrl: fifo, ReceiptHandle: m.ReceiptHandle }));
       }
       return outcomes.length >= 2;

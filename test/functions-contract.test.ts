@@ -12,6 +12,7 @@ import type { Poller } from "../functions/adapters/poller.ts";
 import greeting from "../examples/greeting/operator.ts";
 import { settled } from "./support/settled.ts";
 import { announcedEvent, CLUSTER, crApi, ready, runtimeFor, startEnv, startTestBridge, waitFor, type Env } from "./support/functions-environment.ts";
+import { handleMessage } from "../functions/runtime/runtime.ts";
 
 /** An App owns a Deployment it observes; its status reports what kube-controller-manager wrote. */
 const app = defineOperator({
@@ -124,7 +125,7 @@ describe("the reconcile contract, end to end", { timeout: 300_000 }, () => {
 
     // API calls of a steady reconcile with an observed child, on the event the bridge would send:
     // the Deployment read by name, nothing written.
-    const steady = await runtimeFor(env, app).handle({ id: "steady-app", body: JSON.stringify(signedForTest(await announcedEvent(env, app, (await crs.get("web")) ?? {}))) });
+    const steady = await handleMessage(runtimeFor(env, app), { id: "steady-app", body: JSON.stringify(signedForTest(await announcedEvent(env, app, (await crs.get("web")) ?? {}))) });
     console.log(`# steady reconcile with an observed Deployment: ${steady.apiCalls} API calls`);
     assert.equal(steady.apiCalls, 1);
   });
@@ -143,7 +144,7 @@ describe("the reconcile contract, end to end", { timeout: 300_000 }, () => {
 
     // Steady state without observed children: the event carries the object and the children's
     // keys, and their applied hashes say nothing changed: no request at all.
-    const steady = await runtimeFor(env, bundle).handle({ id: "steady-kit", body: JSON.stringify(signedForTest(await announcedEvent(env, bundle, (await crs.get("kit")) ?? {}))) });
+    const steady = await handleMessage(runtimeFor(env, bundle), { id: "steady-kit", body: JSON.stringify(signedForTest(await announcedEvent(env, bundle, (await crs.get("kit")) ?? {}))) });
     console.log(`# steady reconcile, one pruned kind, no observed children: ${steady.apiCalls} API calls`);
     assert.equal(steady.apiCalls, 0);
   });

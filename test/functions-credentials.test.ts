@@ -14,7 +14,7 @@ import cronTab, { REGISTRY } from "../examples/crontab/operator.ts";
 import { loadConfig } from "../functions/runtime/config.ts";
 import { createKubeApi } from "../functions/runtime/kube-api-http.ts";
 import type { KubeApi, KubeObject } from "../functions/runtime/kube-api.ts";
-import { createRuntime } from "../functions/runtime/runtime.ts";
+import { handleMessage, createRuntime } from "../functions/runtime/runtime.ts";
 import { crApi, keyEventOf, ready, startEnv, type Env } from "./support/functions-environment.ts";
 import { TEST_EVENT_KEYS, signedForTest } from "./support/event-key.ts";
 
@@ -53,7 +53,7 @@ describe("credentials with a least-privilege ServiceAccount", { timeout: 120_000
     const runtime = createRuntime(op, { api, logger: pino({ level: "silent" }), clock, eventKeys: TEST_EVENT_KEYS });
     const crs = crApi(env, op);
     const cr = await crs.create(name, { cronSpec: "0 1 * * *", image: "busybox:1.36" });
-    const created = await runtime.handle({ id: `${name}-1`, body: JSON.stringify(signedForTest(keyEventOf(op, cr))) });
+    const created = await handleMessage(runtime, { id: `${name}-1`, body: JSON.stringify(signedForTest(keyEventOf(op, cr))) });
     assert.equal(created.result, "success", created.detail);
     assert.equal(ready(await crs.get(name))?.status, "True");
     await crs.delete(name);
@@ -61,7 +61,7 @@ describe("credentials with a least-privilege ServiceAccount", { timeout: 120_000
     // than" the creation's version may be served by a watch cache that has not seen it yet.
     const deleting = await crs.get(name);
     assert.ok(deleting?.metadata?.deletionTimestamp, "the finalizer holds the object");
-    const finalized = await runtime.handle({ id: `${name}-2`, body: JSON.stringify(signedForTest(keyEventOf(op, deleting))) });
+    const finalized = await handleMessage(runtime, { id: `${name}-2`, body: JSON.stringify(signedForTest(keyEventOf(op, deleting))) });
     assert.equal(finalized.result, "success", finalized.detail);
     assert.equal(await crs.get(name), undefined);
     const registry = await env.core.readNamespacedConfigMap({ name: REGISTRY, namespace: env.cluster.namespace });

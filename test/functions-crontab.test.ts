@@ -7,7 +7,7 @@ import { BatchV1Api } from "@kubernetes/client-node";
 import cronTab, { cronJobName, FINALIZER, REGISTRY } from "../examples/crontab/operator.ts";
 import type { Operator } from "../core/operator.ts";
 import type { Poller } from "../functions/adapters/poller.ts";
-import type { Runtime } from "../functions/runtime/runtime.ts";
+import { handleMessage, type Runtime } from "../functions/runtime/runtime.ts";
 import { crApi, keyEventOf, pollerFor, publish, ready, runtimeFor, startEnv, waitFor, type Env } from "./support/functions-environment.ts";
 
 const op = cronTab as Operator<unknown>;
@@ -68,10 +68,10 @@ describe("CronTab operator, end to end", { timeout: 180_000 }, () => {
 
   it("measures API calls per reconcile: first creation and steady state", { timeout: 30_000 }, async () => {
     const fresh = await crs().create("counted", { cronSpec: "*/5 * * * *", image: "busybox:1.36" });
-    const first = await runtime.handle({ id: "first", body: JSON.stringify(signedForTest(keyEventOf(op, fresh))) });
+    const first = await handleMessage(runtime, { id: "first", body: JSON.stringify(signedForTest(keyEventOf(op, fresh))) });
     assert.equal(first.result, "success");
     const cr = await crs().get("nightly");
-    const outcome = await runtime.handle({ id: "steady", body: JSON.stringify(signedForTest(keyEventOf(op, cr ?? {}))) });
+    const outcome = await handleMessage(runtime, { id: "steady", body: JSON.stringify(signedForTest(keyEventOf(op, cr ?? {}))) });
     console.log(`# CronTab API calls per reconcile: first creation ${first.apiCalls}, steady state ${outcome.apiCalls}`);
     assert.equal(outcome.result, "success");
     assert.ok(outcome.apiCalls <= 3, `steady state made ${outcome.apiCalls} calls`);

@@ -7,7 +7,7 @@ import { SendMessageCommand } from "@aws-sdk/client-sqs";
 import greeting, { configMapName } from "../examples/greeting/operator.ts";
 import type { Operator } from "../core/operator.ts";
 import type { Poller } from "../functions/adapters/poller.ts";
-import type { Runtime } from "../functions/runtime/runtime.ts";
+import { handleMessage, type Runtime } from "../functions/runtime/runtime.ts";
 import { crApi, keyEventOf, pollerFor, publish, purgeAll, ready, receiveAll, runtimeFor, startEnv, waitFor, type Env } from "./support/functions-environment.ts";
 
 const op = greeting as Operator<unknown>;
@@ -66,8 +66,8 @@ describe("Greeting operator, end to end", { timeout: 180_000 }, () => {
   it("measures API calls per reconcile: first creation and steady state", { timeout: 30_000 }, async () => {
     const cr = await crs().create("counted", { message: "count me" });
     const event = keyEventOf(op, cr);
-    const first = await runtime.handle({ id: "m1", body: JSON.stringify(signedForTest(event)) });
-    const steady = await runtime.handle({ id: "m2", body: JSON.stringify(signedForTest(event)) });
+    const first = await handleMessage(runtime, { id: "m1", body: JSON.stringify(signedForTest(event)) });
+    const steady = await handleMessage(runtime, { id: "m2", body: JSON.stringify(signedForTest(event)) });
     console.log(`# Greeting API calls per reconcile: first creation ${first.apiCalls}, steady state ${steady.apiCalls}`);
     assert.equal(first.result, "success");
     assert.equal(steady.result, "success");
@@ -76,7 +76,7 @@ describe("Greeting operator, end to end", { timeout: 180_000 }, () => {
     assert.match(exposed, /crdfn_reconcile_api_calls_bucket\{le="2",cluster="test",controller="greeting"\} [1-9]/, "the count is exposed as a metric");
     // The steady-state reconcile wrote nothing: the resourceVersion did not move.
     const afterFirst = await crs().get("counted");
-    await runtime.handle({ id: "m3", body: JSON.stringify(signedForTest(event)) });
+    await handleMessage(runtime, { id: "m3", body: JSON.stringify(signedForTest(event)) });
     assert.equal((await crs().get("counted"))?.metadata?.resourceVersion, afterFirst?.metadata?.resourceVersion);
   });
 

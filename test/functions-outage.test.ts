@@ -28,7 +28,7 @@ import type { Poller } from "../functions/adapters/poller.ts";
 import greeting from "../examples/greeting/operator.ts";
 import { CLUSTER, crApi, keyEventOf, lambdaEvent, pollerFor, ready, runtimeFor, startEnv, waitFor, type Cr, type Env } from "./support/functions-environment.ts";
 import { encodeKeyEvent, deduplicationId, messageGroupId, type KeyEvent } from "../core/event.ts";
-import { DEFERRALS_ATTRIBUTE } from "../functions/runtime/message.ts";
+import { DEFERRALS_ATTRIBUTE } from "../functions/runtime/delivery.ts";
 import { SendMessageBatchCommand } from "@aws-sdk/client-sqs";
 
 const op = greeting as Operator<unknown>;

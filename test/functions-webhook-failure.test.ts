@@ -13,7 +13,8 @@ import { defineOperator, type Operator } from "../core/operator.ts";
 import { nextReconcileOf } from "../core/schedule.ts";
 import type { RunningBridge } from "../bridge/bridge.ts";
 import type { Poller } from "../functions/adapters/poller.ts";
-import { dispatchByResource } from "../functions/runtime/dispatch.ts";
+import { runtimeByResource } from "../functions/runtime/runtime.ts";
+import { pino } from "pino";
 import { crApi, pollerFor, ready, receiveAll, runtimeFor, startEnv, startTestBridge, waitFor, type Env } from "./support/functions-environment.ts";
 
 const operatorOwning = (plural: string, kind: string, child: { apiVersion: string; kind: string; group: string; body: Record<string, unknown> }) =>
@@ -64,7 +65,7 @@ describe("a failing webhook for one kind", { timeout: 240_000 }, () => {
     };
     await env.api.apply({ group: "admissionregistration.k8s.io", version: "v1", plural: "validatingwebhookconfigurations", name: "broken-configmaps" }, config, "crdfn-test");
     bridge = await startTestBridge(env, "test.crdfn.dev/v1/mapholders>v1/configmaps, test.crdfn.dev/v1/secretholders>v1/secrets");
-    const runtime = dispatchByResource([maps, secrets].map((operator) => ({ operator, runtime: runtimeFor(env, operator) })));
+    const runtime = runtimeByResource([maps, secrets].map((operator) => runtimeFor(env, operator)), pino({ level: "silent" }));
     poller = pollerFor(env, runtime);
   });
   after(async () => {

@@ -20,6 +20,7 @@ import { pino } from "pino";
 import { startPoller } from "../functions/adapters/poller.ts";
 import { givenSqsClient } from "../functions/runtime/sqs-client.ts";
 import { eventually } from "./support/eventually.ts";
+import { fakeRuntime } from "./support/fake-runtime.ts";
 
 describe("local SQS queue", { timeout: 120_000 }, () => {
   let cluster: LocalCluster;
@@ -124,7 +125,7 @@ describe("local SQS queue", { timeout: 120_000 }, () => {
       await sqs.send(new SendMessageCommand({ QueueUrl: q, MessageBody: `p${n}`, MessageGroupId: `p${n}`, MessageDeduplicationId: `poller-${n}` }));
     }
     const handled: string[] = [];
-    const runtime = { handle: (m: { body: string }) => (handled.push(m.body), Promise.resolve({ result: "success" as const })) };
+    const runtime = fakeRuntime((m) => (handled.push(m.body), { result: "success" as const }));
     // A window longer than the test: only full batches go out before stop.
     const poller = startPoller({ sqs: givenSqsClient(sqs), queueUrls: [q, q], runtime, waitTimeSeconds: 1, deleteWindowMs: 600_000, logger: pino({ level: "silent" }) });
     await eventually(() => assert.equal(handled.length, 25), { timeoutMs: 30_000 });

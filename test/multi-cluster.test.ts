@@ -12,7 +12,7 @@ import { pino } from "pino";
 import { Registry } from "prom-client";
 import { startBridge, type RunningBridge } from "../bridge/bridge.ts";
 import { loadBridgeConfig } from "../bridge/config.ts";
-import { deduplicationId, encodeKeyEvent, messageGroupId, parseKeyEvent, type KeyEvent } from "../core/event.ts";
+import { deduplicationId, encodeKeyEvent, messageGroupId, type KeyEvent } from "../core/event.ts";
 import type { Operator } from "../core/operator.ts";
 import { sqsClient } from "../clients/sqs-client.ts";
 import greeting, { configMapName } from "../examples/greeting/operator.ts";
@@ -141,11 +141,11 @@ describe("one function host, two clusters", { timeout: 600_000 }, () => {
     );
     assert.deepEqual([...built.clusters.keys()], ["a", "b"]);
     const timed: Runtime = {
-      async handle(message) {
+      ...built.runtime,
+      async handle(delivery) {
         const t0 = performance.now();
-        const outcome = await built.runtime.handle(message);
-        const parsed = parseKeyEvent(message.body);
-        handled.push({ cluster: parsed.ok ? parsed.event.cluster : "?", ms: performance.now() - t0, at: Date.now() });
+        const outcome = await built.runtime.handle(delivery);
+        handled.push({ cluster: delivery.ok ? delivery.event.cluster : "?", ms: performance.now() - t0, at: Date.now() });
         return outcome;
       },
     };

@@ -188,11 +188,11 @@ describe("one reconcile per object at a time", { timeout: 600_000 }, () => {
     if (Object.values(convergedIn).some((t) => t > 3)) console.log(`# bridge lines about watched resources: ${env.logs.filter((l) => l.resource !== undefined && Number(l.time) >= backAt - 3000).map((l) => `${since(Number(l.time))} ${String(l.resource)} ${String(l.msg)} ${JSON.stringify(l.err ?? "").slice(0, 100)} ${JSON.stringify(l.retryInMs ?? "")}`).join(" | ")}`);
     console.log(`# first reconcile of anything after the return: ${since(Math.min(...recorder.reconciles.filter((r) => r.startedAt >= backAt).map((r) => r.startedAt)))}; first success: ${since(Math.min(...recorder.reconciles.filter((r) => r.startedAt >= backAt && r.result === "success").map((r) => r.startedAt)))}`);
     // 3 s on a quiet machine; on a loaded one, what the same change took before the outage, five
-    // times over, plus the circuit's longest wait for a probe (2 s, functions/adapters/outage.ts).
+    // times over, plus the circuit's longest wait for a probe (2 s, functions/adapters/settle.ts).
     // On the Lambda path add one deferral: Lambda cannot stop its event source, so a message of
     // the probe's own that arrives while the circuit is still open (the bridge re-announces on its
     // relist at the return) is deferred untried and holds the probe's FIFO group for its
-    // deferral, at most 3 s × 1.2 (outage.ts); the change's message waits behind it (seen once in
+    // deferral, at most 3 s × 1.2 (settle.ts); the change's message waits behind it (seen once in
     // a fresh-clone run at load 10: 4.2 s, its probe's reconcile 5.1 s after the return).
     for (const [path] of paths) {
       const bound = Math.max(3, 5 * (before[path] ?? 0) + 2) + (path === "lambda" ? 3.6 : 0);

@@ -8,7 +8,7 @@ import { after, before, describe, it } from "node:test";
 import type { Operator } from "../core/operator.ts";
 import { PARENT_UID_LABEL } from "../core/event.ts";
 import { reconcileWithRuntime } from "../functions/testing/index.ts";
-import type { Runtime } from "../functions/runtime/runtime.ts";
+import { handleMessage, type Runtime } from "../functions/runtime/runtime.ts";
 import { announcedEvent, crApi, runtimeFor, startEnv, type Env } from "./support/functions-environment.ts";
 import { cases, foreignSecret, verdictOfRun, widget } from "./support/kit-parity.ts";
 
@@ -34,7 +34,7 @@ describe("the testing kit gives the verdicts of the runtime on a real API server
       await env.core.createNamespacedSecret({ namespace: env.cluster.namespace, body: { metadata: { name: metadata.name }, stringData } });
     }
     const created = await crs.create(name, spec);
-    const outcome = await runtime.handle({ id: `m-${name}`, body: JSON.stringify(signedForTest(await announcedEvent(env, op, created))) });
+    const outcome = await handleMessage(runtime, { id: `m-${name}`, body: JSON.stringify(signedForTest(await announcedEvent(env, op, created))) });
     const object = await crs.get(name);
     const uid = object?.metadata?.uid ?? "";
     // A list's items carry no kind: it is the list's.

@@ -18,20 +18,20 @@ export interface DeleteBatcherOptions {
 }
 
 export class DeleteBatcher {
-  readonly #o: DeleteBatcherOptions;
+  readonly #options: DeleteBatcherOptions;
   #waiting: string[] = [];
   #timer: NodeJS.Timeout | undefined;
   readonly #inflight = new Set<Promise<void>>();
 
   constructor(options: DeleteBatcherOptions) {
-    this.#o = options;
+    this.#options = options;
   }
 
   /** Deletes these messages soon; a failure only means a redelivery, which a level-triggered reconcile absorbs. */
   add(receiptHandles: readonly string[]): void {
     this.#waiting.push(...receiptHandles);
     while (this.#waiting.length >= MAX_ENTRIES) this.#send(this.#waiting.splice(0, MAX_ENTRIES));
-    if (this.#waiting.length > 0 && this.#timer === undefined) this.#timer = setTimeout(() => this.#flush(), this.#o.windowMs);
+    if (this.#waiting.length > 0 && this.#timer === undefined) this.#timer = setTimeout(() => this.#flush(), this.#options.windowMs);
   }
 
   /** Sends what waits and resolves once every delete has been answered (at stop). */
@@ -47,13 +47,13 @@ export class DeleteBatcher {
   }
 
   #send(handles: string[]): void {
-    const sent = this.#o
+    const sent = this.#options
       .sqs()
-      .then(({ client, sdk }) => client.send(new sdk.DeleteMessageBatchCommand({ QueueUrl: this.#o.queueUrl, Entries: handles.map((h, i) => ({ Id: String(i), ReceiptHandle: h })) })))
+      .then(({ client, sdk }) => client.send(new sdk.DeleteMessageBatchCommand({ QueueUrl: this.#options.queueUrl, Entries: handles.map((h, i) => ({ Id: String(i), ReceiptHandle: h })) })))
       .then((out) => {
-        for (const f of out.Failed ?? []) this.#o.logger.warn({ code: f.Code, message: f.Message }, "delete failed; the message will be redelivered");
+        for (const f of out.Failed ?? []) this.#options.logger.warn({ code: f.Code, message: f.Message }, "delete failed; the message will be redelivered");
       })
-      .catch((error: unknown) => this.#o.logger.warn({ error: (error as Error).message }, "delete failed; the messages will be redelivered"))
+      .catch((error: unknown) => this.#options.logger.warn({ error: (error as Error).message }, "delete failed; the messages will be redelivered"))
       .finally(() => this.#inflight.delete(sent));
     this.#inflight.add(sent);
   }

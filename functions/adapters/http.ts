@@ -17,9 +17,9 @@ import { fromCloudEvent, fromPushBody } from "../../clients/queue-message.ts";
 import { buildFromEnv, type Served } from "../runtime/entry.ts";
 import type { RuntimeMetrics } from "../runtime/metrics.ts";
 import { messageHandled } from "../runtime/outcome.ts";
-import type { Runtime } from "../runtime/runtime.ts";
+import { handleMessage, type Runtime } from "../runtime/runtime.ts";
 import { cloudLoggingLogger, cloudLoggingMetrics } from "./cloud-logging.ts";
-import { createCircuits } from "./outage.ts";
+import { createCircuits } from "./settle.ts";
 import { answerPush, type PushHost } from "./push.ts";
 import { loadPushSettings } from "./push-settings.ts";
 import { pubSubRepublisher, type Republish } from "./pubsub-republish.ts";
@@ -109,7 +109,7 @@ export function httpHandler(served: Served, deps: HttpDeps = {}): HttpFunction {
       return;
     }
     // A key event POSTed directly: nothing behind it keeps or retries it, so only handled or not.
-    const outcome = await h.runtime.handle({ id: req.get("x-request-id") ?? "http", body });
+    const outcome = await handleMessage(h.runtime, { id: req.get("x-request-id") ?? "http", body });
     res.status(messageHandled(outcome) ? 200 : 503).json({ result: outcome.result, detail: outcome.detail ?? "" });
   };
 }

@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import type { Context, SQSEvent } from "aws-lambda";
 import greeting from "../../examples/greeting/operator.ts";
 import { lambdaHandler } from "./lambda.ts";
+import { fakeRuntime } from "../../test/support/fake-runtime.ts";
 
 describe("Lambda handler", () => {
   it("with a bad setting: one line naming it, and the whole batch returned to the queue", async (t) => {
@@ -22,13 +23,11 @@ describe("Lambda handler on a FIFO batch", () => {
   it("groups in order; behind a failure the rest of its group is superseded, not failed; a malformed message holds nothing back", async () => {
     const seen: string[] = [];
     const results: Record<string, "retry" | "dead-letter"> = { a1: "retry", c1: "dead-letter" };
-    const runtime = {
-      handle: (m: { body: string }) => {
-        seen.push(m.body);
-        const result = results[m.body];
-        return Promise.resolve(result ? { result, detail: "boom", apiCalls: 1 } : { result: "success" as const, apiCalls: 1 });
-      },
-    };
+    const runtime = fakeRuntime((m) => {
+      seen.push(m.body);
+      const result = results[m.body];
+      return result ? { result, detail: "boom", apiCalls: 1 } : { result: "success" as const, apiCalls: 1 };
+    });
     const handler = lambdaHandler(greeting, { runtime });
     const event = { Records: [record("a1", "A"), record("b1", "B"), record("a2", "A"), record("c1", "C"), record("c2", "C")] } as unknown as SQSEvent;
     const response = await handler(event, {} as Context);

@@ -3,7 +3,7 @@
 // settled by the same policy as the local poller's (settle.ts): what is deleted is reported
 // handled; what is held or released has its visibility set and is reported failed; a long
 // deferral is re-sent into its own FIFO group and reported handled. Lambda cannot pause its
-// event source, so while the API server is unavailable records are deferred (outage.ts).
+// event source, so while the API server is unavailable records are deferred (settle.ts).
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda";
 import { pino, type Logger } from "pino";
@@ -12,7 +12,7 @@ import { ConfigError } from "../../core/config-error.ts";
 import { fromLambdaRecord } from "../../clients/queue-message.ts";
 import type { Runtime } from "../runtime/runtime.ts";
 import { givenSqsClient, type SqsClientSource } from "../runtime/sqs-client.ts";
-import { createCircuits, type Circuits } from "./outage.ts";
+import { createCircuits, type Circuits } from "./settle.ts";
 import { queueFacts, type QueueFacts } from "./queue-facts.ts";
 import { DEFAULT_MAX_DEFER_SECONDS, DEFAULT_RETRY_BASE_SECONDS, resendRequest, settleBatch, settlementOf, type Settlement } from "./settle.ts";
 
@@ -51,7 +51,7 @@ function queueUrls(sqs: SqsClientSource): (arn: string) => Promise<string> {
       const [, , , , account, name] = arn.split(":");
       url = sqs()
         .then(({ client, sdk }) => client.send(new sdk.GetQueueUrlCommand({ QueueName: name, ...(account ? { QueueOwnerAWSAccountId: account } : {}) })))
-        .then((o) => o.QueueUrl ?? "");
+        .then((answer) => answer.QueueUrl ?? "");
       url.catch(() => known.delete(arn));
       known.set(arn, url);
     }
@@ -90,23 +90,25 @@ export function lambdaHandler(served: Served, deps: LambdaDeps = {}): SqsLambdaH
     }
     const queueUrl = await queueUrlOfBatch(h, event.Records);
     const limit = queueUrl && h.facts ? (await h.facts(queueUrl)).maxReceiveCount : undefined;
-    const settled = await settleBatch(event.Records, {
-      messageOf: fromLambdaRecord,
-      groupOf: (r) => r.attributes?.MessageGroupId,
+    // Each record judged once, here, before anything else: what follows gets the verified event.
+    const received = event.Records.map((record) => ({ record, delivery: h.runtime.receive(fromLambdaRecord(record)) }));
+    const settled = await settleBatch(received, {
+      deliveryOf: (r) => r.delivery,
+      groupOf: (r) => r.record.attributes?.MessageGroupId,
       runtime: h.runtime,
       circuits: h.circuits,
       log: h.logger,
-      policy: (outcome, message) =>
-        settlementOf(outcome, message, {
+      policy: (outcome, delivery) =>
+        settlementOf(outcome, delivery.message, {
           limit,
-          deferSeconds: () => h.circuits.of(message).deferSeconds(),
+          deferSeconds: () => h.circuits.of(delivery.ok ? delivery.event.cluster : "").deferSeconds(),
           retryBaseSeconds: deps.retryBaseSeconds ?? DEFAULT_RETRY_BASE_SECONDS,
           maxDeferSeconds: deps.maxDeferSeconds ?? DEFAULT_MAX_DEFER_SECONDS,
           now: h.clock().getTime(),
           log: h.logger,
         }),
     });
-    const failed = await Promise.all([...settled].map(async ([record, { settlement }]) => ((await carryOut(h, queueUrl, record, settlement)) ? undefined : record.messageId)));
+    const failed = await Promise.all([...settled].map(async ([{ record }, { settlement }]) => ((await carryOut(h, queueUrl, record, settlement)) ? undefined : record.messageId)));
     return { batchItemFailures: failed.filter((id): id is string => id !== undefined).map((itemIdentifier) => ({ itemIdentifier })) };
   };
 }

@@ -8,24 +8,23 @@ import type { Message } from "@aws-sdk/client-sqs";
 import { setTimeout as delay } from "node:timers/promises";
 import type { Logger } from "pino";
 import { backoffMs } from "../../core/backoff.ts";
-import { fromSqsMessage, type QueueMessage } from "../../clients/queue-message.ts";
+import { fromSqsMessage } from "../../clients/queue-message.ts";
 import type { Outcome } from "../runtime/outcome.ts";
+import type { Runtime } from "../runtime/runtime.ts";
+import type { Delivery } from "../runtime/delivery.ts";
 import type { SqsClientSource } from "../runtime/sqs-client.ts";
 import { DeleteBatcher } from "./delete-batcher.ts";
-import { createCircuits, type Circuits } from "./outage.ts";
+import { createCircuits, type Circuits } from "./settle.ts";
 import { queueFacts, type QueueFacts } from "./queue-facts.ts";
 import { DEFAULT_MAX_DEFER_SECONDS, DEFAULT_RETRY_BASE_SECONDS, resendRequest, settleBatch, settlementOf, type Settlement } from "./settle.ts";
-
-export interface MessageHandler {
-  handle(message: QueueMessage): Promise<Outcome>;
-}
 
 export interface PollerOptions {
   /** The client (built on the first receive); `givenSqsClient` wraps one already built. */
   sqs: SqsClientSource;
   /** The queues to consume (one loop each; name a queue several times for concurrent loops). */
   queueUrls: string[];
-  runtime: MessageHandler;
+  /** Judges each message once (receive) and handles what it received. */
+  runtime: Pick<Runtime, "receive" | "handle">;
   /** 1–10. Default 10. */
   batchSize?: number;
   /** Long-poll wait, 0–20. Default 20. */
@@ -46,6 +45,12 @@ export interface PollerOptions {
   maxDeferSeconds?: number;
   /** Visibility of a failed message's first retry; doubles per receive. Default 5 s. */
   retryBaseSeconds?: number;
+}
+
+/** A received SQS message and what the runtime made of it. */
+interface ReceivedMessage {
+  message: Message;
+  delivery: Delivery;
 }
 
 export interface Poller {
@@ -134,17 +139,19 @@ async function pollLoop(queueUrl: string, opts: LoopOptions, signal: AbortSignal
 }
 
 /** One batch through the shared policy (settle.ts). */
-async function processBatch(messages: Message[], opts: Pick<LoopOptions, "runtime" | "circuits" | "clock"> & { limit: number | undefined; maxDeferSeconds?: number; retryBaseSeconds?: number }, log: Logger): Promise<Map<Message, { outcome: Outcome; settlement: Settlement }>> {
-  return settleBatch(messages, {
-    messageOf: fromSqsMessage,
-    groupOf: (m) => m.Attributes?.MessageGroupId,
+async function processBatch(messages: Message[], opts: Pick<LoopOptions, "runtime" | "circuits" | "clock"> & { limit: number | undefined; maxDeferSeconds?: number; retryBaseSeconds?: number }, log: Logger): Promise<Map<ReceivedMessage, { outcome: Outcome; settlement: Settlement }>> {
+  // Each message judged once, here, before anything else: what follows gets the verified event.
+  const received = messages.map((message) => ({ message, delivery: opts.runtime.receive(fromSqsMessage(message)) }));
+  return settleBatch(received, {
+    deliveryOf: (r) => r.delivery,
+    groupOf: (r) => r.message.Attributes?.MessageGroupId,
     runtime: opts.runtime,
     circuits: opts.circuits,
     log,
-    policy: (outcome, message) =>
-      settlementOf(outcome, message, {
+    policy: (outcome, delivery) =>
+      settlementOf(outcome, delivery.message, {
         limit: opts.limit,
-        deferSeconds: () => opts.circuits.of(message).deferSeconds(),
+        deferSeconds: () => opts.circuits.of(delivery.ok ? delivery.event.cluster : "").deferSeconds(),
         retryBaseSeconds: opts.retryBaseSeconds ?? DEFAULT_RETRY_BASE_SECONDS,
         maxDeferSeconds: opts.maxDeferSeconds ?? DEFAULT_MAX_DEFER_SECONDS,
         now: opts.clock().getTime(),
@@ -154,10 +161,10 @@ async function processBatch(messages: Message[], opts: Pick<LoopOptions, "runtim
 }
 
 /** Carries out each message's settlement on the queue. A failure here only means a redelivery. */
-async function settle(queueUrl: string, settled: Map<Message, { settlement: Settlement }>, opts: LoopOptions, log: Logger): Promise<void> {
+async function settle(queueUrl: string, settled: Map<ReceivedMessage, { settlement: Settlement }>, opts: LoopOptions, log: Logger): Promise<void> {
   const deletes: string[] = [];
   await Promise.all(
-    [...settled].map(async ([m, { settlement }]) => {
+    [...settled].map(async ([{ message: m }, { settlement }]) => {
       const receipt = m.ReceiptHandle ?? "";
       try {
         const { client, sdk } = await opts.sqs();

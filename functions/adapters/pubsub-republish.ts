@@ -11,13 +11,13 @@ export interface Republish {
   close(): Promise<void>;
 }
 
-export function pubSubRepublisher(o: { topic: string; emulatorHost?: string }): Republish {
+export function pubSubRepublisher(target: { topic: string; emulatorHost?: string }): Republish {
   let client: PubSub | undefined;
   let topic: Promise<Topic> | undefined;
   const load = (): Promise<Topic> =>
-    (topic ??= pubSubClient({ projectId: projectOfTopic(o.topic), ...(o.emulatorHost ? { emulatorHost: o.emulatorHost } : {}) }).then((built) => {
+    (topic ??= pubSubClient({ projectId: projectOfTopic(target.topic), ...(target.emulatorHost ? { emulatorHost: target.emulatorHost } : {}) }).then((built) => {
       client = built;
-      return built.topic(o.topic, { messageOrdering: true, batching: { maxMessages: 1, maxMilliseconds: 0 } });
+      return built.topic(target.topic, { messageOrdering: true, batching: { maxMessages: 1, maxMilliseconds: 0 } });
     }));
   const republish = async (m: Parameters<Republish>[0]): Promise<void> => {
     const t = await load();

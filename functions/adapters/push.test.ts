@@ -1,9 +1,10 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { pino } from "pino";
-import type { QueueMessage } from "../runtime/message.ts";
+import type { QueueMessage } from "../runtime/delivery.ts";
+import { fakeRuntime } from "../../test/support/fake-runtime.ts";
 import type { Outcome } from "../runtime/outcome.ts";
-import { createCircuits } from "./outage.ts";
+import { createCircuits } from "./settle.ts";
 import { answerPush, type PushHost } from "./push.ts";
 import type { Republish } from "./pubsub-republish.ts";
 import { DEFERRALS_ATTRIBUTE, DEFERRED_SINCE_ATTRIBUTE } from "./settle.ts";
@@ -15,7 +16,7 @@ const message = (receiveCount: number): QueueMessage => ({ id: "m", body: "{}", 
 /** A host whose runtime answers `outcome` (having reached the API server, or not). */
 function host(outcome: Outcome, republish?: Republish): PushHost {
   return {
-    runtime: { handle: () => Promise.resolve({ ...outcome, apiCalls: outcome.result === "unavailable" ? 0 : 1 }) },
+    runtime: fakeRuntime(() => ({ ...outcome, apiCalls: outcome.result === "unavailable" ? 0 : 1 })),
     logger,
     clock,
     circuits: createCircuits({ clock, logger }),

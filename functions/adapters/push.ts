@@ -12,10 +12,10 @@
 // The receive count is Pub/Sub's deliveryAttempt (present when the subscription dead-letters).
 import type { Logger } from "pino";
 import type { QueueMessage } from "../../clients/queue-message.ts";
-import { DEFERRALS_ATTRIBUTE, DEFERRED_SINCE_ATTRIBUTE } from "../runtime/message.ts";
+import { DEFERRALS_ATTRIBUTE, DEFERRED_SINCE_ATTRIBUTE } from "../runtime/delivery.ts";
 import type { Outcome } from "../runtime/outcome.ts";
 import type { Runtime } from "../runtime/runtime.ts";
-import type { Circuits } from "./outage.ts";
+import type { Circuits } from "./settle.ts";
 import type { PushSettings } from "./push-settings.ts";
 import type { Republish } from "./pubsub-republish.ts";
 import { DEFAULT_MAX_DEFER_SECONDS, settleBatch, settlementOf, type Settlement } from "./settle.ts";
@@ -42,17 +42,19 @@ export const ACK = 200;
 
 export async function answerPush(host: PushHost, message: QueueMessage): Promise<PushAnswer> {
   const log = host.logger;
-  const settled = await settleBatch([message], {
-    messageOf: (m) => m,
+  // The message judged once, here, before anything else: what follows gets the verified event.
+  const delivery = host.runtime.receive(message);
+  const settled = await settleBatch([delivery], {
+    deliveryOf: (d) => d,
     // One message per request: nothing behind it in this batch to supersede.
     groupOf: () => undefined,
     runtime: host.runtime,
     circuits: host.circuits,
     log,
-    policy: (outcome, m) =>
-      settlementOf(outcome, m, {
+    policy: (outcome, delivery) =>
+      settlementOf(outcome, delivery.message, {
         limit: host.settings.CRDFN_MAX_DELIVERY_ATTEMPTS,
-        deferSeconds: () => host.circuits.of(m).deferSeconds(),
+        deferSeconds: () => host.circuits.of(delivery.ok ? delivery.event.cluster : "").deferSeconds(),
         retryBaseSeconds: host.settings.CRDFN_RETRY_MIN_BACKOFF_SECONDS,
         retryMaxSeconds: host.settings.CRDFN_RETRY_MAX_BACKOFF_SECONDS,
         maxDeferSeconds: host.maxDeferSeconds ?? DEFAULT_MAX_DEFER_SECONDS,
@@ -60,7 +62,7 @@ export async function answerPush(host: PushHost, message: QueueMessage): Promise
         log,
       }),
   });
-  const { outcome, settlement } = settled.get(message)!;
+  const { outcome, settlement } = settled.get(delivery)!;
   const answer = (status: number): PushAnswer => ({ status, outcome, action: settlement.action });
   switch (settlement.action) {
     case "delete":

@@ -1,10 +1,11 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { pino } from "pino";
-import type { QueueMessage } from "../runtime/message.ts";
+import type { QueueMessage } from "../runtime/delivery.ts";
 import type { Outcome } from "../runtime/outcome.ts";
-import { createCircuits } from "./outage.ts";
+import { createCircuits } from "./settle.ts";
 import { DEFERRALS_ATTRIBUTE, DEFERRED_SINCE_ATTRIBUTE, settleBatch, settlementOf, type SettlePolicy } from "./settle.ts";
+import { fakeRuntime } from "../../test/support/fake-runtime.ts";
 
 const log = pino({ level: "silent" });
 const policy = (over: Partial<SettlePolicy> = {}): SettlePolicy => ({ limit: 5, deferSeconds: () => 3, retryBaseSeconds: 5, maxDeferSeconds: 3600, now: 1_000_000, log, ...over });
@@ -54,12 +55,13 @@ const messageOf = (i: Item): QueueMessage => ({
 });
 const run = (items: Item[], handle: (m: QueueMessage) => Outcome, circuits?: ReturnType<typeof createCircuits>) => {
   const seen: string[] = [];
+  const runtime = fakeRuntime((m) => (seen.push(m.id), handle(m)));
   const result = settleBatch(items, {
-    messageOf,
+    deliveryOf: (i) => runtime.receive(messageOf(i)),
     groupOf: (i) => i.group,
-    runtime: { handle: (m) => (seen.push(m.id), Promise.resolve(handle(m))) },
+    runtime,
     ...(circuits ? { circuits } : {}),
-    policy: (o, m) => settlementOf(o, m, policy()),
+    policy: (outcome, delivery) => settlementOf(outcome, delivery.message, policy()),
     log,
   });
   return { seen, result };

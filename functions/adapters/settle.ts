@@ -1,17 +1,28 @@
-// What becomes of each message of a batch: ONE policy, shared by Lambda's adapter and the local
-// poller, which differ only in how they carry it out (poller.ts, lambda.ts).
+// What becomes of each message of a batch: ONE policy, shared by Lambda's adapter, the local
+// poller and the push adapter, which differ only in how they carry it out (lambda.ts, poller.ts,
+// push.ts). Each message comes judged once (the runtime's receive: delivery.ts).
 //
 // Every re-delivery of an object stays in its own FIFO group, so at most one reconcile of an
 // object runs at a time: a failure the object can record was recorded on it and the message is
 // done (the bridge re-announces the object when due); what is held is held IN its group (its
 // visibility), and a deferral that would run out the message's receives re-sends it INTO its
 // group (behind whatever waits there) instead of onto a side queue.
+//
+// An outage of the API server never spends a message's dead-letter budget, while a failure of
+// the object itself is recorded on the object:
+//  * a circuit per cluster (each has its own API server, and one cluster's outage must not hold
+//    back another's work): the first "unavailable" outcome opens it; while open its messages are
+//    deferred untried (below), and the poller stops receiving once every cluster's circuit is
+//    open (Lambda cannot stop its event source); after the open period ONE message probes
+//    (half-open); success closes it, failure re-opens it for twice as long, up to 2 s: probing is
+//    one request, and the sooner a returned server is noticed the sooner work resumes.
+// The circuit is kept small on purpose: the open period is core/backoff.ts's, spread ±20 % so
+// that functions probing one server do not probe together.
 import { createHash } from "node:crypto";
 import type { Logger } from "pino";
-import { DEFERRALS_ATTRIBUTE, DEFERRED_SINCE_ATTRIBUTE, type QueueMessage } from "../runtime/message.ts";
+import { DEFERRALS_ATTRIBUTE, DEFERRED_SINCE_ATTRIBUTE, type Delivery, type QueueMessage } from "../runtime/delivery.ts";
 import { messageHandled, type Outcome } from "../runtime/outcome.ts";
 import { backoffMs } from "../../core/backoff.ts";
-import { report, type Circuits } from "./outage.ts";
 
 export { DEFERRALS_ATTRIBUTE, DEFERRED_SINCE_ATTRIBUTE };
 
@@ -77,7 +88,17 @@ export function settlementOf(outcome: Outcome, message: QueueMessage, p: SettleP
 const holdsTheGroup = (s: Settlement): boolean => s.action === "hold" || s.action === "resend";
 
 export interface BatchHandler {
-  handle(message: QueueMessage): Promise<Outcome>;
+  handle(delivery: Delivery): Promise<Outcome>;
+}
+
+export interface BatchOptions<M> {
+  /** The item as a received message, judged once by the runtime (delivery.ts). */
+  deliveryOf: (item: M) => Delivery;
+  groupOf: (item: M) => string | undefined;
+  runtime: BatchHandler;
+  circuits?: Circuits;
+  policy: (outcome: Outcome, delivery: Delivery) => Settlement;
+  log: Logger;
 }
 
 /**
@@ -87,13 +108,10 @@ export interface BatchHandler {
  * untried: each event only names the object, and the pending one reconciles its current state.
  * Messages without a group (not FIFO) are each their own.
  */
-export async function settleBatch<M>(
-  items: readonly M[],
-  o: { messageOf: (item: M) => QueueMessage; groupOf: (item: M) => string | undefined; runtime: BatchHandler; circuits?: Circuits; policy: (outcome: Outcome, message: QueueMessage) => Settlement; log: Logger },
-): Promise<Map<M, { outcome: Outcome; settlement: Settlement }>> {
+export async function settleBatch<M>(items: readonly M[], batch: BatchOptions<M>): Promise<Map<M, { outcome: Outcome; settlement: Settlement }>> {
   const groups = new Map<string, M[]>();
   items.forEach((item, i) => {
-    const key = o.groupOf(item) ?? `#${i}`;
+    const key = batch.groupOf(item) ?? `#${i}`;
     groups.set(key, [...(groups.get(key) ?? []), item]);
   });
   const settled = new Map<M, { outcome: Outcome; settlement: Settlement }>();
@@ -105,9 +123,9 @@ export async function settleBatch<M>(
           settled.set(item, { outcome: { result: "success", detail: "superseded: an earlier message of this object is pending, and it reconciles the current state" }, settlement: { action: "delete" } });
           continue;
         }
-        const message = o.messageOf(item);
-        const outcome = await attempt(message, o.runtime, o.circuits, o.log);
-        const settlement = o.policy(outcome, message);
+        const delivery = batch.deliveryOf(item);
+        const outcome = await attempt(delivery, batch);
+        const settlement = batch.policy(outcome, delivery);
         settled.set(item, { outcome, settlement });
         pending = holdsTheGroup(settlement);
       }
@@ -116,16 +134,20 @@ export async function settleBatch<M>(
   return settled;
 }
 
-/** One message through its cluster's circuit: deferred untried while it is open (but for the probe). */
-async function attempt(message: QueueMessage, runtime: BatchHandler, circuits: Circuits | undefined, log: Logger): Promise<Outcome> {
-  const circuit = circuits?.of(message);
+/**
+ * One received event through its cluster's circuit: deferred untried while it is open (but for
+ * the probe). A refused message never reaches an API server: its outcome is already decided.
+ */
+async function attempt(delivery: Delivery, batch: Pick<BatchOptions<unknown>, "runtime" | "circuits" | "log">): Promise<Outcome> {
+  if (!delivery.ok) return delivery.outcome;
+  const circuit = batch.circuits?.of(delivery.event.cluster);
   const admission = circuit?.admit() ?? "closed";
   if (typeof admission === "number") return { result: "unavailable", detail: "deferred while the API server is unavailable" };
   let outcome: Outcome & { apiCalls?: number };
   try {
-    outcome = await runtime.handle(message);
+    outcome = await batch.runtime.handle(delivery);
   } catch (error) {
-    log.error({ messageId: message.id, error: (error as Error).message }, "handler threw");
+    batch.log.error({ messageId: delivery.message.id, error: (error as Error).message }, "handler threw");
     outcome = { result: "retry", detail: (error as Error).message };
   }
   if (circuit) report(circuit, outcome);
@@ -148,4 +170,117 @@ export function resendRequest(queueUrl: string, m: { Body?: string; MessageId?: 
       [DEFERRALS_ATTRIBUTE]: { DataType: "Number", StringValue: String(s.deferrals) },
     },
   };
+}
+
+export interface CircuitOptions {
+  clock: () => Date;
+  logger: Logger;
+  /** First open period; doubles per failed probe. Default 1 s. */
+  baseMs?: number;
+  /** Longest open period, i.e. the longest wait between the server's return and the next probe. Default 2 s. */
+  maxMs?: number;
+}
+
+/** "closed": take work. "probe": take ONE message to test the API server. A number: wait this many ms. */
+export type Admission = "closed" | "probe" | number;
+
+export interface Circuit {
+  admit(): Admission;
+  /** The admitted work reached the API server (whatever the object's fate). */
+  succeeded(): void;
+  /** The admitted work failed for the infrastructure's sake. */
+  failed(detail: string): void;
+  /** A probe that found no message to try: let another attempt probe. */
+  release(): void;
+  /** How long a message deferred now should wait, in seconds. */
+  deferSeconds(): number;
+  isOpen(): boolean;
+  /** Open and not yet due for a probe: ms until it is; else 0. No side effect (admit() has some). */
+  waitMs(): number;
+}
+
+export function createCircuit(options: CircuitOptions): Circuit {
+  const baseMs = options.baseMs ?? 1000;
+  const maxMs = options.maxMs ?? 2000;
+  const now = () => options.clock().getTime();
+  let failures = 0; // the first failure and the failed probes since; 0: closed
+  let openMs = 0; // 0: closed
+  let openUntil = 0;
+  let probing = false;
+  let openedAt = 0;
+  let deferred = 0;
+
+  return {
+    admit() {
+      if (openMs === 0) return "closed";
+      const wait = openUntil - now();
+      if (wait > 0) return wait;
+      if (probing) return 250;
+      probing = true;
+      return "probe";
+    },
+    succeeded() {
+      probing = false;
+      if (openMs === 0) return;
+      options.logger.warn({ outageSeconds: Math.round((now() - openedAt) / 1000), deferred }, "API server reachable again; circuit closed, taking work");
+      failures = 0;
+      openMs = 0;
+      deferred = 0;
+    },
+    failed(detail) {
+      const wasProbe = probing;
+      probing = false;
+      if (openMs === 0) {
+        openedAt = now();
+        failures = 1;
+        openMs = backoffMs(failures, { initialMs: baseMs, maxMs });
+        options.logger.error({ error: detail }, "API server unavailable; circuit open: no new work until a probe succeeds (messages are deferred, not dead-lettered)");
+      } else if (wasProbe) {
+        openMs = backoffMs(++failures, { initialMs: baseMs, maxMs });
+        options.logger.debug({ error: detail, nextProbeInMs: openMs }, "probe failed; circuit stays open");
+      } else return;
+      openUntil = now() + openMs * (0.8 + Math.random() * 0.4);
+    },
+    release() {
+      probing = false;
+    },
+    deferSeconds() {
+      deferred++;
+      // Long enough not to spin during an outage, short enough to converge soon after it.
+      return Math.round(Math.min(20, Math.max(3, (1.5 * openMs) / 1000)) * (0.8 + Math.random() * 0.4));
+    },
+    isOpen: () => openMs !== 0,
+    waitMs: () => (openMs === 0 ? 0 : Math.max(0, openUntil - now())),
+  };
+}
+
+/** The circuits of every cluster a process serves, created as their messages arrive. */
+export interface Circuits {
+  /** The circuit of the cluster a received event names. */
+  of(cluster: string): Circuit;
+  /** How long receiving may pause: while every known cluster's circuit is open, until the first is due; else 0. */
+  waitMs(): number;
+}
+
+export function createCircuits(options: CircuitOptions): Circuits {
+  const circuits = new Map<string, Circuit>();
+  return {
+    of(cluster) {
+      let circuit = circuits.get(cluster);
+      if (!circuit) circuits.set(cluster, (circuit = createCircuit({ ...options, logger: options.logger.child({ cluster }) })));
+      return circuit;
+    },
+    waitMs() {
+      const all = [...circuits.values()];
+      if (all.length === 0 || all.some((c) => !c.isOpen())) return 0;
+      return Math.min(...all.map((c) => c.waitMs()));
+    },
+  };
+}
+
+/** Tells the circuit how admitted work went; work that never reached the API server (a message re-sent as not due yet, a malformed one) says nothing. */
+export function report(circuit: Circuit, outcome: { result: string; detail?: string; apiCalls?: number }): void {
+  if (outcome.result === "unavailable") circuit.failed(outcome.detail ?? "");
+  else if (outcome.apiCalls === 0) circuit.release();
+  else circuit.succeeded();
 }

@@ -18,9 +18,9 @@ export interface EksTokenOptions {
   clock: () => Date;
 }
 
-export async function signEksToken(o: EksTokenOptions): Promise<string> {
-  const hostname = `sts.${o.region}.amazonaws.com`;
-  const signer = new SignatureV4({ service: "sts", region: o.region, credentials: o.credentials, sha256: NodeSha256 });
+export async function signEksToken(signing: EksTokenOptions): Promise<string> {
+  const hostname = `sts.${signing.region}.amazonaws.com`;
+  const signer = new SignatureV4({ service: "sts", region: signing.region, credentials: signing.credentials, sha256: NodeSha256 });
   const signed = await signer.presign(
     {
       method: "GET",
@@ -28,9 +28,9 @@ export async function signEksToken(o: EksTokenOptions): Promise<string> {
       hostname,
       path: "/",
       query: { Action: "GetCallerIdentity", Version: "2011-06-15" },
-      headers: { host: hostname, "x-k8s-aws-id": o.clusterName },
+      headers: { host: hostname, "x-k8s-aws-id": signing.clusterName },
     },
-    { expiresIn: PRESIGN_EXPIRES_SECONDS, signingDate: o.clock() },
+    { expiresIn: PRESIGN_EXPIRES_SECONDS, signingDate: signing.clock() },
   );
   const query = new URLSearchParams();
   for (const [k, v] of Object.entries(signed.query ?? {})) for (const one of [v].flat()) if (one !== null) query.append(k, one);
@@ -39,12 +39,12 @@ export async function signEksToken(o: EksTokenOptions): Promise<string> {
 }
 
 /** A token provider that signs once per TTL and shares one signing among concurrent callers. */
-export function eksTokenProvider(o: EksTokenOptions, ttlMs = EKS_TOKEN_TTL_MS): () => Promise<string> {
+export function eksTokenProvider(signing: EksTokenOptions, ttlMs = EKS_TOKEN_TTL_MS): () => Promise<string> {
   let cached: { token: Promise<string>; at: number } | undefined;
   return () => {
-    const now = o.clock().getTime();
+    const now = signing.clock().getTime();
     if (!cached || now - cached.at >= ttlMs) {
-      const token = signEksToken(o);
+      const token = signEksToken(signing);
       cached = { token, at: now };
       // A failed signing must not be cached.
       token.catch(() => {

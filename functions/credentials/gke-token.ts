@@ -20,9 +20,9 @@ export interface GkeTokenOptions {
 }
 
 /** A token source: cached, refreshed a minute before expiry, one request at a time. */
-export function gkeTokenProvider(o: GkeTokenOptions): () => Promise<string> {
-  const host = o.metadataHost ?? DEFAULT_METADATA_HOST;
-  const get = o.fetch ?? fetch;
+export function gkeTokenProvider(source: GkeTokenOptions): () => Promise<string> {
+  const host = source.metadataHost ?? DEFAULT_METADATA_HOST;
+  const get = source.fetch ?? fetch;
   let cached: { token: string; until: number } | undefined;
   let inFlight: Promise<string> | undefined;
   const refresh = async (): Promise<string> => {
@@ -42,11 +42,11 @@ export function gkeTokenProvider(o: GkeTokenOptions): () => Promise<string> {
     if (!res.ok) throw new Error(`gke authentication: the metadata server answered ${res.status} for the service account's token`);
     const parsed = tokenSchema.safeParse(await res.json().catch(() => undefined));
     if (!parsed.success) throw new Error("gke authentication: the metadata server's token answer is not an access token");
-    cached = { token: parsed.data.access_token, until: o.clock().getTime() + parsed.data.expires_in * 1000 - REFRESH_MARGIN_MS };
+    cached = { token: parsed.data.access_token, until: source.clock().getTime() + parsed.data.expires_in * 1000 - REFRESH_MARGIN_MS };
     return cached.token;
   };
   return () => {
-    if (cached && o.clock().getTime() < cached.until) return Promise.resolve(cached.token);
+    if (cached && source.clock().getTime() < cached.until) return Promise.resolve(cached.token);
     return (inFlight ??= refresh().finally(() => (inFlight = undefined)));
   };
 }

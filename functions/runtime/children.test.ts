@@ -83,6 +83,9 @@ describe("children", () => {
     assert.equal(next.outcome.apiCalls, 2, "the Deployment read by name, the status write; the Deployment is not re-applied");
   });
 
+});
+
+describe("children: ownership", () => {
   it("never applies onto an existing object it does not control: ChildConflict names it", async () => {
     const kube = createFakeKube();
     kube.put({ ...cms, name: "victim" }, { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "victim" }, data: { precious: "yes" } });

@@ -1,22 +1,102 @@
-// Writing what reconcile asked for. Owned children: checked (declared kind, parent's namespace,
+// A parent's children: who they are (the owned kind declared, the REST location, the key the
+// event names them by), listing them by the parent label where the event cannot name them, and
+// writing what reconcile asked for. Owned children: checked (declared kind, parent's namespace,
 // not someone else's object), applied only when they differ from what was last applied (fenced by
 // the parent's generation, core/fence.ts), and the ones this parent applied before and no longer
-// returns are pruned, from a view proven current. Shared objects: a field
-// manager per parent, so server-side apply merges the contributions.
+// returns are pruned, from a view proven current. Shared objects: a field manager per parent, so
+// server-side apply merges the contributions. Reading them before reconcile is reads.ts.
 import { PermanentError } from "../../core/errors.ts";
-import type { DesiredObject, ReconcileResult } from "../../core/operator.ts";
-import { APPLIED_HASH_ANNOTATION, appliedHash, controllerRef, holds, type OwnerReference, PARENT_UID_LABEL } from "./child-labels.ts";
-import { sharedFieldManager } from "./finalizer.ts";
+import { apiVersionOf, type DesiredObject, type ObservedChildren, type Operator, type ReconcileResult } from "../../core/operator.ts";
+import { createHash } from "node:crypto";
+import { canonicalJson } from "../../core/canonical-json.ts";
 import { ApiError } from "../../clients/kube-http.ts";
-import { type KubeObject, type ResourceRef } from "./kube-api.ts";
-import { childRef, readByName, type ChildKeys, type ObservedByKind } from "./observed-children.ts";
-import { childMarkOf, childToken, type ChildMark } from "../../core/reconciled.ts";
+import type { KubeObject, ResourceRef } from "./kube-api.ts";
+import { appliedHashOf, childMarkOf, childToken, type ChildMark } from "../../core/reconciled.ts";
 import { isOwnershipRefusal } from "../../core/ownership.ts";
-import { PARENT_GENERATION_ANNOTATION } from "../../core/event.ts";
+import { APPLIED_HASH_ANNOTATION, PARENT_GENERATION_ANNOTATION, PARENT_UID_LABEL, type ChildKey } from "../../core/event.ts";
 import { fenceOf, mustRaiseFence } from "../../core/fence.ts";
 import { keyOf } from "../../core/resource-path.ts";
-import { ownedKind, ownedRef } from "./owned-kinds.ts";
-import type { Step } from "./step.ts";
+import type { ReconcileContext } from "./reconcile-context.ts";
+
+type Owned = Operator["owns"][number];
+
+/** The children's keys by owned kind, then by "namespace/name"; undefined when the event carries none (a v1 event). */
+export type ChildKeys = Map<Owned, Map<string, ChildKey>> | undefined;
+
+/** Observed children as read, by owned kind, then by "namespace/name". */
+export type ObservedByKind = Map<Owned, Map<string, KubeObject>>;
+
+export function childRef(owned: Owned, namespace: string | undefined, name: string): ResourceRef & { name: string } {
+  return { group: owned.group, version: owned.version, plural: owned.plural, name, ...(owned.namespaced && namespace ? { namespace } : {}) };
+}
+
+/** The children's keys, and their bodies when they were listed (observed kinds only). */
+export interface KnownChildren {
+  keys: ChildKeys;
+  listed?: ObservedByKind;
+}
+
+/** What a reconcile read of its children before reconcile ran (reads.ts). */
+export interface ChildrenRead {
+  known: KnownChildren;
+  observed: ObservedByKind;
+  /** What reconcile sees as `ctx.children`. */
+  view: ObservedChildren;
+}
+
+// From a child's apiVersion and kind to the owned kind the operator declared (and its REST location).
+export type OwnedKindOf<O extends Operator<unknown>> = O["owns"][number];
+
+export function ownedKind(operator: Operator<unknown>, apiVersion: string, kind: string): OwnedKindOf<Operator<unknown>> | undefined {
+  return operator.owns.find((o) => apiVersionOf(o.group, o.version) === apiVersion && o.kind === kind);
+}
+
+/** undefined when the kind is not declared in `owns`. */
+export function ownedRef(operator: Operator<unknown>, apiVersion: string, kind: string, namespace: string | undefined, name?: string): ResourceRef | undefined {
+  const owned = ownedKind(operator, apiVersion, kind);
+  if (!owned) return undefined;
+  return { group: owned.group, version: owned.version, plural: owned.plural, ...(name ? { name } : {}), ...(owned.namespaced && namespace ? { namespace } : {}) };
+}
+
+/** Each parent's own manager on a shared object, so server-side apply merges the contributions. */
+export function sharedFieldManager(ctx: ReconcileContext, parent: KubeObject): string {
+  return `${ctx.operator.fieldManager}-${parent.metadata.uid ?? ""}`;
+}
+
+/**
+ * A hash of the child as applied, under crdfn.io/applied-hash (the bridge reads it by that name):
+ * a change to what reconcile wants means a new apply.
+ */
+function appliedHash(body: KubeObject): string {
+  return createHash("sha256").update(canonicalJson(body)).digest("hex").slice(0, 32);
+}
+
+interface OwnerReference {
+  apiVersion?: string;
+  kind?: string;
+  name?: string;
+  uid?: string;
+  controller?: boolean;
+}
+
+/** The object's controller owner reference, if any. */
+function controllerRef(object: KubeObject): OwnerReference | undefined {
+  return ((object.metadata.ownerReferences as OwnerReference[] | undefined) ?? []).find((r) => r.controller);
+}
+
+/**
+ * Does `observed` already hold everything `desired` sets? Maps may hold more (defaults, other
+ * managers); lists must match item by item. Together with the applied hash (which catches fields
+ * reconcile dropped) this decides that an apply would change nothing.
+ */
+function holds(observed: unknown, desired: unknown): boolean {
+  if (Array.isArray(desired)) return Array.isArray(observed) && observed.length === desired.length && desired.every((d, i) => holds(observed[i], d));
+  if (desired !== null && typeof desired === "object") {
+    if (observed === null || typeof observed !== "object" || Array.isArray(observed)) return false;
+    return Object.entries(desired as Record<string, unknown>).every(([k, v]) => v === undefined || holds((observed as Record<string, unknown>)[k], v));
+  }
+  return observed === desired;
+}
 
 interface PlannedChild {
   ref: ResourceRef & { name: string };
@@ -26,7 +106,6 @@ interface PlannedChild {
 }
 
 /**
-/**
  * Applies the children reconcile asked for (pruning the ones it no longer asks for is
  * `pruneChildren`, once the view is proven current). What the event's keys say is this parent's
  * and was last applied as wanted is left alone, unless its fence must be raised (core/fence.ts);
@@ -34,18 +113,21 @@ interface PlannedChild {
  * controls it (or it is an orphan to adopt); any other child is applied, and the API server
  * refuses a write onto an object another controls (the generated admission policy; two controller
  * references), or one from an older generation of the parent than the child's fence.
- * Resolves with what it asked for (what pruning spares) and the children it left, as the bridge's
- * index will know them (core/reconciled.ts).
+ * The keys it goes by are the event's, or listed afresh when they are stale (freshKeys). Resolves
+ * with what it asked for (what pruning spares), the children it left, as the bridge's index will
+ * know them (core/reconciled.ts), and the keys it went by (what pruning looks at).
  */
-export async function writeChildren(step: Step, parent: KubeObject, result: ReconcileResult, keys: ChildKeys, observed: ObservedByKind): Promise<{ wanted: WantedChildren; left: ChildMark[] }> {
-  const planned = (result.children ?? []).map((c) => planChild(step, parent, c));
+export async function writeChildren(ctx: ReconcileContext, parent: KubeObject, result: ReconcileResult, read: ChildrenRead): Promise<{ wanted: WantedChildren; left: ChildMark[]; keys: ChildKeys }> {
+  const keys = await freshKeys(ctx, parent, read.known, result.children ?? []);
+  const { observed } = read;
+  const planned = (result.children ?? []).map((c) => planChild(ctx, parent, c));
   // Every check before any write: a refused child leaves the others as they were.
-  const known = await Promise.all(planned.map((p) => (keys?.get(p.owned)?.has(p.key) ? Promise.resolve(undefined) : unknownChild(step, p, observed))));
-  planned.forEach((p, i) => checkOwnership(step, parent, p, known[i]));
+  const known = await Promise.all(planned.map((p) => (keys?.get(p.owned)?.has(p.key) ? Promise.resolve(undefined) : unknownChild(ctx, p, observed))));
+  planned.forEach((p, i) => checkOwnership(ctx, parent, p, known[i]));
   const generation = parent.metadata.generation;
-  const raise = (fence: number | undefined) => mustRaiseFence(step.event.generation, generation, fence);
+  const raise = (fence: number | undefined) => mustRaiseFence(ctx.event.generation, generation, fence);
   const left: ChildMark[] = [];
-  const fieldManager = step.operator.fieldManager;
+  const fieldManager = ctx.operator.fieldManager;
   for (const [i, p] of planned.entries()) {
     const key = keys?.get(p.owned)?.get(p.key);
     // The fence as last known: the key's, or the observed child's when it was read (both only lag behind).
@@ -59,11 +141,11 @@ export async function writeChildren(step: Step, parent: KubeObject, result: Reco
       left.push(childMarkOf(there, fieldManager));
       continue;
     }
-    left.push(childMarkOf(await applyChild(step, p, generation), fieldManager));
+    left.push(childMarkOf(await applyChild(ctx, p, generation), fieldManager));
   }
-  for (const shared of result.shared ?? []) await applyShared(step, shared, parent);
+  for (const shared of result.shared ?? []) await applyShared(ctx, shared, parent);
   const wanted = new Set(planned.map((p) => `${p.owned.kind}|${p.key}`));
-  return { wanted, left: [...left, ...keptUnwanted(keys, wanted)] };
+  return { wanted, left: [...left, ...keptUnwanted(keys, wanted)], keys };
 }
 
 /**
@@ -86,9 +168,9 @@ export type WantedChildren = ReadonlySet<string>;
 const highest = (a: number | undefined, b: number | undefined): number | undefined => (a === undefined ? b : b === undefined ? a : Math.max(a, b));
 
 /** A child the keys do not name: of an observed kind, as it is there (read by name); of another kind, not read. */
-async function unknownChild(step: Step, p: PlannedChild, observed: ObservedByKind): Promise<KubeObject | undefined> {
+async function unknownChild(ctx: ReconcileContext, p: PlannedChild, observed: ObservedByKind): Promise<KubeObject | undefined> {
   if (!p.owned.observe) return undefined;
-  return observed.get(p.owned)?.get(p.key) ?? (await readByName(step, p.owned, p.ref.namespace, p.ref.name));
+  return observed.get(p.owned)?.get(p.key) ?? (await readByName(ctx, p.owned, p.ref.namespace, p.ref.name));
 }
 
 /**
@@ -96,10 +178,10 @@ async function unknownChild(step: Step, p: PlannedChild, observed: ObservedByKin
  * hash: an unchanged child is still skipped). A refusal of the write because another controls the
  * object becomes ChildConflict, naming it; the fence's refusal is left to be read as a conflict.
  */
-async function applyChild(step: Step, p: PlannedChild, generation: number | undefined): Promise<KubeObject> {
+async function applyChild(ctx: ReconcileContext, p: PlannedChild, generation: number | undefined): Promise<KubeObject> {
   const annotations = { ...(p.body.metadata.annotations as Record<string, string>), ...(generation === undefined ? {} : { [PARENT_GENERATION_ANNOTATION]: String(generation) }) };
   try {
-    return await step.api.apply(p.ref, { ...p.body, metadata: { ...p.body.metadata, annotations } }, step.operator.fieldManager);
+    return await ctx.api.apply(p.ref, { ...p.body, metadata: { ...p.body.metadata, annotations } }, ctx.operator.fieldManager);
   } catch (e) {
     if (e instanceof ApiError && isOwnershipRefusal(e)) throw new PermanentError(`${p.owned.kind} ${p.ref.namespace ? `${p.ref.namespace}/` : ""}${p.ref.name}: ${e.message}`, "ChildConflict");
     throw e;
@@ -108,8 +190,8 @@ async function applyChild(step: Step, p: PlannedChild, generation: number | unde
 
 const hashOf = (o: KubeObject): string | undefined => (o.metadata.annotations as Record<string, string> | undefined)?.[APPLIED_HASH_ANNOTATION];
 
-function planChild(step: Step, parent: KubeObject, desired: DesiredObject): PlannedChild {
-  const { operator } = step;
+function planChild(ctx: ReconcileContext, parent: KubeObject, desired: DesiredObject): PlannedChild {
+  const { operator } = ctx;
   const owned = ownedKind(operator, desired.apiVersion, desired.kind);
   const what = `${desired.kind} ${desired.metadata.name}`;
   if (!owned) throw new PermanentError(`${what}: ${desired.kind} (${desired.apiVersion}) is not declared in owns`, "UndeclaredKind");
@@ -139,15 +221,15 @@ function planChild(step: Step, parent: KubeObject, desired: DesiredObject): Plan
 }
 
 /** Never apply onto an object this parent does not control: like controller-runtime, no stealing. */
-function checkOwnership(step: Step, parent: KubeObject, p: PlannedChild, there: KubeObject | undefined): void {
+function checkOwnership(ctx: ReconcileContext, parent: KubeObject, p: PlannedChild, there: KubeObject | undefined): void {
   if (!there) return;
   const ref = controllerRef(there);
   const controller = ref?.uid;
   if (controller === parent.metadata.uid) return;
-  if (ref && earlierObjectOfThisName(step, parent, ref)) return;
+  if (ref && earlierObjectOfThisName(ctx, parent, ref)) return;
   if (controller === undefined && p.owned.adopt) return;
   const where = `${p.owned.kind} ${p.ref.namespace ? `${p.ref.namespace}/` : ""}${p.ref.name}`;
-  const why = controller ? `is controlled by another object (uid ${controller})` : `exists and is not controlled by this ${step.operator.resource.kind}; delete it, rename the child, or set adopt: true on ${p.owned.kind} in owns to adopt orphans`;
+  const why = controller ? `is controlled by another object (uid ${controller})` : `exists and is not controlled by this ${ctx.operator.resource.kind}; delete it, rename the child, or set adopt: true on ${p.owned.kind} in owns to adopt orphans`;
   throw new PermanentError(`${where} ${why}`, "ChildConflict");
 }
 
@@ -157,8 +239,8 @@ function checkOwnership(step: Step, parent: KubeObject, p: PlannedChild, there: 
  * child only waits for the garbage collector. A re-created parent takes it over at once instead
  * of reporting ChildConflict until the collector gets round to it.
  */
-function earlierObjectOfThisName(step: Step, parent: KubeObject, ref: OwnerReference): boolean {
-  const { apiVersion, resource } = step.operator;
+function earlierObjectOfThisName(ctx: ReconcileContext, parent: KubeObject, ref: OwnerReference): boolean {
+  const { apiVersion, resource } = ctx.operator;
   const group = (v: string | undefined) => (v?.includes("/") ? v.slice(0, v.indexOf("/")) : "");
   return ref.kind === resource.kind && group(ref.apiVersion) === group(apiVersion) && ref.name === parent.metadata.name && ref.uid !== parent.metadata.uid;
 }
@@ -171,27 +253,102 @@ function earlierObjectOfThisName(step: Step, parent: KubeObject, ref: OwnerRefer
  * shows the generation acted on is still its newest. When it is not, a newer event of the object
  * waits behind this one, and its reconcile prunes from its own view.
  */
-export async function pruneChildren(step: Step, view: KubeObject, keys: ChildKeys, wanted: WantedChildren): Promise<void> {
+export async function pruneChildren(ctx: ReconcileContext, view: KubeObject, keys: ChildKeys, wanted: WantedChildren): Promise<void> {
   if (keys === undefined) return;
   const unwanted = [...keys].filter(([owned]) => owned.prune).flatMap(([owned, children]) => [...children].filter(([key]) => !wanted.has(`${owned.kind}|${key}`)).map(([, child]) => ({ owned, child })));
   if (unwanted.length === 0) return;
-  const current = await step.api.get(step.ref);
+  const current = await ctx.api.get(ctx.ref);
   if (current?.metadata.uid !== view.metadata.uid || current?.metadata.generation !== view.metadata.generation) {
-    step.log.debug({ acted: view.metadata.generation, current: current?.metadata.generation }, "not pruning from a view that is no longer current");
+    ctx.log.debug({ acted: view.metadata.generation, current: current?.metadata.generation }, "not pruning from a view that is no longer current");
     return;
   }
   for (const { owned, child } of unwanted) {
     try {
-      await step.api.delete(childRef(owned, child.namespace, child.name), { uid: child.uid });
+      await ctx.api.delete(childRef(owned, child.namespace, child.name), { uid: child.uid });
     } catch (e) {
       if (!(e instanceof ApiError && e.code === 409)) throw e;
     }
   }
 }
 
-async function applyShared(step: Step, desired: DesiredObject, parent: KubeObject): Promise<void> {
-  const target = ownedRef(step.operator, desired.apiVersion, desired.kind, desired.metadata.namespace ?? parent.metadata.namespace, desired.metadata.name);
+async function applyShared(ctx: ReconcileContext, desired: DesiredObject, parent: KubeObject): Promise<void> {
+  const target = ownedRef(ctx.operator, desired.apiVersion, desired.kind, desired.metadata.namespace ?? parent.metadata.namespace, desired.metadata.name);
   if (!target) throw new PermanentError(`${desired.kind} ${desired.metadata.name}: ${desired.kind} (${desired.apiVersion}) is not declared in owns`, "UndeclaredKind");
   const body: KubeObject = { ...desired, metadata: { ...desired.metadata, ...(target.namespace ? { namespace: target.namespace } : {}) } };
-  await step.api.apply(target, body, sharedFieldManager(step, parent));
+  await ctx.api.apply(target, body, sharedFieldManager(ctx, parent));
+}
+
+/**
+ * Every child of every owned kind marked `list` that carries this parent's label and controller
+ * reference — what the bridge's index would have named. The applied hash is the bridge's too:
+ * only while the function's own apply wrote the child's content last. A kind not marked `list` is
+ * left out (unknown).
+ */
+export async function listChildren(ctx: ReconcileContext, parent: KubeObject): Promise<{ keys: NonNullable<ChildKeys>; listed: ObservedByKind }> {
+  const uid = parent.metadata.uid ?? "";
+  const keys: NonNullable<ChildKeys> = new Map();
+  const listed: ObservedByKind = new Map();
+  await Promise.all(
+    ctx.operator.owns.filter((o) => o.list).map(async (owned) => {
+      const ref = { group: owned.group, version: owned.version, plural: owned.plural, ...(owned.namespaced && parent.metadata.namespace ? { namespace: parent.metadata.namespace } : {}) };
+      const items = await ctx.api.list(ref, `${PARENT_UID_LABEL}=${uid}`);
+      const apiVersion = apiVersionOf(owned.group, owned.version);
+      const byKey = new Map<string, ChildKey>();
+      const bodies = new Map<string, KubeObject>();
+      for (const o of items) {
+        const m = o.metadata;
+        const controller = (m.ownerReferences as Array<{ uid?: string; controller?: boolean }> | undefined)?.find((r) => r.controller === true);
+        if (controller?.uid !== uid || m.uid === undefined || m.resourceVersion === undefined) continue;
+        const hash = appliedHashOf(o, ctx.operator.fieldManager);
+        const key = keyOf(m.namespace, m.name);
+        byKey.set(key, { apiVersion, kind: owned.kind, ...(m.namespace ? { namespace: m.namespace } : {}), name: m.name, uid: m.uid, resourceVersion: m.resourceVersion, ...(hash === undefined ? {} : { appliedHash: hash }) });
+        if (owned.observe) bodies.set(key, { ...o, apiVersion, kind: owned.kind });
+      }
+      keys.set(owned, byKey);
+      if (owned.observe) listed.set(owned, bodies);
+    }),
+  );
+  // Observed kinds not listed are read by name, as the keys would have named them: none known.
+  for (const owned of ctx.operator.owns) if (owned.observe && !owned.list) listed.set(owned, new Map());
+  return { keys, listed };
+}
+
+/**
+ * Wanted children of a listed kind that the keys do not name, past which a LIST is cheaper than
+ * applying each again: a snapshot of keys taken while a parent's thousands of children were being
+ * created, queued behind that long reconcile, names few of them.
+ */
+export const STALE_KEYS_MISSING = 50;
+
+/**
+ * The keys to write children by: the event's, unless they miss more than STALE_KEYS_MISSING of
+ * the children reconcile wants of a kind marked `list`; then listed afresh (what a reapply of each
+ * would cost in thousands of requests, a LIST costs in one per 500).
+ */
+async function freshKeys(ctx: ReconcileContext, parent: KubeObject, known: KnownChildren, wanted: readonly DesiredObject[]): Promise<ChildKeys> {
+  const named = known.keys;
+  if (known.listed !== undefined || named === undefined) return named;
+  const stale = ctx.operator.owns.some((owned) => {
+    if (!owned.list) return false;
+    const ofKind = named.get(owned);
+    const apiVersion = apiVersionOf(owned.group, owned.version);
+    let missing = 0;
+    for (const c of wanted) if (c.kind === owned.kind && c.apiVersion === apiVersion && !ofKind?.has(keyOf(owned.namespaced ? (c.metadata.namespace ?? parent.metadata.namespace) : undefined, c.metadata.name))) missing++;
+    return missing > STALE_KEYS_MISSING;
+  });
+  if (!stale) return named;
+  const keys = (await listChildren(ctx, parent)).keys;
+  // The kinds not listed keep what the event named.
+  for (const [owned, ofKind] of named) if (!owned.list) keys.set(owned, ofKind);
+  return keys;
+}
+
+/** A child of an observed kind the event does not name, read by name (undefined when there is none). */
+async function readByName(ctx: ReconcileContext, owned: Owned, namespace: string | undefined, name: string): Promise<KubeObject | undefined> {
+  try {
+    return await ctx.api.get(childRef(owned, namespace, name));
+  } catch (e) {
+    if (e instanceof ApiError && e.code === 404) return undefined;
+    throw e;
+  }
 }

@@ -10,6 +10,7 @@ import { createEmfMetrics } from "./emf-metrics.ts";
 import type { Measurement } from "./metrics.ts";
 import { createRuntimeMetrics } from "./prometheus-metrics.ts";
 import type { Outcome } from "./outcome.ts";
+import { fakeRuntime } from "../../test/support/fake-runtime.ts";
 
 type Emf = Record<string, unknown> & { _aws: { Timestamp: number; CloudWatchMetrics: Array<{ Namespace: string; Dimensions: string[][]; Metrics: Array<{ Name: string; Unit: string }> }> } };
 
@@ -92,13 +93,13 @@ describe("runtime metrics", () => {
   it("the Lambda handler flushes once per invocation, after the batch", async () => {
     const emf = createEmfMetrics({ namespace: "crdfn", serviceName: "greeting-fn", clock: () => at });
     const metrics = emf.forCluster("prod");
-    const runtime = {
-      handle: () => {
+    const runtime = fakeRuntime(
+      () => {
         metrics.observe(measured({ result: "success" }));
-        return Promise.resolve({ result: "success" as const, apiCalls: 2 });
+        return { result: "success" as const, apiCalls: 2 };
       },
-      flushMetrics: () => emf.flush(),
-    };
+      () => emf.flush(),
+    );
     const handler = lambdaHandler(greeting, { runtime });
     const record = (id: string) => ({ messageId: id, body: "{}", eventSourceARN: "arn:aws:sqs:us-east-1:0:q", attributes: {}, messageAttributes: {} });
     const event = { Records: [record("m1"), record("m2"), record("m3")] } as unknown as SQSEvent;

@@ -10,10 +10,9 @@ import { loadEventKeyrings } from "../clusters/event-keys.ts";
 import { clusterAccess } from "../credentials/access.ts";
 import { loadConfig, type FunctionConfig } from "./config.ts";
 import { createKubeApi } from "./kube-api-http.ts";
-import { dispatchByCluster, dispatchByResource } from "./dispatch.ts";
 import { createEmfMetrics } from "./emf-metrics.ts";
 import type { RuntimeMetrics } from "./metrics.ts";
-import { createRuntime, type Runtime } from "./runtime.ts";
+import { createRuntime, runtimeByCluster, runtimeByResource, type Runtime } from "./runtime.ts";
 import { lazySqsClient, type LazySqsClient } from "./sqs-client.ts";
 
 export interface Built {
@@ -69,16 +68,13 @@ export function buildFromEnv(
     const api = createKubeApi(await clusterAccess(entry, { clock, awsCredentials, env, ...(config.AWS_REGION ? { region: config.AWS_REGION } : {}) }));
     const log = logger.child({ cluster });
     const metrics = metricsOf(cluster);
-    return dispatchByResource(
-      operators.map((operator) => ({
-        operator,
-        runtime: createRuntime(operator, { api, ...(metrics ? { metrics } : {}), logger: log.child({ operator: operator.resource.kind }), clock, env, eventKeys: keys }),
-      })),
+    return runtimeByResource(
+      operators.map((operator) => createRuntime(operator, { api, ...(metrics ? { metrics } : {}), logger: log.child({ operator: operator.resource.kind }), clock, env, eventKeys: keys })),
       log,
     );
   };
-  const dispatched = dispatchByCluster([...clusters.keys()], buildCluster, logger);
-  const runtime: Runtime = emf ? { handle: (message) => dispatched.handle(message), flushMetrics: () => emf.flush() } : dispatched;
+  const routed = runtimeByCluster(eventKeys, operators.map((operator) => operator.resource), buildCluster, logger);
+  const runtime: Runtime = emf ? { ...routed, flushMetrics: () => emf.flush() } : routed;
   return { config, clusters, runtime, sqs, logger, clock };
 }
 
@@ -93,7 +89,7 @@ export function buildEach(
   opts: Parameters<typeof buildFromEnv>[2] = {},
 ): { runtime: Runtime; built: Built[] } {
   const built = operators.map((op) => buildFromEnv(op, envOf(op), opts));
-  const runtime = built.length === 1 ? built[0]!.runtime : dispatchByResource(operators.map((operator, i) => ({ operator, runtime: built[i]!.runtime })), built[0]!.logger);
+  const runtime = runtimeByResource(built.map((b) => b.runtime), built[0]!.logger);
   return { runtime, built };
 }
 

@@ -6,7 +6,7 @@ import { ApiError } from "../../clients/kube-http.ts";
 import { microTime } from "../../clients/micro-time.ts";
 import { isInfrastructureFailure } from "./outcome.ts";
 import { type KubeObject, type ResourceRef } from "./kube-api.ts";
-import type { Step } from "./step.ts";
+import type { ReconcileContext } from "./reconcile-context.ts";
 
 export interface EventNote {
   type: "Normal" | "Warning";
@@ -22,48 +22,48 @@ export interface EventNote {
  * Events go to `default`) is logged and skipped: the condition on the object is the record, and
  * an Event must not turn a recorded failure into an unrecorded one. Outages still throw.
  */
-export async function recordEvent(step: Step, object: KubeObject, e: EventNote, repeat: boolean): Promise<void> {
+export async function recordEvent(ctx: ReconcileContext, object: KubeObject, e: EventNote, repeat: boolean): Promise<void> {
   try {
-    await writeEvent(step, object, e, repeat);
+    await writeEvent(ctx, object, e, repeat);
   } catch (error) {
     if (isInfrastructureFailure(error) || (error instanceof ApiError && error.code === 409)) throw error;
-    step.log.warn({ reason: e.reason, error: (error as Error).message }, "could not record the Event");
+    ctx.log.warn({ reason: e.reason, error: (error as Error).message }, "could not record the Event");
   }
 }
 
-async function writeEvent(step: Step, object: KubeObject, e: EventNote, repeat: boolean): Promise<void> {
+async function writeEvent(ctx: ReconcileContext, object: KubeObject, e: EventNote, repeat: boolean): Promise<void> {
   const namespace = object.metadata.namespace ?? "default";
   const id = createHash("sha256").update(`${object.metadata.uid ?? ""}|${e.type}|${e.reason}|${e.note}`).digest("hex").slice(0, 16);
   const name = `${object.metadata.name.slice(0, 200)}.${id}`;
   const ref: ResourceRef = { group: "events.k8s.io", version: "v1", plural: "events", namespace, name };
-  const now = microTime(step.clock());
-  if (repeat && (await bumpSeries(step, ref, now))) return;
+  const now = microTime(ctx.clock());
+  if (repeat && (await bumpSeries(ctx, ref, now))) return;
   const { name: _name, ...collection } = ref;
   try {
-    await step.api.create(collection, {
+    await ctx.api.create(collection, {
       apiVersion: "events.k8s.io/v1",
       kind: "Event",
       metadata: { name, namespace },
       eventTime: now,
-      reportingController: step.operator.fieldManager,
-      reportingInstance: `${step.operator.fieldManager}-functions`,
+      reportingController: ctx.operator.fieldManager,
+      reportingInstance: `${ctx.operator.fieldManager}-functions`,
       action: e.action,
       type: e.type,
       reason: e.reason,
       note: e.note.slice(0, 1024),
-      regarding: { apiVersion: step.operator.apiVersion, kind: step.operator.resource.kind, name: object.metadata.name, namespace: object.metadata.namespace, uid: object.metadata.uid },
+      regarding: { apiVersion: ctx.operator.apiVersion, kind: ctx.operator.resource.kind, name: object.metadata.name, namespace: object.metadata.namespace, uid: object.metadata.uid },
     });
   } catch (error) {
     if (!(error instanceof ApiError && error.code === 409)) throw error;
-    await bumpSeries(step, ref, now);
+    await bumpSeries(ctx, ref, now);
   }
 }
 
 /** false when the Event is gone (Events expire after an hour by default). */
-async function bumpSeries(step: Step, ref: ResourceRef, now: string): Promise<boolean> {
-  const existing = await step.api.get(ref);
+async function bumpSeries(ctx: ReconcileContext, ref: ResourceRef, now: string): Promise<boolean> {
+  const existing = await ctx.api.get(ref);
   if (!existing) return false;
   const count = ((existing.series as { count?: number } | undefined)?.count ?? 1) + 1;
-  await step.api.mergePatch(ref, { series: { count, lastObservedTime: now } });
+  await ctx.api.mergePatch(ref, { series: { count, lastObservedTime: now } });
   return true;
 }

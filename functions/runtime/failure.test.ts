@@ -7,7 +7,7 @@ import { pino } from "pino";
 import { ApiError } from "../../clients/kube-http.ts";
 import { createFakeKube, reconcileWithRuntime } from "../testing/index.ts";
 import type { KubeApi, KubeObject } from "./kube-api.ts";
-import { createRuntime } from "./runtime.ts";
+import { handleMessage, createRuntime } from "./runtime.ts";
 import { TEST_EVENT_KEYS, signedForTest } from "../../test/support/event-key.ts";
 
 function failing(reconcile: () => unknown, status?: z.ZodType<Record<string, unknown>>) {
@@ -99,7 +99,7 @@ describe("failures", () => {
     const api: KubeApi = { ...kube, replaceStatus: async (r, o, m) => (await kube.delete(ref), kube.replaceStatus(r, o, m)) };
     const runtime = createRuntime(failing(() => ({})), { api, logger: pino({ level: "silent" }), clock: () => new Date(), eventKeys: TEST_EVENT_KEYS });
     const event = { v: 1, cluster: "t", group: "example.com", version: "v1", plural: "things", kind: "Thing", namespace: "default", name: "t", uid: created.metadata.uid, resourceVersion: created.metadata.resourceVersion, generation: 1, type: "ADDED", observedAt: new Date().toISOString() };
-    const outcome = await runtime.handle({ id: "1", body: JSON.stringify(signedForTest(event)) });
+    const outcome = await handleMessage(runtime, { id: "1", body: JSON.stringify(signedForTest(event)) });
     assert.deepEqual([outcome.result, outcome.detail], ["success", "object is gone"]);
   });
 
@@ -113,7 +113,7 @@ describe("failures", () => {
     const logger = pino({ level: "info" }, { write: (l: string) => void lines.push(JSON.parse(l) as Record<string, unknown>) });
     const runtime = createRuntime(failing(() => ({ status: { n: 1 } })), { api, logger, clock: () => new Date(), eventKeys: TEST_EVENT_KEYS });
     const event = { v: 1, cluster: "t", group: "example.com", version: "v1", plural: "things", kind: "Thing", namespace: "default", name: "t", uid: created.metadata.uid, resourceVersion: created.metadata.resourceVersion, generation: 1, type: "ADDED", observedAt: new Date().toISOString() };
-    const outcome = await runtime.handle({ id: "1", body: JSON.stringify(signedForTest(event)) });
+    const outcome = await handleMessage(runtime, { id: "1", body: JSON.stringify(signedForTest(event)) });
     assert.equal(outcome.result, "retry");
     assert.match(outcome.detail ?? "", /the status write was refused \(403 .*frozen things take no status/);
     assert.equal(lines.filter((l) => l.msg === "cannot record the outcome on the object: its status write was refused; the message is retried and then dead-lettered").length, 1);

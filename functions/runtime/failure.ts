@@ -13,45 +13,37 @@ import { type KubeObject } from "./kube-api.ts";
 import { classify, type Outcome, type Verdict } from "./outcome.ts";
 import { sameJson } from "../../core/canonical-json.ts";
 import { failureStatus, nextReconcile, previousAttempts } from "./status.ts";
-import type { Step } from "./step.ts";
-import { UserCodeThrew } from "./thrown.ts";
-import { EFFECTS_ERROR, EffectsThrew } from "./effects.ts";
+import type { ReconcileContext } from "./reconcile-context.ts";
+import { EFFECTS_ERROR, EffectsThrew, FinalizeThrew } from "./user-code.ts";
 
 export const RECONCILE_ERROR = "ReconcileError";
 export const FINALIZE_ERROR = "FinalizeError";
-
-/** finalize threw: shown as FinalizeError, retried with backoff, the finalizer kept. */
-export class FinalizeThrew extends UserCodeThrew {
-  constructor(message: string) {
-    super(message, "FinalizeThrew");
-  }
-}
 
 /**
  * Turns an error into an outcome; rethrows 409 Conflicts so the caller re-reads and retries.
  * `references`: what the attempt read before it failed, recorded with the failure.
  */
-export async function onFailure(step: Step, object: KubeObject, error: unknown, references?: ReferenceRecord[]): Promise<Outcome> {
+export async function onFailure(ctx: ReconcileContext, object: KubeObject, error: unknown, references?: ReferenceRecord[]): Promise<Outcome> {
   const verdict = classify(error);
   if (verdict.kind === "conflict") throw error;
   if (verdict.kind === "unavailable") return { result: "unavailable", detail: verdict.message };
   try {
     // A write answered 404: if the object itself is gone (or replaced), there is nothing left to do.
-    if (error instanceof ApiError && error.code === 404 && (await step.api.get(step.ref))?.metadata.uid !== object.metadata.uid) {
+    if (error instanceof ApiError && error.code === 404 && (await ctx.api.get(ctx.ref))?.metadata.uid !== object.metadata.uid) {
       return { result: "success", detail: "object is gone" };
     }
     if (verdict.kind === "permanent") {
-      await recordFailure(step, object, verdict.reason, verdict.message, false, undefined, references);
+      await recordFailure(ctx, object, verdict.reason, verdict.message, false, undefined, references);
       return { result: "permanent", detail: verdict.reason };
     }
     const retry = retryOf(object, error, verdict);
-    await recordFailure(step, object, retry.reason, verdict.message, true, retry, references);
+    await recordFailure(ctx, object, retry.reason, verdict.message, true, retry, references);
     return { result: "retry-later", delaySeconds: retry.delaySeconds, detail: `${retry.reason}: ${verdict.message}` };
   } catch (writeError) {
     const writeVerdict = classify(writeError);
     if (writeVerdict.kind === "conflict") throw writeError;
     if (writeVerdict.kind === "unavailable") return { result: "unavailable", detail: writeVerdict.message };
-    return await unrecordable(step, object, verdict, writeError);
+    return await unrecordable(ctx, object, verdict, writeError);
   }
 }
 
@@ -79,16 +71,16 @@ const apiReason = (e: ApiError): string => (/^[A-Z][A-Za-z]+$/.test(e.reason) &&
  * Ready=False with the reason, an Event, and (when retried) the next attempt. An unchanged
  * permanent failure writes nothing; a repeated retried one counts on its Event's series.
  */
-async function recordFailure(step: Step, object: KubeObject, reason: string, message: string, countRepeats: boolean, retry?: Retry, references?: ReferenceRecord[]): Promise<void> {
+async function recordFailure(ctx: ReconcileContext, object: KubeObject, reason: string, message: string, countRepeats: boolean, retry?: Retry, references?: ReferenceRecord[]): Promise<void> {
   const previous = object.status as ObjectStatus | undefined;
-  const now = step.clock();
+  const now = ctx.clock();
   const next = retry && nextReconcile(retry.next, new Date(now.getTime() + retry.delaySeconds * 1000), retry.attempts);
   const status = failureStatus(previous, reason, message, object.metadata.generation ?? 0, now, next, references);
   const unchanged = sameJson(status, previous);
   if (unchanged && !countRepeats) return;
-  if (!unchanged) await step.api.replaceStatus(step.ref, { ...object, status }, step.operator.fieldManager);
+  if (!unchanged) await ctx.api.replaceStatus(ctx.ref, { ...object, status }, ctx.operator.fieldManager);
   // The same failure again counts on one Event (its series) instead of adding another.
-  await recordEvent(step, object, { type: "Warning", reason, note: message, action: "Reconcile" }, unchanged || (retry?.attempts ?? 1) > 1);
+  await recordEvent(ctx, object, { type: "Warning", reason, note: message, action: "Reconcile" }, unchanged || (retry?.attempts ?? 1) > 1);
 }
 
 /**
@@ -96,21 +88,21 @@ async function recordFailure(step: Step, object: KubeObject, reason: string, mes
  * recorded on it, so the message itself is retried and, if that keeps failing, dead-lettered.
  * Said once per receive in the log and, where the API server allows it, as an Event.
  */
-async function unrecordable(step: Step, object: KubeObject, verdict: Verdict, writeError: unknown): Promise<Outcome> {
+async function unrecordable(ctx: ReconcileContext, object: KubeObject, verdict: Verdict, writeError: unknown): Promise<Outcome> {
   const refusal = writeError instanceof ApiError ? `${writeError.code} ${writeError.message}` : (writeError as Error).message;
   const failed = "message" in verdict ? verdict.message : verdict.kind;
   const detail = `the status write was refused (${refusal}); the failure it would record: ${failed}`;
-  step.log.error({ error: refusal, failure: failed }, "cannot record the outcome on the object: its status write was refused; the message is retried and then dead-lettered");
+  ctx.log.error({ error: refusal, failure: failed }, "cannot record the outcome on the object: its status write was refused; the message is retried and then dead-lettered");
   try {
-    await recordEvent(step, object, { type: "Warning", reason: "StatusWriteRefused", note: detail, action: "Reconcile" }, true);
+    await recordEvent(ctx, object, { type: "Warning", reason: "StatusWriteRefused", note: detail, action: "Reconcile" }, true);
   } catch {
     // Refused too (an unserved namespace refuses Events as well): the log line above is the record.
   }
-  return failMessage(step, detail);
+  return failMessage(ctx, detail);
 }
 
 /** Fail the message; its visibility timeout is the backoff, the DLQ the limit. */
-export function failMessage(step: Step, detail: string): Outcome {
-  step.log.warn({ error: detail }, "reconcile failed; the queue will redeliver");
+export function failMessage(ctx: ReconcileContext, detail: string): Outcome {
+  ctx.log.warn({ error: detail }, "reconcile failed; the queue will redeliver");
   return { result: "retry", detail };
 }

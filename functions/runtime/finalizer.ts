@@ -1,30 +1,38 @@
 // The finalizer's two moments: added before the first reconcile, removed once finalize is done.
 import { PermanentError, TemporaryError } from "../../core/errors.ts";
 import type { CustomObject, ObjectReference } from "../../core/operator.ts";
-import { ownedRef } from "./owned-kinds.ts";
+import { ownedRef, sharedFieldManager } from "./children.ts";
 import type { KubeObject } from "./kube-api.ts";
 import type { Outcome } from "./outcome.ts";
-import { FinalizeThrew } from "./failure.ts";
 import { sameJson } from "../../core/canonical-json.ts";
 import { nextReconcile, previousAttempts, scheduledStatus } from "./status.ts";
 import type { ObjectStatus } from "../../core/operator.ts";
-import type { Step } from "./step.ts";
-import { thrownMessage } from "./thrown.ts";
+import type { ReconcileContext } from "./reconcile-context.ts";
+import { FinalizeThrew } from "./user-code.ts";
 
 const DEFAULT_FINALIZE_RETRY_SECONDS = 5;
 
+/**
+ * The finalizer before anything else: an object being deleted is finalized (the outcome says how
+ * that went); any other gets the operator's finalizer, if it has none yet, and is reconciled as it
+ * is after that.
+ */
+export async function finalizerFirst(ctx: ReconcileContext, object: KubeObject): Promise<{ outcome: Outcome } | { object: KubeObject }> {
+  if (object.metadata.deletionTimestamp) return { outcome: await finalizeObject(ctx, object) };
+  return { object: await ensureFinalizer(ctx, object) };
+}
 
 /** Adds the operator's finalizer (conditional on the resourceVersion read) and returns the object after. */
-export async function ensureFinalizer(step: Step, object: KubeObject): Promise<KubeObject> {
-  const ours = step.operator.finalizer;
+async function ensureFinalizer(ctx: ReconcileContext, object: KubeObject): Promise<KubeObject> {
+  const ours = ctx.operator.finalizer;
   const finalizers = object.metadata.finalizers ?? [];
   if (!ours || finalizers.includes(ours)) return object;
-  return step.api.mergePatch(step.ref, { metadata: { resourceVersion: object.metadata.resourceVersion, finalizers: [...finalizers, ours] } }, step.operator.fieldManager);
+  return ctx.api.mergePatch(ctx.ref, { metadata: { resourceVersion: object.metadata.resourceVersion, finalizers: [...finalizers, ours] } }, ctx.operator.fieldManager);
 }
 
 /** The object is being deleted: run finalize, and drop the finalizer only when it is done. */
-export async function finalizeObject(step: Step, object: KubeObject): Promise<Outcome> {
-  const { operator } = step;
+async function finalizeObject(ctx: ReconcileContext, object: KubeObject): Promise<Outcome> {
+  const { operator } = ctx;
   const ours = operator.finalizer;
   const finalizers = object.metadata.finalizers ?? [];
   if (!ours || !finalizers.includes(ours)) return { result: "success", detail: "being deleted; not ours to finalize" };
@@ -36,9 +44,9 @@ export async function finalizeObject(step: Step, object: KubeObject): Promise<Ou
     // the API server defers the message); anything else finalize throws — its own I/O included:
     // an outage of the user's cloud API is not the cluster's — is FinalizeError, retried with backoff.
     const ours = new WeakSet<object>();
-    const releasing = async (o: ObjectReference): Promise<void> => {
+    const releasing = async (released: ObjectReference): Promise<void> => {
       try {
-        await release(step, o, object);
+        await release(ctx, released, object);
       } catch (e) {
         if (typeof e === "object" && e !== null) ours.add(e);
         throw e;
@@ -46,36 +54,32 @@ export async function finalizeObject(step: Step, object: KubeObject): Promise<Ou
     };
     let result;
     try {
-      result = await operator.finalize(typed, { now: step.clock(), release: releasing, env: step.env });
+      result = await operator.finalize(typed, { now: ctx.clock(), release: releasing, env: ctx.env });
     } catch (thrown) {
       if (thrown instanceof PermanentError || thrown instanceof TemporaryError || (typeof thrown === "object" && thrown !== null && ours.has(thrown))) throw thrown;
-      throw new FinalizeThrew(thrownMessage(thrown));
+      throw new FinalizeThrew(thrown);
     }
-    if (!result.done) return await finalizeLater(step, object, result.retryAfterSeconds ?? DEFAULT_FINALIZE_RETRY_SECONDS);
+    if (!result.done) return await finalizeLater(ctx, object, result.retryAfterSeconds ?? DEFAULT_FINALIZE_RETRY_SECONDS);
   }
-  await step.api.mergePatch(step.ref, { metadata: { resourceVersion: object.metadata.resourceVersion, finalizers: finalizers.filter((f) => f !== ours) } }, step.operator.fieldManager);
+  await ctx.api.mergePatch(ctx.ref, { metadata: { resourceVersion: object.metadata.resourceVersion, finalizers: finalizers.filter((f) => f !== ours) } }, ctx.operator.fieldManager);
   return { result: "success", detail: "finalized" };
 }
 
 /** Finalize is not done yet: the finalizer stays, and the object records when to try again (the bridge announces it). */
-async function finalizeLater(step: Step, object: KubeObject, delaySeconds: number): Promise<Outcome> {
+async function finalizeLater(ctx: ReconcileContext, object: KubeObject, delaySeconds: number): Promise<Outcome> {
   const previous = object.status as ObjectStatus | undefined;
   const attempts = previousAttempts(previous, object.metadata.generation ?? 0, "Finalize") + 1;
-  const status = scheduledStatus(previous, nextReconcile("Finalize", new Date(step.clock().getTime() + delaySeconds * 1000), attempts));
-  if (!sameJson(status, previous)) await step.api.replaceStatus(step.ref, { ...object, status }, step.operator.fieldManager);
+  const status = scheduledStatus(previous, nextReconcile("Finalize", new Date(ctx.clock().getTime() + delaySeconds * 1000), attempts));
+  if (!sameJson(status, previous)) await ctx.api.replaceStatus(ctx.ref, { ...object, status }, ctx.operator.fieldManager);
   return { result: "retry-later", delaySeconds, detail: "finalize not done" };
 }
 
 /** Applying an object with no fields drops every field this manager owned (server-side apply). */
-async function release(step: Step, o: ObjectReference, parent: KubeObject): Promise<void> {
-  const target = ownedRef(step.operator, o.apiVersion, o.kind, o.namespace ?? parent.metadata.namespace, o.name);
-  if (!target) throw new PermanentError(`release: ${o.kind} (${o.apiVersion}) is not among the kinds this operator owns`, "UndeclaredKind");
-  if (!(await step.api.get(target))) return;
-  const body = { apiVersion: o.apiVersion, kind: o.kind, metadata: { name: o.name, ...(target.namespace ? { namespace: target.namespace } : {}) } };
-  await step.api.apply(target, body, sharedFieldManager(step, parent));
-}
-
-/** Each parent's own manager on a shared object, so server-side apply merges the contributions. */
-export function sharedFieldManager(step: Step, parent: KubeObject): string {
-  return `${step.operator.fieldManager}-${parent.metadata.uid ?? ""}`;
+async function release(ctx: ReconcileContext, released: ObjectReference, parent: KubeObject): Promise<void> {
+  const { apiVersion, kind, name } = released;
+  const target = ownedRef(ctx.operator, apiVersion, kind, released.namespace ?? parent.metadata.namespace, name);
+  if (!target) throw new PermanentError(`release: ${kind} (${apiVersion}) is not among the kinds this operator owns`, "UndeclaredKind");
+  if (!(await ctx.api.get(target))) return;
+  const body = { apiVersion, kind, metadata: { name, ...(target.namespace ? { namespace: target.namespace } : {}) } };
+  await ctx.api.apply(target, body, sharedFieldManager(ctx, parent));
 }

@@ -2,7 +2,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { PermanentError, TemporaryError } from "../../core/errors.ts";
 import { ApiError, ApiNotReady, KubeUnreachable } from "../../clients/kube-http.ts";
-import { UserCodeThrew } from "./thrown.ts";
+import { UserCodeThrew } from "./user-code.ts";
 import { classify, messageHandled } from "./outcome.ts";
 import { fenceVerdict, STALE_GENERATION_TOKEN, staleRefusal } from "../../core/fence.ts";
 import { PARENT_GENERATION_ANNOTATION } from "../../core/event.ts";

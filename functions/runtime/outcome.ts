@@ -2,7 +2,7 @@
 import { PermanentError, TemporaryError } from "../../core/errors.ts";
 import { ApiError, isServerOutage } from "../../clients/kube-http.ts";
 import { isStaleRefusal } from "../../core/fence.ts";
-import { thrownMessage, UserCodeThrew } from "./thrown.ts";
+import { thrownMessage, UserCodeThrew } from "./user-code.ts";
 
 /**
  * - success: done, delete the message. `requeue: "after"`: the object recorded when to be
@@ -15,8 +15,8 @@ import { thrownMessage, UserCodeThrew } from "./thrown.ts";
  *   dead-letters it when it keeps failing.
  * - dead-letter: the message itself is bad; fail it until the queue dead-letters it.
  * - unavailable: the API server (or its credential) failed, not the object. Not the message's
- *   fault, so it must not spend its receive budget: the adapters defer it (functions/adapters/settle.ts)
- *   and back off across the whole cluster (functions/adapters/outage.ts).
+ *   fault, so it must not spend its receive budget: the adapters defer it and back off across the
+ *   whole cluster (its circuit), both in functions/adapters/settle.ts.
  */
 export type Outcome =
   | { result: "success"; detail?: string; requeue?: "after" }

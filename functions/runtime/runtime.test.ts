@@ -7,7 +7,7 @@ import { PermanentError, TemporaryError } from "../../core/errors.ts";
 import { defineOperator, type CustomObject, type OperatorDefinition, type ReconcileResult } from "../../core/operator.ts";
 import { createFakeKube, reconcileWithRuntime } from "../testing/index.ts";
 import type { KubeApi, KubeObject } from "./kube-api.ts";
-import { createRuntime } from "./runtime.ts";
+import { handleMessage, createRuntime } from "./runtime.ts";
 import { pino } from "pino";
 import { TEST_EVENT_KEYS, signedForTest } from "../../test/support/event-key.ts";
 
@@ -106,7 +106,7 @@ describe("runtime (through the in-memory API server)", () => {
     } };
     const runtime = createRuntime(greeter(), { api, logger: pino({ level: "silent" }), clock: () => new Date(), eventKeys: TEST_EVENT_KEYS });
     const event = { v: 1, cluster: "t", group: "example.com", version: "v1", plural: "greetings", kind: "Greeting", namespace: "default", name: "hello", uid: created.metadata.uid, resourceVersion: created.metadata.resourceVersion, generation: 1, type: "ADDED", observedAt: new Date().toISOString() };
-    const outcome = await runtime.handle({ id: "1", body: JSON.stringify(signedForTest(event)) });
+    const outcome = await handleMessage(runtime, { id: "1", body: JSON.stringify(signedForTest(event)) });
     assert.equal(outcome.result, "success");
     assert.equal(ready(await kube.get(ref))?.status, "True");
   });

@@ -1,16 +1,30 @@
-// Per event: read the object fresh, finalize or reconcile it, write only what changed, with
-// resourceVersion preconditions. Level-triggered: the event names the object, never what to do.
-// This file turns a queue message into a key event and measures its handling; the steps of a
-// reconcile live beside it (handle-event.ts → reconcile-object.ts → one file per step).
+// One received key event, reconciled: read the object (or take the one the event carries), then
+// finalize it or reconcile it, step by step, writing only what changed, with resourceVersion
+// preconditions. Level-triggered: the event names the object, never what to do. This file says in
+// which order the steps run; each step is a file of its own, entered once:
+//   finalizer → spec → children's and references' reads (side by side) → effects, recorded at
+//   once, then reconcile (pure) → children → status (what is next: a requeue, the timer, and what
+//   it reconciled: core/reconciled.ts) → prune (after the status write's precondition, so only
+//   from a current view: children.ts).
+// A message becomes a received event before it gets here (delivery.ts): the adapter judges it once.
 import type { Logger } from "pino";
-import type { Operator } from "../../core/operator.ts";
-import { verifyKeyEvent, type EventKeyring } from "../../core/event-auth.ts";
-import { handleEvent } from "./handle-event.ts";
-import { countingApi, type KubeApi } from "./kube-api.ts";
-import { DEFERRED_SINCE_ATTRIBUTE, keyEventOf, type QueueMessage } from "./message.ts";
+import type { EventKeyring } from "../../core/event-auth.ts";
+import { PermanentError } from "../../core/errors.ts";
+import type { CustomObject, Operator } from "../../core/operator.ts";
+import { reconciledRecord } from "../../core/reconciled.ts";
+import type { ReferenceRecord } from "../../core/references.ts";
+import { pruneChildren, writeChildren } from "./children.ts";
+import { createReceiver, type Delivery, type QueueMessage, type Received, type Refused, type ServedEvents } from "./delivery.ts";
+import { failMessage, onFailure } from "./failure.ts";
+import { finalizerFirst } from "./finalizer.ts";
+import { countingApi, type KubeApi, type KubeObject } from "./kube-api.ts";
 import type { RuntimeMetrics } from "./metrics.ts";
-import type { Outcome } from "./outcome.ts";
-import { parentRef } from "./step.ts";
+import { classify, type Outcome } from "./outcome.ts";
+import { parentRef, type ReconcileContext } from "./reconcile-context.ts";
+import { readInputs } from "./reads.ts";
+import { writeSuccessStatus } from "./status.ts";
+import { effectsThenReconcile } from "./user-code.ts";
+import { zodLine } from "../../core/config-error.ts";
 
 export interface RuntimeDeps {
   api: KubeApi;
@@ -31,53 +45,180 @@ export interface RuntimeDeps {
 export type HandledOutcome = Outcome & { apiCalls: number };
 
 export interface Runtime {
-  handle(message: QueueMessage): Promise<HandledOutcome>;
+  /** The clusters (by their keys) and resources whose events this runtime takes. */
+  served: ServedEvents;
+  /** Judges a message once (delivery.ts): the verified event, or why it is a dead letter. */
+  receive(message: QueueMessage): Delivery;
+  /** Reconciles a received event; a refused one is answered with its dead-letter outcome. */
+  handle(delivery: Delivery): Promise<HandledOutcome>;
   /** Writes measurements kept for a batch (EMF on Lambda); adapters call it once per invocation. */
   flushMetrics?(): void;
 }
 
+/** One message, received and handled: for callers that hold a single message and no circuit. */
+export function handleMessage(runtime: Runtime, message: QueueMessage): Promise<HandledOutcome> {
+  return runtime.handle(runtime.receive(message));
+}
+
+const refused = (delivery: Refused): HandledOutcome => ({ ...delivery.outcome, apiCalls: 0 });
+
+/** One operator against one cluster's API server. */
 export function createRuntime<Spec>(typedOperator: Operator<Spec>, deps: RuntimeDeps): Runtime {
   const operator = typedOperator as Operator<unknown>;
-  const { resource } = operator;
-  const maxAttempts = deps.maxAttempts ?? 5;
-  const controller = resource.kind.toLowerCase();
+  const served: ServedEvents = { keysOf: () => deps.eventKeys, resources: [operator.resource] };
+  const reconcile = reconcilerFor(operator, deps);
+  return { served, receive: createReceiver(served, deps.logger), handle: async (delivery) => (delivery.ok ? reconcile(delivery) : refused(delivery)) };
+}
 
-  async function handle(message: QueueMessage): Promise<HandledOutcome> {
-    const parsed = keyEventOf(message);
-    const firstReceive = (message.receiveCount ?? 1) <= 1;
-    if (!parsed.ok) {
-      // Logged once (first receive), then failed on every receive until the queue dead-letters it.
-      if (firstReceive) deps.logger.error({ messageId: message.id, error: parsed.error }, "malformed key event; leaving it for the dead-letter queue");
-      else deps.logger.debug({ messageId: message.id, receiveCount: message.receiveCount }, "malformed key event received again");
-      return { result: "dead-letter", detail: "malformed key event", apiCalls: 0 };
+const resourceKey = (r: { group: string; plural: string }): string => (r.group === "" ? r.plural : `${r.plural}.${r.group}`);
+
+/**
+ * Several runtimes behind one queue, each event to the runtime of the resource it names: one
+ * process serving several operators. A cluster's events verify with any of its runtimes' keys.
+ */
+export function runtimeByResource(runtimes: readonly Runtime[], logger: Logger): Runtime {
+  const [first] = runtimes;
+  if (!first) throw new Error("runtimeByResource needs at least one runtime");
+  if (runtimes.length === 1) return first;
+  const byResource = new Map(runtimes.flatMap((runtime) => runtime.served.resources.map((r) => [resourceKey(r), runtime] as const)));
+  const served: ServedEvents = {
+    keysOf: (cluster) => {
+      const rings = runtimes.map((r) => r.served.keysOf(cluster)).filter((k) => k !== undefined);
+      return rings.length === 0 ? undefined : new Map(rings.flatMap((ring) => [...ring]));
+    },
+    resources: [...byResource.values()].flatMap((r) => r.served.resources),
+  };
+  return {
+    served,
+    receive: createReceiver(served, logger),
+    handle: async (delivery) => (delivery.ok ? byResource.get(resourceKey(delivery.event))!.handle(delivery) : refused(delivery)),
+  };
+}
+
+/**
+ * One queue may carry the events of many clusters: each goes to the runtime of the cluster it
+ * names, built on that cluster's first event and kept (with its client's keep-alive connection
+ * and token cache). A failed build (a CA file not there yet) is logged, and tried again on the
+ * cluster's next event.
+ */
+export function runtimeByCluster(keys: ReadonlyMap<string, EventKeyring>, resources: ServedEvents["resources"], build: (cluster: string) => Promise<Runtime>, logger: Logger): Runtime {
+  const served: ServedEvents = { keysOf: (cluster) => keys.get(cluster), resources };
+  const built = new Map<string, Promise<Runtime>>();
+  const runtimeOf = (cluster: string): Promise<Runtime> => {
+    let runtime = built.get(cluster);
+    if (!runtime) {
+      built.set(cluster, (runtime = build(cluster)));
+      runtime.catch((error: unknown) => {
+        built.delete(cluster);
+        logger.error({ cluster, error: (error as Error).message }, `cannot set up the client of cluster "${cluster}": ${(error as Error).message}`);
+      });
     }
-    const event = parsed.event;
-    // Before anything uses the body: whoever may send to the queue is not thereby the bridge.
-    const proof = verifyKeyEvent(event, deps.eventKeys);
-    if (!proof.ok) {
-      const object = `${event.kind} ${event.namespace ? `${event.namespace}/` : ""}${event.name}`;
-      if (firstReceive) deps.logger.error({ messageId: message.id, cluster: event.cluster, object, kid: event.kid ?? null }, `key event for ${object} of cluster "${event.cluster}" refused: ${proof.message}; leaving it for the dead-letter queue`);
-      else deps.logger.debug({ messageId: message.id, receiveCount: message.receiveCount }, "unverified key event received again");
-      return { result: "dead-letter", detail: proof.message, apiCalls: 0 };
-    }
+    return runtime;
+  };
+  return { served, receive: createReceiver(served, logger), handle: async (delivery) => (delivery.ok ? (await runtimeOf(delivery.event.cluster)).handle(delivery) : refused(delivery)) };
+}
+
+/** Each received event of this operator: its context, its reconcile, measured and logged once. */
+function reconcilerFor(operator: Operator<unknown>, deps: RuntimeDeps): (received: Received) => Promise<HandledOutcome> {
+  const maxAttempts = deps.maxAttempts ?? 5;
+  const controller = operator.resource.kind.toLowerCase();
+  return async ({ message, event, firstDelivery }) => {
     const log = deps.logger.child({ messageId: message.id, object: `${event.namespace ?? ""}/${event.name}`, reason: event.reason ?? event.type });
-    if (event.group !== resource.group || event.plural !== resource.plural) {
-      if (firstReceive) log.error({ group: event.group, plural: event.plural }, "key event for a resource this operator does not serve");
-      return { result: "dead-letter", detail: "not this operator's resource", apiCalls: 0 };
-    }
     const { api, calls } = countingApi(deps.api);
     const started = deps.clock().getTime();
-    const firstDelivery = firstReceive && message.attributes?.[DEFERRED_SINCE_ATTRIBUTE] === undefined;
-    const step = { operator, api, clock: deps.clock, log, event, ref: parentRef(operator, event), firstDelivery, env: deps.env ?? {} };
-    const outcome = await handleEvent(step, maxAttempts);
+    const outcome = await reconcileEvent({ operator, api, clock: deps.clock, log, event, ref: parentRef(operator, event), firstDelivery, env: deps.env ?? {} }, maxAttempts);
     const done = { ...outcome, apiCalls: calls() };
     const finished = deps.clock().getTime();
     // observedAt is when the bridge saw the change, or when a scheduled reconcile fell due.
     const lagSeconds = (finished - Date.parse(event.observedAt)) / 1000;
     log.info({ outcome: done.result, detail: done.detail, apiCalls: done.apiCalls, receiveCount: message.receiveCount }, "handled");
-    deps.metrics?.observe({ controller, outcome, apiCalls: done.apiCalls, seconds: (finished - started) / 1000, ...(lagSeconds === undefined ? {} : { lagSeconds }) });
+    deps.metrics?.observe({ controller, outcome, apiCalls: done.apiCalls, seconds: (finished - started) / 1000, lagSeconds });
     return done;
-  }
+  };
+}
 
-  return { handle };
+/**
+ * The object as the event carries it, when it may stand for a read: only on a message's first
+ * delivery. A message delivered again (a held retry, a re-sent deferral) may have waited behind
+ * newer ones of its object, so it reads the object afresh. Effects act outside the cluster, where
+ * no fence stands (core/fence.ts fences children): they act only on a read from etcd.
+ */
+function announced(ctx: ReconcileContext): KubeObject | undefined {
+  const { event } = ctx;
+  if (event.object === undefined || event.type === "DELETED" || !ctx.firstDelivery || ctx.operator.effects !== undefined) return undefined;
+  return event.object as unknown as KubeObject;
+}
+
+/** A read on a first attempt: effects need etcd's (quorum) answer; anything else, one no older than the event's. */
+const firstRead = (ctx: ReconcileContext): Promise<KubeObject | undefined> => (ctx.operator.effects !== undefined ? ctx.api.get(ctx.ref) : ctx.api.get(ctx.ref, { notOlderThan: ctx.event.resourceVersion }));
+
+/**
+ * Reads the object and reconciles it; on 409 Conflict reads again and retries, a bounded number of
+ * times. Nothing here waits or schedules: what the object wants next is recorded in its status,
+ * and the bridge announces it when due.
+ */
+export async function reconcileEvent(ctx: ReconcileContext, maxAttempts: number): Promise<Outcome> {
+  for (let attempt = 1; attempt <= maxAttempts; attempt++) {
+    try {
+      // First: the object the event carries, as the bridge saw it (a newer change has an event of
+      // its own behind this one; children's fences refuse what it would set back), or else a
+      // read. After a 409, or a fence's refusal, the world moved: read etcd.
+      const object = attempt === 1 ? (announced(ctx) ?? (await firstRead(ctx))) : await ctx.api.get(ctx.ref);
+      if (!object) return { result: "success", detail: "object is gone" };
+      return await reconcileObject(ctx, object);
+    } catch (error) {
+      const verdict = classify(error);
+      if (verdict.kind === "conflict") {
+        ctx.log.debug({ attempt }, "409 Conflict; re-reading");
+        continue;
+      }
+      // Not this object's fault: the adapter defers the message without spending its receives.
+      if (verdict.kind === "unavailable") return { result: "unavailable", detail: verdict.message };
+      return failMessage(ctx, "message" in verdict ? verdict.message : String(error));
+    }
+  }
+  return failMessage(ctx, `still conflicting after ${maxAttempts} attempts`);
+}
+
+/** The object with its spec parsed by the operator's schema (PermanentError InvalidSpec otherwise). */
+function validObject(ctx: ReconcileContext, object: KubeObject): CustomObject<unknown> {
+  const spec = ctx.operator.spec.safeParse(object.spec);
+  if (!spec.success) throw new PermanentError(zodLine(spec.error), "InvalidSpec");
+  return { ...(object as unknown as CustomObject<unknown>), spec: spec.data };
+}
+
+/** One reconcile of an object just read. Throws only 409 Conflicts (the caller re-reads); every other failure becomes an outcome. */
+async function reconcileObject(ctx: ReconcileContext, read: KubeObject): Promise<Outcome> {
+  let object = read;
+  // What this attempt read, once known: recorded with its outcome, success or failure alike.
+  let records: ReferenceRecord[] | undefined;
+  try {
+    const finalized = await finalizerFirst(ctx, object);
+    if ("outcome" in finalized) return finalized.outcome;
+    object = finalized.object;
+    const now = ctx.clock();
+    const valid = validObject(ctx, object);
+    const { references, children } = await readInputs(ctx, object, valid);
+    records = references.records;
+    const called = await effectsThenReconcile(ctx, object, valid, { now, children: children.view, references: references.objects, records });
+    object = called.object;
+    const { wanted, left, keys } = await writeChildren(ctx, object, called.result, children);
+    const requeue = await writeSuccessStatus(ctx, object, called.result.status, now, [called.result.requeueAfterSeconds, called.effectsRequeueAfterSeconds], records, reconciledRecord(object, left));
+    await pruneChildren(ctx, object, keys, wanted);
+    return { result: "success", detail: "reconciled", ...(requeue === undefined ? {} : { requeue: "after" as const }) };
+  } catch (error) {
+    return onFailure(ctx, object, error, records);
+  }
+}
+
+/** A runtime that is whichever `current()` answers at each call: one a reload swaps (`crdfn dev`). */
+export function swappableRuntime(current: () => Runtime): Runtime {
+  return {
+    get served() {
+      return current().served;
+    },
+    receive: (message) => current().receive(message),
+    handle: (delivery) => current().handle(delivery),
+    flushMetrics: () => current().flushMetrics?.(),
+  };
 }

@@ -11,7 +11,7 @@ import { defineOperator, type Operator } from "../../core/operator.ts";
 import { reconcileWithRuntime, type FakeKube } from "../testing/index.ts";
 import { asTheFunction, childKeys } from "../testing/run.ts";
 import type { KubeObject } from "./kube-api.ts";
-import { createRuntime } from "./runtime.ts";
+import { handleMessage, createRuntime } from "./runtime.ts";
 import { TEST_EVENT_KEYS, signedForTest } from "../../test/support/event-key.ts";
 
 type Spec = { value: number; note?: string | undefined };
@@ -54,7 +54,7 @@ function eventOf(kube: FakeKube, body: KubeObject): KeyEvent {
 async function deliver(kube: FakeKube, event: KeyEvent, o: { receiveCount?: number; fenced?: boolean } = {}) {
   const api = o.fenced === false ? kube.as(() => undefined) : asTheFunction(kube, valued);
   const runtime = createRuntime(valued, { api, logger: pino({ level: "silent" }), clock: () => new Date("2026-01-01T00:00:00Z"), eventKeys: TEST_EVENT_KEYS });
-  return runtime.handle({ id: `m-${event.resourceVersion}`, body: JSON.stringify(signedForTest(event)), receiveCount: o.receiveCount ?? 1 });
+  return handleMessage(runtime, { id: `m-${event.resourceVersion}`, body: JSON.stringify(signedForTest(event)), receiveCount: o.receiveCount ?? 1 });
 }
 
 /** Generation `value` of the object stored, reconciled; returns the body the bridge saw at each generation. */
@@ -136,7 +136,7 @@ describe("stale views", () => {
     // Generation 1's body, with the children's keys of now (a and b): from that view, b is not wanted.
     const runtime = createRuntime(op, { api: asTheFunction(first.kube, op), logger: pino({ level: "silent" }), clock: () => new Date(), eventKeys: TEST_EVENT_KEYS });
     const event = { ...eventOf(first.kube, stale), children: childKeys(first.kube, op, stale) };
-    await runtime.handle({ id: "stale", body: JSON.stringify(signedForTest(event)), receiveCount: 1 });
+    await handleMessage(runtime, { id: "stale", body: JSON.stringify(signedForTest(event)), receiveCount: 1 });
     assert.equal((await first.kube.get(b))?.metadata.uid, uid, "b, which generation 2 wants, was never deleted (not deleted and made again)");
   });
 });

@@ -1,19 +1,42 @@
-// Computing the status the runtime writes: the user's fields, observedGeneration, the conditions
-// with the runtime's Ready, and what the object wants next (core/schedule.ts), which the bridge
-// turns into a re-announcement, and what it reconciled (core/reconciled.ts), which a new bridge
-// compares with what it lists. An unchanged world computes an identical status, so the write is
-// skipped.
+// The status the runtime writes: the user's fields, observedGeneration, the conditions with the
+// runtime's Ready, and what the object wants next (core/schedule.ts), which the bridge turns into a
+// re-announcement, and what it reconciled (core/reconciled.ts), which a new bridge compares with
+// what it lists. An unchanged world computes an identical status, so the write is skipped; a
+// write goes through /status, conditional on the resourceVersion read.
+import { sameJson } from "../../core/canonical-json.ts";
 import { setCondition, type Condition, type ConditionInput } from "../../core/conditions.ts";
-import type { ObjectStatus, StatusInput } from "../../core/operator.ts";
+import type { ObjectStatus, Operator, StatusInput } from "../../core/operator.ts";
 import { NEXT_RECONCILE_FIELD, nextReconcileOf, type NextReason, type NextReconcile } from "../../core/schedule.ts";
 import { REFERENCES_FIELD, type ReferenceRecord } from "../../core/references.ts";
 import { RECONCILED_FIELD, type Reconciled } from "../../core/reconciled.ts";
+import type { KubeObject } from "./kube-api.ts";
+import type { ReconcileContext } from "./reconcile-context.ts";
 
 export const READY = "Ready";
 
 /** `at` with millisecond precision: the bridge fires it to the millisecond. */
 export function nextReconcile(reason: NextReason, at: Date, attempts?: number): NextReconcile {
   return { at: at.toISOString(), reason, ...(attempts === undefined ? {} : { attempts }) };
+}
+
+/**
+ * Writes the status after a successful reconcile, when it changed. `asked`: when reconcile and
+ * effects asked to be called again; with the operator's timer, the soonest is when the object is
+ * due next (status.nextReconcile, reason Requeue, which the bridge announces when due). Resolves
+ * with that delay in seconds, if any.
+ */
+export async function writeSuccessStatus(ctx: ReconcileContext, object: KubeObject, input: StatusInput | undefined, now: Date, asked: ReadonlyArray<number | undefined>, references?: ReferenceRecord[], reconciled?: Reconciled): Promise<number | undefined> {
+  const previous = object.status as ObjectStatus | undefined;
+  const requeueAfterSeconds = requeueAfter(ctx.operator, asked);
+  const next = requeueAfterSeconds === undefined ? undefined : nextReconcile("Requeue", new Date(now.getTime() + requeueAfterSeconds * 1000));
+  const status = successStatus(previous, input, object.metadata.generation ?? 0, now, next, references, reconciled);
+  if (!sameJson(status, previous)) await ctx.api.replaceStatus(ctx.ref, { ...object, status }, ctx.operator.fieldManager);
+  return requeueAfterSeconds;
+}
+
+function requeueAfter(operator: Operator, asked: ReadonlyArray<number | undefined>): number | undefined {
+  const all = [...asked, operator.every].filter((s): s is number => s !== undefined);
+  return all.length === 0 ? undefined : Math.min(...all);
 }
 
 /**

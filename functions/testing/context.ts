@@ -1,13 +1,13 @@
 // The contexts reconcile, effects and finalize receive, for calling them directly in a unit test.
 // Given the operator, `ctx.children` and `ctx.references` are the runtime's own
-// (runtime/observed-children.ts, runtime/references.ts): asking for a kind the operator does not observe, or does not read, throws as it
+// (runtime/reads.ts): asking for a kind the operator does not observe, or does not read, throws as it
 // does in production.
 import type { EffectsContext, FinalizeContext, ObjectReference, ObservedChildren, Operator, ReconcileContext, ReferencedObjects } from "../../core/operator.ts";
-import { idempotencyKeyOf } from "../runtime/effects.ts";
-import { keyOf } from "../../core/resource-path.ts";
+import { idempotencyKeyOf } from "../runtime/user-code.ts";
 import type { KubeObject } from "../runtime/kube-api.ts";
-import { observedChildren, type ObservedByKind } from "../runtime/observed-children.ts";
-import { referencedObjects, type ReadReferences } from "../runtime/references.ts";
+import { type ObservedByKind } from "../runtime/children.ts";
+import { keyOf } from "../../core/resource-path.ts";
+import { observedChildren, referencedObjects, type ReadReferences } from "../runtime/reads.ts";
 
 /** By kind, then by name: what `ctx.children.of(kind)` and `ctx.references.of(kind)` return. */
 export type ObjectsByKind = Record<string, Record<string, unknown>>;

@@ -62,23 +62,24 @@ const body = (o: Json): Json => Object.fromEntries(Object.entries(o).filter(([k]
  */
 export type Admission = (write: { ref: ResourceRef; name: string; existing: KubeObject | undefined; next: KubeObject | undefined }) => string | undefined;
 
+const check = (admission: Admission | undefined, ref: ResourceRef, name: string, existing: KubeObject | undefined, next: KubeObject | undefined): void => {
+  const refused = admission?.({ ref, name, existing, next });
+  if (refused !== undefined) throw new ApiError(403, "Forbidden", `${ref.plural} "${name}" is forbidden: ValidatingAdmissionPolicy denied request: ${refused}`);
+};
+const storeKeyOf = (ref: ResourceRef, name = ref.name): string => `${ref.group}/${ref.plural}/${ref.namespace ?? ""}/${name ?? ""}`;
+const collectionOf = (ref: ResourceRef): string => `${ref.group}/${ref.plural}/`;
+const where = (ref: ResourceRef) => `${ref.plural} "${ref.namespace ? `${ref.namespace}/` : ""}${ref.name ?? ""}"`;
+const notFound = (ref: ResourceRef) => new ApiError(404, "NotFound", `${where(ref)} not found`);
+
 export function createFakeKube(opts: { clock?: () => Date } = {}): FakeKube {
   const clock = opts.clock ?? (() => new Date());
   const store = new Map<string, KubeObject>();
   const writers = new Map<string, string>();
-  const check = (admission: Admission | undefined, ref: ResourceRef, name: string, existing: KubeObject | undefined, next: KubeObject | undefined): void => {
-    const refused = admission?.({ ref, name, existing, next });
-    if (refused !== undefined) throw new ApiError(403, "Forbidden", `${ref.plural} "${name}" is forbidden: ValidatingAdmissionPolicy denied request: ${refused}`);
-  };
   /** Last object each field manager applied, per object: what a re-apply may remove. */
   const applied = new Map<string, Map<string, Json>>();
   let version = 0;
   let serial = 0;
 
-  const storeKeyOf = (ref: ResourceRef, name = ref.name): string => `${ref.group}/${ref.plural}/${ref.namespace ?? ""}/${name ?? ""}`;
-  const collectionOf = (ref: ResourceRef): string => `${ref.group}/${ref.plural}/`;
-  const where = (ref: ResourceRef) => `${ref.plural} "${ref.namespace ? `${ref.namespace}/` : ""}${ref.name ?? ""}"`;
-  const notFound = (ref: ResourceRef) => new ApiError(404, "NotFound", `${where(ref)} not found`);
   const nextVersion = () => String((version += 1));
 
   function existing(ref: ResourceRef): KubeObject {
@@ -166,8 +167,38 @@ export function createFakeKube(opts: { clock?: () => Date } = {}): FakeKube {
     return save(at, undefined, { ...o, metadata: { ...meta, name } });
   }
 
-  /** The writes a client makes, refused where `admission` says so (none for the test's own admin client). */
-  const writes = (admission?: Admission): Pick<KubeApi, "mergePatch" | "apply" | "create" | "delete"> => ({
+  const server: Store = { store, applied, writers, storeKeyOf, collectionOf, existing, checkPreconditions, save, check, create, deleteObject };
+  const reads = readsOf(server);
+  const writes = (admission?: Admission) => writesOf(server, admission);
+
+  return {
+    ...reads,
+    ...writes(),
+    as: (admission) => ({ ...reads, ...writes(admission) }),
+
+    ...inspectionOf(server),
+  };
+}
+
+/** The in-memory API server's state and its primitives, which its reads and writes share. */
+interface Store {
+  store: Map<string, KubeObject>;
+  applied: Map<string, Map<string, Json>>;
+  writers: Map<string, string>;
+  storeKeyOf: (ref: ResourceRef, name?: string) => string;
+  collectionOf: (ref: ResourceRef) => string;
+  existing: (ref: ResourceRef) => KubeObject;
+  checkPreconditions: (ref: ResourceRef, current: KubeObject, p: Preconditions | undefined) => void;
+  save: (ref: ResourceRef, previous: KubeObject | undefined, next: KubeObject) => KubeObject;
+  check: (admission: Admission | undefined, ref: ResourceRef, name: string, existing: KubeObject | undefined, next: KubeObject | undefined) => void;
+  create: (ref: ResourceRef, object: Json, admission?: Admission) => KubeObject;
+  deleteObject: (ref: ResourceRef, preconditions?: Preconditions) => void;
+}
+
+/** The writes a client makes, refused where `admission` says so (none for the test's own admin client). */
+function writesOf(server: Store, admission?: Admission): Pick<KubeApi, "mergePatch" | "apply" | "create" | "delete"> {
+  const { store, applied, writers, storeKeyOf, existing, checkPreconditions, save, check, create, deleteObject } = server;
+  return {
     mergePatch: (ref, patch) =>
       Promise.resolve().then(() => {
         const current = existing(ref);
@@ -210,9 +241,13 @@ export function createFakeKube(opts: { clock?: () => Date } = {}): FakeKube {
         if (current) check(admission, ref, current.metadata.name, current, undefined);
         deleteObject(ref, preconditions);
       }),
-  });
+  };
+}
 
-  const reads: Pick<KubeApi, "get" | "replaceStatus" | "list"> = {
+/** The reads, and the status write (which admission never refuses here). */
+function readsOf(server: Store): Pick<KubeApi, "get" | "replaceStatus" | "list"> {
+  const { store, storeKeyOf, collectionOf, existing, checkPreconditions, save } = server;
+  return {
     get: (ref) => Promise.resolve(store.has(storeKeyOf(ref)) ? clone(store.get(storeKeyOf(ref))) : undefined),
 
     replaceStatus: (ref, object) =>
@@ -235,12 +270,12 @@ export function createFakeKube(opts: { clock?: () => Date } = {}): FakeKube {
           .map(clone);
       }),
   };
+}
 
+/** What a test asks of the server beside the API: who wrote last, what is stored, putting objects in. */
+function inspectionOf(server: Store): Pick<FakeKube, "lastContentWriter" | "objects" | "events" | "put" | "setStatus"> {
+  const { store, writers, storeKeyOf, existing, save, create } = server;
   return {
-    ...reads,
-    ...writes(),
-    as: (admission) => ({ ...reads, ...writes(admission) }),
-
     lastContentWriter: (ref) => (store.has(storeKeyOf(ref)) ? (writers.get(storeKeyOf(ref)) ?? "update") : undefined),
 
     objects: (filter = {}) =>

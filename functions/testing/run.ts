@@ -8,7 +8,7 @@ import type { KeyEvent } from "../../core/event.ts";
 import type { Operator } from "../../core/operator.ts";
 import { nextReconcileOf, type NextReconcile } from "../../core/schedule.ts";
 import type { KubeObject } from "../runtime/kube-api.ts";
-import type { HandledOutcome } from "../runtime/runtime.ts";
+import { handleMessage, type HandledOutcome } from "../runtime/runtime.ts";
 import { createRuntime } from "../runtime/runtime.ts";
 import { createFakeKube, type FakeKube } from "./fake-kube.ts";
 import { objectInputOf, type ObjectInput, type TestObjectInput } from "./object.ts";
@@ -107,7 +107,7 @@ export async function reconcileWithRuntime<Spec>(operator: Operator<Spec>, input
     ...(current ? { object: current as unknown as NonNullable<KeyEvent["object"]> } : {}),
     children: current ? childKeys(kube, operator, current) : [],
   };
-  const outcome = await runtime.handle({ id: `test-${event.resourceVersion}`, body: JSON.stringify(signKeyEvent(event, eventKey)) });
+  const outcome = await handleMessage(runtime, { id: `test-${event.resourceVersion}`, body: JSON.stringify(signKeyEvent(event, eventKey)) });
   const uid = current?.metadata.uid;
   const regarding = (e: KubeObject) => ((e.regarding ?? e.involvedObject) as { uid?: string } | undefined)?.uid === uid;
   const after = await kube.get(ref);

@@ -1,6 +1,6 @@
 // Records every reconcile as it enters and leaves the runtime, per object, so a test can see two
 // reconciles of one object overlapping in time (across receive loops, batches and adapters).
-import { objectKey, parseKeyEvent } from "../../core/event.ts";
+import { objectKey } from "../../core/event.ts";
 import type { HandledOutcome, Runtime } from "../../functions/runtime/runtime.ts";
 
 export interface Reconcile {
@@ -26,17 +26,18 @@ export class OverlapRecorder {
 
   wrap(runtime: Runtime): Runtime {
     return {
-      handle: async (message) => {
-        const parsed = parseKeyEvent(message.body);
-        if (!parsed.ok) return runtime.handle(message);
-        const key = objectKey(parsed.event);
-        const entry = { key, name: parsed.event.name, reason: parsed.event.reason ?? parsed.event.type, messageId: message.id, receiveCount: message.receiveCount, startedAt: Date.now() };
+      ...runtime,
+      handle: async (delivery) => {
+        if (!delivery.ok) return runtime.handle(delivery);
+        const { event, message } = delivery;
+        const key = objectKey(event);
+        const entry = { key, name: event.name, reason: event.reason ?? event.type, messageId: message.id, receiveCount: message.receiveCount, startedAt: Date.now() };
         const running = this.#active.get(key) ?? [];
         if (running.length > 0) this.overlaps.push({ key, at: entry.startedAt, entering: entry, running: [...running] });
         this.#active.set(key, [...running, entry]);
         let outcome: HandledOutcome | undefined;
         try {
-          outcome = await runtime.handle(message);
+          outcome = await runtime.handle(delivery);
           return outcome;
         } finally {
           this.#active.set(key, (this.#active.get(key) ?? []).filter((e) => e !== entry));

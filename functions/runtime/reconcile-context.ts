@@ -1,11 +1,11 @@
-// What every step of one reconcile works with: the operator, the (counted) API, the event being
-// handled and the parent's REST location. Built once per message; read-only.
+// What every step of one reconcile works with: the operator, the (counted) API, the verified event
+// being handled and the parent's REST location. Built once per event (runtime.ts); read-only.
 import type { Logger } from "pino";
 import type { KeyEvent } from "../../core/event.ts";
 import type { Operator } from "../../core/operator.ts";
 import type { KubeApi, ResourceRef } from "./kube-api.ts";
 
-export interface Step<Spec = unknown> {
+export interface ReconcileContext<Spec = unknown> {
   operator: Operator<Spec>;
   api: KubeApi;
   clock: () => Date;
@@ -19,7 +19,8 @@ export interface Step<Spec = unknown> {
   env: Readonly<Record<string, string | undefined>>;
 }
 
-export function parentRef(operator: Operator<unknown>, event: KeyEvent): ResourceRef {
+/** The parent's location: the operator's resource, the event's name (and namespace, when namespaced). */
+export function parentRef(operator: Operator<unknown>, event: Pick<KeyEvent, "name" | "namespace">): ResourceRef {
   const { resource } = operator;
   return {
     group: resource.group,
