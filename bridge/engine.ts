@@ -146,11 +146,12 @@ export class Engine {
     const settled = (): void => {
       if (--unsettled === 0) onSynced();
     };
+    const watches = resources.map((ref) => this.#watchResource(ref, new ResourceReadiness(ref, this.states, this.#deps.metrics, settled)));
     const resyncs = resources.map((ref) => {
       const parentOf = () => this.parents.find((p) => p.resource.group === ref.group && p.resource.plural === ref.plural);
       return resyncEvery((ref.resyncSeconds ?? this.#config.resyncSeconds) * 1000, parentOf, this.#deps.clock, this.#stopping.signal);
     });
-    await Promise.all([...resources.map((ref) => this.#watchResource(ref, new ResourceReadiness(ref, this.states, this.#deps.metrics, settled))), ...resyncs]);
+    await Promise.all([...watches, ...resyncs]);
   }
 
   /**
