@@ -7,7 +7,7 @@ import type { Logger } from "pino";
 import { ApiError, isServerOutage, type KubeHttp } from "../clients/kube-http.ts";
 import { backoffMs } from "../core/backoff.ts";
 import { groupVersionPath, type GroupVersionResource } from "../core/resource-path.ts";
-import type { ResolvedResource } from "./tracker.ts";
+import type { ResolvedResource } from "./sink.ts";
 
 interface ApiResourceList {
   resources?: Array<{ name: string; kind: string; namespaced: boolean }>;

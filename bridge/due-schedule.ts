@@ -5,6 +5,26 @@
 // for one data structure). What is due is what the objects' own status says (core/schedule.ts):
 // this is a cache of it, rebuilt from a list after a restart or failover.
 
+/**
+ * Timers as the bridge sets them: injected so that a unit test drives time with a fake clock
+ * (test/support/fake-clock.ts) instead of waiting for it; startBridge passes `systemTimers()`.
+ */
+export interface Timers {
+  /** Calls `fn` once, `ms` from now; returns what cancels it. `background`: the timer alone does not keep the process alive. */
+  after(ms: number, fn: () => void, background?: boolean): () => void;
+}
+
+/** Node's own timers. */
+export function systemTimers(): Timers {
+  return {
+    after(ms, fn, background = false) {
+      const timer = setTimeout(fn, ms);
+      if (background) timer.unref();
+      return () => clearTimeout(timer);
+    },
+  };
+}
+
 interface Node {
   atMs: number;
   key: string;
@@ -14,21 +34,22 @@ interface Node {
 
 export interface DueScheduleOptions {
   now: () => number;
+  timers: Timers;
   /** Called once per due key, in time order. */
   onDue: (key: string) => void;
 }
 
 export class DueSchedule {
-  readonly #o: DueScheduleOptions;
+  readonly #options: DueScheduleOptions;
   readonly #heap: Node[] = [];
   readonly #current = new Map<string, Node>();
   #seq = 0;
-  #timer: NodeJS.Timeout | undefined;
+  #cancelTimer: (() => void) | undefined;
   #timerAt = Infinity;
   #stopped = false;
 
   constructor(options: DueScheduleOptions) {
-    this.#o = options;
+    this.#options = options;
   }
 
   get size(): number {
@@ -54,14 +75,14 @@ export class DueSchedule {
 
   stop(): void {
     this.#stopped = true;
-    clearTimeout(this.#timer);
-    this.#timer = undefined;
+    this.#cancelTimer?.();
+    this.#cancelTimer = undefined;
   }
 
   #fire(): void {
-    this.#timer = undefined;
+    this.#cancelTimer = undefined;
     this.#timerAt = Infinity;
-    const now = this.#o.now();
+    const now = this.#options.now();
     for (;;) {
       const top = this.#heap[0];
       if (top === undefined || this.#stopped) break;
@@ -72,7 +93,7 @@ export class DueSchedule {
       if (top.atMs > now) break;
       this.#pop();
       this.#current.delete(top.key);
-      this.#o.onDue(top.key);
+      this.#options.onDue(top.key);
     }
     this.#arm();
   }
@@ -83,11 +104,10 @@ export class DueSchedule {
     while (this.#heap[0] !== undefined && this.#current.get(this.#heap[0].key) !== this.#heap[0]) this.#pop();
     const next = this.#heap[0]?.atMs;
     if (next === undefined || next >= this.#timerAt) return;
-    clearTimeout(this.#timer);
+    this.#cancelTimer?.();
     this.#timerAt = next;
-    // setTimeout takes at most 2^31-1 ms; a later time re-arms when that one fires.
-    this.#timer = setTimeout(() => this.#fire(), Math.min(2 ** 31 - 1, Math.max(0, next - this.#o.now())));
-    this.#timer.unref?.();
+    // A timer takes at most 2^31-1 ms; a later time re-arms when that one fires.
+    this.#cancelTimer = this.#options.timers.after(Math.min(2 ** 31 - 1, Math.max(0, next - this.#options.now())), () => this.#fire(), true);
   }
 
   #push(node: Node): void {

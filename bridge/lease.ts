@@ -46,7 +46,7 @@ function leases(http: KubeHttp, namespace: string, name: string) {
 }
 
 export class LeaderElector {
-  readonly #o: LeaderElectionOptions;
+  readonly #options: LeaderElectionOptions;
   readonly #lease: ReturnType<typeof leases>;
   #leader = false;
   #lastRenew = 0;
@@ -56,7 +56,7 @@ export class LeaderElector {
   #written: Lease | undefined;
 
   constructor(options: LeaderElectionOptions) {
-    this.#o = options;
+    this.#options = options;
     this.#lease = leases(options.http, options.namespace, options.name);
   }
 
@@ -66,22 +66,22 @@ export class LeaderElector {
 
   /** Campaigns and renews until `signal` aborts. Never throws. */
   async run(signal: AbortSignal): Promise<void> {
-    const retryMs = (this.#o.durationSeconds * 1000) / 5;
-    const renewDeadlineMs = this.#o.durationSeconds * 700;
+    const retryMs = (this.#options.durationSeconds * 1000) / 5;
+    const renewDeadlineMs = this.#options.durationSeconds * 700;
     while (!signal.aborted) {
       // A hung request must not keep a leader that cannot renew from standing down in time.
       let timer: NodeJS.Timeout | undefined;
       const deadline = new Promise<boolean>((_, reject) => (timer = setTimeout(() => reject(new Error("lease request timed out")), retryMs)));
       const ok = await Promise.race([this.#tryAcquireOrRenew(), deadline]).finally(() => clearTimeout(timer)).catch((e: unknown) => {
-        this.#o.logger.warn({ err: (e as Error).message }, "lease update failed");
+        this.#options.logger.warn({ err: (e as Error).message }, "lease update failed");
         return false;
       });
-      const now = this.#o.now().getTime();
+      const now = this.#options.now().getTime();
       if (ok) this.#lastRenew = now;
       if (ok && !this.#leader && !signal.aborted) {
         this.#leader = true;
-        this.#o.logger.info({ lease: this.#o.name, identity: this.#o.identity }, "acquired the lease; publishing");
-        this.#o.onStartedLeading();
+        this.#options.logger.info({ lease: this.#options.name, identity: this.#options.identity }, "acquired the lease; publishing");
+        this.#options.onStartedLeading();
       } else if (!ok && this.#leader && now - this.#lastRenew > renewDeadlineMs) {
         this.#stepDown("could not renew the lease in time; standing by");
       }
@@ -96,25 +96,25 @@ export class LeaderElector {
     this.#stepDown("released the lease");
     try {
       const lease = await this.#lease.read();
-      if (lease.spec?.holderIdentity !== this.#o.identity) return;
-      const now = microTime(this.#o.now());
+      if (lease.spec?.holderIdentity !== this.#options.identity) return;
+      const now = microTime(this.#options.now());
       lease.spec = { ...lease.spec, holderIdentity: "", leaseDurationSeconds: 1, renewTime: now, acquireTime: now };
       await this.#lease.replace(lease);
     } catch (e) {
-      this.#o.logger.warn({ err: (e as Error).message }, "could not release the lease; it will expire");
+      this.#options.logger.warn({ err: (e as Error).message }, "could not release the lease; it will expire");
     }
   }
 
   #stepDown(message: string): void {
     if (!this.#leader) return;
     this.#leader = false;
-    this.#o.logger.warn({ lease: this.#o.name }, message);
-    this.#o.onStoppedLeading();
+    this.#options.logger.warn({ lease: this.#options.name }, message);
+    this.#options.onStoppedLeading();
   }
 
   async #tryAcquireOrRenew(): Promise<boolean> {
-    const { namespace, name, identity, durationSeconds } = this.#o;
-    const now = this.#o.now();
+    const { namespace, name, identity, durationSeconds } = this.#options;
+    const now = this.#options.now();
     const micro = microTime(now);
     const written = this.#written;
     this.#written = undefined;
@@ -124,7 +124,7 @@ export class LeaderElector {
         return true;
       } catch (e) {
         // A conflict (someone else wrote the Lease) or an outage: the full read-then-write decides.
-        this.#o.logger.debug({ err: (e as Error).message }, "lease renewal without a read failed; reading the lease");
+        this.#options.logger.debug({ err: (e as Error).message }, "lease renewal without a read failed; reading the lease");
       }
     }
     let lease: Lease;
@@ -166,7 +166,7 @@ export class LeaderElector {
     };
     try {
       this.#wrote(await this.#lease.replace(lease), now);
-      if (!mine) this.#o.logger.info({ previous: holder || null }, "took over the lease");
+      if (!mine) this.#options.logger.info({ previous: holder || null }, "took over the lease");
       return true;
     } catch (e) {
       if (statusOf(e) === 409) return false;

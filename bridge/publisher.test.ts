@@ -7,6 +7,7 @@ import { createBridgeMetrics } from "./metrics.ts";
 import { Publisher } from "./publisher.ts";
 import type { QueueTransport, SendResult } from "./transport.ts";
 import { TEST_EVENT_KEY } from "../test/support/event-key.ts";
+import { fakeClock, type FakeClock } from "../test/support/fake-clock.ts";
 
 /** A queue that records each batch it is sent and answers only when the test says so. */
 function heldQueue() {
@@ -42,12 +43,28 @@ const event = (name: string): KeyEvent => ({
   observedAt: new Date(0).toISOString(),
 });
 
+/** One turn of the event loop: the queue's answer, and the publisher's reaction to it, run. */
 const settle = () => new Promise((r) => setImmediate(r));
+
+/** A publisher on `queue`, with a clock that moves only when the test says so. */
+function publisherOn(queue: ReturnType<typeof heldQueue>, clock: FakeClock = fakeClock()): Publisher {
+  return new Publisher({
+    transport: queue.transport,
+    destinationOf: () => "q.fifo",
+    maxPending: 100,
+    concurrency: 4,
+    logger: pino({ level: "silent" }),
+    metrics: createBridgeMetrics(new Registry()),
+    now: () => clock.nowMs(),
+    timers: clock.timers,
+    eventKey: TEST_EVENT_KEY,
+  });
+}
 
 describe("publisher batching", () => {
   it("sends at once while nothing is in flight, and gathers what arrives meanwhile into one batch", async () => {
     const queue = heldQueue();
-    const publisher = new Publisher({ transport: queue.transport, destinationOf: () => "q.fifo", maxPending: 100, concurrency: 4, logger: pino({ level: "silent" }), metrics: createBridgeMetrics(new Registry()), now: () => 0, eventKey: TEST_EVENT_KEY });
+    const publisher = publisherOn(queue);
     await publisher.offer("a", event("a"), "watch");
     assert.deepEqual(queue.batches, [["a"]], "an idle queue gets the first event without waiting");
     for (const n of ["b", "c", "d"]) await publisher.offer(n, event(n), "watch");
@@ -61,17 +78,18 @@ describe("publisher batching", () => {
 
   it("keeps every slot busy with full batches (an initial sync)", async () => {
     const queue = heldQueue();
-    const publisher = new Publisher({ transport: queue.transport, destinationOf: () => "q.fifo", maxPending: 100, concurrency: 4, logger: pino({ level: "silent" }), metrics: createBridgeMetrics(new Registry()), now: () => 0, eventKey: TEST_EVENT_KEY });
+    const publisher = publisherOn(queue);
     for (let i = 0; i < 35; i++) await publisher.offer(`o${i}`, event(`o${i}`), "list");
     assert.deepEqual(
       queue.batches.map((b) => b.length),
       [1, 10, 10, 10],
       "the first event went alone; then three full batches beside it, the last 4 wait",
     );
-    while (!(await publisher.flush(0))) {
+    while (publisher.pendingCount > 0) {
       queue.answerNext();
       await settle();
     }
+    assert.equal(await publisher.flush(0), true, "nothing left to send");
     assert.equal(queue.batches.flat().length, 35, "every object published once");
   });
 });
@@ -79,8 +97,8 @@ describe("publisher batching", () => {
 describe("publisher holds", () => {
   it("holds an announcement until the object's next body arrives (the status write it waits for), or the hold ends", async () => {
     const queue = heldQueue();
-    let now = 0;
-    const publisher = new Publisher({ transport: queue.transport, destinationOf: () => "q.fifo", maxPending: 100, concurrency: 4, logger: pino({ level: "silent" }), metrics: createBridgeMetrics(new Registry()), now: () => now, eventKey: TEST_EVENT_KEY });
+    const clock = fakeClock();
+    const publisher = publisherOn(queue, clock);
     await publisher.offer("a", event("a"), "child", { holdMs: 60_000 });
     await settle();
     assert.deepEqual(queue.batches, [], "held");
@@ -89,8 +107,9 @@ describe("publisher holds", () => {
     assert.deepEqual(queue.batches, [["a"]], "the newer body ends the hold");
     queue.answerNext();
     await publisher.offer("b", event("b"), "child", { holdMs: 50 });
-    now = 50;
-    await new Promise((r) => setTimeout(r, 80));
+    clock.advance(49);
+    assert.deepEqual(queue.batches, [["a"]], "still held");
+    clock.advance(1);
     assert.deepEqual(queue.batches, [["a"], ["b"]], "nothing came: sent when the hold ends");
     queue.answerNext();
     assert.equal(await publisher.flush(1000), true);

@@ -13,7 +13,8 @@ import { backoffMs, type BackoffPolicy } from "../core/backoff.ts";
 import { deduplicationId, encodeKeyEvent, messageGroupId, supersede, withinCap, type KeyEvent } from "../core/event.ts";
 import { signKeyEvent, type EventKey } from "../core/event-auth.ts";
 import type { BridgeMetrics } from "./metrics.ts";
-import type { AnnounceOptions } from "./tracker.ts";
+import type { Timers } from "./due-schedule.ts";
+import type { AnnounceOptions } from "./sink.ts";
 import { TransportError, type OutgoingMessage, type QueueTransport } from "./transport.ts";
 
 export interface PublisherOptions {
@@ -29,6 +30,8 @@ export interface PublisherOptions {
   logger: Logger;
   metrics: BridgeMetrics;
   now: () => number;
+  /** Sets the timers of backoff, holds and flush's deadline (due-schedule.ts). */
+  timers: Timers;
   /** The cluster's event key: every event is sent signed with it (core/event-auth.ts), so a function trusts its body. */
   eventKey: EventKey;
 }
@@ -52,7 +55,7 @@ export const DEFAULT_MAX_PENDING_BODY_BYTES = 32 * 1024 * 1024;
 const BACKOFF: BackoffPolicy = { initialMs: 200, maxMs: 10_000, jitter: 0.5 };
 
 export class Publisher {
-  readonly #o: PublisherOptions;
+  readonly #options: PublisherOptions;
   readonly #pending = new Map<string, Pending>();
   readonly #inflight = new Map<string, Pending>();
   #roomWaiters: Array<() => void> = [];
@@ -61,13 +64,15 @@ export class Publisher {
   #bodyBytes = 0;
   #failureStreak = 0;
   #backoffUntil = 0;
-  #timer: NodeJS.Timeout | undefined;
-  #holdTimer: NodeJS.Timeout | undefined;
+  /** Cancels the timer that ends a backoff, if one is set. */
+  #cancelBackoff: (() => void) | undefined;
+  /** Cancels the timer that ends the earliest hold, if one is set. */
+  #cancelHold: (() => void) | undefined;
   #holdAt = Infinity;
   #closed = false;
 
   constructor(options: PublisherOptions) {
-    this.#o = options;
+    this.#options = options;
   }
 
   /** Objects not yet accepted by the queue: waiting or in flight. Never above maxPending. */
@@ -83,7 +88,7 @@ export class Publisher {
    */
   async offer(key: string, event: KeyEvent, cause: string, options: AnnounceOptions = {}): Promise<void> {
     if (options.onlyIfPending && !this.#pending.has(key)) return;
-    while (!this.#closed && !this.#pending.has(key) && this.pendingCount >= this.#o.maxPending) {
+    while (!this.#closed && !this.#pending.has(key) && this.pendingCount >= this.#options.maxPending) {
       await new Promise<void>((resolve) => this.#roomWaiters.push(resolve));
     }
     if (this.#closed) return;
@@ -97,20 +102,20 @@ export class Publisher {
     // A parent too large for one message goes without its body, then without its children's keys.
     event = withinCap(event);
     // Signed as sent: what waits stays unsigned, since a newer announcement may still supersede it.
-    let body = encodeKeyEvent(signKeyEvent(event, this.#o.eventKey));
+    let body = encodeKeyEvent(signKeyEvent(event, this.#options.eventKey));
     let bodyBytes = event.object === undefined ? 0 : Buffer.byteLength(body, "utf8");
-    if (bodyBytes > 0 && this.#bodyBytes + bodyBytes > (this.#o.maxPendingBodyBytes ?? DEFAULT_MAX_PENDING_BODY_BYTES)) {
+    if (bodyBytes > 0 && this.#bodyBytes + bodyBytes > (this.#options.maxPendingBodyBytes ?? DEFAULT_MAX_PENDING_BODY_BYTES)) {
       // Memory is bounded: past the budget the event names the object, and its function reads it.
       const { object: _dropped, ...keys } = event;
       event = keys;
-      body = encodeKeyEvent(signKeyEvent(event, this.#o.eventKey));
+      body = encodeKeyEvent(signKeyEvent(event, this.#options.eventKey));
       bodyBytes = 0;
     }
     this.#bodyBytes += bodyBytes;
     const message: OutgoingMessage = { body, stream: messageGroupId(event), deduplicationId: deduplicationId(event, existing && options.onlyIfPending ? existing.cause : cause), cluster: event.cluster };
     // What a hold waits for (the function's status write) arrives as a body update: the wait is over.
-    const notBefore = options.onlyIfPending ? 0 : options.holdMs ? this.#o.now() + options.holdMs : 0;
-    this.#pending.set(key, { key, event, cause: existing && options.onlyIfPending ? existing.cause : cause, destination: this.#o.destinationOf(event), message, since: existing?.since ?? this.#o.now(), notBefore: existing && !options.onlyIfPending ? Math.min(existing.notBefore, notBefore) : notBefore, bodyBytes });
+    const notBefore = options.onlyIfPending ? 0 : options.holdMs ? this.#options.now() + options.holdMs : 0;
+    this.#pending.set(key, { key, event, cause: existing && options.onlyIfPending ? existing.cause : cause, destination: this.#options.destinationOf(event), message, since: existing?.since ?? this.#options.now(), notBefore: existing && !options.onlyIfPending ? Math.min(existing.notBefore, notBefore) : notBefore, bodyBytes });
     this.#pump();
   }
 
@@ -120,34 +125,34 @@ export class Publisher {
     // Nothing waits any longer for what might follow: the bridge is stopping.
     for (const p of this.#pending.values()) p.notBefore = 0;
     this.#pump();
-    let timer: NodeJS.Timeout | undefined;
+    let cancel: () => void = () => undefined;
     const idle = new Promise<boolean>((resolve) => this.#idleWaiters.push(() => resolve(true)));
-    const late = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs)));
+    const late = new Promise<boolean>((resolve) => (cancel = this.#options.timers.after(timeoutMs, () => resolve(false))));
     try {
       return await Promise.race([idle, late]);
     } finally {
-      clearTimeout(timer);
+      cancel();
     }
   }
 
   /** Stops sending; buffered events are abandoned (whoever publishes next relists). */
   close(): void {
     this.#closed = true;
-    clearTimeout(this.#timer);
-    clearTimeout(this.#holdTimer);
+    this.#cancelBackoff?.();
+    this.#cancelHold?.();
     this.#wake(this.#roomWaiters);
   }
 
   /** Pumps again when a held entry comes due. */
   #wakeAt(at: number): void {
-    if (this.#holdTimer !== undefined && this.#holdAt <= at) return;
-    clearTimeout(this.#holdTimer);
+    if (this.#cancelHold !== undefined && this.#holdAt <= at) return;
+    this.#cancelHold?.();
     this.#holdAt = at;
-    this.#holdTimer = setTimeout(() => {
-      this.#holdTimer = undefined;
+    this.#cancelHold = this.#options.timers.after(Math.max(0, at - this.#options.now()), () => {
+      this.#cancelHold = undefined;
       this.#holdAt = Infinity;
       this.#pump();
-    }, Math.max(0, at - this.#o.now()));
+    });
   }
 
   #isIdle(): boolean {
@@ -161,20 +166,20 @@ export class Publisher {
 
   #pump(): void {
     if (this.#closed) return;
-    const wait = this.#backoffUntil - this.#o.now();
+    const wait = this.#backoffUntil - this.#options.now();
     if (wait > 0) {
-      if (this.#timer === undefined && this.#pending.size > 0) {
-        this.#timer = setTimeout(() => {
-          this.#timer = undefined;
+      if (this.#cancelBackoff === undefined && this.#pending.size > 0) {
+        this.#cancelBackoff = this.#options.timers.after(wait, () => {
+          this.#cancelBackoff = undefined;
           this.#pump();
-        }, wait);
+        });
       }
       return;
     }
-    while (this.#batches < this.#o.concurrency) {
+    while (this.#batches < this.#options.concurrency) {
       // One request goes to one destination: the first sendable entry picks it.
       const batch: Pending[] = [];
-      const now = this.#o.now();
+      const now = this.#options.now();
       for (const p of this.#pending.values()) {
         if (p.notBefore > now) {
           this.#wakeAt(p.notBefore);
@@ -182,14 +187,14 @@ export class Publisher {
         }
         if (this.#inflight.has(p.key) || (batch.length > 0 && p.destination !== batch[0]!.destination)) continue;
         batch.push(p);
-        if (batch.length === this.#o.transport.maxBatch) break;
+        if (batch.length === this.#options.transport.maxBatch) break;
       }
       if (batch.length === 0) break;
       // A part-filled batch goes only while nothing is in flight; otherwise its events wait for
       // the batch in flight to settle and go out together. Nothing waits when the queue is idle,
       // and a busy one gets fewer, fuller requests (each costs a billed SQS request, or ~2.7 ms
       // of ElasticMQ's CPU: `npm run bench`). Full batches (initial sync) still use every slot.
-      if (batch.length < this.#o.transport.maxBatch && this.#batches > 0) break;
+      if (batch.length < this.#options.transport.maxBatch && this.#batches > 0) break;
       for (const p of batch) {
         this.#pending.delete(p.key);
         this.#bodyBytes -= p.bodyBytes;
@@ -199,45 +204,45 @@ export class Publisher {
       void this.#send(batch);
     }
     this.#updateGauges();
-    if (this.pendingCount < this.#o.maxPending) this.#wake(this.#roomWaiters);
+    if (this.pendingCount < this.#options.maxPending) this.#wake(this.#roomWaiters);
   }
 
   async #send(batch: Pending[]): Promise<void> {
     let failed: Pending[] = [];
     const destination = batch[0]!.destination;
-    this.#o.metrics.sendRequests.inc();
+    this.#options.metrics.sendRequests.inc();
     try {
-      const results = await this.#o.transport.send(destination, batch.map((p) => p.message));
-      const now = this.#o.now();
+      const results = await this.#options.transport.send(destination, batch.map((p) => p.message));
+      const now = this.#options.now();
       let missing = false;
       results.forEach((r, i) => {
         const p = batch[i];
         if (p === undefined) return;
         if (r.ok) {
-          this.#o.metrics.published.inc({ type: p.event.type });
-          this.#o.metrics.publishDelay.observe(Math.max(0, now - Date.parse(p.event.observedAt)) / 1000);
+          this.#options.metrics.published.inc({ type: p.event.type });
+          this.#options.metrics.publishDelay.observe(Math.max(0, now - Date.parse(p.event.observedAt)) / 1000);
           return;
         }
         missing ||= r.missing === true;
         failed.push(p);
-        this.#o.metrics.publishFailures.inc({ reason: r.reason });
-        this.#o.logger.warn({ reason: r.reason, object: p.key }, `${this.#o.transport.noun} rejected an event; retrying`);
+        this.#options.metrics.publishFailures.inc({ reason: r.reason });
+        this.#options.logger.warn({ reason: r.reason, object: p.key }, `${this.#options.transport.noun} rejected an event; retrying`);
       });
-      this.#o.onMissing?.(destination, missing);
+      this.#options.onMissing?.(destination, missing);
       if (failed.length === 0) this.#failureStreak = 0;
     } catch (e) {
       failed = batch;
       const err = e instanceof TransportError ? e : new TransportError((e as Error).message, { reason: (e as Error).name });
-      this.#o.metrics.publishFailures.inc({ reason: err.reason }, batch.length);
-      if (err.missing) this.#o.onMissing?.(destination, true);
-      else if (this.#failureStreak === 0) this.#o.logger.warn({ err: err.message, status: err.status, [this.#o.transport.noun]: destination }, `${this.#o.transport.noun} unavailable; holding events and retrying`);
+      this.#options.metrics.publishFailures.inc({ reason: err.reason }, batch.length);
+      if (err.missing) this.#options.onMissing?.(destination, true);
+      else if (this.#failureStreak === 0) this.#options.logger.warn({ err: err.message, status: err.status, [this.#options.transport.noun]: destination }, `${this.#options.transport.noun} unavailable; holding events and retrying`);
     } finally {
       this.#batches--;
       for (const p of batch) this.#inflight.delete(p.key);
     }
     if (failed.length > 0) {
       this.#failureStreak++;
-      this.#backoffUntil = this.#o.now() + backoffMs(this.#failureStreak, BACKOFF);
+      this.#backoffUntil = this.#options.now() + backoffMs(this.#failureStreak, BACKOFF);
       // A newer announcement of the same object supersedes the failed one.
       for (const p of failed) {
         if (this.#pending.has(p.key)) continue;
@@ -256,7 +261,7 @@ export class Publisher {
       oldest = Math.min(oldest, p.since);
       break; // insertion order: the first waiting entry is (nearly) the oldest
     }
-    this.#o.metrics.pending.set(this.pendingCount);
-    this.#o.metrics.queueLag.set(oldest === Infinity ? 0 : (this.#o.now() - oldest) / 1000);
+    this.#options.metrics.pending.set(this.pendingCount);
+    this.#options.metrics.queueLag.set(oldest === Infinity ? 0 : (this.#options.now() - oldest) / 1000);
   }
 }

@@ -3,7 +3,10 @@ import assert from "node:assert/strict";
 import type { KeyEvent } from "../core/event.ts";
 import type { KubeObject } from "./kube-object.ts";
 import { ReferenceTracker } from "./reference-tracker.ts";
-import { ParentTracker, type AnnounceOptions, type TrackerOptions } from "./tracker.ts";
+import { ParentTracker } from "./parent-tracker.ts";
+import type { AnnounceOptions } from "./sink.ts";
+import type { TrackerOptions } from "./tracker.ts";
+import { fakeClock } from "../test/support/fake-clock.ts";
 
 const apps = { group: "example.com", version: "v1", plural: "apps", kind: "App", namespaced: true };
 const secrets = { group: "", version: "v1", plural: "secrets", kind: "Secret", namespaced: true };
@@ -14,6 +17,7 @@ function setup() {
     cluster: "c",
     skipStatusOnly: true,
     now: () => new Date("2026-11-21T00:00:00Z"),
+    timers: fakeClock().timers,
     announce: (key, event, cause, opts) => Promise.resolve(void out.push({ key, event, cause, options: opts })),
   };
   const parents = new ParentTracker(apps, options);

@@ -9,9 +9,11 @@
 //   - a new bridge's first list finds it changed while no bridge watched.
 // Nothing runs user code here: the names come from the status the functions write.
 import type { ReferenceRecord } from "../core/references.ts";
-import { keyOf } from "../core/resource-path.ts";
 import type { KubeObject } from "./kube-object.ts";
-import { inScope, Tracker, type Entry, type ParentTracker, type ReferenceIndex, type ResolvedResource, type TrackerOptions, type Via } from "./tracker.ts";
+import type { ParentTracker, ReferenceIndex } from "./parent-tracker.ts";
+import type { ResolvedResource, Via } from "./sink.ts";
+import { keyOf } from "../core/resource-path.ts";
+import { inScope, Tracker, type Entry, type TrackerOptions } from "./tracker.ts";
 
 /** Per referencing parent tracker: parent key → the version it read (undefined: it was absent). */
 type Readers = Map<ParentTracker, Map<string, string | undefined>>;

@@ -12,7 +12,7 @@ import { backoffMs, type BackoffPolicy } from "../core/backoff.ts";
 import { resourcePath } from "../core/resource-path.ts";
 import { kubeObjectSchema, type KubeObject } from "./kube-object.ts";
 import type { BridgeMetrics } from "./metrics.ts";
-import type { ObjectSink, Via } from "./tracker.ts";
+import type { ObjectSink, Via } from "./sink.ts";
 
 export interface ReflectorOptions {
   http: KubeHttp;
@@ -56,116 +56,184 @@ function parseObject(raw: unknown, logger: Logger): KubeObject | undefined {
   return undefined;
 }
 
-export async function runReflector(o: ReflectorOptions): Promise<void> {
-  const r = o.sink.resource;
-  const label = `${r.plural}${r.group === "" ? "" : `.${r.group}`}`;
-  const log = o.logger.child({ resource: label, namespace: o.namespace ?? "*" });
-  const path = resourcePath({ ...r, namespace: r.namespaced ? o.namespace : undefined });
-  const labelSelector = o.labelSelector === "" ? undefined : o.labelSelector;
-  let resourceVersion = "";
-  let listReason: "initial" | "gone" | "expired" = "initial";
-  let synced = false;
-  let failures = 0;
-  let notServed = false;
+/** What every reflector of one engine shares: how to reach the API server, and when to stop. */
+export type ReflectorContext = Pick<ReflectorOptions, "http" | "pageSize" | "silenceMs" | "logger" | "metrics" | "signal" | "onRefused">;
 
-  const list = async (): Promise<string> => {
-    o.metrics.relists.inc({ resource: label, reason: listReason });
-    const via: Via = synced ? "relist" : "list";
-    const epoch = o.sink.beginList();
+/**
+ * Lists and watches one sink in every namespace scope (one scope for a cluster-scoped resource);
+ * `onSynced` once every scope has listed. `servedBy` gives each scope's reflector its report of
+ * the resource being served or not (resource-readiness.ts).
+ */
+export function reflectScopes(
+  context: ReflectorContext,
+  scopes: ReadonlyArray<string | undefined>,
+  sink: ObjectSink,
+  labelSelector: string,
+  hooks: { onSynced: () => void; servedBy?: (reflector: object) => (served: boolean) => void; metadataOnly?: boolean },
+): Array<Promise<void>> {
+  const scopesOf = sink.resource.namespaced ? scopes : [undefined];
+  let unsynced = scopesOf.length;
+  return scopesOf.map((namespace) => {
+    let synced = false;
+    const reflector = {};
+    return runReflector({
+      ...context,
+      sink,
+      namespace,
+      labelSelector,
+      metadataOnly: hooks.metadataOnly ?? false,
+      ...(hooks.servedBy ? { onServed: hooks.servedBy(reflector) } : {}),
+      onSynced: () => {
+        if (!synced && (synced = true) && --unsynced === 0) hooks.onSynced();
+      },
+    });
+  });
+}
+
+export function runReflector(options: ReflectorOptions): Promise<void> {
+  return new Reflector(options).run();
+}
+
+/** One resource in one namespace scope: its list, its watch, and what each failure means. */
+class Reflector {
+  readonly #options: ReflectorOptions;
+  readonly #label: string;
+  readonly #log: Logger;
+  readonly #path: string;
+  readonly #labelSelector: string | undefined;
+  /** Where the watch resumes; "" when only a fresh list can say what changed. */
+  #resourceVersion = "";
+  #listReason: "initial" | "gone" | "expired" = "initial";
+  #synced = false;
+  #failures = 0;
+  #notServed = false;
+
+  constructor(options: ReflectorOptions) {
+    const r = options.sink.resource;
+    this.#options = options;
+    this.#label = `${r.plural}${r.group === "" ? "" : `.${r.group}`}`;
+    this.#log = options.logger.child({ resource: this.#label, namespace: options.namespace ?? "*" });
+    this.#path = resourcePath({ ...r, namespace: r.namespaced ? options.namespace : undefined });
+    this.#labelSelector = options.labelSelector === "" ? undefined : options.labelSelector;
+  }
+
+  async run(): Promise<void> {
+    const { signal, metrics } = this.#options;
+    while (!signal.aborted) {
+      try {
+        if (this.#resourceVersion === "") this.#listed(await this.#list());
+        if (signal.aborted) break;
+        await this.#watch();
+        metrics.watchRestarts.inc({ resource: this.#label, reason: "closed" });
+      } catch (e) {
+        if (signal.aborted) break;
+        await this.#failed(e);
+      }
+    }
+  }
+
+  /** A list succeeded: the watch resumes from its resourceVersion, and the resource is served. */
+  #listed(resourceVersion: string): void {
+    const options = this.#options;
+    this.#resourceVersion = resourceVersion;
+    this.#failures = 0;
+    options.onRefused?.(undefined);
+    if (this.#notServed) this.#log.info("resource served again; watching it");
+    if (this.#notServed || !this.#synced) options.onServed?.(true);
+    this.#notServed = false;
+    if (!this.#synced && !options.signal.aborted) {
+      this.#synced = true;
+      this.#log.info({ objects: options.sink.size }, "initial list done");
+      options.onSynced();
+    }
+  }
+
+  /** Pages through a full list into the sink, then sweeps what it no longer holds; resolves with the list's resourceVersion. */
+  async #list(): Promise<string> {
+    const { sink, metrics, signal, http } = this.#options;
+    metrics.relists.inc({ resource: this.#label, reason: this.#listReason });
+    const via: Via = this.#synced ? "relist" : "list";
+    const epoch = sink.beginList();
     let cont: string | undefined;
     let listRv = "";
     do {
-      const page = (await o.http.getJson(path, { limit: String(o.pageSize), continue: cont, labelSelector }, o.signal, o.metadataOnly ? METADATA_LIST : undefined)) as {
+      const page = (await http.getJson(this.#path, { limit: String(this.#options.pageSize), continue: cont, labelSelector: this.#labelSelector }, signal, this.#options.metadataOnly ? METADATA_LIST : undefined)) as {
         metadata?: { continue?: string; resourceVersion?: string };
         items?: unknown[];
       };
       for (const raw of page.items ?? []) {
-        const obj = parseObject(raw, log);
+        const obj = parseObject(raw, this.#log);
         if (obj === undefined) continue;
-        o.metrics.observed.inc({ resource: label, type: "LISTED" });
-        await o.sink.upsert(obj, via, epoch);
+        metrics.observed.inc({ resource: this.#label, type: "LISTED" });
+        await sink.upsert(obj, via, epoch);
       }
       cont = page.metadata?.continue || undefined;
       listRv = page.metadata?.resourceVersion ?? listRv;
-    } while (cont !== undefined && !o.signal.aborted);
-    if (o.signal.aborted) return "";
-    await o.sink.sweep(o.namespace, epoch);
-    o.metrics.objects.set({ resource: label }, o.sink.size);
+    } while (cont !== undefined && !signal.aborted);
+    if (signal.aborted) return "";
+    await sink.sweep(this.#options.namespace, epoch);
+    metrics.objects.set({ resource: this.#label }, sink.size);
     return listRv;
-  };
+  }
 
-  const watch = async (): Promise<void> => {
+  async #watch(): Promise<void> {
+    const { sink, metrics, signal, http } = this.#options;
     // A server-side timeout spreads reconnects out; bookmarks keep resourceVersion fresh meanwhile.
     const timeoutSeconds = String(240 + Math.floor(Math.random() * 120));
-    const events = o.http.watch(path, { resourceVersion, allowWatchBookmarks: "true", timeoutSeconds, labelSelector }, o.signal, o.silenceMs, o.metadataOnly ? METADATA_WATCH : undefined);
+    const query = { resourceVersion: this.#resourceVersion, allowWatchBookmarks: "true", timeoutSeconds, labelSelector: this.#labelSelector };
+    const events = http.watch(this.#path, query, signal, this.#options.silenceMs, this.#options.metadataOnly ? METADATA_WATCH : undefined);
     for await (const ev of events) {
       if (ev.type === "ERROR") {
         const status = ev.object as { code?: number; reason?: string; message?: string };
         throw new ApiError(status.code ?? 500, status.reason ?? "Unknown", status.message ?? "watch error");
       }
-      failures = 0;
+      this.#failures = 0;
       if (ev.type === "BOOKMARK") {
         // A bookmark carries only a resourceVersion: where to resume, nothing to announce.
         const rv = (ev.object as { metadata?: { resourceVersion?: unknown } }).metadata?.resourceVersion;
-        if (typeof rv === "string" && rv !== "") resourceVersion = rv;
+        if (typeof rv === "string" && rv !== "") this.#resourceVersion = rv;
         continue;
       }
-      const obj = parseObject(ev.object, log);
+      const obj = parseObject(ev.object, this.#log);
       if (obj === undefined) continue;
-      o.metrics.observed.inc({ resource: label, type: ev.type });
-      if (ev.type === "DELETED") await o.sink.remove(obj);
-      else await o.sink.upsert(obj, "watch");
-      o.metrics.objects.set({ resource: label }, o.sink.size);
-      resourceVersion = obj.metadata.resourceVersion;
+      metrics.observed.inc({ resource: this.#label, type: ev.type });
+      if (ev.type === "DELETED") await sink.remove(obj);
+      else await sink.upsert(obj, "watch");
+      metrics.objects.set({ resource: this.#label }, sink.size);
+      this.#resourceVersion = obj.metadata.resourceVersion;
     }
-  };
+  }
 
-  while (!o.signal.aborted) {
-    try {
-      if (resourceVersion === "") {
-        resourceVersion = await list();
-        failures = 0;
-        o.onRefused?.(undefined);
-        if (notServed) log.info("resource served again; watching it");
-        if (notServed || !synced) o.onServed?.(true);
-        notServed = false;
-        if (!synced && !o.signal.aborted) {
-          synced = true;
-          log.info({ objects: o.sink.size }, "initial list done");
-          o.onSynced();
-        }
-      }
-      if (o.signal.aborted) break;
-      await watch();
-      o.metrics.watchRestarts.inc({ resource: label, reason: "closed" });
-    } catch (e) {
-      if (o.signal.aborted) break;
-      if (e instanceof ApiError && e.code === 410) {
-        // The resourceVersion (or continue token) is compacted away: only a fresh list can say what changed.
-        log.info({ err: e.message }, "resource version gone; relisting");
-        o.metrics.watchRestarts.inc({ resource: label, reason: "gone" });
-        listReason = resourceVersion === "" ? "expired" : "gone";
-        resourceVersion = "";
-        continue;
-      }
-      failures++;
-      o.metrics.watchRestarts.inc({ resource: label, reason: "error" });
-      // 404: the resource is no longer served (its CRD was deleted). Said once, and retried often
-      // enough that a re-created CRD is picked up within seconds.
-      const gone = e instanceof ApiError && e.code === 404;
-      // A refusal while the server is not ready (ApiNotReady) is its outage, not the credential's.
-      const down = isServerOutage(e);
-      const refused = !down && e instanceof ApiError && (e.code === 401 || e.code === 403) && o.onRefused !== undefined;
-      if (refused) o.onRefused?.(e);
-      const backoff = backoffMs(failures, gone ? { ...BACKOFF, maxMs: NOT_SERVED_RETRY_MS } : down ? { ...BACKOFF, maxMs: SERVER_DOWN_RETRY_MS } : BACKOFF);
-      if (!gone && !refused) log.warn({ err: (e as Error).message, retryInMs: Math.round(backoff) }, "list/watch failed; retrying");
-      else if (gone && !notServed) log.warn({ err: (e as Error).message }, "resource not served any more (CRD deleted?); retrying until it is");
-      if (gone && !notServed) o.onServed?.(false);
-      // Not served until a list succeeds again (a refused connection meanwhile says nothing about it).
-      if (gone) notServed = true;
-      // Served again means a new CRD: only a fresh list says what it holds.
-      if (gone) resourceVersion = "";
-      await delay(backoff, undefined, { signal: o.signal }).catch(() => undefined); // an abort ends the wait
+  /** What a failed list or watch means, said once where it is a person's to fix; then the wait before trying again. */
+  async #failed(e: unknown): Promise<void> {
+    const options = this.#options;
+    if (e instanceof ApiError && e.code === 410) {
+      // The resourceVersion (or continue token) is compacted away: only a fresh list can say what changed.
+      this.#log.info({ err: e.message }, "resource version gone; relisting");
+      options.metrics.watchRestarts.inc({ resource: this.#label, reason: "gone" });
+      this.#listReason = this.#resourceVersion === "" ? "expired" : "gone";
+      this.#resourceVersion = "";
+      return;
     }
+    this.#failures++;
+    options.metrics.watchRestarts.inc({ resource: this.#label, reason: "error" });
+    // 404: the resource is no longer served (its CRD was deleted). Said once, and retried often
+    // enough that a re-created CRD is picked up within seconds.
+    const gone = e instanceof ApiError && e.code === 404;
+    // A refusal while the server is not ready (ApiNotReady) is its outage, not the credential's.
+    const down = isServerOutage(e);
+    const refused = !down && e instanceof ApiError && (e.code === 401 || e.code === 403) && options.onRefused !== undefined;
+    if (refused) options.onRefused?.(e);
+    const backoff = backoffMs(this.#failures, gone ? { ...BACKOFF, maxMs: NOT_SERVED_RETRY_MS } : down ? { ...BACKOFF, maxMs: SERVER_DOWN_RETRY_MS } : BACKOFF);
+    if (!gone && !refused) this.#log.warn({ err: (e as Error).message, retryInMs: Math.round(backoff) }, "list/watch failed; retrying");
+    else if (gone && !this.#notServed) this.#log.warn({ err: (e as Error).message }, "resource not served any more (CRD deleted?); retrying until it is");
+    if (gone && !this.#notServed) options.onServed?.(false);
+    if (gone) {
+      // Not served until a list succeeds again (a refused connection meanwhile says nothing about
+      // it); served again means a new CRD, and only a fresh list says what it holds.
+      this.#notServed = true;
+      this.#resourceVersion = "";
+    }
+    await delay(backoff, undefined, { signal: options.signal }).catch(() => undefined); // an abort ends the wait
   }
 }

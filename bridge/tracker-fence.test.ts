@@ -6,7 +6,10 @@ import assert from "node:assert/strict";
 import type { KeyEvent } from "../core/event.ts";
 import { PARENT_GENERATION_ANNOTATION } from "../core/event.ts";
 import type { KubeObject } from "./kube-object.ts";
-import { ChildTracker, ParentTracker, type TrackerOptions } from "./tracker.ts";
+import { ChildTracker } from "./child-tracker.ts";
+import { ParentTracker } from "./parent-tracker.ts";
+import type { TrackerOptions } from "./tracker.ts";
+import { fakeClock } from "../test/support/fake-clock.ts";
 
 const crontabs = { group: "stable.example.com", version: "v1", plural: "crontabs", kind: "CronTab", namespaced: true };
 const cronjobs = { group: "batch", version: "v1", plural: "cronjobs", kind: "CronJob", namespaced: true };
@@ -27,7 +30,7 @@ const child = (rv: string, fence: string | undefined): KubeObject => ({
 describe("child keys", () => {
   it("carry the child's fence when it has a valid one", async () => {
     const events: KeyEvent[] = [];
-    const options: TrackerOptions = { cluster: "c", skipStatusOnly: true, now: () => new Date("2026-11-21T00:00:00Z"), announce: (_key, event) => Promise.resolve(void events.push(event)) };
+    const options: TrackerOptions = { cluster: "c", skipStatusOnly: true, now: () => new Date("2026-11-21T00:00:00Z"), timers: fakeClock().timers, announce: (_key, event) => Promise.resolve(void events.push(event)) };
     const parents = new ParentTracker(crontabs, options);
     const children = new ChildTracker(cronjobs, false, options);
     parents.owns(children);

@@ -3,25 +3,31 @@ import assert from "node:assert/strict";
 import type { KeyEvent } from "../core/event.ts";
 import type { KubeObject } from "./kube-object.ts";
 import { childMarkOf, reconciledRecord } from "../core/reconciled.ts";
-import { ChildTracker, OWN_CHILD_HOLD_MS, ParentTracker, type AnnounceOptions, type TrackerOptions } from "./tracker.ts";
+import { ChildTracker, OWN_CHILD_HOLD_MS } from "./child-tracker.ts";
+import { ParentTracker } from "./parent-tracker.ts";
+import type { AnnounceOptions } from "./sink.ts";
+import type { TrackerOptions } from "./tracker.ts";
+import { fakeClock, type FakeClock } from "../test/support/fake-clock.ts";
 
 const crontabs = { group: "stable.example.com", version: "v1", plural: "crontabs", kind: "CronTab", namespaced: true };
 const cronjobs = { group: "batch", version: "v1", plural: "cronjobs", kind: "CronJob", namespaced: true };
 
-function setup(skipStatusOnly = true, o: { now?: () => Date; functionFieldManager?: string; initial?: boolean } = {}) {
+function setup(skipStatusOnly = true, settings: { clock?: FakeClock; functionFieldManager?: string; initial?: boolean } = {}) {
+  const clock = settings.clock ?? fakeClock();
   const out: Array<{ key: string; event: KeyEvent; cause: string; options: AnnounceOptions | undefined }> = [];
   const options: TrackerOptions = {
     cluster: "c",
     skipStatusOnly,
-    now: o.now ?? (() => new Date("2026-11-21T00:00:00Z")),
+    now: clock.now,
+    timers: clock.timers,
     announce: (key, event, cause, opts) => Promise.resolve(void out.push({ key, event, cause, options: opts })),
-    ...(o.functionFieldManager ? { functionFieldManager: o.functionFieldManager } : {}),
+    ...(settings.functionFieldManager ? { functionFieldManager: settings.functionFieldManager } : {}),
   };
   const parents = new ParentTracker(crontabs, options);
   const children = new ChildTracker(cronjobs, true, options);
   parents.owns(children);
   // Past a new bridge's first list, unless the test is about it.
-  if (!o.initial) void parents.releaseInitialWork();
+  if (!settings.initial) void parents.releaseInitialWork();
   return { out, parents, children, announced: () => out.filter((x) => !x.options?.onlyIfPending) };
 }
 
@@ -41,8 +47,7 @@ const cj = (name: string, rv: string, owner: string | undefined, status: unknown
   spec: { schedule: "* * * * *" },
   status,
 });
-
-describe("trackers", () => {
+describe("what an object's change announces", () => {
   it("announce new and changed objects, skip status-only changes", async () => {
     const { announced, parents } = setup();
     const out = announced;
@@ -76,6 +81,50 @@ describe("trackers", () => {
     assert.equal(last?.cause, "deleted");
   });
 
+  it("carries the object (without managedFields) and its children's keys, a hash only after the function's own apply", async () => {
+    const { out, parents, children } = setup(true, { functionFieldManager: "crdfn" });
+    await parents.upsert(ct("p", "5"), "list", 1);
+    const applied = { ...cj("job", "6", "p"), metadata: { ...cj("job", "6", "p").metadata, labels: { "crdfn.io/parent-uid": "uid-p" }, annotations: { "crdfn.io/applied-hash": "h1" }, managedFields: [{ manager: "crdfn", operation: "Apply", time: "2026-11-21T00:00:00Z" }] } };
+    await children.upsert(applied, "watch");
+    const withManagedFields = { ...ct("p", "7", { replicas: 2 }), metadata: { ...ct("p", "7").metadata, managedFields: [{ manager: "kubectl", operation: "Update", time: "2026-11-21T00:00:00Z" }] } };
+    await parents.upsert(withManagedFields, "watch");
+    const last = out.at(-1)!.event;
+    assert.equal(last.v, 2);
+    assert.deepEqual((last.object as { spec?: unknown }).spec, { replicas: 2 });
+    assert.equal((last.object?.metadata as Record<string, unknown>).managedFields, undefined);
+    assert.deepEqual(last.children, [{ apiVersion: "batch/v1", kind: "CronJob", namespace: "ns", name: "job", uid: "uid-job", resourceVersion: "6", appliedHash: "h1" }]);
+    const tampered = { ...applied, metadata: { ...applied.metadata, resourceVersion: "8", managedFields: [...applied.metadata.managedFields, { manager: "kubectl-edit", operation: "Update", time: "2026-11-21T00:00:09Z" }] }, spec: { schedule: "1 * * * *" } };
+    await children.upsert(tampered, "watch");
+    assert.equal(out.at(-1)?.event.children?.[0]?.appliedHash, undefined, "someone else wrote it since: no hash, so the function applies again");
+  });
+
+  it("the function adding its own finalizer is not news; anyone else's finalizer change is", async () => {
+    const { announced, parents } = setup(true, { functionFieldManager: "crdfn" });
+    const withFinalizers = (rv: string, finalizers: string[], manager: string) => {
+      const o = ct("p", rv);
+      const owned = Object.fromEntries(finalizers.map((f) => [`v:${JSON.stringify(f)}`, {}]));
+      return { ...o, metadata: { ...o.metadata, finalizers, managedFields: [{ manager, operation: "Update", time: "2026-11-21T00:00:00Z", fieldsV1: { "f:metadata": { "f:finalizers": { ".": {}, ...owned } } } }] } };
+    };
+    await parents.upsert(ct("p", "5"), "list", 1);
+    const before = announced().length;
+    await parents.upsert(withFinalizers("6", ["stable.example.com/cleanup"], "crdfn"), "watch");
+    assert.equal(announced().length, before, "its own finalizer: the reconcile that added it goes on");
+    await parents.upsert(withFinalizers("7", ["stable.example.com/cleanup", "other.io/hold"], "someone-else"), "watch");
+    assert.equal(announced().length, before + 1, "a finalizer someone else added");
+    await parents.upsert(withFinalizers("8", ["other.io/hold"], "someone-else"), "watch");
+    assert.equal(announced().length, before + 2, "a finalizer removed");
+  });
+
+  it("a status write brings a waiting announcement's body up to date", async () => {
+    const { out, parents } = setup(true, { functionFieldManager: "crdfn" });
+    await parents.upsert(ct("p", "5"), "list", 1);
+    await parents.upsert(ct("p", "6", { replicas: 1 }, { observedGeneration: 1 }), "watch");
+    assert.deepEqual(out.at(-1)?.options, { onlyIfPending: true });
+    assert.equal(out.at(-1)?.event.resourceVersion, "6");
+  });
+});
+
+describe("a child's change announces its controller owner", () => {
   it("a child announces its controller owner, with its own version as the cause; unowned children are not kept", async () => {
     const { out, parents, children } = setup();
     await parents.upsert(ct("p", "5"), "list", 1);
@@ -101,6 +150,52 @@ describe("trackers", () => {
     assert.deepEqual(out.slice(1).map((o) => o.cause), ["child:uid-job:7", "child:uid-job:8"]);
   });
 
+  it("the function's own new child announces its parent after a hold; its own change of a child announces nothing", async () => {
+    const { out, parents, children } = setup(true, { functionFieldManager: "crdfn" });
+    await parents.upsert(ct("p", "5"), "list", 1);
+    const own = (rv: string, schedule: string) => ({ ...cj("job", rv, "p"), spec: { schedule }, metadata: { ...cj("job", rv, "p").metadata, managedFields: [{ manager: "crdfn", operation: "Apply", time: "2026-11-21T00:00:00Z" }] } });
+    await children.upsert(own("6", "* * * * *"), "watch");
+    assert.deepEqual(out.at(-1)?.options, { holdMs: OWN_CHILD_HOLD_MS });
+    const before = out.length;
+    await children.upsert(own("7", "1 * * * *"), "watch");
+    assert.equal(out.length, before, "its own change is the answer to the last event");
+  });
+
+  it("a child's status written by its controller announces the parent, though its content is the function's own apply", async () => {
+    const { announced, parents, children } = setup(true, { functionFieldManager: "crdfn" });
+    await parents.upsert(ct("p", "5"), "list", 1);
+    const child = (rv: string, status: unknown) => ({ ...cj("job", rv, "p", status), metadata: { ...cj("job", rv, "p").metadata, managedFields: [{ manager: "crdfn", operation: "Apply", time: "2026-11-21T00:00:00Z" }] } });
+    await children.upsert(child("6", {}), "watch");
+    const before = announced().length;
+    await children.upsert(child("7", { active: [{ name: "run-1" }] }), "watch");
+    assert.equal(announced().length, before + 1, "its controller wrote its status");
+  });
+
+  it("a cluster-scoped parent hears from its namespaced children", async () => {
+    const out: KeyEvent[] = [];
+    const options: TrackerOptions = { cluster: "c", skipStatusOnly: true, now: () => new Date(), timers: fakeClock().timers, announce: (_k, e) => Promise.resolve(void out.push(e)) };
+    const parents = new ParentTracker({ group: "stable.example.com", version: "v1", plural: "crontabs", kind: "CronTab", namespaced: false }, options);
+    const children = new ChildTracker(cronjobs, true, options);
+    parents.owns(children);
+    await parents.releaseInitialWork();
+    await parents.upsert({ metadata: { name: "p", uid: "uid-p", resourceVersion: "1", generation: 1 }, spec: {} }, "list", 1);
+    await children.upsert(cj("job", "2", "p"), "watch");
+    await children.remove(cj("job", "3", "p"));
+    assert.deepEqual(out.map((e) => [e.name, e.namespace, e.reason]), [["p", undefined, "list"], ["p", undefined, "child"], ["p", undefined, "child"]]);
+  });
+
+  it("a parent with more children than an event can carry is announced without their keys", async () => {
+    const { announced, parents, children } = setup();
+    await parents.upsert(ct("big", "1"), "list", 1);
+    for (let i = 0; i < 2500; i++) await children.upsert(cj(`job-${i}`, String(10 + i), "big"), "watch");
+    const last = announced().at(-1)!;
+    assert.equal(last.event.name, "big");
+    assert.equal(last.event.children, undefined, "unknown: the function lists them");
+    parents.stop();
+  });
+});
+
+describe("a new bridge's first list announces what needs work", () => {
   it("a new bridge announces only what needs work, once the children are listed, with their keys", async () => {
     const { out, parents, children } = setup(true, { initial: true, functionFieldManager: "crdfn" });
     const settled = (name: string) => ct(name, "1", { replicas: 1 }, { observedGeneration: 1 });
@@ -151,112 +246,39 @@ describe("trackers", () => {
     await again.parents.releaseInitialWork();
     assert.deepEqual(again.out.map((o) => o.event.name), []);
   });
+});
 
-  it("a parent with more children than an event can carry is announced without their keys", async () => {
-    const { announced, parents, children } = setup();
-    await parents.upsert(ct("big", "1"), "list", 1);
-    for (let i = 0; i < 2500; i++) await children.upsert(cj(`job-${i}`, String(10 + i), "big"), "watch");
-    const last = announced().at(-1)!;
-    assert.equal(last.event.name, "big");
-    assert.equal(last.event.children, undefined, "unknown: the function lists them");
+describe("the schedule: what the status has due", () => {
+  it("schedules what the status has due, and announces it once, at its time, not before", async () => {
+    const clock = fakeClock();
+    const { out, parents } = setup(true, { clock, functionFieldManager: "crdfn" });
+    const at = new Date(clock.nowMs() + 80).toISOString();
+    const due = (rv: string) => ct("p", rv, { replicas: 1 }, { observedGeneration: 1, nextReconcile: { at, reason: "Retry", attempts: 2 } });
+    await parents.upsert(due("5"), "list", 1);
+    const before = out.length;
+    assert.equal(parents.scheduled, 1);
+    clock.advance(79);
+    assert.equal(out.length, before, "not before its time");
+    clock.advance(1);
+    assert.deepEqual(out.slice(before).map((o) => [o.event.reason, o.cause]), [["retry", `due:${at}`]]);
+    assert.equal(parents.scheduled, 0);
+    await parents.upsert(due("6"), "watch");
+    clock.advance(1000);
+    assert.equal(out.filter((o) => o.event.reason === "retry").length, 1, "an `at` already announced is not announced again");
     parents.stop();
   });
 
-  it("carries the object (without managedFields) and its children's keys, a hash only after the function's own apply", async () => {
-    const { out, parents, children } = setup(true, { functionFieldManager: "crdfn" });
-    await parents.upsert(ct("p", "5"), "list", 1);
-    const applied = { ...cj("job", "6", "p"), metadata: { ...cj("job", "6", "p").metadata, labels: { "crdfn.io/parent-uid": "uid-p" }, annotations: { "crdfn.io/applied-hash": "h1" }, managedFields: [{ manager: "crdfn", operation: "Apply", time: "2026-11-21T00:00:00Z" }] } };
-    await children.upsert(applied, "watch");
-    const withManagedFields = { ...ct("p", "7", { replicas: 2 }), metadata: { ...ct("p", "7").metadata, managedFields: [{ manager: "kubectl", operation: "Update", time: "2026-11-21T00:00:00Z" }] } };
-    await parents.upsert(withManagedFields, "watch");
-    const last = out.at(-1)!.event;
-    assert.equal(last.v, 2);
-    assert.deepEqual((last.object as { spec?: unknown }).spec, { replicas: 2 });
-    assert.equal((last.object?.metadata as Record<string, unknown>).managedFields, undefined);
-    assert.deepEqual(last.children, [{ apiVersion: "batch/v1", kind: "CronJob", namespace: "ns", name: "job", uid: "uid-job", resourceVersion: "6", appliedHash: "h1" }]);
-    const tampered = { ...applied, metadata: { ...applied.metadata, resourceVersion: "8", managedFields: [...applied.metadata.managedFields, { manager: "kubectl-edit", operation: "Update", time: "2026-11-21T00:00:09Z" }] }, spec: { schedule: "1 * * * *" } };
-    await children.upsert(tampered, "watch");
-    assert.equal(out.at(-1)?.event.children?.[0]?.appliedHash, undefined, "someone else wrote it since: no hash, so the function applies again");
-  });
-
-  it("the function's own new child announces its parent after a hold; its own change of a child announces nothing", async () => {
-    const { out, parents, children } = setup(true, { functionFieldManager: "crdfn" });
-    await parents.upsert(ct("p", "5"), "list", 1);
-    const own = (rv: string, schedule: string) => ({ ...cj("job", rv, "p"), spec: { schedule }, metadata: { ...cj("job", rv, "p").metadata, managedFields: [{ manager: "crdfn", operation: "Apply", time: "2026-11-21T00:00:00Z" }] } });
-    await children.upsert(own("6", "* * * * *"), "watch");
-    assert.deepEqual(out.at(-1)?.options, { holdMs: OWN_CHILD_HOLD_MS });
-    const before = out.length;
-    await children.upsert(own("7", "1 * * * *"), "watch");
-    assert.equal(out.length, before, "its own change is the answer to the last event");
-  });
-
-  it("the function adding its own finalizer is not news; anyone else's finalizer change is", async () => {
-    const { announced, parents } = setup(true, { functionFieldManager: "crdfn" });
-    const withFinalizers = (rv: string, finalizers: string[], manager: string) => {
-      const o = ct("p", rv);
-      const owned = Object.fromEntries(finalizers.map((f) => [`v:${JSON.stringify(f)}`, {}]));
-      return { ...o, metadata: { ...o.metadata, finalizers, managedFields: [{ manager, operation: "Update", time: "2026-11-21T00:00:00Z", fieldsV1: { "f:metadata": { "f:finalizers": { ".": {}, ...owned } } } }] } };
-    };
-    await parents.upsert(ct("p", "5"), "list", 1);
-    const before = announced().length;
-    await parents.upsert(withFinalizers("6", ["stable.example.com/cleanup"], "crdfn"), "watch");
-    assert.equal(announced().length, before, "its own finalizer: the reconcile that added it goes on");
-    await parents.upsert(withFinalizers("7", ["stable.example.com/cleanup", "other.io/hold"], "someone-else"), "watch");
-    assert.equal(announced().length, before + 1, "a finalizer someone else added");
-    await parents.upsert(withFinalizers("8", ["other.io/hold"], "someone-else"), "watch");
-    assert.equal(announced().length, before + 2, "a finalizer removed");
-  });
-
-  it("a child's status written by its controller announces the parent, though its content is the function's own apply", async () => {
-    const { announced, parents, children } = setup(true, { functionFieldManager: "crdfn" });
-    await parents.upsert(ct("p", "5"), "list", 1);
-    const child = (rv: string, status: unknown) => ({ ...cj("job", rv, "p", status), metadata: { ...cj("job", rv, "p").metadata, managedFields: [{ manager: "crdfn", operation: "Apply", time: "2026-11-21T00:00:00Z" }] } });
-    await children.upsert(child("6", {}), "watch");
-    const before = announced().length;
-    await children.upsert(child("7", { active: [{ name: "run-1" }] }), "watch");
-    assert.equal(announced().length, before + 1, "its controller wrote its status");
-  });
-
-  it("a status write brings a waiting announcement's body up to date", async () => {
-    const { out, parents } = setup(true, { functionFieldManager: "crdfn" });
-    await parents.upsert(ct("p", "5"), "list", 1);
-    await parents.upsert(ct("p", "6", { replicas: 1 }, { observedGeneration: 1 }), "watch");
-    assert.deepEqual(out.at(-1)?.options, { onlyIfPending: true });
-    assert.equal(out.at(-1)?.event.resourceVersion, "6");
-  });
-
-  it("a cluster-scoped parent hears from its namespaced children", async () => {
-    const out: KeyEvent[] = [];
-    const options: TrackerOptions = { cluster: "c", skipStatusOnly: true, now: () => new Date(), announce: (_k, e) => Promise.resolve(void out.push(e)) };
-    const parents = new ParentTracker({ group: "stable.example.com", version: "v1", plural: "crontabs", kind: "CronTab", namespaced: false }, options);
-    const children = new ChildTracker(cronjobs, true, options);
-    parents.owns(children);
-    await parents.releaseInitialWork();
-    await parents.upsert({ metadata: { name: "p", uid: "uid-p", resourceVersion: "1", generation: 1 }, spec: {} }, "list", 1);
-    await children.upsert(cj("job", "2", "p"), "watch");
-    await children.remove(cj("job", "3", "p"));
-    assert.deepEqual(out.map((e) => [e.name, e.namespace, e.reason]), [["p", undefined, "list"], ["p", undefined, "child"], ["p", undefined, "child"]]);
-  });
-
-  it("schedules what the status has due, fires it once at its time, and an own change supersedes it", async () => {
-    const { out, parents } = setup(true, { now: () => new Date(), functionFieldManager: "crdfn" });
-    const at = new Date(Date.now() + 80).toISOString();
-    const due = (rv: string, spec = { replicas: 1 }) => ct("p", rv, spec, { observedGeneration: 1, nextReconcile: { at, reason: "Retry", attempts: 2 } });
-    await parents.upsert(due("5"), "list", 1);
-    const announced = out.length;
-    assert.equal(parents.scheduled, 1);
-    await new Promise((r) => setTimeout(r, 200));
-    assert.deepEqual(out.slice(announced).map((o) => [o.event.reason, o.cause]), [["retry", `due:${at}`]]);
-    await parents.upsert(due("6"), "watch");
-    await new Promise((r) => setTimeout(r, 100));
-    assert.equal(out.filter((o) => o.event.reason === "retry").length, 1, "an `at` already announced is not announced again");
-    const later = new Date(Date.now() + 80).toISOString();
-    await parents.upsert(ct("p", "7", { replicas: 1 }, { observedGeneration: 1, nextReconcile: { at: later, reason: "Requeue" } }), "watch");
+  it("a change of the object's own supersedes what its status has due", async () => {
+    const clock = fakeClock();
+    const { out, parents } = setup(true, { clock, functionFieldManager: "crdfn" });
+    const later = new Date(clock.nowMs() + 80).toISOString();
+    await parents.upsert(ct("p", "7", { replicas: 1 }, { observedGeneration: 1, nextReconcile: { at: later, reason: "Requeue" } }), "list", 1);
     assert.equal(parents.scheduled, 1);
     await parents.upsert(ct("p", "8", { replicas: 3 }, { observedGeneration: 1, nextReconcile: { at: later, reason: "Requeue" } }), "watch");
-    assert.equal(parents.scheduled, 0, "a change of its own supersedes the requeue");
-    await new Promise((r) => setTimeout(r, 150));
+    assert.equal(parents.scheduled, 0, "the reconcile this change announces records the schedule afresh");
+    clock.advance(1000);
     assert.equal(out.filter((o) => o.event.reason === "requeue").length, 0);
+    assert.equal(clock.pending, 0, "and no timer is left for it");
     parents.stop();
   });
 });

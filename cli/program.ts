@@ -1,7 +1,7 @@
 // The crdfn command tree (without running it, so tests can read every command's help).
 import { Command } from "commander";
 import { packageVersion } from "../emulator/paths.ts";
-import { bridgeCommand } from "../bridge/command.ts";
+import { bridgeCommand } from "./bridge-command.ts";
 import { bundleCommand } from "./cloudrun-source.ts";
 import { clusterCommand } from "./cluster.ts";
 import { crdCommand } from "./crd.ts";

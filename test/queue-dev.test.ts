@@ -15,7 +15,7 @@ import { sqsClient, sqsSettingsOf } from "../clients/sqs-client.ts";
 import { controlPlaneBinaries } from "../emulator/binaries.ts";
 import { packageRoot } from "../emulator/paths.ts";
 import { queueName } from "../examples/queue/operator.ts";
-import { OWN_CHILD_HOLD_MS } from "../bridge/tracker.ts";
+import { OWN_CHILD_HOLD_MS } from "../bridge/child-tracker.ts";
 import { eventually } from "./support/eventually.ts";
 
 const run = promisify(execFile);

@@ -1,8 +1,8 @@
 // `crdfn bridge`: the same bridge that runs in the cluster, run locally against a kubeconfig.
 // Options are overrides of the CRDFN_* environment variables they name.
 import { Command } from "commander";
-import { envVariableNames } from "./config.ts";
-import { runBridgeProcess } from "./run.ts";
+import { envVariableNames } from "../bridge/config.ts";
+import { runBridgeProcess } from "../bridge/run.ts";
 
 const overrides: ReadonlyArray<[flag: string, env: string, help: string]> = [
   ["--config <file>", "CRDFN_CONFIG_FILE", "YAML/JSON settings file (environment variables win over it)"],

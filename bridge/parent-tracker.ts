@@ -1,0 +1,356 @@
+// The watched resources' objects: what the bridge remembers of each — uid, resourceVersion,
+// generation, a fingerprint and when it is due, never a body — and the decision of what to
+// announce when an object (or a child of one: child-tracker.ts) changes, or falls due.
+//
+// The bridge tells the function what it knows: an announcement carries the object as the watch
+// delivered it (when it has it at hand and it is small enough) and the keys of its current
+// children, from a keys-only index (parent → children) kept by the child trackers.
+//
+// The bridge is the scheduler: a function records in the object's status what it wants next
+// (core/schedule.ts); the tracker sees that status write on its watch and announces the object
+// into its own FIFO group when due. A change of the object's own supersedes what was due, since
+// its reconcile records the schedule afresh. A new bridge (a restart, a failover) announces only
+// what needs work: objects whose generation is not yet observed, being deleted, or due, and those
+// whose metadata or children are not what the function recorded it left (core/reconciled.ts).
+import { MAX_CHILD_KEYS, type ChildKey, type KeyEvent } from "../core/event.ts";
+import { childrenDigest, metadataDigest, reconciledOf, type ChildMark, type Reconciled } from "../core/reconciled.ts";
+import { referencesOf, type ReferenceRecord } from "../core/references.ts";
+import { announceReason, nextReconcileOf } from "../core/schedule.ts";
+import { DueSchedule } from "./due-schedule.ts";
+import { finalizersManagedBy, fingerprint, lastWriteOf, type KubeObject } from "./kube-object.ts";
+import type { AnnounceOptions, ResolvedResource, Via } from "./sink.ts";
+import { groupOf, keyOf, splitKey } from "../core/resource-path.ts";
+import { Tracker, type Entry, type TrackerOptions } from "./tracker.ts";
+
+interface ParentEntry extends Entry {
+  generation: number;
+  /** The `at` of status.nextReconcile already announced or superseded: not announced again. */
+  handled?: string;
+  /** What the schedule holds for it: the status's `at`, and the reason to announce it with. */
+  pending?: { at: string; reason: string };
+  /** When the function last wrote its status (ms; 0 if never): children written later by others are news to it. */
+  statusWrittenMs: number;
+  /** Its finalizers, apart from `fp`: adding the function's own finalizer is not news to it. */
+  finalizers: readonly string[];
+  /** What the function recorded it reconciled (status.reconciled); undefined when an older function wrote its status. */
+  reconciled?: Reconciled;
+}
+
+/** How a watched resource's announcements carry its objects. */
+export interface ParentOptions {
+  /** Put the object in its announcements (up to maxBodyBytes). */
+  bodies: boolean;
+  maxBodyBytes: number;
+}
+
+/** A referenced kind's tracker (reference-tracker.ts), as a parent tracker tells it what an object read. */
+export interface ReferenceIndex {
+  refer(parent: ParentTracker, parentKey: string, records: readonly ReferenceRecord[]): Promise<void>;
+}
+
+/** An owned kind's tracker (child-tracker.ts), as a parent tracker reads its index of children. */
+export interface ChildIndex {
+  /** Learns that `parent` owns its kind, so that it indexes the children `parent`'s objects control. */
+  serve(parent: ParentTracker): void;
+  keysOf(parent: ParentTracker, parentKey: string): ChildKey[];
+  marksOf(parent: ParentTracker, parentKey: string): ChildMark[];
+  countOf(parent: ParentTracker, parentKey: string): number;
+}
+
+const NO_FINALIZERS: readonly string[] = [];
+const sameList = (a: readonly string[], b: readonly string[]): boolean => a.length === b.length && a.every((x, i) => x === b[i]);
+
+/**
+ * Whether a listed object needs a reconcile now: a generation not yet observed, a deletion to
+ * finalize, or metadata (labels, annotations: a resync stamp) other than the function recorded it
+ * reconciled — a change no announcement may have covered while no bridge was watching. Its
+ * children are weighed once they are listed (releaseInitialWork).
+ *
+ * A status without the record (an older function wrote it): a write of its own that came after
+ * the function last wrote its status. Strictly after, at managedFields' one-second resolution: an
+ * object written in the same second as its status (created, then reconciled at once) is settled.
+ */
+function needsWork(obj: KubeObject, entry: ParentEntry, functionFieldManager: string | undefined): boolean {
+  const status = (obj as { status?: { observedGeneration?: unknown } }).status;
+  const m = obj.metadata as KubeObject["metadata"] & { deletionTimestamp?: string };
+  if (status?.observedGeneration !== (m.generation ?? 0) || m.deletionTimestamp !== undefined) return true;
+  if (entry.reconciled !== undefined) return entry.reconciled.metadata !== metadataDigest(obj);
+  const statusWrittenMs = entry.statusWrittenMs;
+  if (functionFieldManager === undefined || statusWrittenMs === 0) return false;
+  return lastWriteOf(obj, (e) => e.subresource !== "status" && e.manager !== functionFieldManager) > statusWrittenMs;
+}
+
+/** What a status records of the function's last reconcile, as a ParentEntry holds it. */
+function reconciledEntry(status: unknown): Pick<ParentEntry, "reconciled"> {
+  const reconciled = reconciledOf(status);
+  return reconciled === undefined ? {} : { reconciled };
+}
+
+/** The object as announced: everything the API server returned but managedFields, which no reconcile reads. */
+function announcedBody(obj: KubeObject, maxBytes: number): KeyEvent["object"] {
+  const { managedFields: _dropped, ...metadata } = obj.metadata as KubeObject["metadata"] & { managedFields?: unknown };
+  const body = { ...obj, metadata };
+  return Buffer.byteLength(JSON.stringify(body), "utf8") <= maxBytes ? (body) : undefined;
+}
+
+export class ParentTracker extends Tracker<ParentEntry> {
+  readonly #includeStatus: boolean;
+  readonly #due: DueSchedule;
+  readonly #parentOptions: ParentOptions;
+  readonly #children: ChildIndex[] = [];
+  readonly #reads: ReferenceIndex[] = [];
+  /** Objects its first list found needing work, announced once the children's keys are known; undefined after. */
+  #initialWork: Set<string> | undefined = new Set();
+
+  constructor(resource: ResolvedResource, options: TrackerOptions, parentOptions: ParentOptions = { bodies: true, maxBodyBytes: 64 * 1024 }) {
+    super(resource, options);
+    this.#includeStatus = !options.skipStatusOnly;
+    this.#parentOptions = parentOptions;
+    this.#due = new DueSchedule({ now: () => options.now().getTime(), timers: options.timers, onDue: (key) => void this.#fire(key) });
+  }
+
+  /** Its owned kinds' trackers, whose keys its announcements carry. */
+  owns(child: ChildIndex): void {
+    this.#children.push(child);
+    child.serve(this);
+  }
+
+  /** The trackers of the kinds its objects reference, which index what their status records. */
+  reads(tracker: ReferenceIndex): void {
+    this.#reads.push(tracker);
+  }
+
+  /** Tells the referenced kinds' trackers what an object's status records it read ([] once it is gone). */
+  async #refer(key: string, obj: KubeObject | undefined): Promise<void> {
+    if (this.#reads.length === 0) return;
+    const records = obj === undefined ? [] : referencesOf((obj as { status?: unknown }).status);
+    for (const r of this.#reads) await r.refer(this, key, records);
+  }
+
+  /** Objects with a reconcile scheduled. */
+  get scheduled(): number {
+    return this.#due.size;
+  }
+
+  /** Stops the schedule's timer (the engine is stopping). */
+  stop(): void {
+    this.#due.stop();
+  }
+
+  #event(key: string, e: Pick<ParentEntry, "uid" | "rv" | "generation">, type: KeyEvent["type"], reason: string, obj?: KubeObject): KeyEvent {
+    const [namespace, name] = splitKey(key);
+    const r = this.resource;
+    const object = type !== "DELETED" && obj !== undefined && this.#parentOptions.bodies ? announcedBody(obj, this.#parentOptions.maxBodyBytes) : undefined;
+    return {
+      v: 2,
+      cluster: this.options.cluster,
+      group: r.group,
+      version: r.version,
+      plural: r.plural,
+      kind: r.kind,
+      ...(namespace === undefined ? {} : { namespace }),
+      name,
+      uid: e.uid,
+      resourceVersion: e.rv,
+      generation: e.generation,
+      type,
+      reason,
+      observedAt: this.options.now().toISOString(),
+      ...(object === undefined ? {} : { object }),
+      ...(type === "DELETED" ? {} : this.#childrenOf(key)),
+    };
+  }
+
+  /**
+   * The keys of its children; none (unknown to the function, which lists them) when there are
+   * more than any event could carry, without building a list only to drop it (core/event.ts withinCap).
+   */
+  #childrenOf(key: string): { children?: ChildKey[] } {
+    if (this.#childCount(key) > MAX_CHILD_KEYS) return {};
+    return { children: this.#children.flatMap((c) => c.keysOf(this, key)) };
+  }
+
+  /** The key the publisher coalesces on: one pending event per object. */
+  #publishKey(key: string): string {
+    return `${this.resource.group}/${this.resource.plural}/${key}`;
+  }
+
+  async upsert(obj: KubeObject, via: Via, epoch = 0): Promise<void> {
+    await this.#upsert(obj, via, epoch);
+    await this.#refer(keyOf(obj.metadata.namespace, obj.metadata.name), obj);
+  }
+
+  async #upsert(obj: KubeObject, via: Via, epoch: number): Promise<void> {
+    const m = obj.metadata;
+    const key = keyOf(m.namespace, m.name);
+    const prev = this.entries.get(key);
+    const next: ParentEntry = {
+      uid: m.uid,
+      rv: m.resourceVersion,
+      generation: m.generation ?? 0,
+      fp: fingerprint(obj, this.#includeStatus, false),
+      finalizers: m.finalizers ?? NO_FINALIZERS,
+      epoch,
+      statusWrittenMs: this.options.functionFieldManager === undefined ? 0 : lastWriteOf(obj, (e) => e.manager === this.options.functionFieldManager && e.subresource === "status"),
+      ...reconciledEntry((obj as { status?: unknown }).status),
+      ...(prev?.uid === m.uid && prev.handled !== undefined ? { handled: prev.handled } : {}),
+      ...(prev?.uid === m.uid && prev.pending !== undefined ? { pending: prev.pending } : {}),
+    };
+    this.entries.set(key, next);
+    // A new bridge knows nothing of what was announced before it: it announces what needs work,
+    // once its children's keys are known (releaseInitialWork).
+    if (via === "list" && prev === undefined && this.#initialWork !== undefined) {
+      if (needsWork(obj, next, this.options.functionFieldManager)) this.#initialWork.add(key);
+      return this.#schedule(key, next, obj);
+    }
+    const announce = via === "list" && prev === undefined ? needsWork(obj, next, this.options.functionFieldManager) : this.#parentChanged(prev, next, obj);
+    if (!announce) {
+      // Not news (the function's own status write, most often); an announcement still waiting
+      // to be sent gets this newer body, so its reconcile need not read the object again.
+      if (this.#parentOptions.bodies) await this.options.announce(this.#publishKey(key), this.#event(key, next, "MODIFIED", "watch", obj), "", { onlyIfPending: true });
+      return this.#schedule(key, next, obj);
+    }
+    // What its status has due is superseded too: the reconcile this announces records it afresh.
+    const due = nextReconcileOf((obj as { status?: unknown }).status);
+    if (due !== undefined) next.handled = due.at;
+    const type = prev === undefined || prev.uid !== next.uid ? "ADDED" : "MODIFIED";
+    await this.#announce(key, next, type, via, "", {}, obj);
+  }
+
+  /**
+   * Whether a parent's change is news to its function. The function adding its own finalizer
+   * (before its first reconcile, which goes on in the same call) is not: announcing it would
+   * reconcile the object a second time for nothing. Any other finalizer change is news.
+   */
+  #parentChanged(prev: ParentEntry | undefined, next: ParentEntry, obj: KubeObject): boolean {
+    if (this.changed(prev, next)) return true;
+    if (prev === undefined || !this.options.skipStatusOnly || sameList(prev.finalizers, next.finalizers)) return false;
+    const manager = this.options.functionFieldManager;
+    const added = next.finalizers.filter((f) => !prev.finalizers.includes(f));
+    if (manager === undefined || added.length === 0 || prev.finalizers.some((f) => !next.finalizers.includes(f))) return true;
+    const own = finalizersManagedBy(obj, manager);
+    return !added.every((f) => own.has(f));
+  }
+
+  /**
+   * Schedules what the object's status asks for, unless it was announced (or superseded) already;
+   * announces it now when it is due.
+   */
+  async #schedule(key: string, entry: ParentEntry, obj: KubeObject): Promise<void> {
+    const next = nextReconcileOf((obj as { status?: unknown }).status);
+    if (next === undefined || next.at === entry.handled) {
+      if (next === undefined) this.#due.clear(key);
+      return;
+    }
+    const atMs = Date.parse(next.at);
+    if (atMs > this.options.now().getTime()) {
+      entry.pending = { at: next.at, reason: announceReason(next) };
+      this.#due.set(key, atMs);
+      return;
+    }
+    entry.handled = next.at;
+    delete entry.pending;
+    this.#due.clear(key);
+    await this.options.announce(this.#publishKey(key), this.#event(key, entry, "RESYNC", announceReason(next), obj), `due:${next.at}`);
+  }
+
+  /** The schedule fired: announce the object for the reason its status gives. */
+  async #fire(key: string): Promise<void> {
+    const entry = this.entries.get(key);
+    const pending = entry?.pending;
+    if (entry === undefined || pending === undefined) return;
+    entry.handled = pending.at;
+    delete entry.pending;
+    await this.options.announce(this.#publishKey(key), this.#event(key, entry, "RESYNC", pending.reason), `due:${pending.at}`);
+  }
+
+  /**
+   * Announces what the first list found needing work, now that its children (listed after it) are
+   * indexed: with them, every object whose children are not the ones its function recorded it
+   * left — one vanished, appeared, or was written by someone else while no bridge watched.
+   */
+  async releaseInitialWork(): Promise<void> {
+    const work = this.#initialWork;
+    if (work === undefined) return;
+    this.#initialWork = undefined;
+    for (const [key, entry] of this.entries) {
+      if (entry.reconciled !== undefined && !work.has(key) && entry.reconciled.children !== childrenDigest(this.#marksOf(key))) work.add(key);
+    }
+    for (const key of work) {
+      const entry = this.entries.get(key);
+      if (entry !== undefined) await this.#announce(key, entry, "ADDED", "list", "");
+    }
+  }
+
+  /** Every announcement of an object supersedes what it had due: its reconcile records the schedule afresh. */
+  async #announce(key: string, entry: ParentEntry, type: KeyEvent["type"], reason: string, cause: string, options: AnnounceOptions = {}, obj?: KubeObject): Promise<void> {
+    this.#initialWork?.delete(key);
+    if (entry.pending !== undefined) {
+      this.#due.clear(key);
+      entry.handled = entry.pending.at;
+      delete entry.pending;
+    }
+    await this.options.announce(this.#publishKey(key), this.#event(key, entry, type, reason, obj), cause, options);
+  }
+
+  async remove(obj: KubeObject): Promise<void> {
+    const m = obj.metadata;
+    const key = keyOf(m.namespace, m.name);
+    this.entries.delete(key);
+    this.#due.clear(key);
+    await this.#refer(key, undefined);
+    const e = { uid: m.uid, rv: m.resourceVersion, generation: m.generation ?? 0 };
+    await this.options.announce(this.#publishKey(key), this.#event(key, e, "DELETED", "watch"), "deleted");
+  }
+
+  protected async vanished(key: string, entry: ParentEntry): Promise<void> {
+    this.#due.clear(key);
+    await this.#refer(key, undefined);
+    // Its last known version was announced already; "deleted" keeps this one from being deduplicated away.
+    await this.options.announce(this.#publishKey(key), this.#event(key, entry, "DELETED", "relist"), "deleted");
+  }
+
+  /** Announces a known object again for a reason other than its own change (a child, a resync). */
+  async reannounce(key: string, reason: string, cause: string, options: AnnounceOptions = {}): Promise<void> {
+    const entry = this.entries.get(key);
+    // Unknown: not listed yet (its own list will announce it), filtered out, or gone.
+    if (entry === undefined) return;
+    const type = reason === "resync" ? "RESYNC" : "MODIFIED";
+    await this.#announce(key, entry, type, reason, cause, options);
+  }
+
+  /** Whether a child's controller owner reference names this tracker's kind. */
+  isOwner(ref: { apiVersion: string; kind: string }): boolean {
+    return ref.kind === this.resource.kind && groupOf(ref.apiVersion) === this.resource.group;
+  }
+
+  /** The key a child's controller owner reference names in this tracker ("/name" when cluster-scoped). */
+  keyOfOwner(childNamespace: string | undefined, ownerName: string): string {
+    return keyOf(this.resource.namespaced ? childNamespace : undefined, ownerName);
+  }
+
+  /** When the function last wrote the object's status (ms), 0 when unknown. */
+  statusWrittenMs(key: string): number {
+    return this.entries.get(key)?.statusWrittenMs ?? 0;
+  }
+
+  /** Whether the object's status records what its function reconciled (then its children are weighed by digest). */
+  recordsReconciled(key: string): boolean {
+    return this.entries.get(key)?.reconciled !== undefined;
+  }
+
+  /** Its current children, as the index knows them, in the form the function records them. */
+  #marksOf(key: string): ChildMark[] {
+    return this.#children.flatMap((c) => c.marksOf(this, key));
+  }
+
+  /** How many current children it has, of every owned kind. */
+  #childCount(key: string): number {
+    return this.#children.reduce((n, c) => n + c.countOf(this, key), 0);
+  }
+
+  /** A snapshot of every known object's key, for resync. */
+  keys(): string[] {
+    return [...this.entries.keys()];
+  }
+}

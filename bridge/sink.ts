@@ -1,0 +1,39 @@
+// The seams of the always-on path, watcher → index → publisher: what a reflector feeds (an
+// ObjectSink, which the trackers are) and what a tracker hands the publisher (an announcement).
+// Types only, so the reflector and the publisher know the trackers by these alone.
+import type { KeyEvent } from "../core/event.ts";
+import type { GroupVersionResource } from "../core/resource-path.ts";
+import type { KubeObject } from "./kube-object.ts";
+
+/** A watched kind as API discovery names it (discovery.ts). */
+export interface ResolvedResource extends GroupVersionResource {
+  kind: string;
+  namespaced: boolean;
+}
+
+/** How a change reached the bridge; becomes the event's `reason`. */
+export type Via = "list" | "relist" | "watch";
+
+/** What a reflector feeds: the objects of one resource in one namespace scope. */
+export interface ObjectSink {
+  readonly resource: ResolvedResource;
+  /** A new list starts; objects it does not mention by `sweep` are gone. */
+  beginList(): number;
+  upsert(obj: KubeObject, via: Via, epoch?: number): Promise<void>;
+  remove(obj: KubeObject): Promise<void>;
+  /** After a complete list: everything in `namespace` (all if undefined) not seen in it vanished. */
+  sweep(namespace: string | undefined, epoch: number): Promise<void>;
+  readonly size: number;
+}
+
+export interface AnnounceOptions {
+  /** A waiting announcement says at least as much: keep it (resync). */
+  keepExisting?: boolean;
+  /** Only bring a waiting announcement up to date (a newer body); announce nothing new. */
+  onlyIfPending?: boolean;
+  /** Wait this long before sending, for what usually follows (the function's status write). */
+  holdMs?: number;
+}
+
+/** Hands an event to the publisher; `cause` keeps distinct announcements of one version apart. */
+export type Announce = (key: string, event: KeyEvent, cause: string, options?: AnnounceOptions) => Promise<void>;
