@@ -54,7 +54,14 @@ async function installTinyCrd(cluster: LocalCluster): Promise<void> {
         group: GROUP,
         names: { plural: "tinies", singular: "tiny", kind: "Tiny" },
         scope: "Namespaced",
-        versions: [{ name: "v1", served: true, storage: true, schema: { openAPIV3Schema: { type: "object", properties: { spec: { type: "object", "x-kubernetes-preserve-unknown-fields": true } } } } }],
+        versions: [
+          {
+            name: "v1",
+            served: true,
+            storage: true,
+            schema: { openAPIV3Schema: { type: "object", properties: { spec: { type: "object", "x-kubernetes-preserve-unknown-fields": true } } } },
+          },
+        ],
       },
     }),
     "tiny CRD",
@@ -69,7 +76,15 @@ async function createTinies(cluster: LocalCluster, from: number, to: number): Pr
   const started = Date.now();
   const indexes = Array.from({ length: to - from }, (_, i) => from + i);
   await parallel(indexes, CREATE_CONCURRENCY, (i) =>
-    ok(kube(cluster.kubeConfig, "POST", `/apis/${GROUP}/v1/namespaces/${NS}/tinies`, { apiVersion: `${GROUP}/v1`, kind: "Tiny", metadata: { name: `t-${i}` }, spec: { n: i } }), `tiny ${i}`),
+    ok(
+      kube(cluster.kubeConfig, "POST", `/apis/${GROUP}/v1/namespaces/${NS}/tinies`, {
+        apiVersion: `${GROUP}/v1`,
+        kind: "Tiny",
+        metadata: { name: `t-${i}` },
+        spec: { n: i },
+      }),
+      `tiny ${i}`,
+    ),
   );
   return Date.now() - started;
 }
@@ -121,7 +136,10 @@ async function bridgeToken(cluster: LocalCluster, dir: string): Promise<string> 
     }),
     "bridge binding",
   );
-  const answer = await ok(kube(cluster.kubeConfig, "POST", `/api/v1/namespaces/${NS}/serviceaccounts/bench-bridge/token`, { spec: { expirationSeconds: 24 * 3600 } }), "bridge token");
+  const answer = await ok(
+    kube(cluster.kubeConfig, "POST", `/api/v1/namespaces/${NS}/serviceaccounts/bench-bridge/token`, { spec: { expirationSeconds: 24 * 3600 } }),
+    "bridge token",
+  );
   const file = join(dir, "token");
   writeFileSync(file, (answer.body as { status?: { token?: string } }).status?.token ?? "");
   return file;
@@ -134,13 +152,22 @@ async function purge(cluster: LocalCluster): Promise<void> {
 }
 
 /** The bridge in this process: sync time, publish throughput, and the heap it retains. */
-async function measureInProcess(cluster: LocalCluster, objects: number): Promise<Pick<Row, "syncS" | "publishedS" | "eventsPerS" | "retainedHeapMiB" | "heapPer10kMiB">> {
+async function measureInProcess(
+  cluster: LocalCluster,
+  objects: number,
+): Promise<Pick<Row, "syncS" | "publishedS" | "eventsPerS" | "retainedHeapMiB" | "heapPer10kMiB">> {
   await purge(cluster);
   const sqs = sqsClientFor(cluster);
   const baseline = heapNow();
   const registry = new Registry();
   const started = performance.now();
-  const bridge = startBridge(bridgeConfig(cluster, { CRDFN_RESOURCES: `${GROUP}/v1/tinies>v1/configmaps`, CRDFN_NAMESPACES: NS }), { eventKey: TEST_EVENT_KEY, kubeConfig: cluster.kubeConfig, sqs, logger: pino({ level: "warn" }), registry });
+  const bridge = startBridge(bridgeConfig(cluster, { CRDFN_RESOURCES: `${GROUP}/v1/tinies>v1/configmaps`, CRDFN_NAMESPACES: NS }), {
+    eventKey: TEST_EVENT_KEY,
+    kubeConfig: cluster.kubeConfig,
+    sqs,
+    logger: pino({ level: "warn" }),
+    registry,
+  });
   await bridge.ready;
   const synced = performance.now() - started;
   while ((await metricValue(registry, "crdfn_bridge_events_published_total")) < objects) await new Promise((r) => setTimeout(r, 20));
@@ -158,7 +185,12 @@ async function measureInProcess(cluster: LocalCluster, objects: number): Promise
 }
 
 /** The bridge as its own process: peak heap and RSS from its /metrics while it syncs and publishes. */
-async function measureProcess(cluster: LocalCluster, objects: number, entry: string, tokenFile: string): Promise<Pick<Row, "processSyncS" | "processPeakHeapMiB" | "processPeakRssMiB" | "processIdleCpuPercent">> {
+async function measureProcess(
+  cluster: LocalCluster,
+  objects: number,
+  entry: string,
+  tokenFile: string,
+): Promise<Pick<Row, "processSyncS" | "processPeakHeapMiB" | "processPeakRssMiB" | "processIdleCpuPercent">> {
   await purge(cluster);
   const started = performance.now();
   const p = spawnBridge(tinyEnv(cluster, tokenFile), entry);
@@ -199,7 +231,10 @@ async function idleCpuPercent(pid: number): Promise<number> {
  */
 async function measureControllerRuntime(cluster: LocalCluster, binary: string): Promise<Pick<Row, "crSyncS" | "crPeakRssMiB" | "crIdleCpuPercent">> {
   const started = performance.now();
-  const child = spawn(binary, ["--mode", "noop", "--namespace", NS], { env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", KUBECONFIG: cluster.kubeconfigPath }, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(binary, ["--mode", "noop", "--namespace", NS], {
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", KUBECONFIG: cluster.kubeconfigPath },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   const pid = child.pid ?? 0;
   let peakRss = 0;
   const sampler = setInterval(() => (peakRss = Math.max(peakRss, rssBytes(pid) ?? 0)), 100);
@@ -227,7 +262,8 @@ async function measureControllerRuntime(cluster: LocalCluster, binary: string): 
 async function main(): Promise<void> {
   if (gc === undefined) console.error("warning: run with --expose-gc for retained-heap figures");
   const sizes = (process.env.BENCH_SIZES ?? "1000,10000,50000,100000").split(",").map(Number);
-  if (sizes.some((n) => !Number.isInteger(n) || n < 1)) throw new Error(`BENCH_SIZES must be whole numbers ≥ 1, comma-separated (got ${process.env.BENCH_SIZES})`);
+  if (sizes.some((n) => !Number.isInteger(n) || n < 1))
+    throw new Error(`BENCH_SIZES must be whole numbers ≥ 1, comma-separated (got ${process.env.BENCH_SIZES})`);
   const missing = missingToolchains().filter((m) => m.startsWith("go"));
   const crBinary = missing.length ? undefined : buildControllerRuntime((l) => console.error(l)).path;
   if (crBinary === undefined) console.error(`no controller-runtime column: needs ${missing.join("")}`);
@@ -248,7 +284,9 @@ async function main(): Promise<void> {
     for (const size of sizes) {
       const projected = (size - created) * msPerObject;
       if (projected > CREATE_BUDGET_MS) {
-        skipped.push(`${size}: creating ${size - created} more objects would take ~${Math.round(projected / 1000)} s at the measured ${Math.round(1000 / msPerObject)} objects/s`);
+        skipped.push(
+          `${size}: creating ${size - created} more objects would take ~${Math.round(projected / 1000)} s at the measured ${Math.round(1000 / msPerObject)} objects/s`,
+        );
         continue;
       }
       console.error(`creating objects ${created}..${size}…`);
@@ -309,7 +347,9 @@ async function main(): Promise<void> {
   console.log(`|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`);
   for (const row of table) console.log(line(row));
   for (const s of skipped) console.log(`skipped ${s}`);
-  console.log(`retained heap: the in-process bridge's heap after a full GC, fixed overhead included; process: the bundled bridge as the image runs it (own process, ${SHIPPED_NODE_OPTIONS}), start-up included; peak heap without forced GC; cr: a no-op controller-runtime operator (bench/peers/controller-runtime --mode=noop, typed informer caches of the objects and ConfigMaps) as its own process, start to informers synced.`);
+  console.log(
+    `retained heap: the in-process bridge's heap after a full GC, fixed overhead included; process: the bundled bridge as the image runs it (own process, ${SHIPPED_NODE_OPTIONS}), start-up included; peak heap without forced GC; cr: a no-op controller-runtime operator (bench/peers/controller-runtime --mode=noop, typed informer caches of the objects and ConfigMaps) as its own process, start to informers synced.`,
+  );
   mkdirSync("bench-results", { recursive: true });
   writeFileSync("bench-results/bridge.json", JSON.stringify({ rows, skipped }, null, 2));
 }

@@ -27,14 +27,20 @@ const RUNS = Number(process.env.BENCH_RUNS ?? 15);
 // What the deployed Greeting function has (deploy/gcp.ts), and what Cloud Run sets.
 const functionEnv = {
   K_SERVICE: "crdfn-shop-greeting",
-  CRDFN_CLUSTERS: JSON.stringify({ prod: { auth: "gke", server: "https://34.1.2.3", caData: Buffer.from("-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n").toString("base64") } }),
+  CRDFN_CLUSTERS: JSON.stringify({
+    prod: { auth: "gke", server: "https://34.1.2.3", caData: Buffer.from("-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n").toString("base64") },
+  }),
   CRDFN_PUBSUB_TOPIC: "projects/my-project/topics/crdfn-shop-greeting-events",
   // Secret Manager's value, as Cloud Run puts it into the environment (deploy/gcp.ts).
   CRDFN_EVENT_KEYS: `k1:${Buffer.alloc(32, 1).toString("base64")}`,
   CRDFN_MAX_DELIVERY_ATTEMPTS: "5",
   LOG_LEVEL: "silent",
 };
-const pushBody = JSON.stringify({ message: { data: Buffer.from("{not json").toString("base64"), messageId: "m-1", orderingKey: "greetings.default.x~0" }, subscription: "projects/my-project/subscriptions/crdfn-shop-greeting-events", deliveryAttempt: 1 });
+const pushBody = JSON.stringify({
+  message: { data: Buffer.from("{not json").toString("base64"), messageId: "m-1", orderingKey: "greetings.default.x~0" },
+  subscription: "projects/my-project/subscriptions/crdfn-shop-greeting-events",
+  deliveryAttempt: 1,
+});
 
 /** In one fresh process: import functions-framework and the entry, then the first request. */
 const probe = (entry: string, framework: string): string => `
@@ -64,11 +70,15 @@ const freePort = () =>
 async function spawnToFirstAnswer(app: string): Promise<number> {
   const port = await freePort();
   const t0 = performance.now();
-  const child = spawn(process.execPath, [join(app, "node_modules", "@google-cloud", "functions-framework", "build", "src", "main.js"), "--target=greeting", `--port=${port}`, `--source=${app}`], {
-    cwd: app,
-    env: { PATH: process.env.PATH ?? "", ...functionEnv },
-    stdio: "ignore",
-  });
+  const child = spawn(
+    process.execPath,
+    [join(app, "node_modules", "@google-cloud", "functions-framework", "build", "src", "main.js"), "--target=greeting", `--port=${port}`, `--source=${app}`],
+    {
+      cwd: app,
+      env: { PATH: process.env.PATH ?? "", ...functionEnv },
+      stdio: "ignore",
+    },
+  );
   try {
     for (;;) {
       try {
@@ -87,13 +97,31 @@ async function spawnToFirstAnswer(app: string): Promise<number> {
 }
 
 type Sample = { importMs: number; firstRequestMs: number; rssMiB: number };
-const median = (xs: number[]): number => percentile([...xs].sort((a, b) => a - b), 50);
+const median = (xs: number[]): number =>
+  percentile(
+    [...xs].sort((a, b) => a - b),
+    50,
+  );
 
 const work = mkdtempSync(join(tmpdir(), "crdfn-cold-cloudrun-"));
 try {
   // crdfn as published: its JavaScript and package.json; its dependencies from this checkout's node_modules.
   const pkg = join(work, "crdfn");
-  await run(process.execPath, [join(packageRoot, "node_modules", "typescript", "bin", "tsc"), "-p", join(packageRoot, "tsconfig.build.json"), "--outDir", join(pkg, "dist"), "--declaration", "false", "--sourceMap", "false"], { cwd: packageRoot });
+  await run(
+    process.execPath,
+    [
+      join(packageRoot, "node_modules", "typescript", "bin", "tsc"),
+      "-p",
+      join(packageRoot, "tsconfig.build.json"),
+      "--outDir",
+      join(pkg, "dist"),
+      "--declaration",
+      "false",
+      "--sourceMap",
+      "false",
+    ],
+    { cwd: packageRoot },
+  );
   cpSync(join(packageRoot, "package.json"), join(pkg, "package.json"));
   symlinkSync(join(packageRoot, "node_modules"), join(work, "node_modules"));
   // The user's project: its entry as JavaScript, crdfn installed beside the rest.
@@ -102,11 +130,24 @@ try {
   symlinkSync(pkg, join(app, "node_modules", "crdfn"));
   symlinkSync(join(packageRoot, "node_modules", "@google-cloud", "functions-framework"), join(app, "node_modules", "@google-cloud", "functions-framework"));
   writeFileSync(join(app, "package.json"), JSON.stringify({ name: "greeting", type: "module", main: "http.mjs" }));
-  await build({ entryPoints: [join(packageRoot, "examples", "greeting", "http.ts")], outfile: join(app, "http.mjs"), bundle: true, packages: "external", platform: "node", format: "esm", target: "node22", logLevel: "warning" });
+  await build({
+    entryPoints: [join(packageRoot, "examples", "greeting", "http.ts")],
+    outfile: join(app, "http.mjs"),
+    bundle: true,
+    packages: "external",
+    platform: "node",
+    format: "esm",
+    target: "node22",
+    logLevel: "warning",
+  });
   // The same, bundled whole (functions-framework and crdfn included).
   const bundle = join(work, "bundled", "http.mjs");
   await build({
-    stdin: { contents: `import { getTestServer } from "@google-cloud/functions-framework/testing"; import "./app/http.mjs"; export { getTestServer };`, resolveDir: work, loader: "js" },
+    stdin: {
+      contents: `import { getTestServer } from "@google-cloud/functions-framework/testing"; import "./app/http.mjs"; export { getTestServer };`,
+      resolveDir: work,
+      loader: "js",
+    },
     outfile: bundle,
     bundle: true,
     platform: "node",
@@ -125,7 +166,10 @@ try {
   const measure = async (entry: string, framework: string): Promise<Sample[]> => {
     const samples: Sample[] = [];
     for (let i = 0; i < RUNS; i++) {
-      const { stdout } = await run(process.execPath, ["--input-type=module", "-e", probe(entry, framework)], { cwd: app, env: { PATH: process.env.PATH ?? "", ...functionEnv } });
+      const { stdout } = await run(process.execPath, ["--input-type=module", "-e", probe(entry, framework)], {
+        cwd: app,
+        env: { PATH: process.env.PATH ?? "", ...functionEnv },
+      });
       samples.push(JSON.parse(stdout) as Sample);
     }
     return samples;
@@ -136,14 +180,20 @@ try {
   rows.push(["as deployed: the entry and its node_modules (unbundled)", await measure(join(app, "http.mjs"), frameworkTesting), median(spawned)]);
   rows.push(["bundled by esbuild as the Lambda is (client-node left out)", await measure(bundle, bundle), undefined]);
 
-  console.log(`Cloud Run function cold start (examples/greeting/http.ts, functions-framework ${(JSON.parse(readFileSync(join(packageRoot, "node_modules", "@google-cloud", "functions-framework", "package.json"), "utf8")) as { version: string }).version}), Node ${process.version}, ${RUNS} fresh processes each`);
+  console.log(
+    `Cloud Run function cold start (examples/greeting/http.ts, functions-framework ${(JSON.parse(readFileSync(join(packageRoot, "node_modules", "@google-cloud", "functions-framework", "package.json"), "utf8")) as { version: string }).version}), Node ${process.version}, ${RUNS} fresh processes each`,
+  );
   console.log(`| source | import ms | first request ms | cold init ms (import + first request) | spawn → first answer ms | RSS MiB |`);
   console.log(`|---|---|---|---|---|---|`);
   for (const [name, samples, wall] of rows) {
     const total = median(samples.map((s) => s.importMs + s.firstRequestMs));
-    console.log(`| ${name} | ${median(samples.map((s) => s.importMs)).toFixed(0)} | ${median(samples.map((s) => s.firstRequestMs)).toFixed(0)} | ${total.toFixed(0)} | ${wall === undefined ? "–" : wall.toFixed(0)} | ${median(samples.map((s) => s.rssMiB)).toFixed(0)} |`);
+    console.log(
+      `| ${name} | ${median(samples.map((s) => s.importMs)).toFixed(0)} | ${median(samples.map((s) => s.firstRequestMs)).toFixed(0)} | ${total.toFixed(0)} | ${wall === undefined ? "–" : wall.toFixed(0)} | ${median(samples.map((s) => s.rssMiB)).toFixed(0)} |`,
+    );
   }
-  console.log(`bundle ${(statSync(bundle).size / 1024).toFixed(0)} KiB; medians; load average ${readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")}`);
+  console.log(
+    `bundle ${(statSync(bundle).size / 1024).toFixed(0)} KiB; medians; load average ${readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")}`,
+  );
 } finally {
   rmSync(work, { recursive: true, force: true });
 }

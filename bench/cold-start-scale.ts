@@ -37,7 +37,8 @@ const now = (): number => performance.now();
 async function publishedCount(metricsUrl: string): Promise<number> {
   const text = await (await fetch(metricsUrl)).text();
   let n = 0;
-  for (const line of text.split("\n")) if (line.startsWith(`${PUBLISHED}{`) || line.startsWith(`${PUBLISHED} `)) n += Number(line.slice(line.lastIndexOf(" ") + 1)) || 0;
+  for (const line of text.split("\n"))
+    if (line.startsWith(`${PUBLISHED}{`) || line.startsWith(`${PUBLISHED} `)) n += Number(line.slice(line.lastIndexOf(" ") + 1)) || 0;
   return n;
 }
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -57,7 +58,6 @@ interface Variant {
   name: string;
   env: Record<string, string>;
 }
-
 
 export interface ColdRun {
   system: SystemName;
@@ -116,10 +116,24 @@ function summarizeProfile(dir: string): { file: string; totalMs: number; byFunct
   if (file === undefined) return undefined;
   const profile = readProfile(join(dir, file));
   const byFunction = selfTime(profile, functionOf);
-  return { file: join(dir, file), totalMs: byFunction.reduce((s, r) => s + r.ms, 0), byFunction: byFunction.slice(0, 15), byArea: selfTime(profile, (n) => areaOf(n.callFrame.url)).slice(0, 10) };
+  return {
+    file: join(dir, file),
+    totalMs: byFunction.reduce((s, r) => s + r.ms, 0),
+    byFunction: byFunction.slice(0, 15),
+    byArea: selfTime(profile, (n) => areaOf(n.callFrame.url)).slice(0, 10),
+  };
 }
 
-async function runOne(system: SystemName, variant: Variant | undefined, objects: number, cluster: LocalCluster, controllerRuntime: string, reaper: Reaper, o: Options, log: (l: string) => void): Promise<ColdRun> {
+async function runOne(
+  system: SystemName,
+  variant: Variant | undefined,
+  objects: number,
+  cluster: LocalCluster,
+  controllerRuntime: string,
+  reaper: Reaper,
+  o: Options,
+  log: (l: string) => void,
+): Promise<ColdRun> {
   const label = variant === undefined ? system : `${system} (${variant.name})`;
   const namespace = `cold-${label.replace(/[^a-z0-9]+/g, "-").replace(/-$/, "")}-${objects}`;
   log(`${label}, ${objects}: creating the Greetings in ${namespace} before it runs…`);
@@ -254,7 +268,9 @@ export function formatColdReport(runs: readonly ColdRun[]): string {
   out.push("|---|---|---|---|---|---|---|---|");
   const name = (r: ColdRun) => (r.variant === undefined ? r.system : `${r.system} (${r.variant})`);
   for (const r of runs)
-    out.push(`| ${r.objects} | ${name(r)} | ${r.allReadySeconds} | ${r.firstReadySeconds} / ${r.halfReadySeconds} / ${r.ninetyReadySeconds} | ${r.startSeconds} | ${r.allPublishedSeconds ?? "–"} | ${load(r)} | ${r.machineBusyPercent} % |`);
+    out.push(
+      `| ${r.objects} | ${name(r)} | ${r.allReadySeconds} | ${r.firstReadySeconds} / ${r.halfReadySeconds} / ${r.ninetyReadySeconds} | ${r.startSeconds} | ${r.allPublishedSeconds ?? "–"} | ${load(r)} | ${r.machineBusyPercent} % |`,
+    );
   const sizes = [...new Set(runs.map((r) => r.objects))];
   out.push("");
   for (const n of sizes) {
@@ -267,11 +283,18 @@ export function formatColdReport(runs: readonly ColdRun[]): string {
   }
   for (const r of runs) {
     out.push("", `${name(r)}, N = ${r.objects}: CPU ms per object ${JSON.stringify(r.cpuMsPerObject)}, peak RSS MiB ${JSON.stringify(r.peakRssMiB)}`);
-    const reqs = Object.entries(r.requestsPerObject).filter(([, v]) => v >= 0.01).sort((a, b) => b[1] - a[1]);
+    const reqs = Object.entries(r.requestsPerObject)
+      .filter(([, v]) => v >= 0.01)
+      .sort((a, b) => b[1] - a[1]);
     out.push(`  API requests per object: ${reqs.map(([k, v]) => `${k} ${v}`).join(", ")}`);
     for (const [part, p] of Object.entries(r.profiles ?? {})) {
       out.push(`  ${part} profile (${(p.totalMs / 1000).toFixed(1)} s sampled; ${p.file}):`);
-      out.push(`    by area: ${p.byArea.slice(0, 6).map((s) => `${s.name} ${pct(s.ms, p.totalMs)}`).join(", ")}`);
+      out.push(
+        `    by area: ${p.byArea
+          .slice(0, 6)
+          .map((s) => `${s.name} ${pct(s.ms, p.totalMs)}`)
+          .join(", ")}`,
+      );
       for (const s of p.byFunction.slice(0, 10)) out.push(`    ${String(s.percent).padStart(5)} %  ${s.name}`);
     }
   }
@@ -307,7 +330,10 @@ async function coldScale(o: Options, log: (l: string) => void): Promise<{ path: 
   }
   const path = o.json ?? join(packageRoot, "bench-results", `coldscale-${startedAt.replace(/[:.]/g, "-")}.json`);
   mkdirSync(dirname(path), { recursive: true });
-  writeFileSync(path, `${JSON.stringify({ startedAt, finishedAt: new Date().toISOString(), machine: { cpus: cpus().length, node: process.version }, options: o, runs }, null, 2)}\n`);
+  writeFileSync(
+    path,
+    `${JSON.stringify({ startedAt, finishedAt: new Date().toISOString(), machine: { cpus: cpus().length, node: process.version }, options: o, runs }, null, 2)}\n`,
+  );
   return { path, report: formatColdReport(runs) };
 }
 
@@ -332,20 +358,32 @@ function coldScaleCommand(): Command {
         "(crdfn as the local stack runs it, controller-runtime with 8 workers), with CPU per process, the API server's requests by verb, and CPU profiles of crdfn's bridge and function process",
     )
     .addOption(new Option("--objects <list>", "comma-separated N (each a fresh namespace per system)").argParser(sizeList).default([10_000, 100_000]))
-    .addOption(new Option("--systems <list>", "comma-separated (crdfn, controller-runtime(1), controller-runtime(8))").argParser(systemList).default(["crdfn", "controller-runtime(8)"]))
+    .addOption(
+      new Option("--systems <list>", "comma-separated (crdfn, controller-runtime(1), controller-runtime(8))")
+        .argParser(systemList)
+        .default(["crdfn", "controller-runtime(8)"]),
+    )
     .option("--no-profile", "no CPU profiles of crdfn's bridge and function process")
     .option("--receive-loops <n>", `also run crdfn with this many receive loops in its poller (default ${DEFAULT_RECEIVE_LOOPS}), in the same run`, (t) => {
       const n = Number(t);
       if (!Number.isInteger(n) || n < 1 || n > 64) throw new InvalidArgumentError("--receive-loops must be a whole number from 1 to 64");
       return n;
     })
-    .option("--timeout <seconds>", "give up on a run not all Ready by then (also the systems' own start timeout)", (t) => {
-      const n = Number(t);
-      if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError("--timeout must be a whole number of seconds ≥ 1");
-      return n;
-    }, 3600)
+    .option(
+      "--timeout <seconds>",
+      "give up on a run not all Ready by then (also the systems' own start timeout)",
+      (t) => {
+        const n = Number(t);
+        if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError("--timeout must be a whole number of seconds ≥ 1");
+        return n;
+      },
+      3600,
+    )
     .option("--json <path>", "where to write the results (default bench-results/coldscale-<timestamp>.json)")
-    .addHelpText("after", "\nExample (10k only, both systems, about 10 minutes on 2 cores):\n  npm run bench:coldscale -- --objects 10000 --systems crdfn,controller-runtime(8)")
+    .addHelpText(
+      "after",
+      "\nExample (10k only, both systems, about 10 minutes on 2 cores):\n  npm run bench:coldscale -- --objects 10000 --systems crdfn,controller-runtime(8)",
+    )
     .action(async (o: Options) => {
       const { path, report } = await coldScale(o, (line) => console.error(line));
       console.log(report);

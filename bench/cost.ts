@@ -84,5 +84,5 @@ export function podMonthlyCost(pod: PodSize, prices: AwsPrices = AWS_LIST_PRICES
 
 /** The steady change rate (per second) at which a month of changes costs what `monthly` dollars buy. */
 export function breakEvenChangesPerSecond(monthly: number, perMillionChanges: number): number {
-  return perMillionChanges > 0 ? (monthly / perMillionChanges) * MILLION / SECONDS_PER_MONTH : Number.POSITIVE_INFINITY;
+  return perMillionChanges > 0 ? ((monthly / perMillionChanges) * MILLION) / SECONDS_PER_MONTH : Number.POSITIVE_INFINITY;
 }

@@ -51,7 +51,10 @@ export function selfTime(profile: CpuProfile, keyOf: (n: ProfileNode) => string)
 /** A function as `name package/path:line` (the repository's folders without the checkout's path). */
 export function functionOf(n: ProfileNode): string {
   const f = n.callFrame;
-  const where = f.url === "" ? "" : ` ${f.url.replace(/^.*node_modules\//, "").replace(/^file:\/\/.*?\/(?=(core|bridge|functions|emulator|cli|bench)\/)/, "")}:${f.lineNumber + 1}`;
+  const where =
+    f.url === ""
+      ? ""
+      : ` ${f.url.replace(/^.*node_modules\//, "").replace(/^file:\/\/.*?\/(?=(core|bridge|functions|emulator|cli|bench)\/)/, "")}:${f.lineNumber + 1}`;
   return `${f.functionName || "(anonymous)"}${where}`;
 }
 
@@ -65,7 +68,10 @@ function main(file: string, top: number): void {
     console.log(`\n${title}`);
     for (const r of rows.slice(0, top)) console.log(`${String(r.percent).padStart(5)}%  ${String(r.ms).padStart(7)} ms  ${r.name}`);
   };
-  print("self time by area", selfTime(profile, (n) => areaOf(n.callFrame.url)));
+  print(
+    "self time by area",
+    selfTime(profile, (n) => areaOf(n.callFrame.url)),
+  );
   print("self time by function", selfTime(profile, fn));
 }
 

@@ -44,13 +44,20 @@ try {
     }
   }
   const t0 = Date.now();
-  await parallel(Array.from({ length: N }, (_, i) => i), 16, async (i) => {
-    await greetings.create(objectName(i), `hello ${i}`);
-    await reconcileLocally(deployed, { metadata: { name: objectName(i), namespace: NS } }, { api, logger, clock, cluster: "bench" });
-  });
+  await parallel(
+    Array.from({ length: N }, (_, i) => i),
+    16,
+    async (i) => {
+      await greetings.create(objectName(i), `hello ${i}`);
+      await reconcileLocally(deployed, { metadata: { name: objectName(i), namespace: NS } }, { api, logger, clock, cluster: "bench" });
+    },
+  );
   console.log(`# ${N} Greetings created and reconciled in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
   const dryRun = createKubeApi({ connection: cluster.kubeConfig }, { dryRun: true });
-  for (const [what, op] of [["deployed code (nothing changes)", deployed], ["changed operator (every ConfigMap changes)", changed]] as const) {
+  for (const [what, op] of [
+    ["deployed code (nothing changes)", deployed],
+    ["changed operator (every ConfigMap changes)", changed],
+  ] as const) {
     const started = process.hrtime.bigint();
     const diffs = await diffObjects({ operators: [op], api: dryRun, logger, clock, namespace: NS });
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
@@ -58,7 +65,11 @@ try {
     console.log(`crdfn diff, ${what}: ${N} objects in ${seconds.toFixed(2)} s (${((seconds * 1000) / N).toFixed(2)} ms per object); ${lines.at(-1)}`);
   }
   const { loadavg } = await import("node:os");
-  console.log(`# load average ${loadavg().map((l) => l.toFixed(1)).join(" ")}`);
+  console.log(
+    `# load average ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(" ")}`,
+  );
 } finally {
   await cluster.stop();
 }

@@ -8,10 +8,15 @@ describe("load shapes", () => {
   it("atRate starts rate × duration actions, spread over the duration, without waiting for them", async () => {
     const at: number[] = [];
     const t0 = now();
-    const n = await atRate(100, 200, async () => {
-      at.push(now() - t0);
-      await new Promise((r) => setTimeout(r, 50));
-    }, now);
+    const n = await atRate(
+      100,
+      200,
+      async () => {
+        at.push(now() - t0);
+        await new Promise((r) => setTimeout(r, 50));
+      },
+      now,
+    );
     assert.ok(n >= 19 && n <= 21, `about rate × duration actions (${n})`);
     assert.ok((at.at(-1) ?? 0) >= 180, `last started at ${at.at(-1)}`);
     assert.ok(now() - t0 < 400);
@@ -21,12 +26,17 @@ describe("load shapes", () => {
     let current = 0;
     let peak = 0;
     let total = 0;
-    await inFlight(4, 100, async () => {
-      peak = Math.max(peak, ++current);
-      await new Promise((r) => setTimeout(r, 5));
-      current--;
-      total++;
-    }, now);
+    await inFlight(
+      4,
+      100,
+      async () => {
+        peak = Math.max(peak, ++current);
+        await new Promise((r) => setTimeout(r, 5));
+        current--;
+        total++;
+      },
+      now,
+    );
     assert.equal(peak, 4);
     assert.ok(total > 8);
   });
@@ -41,7 +51,10 @@ describe("load shapes", () => {
       seen.push(i);
       current--;
     });
-    assert.deepEqual([...seen].sort((a, b) => a - b), Array.from({ length: 25 }, (_, i) => i));
+    assert.deepEqual(
+      [...seen].sort((a, b) => a - b),
+      Array.from({ length: 25 }, (_, i) => i),
+    );
     assert.equal(peak, 3);
   });
 });

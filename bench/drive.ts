@@ -61,15 +61,20 @@ export async function measureRawCeiling(
   const latencies: number[] = [];
   let errors = 0;
   const t = now();
-  await inFlight(workers, durationMs, async (w, round) => {
-    const start = now();
-    try {
-      await patch(w, round);
-      latencies.push(now() - start);
-    } catch {
-      errors++;
-    }
-  }, now);
+  await inFlight(
+    workers,
+    durationMs,
+    async (w, round) => {
+      const start = now();
+      try {
+        await patch(w, round);
+        latencies.push(now() - start);
+      } catch {
+        errors++;
+      }
+    },
+    now,
+  );
   return { latencies, errors, seconds: (now() - t) / 1000 };
 }
 

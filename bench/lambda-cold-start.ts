@@ -35,8 +35,17 @@ async function serverlessEsbuildOptions(): Promise<BuildOptions> {
   return { ...(options as BuildOptions), plugins: loaded, logLevel: "warning" };
 }
 
-const record = { messageId: "m-1", receiptHandle: "r", body: "{not json", attributes: { ApproximateReceiveCount: "1", MessageGroupId: "g" },
-  messageAttributes: {}, md5OfBody: "", eventSource: "aws:sqs", eventSourceARN: "arn:aws:sqs:us-east-1:123456789012:crdfn-greeting.fifo", awsRegion: "us-east-1" };
+const record = {
+  messageId: "m-1",
+  receiptHandle: "r",
+  body: "{not json",
+  attributes: { ApproximateReceiveCount: "1", MessageGroupId: "g" },
+  messageAttributes: {},
+  md5OfBody: "",
+  eventSource: "aws:sqs",
+  eventSourceARN: "arn:aws:sqs:us-east-1:123456789012:crdfn-greeting.fifo",
+  awsRegion: "us-east-1",
+};
 
 const probe = (bundle: string): string => `
   const t0 = performance.now();
@@ -70,15 +79,26 @@ try {
   await build({ ...(await serverlessEsbuildOptions()), entryPoints: [join(packageRoot, "examples", "greeting", "lambda.ts")], outfile: bundle });
   const samples: Array<{ importMs: number; firstInvokeMs: number; rssMiB: number }> = [];
   for (let i = 0; i < RUNS; i++) {
-    const { stdout } = await run(process.execPath, ["--input-type=module", "-e", probe(bundle)], { cwd: work, env: { PATH: process.env.PATH ?? "", ...lambdaEnv } });
+    const { stdout } = await run(process.execPath, ["--input-type=module", "-e", probe(bundle)], {
+      cwd: work,
+      env: { PATH: process.env.PATH ?? "", ...lambdaEnv },
+    });
     samples.push(JSON.parse(stdout) as (typeof samples)[number]);
   }
-  const median = (f: (s: (typeof samples)[number]) => number): number => percentile(samples.map(f).sort((a, b) => a - b), 50);
+  const median = (f: (s: (typeof samples)[number]) => number): number =>
+    percentile(
+      samples.map(f).sort((a, b) => a - b),
+      50,
+    );
   const total = median((s) => s.importMs + s.firstInvokeMs);
-  console.log(`Lambda bundle (examples/greeting, serverless.yml's esbuild settings): ${(statSync(bundle).size / 1024).toFixed(0)} KiB, Node ${process.version}, ${RUNS} fresh processes`);
+  console.log(
+    `Lambda bundle (examples/greeting, serverless.yml's esbuild settings): ${(statSync(bundle).size / 1024).toFixed(0)} KiB, Node ${process.version}, ${RUNS} fresh processes`,
+  );
   console.log(`| import ms | first invocation ms | cold init ms (import + first invocation) | target ms | RSS MiB |`);
   console.log(`|---|---|---|---|---|`);
-  console.log(`| ${median((s) => s.importMs).toFixed(0)} | ${median((s) => s.firstInvokeMs).toFixed(0)} | ${total.toFixed(0)} | ≤ ${TARGET_MS} ${total <= TARGET_MS ? "met" : "missed"} | ${median((s) => s.rssMiB).toFixed(0)} |`);
+  console.log(
+    `| ${median((s) => s.importMs).toFixed(0)} | ${median((s) => s.firstInvokeMs).toFixed(0)} | ${total.toFixed(0)} | ≤ ${TARGET_MS} ${total <= TARGET_MS ? "met" : "missed"} | ${median((s) => s.rssMiB).toFixed(0)} |`,
+  );
   console.log(`medians; load average ${loadAverage()}`);
   if (RIE_RUNS > 0) await inLambdaRuntime(bundle);
 } finally {
@@ -97,12 +117,22 @@ async function inLambdaRuntime(bundle: string): Promise<void> {
   const { AWS_REGION: region, AWS_LAMBDA_FUNCTION_NAME: functionName, ...environment } = lambdaEnv;
   const samples: Array<{ firstInvocationMs: number; fromSpawnMs: number; initMs: number }> = [];
   for (let i = 0; i < RIE_RUNS; i++) {
-    const lambda = await startLocalLambda({ taskRoot, handler: "examples/greeting/lambda.handler", environment, functionName, timeoutSeconds: 30, memoryMiB: 256, region, log: (line) => console.error(line) });
+    const lambda = await startLocalLambda({
+      taskRoot,
+      handler: "examples/greeting/lambda.handler",
+      environment,
+      functionName,
+      timeoutSeconds: 30,
+      memoryMiB: 256,
+      region,
+      log: (line) => console.error(line),
+    });
     try {
       const posted = performance.now();
       const { status, body } = await lambda.invoke({ Records: [record] });
       const answered = performance.now();
-      if (status !== 200 || (body as { batchItemFailures?: Array<{ itemIdentifier: string }> }).batchItemFailures?.[0]?.itemIdentifier !== "m-1") throw new Error(`unexpected answer ${status} ${JSON.stringify(body)}:\n${lambda.logTail()}`);
+      if (status !== 200 || (body as { batchItemFailures?: Array<{ itemIdentifier: string }> }).batchItemFailures?.[0]?.itemIdentifier !== "m-1")
+        throw new Error(`unexpected answer ${status} ${JSON.stringify(body)}:\n${lambda.logTail()}`);
       // RIE's own account of the runtime's init: "INIT REPORT(durationMs: 123.4)".
       const init = /INIT REPORT\(durationMs: ([\d.]+)\)/.exec(readFileSync(lambda.logFile, "utf8"));
       samples.push({ firstInvocationMs: answered - posted, fromSpawnMs: answered - lambda.spawnedAt, initMs: Number(init?.[1] ?? Number.NaN) });
@@ -110,7 +140,11 @@ async function inLambdaRuntime(bundle: string): Promise<void> {
       await lambda.stop();
     }
   }
-  const median = (f: (s: (typeof samples)[number]) => number): string => percentile(samples.map(f).sort((a, b) => a - b), 50).toFixed(0);
+  const median = (f: (s: (typeof samples)[number]) => number): string =>
+    percentile(
+      samples.map(f).sort((a, b) => a - b),
+      50,
+    ).toFixed(0);
   console.log(`\nthe same bundle in the Lambda runtime (RIE + aws-lambda-ric ${LAMBDA_RIC_VERSION}, Node ${process.version}), ${RIE_RUNS} fresh RIE processes`);
   console.log(`| runtime init ms (RIE's INIT REPORT) | first invocation ms (POST → answer: init + handle) | RIE spawn → first answer ms |`);
   console.log(`|---|---|---|`);

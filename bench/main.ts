@@ -19,11 +19,13 @@ function deployedFunction(): DeployedFunction {
   return { memoryMiB: memorySize, architecture };
 }
 
-const positive = (what: string) => (text: string): number => {
-  const n = Number(text);
-  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`${what} must be a whole number ≥ 1`);
-  return n;
-};
+const positive =
+  (what: string) =>
+  (text: string): number => {
+    const n = Number(text);
+    if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`${what} must be a whole number ≥ 1`);
+    return n;
+  };
 
 function benchCommand(): Command {
   return new Command("npm run bench --")
@@ -34,7 +36,12 @@ function benchCommand(): Command {
     .option("--objects <n>", "Greetings to create", positive("--objects"), 1000)
     .option("--rate <n>", "spec changes per second in the rated phase", positive("--rate"), 50)
     .option("--duration <seconds>", "length of each measured phase", positive("--duration"), 20)
-    .option("--concurrency <n>", "changes in flight (closed loop), status patches in flight (raw ceiling), spec writers (full load)", positive("--concurrency"), 32)
+    .option(
+      "--concurrency <n>",
+      "changes in flight (closed loop), status patches in flight (raw ceiling), spec writers (full load)",
+      positive("--concurrency"),
+      32,
+    )
     .option("--receive-loops <n>", "concurrent receive loops of the local poller on the FIFO queue (default: as crdfn dev)", positive("--receive-loops"))
     .option("--json <path>", "where to write the results (default bench-results/pipeline-<timestamp>.json)")
     .action(async (o: { objects: number; rate: number; duration: number; concurrency: number; receiveLoops?: number; json?: string }) => {

@@ -122,7 +122,9 @@ export async function runPipelineBench(o: BenchOptions): Promise<BenchResult> {
     });
     cleanup.unshift(() => pipeline.stop());
     const servers = clusterPids(Number(new URL(cluster.server).port));
-    const sampler = new ResourceSampler(pipeline.bridgeProcess.pid, `http://127.0.0.1:${pipeline.bridgeProcess.httpPort}/metrics`, { ...servers }, () => ({ ...queueRequests }));
+    const sampler = new ResourceSampler(pipeline.bridgeProcess.pid, `http://127.0.0.1:${pipeline.bridgeProcess.httpPort}/metrics`, { ...servers }, () => ({
+      ...queueRequests,
+    }));
     sampler.start();
     cleanup.unshift(() => sampler.stop());
 
@@ -213,7 +215,11 @@ export async function runPipelineBench(o: BenchOptions): Promise<BenchResult> {
     o.log(`raw ceiling: ${workers} status patches in flight for ${o.durationSeconds} s…`);
     phase = "raw";
     mark = await sampler.mark();
-    const { latencies: rawLatencies, errors: rawErrors, seconds: rawSeconds } = await measureRawCeiling(workers, o.durationSeconds * 1000, (w, round) => greetings.patchStatus(names[objectOf(w, round)] ?? "", round), now);
+    const {
+      latencies: rawLatencies,
+      errors: rawErrors,
+      seconds: rawSeconds,
+    } = await measureRawCeiling(workers, o.durationSeconds * 1000, (w, round) => greetings.patchStatus(names[objectOf(w, round)] ?? "", round), now);
     const rawCeiling = {
       patches: rawLatencies.length,
       errors: rawErrors,
@@ -232,14 +238,19 @@ export async function runPipelineBench(o: BenchOptions): Promise<BenchResult> {
     let fullErrors = 0;
     const advancesBefore = watch.advances;
     t = now();
-    await inFlight(workers, o.durationSeconds * 1000, async (w, round) => {
-      try {
-        await greetings.setMessage(names[objectOf(w, round)] ?? "", `full ${round}`);
-        fullWrites++;
-      } catch {
-        fullErrors++;
-      }
-    }, now);
+    await inFlight(
+      workers,
+      o.durationSeconds * 1000,
+      async (w, round) => {
+        try {
+          await greetings.setMessage(names[objectOf(w, round)] ?? "", `full ${round}`);
+          fullWrites++;
+        } catch {
+          fullErrors++;
+        }
+      },
+      now,
+    );
     const fullSeconds = (now() - t) / 1000;
     const fullLoad = {
       writes: fullWrites,
@@ -255,7 +266,13 @@ export async function runPipelineBench(o: BenchOptions): Promise<BenchResult> {
       startedAt,
       finishedAt: new Date().toISOString(),
       machine: { cpus: cpus().length, node: process.version, loadAvgStart, loadAvgEnd: loadavg() },
-      params: { objects: o.objects, rate: o.rate, durationSeconds: o.durationSeconds, concurrency: workers, receiveLoops: o.receiveLoops ?? DEFAULT_RECEIVE_LOOPS },
+      params: {
+        objects: o.objects,
+        rate: o.rate,
+        durationSeconds: o.durationSeconds,
+        concurrency: workers,
+        receiveLoops: o.receiveLoops ?? DEFAULT_RECEIVE_LOOPS,
+      },
       setup,
       rated,
       closedLoop,

@@ -31,14 +31,20 @@ interface Options {
 
 const QUICK = { kinds: 10, objects: 5, rate: 10, duration: 5, idle: 10 };
 
-const positive = (what: string) => (text: string): number => {
-  const n = Number(text);
-  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`${what} must be a whole number ≥ 1`);
-  return n;
-};
+const positive =
+  (what: string) =>
+  (text: string): number => {
+    const n = Number(text);
+    if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`${what} must be a whole number ≥ 1`);
+    return n;
+  };
 
 /** `quick`: QUICK's figures for every option not given on the command line. */
-export async function runPlatformBench(o: Options, log: (line: string) => void, given: (key: keyof typeof QUICK) => boolean = () => false): Promise<{ path: string; report: string }> {
+export async function runPlatformBench(
+  o: Options,
+  log: (line: string) => void,
+  given: (key: keyof typeof QUICK) => boolean = () => false,
+): Promise<{ path: string; report: string }> {
   const p: Options = { ...o };
   if (o.quick) for (const [k, v] of Object.entries(QUICK) as [keyof typeof QUICK, number][]) if (!given(k)) p[k] = v;
   const missing = missingToolchains().filter((m) => m.startsWith("go"));
@@ -58,7 +64,7 @@ export async function runPlatformBench(o: Options, log: (line: string) => void, 
     // The controller-manager watches every new kind too (its garbage collector's monitors, after
     // its next discovery): counted before either system starts, so neither is charged with them.
     log("waiting for the controller-manager to watch the new kinds…");
-    for (const t = performance.now(); ; ) {
+    for (const t = performance.now(); ;) {
       const open = await openWatches(cluster.kubeConfig);
       if (kinds.every((k) => (open[k.plural] ?? 0) >= 1)) break;
       if (performance.now() - t > 180_000) {
@@ -113,7 +119,11 @@ function platformCommand(): Command {
     .option("--quick", `a smoke: ${JSON.stringify(QUICK)} unless given`)
     .option("--json <path>", "where to write the results (default bench-results/platform-<timestamp>.json)")
     .action(async (o: Options, cmd: Command) => {
-      const { path, report } = await runPlatformBench(o, (line) => console.error(line), (k) => cmd.getOptionValueSource(k) === "cli");
+      const { path, report } = await runPlatformBench(
+        o,
+        (line) => console.error(line),
+        (k) => cmd.getOptionValueSource(k) === "cli",
+      );
       console.log(report);
       console.log(`\nresults: ${path}`);
     });

@@ -1,5 +1,14 @@
 // The benchmark's verdict: targets checked, and a table a person can read.
-import { AWS_LIST_PRICES, breakEvenChangesPerSecond, costOfMillionChanges, podMonthlyCost, type Architecture, type ChangeUsage, type MillionChanges, type PodSize } from "./cost.ts";
+import {
+  AWS_LIST_PRICES,
+  breakEvenChangesPerSecond,
+  costOfMillionChanges,
+  podMonthlyCost,
+  type Architecture,
+  type ChangeUsage,
+  type MillionChanges,
+  type PodSize,
+} from "./cost.ts";
 import type { BenchResult } from "./pipeline.ts";
 
 export interface Target {
@@ -86,11 +95,20 @@ export function formatCost(c: ChangeCost): string {
 
 function table(rows: ReadonlyArray<readonly string[]>): string {
   const widths = rows.reduce<number[]>((w, row) => row.map((c, i) => Math.max(w[i] ?? 0, c.length)), []);
-  return rows.map((row) => row.map((c, i) => c.padEnd(widths[i] ?? 0)).join("  ").trimEnd()).join("\n");
+  return rows
+    .map((row) =>
+      row
+        .map((c, i) => c.padEnd(widths[i] ?? 0))
+        .join("  ")
+        .trimEnd(),
+    )
+    .join("\n");
 }
 
 const calls = (s: { mean: number; histogram: Record<string, number> }): string =>
-  `${s.mean} (${Object.entries(s.histogram).map(([k, n]) => `${k}:${n}`).join(" ")})`;
+  `${s.mean} (${Object.entries(s.histogram)
+    .map(([k, n]) => `${k}:${n}`)
+    .join(" ")})`;
 /** Each kind of request to the queue, per change, and their sum: what SQS bills and what ElasticMQ's CPU follows. */
 const queue = (c: { queueRequests: Record<string, number> }, changes: number): string => {
   const per = (n: number) => (n / Math.max(1, changes)).toFixed(2);
@@ -102,7 +120,9 @@ const queue = (c: { queueRequests: Record<string, number> }, changes: number): s
 
 const cpuNames: Record<string, string> = { apiServer: "API server", etcd: "etcd", elasticMq: "ElasticMQ", bridge: "bridge", bench: "poller+functions+load" };
 const cpu = (c: { percentOfOneCore: Record<string, number>; machineBusyPercent: number }): string =>
-  `${Object.entries(c.percentOfOneCore).map(([k, v]) => `${cpuNames[k] ?? k} ${v}%`).join(", ")}; machine ${c.machineBusyPercent}% busy (of all cores)`;
+  `${Object.entries(c.percentOfOneCore)
+    .map(([k, v]) => `${cpuNames[k] ?? k} ${v}%`)
+    .join(", ")}; machine ${c.machineBusyPercent}% busy (of all cores)`;
 
 export function formatReport(r: BenchResult, targets: readonly Target[]): string {
   const p = r.params;
@@ -114,7 +134,11 @@ export function formatReport(r: BenchResult, targets: readonly Target[]): string
     "",
     table([
       ["phase", "measure", "value"],
-      ["setup", "create / all Ready / queues empty", `${r.setup.createSeconds.toFixed(1)} s / ${r.setup.allReadySeconds.toFixed(1)} s / +${r.setup.drainSeconds} s`],
+      [
+        "setup",
+        "create / all Ready / queues empty",
+        `${r.setup.createSeconds.toFixed(1)} s / ${r.setup.allReadySeconds.toFixed(1)} s / +${r.setup.drainSeconds} s`,
+      ],
       ["setup", "API calls per reconcile (creation)", calls(r.setup.apiCallsPerReconcile)],
       ["rated", "spec write → status seen", lat(r.rated.latency)],
       ["rated", "writes / errors / unobserved", `${r.rated.writes} / ${r.rated.writeErrors} / ${r.rated.unobserved}`],
@@ -123,7 +147,11 @@ export function formatReport(r: BenchResult, targets: readonly Target[]): string
       ["rated", "bridge publish delay (mean)", r.rated.cpu.bridgePublishDelayMs === null ? "n/a" : `${r.rated.cpu.bridgePublishDelayMs} ms`],
       ["rated", "queue requests per change", queue(r.rated.cpu, r.rated.writes)],
       ["rated", "CPU", cpu(r.rated.cpu)],
-      ["closed", "reconciles/s (status observed)", `${r.closedLoop.reconcilesPerSecond} (${r.closedLoop.changes} in ${r.closedLoop.seconds} s, ${r.closedLoop.unobserved} unobserved)`],
+      [
+        "closed",
+        "reconciles/s (status observed)",
+        `${r.closedLoop.reconcilesPerSecond} (${r.closedLoop.changes} in ${r.closedLoop.seconds} s, ${r.closedLoop.unobserved} unobserved)`,
+      ],
       ["closed", "spec write → status seen", lat(r.closedLoop.latency)],
       ["closed", "time inside the function", lat(r.closedLoop.handlerLatency)],
       ["closed", "queue requests per change", queue(r.closedLoop.cpu, r.closedLoop.changes)],

@@ -60,7 +60,10 @@ export class ResourceSampler {
 
   start(): void {
     this.#sampleRss();
-    this.#timers.push(setInterval(() => this.#sampleRss(), 250), setInterval(() => void this.scrape(), 2000));
+    this.#timers.push(
+      setInterval(() => this.#sampleRss(), 250),
+      setInterval(() => void this.scrape(), 2000),
+    );
   }
 
   stop(): void {
@@ -118,8 +121,7 @@ export class ResourceSampler {
       queueRequests,
       percentOfOneCore,
       machineBusyPercent: Math.round(((end.machine.busy - start.machine.busy) / Math.max(1, end.machine.total - start.machine.total)) * 1000) / 10,
-      bridgePublishDelayMs:
-        published > 0 && end.publish && start.publish ? Math.round(((end.publish.sum - start.publish.sum) / published) * 10000) / 10 : null,
+      bridgePublishDelayMs: published > 0 && end.publish && start.publish ? Math.round(((end.publish.sum - start.publish.sum) / published) * 10000) / 10 : null,
     };
   }
 }

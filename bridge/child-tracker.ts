@@ -65,7 +65,16 @@ export class ChildTracker extends Tracker<ChildEntry> implements ChildIndex {
       const e = this.entries.get(key);
       if (e === undefined) continue;
       const [namespace, name] = splitKey(key);
-      out.push({ apiVersion: this.#apiVersion, kind: this.resource.kind, ...(namespace === undefined ? {} : { namespace }), name, uid: e.uid, resourceVersion: e.rv, ...(e.hash === undefined ? {} : { appliedHash: e.hash }), ...(e.gen === undefined ? {} : { parentGeneration: e.gen }) });
+      out.push({
+        apiVersion: this.#apiVersion,
+        kind: this.resource.kind,
+        ...(namespace === undefined ? {} : { namespace }),
+        name,
+        uid: e.uid,
+        resourceVersion: e.rv,
+        ...(e.hash === undefined ? {} : { appliedHash: e.hash }),
+        ...(e.gen === undefined ? {} : { parentGeneration: e.gen }),
+      });
     }
     return out;
   }
@@ -149,12 +158,16 @@ export class ChildTracker extends Tracker<ChildEntry> implements ChildIndex {
     const cause = `child:${m.uid}:${m.resourceVersion}`;
     if (owner !== undefined) await owner.tracker.reannounce(owner.key, "child", cause, appeared && ownWrite ? { holdMs: OWN_CHILD_HOLD_MS } : {});
     // Adopted away or orphaned: the former owner must notice its child is no longer its own.
-    if (prev?.owner !== undefined && (prev.owner.tracker !== owner?.tracker || prev.owner.key !== owner.key)) await prev.owner.tracker.reannounce(prev.owner.key, "child", cause);
+    if (prev?.owner !== undefined && (prev.owner.tracker !== owner?.tracker || prev.owner.key !== owner.key))
+      await prev.owner.tracker.reannounce(prev.owner.key, "child", cause);
   }
 
   #writtenSinceParentSaw(obj: KubeObject, owner: NonNullable<ChildEntry["owner"]>): boolean {
     const manager = this.options.functionFieldManager;
-    const foreign = lastWriteOf(obj, (e) => !(e.manager === manager && e.operation === "Apply" && e.subresource === undefined) && (this.#includeStatus || e.subresource !== "status"));
+    const foreign = lastWriteOf(
+      obj,
+      (e) => !(e.manager === manager && e.operation === "Apply" && e.subresource === undefined) && (this.#includeStatus || e.subresource !== "status"),
+    );
     // managedFields times have one-second resolution: a write in the same second counts as news.
     return foreign > 0 && foreign >= owner.tracker.statusWrittenMs(owner.key);
   }

@@ -32,7 +32,7 @@ export interface WatchedResource extends GroupVersionResource {
 
 const dnsLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const resourceRefSchema = z.strictObject({
-  group: z.string().regex(/^$|^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, "must be an API group (\"\" for core)"),
+  group: z.string().regex(/^$|^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, 'must be an API group ("" for core)'),
   version: z.string().regex(/^v[0-9a-z]+$/, "must be an API version such as v1"),
   plural: z.string().regex(dnsLabel, "must be a lower-case plural resource name"),
 });
@@ -48,7 +48,12 @@ const watchedResourceSchema = resourceRefSchema.extend({
   /** On Pub/Sub: this resource's events go to this topic instead of queue.topic. */
   topic: topicNameSchema.optional(),
   /** Re-announce this resource's objects this often, spread over the period; 0 off. Default: resyncSeconds. */
-  resyncSeconds: z.coerce.number().int().min(0).max(7 * 86400).optional(),
+  resyncSeconds: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(7 * 86400)
+    .optional(),
   /** Whether this resource's announcements carry the object. Default: bodies. */
   bodies: z.boolean().optional(),
 });
@@ -59,7 +64,11 @@ const bool = z.union([z.boolean(), z.enum(["true", "false"]).transform((s) => s 
 export const bridgeConfigSchema = z
   .strictObject({
     /** Name of this cluster, put in every event so one function fleet can serve many clusters. */
-    cluster: z.string().regex(/^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/, "must be a short name (letters, digits, - _ .)").max(63).default("default"),
+    cluster: z
+      .string()
+      .regex(/^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/, "must be a short name (letters, digits, - _ .)")
+      .max(63)
+      .default("default"),
     queue: z.strictObject({
       /** A FIFO queue: one ordered stream per object is what keeps one reconcile of an object at a time. */
       url: z.url("must be the queue URL").optional(),
@@ -67,7 +76,14 @@ export const bridgeConfigSchema = z
       topic: topicNameSchema.optional(),
     }),
     /** Pub/Sub: the emulator's host:port (PUBSUB_EMULATOR_HOST); unset on GCP (application default credentials). */
-    pubsub: z.strictObject({ emulatorHost: z.string().regex(/^[^\s/]+:\d+$/, "must be host:port").optional() }).default({}),
+    pubsub: z
+      .strictObject({
+        emulatorHost: z
+          .string()
+          .regex(/^[^\s/]+:\d+$/, "must be host:port")
+          .optional(),
+      })
+      .default({}),
     resources: z.array(watchedResourceSchema).min(1, "name at least one resource to watch"),
     /** Empty: all namespaces. */
     namespaces: z.array(z.string().regex(dnsLabel, "must be namespace names")).default([]),
@@ -90,7 +106,12 @@ export const bridgeConfigSchema = z
      * resync off: a settled object is never announced again unless it changes, one of its children
      * does, or it asked to be (status.nextReconcile). Per resource: resources[].resyncSeconds.
      */
-    resyncSeconds: z.coerce.number().int().min(0, "must be 0 (off) or 1..604800 seconds").max(7 * 86400, "must be 0 (off) or 1..604800 seconds").default(0),
+    resyncSeconds: z.coerce
+      .number()
+      .int()
+      .min(0, "must be 0 (off) or 1..604800 seconds")
+      .max(7 * 86400, "must be 0 (off) or 1..604800 seconds")
+      .default(0),
     /** Skip changes that touch only status, managedFields or resourceVersion of a watched resource. */
     skipStatusOnly: bool.default(true),
     /**
@@ -132,7 +153,10 @@ export const bridgeConfigSchema = z
         caFile: z.string().min(1).optional(),
         tokenFile: z.string().min(1).optional(),
       })
-      .refine((k) => (k.server === undefined) === (k.tokenFile === undefined), { message: "needs both CRDFN_KUBE_SERVER and CRDFN_KUBE_TOKEN_FILE", path: ["tokenFile"] })
+      .refine((k) => (k.server === undefined) === (k.tokenFile === undefined), {
+        message: "needs both CRDFN_KUBE_SERVER and CRDFN_KUBE_TOKEN_FILE",
+        path: ["tokenFile"],
+      })
       .default({}),
     aws: z
       .strictObject({
@@ -143,24 +167,40 @@ export const bridgeConfigSchema = z
   })
   .superRefine((c, ctx) => {
     const onPubSub = c.queue.topic !== undefined;
-    if (c.queue.url === undefined && !onPubSub) ctx.addIssue({ code: "custom", path: ["queue", "url"], message: "is required (or CRDFN_PUBSUB_TOPIC, to publish to Pub/Sub)" });
-    if (c.queue.url !== undefined && onPubSub) ctx.addIssue({ code: "custom", path: ["queue", "topic"], message: "one bridge publishes to SQS or to Pub/Sub: set CRDFN_QUEUE_URL or CRDFN_PUBSUB_TOPIC, not both" });
+    if (c.queue.url === undefined && !onPubSub)
+      ctx.addIssue({ code: "custom", path: ["queue", "url"], message: "is required (or CRDFN_PUBSUB_TOPIC, to publish to Pub/Sub)" });
+    if (c.queue.url !== undefined && onPubSub)
+      ctx.addIssue({
+        code: "custom",
+        path: ["queue", "topic"],
+        message: "one bridge publishes to SQS or to Pub/Sub: set CRDFN_QUEUE_URL or CRDFN_PUBSUB_TOPIC, not both",
+      });
     c.resources.forEach((r, i) => {
-      if (onPubSub && r.queueUrl !== undefined) ctx.addIssue({ code: "custom", path: ["resources", i, "queueUrl"], message: "is an SQS queue, but this bridge publishes to Pub/Sub (CRDFN_PUBSUB_TOPIC): name a topic" });
-      if (!onPubSub && r.topic !== undefined) ctx.addIssue({ code: "custom", path: ["resources", i, "topic"], message: "is a Pub/Sub topic, but this bridge publishes to SQS (CRDFN_QUEUE_URL): name a queue URL" });
+      if (onPubSub && r.queueUrl !== undefined)
+        ctx.addIssue({
+          code: "custom",
+          path: ["resources", i, "queueUrl"],
+          message: "is an SQS queue, but this bridge publishes to Pub/Sub (CRDFN_PUBSUB_TOPIC): name a topic",
+        });
+      if (!onPubSub && r.topic !== undefined)
+        ctx.addIssue({
+          code: "custom",
+          path: ["resources", i, "topic"],
+          message: "is a Pub/Sub topic, but this bridge publishes to SQS (CRDFN_QUEUE_URL): name a queue URL",
+        });
     });
     const urls: Array<[string, (string | number)[]]> = [
       ...(c.queue.url === undefined ? [] : [[c.queue.url, ["queue", "url"]] as [string, (string | number)[]]]),
       ...c.resources.flatMap((r, i): Array<[string, (string | number)[]]> => (r.queueUrl === undefined ? [] : [[r.queueUrl, ["resources", i, "queueUrl"]]])),
     ];
     for (const [url, path] of urls) {
-      if (!url.endsWith(".fifo")) ctx.addIssue({ code: "custom", path, message: "is not a FIFO queue (its name does not end in .fifo): crdfn needs one ordered stream per object" });
+      if (!url.endsWith(".fifo"))
+        ctx.addIssue({ code: "custom", path, message: "is not a FIFO queue (its name does not end in .fifo): crdfn needs one ordered stream per object" });
     }
   });
 
 export type BridgeConfig = z.output<typeof bridgeConfigSchema>;
 export type BridgeConfigInput = z.input<typeof bridgeConfigSchema>;
-
 
 /** Parses the compact env syntax for CRDFN_RESOURCES (see the top of this file). */
 export function parseResourceList(text: string): unknown[] {
@@ -182,7 +222,11 @@ export function parseResourceList(text: string): unknown[] {
     });
 }
 
-const list = (s: string): string[] => s.split(",").map((x) => x.trim()).filter((x) => x !== "");
+const list = (s: string): string[] =>
+  s
+    .split(",")
+    .map((x) => x.trim())
+    .filter((x) => x !== "");
 
 /** Each environment variable, the config path it sets and how its text becomes a value. */
 const envSettings: ReadonlyArray<[string, string[], (s: string) => unknown]> = [
@@ -256,9 +300,15 @@ export function loadBridgeConfig(env: NodeJS.ProcessEnv, fileContent: unknown = 
     // Name the environment variable that set this value (or an ancestor of it), else the file path.
     let source: string | undefined;
     for (let i = path.length; i > 0 && source === undefined; i--) source = fromEnv.get(path.slice(0, i).join("."));
-    const where = path.map((p) => (/^\d+$/.test(p) ? `[${p}]` : `.${p}`)).join("").replace(/^\./, "");
+    const where = path
+      .map((p) => (/^\d+$/.test(p) ? `[${p}]` : `.${p}`))
+      .join("")
+      .replace(/^\./, "");
     const missingEnv = envSettings.find(([, p]) => `${p.join(".")}.`.startsWith(`${path.join(".")}.`))?.[0];
-    const name = source !== undefined ? `${source}${path.length > 1 && source === "CRDFN_RESOURCES" ? ` (${where})` : ""}` : (missingEnv ?? `${fileName}: ${where || "(root)"}`);
+    const name =
+      source !== undefined
+        ? `${source}${path.length > 1 && source === "CRDFN_RESOURCES" ? ` (${where})` : ""}`
+        : (missingEnv ?? `${fileName}: ${where || "(root)"}`);
     if (reported(name.split(/[: ]/)[0] ?? name)) continue;
     const message = /received undefined$/.test(issue.message) ? "is required" : issue.message;
     lines.add(`${name}: ${message}`);
@@ -273,7 +323,8 @@ export function loadBridgeConfig(env: NodeJS.ProcessEnv, fileContent: unknown = 
  */
 export function loadEventKey(env: NodeJS.ProcessEnv): EventKey {
   const text = env.CRDFN_EVENT_KEY;
-  if (text === undefined || text.trim() === "") throw new ConfigError("CRDFN_EVENT_KEY: is required: the key the functions verify this cluster's events with, as <kid>:<secret> (see docs/security.md)");
+  if (text === undefined || text.trim() === "")
+    throw new ConfigError("CRDFN_EVENT_KEY: is required: the key the functions verify this cluster's events with, as <kid>:<secret> (see docs/security.md)");
   try {
     return parseEventKey(text.trim());
   } catch (e) {

@@ -52,9 +52,10 @@ export async function checkQueues(settings: Map<string, string>, transport: Queu
       // retries and logs cover it; keep asking only about what was found missing.
       else if (!problems.has(key)) missing.delete(destination);
     }
-    if (missing.size > 0) await new Promise<void>((resolve) => {
-      const t = setTimeout(resolve, 10_000);
-      signal.addEventListener("abort", () => (clearTimeout(t), resolve()), { once: true });
-    });
+    if (missing.size > 0)
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, 10_000);
+        signal.addEventListener("abort", () => (clearTimeout(t), resolve()), { once: true });
+      });
   }
 }

@@ -132,12 +132,16 @@ export class Engine {
     for (const parent of this.parents) parent.stop();
     // Flush before waiting for the reflectors: one may be parked in a full buffer, and only
     // progress (or close) frees it.
-    if (flushTimeoutMs > 0 && !(await this.publisher.flush(flushTimeoutMs))) this.#deps.logger.warn({ pending: this.publisher.pendingCount }, "stopped before the queue took every event; the next leader relists");
+    if (flushTimeoutMs > 0 && !(await this.publisher.flush(flushTimeoutMs)))
+      this.#deps.logger.warn({ pending: this.publisher.pendingCount }, "stopped before the queue took every event; the next leader relists");
     this.publisher.close();
     await this.#done.catch(() => undefined);
   }
 
-  readonly #onFailed = (resource: string) => (code: number | undefined): void => this.#deps.metrics.discoveryFailures.inc({ resource, code: code === undefined ? "none" : String(code) });
+  readonly #onFailed =
+    (resource: string) =>
+    (code: number | undefined): void =>
+      this.#deps.metrics.discoveryFailures.inc({ resource, code: code === undefined ? "none" : String(code) });
 
   /** Watches every resource, each on its own; `onSynced` once each is synced or known not to be served. */
   async #run(onSynced: () => void): Promise<void> {
@@ -179,7 +183,10 @@ export class Engine {
     for (const kind of owned) parent.owns(await kind.tracker);
     for (const kind of read) parent.reads(await kind.tracker);
     this.parents.push(parent);
-    const running = reflectScopes(this.#reflectors, this.#scopes, parent, config.labelSelector, { onSynced: listedOwn.resolve, servedBy: (r) => readiness.servedBy(r) });
+    const running = reflectScopes(this.#reflectors, this.#scopes, parent, config.labelSelector, {
+      onSynced: listedOwn.resolve,
+      servedBy: (r) => readiness.servedBy(r),
+    });
     void Promise.all([listedOwn.promise, ...owned.map((k) => k.listed), ...read.map((k) => k.listed)]).then(async () => {
       await parent.releaseInitialWork();
       readiness.synced();

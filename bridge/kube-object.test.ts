@@ -86,7 +86,10 @@ describe("lastContentWriteWasApply", () => {
       ),
       false,
     );
-    assert.equal(lastContentWriteWasApply(child({ manager: "crdfn", operation: "Apply", time: "2026-11-21T10:00:05Z", subresource: "status" }), "crdfn"), false);
+    assert.equal(
+      lastContentWriteWasApply(child({ manager: "crdfn", operation: "Apply", time: "2026-11-21T10:00:05Z", subresource: "status" }), "crdfn"),
+      false,
+    );
     assert.equal(lastContentWriteWasApply(child(), "crdfn"), false);
   });
 

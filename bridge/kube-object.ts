@@ -39,7 +39,6 @@ export function controllerOf(obj: KubeObject, group: string, kind: string): Owne
   return obj.metadata.ownerReferences?.find((r) => r.controller === true && r.kind === kind && groupOf(r.apiVersion) === group);
 }
 
-
 /** The finalizers `manager` set on the object, as its managedFields record them (`v:"name"` keys). */
 export function finalizersManagedBy(obj: KubeObject, manager: string): Set<string> {
   const owned = new Set<string>();

@@ -14,7 +14,13 @@ interface StoredLease {
 }
 
 /** The Lease API as the API server keeps it: one object, and a write must name its current resourceVersion. */
-async function fakeLeaseServer(): Promise<{ server: Server; url: string; requests: string[]; lease(): StoredLease | undefined; overwrite(holder: string): void }> {
+async function fakeLeaseServer(): Promise<{
+  server: Server;
+  url: string;
+  requests: string[];
+  lease(): StoredLease | undefined;
+  overwrite(holder: string): void;
+}> {
   let stored: StoredLease | undefined;
   let rv = 0;
   const requests: string[] = [];

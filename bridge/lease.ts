@@ -31,7 +31,14 @@ interface Lease {
   apiVersion?: string;
   kind?: string;
   metadata?: { name?: string; namespace?: string; resourceVersion?: string; [field: string]: unknown };
-  spec?: { holderIdentity?: string; leaseDurationSeconds?: number; acquireTime?: string; renewTime?: string; leaseTransitions?: number; [field: string]: unknown };
+  spec?: {
+    holderIdentity?: string;
+    leaseDurationSeconds?: number;
+    acquireTime?: string;
+    renewTime?: string;
+    leaseTransitions?: number;
+    [field: string]: unknown;
+  };
 }
 
 /** The Lease API, as the few calls an election makes. */
@@ -72,10 +79,12 @@ export class LeaderElector {
       // A hung request must not keep a leader that cannot renew from standing down in time.
       let timer: NodeJS.Timeout | undefined;
       const deadline = new Promise<boolean>((_, reject) => (timer = setTimeout(() => reject(new Error("lease request timed out")), retryMs)));
-      const ok = await Promise.race([this.#tryAcquireOrRenew(), deadline]).finally(() => clearTimeout(timer)).catch((e: unknown) => {
-        this.#options.logger.warn({ err: (e as Error).message }, "lease update failed");
-        return false;
-      });
+      const ok = await Promise.race([this.#tryAcquireOrRenew(), deadline])
+        .finally(() => clearTimeout(timer))
+        .catch((e: unknown) => {
+          this.#options.logger.warn({ err: (e as Error).message }, "lease update failed");
+          return false;
+        });
       const now = this.#options.now().getTime();
       if (ok) this.#lastRenew = now;
       if (ok && !this.#leader && !signal.aborted) {

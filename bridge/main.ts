@@ -5,7 +5,9 @@ import { EXIT_CODES, runBridgeProcess } from "./run.ts";
 
 const args = process.argv.slice(2);
 if (args.length > 0) {
-  process.stderr.write(`crdfn bridge: the container takes no arguments (got ${args.join(" ")}); set CRDFN_* environment variables, or run \`crdfn bridge --help\` for flags\n`);
+  process.stderr.write(
+    `crdfn bridge: the container takes no arguments (got ${args.join(" ")}); set CRDFN_* environment variables, or run \`crdfn bridge --help\` for flags\n`,
+  );
   process.exit(EXIT_CODES.config);
 }
 process.exit(await runBridgeProcess({ env: process.env }));

@@ -21,13 +21,42 @@ export interface BridgeMetrics {
 export function createBridgeMetrics(registry: Registry): BridgeMetrics {
   const registers = [registry];
   return {
-    observed: new Counter({ name: "crdfn_bridge_events_observed_total", help: "Watch and list changes seen, before filtering", labelNames: ["resource", "type"], registers }),
+    observed: new Counter({
+      name: "crdfn_bridge_events_observed_total",
+      help: "Watch and list changes seen, before filtering",
+      labelNames: ["resource", "type"],
+      registers,
+    }),
     published: new Counter({ name: "crdfn_bridge_events_published_total", help: "Key events accepted by the queue", labelNames: ["type"], registers }),
-    publishFailures: new Counter({ name: "crdfn_bridge_publish_failures_total", help: "Key events the queue did not accept (retried)", labelNames: ["reason"], registers }),
-    sendRequests: new Counter({ name: "crdfn_bridge_send_requests_total", help: "SendMessageBatch requests made (each a billed SQS request; events ÷ requests is the batch fill)", registers }),
-    watchRestarts: new Counter({ name: "crdfn_bridge_watch_restarts_total", help: "Watch connections re-opened", labelNames: ["resource", "reason"], registers }),
-    discoveryFailures: new Counter({ name: "crdfn_bridge_discovery_failures_total", help: "API discovery requests for a watched kind that failed and are retried (code 404: not served yet; 401/403: the credential refused)", labelNames: ["resource", "code"], registers }),
-    relists: new Counter({ name: "crdfn_bridge_relists_total", help: "Full lists (initial, after 410 Gone, after an expired continue token)", labelNames: ["resource", "reason"], registers }),
+    publishFailures: new Counter({
+      name: "crdfn_bridge_publish_failures_total",
+      help: "Key events the queue did not accept (retried)",
+      labelNames: ["reason"],
+      registers,
+    }),
+    sendRequests: new Counter({
+      name: "crdfn_bridge_send_requests_total",
+      help: "SendMessageBatch requests made (each a billed SQS request; events ÷ requests is the batch fill)",
+      registers,
+    }),
+    watchRestarts: new Counter({
+      name: "crdfn_bridge_watch_restarts_total",
+      help: "Watch connections re-opened",
+      labelNames: ["resource", "reason"],
+      registers,
+    }),
+    discoveryFailures: new Counter({
+      name: "crdfn_bridge_discovery_failures_total",
+      help: "API discovery requests for a watched kind that failed and are retried (code 404: not served yet; 401/403: the credential refused)",
+      labelNames: ["resource", "code"],
+      registers,
+    }),
+    relists: new Counter({
+      name: "crdfn_bridge_relists_total",
+      help: "Full lists (initial, after 410 Gone, after an expired continue token)",
+      labelNames: ["resource", "reason"],
+      registers,
+    }),
     pending: new Gauge({ name: "crdfn_bridge_pending_events", help: "Objects waiting to be announced (bounded by maxPending)", registers }),
     queueLag: new Gauge({ name: "crdfn_bridge_queue_lag_seconds", help: "Age of the oldest change not yet accepted by the queue", registers }),
     publishDelay: new Histogram({
@@ -38,7 +67,17 @@ export function createBridgeMetrics(registry: Registry): BridgeMetrics {
     }),
     objects: new Gauge({ name: "crdfn_bridge_tracked_objects", help: "Objects whose key state the bridge keeps", labelNames: ["resource"], registers }),
     leader: new Gauge({ name: "crdfn_bridge_leader", help: "1 while this replica holds the Lease and publishes", registers }),
-    problem: new Gauge({ name: "crdfn_bridge_problem", help: "Problems a person must fix (credential refused, queue missing), by kind; the bridge is not ready while any is above 0", labelNames: ["problem"], registers }),
-    resourceState: new Gauge({ name: "crdfn_bridge_resource_state", help: "1 for the state each watched resource is in (resolving, not-served, syncing, synced)", labelNames: ["resource", "state"], registers }),
+    problem: new Gauge({
+      name: "crdfn_bridge_problem",
+      help: "Problems a person must fix (credential refused, queue missing), by kind; the bridge is not ready while any is above 0",
+      labelNames: ["problem"],
+      registers,
+    }),
+    resourceState: new Gauge({
+      name: "crdfn_bridge_resource_state",
+      help: "1 for the state each watched resource is in (resolving, not-served, syncing, synced)",
+      labelNames: ["resource", "state"],
+      registers,
+    }),
   };
 }

@@ -90,7 +90,7 @@ function reconciledEntry(status: unknown): Pick<ParentEntry, "reconciled"> {
 function announcedBody(obj: KubeObject, maxBytes: number): KeyEvent["object"] {
   const { managedFields: _dropped, ...metadata } = obj.metadata as KubeObject["metadata"] & { managedFields?: unknown };
   const body = { ...obj, metadata };
-  return Buffer.byteLength(JSON.stringify(body), "utf8") <= maxBytes ? (body) : undefined;
+  return Buffer.byteLength(JSON.stringify(body), "utf8") <= maxBytes ? body : undefined;
 }
 
 export class ParentTracker extends Tracker<ParentEntry> {
@@ -191,7 +191,10 @@ export class ParentTracker extends Tracker<ParentEntry> {
       fp: fingerprint(obj, this.#includeStatus, false),
       finalizers: m.finalizers ?? NO_FINALIZERS,
       epoch,
-      statusWrittenMs: this.options.functionFieldManager === undefined ? 0 : lastWriteOf(obj, (e) => e.manager === this.options.functionFieldManager && e.subresource === "status"),
+      statusWrittenMs:
+        this.options.functionFieldManager === undefined
+          ? 0
+          : lastWriteOf(obj, (e) => e.manager === this.options.functionFieldManager && e.subresource === "status"),
       ...reconciledEntry((obj as { status?: unknown }).status),
       ...(prev?.uid === m.uid && prev.handled !== undefined ? { handled: prev.handled } : {}),
       ...(prev?.uid === m.uid && prev.pending !== undefined ? { pending: prev.pending } : {}),
@@ -207,7 +210,8 @@ export class ParentTracker extends Tracker<ParentEntry> {
     if (!announce) {
       // Not news (the function's own status write, most often); an announcement still waiting
       // to be sent gets this newer body, so its reconcile need not read the object again.
-      if (this.#parentOptions.bodies) await this.options.announce(this.#publishKey(key), this.#event(key, next, "MODIFIED", "watch", obj), "", { onlyIfPending: true });
+      if (this.#parentOptions.bodies)
+        await this.options.announce(this.#publishKey(key), this.#event(key, next, "MODIFIED", "watch", obj), "", { onlyIfPending: true });
       return this.#schedule(key, next, obj);
     }
     // What its status has due is superseded too: the reconcile this announces records it afresh.
@@ -283,7 +287,15 @@ export class ParentTracker extends Tracker<ParentEntry> {
   }
 
   /** Every announcement of an object supersedes what it had due: its reconcile records the schedule afresh. */
-  async #announce(key: string, entry: ParentEntry, type: KeyEvent["type"], reason: string, cause: string, options: AnnounceOptions = {}, obj?: KubeObject): Promise<void> {
+  async #announce(
+    key: string,
+    entry: ParentEntry,
+    type: KeyEvent["type"],
+    reason: string,
+    cause: string,
+    options: AnnounceOptions = {},
+    obj?: KubeObject,
+  ): Promise<void> {
     this.#initialWork?.delete(key);
     if (entry.pending !== undefined) {
       this.#due.clear(key);

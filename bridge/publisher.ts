@@ -112,10 +112,24 @@ export class Publisher {
       bodyBytes = 0;
     }
     this.#bodyBytes += bodyBytes;
-    const message: OutgoingMessage = { body, stream: messageGroupId(event), deduplicationId: deduplicationId(event, existing && options.onlyIfPending ? existing.cause : cause), cluster: event.cluster };
+    const message: OutgoingMessage = {
+      body,
+      stream: messageGroupId(event),
+      deduplicationId: deduplicationId(event, existing && options.onlyIfPending ? existing.cause : cause),
+      cluster: event.cluster,
+    };
     // What a hold waits for (the function's status write) arrives as a body update: the wait is over.
     const notBefore = options.onlyIfPending ? 0 : options.holdMs ? this.#options.now() + options.holdMs : 0;
-    this.#pending.set(key, { key, event, cause: existing && options.onlyIfPending ? existing.cause : cause, destination: this.#options.destinationOf(event), message, since: existing?.since ?? this.#options.now(), notBefore: existing && !options.onlyIfPending ? Math.min(existing.notBefore, notBefore) : notBefore, bodyBytes });
+    this.#pending.set(key, {
+      key,
+      event,
+      cause: existing && options.onlyIfPending ? existing.cause : cause,
+      destination: this.#options.destinationOf(event),
+      message,
+      since: existing?.since ?? this.#options.now(),
+      notBefore: existing && !options.onlyIfPending ? Math.min(existing.notBefore, notBefore) : notBefore,
+      bodyBytes,
+    });
     this.#pump();
   }
 
@@ -212,7 +226,10 @@ export class Publisher {
     const destination = batch[0]!.destination;
     this.#options.metrics.sendRequests.inc();
     try {
-      const results = await this.#options.transport.send(destination, batch.map((p) => p.message));
+      const results = await this.#options.transport.send(
+        destination,
+        batch.map((p) => p.message),
+      );
       const now = this.#options.now();
       let missing = false;
       results.forEach((r, i) => {
@@ -235,7 +252,11 @@ export class Publisher {
       const err = e instanceof TransportError ? e : new TransportError((e as Error).message, { reason: (e as Error).name });
       this.#options.metrics.publishFailures.inc({ reason: err.reason }, batch.length);
       if (err.missing) this.#options.onMissing?.(destination, true);
-      else if (this.#failureStreak === 0) this.#options.logger.warn({ err: err.message, status: err.status, [this.#options.transport.noun]: destination }, `${this.#options.transport.noun} unavailable; holding events and retrying`);
+      else if (this.#failureStreak === 0)
+        this.#options.logger.warn(
+          { err: err.message, status: err.status, [this.#options.transport.noun]: destination },
+          `${this.#options.transport.noun} unavailable; holding events and retrying`,
+        );
     } finally {
       this.#batches--;
       for (const p of batch) this.#inflight.delete(p.key);

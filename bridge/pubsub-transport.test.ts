@@ -30,8 +30,14 @@ describe("Pub/Sub transport", () => {
 
   it("reports each entry; a batch refused alike is a failed request, NOT_FOUND a missing topic", async () => {
     const some = pubSubTransport(answering((i) => (i === 1 ? { ok: false, error: "no", code: 8 } : { ok: true, messageId: String(i) })));
-    assert.deepEqual(await some.send("projects/p/topics/t", [message(0), message(1)]), [{ ok: true }, { ok: false, reason: "RESOURCE_EXHAUSTED", missing: false }]);
+    assert.deepEqual(await some.send("projects/p/topics/t", [message(0), message(1)]), [
+      { ok: true },
+      { ok: false, reason: "RESOURCE_EXHAUSTED", missing: false },
+    ]);
     const none = pubSubTransport(answering(() => ({ ok: false, error: "Topic not found", code: 5 })));
-    await assert.rejects(none.send("projects/p/topics/t", [message(0), message(1)]), (e: unknown) => e instanceof TransportError && e.missing && e.reason === "NOT_FOUND");
+    await assert.rejects(
+      none.send("projects/p/topics/t", [message(0), message(1)]),
+      (e: unknown) => e instanceof TransportError && e.missing && e.reason === "NOT_FOUND",
+    );
   });
 });

@@ -45,7 +45,12 @@ export interface PubSubPublisher {
 }
 
 /** projects/<project>/topics/<topic>, as every setting that names a topic spells it. */
-export const topicNameSchema = z.string().regex(/^projects\/[a-z][-a-z0-9.:]{4,61}[a-z0-9]\/topics\/[A-Za-z][A-Za-z0-9._~+%-]{2,254}$/, "must be a full topic name, projects/<project>/topics/<topic>");
+export const topicNameSchema = z
+  .string()
+  .regex(
+    /^projects\/[a-z][-a-z0-9.:]{4,61}[a-z0-9]\/topics\/[A-Za-z][A-Za-z0-9._~+%-]{2,254}$/,
+    "must be a full topic name, projects/<project>/topics/<topic>",
+  );
 
 export const PubSubPublisherOptions = z.object({
   /** host:port of an emulator. Default: PUBSUB_EMULATOR_HOST when set, else Google's endpoint (with application default credentials). */
@@ -57,7 +62,14 @@ export type PubSubPublisherOptions = z.input<typeof PubSubPublisherOptions>;
 
 const NOT_FOUND = 5;
 const PERMISSION_DENIED = 7;
-const GRPC_NAMES: Record<number, string> = { 4: "DEADLINE_EXCEEDED", 5: "NOT_FOUND", 7: "PERMISSION_DENIED", 8: "RESOURCE_EXHAUSTED", 14: "UNAVAILABLE", 16: "UNAUTHENTICATED" };
+const GRPC_NAMES: Record<number, string> = {
+  4: "DEADLINE_EXCEEDED",
+  5: "NOT_FOUND",
+  7: "PERMISSION_DENIED",
+  8: "RESOURCE_EXHAUSTED",
+  14: "UNAVAILABLE",
+  16: "UNAUTHENTICATED",
+};
 
 export function pubSubPublisher(options: PubSubPublisherOptions = {}): PubSubPublisher {
   const parsed = PubSubPublisherOptions.safeParse(options);
@@ -136,9 +148,17 @@ export function pubSubTransport(publisher: PubSubPublisher): QueueTransport {
       const failed = outcomes.filter((x) => !x.ok);
       if (failed.length === outcomes.length && failed.length > 0 && failed.every((f) => f.code === failed[0]!.code)) {
         const code = failed[0]!.code;
-        throw new TransportError(failed[0]!.error.split("\n")[0] ?? "publish failed", { reason: code === undefined ? "error" : (GRPC_NAMES[code] ?? `grpc-${code}`), ...(code === undefined ? {} : { status: code }), missing: code === NOT_FOUND });
+        throw new TransportError(failed[0]!.error.split("\n")[0] ?? "publish failed", {
+          reason: code === undefined ? "error" : (GRPC_NAMES[code] ?? `grpc-${code}`),
+          ...(code === undefined ? {} : { status: code }),
+          missing: code === NOT_FOUND,
+        });
       }
-      return outcomes.map((x) => (x.ok ? { ok: true } : { ok: false, reason: x.code === undefined ? x.error.slice(0, 60) : (GRPC_NAMES[x.code] ?? `grpc-${x.code}`), missing: x.code === NOT_FOUND }));
+      return outcomes.map((x) =>
+        x.ok
+          ? { ok: true }
+          : { ok: false, reason: x.code === undefined ? x.error.slice(0, 60) : (GRPC_NAMES[x.code] ?? `grpc-${x.code}`), missing: x.code === NOT_FOUND },
+      );
     },
     exists: (topic) => publisher.topicExists(topic),
     close: () => publisher.close(),

@@ -34,7 +34,13 @@ const app = (name: string, rv: string, read: Record<string, string | undefined>,
   spec: {},
   status: {
     observedGeneration: 1,
-    references: Object.entries(read).map(([n, v]) => ({ apiVersion: "v1", kind: "Secret", namespace, name: n, ...(v === undefined ? {} : { resourceVersion: v }) })),
+    references: Object.entries(read).map(([n, v]) => ({
+      apiVersion: "v1",
+      kind: "Secret",
+      namespace,
+      name: n,
+      ...(v === undefined ? {} : { resourceVersion: v }),
+    })),
   },
 });
 const secret = (name: string, rv: string, namespace = "ns"): KubeObject => ({ metadata: { name, namespace, uid: `uid-${name}`, resourceVersion: rv } });
@@ -52,7 +58,11 @@ async function listed(t: ReturnType<typeof setup>, apps: KubeObject[], secrets: 
 describe("referenced objects", () => {
   it("a change of a referenced Secret announces the objects that read another version of it, and only those", async () => {
     const t = setup();
-    await listed(t, [app("a", "1", { db: "10" }), app("b", "2", { other: "20" }), app("c", "3", {})], [secret("db", "10"), secret("other", "20"), secret("unread", "30")]);
+    await listed(
+      t,
+      [app("a", "1", { db: "10" }), app("b", "2", { other: "20" }), app("c", "3", {})],
+      [secret("db", "10"), secret("other", "20"), secret("unread", "30")],
+    );
     assert.deepEqual(t.byReference(), [], "what each read is what is there: nothing to announce");
     await t.references.upsert(secret("db", "11"), "watch");
     await t.references.upsert(secret("unread", "31"), "watch");
@@ -91,7 +101,11 @@ describe("referenced objects", () => {
 
   it("a new bridge's first list announces what changed, appeared or went while nobody watched, nothing else", async () => {
     const t = setup();
-    await listed(t, [app("same", "1", { s: "1" }), app("changed", "2", { c: "1" }), app("appeared", "3", { n: undefined }), app("gone", "4", { g: "1" })], [secret("s", "1"), secret("c", "2"), secret("n", "1")]);
+    await listed(
+      t,
+      [app("same", "1", { s: "1" }), app("changed", "2", { c: "1" }), app("appeared", "3", { n: undefined }), app("gone", "4", { g: "1" })],
+      [secret("s", "1"), secret("c", "2"), secret("n", "1")],
+    );
     assert.deepEqual(t.byReference().sort(), ["appeared", "changed", "gone"]);
   });
 

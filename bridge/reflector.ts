@@ -157,7 +157,12 @@ class Reflector {
     let cont: string | undefined;
     let listRv = "";
     do {
-      const page = (await http.getJson(this.#path, { limit: String(this.#options.pageSize), continue: cont, labelSelector: this.#labelSelector }, signal, this.#options.metadataOnly ? METADATA_LIST : undefined)) as {
+      const page = (await http.getJson(
+        this.#path,
+        { limit: String(this.#options.pageSize), continue: cont, labelSelector: this.#labelSelector },
+        signal,
+        this.#options.metadataOnly ? METADATA_LIST : undefined,
+      )) as {
         metadata?: { continue?: string; resourceVersion?: string };
         items?: unknown[];
       };

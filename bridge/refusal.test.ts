@@ -5,11 +5,15 @@ import { parseForbidden, refusalLine } from "./refusal.ts";
 const source = "the dev bridge identity's ServiceAccount token";
 
 test("a 401 is the credential refused", () => {
-  assert.equal(refusalLine({ code: 401, reason: "Unauthorized", message: "GET /apis/x: 401 Unauthorized" }, source), `the API server refused the bridge's credential (401 Unauthorized): check ${source}`);
+  assert.equal(
+    refusalLine({ code: 401, reason: "Unauthorized", message: "GET /apis/x: 401 Unauthorized" }, source),
+    `the API server refused the bridge's credential (401 Unauthorized): check ${source}`,
+  );
 });
 
 test("a 403 to system:anonymous is the credential not accepted either", () => {
-  const message = 'GET /apis/example.com/v1/namespaces/default/motds: 403 motds.example.com is forbidden: User "system:anonymous" cannot list resource "motds" in API group "example.com" in the namespace "default"';
+  const message =
+    'GET /apis/example.com/v1/namespaces/default/motds: 403 motds.example.com is forbidden: User "system:anonymous" cannot list resource "motds" in API group "example.com" in the namespace "default"';
   assert.match(refusalLine({ code: 403, reason: "Forbidden", message }, source), /^the API server refused the bridge's credential \(403 Forbidden\): check /);
 });
 
@@ -25,7 +29,12 @@ test("a 403 naming the identity is its Role changed, naming identity, verb, reso
 });
 
 test("a cluster-scoped 403 and the core group", () => {
-  assert.deepEqual(parseForbidden('configmaps is forbidden: User "u" cannot list resource "configmaps" in API group "" at the cluster scope'), { user: "u", verb: "list", resource: "configmaps", group: "" });
+  assert.deepEqual(parseForbidden('configmaps is forbidden: User "u" cannot list resource "configmaps" in API group "" at the cluster scope'), {
+    user: "u",
+    verb: "list",
+    resource: "configmaps",
+    group: "",
+  });
 });
 
 test("a 403 of another form still says the credential was accepted", () => {

@@ -28,8 +28,10 @@ export function parseForbidden(message: string): Forbidden | undefined {
 /** The one line for a refusal of the bridge's request; `credentialSource` says where its credential comes from. */
 export function refusalLine(e: Pick<ApiError, "code" | "reason" | "message">, credentialSource: string): string {
   const f = e.code === 403 ? parseForbidden(e.message) : undefined;
-  if (e.code === 401 || f?.user === "system:anonymous") return `the API server refused the bridge's credential (${e.code} ${e.reason}): check ${credentialSource}`;
-  if (!f) return `the API server forbade the bridge's request (${e.code} ${e.reason}: ${e.message.slice(0, 300)}): its credential was accepted (${credentialSource}); its identity lacks a grant — was its Role changed or replaced?`;
+  if (e.code === 401 || f?.user === "system:anonymous")
+    return `the API server refused the bridge's credential (${e.code} ${e.reason}): check ${credentialSource}`;
+  if (!f)
+    return `the API server forbade the bridge's request (${e.code} ${e.reason}: ${e.message.slice(0, 300)}): its credential was accepted (${credentialSource}); its identity lacks a grant — was its Role changed or replaced?`;
   const what = `${f.resource}${f.group ? `.${f.group}` : ""}`;
   const where = f.namespace ? `in namespace ${f.namespace}` : "cluster-wide";
   return `the bridge's identity ${f.user} is not allowed to ${f.verb} ${what} ${where} (${e.code} ${e.reason}): its credential (${credentialSource}) was accepted, but its Role was changed or replaced — was it reapplied by another project (one bridge identity per project: crdfn-bridge-<project>)?`;

@@ -84,9 +84,14 @@ export async function runBridgeProcess(o: RunOptions): Promise<number> {
   // SQS, or Pub/Sub (its client library loaded on the first publish): whichever the settings name.
   const sqs =
     config.queue.topic === undefined
-      ? sqsClient({ region: config.aws.region, ...(config.aws.endpoint === undefined ? {} : { endpoint: config.aws.endpoint }) }, { maxAttempts: 3, requestHandler: { connectionTimeout: 3000, requestTimeout: 15_000 } })
+      ? sqsClient(
+          { region: config.aws.region, ...(config.aws.endpoint === undefined ? {} : { endpoint: config.aws.endpoint }) },
+          { maxAttempts: 3, requestHandler: { connectionTimeout: 3000, requestTimeout: 15_000 } },
+        )
       : undefined;
-  const transport: QueueTransport = sqs ? sqsTransport(sqs) : pubSubTransport(pubSubPublisher(config.pubsub.emulatorHost ? { apiEndpoint: config.pubsub.emulatorHost } : {}));
+  const transport: QueueTransport = sqs
+    ? sqsTransport(sqs)
+    : pubSubTransport(pubSubPublisher(config.pubsub.emulatorHost ? { apiEndpoint: config.pubsub.emulatorHost } : {}));
   const closeQueue = async () => {
     sqs?.destroy();
     await transport.close();

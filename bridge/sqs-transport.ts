@@ -23,7 +23,11 @@ export function sqsTransport(sqs: SQSClient): QueueTransport {
       } catch (e) {
         const err = e as Error & { $metadata?: { httpStatusCode?: number } };
         const missing = err.name === "QueueDoesNotExist" || err.name === "AWS.SimpleQueueService.NonExistentQueue";
-        throw new TransportError(err.message, { reason: err.name, ...(err.$metadata?.httpStatusCode ? { status: err.$metadata.httpStatusCode } : {}), missing });
+        throw new TransportError(err.message, {
+          reason: err.name,
+          ...(err.$metadata?.httpStatusCode ? { status: err.$metadata.httpStatusCode } : {}),
+          missing,
+        });
       }
       const results: SendResult[] = messages.map(() => ({ ok: false, reason: "unanswered" }));
       for (const ok of out.Successful ?? []) {

@@ -14,7 +14,10 @@ import { fakeClock } from "../test/support/fake-clock.ts";
 const crontabs = { group: "stable.example.com", version: "v1", plural: "crontabs", kind: "CronTab", namespaced: true };
 const cronjobs = { group: "batch", version: "v1", plural: "cronjobs", kind: "CronJob", namespaced: true };
 
-const parent = (rv: string, generation: number): KubeObject => ({ metadata: { name: "p", namespace: "ns", uid: "uid-p", resourceVersion: rv, generation }, spec: { replicas: generation } });
+const parent = (rv: string, generation: number): KubeObject => ({
+  metadata: { name: "p", namespace: "ns", uid: "uid-p", resourceVersion: rv, generation },
+  spec: { replicas: generation },
+});
 const child = (rv: string, fence: string | undefined): KubeObject => ({
   metadata: {
     name: "job",
@@ -30,7 +33,13 @@ const child = (rv: string, fence: string | undefined): KubeObject => ({
 describe("child keys", () => {
   it("carry the child's fence when it has a valid one", async () => {
     const events: KeyEvent[] = [];
-    const options: TrackerOptions = { cluster: "c", skipStatusOnly: true, now: () => new Date("2026-11-21T00:00:00Z"), timers: fakeClock().timers, announce: (_key, event) => Promise.resolve(void events.push(event)) };
+    const options: TrackerOptions = {
+      cluster: "c",
+      skipStatusOnly: true,
+      now: () => new Date("2026-11-21T00:00:00Z"),
+      timers: fakeClock().timers,
+      announce: (_key, event) => Promise.resolve(void events.push(event)),
+    };
     const parents = new ParentTracker(crontabs, options);
     const children = new ChildTracker(cronjobs, false, options);
     parents.owns(children);

@@ -42,7 +42,9 @@ const cj = (name: string, rv: string, owner: string | undefined, status: unknown
     namespace: "ns",
     uid: `uid-${name}`,
     resourceVersion: rv,
-    ...(owner === undefined ? {} : { ownerReferences: [{ apiVersion: "stable.example.com/v1", kind: "CronTab", name: owner, uid: `uid-${owner}`, controller: true }] }),
+    ...(owner === undefined
+      ? {}
+      : { ownerReferences: [{ apiVersion: "stable.example.com/v1", kind: "CronTab", name: owner, uid: `uid-${owner}`, controller: true }] }),
   },
   spec: { schedule: "* * * * *" },
   status,
@@ -54,7 +56,13 @@ describe("what an object's change announces", () => {
     await parents.upsert(ct("a", "1"), "list", 1);
     await parents.upsert(ct("a", "2", { replicas: 1 }, { ready: true }), "watch");
     await parents.upsert(ct("a", "3", { replicas: 2 }), "watch");
-    assert.deepEqual(out().map((o) => [o.event.type, o.event.resourceVersion, o.event.reason]), [["ADDED", "1", "list"], ["MODIFIED", "3", "watch"]]);
+    assert.deepEqual(
+      out().map((o) => [o.event.type, o.event.resourceVersion, o.event.reason]),
+      [
+        ["ADDED", "1", "list"],
+        ["MODIFIED", "3", "watch"],
+      ],
+    );
     assert.equal(out()[0]?.key, "stable.example.com/crontabs/ns/a");
   });
 
@@ -84,16 +92,37 @@ describe("what an object's change announces", () => {
   it("carries the object (without managedFields) and its children's keys, a hash only after the function's own apply", async () => {
     const { out, parents, children } = setup(true, { functionFieldManager: "crdfn" });
     await parents.upsert(ct("p", "5"), "list", 1);
-    const applied = { ...cj("job", "6", "p"), metadata: { ...cj("job", "6", "p").metadata, labels: { "crdfn.io/parent-uid": "uid-p" }, annotations: { "crdfn.io/applied-hash": "h1" }, managedFields: [{ manager: "crdfn", operation: "Apply", time: "2026-11-21T00:00:00Z" }] } };
+    const applied = {
+      ...cj("job", "6", "p"),
+      metadata: {
+        ...cj("job", "6", "p").metadata,
+        labels: { "crdfn.io/parent-uid": "uid-p" },
+        annotations: { "crdfn.io/applied-hash": "h1" },
+        managedFields: [{ manager: "crdfn", operation: "Apply", time: "2026-11-21T00:00:00Z" }],
+      },
+    };
     await children.upsert(applied, "watch");
-    const withManagedFields = { ...ct("p", "7", { replicas: 2 }), metadata: { ...ct("p", "7").metadata, managedFields: [{ manager: "kubectl", operation: "Update", time: "2026-11-21T00:00:00Z" }] } };
+    const withManagedFields = {
+      ...ct("p", "7", { replicas: 2 }),
+      metadata: { ...ct("p", "7").metadata, managedFields: [{ manager: "kubectl", operation: "Update", time: "2026-11-21T00:00:00Z" }] },
+    };
     await parents.upsert(withManagedFields, "watch");
     const last = out.at(-1)!.event;
     assert.equal(last.v, 2);
     assert.deepEqual((last.object as { spec?: unknown }).spec, { replicas: 2 });
     assert.equal((last.object?.metadata as Record<string, unknown>).managedFields, undefined);
-    assert.deepEqual(last.children, [{ apiVersion: "batch/v1", kind: "CronJob", namespace: "ns", name: "job", uid: "uid-job", resourceVersion: "6", appliedHash: "h1" }]);
-    const tampered = { ...applied, metadata: { ...applied.metadata, resourceVersion: "8", managedFields: [...applied.metadata.managedFields, { manager: "kubectl-edit", operation: "Update", time: "2026-11-21T00:00:09Z" }] }, spec: { schedule: "1 * * * *" } };
+    assert.deepEqual(last.children, [
+      { apiVersion: "batch/v1", kind: "CronJob", namespace: "ns", name: "job", uid: "uid-job", resourceVersion: "6", appliedHash: "h1" },
+    ]);
+    const tampered = {
+      ...applied,
+      metadata: {
+        ...applied.metadata,
+        resourceVersion: "8",
+        managedFields: [...applied.metadata.managedFields, { manager: "kubectl-edit", operation: "Update", time: "2026-11-21T00:00:09Z" }],
+      },
+      spec: { schedule: "1 * * * *" },
+    };
     await children.upsert(tampered, "watch");
     assert.equal(out.at(-1)?.event.children?.[0]?.appliedHash, undefined, "someone else wrote it since: no hash, so the function applies again");
   });
@@ -103,7 +132,16 @@ describe("what an object's change announces", () => {
     const withFinalizers = (rv: string, finalizers: string[], manager: string) => {
       const o = ct("p", rv);
       const owned = Object.fromEntries(finalizers.map((f) => [`v:${JSON.stringify(f)}`, {}]));
-      return { ...o, metadata: { ...o.metadata, finalizers, managedFields: [{ manager, operation: "Update", time: "2026-11-21T00:00:00Z", fieldsV1: { "f:metadata": { "f:finalizers": { ".": {}, ...owned } } } }] } };
+      return {
+        ...o,
+        metadata: {
+          ...o.metadata,
+          finalizers,
+          managedFields: [
+            { manager, operation: "Update", time: "2026-11-21T00:00:00Z", fieldsV1: { "f:metadata": { "f:finalizers": { ".": {}, ...owned } } } },
+          ],
+        },
+      };
     };
     await parents.upsert(ct("p", "5"), "list", 1);
     const before = announced().length;
@@ -134,11 +172,14 @@ describe("a child's change announces its controller owner", () => {
     await children.upsert(cj("job", "8", "p", { lastScheduleTime: "now" }), "watch");
     await children.remove(cj("job", "9", "p"));
     const childEvents = out.slice(1);
-    assert.deepEqual(childEvents.map((o) => [o.event.name, o.event.resourceVersion, o.event.reason, o.cause]), [
-      ["p", "5", "child", "child:uid-job:7"],
-      ["p", "5", "child", "child:uid-job:8"],
-      ["p", "5", "child", "child-gone:uid-job"],
-    ]);
+    assert.deepEqual(
+      childEvents.map((o) => [o.event.name, o.event.resourceVersion, o.event.reason, o.cause]),
+      [
+        ["p", "5", "child", "child:uid-job:7"],
+        ["p", "5", "child", "child:uid-job:8"],
+        ["p", "5", "child", "child-gone:uid-job"],
+      ],
+    );
   });
 
   it("an orphaned child announces its former owner; a child of an unknown parent announces nothing", async () => {
@@ -147,13 +188,20 @@ describe("a child's change announces its controller owner", () => {
     await children.upsert(cj("job", "7", "p"), "watch");
     await children.upsert(cj("job", "8", undefined), "watch");
     await children.upsert(cj("other", "9", "unknown"), "watch");
-    assert.deepEqual(out.slice(1).map((o) => o.cause), ["child:uid-job:7", "child:uid-job:8"]);
+    assert.deepEqual(
+      out.slice(1).map((o) => o.cause),
+      ["child:uid-job:7", "child:uid-job:8"],
+    );
   });
 
   it("the function's own new child announces its parent after a hold; its own change of a child announces nothing", async () => {
     const { out, parents, children } = setup(true, { functionFieldManager: "crdfn" });
     await parents.upsert(ct("p", "5"), "list", 1);
-    const own = (rv: string, schedule: string) => ({ ...cj("job", rv, "p"), spec: { schedule }, metadata: { ...cj("job", rv, "p").metadata, managedFields: [{ manager: "crdfn", operation: "Apply", time: "2026-11-21T00:00:00Z" }] } });
+    const own = (rv: string, schedule: string) => ({
+      ...cj("job", rv, "p"),
+      spec: { schedule },
+      metadata: { ...cj("job", rv, "p").metadata, managedFields: [{ manager: "crdfn", operation: "Apply", time: "2026-11-21T00:00:00Z" }] },
+    });
     await children.upsert(own("6", "* * * * *"), "watch");
     assert.deepEqual(out.at(-1)?.options, { holdMs: OWN_CHILD_HOLD_MS });
     const before = out.length;
@@ -164,7 +212,10 @@ describe("a child's change announces its controller owner", () => {
   it("a child's status written by its controller announces the parent, though its content is the function's own apply", async () => {
     const { announced, parents, children } = setup(true, { functionFieldManager: "crdfn" });
     await parents.upsert(ct("p", "5"), "list", 1);
-    const child = (rv: string, status: unknown) => ({ ...cj("job", rv, "p", status), metadata: { ...cj("job", rv, "p").metadata, managedFields: [{ manager: "crdfn", operation: "Apply", time: "2026-11-21T00:00:00Z" }] } });
+    const child = (rv: string, status: unknown) => ({
+      ...cj("job", rv, "p", status),
+      metadata: { ...cj("job", rv, "p").metadata, managedFields: [{ manager: "crdfn", operation: "Apply", time: "2026-11-21T00:00:00Z" }] },
+    });
     await children.upsert(child("6", {}), "watch");
     const before = announced().length;
     await children.upsert(child("7", { active: [{ name: "run-1" }] }), "watch");
@@ -173,7 +224,13 @@ describe("a child's change announces its controller owner", () => {
 
   it("a cluster-scoped parent hears from its namespaced children", async () => {
     const out: KeyEvent[] = [];
-    const options: TrackerOptions = { cluster: "c", skipStatusOnly: true, now: () => new Date(), timers: fakeClock().timers, announce: (_k, e) => Promise.resolve(void out.push(e)) };
+    const options: TrackerOptions = {
+      cluster: "c",
+      skipStatusOnly: true,
+      now: () => new Date(),
+      timers: fakeClock().timers,
+      announce: (_k, e) => Promise.resolve(void out.push(e)),
+    };
     const parents = new ParentTracker({ group: "stable.example.com", version: "v1", plural: "crontabs", kind: "CronTab", namespaced: false }, options);
     const children = new ChildTracker(cronjobs, true, options);
     parents.owns(children);
@@ -181,7 +238,14 @@ describe("a child's change announces its controller owner", () => {
     await parents.upsert({ metadata: { name: "p", uid: "uid-p", resourceVersion: "1", generation: 1 }, spec: {} }, "list", 1);
     await children.upsert(cj("job", "2", "p"), "watch");
     await children.remove(cj("job", "3", "p"));
-    assert.deepEqual(out.map((e) => [e.name, e.namespace, e.reason]), [["p", undefined, "list"], ["p", undefined, "child"], ["p", undefined, "child"]]);
+    assert.deepEqual(
+      out.map((e) => [e.name, e.namespace, e.reason]),
+      [
+        ["p", undefined, "list"],
+        ["p", undefined, "child"],
+        ["p", undefined, "child"],
+      ],
+    );
   });
 
   it("a parent with more children than an event can carry is announced without their keys", async () => {
@@ -206,19 +270,36 @@ describe("a new bridge's first list announces what needs work", () => {
     assert.equal(out.length, 0, "nothing before the children are listed");
     await parents.releaseInitialWork();
     assert.deepEqual(out.map((o) => o.event.name).sort(), ["fresh", "leaving"]);
-    assert.deepEqual(out.find((o) => o.event.name === "fresh")?.event.children?.map((c) => [c.kind, c.name, c.uid]), [["CronJob", "fresh-job", "uid-fresh-job"]]);
+    assert.deepEqual(
+      out.find((o) => o.event.name === "fresh")?.event.children?.map((c) => [c.kind, c.name, c.uid]),
+      [["CronJob", "fresh-job", "uid-fresh-job"]],
+    );
   });
 
   it("a new bridge weighs what each status records the function reconciled: metadata at once, children once listed", async () => {
     const { out, parents, children } = setup(true, { initial: true, functionFieldManager: "crdfn" });
     const job = (name: string, owner: string, writer = "crdfn", spec: unknown = { schedule: "* * * * *" }): KubeObject => {
       const base = cj(name, "3", owner);
-      return { ...base, spec, metadata: { ...base.metadata, annotations: { "crdfn.io/applied-hash": `h-${name}` }, managedFields: [{ manager: writer, operation: writer === "crdfn" ? "Apply" : "Update", time: "2026-11-21T00:00:00Z" }] } };
+      return {
+        ...base,
+        spec,
+        metadata: {
+          ...base.metadata,
+          annotations: { "crdfn.io/applied-hash": `h-${name}` },
+          managedFields: [{ manager: writer, operation: writer === "crdfn" ? "Apply" : "Update", time: "2026-11-21T00:00:00Z" }],
+        },
+      };
     };
     /** A parent whose status records the children `left` (as their jobs were applied) and its metadata as it was then. */
     const recorded = (name: string, left: KubeObject[], metadata: Partial<KubeObject["metadata"]> = {}): KubeObject => {
       const settled = ct(name, "1", { replicas: 1 }, {});
-      const status = { observedGeneration: 1, reconciled: reconciledRecord(settled, left.map((c) => childMarkOf(c, "crdfn"))) };
+      const status = {
+        observedGeneration: 1,
+        reconciled: reconciledRecord(
+          settled,
+          left.map((c) => childMarkOf(c, "crdfn")),
+        ),
+      };
       return { ...settled, status, metadata: { ...settled.metadata, ...metadata } };
     };
     await parents.upsert(recorded("settled", [job("settled-job", "settled")]), "list", 1);
@@ -244,7 +325,10 @@ describe("a new bridge's first list announces what needs work", () => {
     await again.parents.upsert(fresh, "list", 1);
     await again.children.upsert(edited, "list", 1);
     await again.parents.releaseInitialWork();
-    assert.deepEqual(again.out.map((o) => o.event.name), []);
+    assert.deepEqual(
+      again.out.map((o) => o.event.name),
+      [],
+    );
   });
 });
 
@@ -260,7 +344,10 @@ describe("the schedule: what the status has due", () => {
     clock.advance(79);
     assert.equal(out.length, before, "not before its time");
     clock.advance(1);
-    assert.deepEqual(out.slice(before).map((o) => [o.event.reason, o.cause]), [["retry", `due:${at}`]]);
+    assert.deepEqual(
+      out.slice(before).map((o) => [o.event.reason, o.cause]),
+      [["retry", `due:${at}`]],
+    );
     assert.equal(parents.scheduled, 0);
     await parents.upsert(due("6"), "watch");
     clock.advance(1000);

@@ -66,7 +66,10 @@ async function fromSettings(file: string, shown: string): Promise<AdminTarget> {
     // Google Cloud itself: application default credentials, in the settings' project.
     return {
       pairs: [],
-      pubsub: { connection: { projectId: s.pubsub.project }, pairs: operators.map((op) => ({ operator: operatorName(op), names: pubSubNamesOf(s.pubsub.project, s.pubsub.prefix, operatorName(op)) })) },
+      pubsub: {
+        connection: { projectId: s.pubsub.project },
+        pairs: operators.map((op) => ({ operator: operatorName(op), names: pubSubNamesOf(s.pubsub.project, s.pubsub.prefix, operatorName(op)) })),
+      },
       from: shown,
       local: false,
       kubeconfig: defaultKubeconfig(),
@@ -98,7 +101,9 @@ export async function adminTarget(o: { stateDir: string; settings?: string }): P
       pairs: [],
       pubsub: {
         connection: { projectId, emulatorHost: env.PUBSUB_EMULATOR_HOST },
-        pairs: env.CRDFN_PUBSUB_OPERATORS.split(",").filter(Boolean).map((operator) => ({ operator, names: pubSubNamesOf(projectId, prefix, operator) })),
+        pairs: env.CRDFN_PUBSUB_OPERATORS.split(",")
+          .filter(Boolean)
+          .map((operator) => ({ operator, names: pubSubNamesOf(projectId, prefix, operator) })),
       },
       from: process.env.PUBSUB_EMULATOR_HOST ? "the environment" : envFile,
       local: true,
@@ -137,7 +142,9 @@ export async function onQueue<T>(t: AdminTarget, url: string, request: () => Pro
     const name = url.split("/").pop();
     if (code && /^(ECONNREFUSED|ENOTFOUND|ECONNRESET|EHOSTUNREACH|ETIMEDOUT)$/.test(code)) {
       const endpoint = new URL(url).origin;
-      throw new SetupError(`cannot reach the queue ${name} at ${endpoint} (${code}; from ${t.from})${t.local ? ": is the crdfn dev or crdfn cluster up that wrote it still running?" : ""}`);
+      throw new SetupError(
+        `cannot reach the queue ${name} at ${endpoint} (${code}; from ${t.from})${t.local ? ": is the crdfn dev or crdfn cluster up that wrote it still running?" : ""}`,
+      );
     }
     const err = e as { name?: string; message?: string };
     throw new SetupError(`queue ${name} (from ${t.from}): ${err.name ?? "Error"}: ${(err.message ?? String(e)).split("\n")[0]}`);
@@ -152,7 +159,10 @@ export async function onPubSub<T>(t: AdminTarget, name: string, request: () => P
     const code = (e as { code?: unknown }).code;
     const where = t.pubsub?.connection.emulatorHost ? `the Pub/Sub emulator at ${t.pubsub.connection.emulatorHost}` : "Pub/Sub";
     // gRPC UNAVAILABLE (14) or DEADLINE_EXCEEDED (4): nothing answers there.
-    if (code === 14 || code === 4) throw new SetupError(`cannot reach ${where} for ${name.split("/").pop()} (from ${t.from})${t.local ? ": is the crdfn dev that wrote it still running?" : ""}`);
+    if (code === 14 || code === 4)
+      throw new SetupError(
+        `cannot reach ${where} for ${name.split("/").pop()} (from ${t.from})${t.local ? ": is the crdfn dev that wrote it still running?" : ""}`,
+      );
     throw new SetupError(`${name.split("/").pop()} (from ${t.from}): ${((e as Error).message ?? String(e)).split("\n")[0]}`);
   }
 }

@@ -21,9 +21,18 @@ export async function untilAdmissionInForce(http: KubeHttp, o: { probe: string; 
       validations: [{ expression: `object.metadata.name != '${probe}'`, message: said, reason: "Forbidden" }],
     },
   };
-  const binding = { apiVersion: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicyBinding", metadata: { name: probe }, spec: { policyName: probe, validationActions: ["Deny"] } };
+  const binding = {
+    apiVersion: "admissionregistration.k8s.io/v1",
+    kind: "ValidatingAdmissionPolicyBinding",
+    metadata: { name: probe },
+    spec: { policyName: probe, validationActions: ["Deny"] },
+  };
   const apply = async (plural: string, body: unknown): Promise<void> => {
-    const r = await http.request("PATCH", `${ADMISSION}/${plural}/${probe}`, { body, contentType: "application/apply-patch+yaml", query: { fieldManager: "crdfn-admission-probe", force: "true" } });
+    const r = await http.request("PATCH", `${ADMISSION}/${plural}/${probe}`, {
+      body,
+      contentType: "application/apply-patch+yaml",
+      query: { fieldManager: "crdfn-admission-probe", force: "true" },
+    });
     if (r.status >= 300) throw new SetupError(`writing the admission probe ${plural}/${probe}: HTTP ${r.status} ${r.text.slice(0, 200)}`);
   };
   await apply("validatingadmissionpolicies", policy);
@@ -32,9 +41,13 @@ export async function untilAdmissionInForce(http: KubeHttp, o: { probe: string; 
   const deadline = Date.now() + timeoutMs;
   try {
     for (;;) {
-      const { status, text } = await http.request("POST", `/api/v1/namespaces/${namespace}/configmaps`, { body: { apiVersion: "v1", kind: "ConfigMap", metadata: { name: probe } }, query: { dryRun: "All" } });
+      const { status, text } = await http.request("POST", `/api/v1/namespaces/${namespace}/configmaps`, {
+        body: { apiVersion: "v1", kind: "ConfigMap", metadata: { name: probe } },
+        query: { dryRun: "All" },
+      });
       if (text.includes(said)) return;
-      if (Date.now() > deadline) throw new SetupError(`the admission policies did not take effect within ${timeoutMs / 1000} s (the probe answered ${status}: ${text.slice(0, 300)})`);
+      if (Date.now() > deadline)
+        throw new SetupError(`the admission policies did not take effect within ${timeoutMs / 1000} s (the probe answered ${status}: ${text.slice(0, 300)})`);
       await new Promise((r) => setTimeout(r, 250));
     }
   } finally {

@@ -35,7 +35,9 @@ export async function bundleBridge(outfile: string): Promise<void> {
   const pubsubBeside: Plugin = {
     name: "crdfn-pubsub-beside",
     setup(b) {
-      b.onResolve({ filter: /^@google-cloud\/pubsub$/ }, (args) => (args.kind === "dynamic-import" ? { path: `./${BRIDGE_PUBSUB_FILE}`, external: true } : undefined));
+      b.onResolve({ filter: /^@google-cloud\/pubsub$/ }, (args) =>
+        args.kind === "dynamic-import" ? { path: `./${BRIDGE_PUBSUB_FILE}`, external: true } : undefined,
+      );
     },
   };
   await build({

@@ -33,7 +33,10 @@ interface SourceManifest {
  */
 export function sourceMain(dir: string, shown: (file: string) => string = (f) => relative(process.cwd(), f) || f): { manifest: SourceManifest; main: string } {
   const pkg = join(dir, "package.json");
-  if (!existsSync(pkg)) throw new SetupError(`gcp.source: no package.json in ${shown(dir)}: the functions' source folder is a Node project whose main registers each operator's function`);
+  if (!existsSync(pkg))
+    throw new SetupError(
+      `gcp.source: no package.json in ${shown(dir)}: the functions' source folder is a Node project whose main registers each operator's function`,
+    );
   let manifest: SourceManifest;
   try {
     manifest = JSON.parse(readFileSync(pkg, "utf8")) as SourceManifest;
@@ -41,7 +44,10 @@ export function sourceMain(dir: string, shown: (file: string) => string = (f) =>
     throw new SetupError(`${shown(pkg)}: not JSON: ${(e as Error).message}`);
   }
   const main = manifest.main;
-  if (typeof main !== "string" || main === "") throw new SetupError(`${shown(pkg)}: set "main" to the module that registers each operator's function (crdfn init's http.ts does: http("<operator>", httpHandler(operator))); Cloud Run loads it`);
+  if (typeof main !== "string" || main === "")
+    throw new SetupError(
+      `${shown(pkg)}: set "main" to the module that registers each operator's function (crdfn init's http.ts does: http("<operator>", httpHandler(operator))); Cloud Run loads it`,
+    );
   if (!existsSync(join(dir, main))) throw new SetupError(`${shown(pkg)}: main ${main} does not exist`);
   return { manifest, main: join(dir, main) };
 }
@@ -136,10 +142,12 @@ async function readQuery(): Promise<Record<string, unknown>> {
 
 export function bundleCommand(): Command {
   return new Command("bundle")
-    .description("bundle the Cloud Run functions' source (package.json main) into one upload folder that Cloud Build can install: what the generated Terraform uploads")
+    .description(
+      "bundle the Cloud Run functions' source (package.json main) into one upload folder that Cloud Build can install: what the generated Terraform uploads",
+    )
     .option("--source <dir>", "the functions' source folder (default: the current folder)", ".")
     .option("--out <dir>", "the upload folder, emptied first", ".crdfn/cloudrun-source")
-    .option("--terraform", "as Terraform's external data source runs it: {\"out\": dir} on stdin, {\"dir\": …} on stdout, progress on stderr")
+    .option("--terraform", 'as Terraform\'s external data source runs it: {"out": dir} on stdin, {"dir": …} on stdout, progress on stderr')
     .addHelpText(
       "after",
       `
@@ -155,7 +163,11 @@ Examples:
       const query = options.terraform ? await readQuery() : {};
       const out = typeof query.out === "string" && query.out ? query.out : options.out;
       const bundled = await bundleCloudRunSource(options.source, out);
-      const line = `bundled ${relative(process.cwd(), resolve(options.source)) || "."} into ${bundled.dir} (${(bundled.bytes / 1024 / 1024).toFixed(1)} MiB; from the registry: ${Object.entries(bundled.dependencies).map(([n, v]) => `${n}@${v}`).join(", ") || "nothing"})`;
+      const line = `bundled ${relative(process.cwd(), resolve(options.source)) || "."} into ${bundled.dir} (${(bundled.bytes / 1024 / 1024).toFixed(1)} MiB; from the registry: ${
+        Object.entries(bundled.dependencies)
+          .map(([n, v]) => `${n}@${v}`)
+          .join(", ") || "nothing"
+      })`;
       if (options.terraform) {
         process.stderr.write(`${line}\n`);
         process.stdout.write(`${JSON.stringify({ dir: bundled.dir })}\n`);

@@ -87,7 +87,11 @@ export function clusterCommand(): Command {
       if (name !== undefined) parseSettings(clusterIdSchema, name, "invalid option --name: ", "");
       const shared = name ? await sharedQueueEndpoint(o.stateDir) : undefined;
       if (name && !shared) console.error(`no running queue in ${join(o.stateDir, "env")}: cluster ${name} gets its own ElasticMQ`);
-      const c = await startCluster({ controllerManager: o.controllerManager, supervise: (line) => console.error(line), ...(shared ? { env: { ...process.env, CRDFN_SQS_ENDPOINT: shared } } : {}) });
+      const c = await startCluster({
+        controllerManager: o.controllerManager,
+        supervise: (line) => console.error(line),
+        ...(shared ? { env: { ...process.env, CRDFN_SQS_ENDPOINT: shared } } : {}),
+      });
       const files = writeStateDir(name ? join(o.stateDir, name) : o.stateDir, c, name);
       const registry = name ? updateLocalRegistry(o.stateDir, { add: name }) : undefined;
       console.error(

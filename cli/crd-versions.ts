@@ -46,7 +46,11 @@ export async function clusterStoredVersions(source: ClusterSource, operators: Re
   for (const op of operators) {
     const name = crdName(op);
     try {
-      const crd = await api.read<KubernetesObject & { status?: { storedVersions?: string[] } }>({ apiVersion: "apiextensions.k8s.io/v1", kind: "CustomResourceDefinition", metadata: { name } });
+      const crd = await api.read<KubernetesObject & { status?: { storedVersions?: string[] } }>({
+        apiVersion: "apiextensions.k8s.io/v1",
+        kind: "CustomResourceDefinition",
+        metadata: { name },
+      });
       stored.set(name, crd.status?.storedVersions ?? []);
     } catch (e) {
       if (e instanceof ApiException && e.code === 404) continue;
@@ -62,7 +66,9 @@ export function keptNotes(operators: ReadonlyArray<Operator<unknown>>, stored: R
     const kept = undeclaredVersions(op, stored.get(crdName(op)) ?? []);
     if (kept.length === 0) return [];
     const retired = kept.map((v) => `{ name: "${v}", served: false }`).join(", ");
-    return [`CRD ${crdName(op)} keeps ${kept.join(", ")}, unserved: the cluster still stores objects as ${kept.length === 1 ? "it" : "them"} (declare ${retired} in resource.versions to generate the same without the cluster)`];
+    return [
+      `CRD ${crdName(op)} keeps ${kept.join(", ")}, unserved: the cluster still stores objects as ${kept.length === 1 ? "it" : "them"} (declare ${retired} in resource.versions to generate the same without the cluster)`,
+    ];
   });
 }
 

@@ -27,10 +27,14 @@ export default defineOperator({
 `,
 );
 
-writeFileSync(join(work, "lambda.ts"), `import { lambdaHandler } from "crdfn/lambda";\nimport operator from "./operator.ts";\nexport const handler = lambdaHandler(operator);\n`);
+writeFileSync(
+  join(work, "lambda.ts"),
+  `import { lambdaHandler } from "crdfn/lambda";\nimport operator from "./operator.ts";\nexport const handler = lambdaHandler(operator);\n`,
+);
 
 const crdfn = (args: string[]) => spawnSync(process.execPath, ["--conditions=crdfn-source", main, ...args], { cwd: work, encoding: "utf8" });
-const LINE = "crdfn: CRD widgets.shop.example.com: spec.schedule.at: z.date() has no CRD schema (a manifest holds text, not a Date); use z.iso.datetime() (format date-time) and convert in reconcile\n";
+const LINE =
+  "crdfn: CRD widgets.shop.example.com: spec.schedule.at: z.date() has no CRD schema (a manifest holds text, not a Date); use z.iso.datetime() (format date-time) and convert in reconcile\n";
 
 describe("a spec schema with no CRD equivalent", () => {
   it("crdfn crd prints one line and exits 2", () => {
@@ -41,7 +45,20 @@ describe("a spec schema with no CRD equivalent", () => {
   });
 
   it("crdfn generate prints the same line, exits 2 and writes nothing", () => {
-    const run = crdfn(["generate", "operator.ts", "--project", "shop", "--cluster", "prod", "--namespace", "shop", "--bridge-image", "registry.example.com/crdfn-bridge:1", "--queue-url-base", "https://sqs.eu-west-1.amazonaws.com/123456789012"]);
+    const run = crdfn([
+      "generate",
+      "operator.ts",
+      "--project",
+      "shop",
+      "--cluster",
+      "prod",
+      "--namespace",
+      "shop",
+      "--bridge-image",
+      "registry.example.com/crdfn-bridge:1",
+      "--queue-url-base",
+      "https://sqs.eu-west-1.amazonaws.com/123456789012",
+    ]);
     assert.equal(run.stderr, LINE);
     assert.equal(run.status, 2);
     assert.equal(existsSync(join(work, "deploy")), false);

@@ -16,7 +16,7 @@ export function crdCommand(): Command {
     .addHelpText(
       "after",
       "\nA version objects may still be stored as stays in the CRD: declare it retired in the operator\n" +
-        "(resource.versions: [{ name: \"v1beta1\", served: false }, …]) or name the cluster with --kubeconfig.\n" +
+        '(resource.versions: [{ name: "v1beta1", served: false }, …]) or name the cluster with --kubeconfig.\n' +
         "\nExamples:\n  $ crdfn crd operator.ts > crd.yaml\n  $ crdfn crd --out-dir deploy/crds operator.ts\n  $ crdfn crd operator.ts --kubeconfig ~/.kube/config | kubectl apply --server-side -f -",
     )
     .action(async (files: string[], o: { outDir?: string; kubeconfig?: string; context?: string }) => {

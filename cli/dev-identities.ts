@@ -82,16 +82,7 @@ export function identityManifests(operators: ReadonlyArray<Operator<unknown>>, n
 
 export async function applyDevIdentities(o: DevIdentityOptions): Promise<DevIdentities> {
   const clock = o.clock ?? (() => new Date());
-  const api = KubernetesObjectApi.makeApiClient(o.kubeConfig);
-  for (const m of identityManifests(o.operators, o.namespaces, o.project)) {
-    // client-node's typed model keeps every key its serializer knows (see installCrds).
-    const object = loadYaml<KubernetesObject>(stringify(m));
-    try {
-      await api.patch(object, undefined, undefined, "crdfn-dev", true, PatchStrategy.ServerSideApply);
-    } catch (e) {
-      throw new SetupError(`applying ${m.kind} ${m.metadata.namespace ? `${m.metadata.namespace}/` : ""}${m.metadata.name} (as deployed: --no-identities runs everything as the kubeconfig's user instead): ${(e as Error).message.split("\n")[0]}`);
-    }
-  }
+  await applyIdentityManifests(o);
   const cluster = o.kubeConfig.getCurrentCluster();
   if (!cluster) throw new SetupError("the kubeconfig has no current cluster");
   await untilPoliciesAreInForce(o);
@@ -100,13 +91,20 @@ export async function applyDevIdentities(o: DevIdentityOptions): Promise<DevIden
   const dir = mkdtempSync(join(stateDir, "tokens-"));
   o.reaper?.trackDir(dir);
   const core = o.kubeConfig.makeApiClient(CoreV1Api);
-  const accounts = [...o.operators.map((op) => ({ name: functionIdentity(op, DEV_FUNCTIONS_NAMESPACE).serviceAccount, namespace: DEV_FUNCTIONS_NAMESPACE })), { name: bridgeName({ project: o.project }), namespace: DEV_BRIDGE_NAMESPACE }];
+  const accounts = [
+    ...o.operators.map((op) => ({ name: functionIdentity(op, DEV_FUNCTIONS_NAMESPACE).serviceAccount, namespace: DEV_FUNCTIONS_NAMESPACE })),
+    { name: bridgeName({ project: o.project }), namespace: DEV_BRIDGE_NAMESPACE },
+  ];
   const fileOf = (name: string) => join(dir, `${name}.token`);
   const issued = new Map<string, number>();
   const refresh = async (): Promise<void> => {
     for (const a of accounts) {
       if (clock().getTime() - (issued.get(a.name) ?? -Infinity) < REFRESH_AFTER_MS) continue;
-      const t = await core.createNamespacedServiceAccountToken({ name: a.name, namespace: a.namespace, body: { spec: { audiences: [], expirationSeconds: TOKEN_SECONDS } } });
+      const t = await core.createNamespacedServiceAccountToken({
+        name: a.name,
+        namespace: a.namespace,
+        body: { spec: { audiences: [], expirationSeconds: TOKEN_SECONDS } },
+      });
       writeFileSync(fileOf(a.name), t.status?.token ?? "", { mode: 0o600 });
       issued.set(a.name, clock().getTime());
     }
@@ -126,7 +124,9 @@ export async function applyDevIdentities(o: DevIdentityOptions): Promise<DevIden
     if (stopped) return;
     timer = setTimeout(() => {
       // A request that never answers (a server killed mid-request) must not end the renewals.
-      const gaveUp = new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`no answer within ${RETRY_MS * 4 / 1000} s`)), RETRY_MS * 4).unref());
+      const gaveUp = new Promise<never>((_, reject) =>
+        setTimeout(() => reject(new Error(`no answer within ${(RETRY_MS * 4) / 1000} s`)), RETRY_MS * 4).unref(),
+      );
       Promise.race([refresh(), gaveUp]).then(
         () => {
           warned = false;
@@ -134,7 +134,10 @@ export async function applyDevIdentities(o: DevIdentityOptions): Promise<DevIden
         },
         (e: unknown) => {
           if (stopped) return;
-          if (!warned) o.log?.(`! could not renew the dev identities' tokens (retrying every ${RETRY_MS / 1000} s; they expire ${TOKEN_SECONDS} s after issue): ${(e as Error).message.split("\n")[0]}`);
+          if (!warned)
+            o.log?.(
+              `! could not renew the dev identities' tokens (retrying every ${RETRY_MS / 1000} s; they expire ${TOKEN_SECONDS} s after issue): ${(e as Error).message.split("\n")[0]}`,
+            );
           warned = true;
           schedule(RETRY_MS);
         },
@@ -143,11 +146,14 @@ export async function applyDevIdentities(o: DevIdentityOptions): Promise<DevIden
     timer.unref();
   };
   schedule(CHECK_MS);
-  const ca: Record<string, string> = cluster.caData !== undefined ? { CRDFN_KUBE_CA_DATA: cluster.caData } : cluster.caFile !== undefined ? { CRDFN_KUBE_CA_FILE: cluster.caFile } : {};
+  const ca: Record<string, string> =
+    cluster.caData !== undefined ? { CRDFN_KUBE_CA_DATA: cluster.caData } : cluster.caFile !== undefined ? { CRDFN_KUBE_CA_FILE: cluster.caFile } : {};
   const caFile = cluster.caFile ?? (cluster.caData !== undefined ? join(dir, "ca.crt") : undefined);
   if (cluster.caData !== undefined) writeFileSync(join(dir, "ca.crt"), Buffer.from(cluster.caData, "base64"), { mode: 0o600 });
   const connectionOf = (serviceAccount: string) => serverConnection({ server: cluster.server, caFile, token: tokenFromFile(fileOf(serviceAccount), clock) });
-  o.log?.(`identities as deployed: ${o.operators.map((op) => `crdfn-${operatorName(op)}`).join(", ")} and ${bridgeName({ project: o.project })}, serving ${o.namespaces.join(", ")}`);
+  o.log?.(
+    `identities as deployed: ${o.operators.map((op) => `crdfn-${operatorName(op)}`).join(", ")} and ${bridgeName({ project: o.project })}, serving ${o.namespaces.join(", ")}`,
+  );
   const bridgeAccount = bridgeName({ project: o.project });
   return {
     functionEnv: (op) => ({
@@ -158,7 +164,12 @@ export async function applyDevIdentities(o: DevIdentityOptions): Promise<DevIden
     }),
     functionConnection: (op) => connectionOf(functionIdentity(op, DEV_FUNCTIONS_NAMESPACE).serviceAccount),
     bridgeConnection: connectionOf(bridgeAccount),
-    bridgeEnv: { CRDFN_KUBE_SERVER: cluster.server, ...(caFile ? { CRDFN_KUBE_CA_FILE: caFile } : {}), CRDFN_KUBE_TOKEN_FILE: fileOf(bridgeAccount), CRDFN_NAMESPACES: o.namespaces.join(",") },
+    bridgeEnv: {
+      CRDFN_KUBE_SERVER: cluster.server,
+      ...(caFile ? { CRDFN_KUBE_CA_FILE: caFile } : {}),
+      CRDFN_KUBE_TOKEN_FILE: fileOf(bridgeAccount),
+      CRDFN_NAMESPACES: o.namespaces.join(","),
+    },
     stop() {
       stopped = true;
       clearTimeout(timer);
@@ -167,7 +178,27 @@ export async function applyDevIdentities(o: DevIdentityOptions): Promise<DevIden
   };
 }
 
+/** The identities' ServiceAccounts, Roles, bindings and admission policies, applied as the deployment's are. */
+async function applyIdentityManifests(o: DevIdentityOptions): Promise<void> {
+  const api = KubernetesObjectApi.makeApiClient(o.kubeConfig);
+  for (const m of identityManifests(o.operators, o.namespaces, o.project)) {
+    // client-node's typed model keeps every key its serializer knows (see installCrds).
+    const object = loadYaml<KubernetesObject>(stringify(m));
+    try {
+      await api.patch(object, undefined, undefined, "crdfn-dev", true, PatchStrategy.ServerSideApply);
+    } catch (e) {
+      throw new SetupError(
+        `applying ${m.kind} ${m.metadata.namespace ? `${m.metadata.namespace}/` : ""}${m.metadata.name} (as deployed: --no-identities runs everything as the kubeconfig's user instead): ${(e as Error).message.split("\n")[0]}`,
+      );
+    }
+  }
+}
+
 /** Until the operators' policies are loaded, dev would accept what production refuses. */
 async function untilPoliciesAreInForce(o: DevIdentityOptions): Promise<void> {
-  await untilAdmissionInForce(new KubeHttp({ connection: o.kubeConfig }), { probe: "crdfn-dev-policies-loaded", namespace: o.namespaces[0] ?? "default", timeoutMs: 30_000 });
+  await untilAdmissionInForce(new KubeHttp({ connection: o.kubeConfig }), {
+    probe: "crdfn-dev-policies-loaded",
+    namespace: o.namespaces[0] ?? "default",
+    timeoutMs: 30_000,
+  });
 }

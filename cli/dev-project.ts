@@ -11,7 +11,13 @@ const MAX = 40;
 
 /** A package name (`@scope/my_pkg`) as a DNS label (`my-pkg`), or undefined when nothing usable is left. */
 export function projectFromPackageName(name: string): string | undefined {
-  const bare = name.replace(/^@[^/]+\//, "").toLowerCase().replace(/[^a-z0-9-]+/g, "-").replace(/^-+|-+$/g, "").slice(0, MAX).replace(/-+$/, "");
+  const bare = name
+    .replace(/^@[^/]+\//, "")
+    .toLowerCase()
+    .replace(/[^a-z0-9-]+/g, "-")
+    .replace(/^-+|-+$/g, "")
+    .slice(0, MAX)
+    .replace(/-+$/, "");
   return DNS_LABEL.test(bare) ? bare : undefined;
 }
 
@@ -22,7 +28,10 @@ export function projectFromPackageName(name: string): string | undefined {
  */
 export function devProject(cwd: string, flag?: string): { project: string; from: string } {
   if (flag !== undefined) {
-    if (!DNS_LABEL.test(flag) || flag.length > MAX) throw new SetupError(`--project ${flag}: must be a lower-case DNS label of at most ${MAX} characters (it names the bridge's identity crdfn-bridge-<project>)`);
+    if (!DNS_LABEL.test(flag) || flag.length > MAX)
+      throw new SetupError(
+        `--project ${flag}: must be a lower-case DNS label of at most ${MAX} characters (it names the bridge's identity crdfn-bridge-<project>)`,
+      );
     return { project: flag, from: "--project" };
   }
   const settings = join(cwd, "crdfn.deploy.yaml");
@@ -35,7 +44,8 @@ export function devProject(cwd: string, flag?: string): { project: string; from:
     }
     const project = (raw as { project?: unknown } | null)?.project;
     if (typeof project === "string" && project !== "") {
-      if (!DNS_LABEL.test(project) || project.length > MAX) throw new SetupError(`crdfn.deploy.yaml: project ${project}: must be a lower-case DNS label of at most ${MAX} characters`);
+      if (!DNS_LABEL.test(project) || project.length > MAX)
+        throw new SetupError(`crdfn.deploy.yaml: project ${project}: must be a lower-case DNS label of at most ${MAX} characters`);
       return { project, from: "crdfn.deploy.yaml" };
     }
   }

@@ -74,7 +74,10 @@ export async function startedTarget(stateDir: string, say: (line: string) => voi
  */
 export function refuseClusterRegistry(env: NodeJS.ProcessEnv = process.env): void {
   const set = ["CRDFN_CLUSTERS", "CRDFN_CLUSTERS_FILE"].find((k) => env[k] !== undefined);
-  if (set) throw new SetupError(`${set} is set, but crdfn dev serves only the cluster it runs against; unset ${set} (a function host serving several clusters takes it)`);
+  if (set)
+    throw new SetupError(
+      `${set} is set, but crdfn dev serves only the cluster it runs against; unset ${set} (a function host serving several clusters takes it)`,
+    );
 }
 
 /** kubectl's default: the first file of KUBECONFIG, else ~/.kube/config. */
@@ -89,7 +92,13 @@ const firstLine = (e: unknown) => (e instanceof Error ? e.message : String(e)).s
  * here. The chosen context is written as the current one into the state dir's kubeconfig, which
  * the functions and `crdfn status` read.
  */
-export async function existingTarget(o: { kubeconfig: string; context?: string; stateDir: string; say: (line: string) => void; pubsub?: PubSubTargetOptions }): Promise<DevTarget> {
+export async function existingTarget(o: {
+  kubeconfig: string;
+  context?: string;
+  stateDir: string;
+  say: (line: string) => void;
+  pubsub?: PubSubTargetOptions;
+}): Promise<DevTarget> {
   if (!existsSync(o.kubeconfig)) throw new SetupError(`--kubeconfig ${o.kubeconfig}: no such file`);
   const kubeConfig = new KubeConfig();
   try {

@@ -5,7 +5,18 @@ import { Command } from "commander";
 import { pino } from "pino";
 import { SetupError } from "../emulator/errors.ts";
 import { MAX_RECEIVE_COUNT } from "../emulator/queues.ts";
-import { defaultKubeconfig, existingTarget, kindKubeconfig, KIND_CLUSTER, KIND_CONTEXT, refuseClusterRegistry, startedTarget, type DevTarget, type FunctionTarget, type PubSubTargetOptions } from "./dev-target.ts";
+import {
+  defaultKubeconfig,
+  existingTarget,
+  kindKubeconfig,
+  KIND_CLUSTER,
+  KIND_CONTEXT,
+  refuseClusterRegistry,
+  startedTarget,
+  type DevTarget,
+  type FunctionTarget,
+  type PubSubTargetOptions,
+} from "./dev-target.ts";
 import { LOCAL_PUBSUB_PREFIX } from "./local-cloud-run.ts";
 import { operatorName } from "../deploy/rbac.ts";
 import type { Operator } from "../core/operator.ts";
@@ -84,7 +95,14 @@ function target(o: DevOptions, say: (line: string) => void, pubsub: PubSubTarget
   if (o.kind && (o.kubeconfig || o.context)) throw new SetupError("--kind names the kind cluster itself: leave out --kubeconfig and --context");
   const queue = pubsub ? { pubsub } : {};
   if (o.kind) return existingTarget({ kubeconfig: kindKubeconfig(o.stateDir), context: KIND_CONTEXT, stateDir: o.stateDir, say, ...queue });
-  if (o.kubeconfig || o.context) return existingTarget({ kubeconfig: o.kubeconfig ?? defaultKubeconfig(), ...(o.context ? { context: o.context } : {}), stateDir: o.stateDir, say, ...queue });
+  if (o.kubeconfig || o.context)
+    return existingTarget({
+      kubeconfig: o.kubeconfig ?? defaultKubeconfig(),
+      ...(o.context ? { context: o.context } : {}),
+      stateDir: o.stateDir,
+      say,
+      ...queue,
+    });
   if (!o.installCrds) throw new SetupError("--no-install-crds applies to an existing cluster (--kubeconfig); the embedded one starts empty");
   return startedTarget(o.stateDir, say, pubsub);
 }
@@ -107,9 +125,16 @@ export function devCommand(): Command {
     .option("--kind", `run against the kind cluster "${KIND_CLUSTER}" (needs Docker and kind; see infra/kind/)`)
     .option("--watch", "reload an operator when its file (or one it imports) changes, without restarting anything else")
     .option("--namespace <ns...>", "the namespaces the operators serve, as namespaces: in crdfn.deploy.yaml (default: default)")
-    .option("--project <name>", "names the dev bridge's identity crdfn-bridge-<name>, so projects in dev on one cluster keep each their own (default: project: in crdfn.deploy.yaml, else package.json's name)")
+    .option(
+      "--project <name>",
+      "names the dev bridge's identity crdfn-bridge-<name>, so projects in dev on one cluster keep each their own (default: project: in crdfn.deploy.yaml, else package.json's name)",
+    )
     .option("--no-identities", "run the functions and the bridge as the kubeconfig's user, not as deployed (their generated identities and admission policies)")
-    .option("--target <target>", "where the functions run, as deployed: lambda (SQS FIFO, the poller as Lambda's event source) or cloudrun (Pub/Sub ordering keys, push to functions-framework)", "lambda")
+    .option(
+      "--target <target>",
+      "where the functions run, as deployed: lambda (SQS FIFO, the poller as Lambda's event source) or cloudrun (Pub/Sub ordering keys, push to functions-framework)",
+      "lambda",
+    )
     .option("--log-level <level>", "bridge and function log level (pino JSON on stderr)", "warn")
     .addHelpText(
       "after",
@@ -122,7 +147,9 @@ export function devCommand(): Command {
       if (!TARGETS.includes(o.target as FunctionTarget)) throw new SetupError(`--target ${o.target}: must be ${TARGETS.join(" or ")}`);
       const say = (line: string) => console.log(line);
       const examples = exampleFiles();
-      const loaded = (await Promise.all(operatorFiles(o.operator, o.examples === true).map(async (file) => ({ file, ...(await loadOperatorWithInputs(file)) })))).filter((l) => {
+      const loaded = (
+        await Promise.all(operatorFiles(o.operator, o.examples === true).map(async (file) => ({ file, ...(await loadOperatorWithInputs(file)) })))
+      ).filter((l) => {
         const why = examples.includes(l.file) ? exampleLeftOut(l.operator, o.target) : undefined;
         if (why) say(why);
         return why === undefined;
@@ -156,7 +183,9 @@ export function devCommand(): Command {
           const watching = watchOperators({ loaded, apply: (next) => pipeline.reload(next), say });
           stopAll.unshift(() => Promise.resolve(watching.close()));
         }
-        say(`crdfn dev ready in ${((Date.now() - t0) / 1000).toFixed(1)}s — operators: ${operators.map((op) => op.resource.kind).join(", ")}${cloudRun ? " (Cloud Run target: Pub/Sub emulator, push, functions-framework)" : ""}`);
+        say(
+          `crdfn dev ready in ${((Date.now() - t0) / 1000).toFixed(1)}s — operators: ${operators.map((op) => op.resource.kind).join(", ")}${cloudRun ? " (Cloud Run target: Pub/Sub emulator, push, functions-framework)" : ""}`,
+        );
         say(`  kubectl --kubeconfig ${env.files.kubeconfig} get ${operators.map((op) => op.resource.plural).join(",")}`);
         say(`  environment for other tools: set -a; . ${env.files.env}; set +a`);
         if (o.watch) say(`  watching ${files.length} operator module(s) for changes`);

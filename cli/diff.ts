@@ -63,13 +63,15 @@ const matches = (op: Operator<unknown>, kind: string): boolean => {
 /** Reconciles every selected object once, dry run, and says what each would change. */
 export async function diffObjects(opts: DiffOptions): Promise<ObjectDiff[]> {
   const operators = opts.kind === undefined ? opts.operators : opts.operators.filter((op) => matches(op, opts.kind!));
-  if (operators.length === 0) throw new SetupError(`no operator given manages ${opts.kind}: kinds here are ${opts.operators.map((o) => o.resource.kind).join(", ")}`);
+  if (operators.length === 0)
+    throw new SetupError(`no operator given manages ${opts.kind}: kinds here are ${opts.operators.map((o) => o.resource.kind).join(", ")}`);
   const work: Array<{ op: Operator<unknown>; object: KubeObject }> = [];
   for (const op of operators) {
     const objects = await listTargets(opts.api, op, opts.namespace);
     for (const object of objects) if (opts.name === undefined || object.metadata.name === opts.name) work.push({ op, object });
   }
-  if (opts.name !== undefined && work.length === 0) throw new SetupError(`${opts.kind}/${opts.name}: not found${opts.namespace ? ` in namespace ${opts.namespace}` : ""}`);
+  if (opts.name !== undefined && work.length === 0)
+    throw new SetupError(`${opts.kind}/${opts.name}: not found${opts.namespace ? ` in namespace ${opts.namespace}` : ""}`);
   const out: ObjectDiff[] = [];
   let next = 0;
   const worker = async () => {
@@ -192,26 +194,31 @@ export function diffCommand(): Command {
         "  $ crdfn diff greeting/hello -n default --operator operator.ts\n" +
         "  $ crdfn diff --operator operator.ts && serverless deploy   # deploy only what changes nothing",
     )
-    .action(async (target: string | undefined, opts: { operator?: string[]; namespace?: string; kubeconfig?: string; context?: string; concurrency: string; stateDir: string }) => {
-      const concurrency = Number(opts.concurrency);
-      if (!Number.isInteger(concurrency) || concurrency < 1) throw new SetupError(`--concurrency ${opts.concurrency}: must be a whole number ≥ 1`);
-      const [kind, name] = target === undefined ? [] : target.split("/", 2);
-      const env = adminEnv(opts.stateDir);
-      const { kubeConfig } = loadKubeconfig(opts.kubeconfig ?? env.KUBECONFIG, opts.context, env);
-      const operators = opts.operator?.length ? await selectOperators(opts.operator, false) : await projectOperators(DEFAULT_SETTINGS);
-      const started = Date.now();
-      const diffs = await diffObjects({
-        operators,
-        api: createKubeApi({ connection: kubeConfig }, { dryRun: true }),
-        logger: pino({ level: process.env.LOG_LEVEL ?? "silent" }, pino.destination(2)),
-        clock: () => new Date(),
-        ...(opts.namespace ? { namespace: opts.namespace } : {}),
-        ...(kind ? { kind } : {}),
-        ...(name ? { name } : {}),
-        concurrency,
-      });
-      const { lines, changed } = formatDiffs(diffs);
-      console.log(`${lines.join("\n")} (${((Date.now() - started) / 1000).toFixed(1)} s)`);
-      process.exitCode = changed ? 1 : 0;
-    });
+    .action(
+      async (
+        target: string | undefined,
+        opts: { operator?: string[]; namespace?: string; kubeconfig?: string; context?: string; concurrency: string; stateDir: string },
+      ) => {
+        const concurrency = Number(opts.concurrency);
+        if (!Number.isInteger(concurrency) || concurrency < 1) throw new SetupError(`--concurrency ${opts.concurrency}: must be a whole number ≥ 1`);
+        const [kind, name] = target === undefined ? [] : target.split("/", 2);
+        const env = adminEnv(opts.stateDir);
+        const { kubeConfig } = loadKubeconfig(opts.kubeconfig ?? env.KUBECONFIG, opts.context, env);
+        const operators = opts.operator?.length ? await selectOperators(opts.operator, false) : await projectOperators(DEFAULT_SETTINGS);
+        const started = Date.now();
+        const diffs = await diffObjects({
+          operators,
+          api: createKubeApi({ connection: kubeConfig }, { dryRun: true }),
+          logger: pino({ level: process.env.LOG_LEVEL ?? "silent" }, pino.destination(2)),
+          clock: () => new Date(),
+          ...(opts.namespace ? { namespace: opts.namespace } : {}),
+          ...(kind ? { kind } : {}),
+          ...(name ? { name } : {}),
+          concurrency,
+        });
+        const { lines, changed } = formatDiffs(diffs);
+        console.log(`${lines.join("\n")} (${((Date.now() - started) / 1000).toFixed(1)} s)`);
+        process.exitCode = changed ? 1 : 0;
+      },
+    );
 }

@@ -3,7 +3,14 @@
 // pull subscription, redriven into the operator's topic with the object's ordering key. Bodies are
 // key events so they can be shown.
 import { createHash } from "node:crypto";
-import { ChangeMessageVisibilityBatchCommand, DeleteMessageCommand, ReceiveMessageCommand, SendMessageCommand, type Message, type SQSClient } from "@aws-sdk/client-sqs";
+import {
+  ChangeMessageVisibilityBatchCommand,
+  DeleteMessageCommand,
+  ReceiveMessageCommand,
+  SendMessageCommand,
+  type Message,
+  type SQSClient,
+} from "@aws-sdk/client-sqs";
 import { Command } from "commander";
 import { fromSqsMessage } from "../clients/queue-message.ts";
 import { parseKeyEvent } from "../core/event.ts";
@@ -42,7 +49,10 @@ export function describeLetter(id: string, body: string, sentAt: number, now = D
   if (!parsed.ok) return `${id}  malformed (${parsed.error.slice(0, 120)})  ${age}`;
   const e = parsed.event;
   // An unsigned event (from before signed events) would be refused again: its object is re-announced instead.
-  const unsigned = e.mac === undefined ? `  unsigned v${e.v} event: a redrive is refused, run crdfn resync ${e.plural} ${e.name}${e.namespace ? ` -n ${e.namespace}` : ""}` : "";
+  const unsigned =
+    e.mac === undefined
+      ? `  unsigned v${e.v} event: a redrive is refused, run crdfn resync ${e.plural} ${e.name}${e.namespace ? ` -n ${e.namespace}` : ""}`
+      : "";
   return `${id}  ${e.kind} ${e.namespace ? `${e.namespace}/` : ""}${e.name}  ${e.type}${e.reason ? `/${e.reason}` : ""}  cluster ${e.cluster}  ${age}${unsigned}`;
 }
 
@@ -50,7 +60,11 @@ export function describeLetter(id: string, body: string, sentAt: number, now = D
  * The dead letter with this message id, hidden while it is held (the others received on the way
  * are made visible again at once): `remove` deletes it, `release` makes it visible again.
  */
-export async function holdSqsDeadLetter(sqs: SQSClient, queueUrl: string, id: string): Promise<{ id: string; body: string; remove: () => Promise<void>; release: () => Promise<void> } | undefined> {
+export async function holdSqsDeadLetter(
+  sqs: SQSClient,
+  queueUrl: string,
+  id: string,
+): Promise<{ id: string; body: string; remove: () => Promise<void>; release: () => Promise<void> } | undefined> {
   const passed: Message[] = [];
   let found: Message | undefined;
   try {
@@ -76,7 +90,10 @@ export async function holdSqsDeadLetter(sqs: SQSClient, queueUrl: string, id: st
     id,
     body: found.Body ?? "",
     remove: async () => void (await sqs.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: handle }))),
-    release: async () => void (await sqs.send(new ChangeMessageVisibilityBatchCommand({ QueueUrl: queueUrl, Entries: [{ Id: "0", ReceiptHandle: handle, VisibilityTimeout: 0 }] }))),
+    release: async () =>
+      void (await sqs.send(
+        new ChangeMessageVisibilityBatchCommand({ QueueUrl: queueUrl, Entries: [{ Id: "0", ReceiptHandle: handle, VisibilityTimeout: 0 }] }),
+      )),
   };
 }
 
@@ -118,7 +135,10 @@ export async function redrive(sqs: SQSClient, source: string, target: string, ma
   return { count, byKind };
 }
 
-const settingsOption = ["--settings <file>", "a deployment's deploy settings: its operators' dead-letter queues (AWS credentials from the environment) or, target cloudrun, dead-letter subscriptions (application default credentials)"] as const;
+const settingsOption = [
+  "--settings <file>",
+  "a deployment's deploy settings: its operators' dead-letter queues (AWS credentials from the environment) or, target cloudrun, dead-letter subscriptions (application default credentials)",
+] as const;
 
 /** The kinds moved, as "(2 Greeting, 1 CronTab)". */
 const kindsOf = (byKind: Map<string, number>): string => {
@@ -148,7 +168,9 @@ async function redrivePubSub(t: AdminTarget, max: number): Promise<void> {
   try {
     for (const { names } of p.pairs) {
       const moved = await onPubSub(t, names.deadLetterSubscription, () => admin.redrive(names, max));
-      console.log(`redrove ${moved.count} message${moved.count === 1 ? "" : "s"} from ${names.deadLetterSubscription.split("/").pop()} to ${names.topic.split("/").pop()}${kindsOf(moved.byKind)}`);
+      console.log(
+        `redrove ${moved.count} message${moved.count === 1 ? "" : "s"} from ${names.deadLetterSubscription.split("/").pop()} to ${names.topic.split("/").pop()}${kindsOf(moved.byKind)}`,
+      );
     }
   } finally {
     await admin.close();
@@ -168,44 +190,49 @@ export function dlqCommand(): Command {
       .option(...settingsOption)
       .option("--max <n>", "at most this many per dead-letter queue", (v) => Number(v), max)
       .addHelpText("after", `\nExamples:\n${examples}`);
-  subcommand("list", "show the messages in every operator's dead-letter queue (they stay there)", 50, "  $ crdfn dlq list\n  $ crdfn dlq list --max 5 --state-dir .crdfn\n  $ crdfn dlq list --settings crdfn.deploy.yaml")
-    .action(async (o: { stateDir: string; settings?: string; max: number }) => {
-      const t = await adminTarget(o);
-      if (t.pubsub) return listPubSub(t, o.max);
-      const sqs = t.sqs!;
-      try {
-        const empty: string[] = [];
-        for (const { operator, deadLetters } of t.pairs) {
-          // Hidden for a few seconds so one listing does not show a message twice.
-          const messages = await onQueue(t, deadLetters, () => receiveSome(sqs, deadLetters, o.max, 5));
-          if (messages.length === 0) empty.push(operator);
-          for (const m of messages) console.log(`${operator ? `${operator}  ` : ""}${describeMessage(m)}`);
-        }
-        if (t.pairs.length === 1 && empty.length === 1) console.log("the dead-letter queue is empty");
-        else if (empty.length > 0) console.log(`${empty.length === t.pairs.length ? "the dead-letter queues are empty" : "empty"}: ${empty.join(", ")}`);
-      } finally {
-        sqs.destroy();
+  subcommand(
+    "list",
+    "show the messages in every operator's dead-letter queue (they stay there)",
+    50,
+    "  $ crdfn dlq list\n  $ crdfn dlq list --max 5 --state-dir .crdfn\n  $ crdfn dlq list --settings crdfn.deploy.yaml",
+  ).action(async (o: { stateDir: string; settings?: string; max: number }) => {
+    const t = await adminTarget(o);
+    if (t.pubsub) return listPubSub(t, o.max);
+    const sqs = t.sqs!;
+    try {
+      const empty: string[] = [];
+      for (const { operator, deadLetters } of t.pairs) {
+        // Hidden for a few seconds so one listing does not show a message twice.
+        const messages = await onQueue(t, deadLetters, () => receiveSome(sqs, deadLetters, o.max, 5));
+        if (messages.length === 0) empty.push(operator);
+        for (const m of messages) console.log(`${operator ? `${operator}  ` : ""}${describeMessage(m)}`);
       }
-    });
+      if (t.pairs.length === 1 && empty.length === 1) console.log("the dead-letter queue is empty");
+      else if (empty.length > 0) console.log(`${empty.length === t.pairs.length ? "the dead-letter queues are empty" : "empty"}: ${empty.join(", ")}`);
+    } finally {
+      sqs.destroy();
+    }
+  });
   subcommand(
     "redrive",
     "move every dead-lettered message back to its operator's event queue, to be reconciled again",
     100_000,
     "  $ crdfn dlq redrive              # after fixing what made them fail\n  $ crdfn dlq redrive --max 10\n  $ crdfn dlq redrive --settings crdfn.deploy.yaml",
-  )
-    .action(async (o: { stateDir: string; settings?: string; max: number }) => {
-      const t = await adminTarget(o);
-      if (t.pubsub) return redrivePubSub(t, o.max);
-      const sqs = t.sqs!;
-      try {
-        for (const { deadLetters, events } of t.pairs) {
-          const moved = await onQueue(t, deadLetters, () => redrive(sqs, deadLetters, events, o.max));
-          const kinds = [...moved.byKind].map(([k, n]) => `${n} ${k}`).join(", ");
-          console.log(`redrove ${moved.count} message${moved.count === 1 ? "" : "s"} from ${deadLetters.split("/").pop()} to ${events.split("/").pop()}${kinds ? ` (${kinds})` : ""}`);
-        }
-      } finally {
-        sqs.destroy();
+  ).action(async (o: { stateDir: string; settings?: string; max: number }) => {
+    const t = await adminTarget(o);
+    if (t.pubsub) return redrivePubSub(t, o.max);
+    const sqs = t.sqs!;
+    try {
+      for (const { deadLetters, events } of t.pairs) {
+        const moved = await onQueue(t, deadLetters, () => redrive(sqs, deadLetters, events, o.max));
+        const kinds = [...moved.byKind].map(([k, n]) => `${n} ${k}`).join(", ");
+        console.log(
+          `redrove ${moved.count} message${moved.count === 1 ? "" : "s"} from ${deadLetters.split("/").pop()} to ${events.split("/").pop()}${kinds ? ` (${kinds})` : ""}`,
+        );
       }
-    });
+    } finally {
+      sqs.destroy();
+    }
+  });
   return dlq;
 }

@@ -18,9 +18,12 @@ export const kubeConfigOnly: Plugin = {
     const dist = dirname(createRequire(import.meta.url).resolve("@kubernetes/client-node"));
     const config = join(dist, "config.js");
     b.onResolve({ filter: /^@kubernetes\/client-node$/ }, () => ({ path: config }));
-    b.onResolve({ filter: /^\.\/gen\/index\.js$/ }, (a) => (a.importer === config ? { path: "client-node-generated-clients", namespace: "crdfn-left-out" } : undefined));
+    b.onResolve({ filter: /^\.\/gen\/index\.js$/ }, (a) =>
+      a.importer === config ? { path: "client-node-generated-clients", namespace: "crdfn-left-out" } : undefined,
+    );
     b.onLoad({ filter: /.*/, namespace: "crdfn-left-out" }, () => ({
-      contents: "const out = () => { throw new Error(\"client-node's generated API clients are left out of crdfn's bundles (cli/esbuild-plugins.ts)\"); }; export const createConfiguration = out; export class ServerConfiguration { constructor() { out(); } }",
+      contents:
+        "const out = () => { throw new Error(\"client-node's generated API clients are left out of crdfn's bundles (cli/esbuild-plugins.ts)\"); }; export const createConfiguration = out; export class ServerConfiguration { constructor() { out(); } }",
       loader: "js",
     }));
   },
@@ -38,7 +41,7 @@ export const clientNodeLeftOut: Plugin = {
     b.onResolve({ filter: /^@kubernetes\/client-node$/ }, () => ({ path: "client-node", namespace: "crdfn-left-out" }));
     b.onLoad({ filter: /.*/, namespace: "crdfn-left-out" }, () => ({
       contents:
-        "export class KubeConfig { constructor() { throw new Error(\"a kubeconfig cluster entry cannot be used in crdfn's Lambda bundle, which leaves client-node out for its cold start (cli/esbuild-plugins.ts): use auth eks or token\"); } }",
+        'export class KubeConfig { constructor() { throw new Error("a kubeconfig cluster entry cannot be used in crdfn\'s Lambda bundle, which leaves client-node out for its cold start (cli/esbuild-plugins.ts): use auth eks or token"); } }',
       loader: "js",
     }));
   },

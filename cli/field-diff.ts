@@ -13,7 +13,8 @@ export interface FieldChange {
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
-const step = (path: string, key: string | number): string => (typeof key === "number" ? `${path}[${key}]` : /^[A-Za-z_][A-Za-z0-9_-]*$/.test(key) ? (path ? `${path}.${key}` : key) : `${path}[${JSON.stringify(key)}]`);
+const step = (path: string, key: string | number): string =>
+  typeof key === "number" ? `${path}[${key}]` : /^[A-Za-z_][A-Za-z0-9_-]*$/.test(key) ? (path ? `${path}.${key}` : key) : `${path}[${JSON.stringify(key)}]`;
 
 /** Every leaf that differs between `before` and `after`, in path order. */
 export function fieldChanges(before: unknown, after: unknown, path = ""): FieldChange[] {

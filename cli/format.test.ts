@@ -26,10 +26,17 @@ describe("reconcile lines", () => {
       reconcileLine(record({ result: "permanent", detail: "InvalidSpec: message: Required", apiCalls: 3 })),
       "✖ Greeting hello-world not reconciled: InvalidSpec: message: Required (12 ms; fix the object to retry)",
     );
-    assert.match(reconcileLine(record({ result: "retry-later", delaySeconds: 30, detail: "requeue", apiCalls: 1 })), /not reconciled yet, again in 30s: requeue/);
+    assert.match(
+      reconcileLine(record({ result: "retry-later", delaySeconds: 30, detail: "requeue", apiCalls: 1 })),
+      /not reconciled yet, again in 30s: requeue/,
+    );
     const refused = { ...record({ result: "retry", detail: "the status write was refused", apiCalls: 2 }) };
     assert.match(reconcileLine({ ...refused, receiveCount: 2 }), /^! .*the queue redelivers the message \(receive 2 of 5\)/);
-    assert.match(reconcileLine({ ...refused, receiveCount: 5 }), /^☠ .*receive 5 of 5: the message goes to the dead-letter queue/, "the last receive says so, not that it will be redelivered");
+    assert.match(
+      reconcileLine({ ...refused, receiveCount: 5 }),
+      /^☠ .*receive 5 of 5: the message goes to the dead-letter queue/,
+      "the last receive says so, not that it will be redelivered",
+    );
   });
 });
 
@@ -46,8 +53,21 @@ describe("bridge resources of operators", () => {
         (o) => (o.resource.kind === "Greeting" ? { queueUrl: "https://q/greeting.fifo" } : {}),
       ),
       [
-        { group: "example.com", version: "v1", plural: "greetings", owns: [{ group: "", version: "v1", plural: "configmaps" }], queueUrl: "https://q/greeting.fifo" },
-        { group: "stable.example.com", version: "v1", plural: "crontabs", owns: [{ group: "batch", version: "v1", plural: "cronjobs" }], resyncSeconds: 3600, bodies: false },
+        {
+          group: "example.com",
+          version: "v1",
+          plural: "greetings",
+          owns: [{ group: "", version: "v1", plural: "configmaps" }],
+          queueUrl: "https://q/greeting.fifo",
+        },
+        {
+          group: "stable.example.com",
+          version: "v1",
+          plural: "crontabs",
+          owns: [{ group: "batch", version: "v1", plural: "cronjobs" }],
+          resyncSeconds: 3600,
+          bodies: false,
+        },
       ],
     );
   });
@@ -83,7 +103,10 @@ describe("dead-letter descriptions", () => {
       "m1  Greeting default/hello  MODIFIED  cluster prod  10s old  unsigned v1 event: a redrive is refused, run crdfn resync greetings hello -n default",
     );
     const signed = encodeKeyEvent(signKeyEvent(JSON.parse(body) as KeyEvent, { kid: "k1", secret: Buffer.alloc(32, 1) }));
-    assert.equal(describeMessage({ MessageId: "m3", Body: signed, Attributes: { SentTimestamp: sent } }, now), "m3  Greeting default/hello  MODIFIED  cluster prod  10s old");
+    assert.equal(
+      describeMessage({ MessageId: "m3", Body: signed, Attributes: { SentTimestamp: sent } }, now),
+      "m3  Greeting default/hello  MODIFIED  cluster prod  10s old",
+    );
     assert.match(describeMessage({ MessageId: "m2", Body: "{oops", Attributes: { SentTimestamp: sent } }, now), /^m2 {2}malformed \(body is not JSON/);
   });
 });

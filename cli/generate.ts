@@ -77,8 +77,18 @@ export async function generate(operatorFiles: string[], flags: GenerateFlags, cw
   const base = settingsFile ? dirname(settingsFile) : cwd;
   const over = (key: string, value: unknown) => (value === undefined ? {} : { [key]: value });
   const bridge = { ...(raw.bridge as object | undefined), ...over("image", flags.bridgeImage) };
-  const queues = { ...(raw.queues as object | undefined), ...over("prefix", flags.queuePrefix), ...over("urlBase", flags.queueUrlBase), ...over("region", flags.region) };
-  const gcp = { ...(raw.gcp as object | undefined), ...over("project", flags.gcpProject), ...over("region", flags.gcpRegion), ...over("gkeCluster", flags.gkeCluster) };
+  const queues = {
+    ...(raw.queues as object | undefined),
+    ...over("prefix", flags.queuePrefix),
+    ...over("urlBase", flags.queueUrlBase),
+    ...over("region", flags.region),
+  };
+  const gcp = {
+    ...(raw.gcp as object | undefined),
+    ...over("project", flags.gcpProject),
+    ...over("region", flags.gcpRegion),
+    ...over("gkeCluster", flags.gkeCluster),
+  };
   const merged = {
     ...raw,
     ...over("project", flags.project),
@@ -94,10 +104,16 @@ export async function generate(operatorFiles: string[], flags: GenerateFlags, cw
   const source = settingsFile ? relative(cwd, settingsFile) || settingsFile : "flags";
   const settings = parseDeploySettings(merged, source, FLAG_OF);
   // A module named on the command line that the settings list too is the same operator, once.
-  const listed = settings.operators.map((o, i) => ({ file: resolve(base, o.module), handler: o.handler, entryPoint: o.function, where: `${source}: operators.${i}` }));
+  const listed = settings.operators.map((o, i) => ({
+    file: resolve(base, o.module),
+    handler: o.handler,
+    entryPoint: o.function,
+    where: `${source}: operators.${i}`,
+  }));
   const named = operatorFiles.map((f) => resolve(cwd, f)).filter((f) => !listed.some((l) => l.file === f));
   const modules = [...listed, ...named.map((file) => ({ file, handler: undefined, entryPoint: undefined, where: relative(cwd, file) || file }))];
-  if (modules.length === 0) throw new SetupError(`no operator given: name its module (crdfn generate operator.ts) or list it under operators: in ${DEFAULT_SETTINGS}`);
+  if (modules.length === 0)
+    throw new SetupError(`no operator given: name its module (crdfn generate operator.ts) or list it under operators: in ${DEFAULT_SETTINGS}`);
   const operators: GeneratedOperator[] = [];
   const seen = new Map<string, string>();
   const handlers = new Map<string, string>();
@@ -109,7 +125,11 @@ export async function generate(operatorFiles: string[], flags: GenerateFlags, cw
     if (other) throw new SetupError(`two operators manage ${key}: ${other} and ${shown(m.file)}`);
     seen.set(key, shown(m.file));
     // serverless.yml sits beside the settings (or in the current folder); its handlers are relative to it.
-    const handler = m.handler ?? `${relative(base, join(dirname(m.file), "lambda")).split("\\").join("/")}.handler`;
+    const handler =
+      m.handler ??
+      `${relative(base, join(dirname(m.file), "lambda"))
+        .split("\\")
+        .join("/")}.handler`;
     if (settings.target === "cloudrun") {
       // Cloud Run loads the source folder's main, which registers every operator's function: no Lambda entry.
       operators.push({ operator, handler, ...(m.entryPoint ? { entryPoint: m.entryPoint } : {}) });
@@ -122,7 +142,10 @@ export async function generate(operatorFiles: string[], flags: GenerateFlags, cw
       );
     }
     const twice = handlers.get(handler);
-    if (twice) throw new SetupError(`${m.where}: ${origin} is also ${twice}'s: one Lambda entry serves one operator; name each one's with handler: in ${DEFAULT_SETTINGS}`);
+    if (twice)
+      throw new SetupError(
+        `${m.where}: ${origin} is also ${twice}'s: one Lambda entry serves one operator; name each one's with handler: in ${DEFAULT_SETTINGS}`,
+      );
     handlers.set(handler, operator.resource.kind);
     operators.push({ operator, handler });
   }
@@ -131,7 +154,8 @@ export async function generate(operatorFiles: string[], flags: GenerateFlags, cw
   const outDir = resolve(base, settings.out);
   const ops = operators.map((o) => o.operator);
   let stored = new Map<string, string[]>();
-  if (flags.kubeconfig) stored = await clusterStoredVersions({ kubeconfig: resolve(cwd, flags.kubeconfig), ...(flags.context ? { context: flags.context } : {}) }, ops);
+  if (flags.kubeconfig)
+    stored = await clusterStoredVersions({ kubeconfig: resolve(cwd, flags.kubeconfig), ...(flags.context ? { context: flags.context } : {}) }, ops);
   else refuseDroppedVersions(ops, join(outDir, "crds"), join(relative(cwd, outDir) || ".", "crds"));
   return {
     outDir,
@@ -174,21 +198,34 @@ export function staleFiles(g: Pick<Generated, "outDir" | "files">): string[] {
   for (const dir of OWNED_DIRS) {
     if (!existsSync(join(g.outDir, dir))) continue;
     // Not the tools' own files beside them (terraform init and apply write .terraform/, state, .build/).
-    for (const f of readdirSync(join(g.outDir, dir))) if (!g.files.has(`${dir}/${f}`) && !/^\.|^terraform\.tfstate/.test(f)) stale.push(`${dir}/${f} (not generated)`);
+    for (const f of readdirSync(join(g.outDir, dir)))
+      if (!g.files.has(`${dir}/${f}`) && !/^\.|^terraform\.tfstate/.test(f)) stale.push(`${dir}/${f} (not generated)`);
   }
   return stale.sort();
 }
 
 export function generateCommand(): Command {
-  const collect = (v: string, prev: string[] = []) => [...prev, ...v.split(",").map((s) => s.trim()).filter(Boolean)];
+  const collect = (v: string, prev: string[] = []) => [
+    ...prev,
+    ...v
+      .split(",")
+      .map((s) => s.trim())
+      .filter(Boolean),
+  ];
   return new Command("generate")
-    .description("write the CRDs, the functions' RBAC and admission policies, the bridge's manifests, a kustomization and the Serverless resources for your operators")
+    .description(
+      "write the CRDs, the functions' RBAC and admission policies, the bridge's manifests, a kustomization and the Serverless resources for your operators",
+    )
     .argument("[operator-files...]", "modules whose default export is defineOperator({...}) (added to the settings' operators)")
     .option("--settings <file>", `deploy settings (YAML; default: ./${DEFAULT_SETTINGS} when present, which it says)`)
     .option("--project <name>", "this project's name: its bridge is crdfn-bridge-<name>, so projects sharing a cluster keep theirs (required)")
     .option("--out <dir>", "output folder (default: the settings' out, else ./deploy)")
     .option("--cluster <name>", "the cluster name the bridge puts in every event (required)")
-    .option("--namespace <ns>", "a namespace the operators serve (repeatable or comma-separated); each identity's grants are Roles there; it must exist (crdfn never writes it)", collect)
+    .option(
+      "--namespace <ns>",
+      "a namespace the operators serve (repeatable or comma-separated); each identity's grants are Roles there; it must exist (crdfn never writes it)",
+      collect,
+    )
     .option("--functions-namespace <ns>", "where the functions' ServiceAccounts live (default crdfn-functions)")
     .option("--bridge-image <ref>", "the bridge's container image, built from node_modules/crdfn/infra/bridge/Dockerfile (required)")
     .option("--queue-prefix <prefix>", "queue names are <prefix><operator>.fifo and <prefix><operator>-dlq.fifo (default crdfn-<project>-)")
@@ -198,7 +235,10 @@ export function generateCommand(): Command {
     .option("--gcp-project <id>", "cloudrun: the Google Cloud project of the functions, topics and GKE cluster (required)")
     .option("--gcp-region <region>", "cloudrun: the functions' region (required)")
     .option("--gke-cluster <name>", "cloudrun: the GKE cluster the bridge runs in and the functions serve (required)")
-    .option("--kubeconfig <file>", "keep in each CRD the versions this cluster still stores objects as (status.storedVersions); without it, a version the CRD written before could store is never dropped")
+    .option(
+      "--kubeconfig <file>",
+      "keep in each CRD the versions this cluster still stores objects as (status.storedVersions); without it, a version the CRD written before could store is never dropped",
+    )
     .option("--context <name>", "with --kubeconfig: its context (default: the current one)")
     .option("--check", "write nothing; exit 1 listing every file that differs from what would be written")
     .addHelpText(
@@ -246,7 +286,13 @@ Examples:
       writeGenerated(g);
       const served = servedNamespacesLine(g.settings);
       if (served) console.error(`crdfn: ${served}`);
-      if (g.settings.target === "cloudrun") console.log(`wrote ${g.files.size} files into ${where}/ — GCP: cd ${where}/gcp && terraform init && terraform apply; then kubectl apply --server-side -k ${where}`);
-      else console.log(`wrote ${g.files.size} files into ${where}/ — apply: kubectl apply --server-side -k ${where}; serverless.yml: functions: \${file(./${where}/serverless/functions.yml)}, resources: \${file(./${where}/serverless/resources.yml)}`);
+      if (g.settings.target === "cloudrun")
+        console.log(
+          `wrote ${g.files.size} files into ${where}/ — GCP: cd ${where}/gcp && terraform init && terraform apply; then kubectl apply --server-side -k ${where}`,
+        );
+      else
+        console.log(
+          `wrote ${g.files.size} files into ${where}/ — apply: kubectl apply --server-side -k ${where}; serverless.yml: functions: \${file(./${where}/serverless/functions.yml)}, resources: \${file(./${where}/serverless/resources.yml)}`,
+        );
     });
 }

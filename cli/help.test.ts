@@ -32,9 +32,15 @@ describe("crdfn --help", () => {
       const help = helpOf(cmd);
       const at = help.lastIndexOf("\nExamples:\n");
       assert.ok(at >= 0, `${name} --help has no Examples: block:\n${help}`);
-      const lines = help.slice(at + "\nExamples:\n".length).trimEnd().split("\n");
+      const lines = help
+        .slice(at + "\nExamples:\n".length)
+        .trimEnd()
+        .split("\n");
       assert.ok(lines.length > 0 && lines.every((l) => l.startsWith("  $ ")), `${name}: every example is a "  $ " command line:\n${lines.join("\n")}`);
-      assert.ok(lines.some((l) => l.includes(name === "crdfn" ? "crdfn" : `crdfn ${name}`)), `${name}: an example runs the command itself`);
+      assert.ok(
+        lines.some((l) => l.includes(name === "crdfn" ? "crdfn" : `crdfn ${name}`)),
+        `${name}: an example runs the command itself`,
+      );
     });
   }
 });

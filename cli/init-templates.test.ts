@@ -10,11 +10,23 @@ const REGENERATE = `node_modules/.bin/node --input-type=module -e 'const m = awa
 describe("serverless.yml: one template for crdfn init's projects and this repository", () => {
   it("the repository's serverless.yml is the template rendered for this checkout", () => {
     const expected = serverlessYml(CHECKOUT_SERVERLESS.service, CHECKOUT_SERVERLESS.place);
-    assert.equal(readFileSync(join(packageRoot, "serverless.yml"), "utf8"), expected, `serverless.yml differs from cli/init-templates.ts's template: change the template, then ${REGENERATE}`);
+    assert.equal(
+      readFileSync(join(packageRoot, "serverless.yml"), "utf8"),
+      expected,
+      `serverless.yml differs from cli/init-templates.ts's template: change the template, then ${REGENERATE}`,
+    );
   });
 
   it("a project's differs from it only in its service, where generate writes, and where crdfn comes from", () => {
-    const project = projectFiles(projectNames("motd"), { crdfn: "0", zod: "0", typescript: "0", typesNode: "0", serverless: "0", serverlessEsbuild: "0", functionsFramework: "0" }).get("serverless.yml")!;
+    const project = projectFiles(projectNames("motd"), {
+      crdfn: "0",
+      zod: "0",
+      typescript: "0",
+      typesNode: "0",
+      serverless: "0",
+      serverlessEsbuild: "0",
+      functionsFramework: "0",
+    }).get("serverless.yml")!;
     const checkout = serverlessYml(CHECKOUT_SERVERLESS.service, CHECKOUT_SERVERLESS.place);
     const asProject = checkout
       .replaceAll(CHECKOUT_SERVERLESS.place.generated, "deploy/serverless")

@@ -230,7 +230,10 @@ export interface ServerlessPlace {
 const PROJECT_PLACE: ServerlessPlace = { generated: "deploy/serverless", crdfn: "package" };
 
 /** This repository's serverless.yml (the examples' functions) is the template below for this checkout; cli/init.test.ts keeps the file equal to it. */
-export const CHECKOUT_SERVERLESS = { service: "crdfn", place: { generated: "infra/generated/serverless", crdfn: "checkout" } } as const satisfies { service: string; place: ServerlessPlace };
+export const CHECKOUT_SERVERLESS = { service: "crdfn", place: { generated: "infra/generated/serverless", crdfn: "checkout" } } as const satisfies {
+  service: string;
+  place: ServerlessPlace;
+};
 
 export function serverlessYml(service: string, place: ServerlessPlace = PROJECT_PLACE): string {
   // A checkout's operators import `crdfn` from its sources (the crdfn-source condition); an installed crdfn needs no condition.

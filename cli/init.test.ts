@@ -14,7 +14,20 @@ import { NODE_ENGINES, projectNames } from "./init-templates.ts";
 const main = fileURLToPath(new URL("./main.ts", import.meta.url));
 const work = mkdtempSync(join(tmpdir(), "crdfn-init-test-"));
 after(() => rmSync(work, { recursive: true, force: true }));
-const SCAFFOLD = [".gitignore", ".npmrc", "README.md", "crdfn.deploy.yaml", "http.ts", "lambda.ts", "operator.test.ts", "operator.ts", "package.json", "sample.yaml", "serverless.yml", "tsconfig.json"];
+const SCAFFOLD = [
+  ".gitignore",
+  ".npmrc",
+  "README.md",
+  "crdfn.deploy.yaml",
+  "http.ts",
+  "lambda.ts",
+  "operator.test.ts",
+  "operator.ts",
+  "package.json",
+  "sample.yaml",
+  "serverless.yml",
+  "tsconfig.json",
+];
 
 // Without NODE_TEST_CONTEXT, which would make a `crdfn test` there report to this test runner instead.
 const { NODE_TEST_CONTEXT: _, ...env } = process.env;
@@ -52,7 +65,10 @@ describe("crdfn init", () => {
   it("uses an empty existing folder, and refuses a non-empty one", () => {
     mkdirSync(join(work, "empty"));
     initProject("empty", { cwd: work });
-    assert.throws(() => initProject("empty", { cwd: work }), (e) => e instanceof SetupError && /empty already exists and is not empty/.test(e.message));
+    assert.throws(
+      () => initProject("empty", { cwd: work }),
+      (e) => e instanceof SetupError && /empty already exists and is not empty/.test(e.message),
+    );
   });
 
   it("refuses names that are not DNS-1123 labels, or that npm cannot install, saying which", () => {
@@ -98,14 +114,47 @@ describe("crdfn init", () => {
 
       const refused = crdfn(["generate"], dir);
       assert.equal(refused.status, 2, refused.stderr);
-      assert.match(refused.stderr, /^crdfn: crdfn\.deploy\.yaml: set cluster \(--cluster; .*\), bridge\.image \(--bridge-image; .*\), queues\.urlBase \(--queue-url-base; .*\): crdfn cannot know them and writes no placeholder$/m);
-      const made = crdfn(["generate", "--cluster", "prod", "--bridge-image", "registry.example.com/motd/bridge:1", "--queue-url-base", "https://sqs.eu-west-1.amazonaws.com/123456789012"], dir);
+      assert.match(
+        refused.stderr,
+        /^crdfn: crdfn\.deploy\.yaml: set cluster \(--cluster; .*\), bridge\.image \(--bridge-image; .*\), queues\.urlBase \(--queue-url-base; .*\): crdfn cannot know them and writes no placeholder$/m,
+      );
+      const made = crdfn(
+        [
+          "generate",
+          "--cluster",
+          "prod",
+          "--bridge-image",
+          "registry.example.com/motd/bridge:1",
+          "--queue-url-base",
+          "https://sqs.eu-west-1.amazonaws.com/123456789012",
+        ],
+        dir,
+      );
       assert.equal(made.status, 0, made.stderr);
       assert.match(made.stdout, /^wrote \d+ files into deploy\//);
       assert.match(readFileSync(join(dir, "deploy", "serverless", "functions.yml"), "utf8"), /^motd:\n {2}handler: lambda\.handler$/m);
       assert.match(readFileSync(join(dir, "deploy", "bridge", "deployment.yaml"), "utf8"), /name: crdfn-bridge-motd$/m);
       // The same project on Cloud Run: its package.json main (http.ts) registers the function.
-      const gcp = crdfn(["generate", "--target", "cloudrun", "--cluster", "prod", "--bridge-image", "registry.example.com/motd/bridge:1", "--gcp-project", "motd-prod", "--gcp-region", "europe-west1", "--gke-cluster", "prod", "--out", "deploy-gcp"], dir);
+      const gcp = crdfn(
+        [
+          "generate",
+          "--target",
+          "cloudrun",
+          "--cluster",
+          "prod",
+          "--bridge-image",
+          "registry.example.com/motd/bridge:1",
+          "--gcp-project",
+          "motd-prod",
+          "--gcp-region",
+          "europe-west1",
+          "--gke-cluster",
+          "prod",
+          "--out",
+          "deploy-gcp",
+        ],
+        dir,
+      );
       assert.equal(gcp.status, 0, gcp.stderr);
       assert.match(readFileSync(join(dir, "deploy-gcp", "gcp", "main.tf.json"), "utf8"), /"entry_point": "motd"/);
 

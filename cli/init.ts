@@ -13,7 +13,8 @@ export function nameProblem(name: string, taken: string[]): string | undefined {
   if (name.length > 63 || !DNS_LABEL.test(name)) {
     return `"${name}" is not a valid name: it names the npm package and the resource kind, so it must be a DNS-1123 label (at most 63 lower-case letters, digits and '-', starting with a letter, ending with a letter or digit)`;
   }
-  if (taken.includes(name)) return `"${name}" is not a valid name: npm cannot install a package that depends on its own name, and the project depends on ${taken.join(", ")}`;
+  if (taken.includes(name))
+    return `"${name}" is not a valid name: npm cannot install a package that depends on its own name, and the project depends on ${taken.join(", ")}`;
   return undefined;
 }
 

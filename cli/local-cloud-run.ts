@@ -72,7 +72,8 @@ export async function startLocalCloudRun(o: LocalCloudRunOptions): Promise<Local
         maximumBackoffSeconds: LOCAL_RETRY_BACKOFF_SECONDS.maximum,
       });
       const expected = pubSubNamesOf(o.pubsub.projectId, LOCAL_PUBSUB_PREFIX, n);
-      if (made.topic !== expected.topic || made.deadLetterSubscription !== expected.deadLetterSubscription) throw new Error(`Pub/Sub names disagree: ${made.topic} / ${expected.topic}`);
+      if (made.topic !== expected.topic || made.deadLetterSubscription !== expected.deadLetterSubscription)
+        throw new Error(`Pub/Sub names disagree: ${made.topic} / ${expected.topic}`);
       names.set(n, expected);
       const republish = pubSubRepublisher({ topic: made.topic, emulatorHost: o.pubsub.host });
       republishers.push(republish);
@@ -95,7 +96,9 @@ export async function startLocalCloudRun(o: LocalCloudRunOptions): Promise<Local
       servers.push(server);
       const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
       urls.set(n, url);
-      deliverers.push(await startPushDeliverer({ pubsub: client, subscription: made.subscription, endpoint: url, format: "push", ...(o.log ? { log: o.log } : {}) }));
+      deliverers.push(
+        await startPushDeliverer({ pubsub: client, subscription: made.subscription, endpoint: url, format: "push", ...(o.log ? { log: o.log } : {}) }),
+      );
     }
   } catch (e) {
     await stop();

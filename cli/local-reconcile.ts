@@ -61,13 +61,22 @@ export interface LocalRunOptions {
 /** The objects of an operator's kind: all, in one namespace, or one by name. */
 export async function listTargets(api: KubeApi, operator: Operator<unknown>, namespace: string | undefined): Promise<KubeObject[]> {
   const { resource } = operator;
-  const ref = { group: resource.group, version: resource.version, plural: resource.plural, ...(resource.scope === "Namespaced" && namespace ? { namespace } : {}) };
+  const ref = {
+    group: resource.group,
+    version: resource.version,
+    plural: resource.plural,
+    ...(resource.scope === "Namespaced" && namespace ? { namespace } : {}),
+  };
   const items = await api.list(ref);
   return items.map((o) => ({ ...o, apiVersion: apiVersionOf(resource.group, resource.version), kind: resource.kind }));
 }
 
 /** Reconciles `object` (its namespace and name; read afresh) once, as the function would. */
-export async function reconcileLocally(operator: Operator<unknown>, object: { metadata: { name: string; namespace?: string } }, opts: LocalRunOptions): Promise<LocalRun> {
+export async function reconcileLocally(
+  operator: Operator<unknown>,
+  object: { metadata: { name: string; namespace?: string } },
+  opts: LocalRunOptions,
+): Promise<LocalRun> {
   const writes: RecordedWrite[] = [];
   const api = recording(opts.api, writes);
   const ref = parentRef(operator, { name: object.metadata.name, ...(object.metadata.namespace ? { namespace: object.metadata.namespace } : {}) });
@@ -140,7 +149,12 @@ async function childKeys(api: KubeApi, operator: Operator<unknown>, parent: Kube
   const uid = parent.metadata.uid ?? "";
   const perKind = await Promise.all(
     operator.owns.map(async (owned) => {
-      const ref = { group: owned.group, version: owned.version, plural: owned.plural, ...(owned.namespaced && parent.metadata.namespace ? { namespace: parent.metadata.namespace } : {}) };
+      const ref = {
+        group: owned.group,
+        version: owned.version,
+        plural: owned.plural,
+        ...(owned.namespaced && parent.metadata.namespace ? { namespace: parent.metadata.namespace } : {}),
+      };
       const items = await api.list(ref, `${PARENT_UID_LABEL}=${uid}`);
       return items.flatMap((o): ChildKey[] => {
         const m = o.metadata;
@@ -148,7 +162,18 @@ async function childKeys(api: KubeApi, operator: Operator<unknown>, parent: Kube
         if (controller?.uid !== uid || !m.uid || !m.resourceVersion) return [];
         const hash = appliedHashOf(o, operator.fieldManager);
         const fence = fenceOf(o);
-        return [{ apiVersion: apiVersionOf(owned.group, owned.version), kind: owned.kind, ...(m.namespace ? { namespace: m.namespace } : {}), name: m.name, uid: m.uid, resourceVersion: m.resourceVersion, ...(hash === undefined ? {} : { appliedHash: hash }), ...(fence === undefined ? {} : { parentGeneration: fence }) }];
+        return [
+          {
+            apiVersion: apiVersionOf(owned.group, owned.version),
+            kind: owned.kind,
+            ...(m.namespace ? { namespace: m.namespace } : {}),
+            name: m.name,
+            uid: m.uid,
+            resourceVersion: m.resourceVersion,
+            ...(hash === undefined ? {} : { appliedHash: hash }),
+            ...(fence === undefined ? {} : { parentGeneration: fence }),
+          },
+        ];
       });
     }),
   );

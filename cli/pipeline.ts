@@ -23,7 +23,7 @@ import { SetupError } from "../emulator/errors.ts";
 import { queueEnv } from "../emulator/queues.ts";
 import { freePort } from "../emulator/ports.ts";
 import { startServer, type RunningServer } from "../emulator/process.ts";
-import { startReaper } from "../emulator/reaper.ts";
+import { startReaper, type Reaper } from "../emulator/reaper.ts";
 import type { LocalPubSub } from "../emulator/pubsub.ts";
 import { operatorName } from "../deploy/rbac.ts";
 import { pubSubNamesOf } from "../deploy/queue-names.ts";
@@ -344,24 +344,16 @@ export async function startPipeline(given: PipelineOptions): Promise<Pipeline | 
   const bridgeConfig = loadBridgeConfig(bridgeEnv(o), bridgeFile(o, o.operators));
   // Removes the identities' token folder if this process is killed before its stop (SIGKILL).
   const tokenReaper = o.identities === false ? undefined : startReaper();
-  const ids =
-    o.identities === false
-      ? undefined
-      : await applyDevIdentities({
-          kubeConfig: o.cluster.kubeConfig,
-          operators: o.operators,
-          namespaces: servedNamespaces(o),
-          project: o.identities?.project ?? "dev",
-          ...(o.identities?.stateDir ? { stateDir: o.identities.stateDir } : {}),
-          ...(tokenReaper ? { reaper: tokenReaper } : {}),
-          ...(o.log ? { log: o.log } : {}),
-        }).catch(async (e: unknown) => {
-          await tokenReaper?.release();
-          throw e;
-        });
+  const ids = tokenReaper === undefined ? undefined : await devIdentitiesOf(o, tokenReaper);
 
   // The functions serve exactly the cluster the bridge names in its events.
-  const functionEnv = { ...process.env, ...processEnv(o), LOG_LEVEL: o.functionLogLevel ?? "warn", CRDFN_KUBE_AUTH: "kubeconfig", CRDFN_CLUSTER: bridgeConfig.cluster };
+  const functionEnv = {
+    ...process.env,
+    ...processEnv(o),
+    LOG_LEVEL: o.functionLogLevel ?? "warn",
+    CRDFN_KUBE_AUTH: "kubeconfig",
+    CRDFN_CLUSTER: bridgeConfig.cluster,
+  };
   // One function process serving every operator, dispatching by the resource each event names;
   // as deployed, each operator's runtime with its own identity.
   let operators = o.operators;
@@ -419,7 +411,7 @@ export async function startPipeline(given: PipelineOptions): Promise<Pipeline | 
       const crdText = (op: Operator<unknown>) => JSON.stringify(crdOf(op));
       const before = new Map(operators.map((op) => [crdName(op), crdText(op)]));
       const changed = next.filter((op) => before.get(crdName(op)) !== crdText(op));
-      const notes = o.installCrds ?? true ? await installCrds(o.cluster.kubeConfig, changed) : [];
+      const notes = (o.installCrds ?? true) ? await installCrds(o.cluster.kubeConfig, changed) : [];
       const { runtime: nextRuntime, built } = build(next);
       const watched = (ops: ReadonlyArray<Operator<unknown>>) => JSON.stringify(watchedResourcesOf(ops));
       const bridgeStale = watched(next) !== watched(operators);
@@ -440,6 +432,22 @@ export async function startPipeline(given: PipelineOptions): Promise<Pipeline | 
   };
 }
 
+/** The identities as deployed (cli/dev-identities.ts), their tokens' folder reaped if this process dies. */
+async function devIdentitiesOf(o: PipelineOptions, tokenReaper: Reaper): Promise<DevIdentities> {
+  return applyDevIdentities({
+    kubeConfig: o.cluster.kubeConfig,
+    operators: o.operators,
+    namespaces: servedNamespaces(o),
+    project: (o.identities === false ? undefined : o.identities?.project) ?? "dev",
+    ...(o.identities !== false && o.identities?.stateDir ? { stateDir: o.identities.stateDir } : {}),
+    reaper: tokenReaper,
+    ...(o.log ? { log: o.log } : {}),
+  }).catch(async (e: unknown) => {
+    await tokenReaper.release();
+    throw e;
+  });
+}
+
 /**
  * Says which objects of the operators' kinds sit in namespaces not served (cli/unserved.ts): a
  * line each and a NamespaceNotServed Event on each, as the kubeconfig's user (the bridge's
@@ -455,7 +463,9 @@ async function reportUnserved(o: PipelineOptions): Promise<void> {
       await recordUnserved(http, u, served, new Date());
     }
   } catch (e) {
-    o.log?.(`! could not look for ${o.operators.map((op) => op.resource.kind).join(", ")} objects in namespaces not served: ${(e as Error).message.split("\n")[0]}`);
+    o.log?.(
+      `! could not look for ${o.operators.map((op) => op.resource.kind).join(", ")} objects in namespaces not served: ${(e as Error).message.split("\n")[0]}`,
+    );
   }
 }
 
@@ -477,7 +487,15 @@ function startSqsConsumer(o: PipelineOptions, queue: SqsEnvironment, sqs: SQSCli
  * operator's identity), looked up per request, so a reload swaps it.
  */
 async function startCloudRunConsumer(o: PipelineOptions, pubsub: LocalPubSub, runtimeOfKind: (kind: string) => Runtime): Promise<{ stop(): Promise<void> }> {
-  const runtimes = new Map(o.operators.map((op) => [op.resource.kind, observed(swappableRuntime(() => runtimeOfKind(op.resource.kind)), o.onReconcile)]));
+  const runtimes = new Map(
+    o.operators.map((op) => [
+      op.resource.kind,
+      observed(
+        swappableRuntime(() => runtimeOfKind(op.resource.kind)),
+        o.onReconcile,
+      ),
+    ]),
+  );
   return startLocalCloudRun({
     pubsub,
     operators: o.operators,

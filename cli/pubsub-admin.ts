@@ -7,7 +7,6 @@ import { pubSubClient, type PubSubSettings } from "../clients/pubsub-client.ts";
 import { messageGroupId, parseKeyEvent } from "../core/event.ts";
 import type { PubSubNames } from "../deploy/queue-names.ts";
 
-
 export interface DeadLetter {
   id: string;
   body: string;

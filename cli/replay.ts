@@ -33,7 +33,10 @@ export interface HeldLetter {
 /** Finds the dead letter `id` in any operator's dead-letter queue (or subscription) of `t`. */
 export async function holdDeadLetter(t: AdminTarget, id: string): Promise<HeldLetter> {
   const held = await findLetter(t, id);
-  if (held === undefined) throw new SetupError(`--dead-letter ${id}: no such message in ${t.from}'s dead-letter ${t.pubsub ? "subscriptions" : "queues"} (crdfn dlq list shows their ids)`);
+  if (held === undefined)
+    throw new SetupError(
+      `--dead-letter ${id}: no such message in ${t.from}'s dead-letter ${t.pubsub ? "subscriptions" : "queues"} (crdfn dlq list shows their ids)`,
+    );
   const parsed = parseKeyEvent(held.body);
   if (!parsed.ok) {
     await held.release();
@@ -118,7 +121,10 @@ export function replayCommand(): Command {
     .option("--dead-letter <id>", "the dead letter to replay (its id from crdfn dlq list)")
     .option("--operator <file...>", "your operator module(s) (default: those the deploy settings list, else this checkout's examples)")
     .option("-n, --namespace <ns>", "the object's namespace", "default")
-    .option("--apply", "write as the function would (default: a server-side dry run that writes nothing); a dead letter is removed once its object is reconciled")
+    .option(
+      "--apply",
+      "write as the function would (default: a server-side dry run that writes nothing); a dead letter is removed once its object is reconciled",
+    )
     .option("--kubeconfig <file>", "kubeconfig (default: KUBECONFIG, .crdfn/env, ~/.kube/config)")
     .option("--context <name>", "kubeconfig context")
     .option("--settings <file>", "a deployment's deploy settings: where its dead-letter queues are")
@@ -130,45 +136,69 @@ export function replayCommand(): Command {
         "  $ node --inspect-brk node_modules/.bin/crdfn replay greeting/hello --operator operator.ts\n" +
         "  $ crdfn replay --dead-letter 8c1f…e2 --operator operator.ts --apply   # after the fix: reconcile, remove it",
     )
-    .action(async (target: string | undefined, opts: { deadLetter?: string; operator?: string[]; namespace: string; apply?: boolean; kubeconfig?: string; context?: string; settings?: string; stateDir: string }) => {
-      if ((target === undefined) === (opts.deadLetter === undefined)) throw new SetupError("name one object (kind/name) or one --dead-letter <id>");
-      // Stacks point into the operator's own source, not the bundle it was loaded from.
-      process.setSourceMapsEnabled(true);
-      const env = adminEnv(opts.stateDir);
-      const t = opts.deadLetter === undefined ? undefined : await adminTarget({ stateDir: opts.stateDir, ...(opts.settings ? { settings: opts.settings } : {}) });
-      const operators = opts.operator?.length ? await selectOperators(opts.operator, false) : (t?.operators ?? (await projectOperators(DEFAULT_SETTINGS)));
-      const letter = t === undefined ? undefined : await holdDeadLetter(t, opts.deadLetter!);
-      try {
-        const [kind, name] = target?.split("/", 2) ?? [];
-        const e = letter?.event;
-        const op = e ? operators.find((o) => o.resource.group === e.group && o.resource.plural === e.plural) : operators.find((o) => [o.resource.kind, o.resource.plural, o.resource.singular].some((n) => n?.toLowerCase() === kind?.toLowerCase()));
-        if (op === undefined) throw new SetupError(`no operator given manages ${e ? `${e.plural}.${e.group}` : kind}: name it with --operator`);
-        if (!e && !name) throw new SetupError(`${target}: name the object as kind/name`);
-        const object = { metadata: e ? { name: e.name, ...(e.namespace ? { namespace: e.namespace } : {}) } : { name: name!, ...(op.resource.scope === "Cluster" ? {} : { namespace: opts.namespace }) } };
-        if (letter && e) console.log(`dead letter ${letter.id}: ${e.kind} ${e.namespace ? `${e.namespace}/` : ""}${e.name} (${e.type}${e.reason ? `/${e.reason}` : ""}, cluster ${e.cluster}, resourceVersion ${e.resourceVersion}); the object is read afresh, as the function reads it`);
-        const { kubeConfig } = loadKubeconfig(opts.kubeconfig ?? env.KUBECONFIG, opts.context, env);
-        const run = await reconcileLocally(op, object, {
-          api: createKubeApi({ connection: kubeConfig }, { dryRun: opts.apply !== true }),
-          logger: pino({ level: process.env.LOG_LEVEL ?? "warn" }, pino.destination(2)),
-          clock: () => new Date(),
-          cluster: e?.cluster ?? "replay",
-          env: process.env,
-          runEffects: opts.apply === true,
-        });
-        console.log(describeRun(op, object, run, opts.apply === true).join("\n"));
-        const ok = run.outcome.result === "success";
-        if (letter && ok && opts.apply) {
-          await letter.remove();
-          console.log(`dead letter ${letter.id} removed: its object is reconciled`);
-        } else if (letter) {
-          await letter.release();
+    .action(
+      async (
+        target: string | undefined,
+        opts: {
+          deadLetter?: string;
+          operator?: string[];
+          namespace: string;
+          apply?: boolean;
+          kubeconfig?: string;
+          context?: string;
+          settings?: string;
+          stateDir: string;
+        },
+      ) => {
+        if ((target === undefined) === (opts.deadLetter === undefined)) throw new SetupError("name one object (kind/name) or one --dead-letter <id>");
+        // Stacks point into the operator's own source, not the bundle it was loaded from.
+        process.setSourceMapsEnabled(true);
+        const env = adminEnv(opts.stateDir);
+        const t =
+          opts.deadLetter === undefined ? undefined : await adminTarget({ stateDir: opts.stateDir, ...(opts.settings ? { settings: opts.settings } : {}) });
+        const operators = opts.operator?.length ? await selectOperators(opts.operator, false) : (t?.operators ?? (await projectOperators(DEFAULT_SETTINGS)));
+        const letter = t === undefined ? undefined : await holdDeadLetter(t, opts.deadLetter!);
+        try {
+          const [kind, name] = target?.split("/", 2) ?? [];
+          const e = letter?.event;
+          const op = e
+            ? operators.find((o) => o.resource.group === e.group && o.resource.plural === e.plural)
+            : operators.find((o) => [o.resource.kind, o.resource.plural, o.resource.singular].some((n) => n?.toLowerCase() === kind?.toLowerCase()));
+          if (op === undefined) throw new SetupError(`no operator given manages ${e ? `${e.plural}.${e.group}` : kind}: name it with --operator`);
+          if (!e && !name) throw new SetupError(`${target}: name the object as kind/name`);
+          const object = {
+            metadata: e
+              ? { name: e.name, ...(e.namespace ? { namespace: e.namespace } : {}) }
+              : { name: name!, ...(op.resource.scope === "Cluster" ? {} : { namespace: opts.namespace }) },
+          };
+          if (letter && e)
+            console.log(
+              `dead letter ${letter.id}: ${e.kind} ${e.namespace ? `${e.namespace}/` : ""}${e.name} (${e.type}${e.reason ? `/${e.reason}` : ""}, cluster ${e.cluster}, resourceVersion ${e.resourceVersion}); the object is read afresh, as the function reads it`,
+            );
+          const { kubeConfig } = loadKubeconfig(opts.kubeconfig ?? env.KUBECONFIG, opts.context, env);
+          const run = await reconcileLocally(op, object, {
+            api: createKubeApi({ connection: kubeConfig }, { dryRun: opts.apply !== true }),
+            logger: pino({ level: process.env.LOG_LEVEL ?? "warn" }, pino.destination(2)),
+            clock: () => new Date(),
+            cluster: e?.cluster ?? "replay",
+            env: process.env,
+            runEffects: opts.apply === true,
+          });
+          console.log(describeRun(op, object, run, opts.apply === true).join("\n"));
+          const ok = run.outcome.result === "success";
+          if (letter && ok && opts.apply) {
+            await letter.remove();
+            console.log(`dead letter ${letter.id} removed: its object is reconciled`);
+          } else if (letter) {
+            await letter.release();
+          }
+          process.exitCode = ok ? 0 : 1;
+        } catch (error) {
+          await letter?.release();
+          throw error;
+        } finally {
+          t?.sqs?.destroy();
         }
-        process.exitCode = ok ? 0 : 1;
-      } catch (error) {
-        await letter?.release();
-        throw error;
-      } finally {
-        t?.sqs?.destroy();
-      }
-    });
+      },
+    );
 }

@@ -33,12 +33,16 @@ async function discover(http: KubeHttp, what: string): Promise<Discovered> {
   const groups = ((await http.getJson("/apis", {})) as { groups?: Array<{ name: string; preferredVersion?: { version: string } }> }).groups ?? [];
   const candidates: Array<{ group: string; version: string; path: string }> = [
     ...(wantGroup === undefined || wantGroup === "" ? [{ group: "", version: "v1", path: "/api/v1" }] : []),
-    ...groups.filter((g) => wantGroup === undefined || g.name === wantGroup).map((g) => ({ group: g.name, version: g.preferredVersion?.version ?? "v1", path: `/apis/${g.name}/${g.preferredVersion?.version ?? "v1"}` })),
+    ...groups
+      .filter((g) => wantGroup === undefined || g.name === wantGroup)
+      .map((g) => ({ group: g.name, version: g.preferredVersion?.version ?? "v1", path: `/apis/${g.name}/${g.preferredVersion?.version ?? "v1"}` })),
   ];
   const lower = name.toLowerCase();
   for (const c of candidates) {
     const resources = ((await http.getJson(c.path, {}).catch(() => ({}))) as { resources?: ApiResource[] }).resources ?? [];
-    const found = resources.find((r) => !r.name.includes("/") && (r.name === lower || r.singularName === lower || r.kind.toLowerCase() === lower || r.shortNames?.includes(lower)));
+    const found = resources.find(
+      (r) => !r.name.includes("/") && (r.name === lower || r.singularName === lower || r.kind.toLowerCase() === lower || r.shortNames?.includes(lower)),
+    );
     if (found) return { group: c.group, version: c.version, plural: found.name, namespaced: found.namespaced };
   }
   throw new SetupError(`the server does not serve a resource "${what}" (try its plural, e.g. greetings, or plural.group)`);
@@ -60,7 +64,8 @@ export async function resync(o: { http: KubeHttp; resource: string; name?: strin
     let cont: string | undefined;
     do {
       const page = (await o.http.getJson(`${base(r)}${scope}/${r.plural}`, { limit: "500", continue: cont })) as Listed;
-      for (const item of page.items ?? []) targets.push({ name: item.metadata.name, ...(item.metadata.namespace ? { namespace: item.metadata.namespace } : {}) });
+      for (const item of page.items ?? [])
+        targets.push({ name: item.metadata.name, ...(item.metadata.namespace ? { namespace: item.metadata.namespace } : {}) });
       cont = page.metadata?.continue || undefined;
     } while (cont !== undefined);
   }
@@ -90,11 +95,28 @@ export function resyncCommand(): Command {
         "  $ crdfn resync greetings -A              # every Greeting in the cluster\n" +
         "  $ crdfn resync crontabs.stable.example.com -n shop",
     )
-    .action(async (resource: string, name: string | undefined, opts: { namespace?: string; allNamespaces?: boolean; kubeconfig?: string; context?: string; stateDir: string }) => {
-      const env = adminEnv(opts.stateDir);
-      const { kubeConfig } = loadKubeconfig(opts.kubeconfig ?? env.KUBECONFIG, opts.context, env);
-      const http = new KubeHttp({ connection: kubeConfig });
-      const done = await resync({ http, resource, ...(name ? { name } : {}), ...(opts.namespace ? { namespace: opts.namespace } : {}), allNamespaces: opts.allNamespaces === true, now: new Date() });
-      console.log(done.length === 0 ? `no ${resource} to resync` : `resync requested for ${done.length} object(s): ${done.slice(0, 10).join(", ")}${done.length > 10 ? ", …" : ""}`);
-    });
+    .action(
+      async (
+        resource: string,
+        name: string | undefined,
+        opts: { namespace?: string; allNamespaces?: boolean; kubeconfig?: string; context?: string; stateDir: string },
+      ) => {
+        const env = adminEnv(opts.stateDir);
+        const { kubeConfig } = loadKubeconfig(opts.kubeconfig ?? env.KUBECONFIG, opts.context, env);
+        const http = new KubeHttp({ connection: kubeConfig });
+        const done = await resync({
+          http,
+          resource,
+          ...(name ? { name } : {}),
+          ...(opts.namespace ? { namespace: opts.namespace } : {}),
+          allNamespaces: opts.allNamespaces === true,
+          now: new Date(),
+        });
+        console.log(
+          done.length === 0
+            ? `no ${resource} to resync`
+            : `resync requested for ${done.length} object(s): ${done.slice(0, 10).join(", ")}${done.length > 10 ? ", …" : ""}`,
+        );
+      },
+    );
 }

@@ -124,8 +124,12 @@ async function pubSubReport(t: AdminTarget): Promise<void> {
   } finally {
     await admin.close();
   }
-  console.log(`Topics and subscriptions (from ${t.from}${p.connection.emulatorHost ? `, the Pub/Sub emulator at ${p.connection.emulatorHost}` : `, project ${p.connection.projectId}`})\n${table(rows)}`);
-  console.log(`  (a push subscription's backlog is Cloud Monitoring's pubsub.googleapis.com/subscription/num_undelivered_messages; Pub/Sub's API does not report it)`);
+  console.log(
+    `Topics and subscriptions (from ${t.from}${p.connection.emulatorHost ? `, the Pub/Sub emulator at ${p.connection.emulatorHost}` : `, project ${p.connection.projectId}`})\n${table(rows)}`,
+  );
+  console.log(
+    `  (a push subscription's backlog is Cloud Monitoring's pubsub.googleapis.com/subscription/num_undelivered_messages; Pub/Sub's API does not report it)`,
+  );
   console.log(`Oldest dead letter\n${oldest.map((l) => `  ${l}`).join("\n")}`);
 }
 
@@ -136,9 +140,18 @@ async function queueReport(t: AdminTarget): Promise<void> {
   const oldest: string[] = [];
   for (const pair of t.pairs) {
     const label = (what: string) => `${pair.operator ? `${pair.operator} ` : ""}${what} (FIFO)`;
-    for (const [what, url] of [["events", pair.events], ["dead letters", pair.deadLetters]] as const) {
+    for (const [what, url] of [
+      ["events", pair.events],
+      ["dead letters", pair.deadLetters],
+    ] as const) {
       const d = await onQueue(t, url, () => depth(sqs, url));
-      rows.push({ queue: label(what), visible: String(d.visible), "in flight": String(d.inFlight), delayed: String(d.delayed), name: url.split("/").pop() ?? url });
+      rows.push({
+        queue: label(what),
+        visible: String(d.visible),
+        "in flight": String(d.inFlight),
+        delayed: String(d.delayed),
+        name: url.split("/").pop() ?? url,
+      });
     }
     const dead = await onQueue(t, pair.deadLetters, () => oldestDeadLetter(sqs, pair.deadLetters));
     oldest.push(pair.operator ? `${pair.operator}  ${dead}` : dead);
@@ -157,7 +170,10 @@ export function statusCommand(): Command {
     .option("--state-dir <dir>", "where crdfn dev wrote env", ".crdfn")
     .option("--settings <file>", "a deployment's deploy settings: its operators' queues (AWS credentials from the environment) and KUBECONFIG's cluster")
     .option("--limit <n>", "outcomes to show", (v) => Number(v), 20)
-    .option("--operator <file...>", "your operator module(s) (default: the settings' operators, else those ./crdfn.deploy.yaml lists, else the examples of a crdfn checkout)")
+    .option(
+      "--operator <file...>",
+      "your operator module(s) (default: the settings' operators, else those ./crdfn.deploy.yaml lists, else the examples of a crdfn checkout)",
+    )
     .addHelpText(
       "after",
       "\nExamples:\n  $ crdfn status                         # while crdfn dev runs\n  $ crdfn status --operator operator.ts --limit 5\n  $ crdfn status --settings crdfn.deploy.yaml   # a deployment",
@@ -174,7 +190,9 @@ export function statusCommand(): Command {
       kc.loadFromFile(t.kubeconfig);
       const operators = o.operator?.length ? await selectOperators(o.operator, false) : (t.operators ?? (await projectOperators(DEFAULT_SETTINGS)));
       const rows = await outcomes(kc, t.kubeconfig, operators, o.limit);
-      console.log(`Latest reconcile outcomes (from each object's Ready condition)\n${table(rows.map(({ object, ready, reason, synced, since }) => ({ object, ready, reason, synced, since })))}`);
+      console.log(
+        `Latest reconcile outcomes (from each object's Ready condition)\n${table(rows.map(({ object, ready, reason, synced, since }) => ({ object, ready, reason, synced, since })))}`,
+      );
       console.log(await unservedReport(new KubeHttp({ connection: kc }), operators));
     });
 }

@@ -39,7 +39,12 @@ export async function findUnserved(http: KubeHttp, operators: ReadonlyArray<Oper
     let list: Listed;
     try {
       // Names are all this needs: metadata only, never a body.
-      list = (await http.getJson(resourcePath({ group: r.group, version: r.version, plural: r.plural }), {}, undefined, "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json")) as Listed;
+      list = (await http.getJson(
+        resourcePath({ group: r.group, version: r.version, plural: r.plural }),
+        {},
+        undefined,
+        "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json",
+      )) as Listed;
     } catch (e) {
       if (e instanceof ApiError && e.code === 404) continue;
       throw e;
@@ -59,7 +64,8 @@ export function unservedNote(o: Pick<UnservedObject, "kind" | "namespace">, serv
 }
 
 /** dev's line for one such object. */
-export const unservedLine = (o: UnservedObject, served: readonly string[]): string => `⚠ ${o.kind} ${o.namespace}/${o.name} not served: ${unservedNote(o, served).replace(/^crdfn: /, "")}`;
+export const unservedLine = (o: UnservedObject, served: readonly string[]): string =>
+  `⚠ ${o.kind} ${o.namespace}/${o.name} not served: ${unservedNote(o, served).replace(/^crdfn: /, "")}`;
 
 /**
  * A Warning Event on the object, named for the object and what it says, so that dev started
@@ -101,7 +107,9 @@ interface EventList {
  */
 export async function unservedStatusLines(http: KubeHttp, operators: ReadonlyArray<Operator<unknown>>): Promise<string[]> {
   const kinds = new Map(operators.map((op) => [`${op.resource.group}/${op.resource.version}/${op.resource.kind}`, op]));
-  const events = (await http.getJson(resourcePath({ group: "", version: "v1", plural: "events" }), { fieldSelector: `reason=${NOT_SERVED_REASON}` })) as EventList;
+  const events = (await http.getJson(resourcePath({ group: "", version: "v1", plural: "events" }), {
+    fieldSelector: `reason=${NOT_SERVED_REASON}`,
+  })) as EventList;
   const lines = new Map<string, string>();
   for (const ev of events.items ?? []) {
     const r = ev.involvedObject;

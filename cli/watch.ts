@@ -51,7 +51,9 @@ export function watchOperators(o: WatchOptions): OperatorWatch {
       const done = await o.apply(loaded.map((l, j) => (j === i ? next.operator : l.operator)));
       loaded[i] = next;
       for (const note of done.notes) o.say(`  ${note}`);
-      o.say(`↻ ${next.operator.resource.kind} reloaded from ${name}${done.crdsApplied.length ? ` (CRD ${done.crdsApplied.join(", ")} re-applied)` : ""}; ${done.resynced} object(s) reconciled again`);
+      o.say(
+        `↻ ${next.operator.resource.kind} reloaded from ${name}${done.crdsApplied.length ? ` (CRD ${done.crdsApplied.join(", ")} re-applied)` : ""}; ${done.resynced} object(s) reconciled again`,
+      );
       if (done.bridgeStale) o.say(`! ${next.operator.resource.kind}: its watched or owned kinds changed; restart crdfn dev so the bridge watches them`);
     } catch (e) {
       o.say(`✖ ${name} not reloaded, the previous version keeps running: ${oneLine(e)}`);

@@ -36,7 +36,9 @@ describe("KubeHttp", () => {
 
   it("turns an error status into an ApiError with the server's reason and message, naming the request", async () => {
     routes.set("/gone", (res) =>
-      res.writeHead(410, { "content-type": "application/json" }).end(JSON.stringify({ kind: "Status", code: 410, reason: "Expired", message: "too old resource version" })),
+      res
+        .writeHead(410, { "content-type": "application/json" })
+        .end(JSON.stringify({ kind: "Status", code: 410, reason: "Expired", message: "too old resource version" })),
     );
     await assert.rejects(
       http.getJson("/gone", {}, new AbortController().signal),
@@ -80,12 +82,25 @@ describe("KubeHttp", () => {
       let body = "";
       req.on("data", (c: Buffer) => (body += String(c)));
       req.on("end", () => {
-        seen.push({ method: req.method, type: req.headers["content-type"], query: new URL(req.url ?? "/", "http://x").search, body, port: req.socket.remotePort });
+        seen.push({
+          method: req.method,
+          type: req.headers["content-type"],
+          query: new URL(req.url ?? "/", "http://x").search,
+          body,
+          port: req.socket.remotePort,
+        });
         res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ ok: true }));
       });
     });
     const path = "/apis/g/v1/namespaces/n/things/a";
-    assert.deepEqual(await http.json("PATCH", path, { body: { spec: 1 }, contentType: "application/apply-patch+yaml", query: { fieldManager: "m", force: "true", empty: "" } }), { ok: true });
+    assert.deepEqual(
+      await http.json("PATCH", path, {
+        body: { spec: 1 },
+        contentType: "application/apply-patch+yaml",
+        query: { fieldManager: "m", force: "true", empty: "" },
+      }),
+      { ok: true },
+    );
     await http.json("PUT", path, { body: { spec: 2 } });
     assert.deepEqual(
       seen.map(({ port: _, ...rest }) => rest),
@@ -98,7 +113,9 @@ describe("KubeHttp", () => {
   });
 
   it("sends the token provider's bearer token in place of the kubeconfig's credentials", async () => {
-    routes.set("/who", (res, req) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ auth: req.headers.authorization ?? null })));
+    routes.set("/who", (res, req) =>
+      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ auth: req.headers.authorization ?? null })),
+    );
     const withToken = new KubeHttp({ connection: kubeConfig, token: () => Promise.resolve("t0ken") });
     assert.deepEqual(await withToken.getJson("/who", {}), { auth: "Bearer t0ken" });
     assert.deepEqual(await http.getJson("/who", {}), { auth: null });
@@ -129,8 +146,16 @@ describe("KubeHttp", () => {
     const port = (closed.address() as AddressInfo).port;
     await new Promise<void>((resolve) => closed.close(() => resolve()));
     const kc = new KubeConfig();
-    kc.loadFromOptions({ clusters: [{ name: "c", server: `http://127.0.0.1:${port}`, skipTLSVerify: true }], users: [{ name: "u" }], contexts: [{ name: "x", cluster: "c", user: "u" }], currentContext: "x" });
-    await assert.rejects(new KubeHttp({ connection: kc }).getJson("/x", {}), (e) => e instanceof KubeUnreachable && e.kind === "refused" && /GET \/x: the API server did not answer/.test(e.message));
+    kc.loadFromOptions({
+      clusters: [{ name: "c", server: `http://127.0.0.1:${port}`, skipTLSVerify: true }],
+      users: [{ name: "u" }],
+      contexts: [{ name: "x", cluster: "c", user: "u" }],
+      currentContext: "x",
+    });
+    await assert.rejects(
+      new KubeHttp({ connection: kc }).getJson("/x", {}),
+      (e) => e instanceof KubeUnreachable && e.kind === "refused" && /GET \/x: the API server did not answer/.test(e.message),
+    );
 
     routes.set("/cut", (res) => {
       res.writeHead(200, { "content-type": "application/json" });
@@ -147,10 +172,15 @@ describe("KubeHttp", () => {
       readyzAsked.push(req.headers.authorization ?? null);
       res.writeHead(ready).end(ready === 200 ? "ok" : "[-]poststarthook/rbac/bootstrap-roles failed: reason withheld\nreadyz check failed");
     });
-    routes.set("/forbidden", (res) => res.writeHead(403, { "content-type": "application/json" }).end(JSON.stringify({ kind: "Status", code: 403, reason: "Forbidden", message: "forbidden" })));
+    routes.set("/forbidden", (res) =>
+      res.writeHead(403, { "content-type": "application/json" }).end(JSON.stringify({ kind: "Status", code: 403, reason: "Forbidden", message: "forbidden" })),
+    );
     let t = 0;
     const client = new KubeHttp({ connection: kubeConfig, token: () => Promise.resolve("sa-token"), now: () => t });
-    await assert.rejects(client.getJson("/forbidden", {}), (e) => e instanceof ApiNotReady && e.code === 403 && /not ready: \/readyz answered 500/.test(e.message));
+    await assert.rejects(
+      client.getJson("/forbidden", {}),
+      (e) => e instanceof ApiNotReady && e.code === 403 && /not ready: \/readyz answered 500/.test(e.message),
+    );
     assert.deepEqual(readyzAsked, [null], "/readyz is asked anonymously");
     ready = 200;
     t += 2000; // past the reuse of the last answer

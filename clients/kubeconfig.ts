@@ -16,7 +16,13 @@ export function loadKubeconfig(file: string | undefined, context: string | undef
   else kubeConfig.loadFromDefault();
   if (context !== undefined) kubeConfig.setCurrentContext(context);
   const user = kubeConfig.getCurrentUser();
-  const how = user?.exec ? `exec plugin ${String((user.exec as { command?: unknown }).command)}` : user?.token ? "its token" : user?.certFile || user?.certData ? "its client certificate" : "its user";
+  const how = user?.exec
+    ? `exec plugin ${String((user.exec as { command?: unknown }).command)}`
+    : user?.token
+      ? "its token"
+      : user?.certFile || user?.certData
+        ? "its client certificate"
+        : "its user";
   return {
     kubeConfig,
     source: `kubeconfig ${file ?? env.KUBECONFIG ?? "~/.kube/config"}, context ${kubeConfig.getCurrentContext()}, user ${user?.name ?? "?"} (${how})`,

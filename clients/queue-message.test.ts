@@ -10,11 +10,24 @@ describe("a queue message from a CloudEvent", () => {
   it("reads a Pub/Sub message", () => {
     const m = fromCloudEvent(ce({ message: { data: Buffer.from('{"v":1}').toString("base64"), messageId: "p1", attributes: { "crdfn-due-at": "5" } } }));
     assert.deepEqual(m, { id: "p1", body: '{"v":1}', attributes: { "crdfn-due-at": "5" } });
-    const pushed = fromCloudEvent(ce({ message: { data: Buffer.from("{}").toString("base64"), message_id: "p2", orderingKey: "k~1" }, subscription: "projects/p/subscriptions/s", deliveryAttempt: 3 }));
+    const pushed = fromCloudEvent(
+      ce({
+        message: { data: Buffer.from("{}").toString("base64"), message_id: "p2", orderingKey: "k~1" },
+        subscription: "projects/p/subscriptions/s",
+        deliveryAttempt: 3,
+      }),
+    );
     assert.deepEqual(pushed, { id: "p2", body: "{}", attributes: {}, receiveCount: 3, stream: "k~1" });
   });
   it("reads an SQS message (API shape) and a Lambda-style record", () => {
-    const api = fromCloudEvent(ce({ MessageId: "s1", Body: "{}", MessageAttributes: { "crdfn-due-at": { StringValue: "7", DataType: "Number" } }, Attributes: { ApproximateReceiveCount: "3" } }));
+    const api = fromCloudEvent(
+      ce({
+        MessageId: "s1",
+        Body: "{}",
+        MessageAttributes: { "crdfn-due-at": { StringValue: "7", DataType: "Number" } },
+        Attributes: { ApproximateReceiveCount: "3" },
+      }),
+    );
     assert.deepEqual(api, { id: "s1", body: "{}", attributes: { "crdfn-due-at": "7" }, receiveCount: 3 });
     const record = fromCloudEvent(ce({ messageId: "r1", body: "{}", messageAttributes: {}, attributes: { ApproximateReceiveCount: "1" } }));
     assert.deepEqual(record, { id: "r1", body: "{}", attributes: {}, receiveCount: 1 });
@@ -33,7 +46,12 @@ describe("a queue message from the SQS SDK and from a Lambda record", () => {
       Attributes: { ApproximateReceiveCount: "4" },
     });
     assert.deepEqual(sdk, { id: "s1", body: "{}", attributes: { "crdfn-due-at": "7" }, receiveCount: 4 });
-    const record = fromLambdaRecord({ messageId: "r1", body: "{}", messageAttributes: { "crdfn-due-at": { stringValue: "9", dataType: "Number" } }, attributes: { ApproximateReceiveCount: "2" } } as unknown as SQSRecord);
+    const record = fromLambdaRecord({
+      messageId: "r1",
+      body: "{}",
+      messageAttributes: { "crdfn-due-at": { stringValue: "9", dataType: "Number" } },
+      attributes: { ApproximateReceiveCount: "2" },
+    } as unknown as SQSRecord);
     assert.deepEqual(record, { id: "r1", body: "{}", attributes: { "crdfn-due-at": "9" }, receiveCount: 2 });
   });
 

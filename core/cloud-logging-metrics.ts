@@ -11,8 +11,18 @@ export const METRIC_LABELS = ["cluster", "controller", "result"] as const;
 /** Counters: one per line matching the condition. */
 export const LOG_COUNTERS = [
   { name: "controller_runtime_reconcile_total", description: "Reconciles by result", condition: "", labels: ["cluster", "controller", "result"] },
-  { name: "controller_runtime_reconcile_errors_total", description: "Failed reconciles", condition: "jsonPayload.error=true", labels: ["cluster", "controller"] },
-  { name: "controller_runtime_terminal_reconcile_errors_total", description: "Failures not retried", condition: "jsonPayload.terminal=true", labels: ["cluster", "controller"] },
+  {
+    name: "controller_runtime_reconcile_errors_total",
+    description: "Failed reconciles",
+    condition: "jsonPayload.error=true",
+    labels: ["cluster", "controller"],
+  },
+  {
+    name: "controller_runtime_terminal_reconcile_errors_total",
+    description: "Failures not retried",
+    condition: "jsonPayload.terminal=true",
+    labels: ["cluster", "controller"],
+  },
 ] as const;
 
 /** Distributions: the value of a line's field. */

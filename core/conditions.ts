@@ -21,7 +21,10 @@ const MAX_MESSAGE = 32768;
 
 /** Coerces a free-form reason into one the API server accepts. */
 export function conditionReason(reason: string): string {
-  const cleaned = reason.replace(/[^A-Za-z0-9_,:]/g, "").replace(/^[^A-Za-z]+/, "").replace(/[,:]+$/, "");
+  const cleaned = reason
+    .replace(/[^A-Za-z0-9_,:]/g, "")
+    .replace(/^[^A-Za-z]+/, "")
+    .replace(/[,:]+$/, "");
   return REASON.test(cleaned) ? cleaned.slice(0, 1024) : "Unknown";
 }
 
@@ -36,8 +39,7 @@ export function setCondition(conditions: readonly Condition[] | undefined, next:
     reason: conditionReason(next.reason),
     message: next.message.slice(0, MAX_MESSAGE),
     ...(next.observedGeneration === undefined ? {} : { observedGeneration: next.observedGeneration }),
-    lastTransitionTime:
-      previous && previous.status === next.status ? previous.lastTransitionTime : rfc3339Seconds(now),
+    lastTransitionTime: previous && previous.status === next.status ? previous.lastTransitionTime : rfc3339Seconds(now),
   };
   if (i >= 0) list[i] = condition;
   else list.push(condition);

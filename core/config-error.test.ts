@@ -33,6 +33,9 @@ describe("a zod error as one line", () => {
   it("settings: the parsed value, or a ConfigError naming the first bad setting", () => {
     const env = z.object({ CRDFN_PORT: z.coerce.number().int() });
     assert.deepEqual(parseSettings(env, { CRDFN_PORT: "8080" }, "invalid setting "), { CRDFN_PORT: 8080 });
-    assert.throws(() => parseSettings(env, { CRDFN_PORT: "x" }, "invalid setting "), (e: Error) => e instanceof ConfigError && /^invalid setting CRDFN_PORT: /.test(e.message) && e.stack === `ConfigError: ${e.message}`);
+    assert.throws(
+      () => parseSettings(env, { CRDFN_PORT: "x" }, "invalid setting "),
+      (e: Error) => e instanceof ConfigError && /^invalid setting CRDFN_PORT: /.test(e.message) && e.stack === `ConfigError: ${e.message}`,
+    );
   });
 });

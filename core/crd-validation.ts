@@ -40,7 +40,9 @@ export type ImmutableRule = CelRule & { [IMMUTABLE]?: true };
 const nonBlank = (what: string) => z.string().regex(/\S/, `${what} is empty`);
 export const celRuleSchema = z.strictObject({
   rule: nonBlank("rule"),
-  message: nonBlank("message").regex(/^[^\r\n]*$/, "message must be one line").optional(),
+  message: nonBlank("message")
+    .regex(/^[^\r\n]*$/, "message must be one line")
+    .optional(),
   messageExpression: nonBlank("messageExpression").optional(),
   reason: z.enum(["FieldValueInvalid", "FieldValueForbidden", "FieldValueRequired", "FieldValueDuplicate"]).optional(),
   fieldPath: z
@@ -89,8 +91,7 @@ export function freeForm(schema?: z.ZodObject): z.ZodType {
   return schema ? schema.loose() : anyObject();
 }
 
-const anyResource = () =>
-  z.looseObject({ apiVersion: z.string(), kind: z.string(), metadata: z.looseObject({}).optional() });
+const anyResource = () => z.looseObject({ apiVersion: z.string(), kind: z.string(), metadata: z.looseObject({}).optional() });
 
 /**
  * A whole Kubernetes object held in a field (`x-kubernetes-embedded-resource`): the API server

@@ -7,8 +7,7 @@
 const TEMPORARY = Symbol.for("crdfn.TemporaryError");
 const PERMANENT = Symbol.for("crdfn.PermanentError");
 
-const branded = (value: unknown, brand: symbol): boolean =>
-  typeof value === "object" && value !== null && (value as Record<symbol, unknown>)[brand] === true;
+const branded = (value: unknown, brand: symbol): boolean => typeof value === "object" && value !== null && (value as Record<symbol, unknown>)[brand] === true;
 
 /**
  * The world is not ready yet (a dependency is missing, a quota is exhausted): the runtime sets

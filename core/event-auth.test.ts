@@ -102,7 +102,11 @@ describe("event MAC", () => {
     assert.equal(parseKeyEvent(JSON.stringify({ ...signed, v: 2 })).ok, false);
     assert.equal(parseKeyEvent(JSON.stringify({ ...event, v: 3 })).ok, false);
     assert.equal(parseKeyEvent(JSON.stringify((({ kid: _k, ...rest }) => rest)(signed))).ok, false);
-    assert.equal(parseKeyEvent(JSON.stringify(event)).ok, true, "an unsigned v2 still parses: refusing it is the functions' verification, with its own log line");
+    assert.equal(
+      parseKeyEvent(JSON.stringify(event)).ok,
+      true,
+      "an unsigned v2 still parses: refusing it is the functions' verification, with its own log line",
+    );
   });
 
   it("compares MACs in constant time (timingSafeEqual), never with === on strings", () => {
@@ -123,7 +127,10 @@ describe("event key settings", () => {
   it("refuses a short secret, a bad kid, no colon, naming the problem and never the secret", () => {
     assert.throws(() => parseEventKey(`k1:${Buffer.alloc(16, 1).toString("base64")}`), /has 16 bytes; it needs at least 32/);
     assert.throws(() => parseEventKey(`k 1:${secret}`), /key id "k 1" must be/);
-    assert.throws(() => parseEventKey(secret), (e: Error) => /must be <kid>:<secret>/.test(e.message) && !e.message.includes(secret));
+    assert.throws(
+      () => parseEventKey(secret),
+      (e: Error) => /must be <kid>:<secret>/.test(e.message) && !e.message.includes(secret),
+    );
   });
   it("the functions' list: per cluster, several kids, the cluster part optional for the one cluster served", () => {
     const keys = parseEventKeys(`a/k1:${secret}, a/k2:${secret},b/k1:${secret}`, undefined);

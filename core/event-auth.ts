@@ -50,13 +50,24 @@ export function signKeyEvent(event: KeyEvent, key: EventKey): KeyEvent {
  * long a wrong MAC takes to refuse says nothing about the right one.
  */
 export function verifyKeyEvent(event: KeyEvent, accepted: EventKeyring): Verification {
-  if (event.mac === undefined || event.kid === undefined) return { ok: false, why: "unsigned", message: `MAC does not verify: the event carries none (a v${event.v} event: from before signed events, or not from a bridge)` };
+  if (event.mac === undefined || event.kid === undefined)
+    return {
+      ok: false,
+      why: "unsigned",
+      message: `MAC does not verify: the event carries none (a v${event.v} event: from before signed events, or not from a bridge)`,
+    };
   const secret = accepted.get(event.kid);
-  if (secret === undefined) return { ok: false, why: "unknown-key", message: `MAC does not verify: key id "${event.kid}" is not one this function accepts for cluster "${event.cluster}"` };
+  if (secret === undefined)
+    return {
+      ok: false,
+      why: "unknown-key",
+      message: `MAC does not verify: key id "${event.kid}" is not one this function accepts for cluster "${event.cluster}"`,
+    };
   const given = Buffer.from(event.mac, "base64url");
   const expected = macOf(event, secret);
   // timingSafeEqual needs equal lengths; the length of a MAC is no secret.
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { ok: false, why: "mismatch", message: `MAC does not verify (key id "${event.kid}")` };
+  if (given.length !== expected.length || !timingSafeEqual(given, expected))
+    return { ok: false, why: "mismatch", message: `MAC does not verify (key id "${event.kid}")` };
   return { ok: true };
 }
 
@@ -69,7 +80,8 @@ export function parseEventKey(text: string): EventKey {
   if (!KID.test(kid)) throw new Error(`key id "${kid.slice(0, 40)}" must be 1-32 letters, digits, . _ -`);
   if (!/^[A-Za-z0-9+/_-]+={0,2}$/.test(encoded)) throw new Error(`the secret of key "${kid}" is not base64`);
   const secret = Buffer.from(encoded.replace(/-/g, "+").replace(/_/g, "/"), "base64");
-  if (secret.length < MIN_SECRET_BYTES) throw new Error(`the secret of key "${kid}" has ${secret.length} bytes; it needs at least ${MIN_SECRET_BYTES} (e.g. openssl rand -base64 32)`);
+  if (secret.length < MIN_SECRET_BYTES)
+    throw new Error(`the secret of key "${kid}" has ${secret.length} bytes; it needs at least ${MIN_SECRET_BYTES} (e.g. openssl rand -base64 32)`);
   return { kid, secret };
 }
 
@@ -85,7 +97,10 @@ export function formatEventKey(key: EventKey): string {
  */
 export function parseEventKeys(text: string, defaultCluster: string | undefined): Map<string, Map<string, Buffer>> {
   const out = new Map<string, Map<string, Buffer>>();
-  const items = text.split(",").map((s) => s.trim()).filter((s) => s !== "");
+  const items = text
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s !== "");
   if (items.length === 0) throw new Error("names no key");
   items.forEach((item, i) => {
     const colon = item.indexOf(":");

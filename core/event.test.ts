@@ -21,7 +21,12 @@ const event = (reason: string | undefined, resourceVersion = "12"): KeyEvent => 
 
 describe("key events", () => {
   it("v2 carries the object at the announced version and its children's keys; v1 still parses", () => {
-    const object = { apiVersion: "example.com/v1", kind: "Greeting", metadata: { name: "g", namespace: "default", uid: "u-1", resourceVersion: "12" }, spec: { message: "hi" } };
+    const object = {
+      apiVersion: "example.com/v1",
+      kind: "Greeting",
+      metadata: { name: "g", namespace: "default", uid: "u-1", resourceVersion: "12" },
+      spec: { message: "hi" },
+    };
     const children = [{ apiVersion: "v1", kind: "ConfigMap", namespace: "default", name: "g-greeting", uid: "c-1", resourceVersion: "11", appliedHash: "abc" }];
     assert.equal(parseKeyEvent(JSON.stringify({ ...event("watch"), v: 2, object, children })).ok, true);
     assert.equal(parseKeyEvent(JSON.stringify(event("watch"))).ok, true, "v1");
@@ -36,7 +41,15 @@ describe("key events", () => {
 
   it("a parent of any size is announced: past the cap without its body, then without its children's keys (unknown)", () => {
     const object = { metadata: { name: "g", uid: "u-1", resourceVersion: "12" }, blob: "x".repeat(200 * 1024) };
-    const key = (i: number): ChildKey => ({ apiVersion: "v1", kind: "ConfigMap", namespace: "default", name: `g-${i}`, uid: `00000000-0000-4000-8000-${String(i).padStart(12, "0")}`, resourceVersion: String(1000 + i), appliedHash: "0123456789abcdef0123456789abcdef" });
+    const key = (i: number): ChildKey => ({
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      namespace: "default",
+      name: `g-${i}`,
+      uid: `00000000-0000-4000-8000-${String(i).padStart(12, "0")}`,
+      resourceVersion: String(1000 + i),
+      appliedHash: "0123456789abcdef0123456789abcdef",
+    });
     const small = { ...event("watch"), v: 2 as const, object, children: [key(1)] };
     assert.deepEqual(withinCap(small), small, "what fits is left alone");
     const some = Array.from({ length: 300 }, (_, i) => key(i));

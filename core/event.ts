@@ -21,11 +21,22 @@ export const APPLIED_HASH_ANNOTATION = "crdfn.io/applied-hash";
  */
 export const PARENT_GENERATION_ANNOTATION = "crdfn.io/parent-generation";
 
-const dnsSubdomain = z.string().max(253).regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/);
-const dnsLabel = z.string().min(1).max(63).regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/);
+const dnsSubdomain = z
+  .string()
+  .max(253)
+  .regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/);
+const dnsLabel = z
+  .string()
+  .min(1)
+  .max(63)
+  .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/);
 
 /** A cluster's id as events carry it (the bridge's CRDFN_CLUSTER, the functions' registry keys). */
-export const clusterIdSchema = z.string().min(1).max(63).regex(/^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/, "must be a short name (letters, digits, - _ .)");
+export const clusterIdSchema = z
+  .string()
+  .min(1)
+  .max(63)
+  .regex(/^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/, "must be a short name (letters, digits, - _ .)");
 
 export const eventTypes = ["ADDED", "MODIFIED", "DELETED", "RESYNC"] as const;
 export type EventType = (typeof eventTypes)[number];
@@ -33,7 +44,11 @@ export type EventType = (typeof eventTypes)[number];
 /** One current child of the announced object, as the bridge's index knows it. */
 export const childKeySchema = z.strictObject({
   apiVersion: z.string().min(1).max(100),
-  kind: z.string().min(1).max(63).regex(/^[A-Za-z][A-Za-z0-9]*$/),
+  kind: z
+    .string()
+    .min(1)
+    .max(63)
+    .regex(/^[A-Za-z][A-Za-z0-9]*$/),
   namespace: dnsLabel.optional(),
   name: z.string().min(1).max(253),
   uid: z.string().min(1).max(64),
@@ -49,34 +64,59 @@ export const childKeySchema = z.strictObject({
 export type ChildKey = z.infer<typeof childKeySchema>;
 
 const keySchema = z.strictObject({
-    /**
-     * 3: signed (`kid`, `mac`: core/event-auth.ts), may carry `object` and `children`; 2: the same
-     * unsigned, 1: names the object only (older bridges, old dead letters). Functions handle only
-     * a v3 event whose MAC verifies.
-     */
-    v: z.union([z.literal(1), z.literal(2), z.literal(3)]),
-    /** Which cluster the object lives in, so one function fleet can serve many. */
-    cluster: clusterIdSchema,
-    /** API group; "" for the core group. */
-    group: z.union([z.literal(""), dnsSubdomain]),
-    version: z.string().min(1).max(20).regex(/^v[0-9a-z]+$/),
-    plural: dnsLabel,
-    kind: z.string().min(1).max(63).regex(/^[A-Za-z][A-Za-z0-9]*$/),
-    namespace: dnsLabel.optional(),
-    name: z.string().min(1).max(253).regex(/^[a-z0-9A-Z]([-a-zA-Z0-9._:]*[a-zA-Z0-9])?$/),
-    uid: z.string().min(1).max(64),
-    resourceVersion: z.string().min(1).max(32),
-    generation: z.number().int().nonnegative(),
-    type: z.enum(eventTypes),
-    /** Why the bridge announced it: a short machine word (watch, relist, resync, child, …). */
-    reason: z.string().max(32).regex(/^[a-z][a-z0-9:-]*$/).optional(),
-    /** When the bridge saw the change (RFC 3339), for queue-lag metrics only. */
-    observedAt: z.iso.datetime({ offset: true }),
-    /** v3: which of the cluster's keys made `mac` (keys rotate). */
-    kid: z.string().min(1).max(32).regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/).optional(),
-    /** v3: HMAC-SHA256 (base64url) over the rest of the event, by the cluster's bridge (core/event-auth.ts). */
-    mac: z.string().length(43).regex(/^[A-Za-z0-9_-]+$/).optional(),
-  });
+  /**
+   * 3: signed (`kid`, `mac`: core/event-auth.ts), may carry `object` and `children`; 2: the same
+   * unsigned, 1: names the object only (older bridges, old dead letters). Functions handle only
+   * a v3 event whose MAC verifies.
+   */
+  v: z.union([z.literal(1), z.literal(2), z.literal(3)]),
+  /** Which cluster the object lives in, so one function fleet can serve many. */
+  cluster: clusterIdSchema,
+  /** API group; "" for the core group. */
+  group: z.union([z.literal(""), dnsSubdomain]),
+  version: z
+    .string()
+    .min(1)
+    .max(20)
+    .regex(/^v[0-9a-z]+$/),
+  plural: dnsLabel,
+  kind: z
+    .string()
+    .min(1)
+    .max(63)
+    .regex(/^[A-Za-z][A-Za-z0-9]*$/),
+  namespace: dnsLabel.optional(),
+  name: z
+    .string()
+    .min(1)
+    .max(253)
+    .regex(/^[a-z0-9A-Z]([-a-zA-Z0-9._:]*[a-zA-Z0-9])?$/),
+  uid: z.string().min(1).max(64),
+  resourceVersion: z.string().min(1).max(32),
+  generation: z.number().int().nonnegative(),
+  type: z.enum(eventTypes),
+  /** Why the bridge announced it: a short machine word (watch, relist, resync, child, …). */
+  reason: z
+    .string()
+    .max(32)
+    .regex(/^[a-z][a-z0-9:-]*$/)
+    .optional(),
+  /** When the bridge saw the change (RFC 3339), for queue-lag metrics only. */
+  observedAt: z.iso.datetime({ offset: true }),
+  /** v3: which of the cluster's keys made `mac` (keys rotate). */
+  kid: z
+    .string()
+    .min(1)
+    .max(32)
+    .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/)
+    .optional(),
+  /** v3: HMAC-SHA256 (base64url) over the rest of the event, by the cluster's bridge (core/event-auth.ts). */
+  mac: z
+    .string()
+    .length(43)
+    .regex(/^[A-Za-z0-9_-]+$/)
+    .optional(),
+});
 
 export const keyEventSchema = keySchema
   .extend({
@@ -124,7 +164,10 @@ export function parseKeyEvent(body: string): ParseResult {
 export function supersede(waiting: KeyEvent, newer: KeyEvent): KeyEvent {
   const reason = ownChangeOnly(newer) && !ownChangeOnly(waiting) && waiting.reason !== undefined ? { reason: waiting.reason } : {};
   // A body the waiting one carries for the very version the newer one names stays.
-  const object = newer.object === undefined && waiting.object !== undefined && waiting.resourceVersion === newer.resourceVersion && waiting.uid === newer.uid ? { object: waiting.object } : {};
+  const object =
+    newer.object === undefined && waiting.object !== undefined && waiting.resourceVersion === newer.resourceVersion && waiting.uid === newer.uid
+      ? { object: waiting.object }
+      : {};
   return { ...newer, ...reason, ...object };
 }
 

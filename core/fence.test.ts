@@ -4,7 +4,10 @@ import { PARENT_GENERATION_ANNOTATION } from "./event.ts";
 import { fenceOf, fenceVerdict, isStaleRefusal, mustRaiseFence, STALE_GENERATION_TOKEN } from "./fence.ts";
 
 const child = (generation: string | undefined, uid = "parent-1") => ({
-  metadata: { ...(generation === undefined ? {} : { annotations: { [PARENT_GENERATION_ANNOTATION]: generation } }), ownerReferences: [{ controller: true, uid }] },
+  metadata: {
+    ...(generation === undefined ? {} : { annotations: { [PARENT_GENERATION_ANNOTATION]: generation } }),
+    ownerReferences: [{ controller: true, uid }],
+  },
 });
 
 describe("the fence", () => {
@@ -26,7 +29,11 @@ describe("the fence", () => {
     assert.equal(fenceVerdict("configmaps", "out", undefined, child("1")), undefined);
     assert.equal(fenceVerdict("configmaps", "out", child("5"), undefined), undefined);
     assert.equal(fenceVerdict("configmaps", "out", child(undefined), child("1")), undefined);
-    assert.equal(fenceVerdict("configmaps", "out", child("9", "earlier-parent"), child("1", "parent-1")), undefined, "a re-created parent starts at generation 1");
+    assert.equal(
+      fenceVerdict("configmaps", "out", child("9", "earlier-parent"), child("1", "parent-1")),
+      undefined,
+      "a re-created parent starts at generation 1",
+    );
   });
 
   it("raises the fence of an unchanged child only behind a view newer than the message", () => {

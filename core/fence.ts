@@ -32,7 +32,8 @@ export function fenceOf(o: Obj | undefined): number | undefined {
   return typeof value === "string" && FENCE_PATTERN.test(value) ? Number(value) : undefined;
 }
 
-const controllerUid = (o: Obj): string | undefined => ((o.metadata.ownerReferences as Array<{ controller?: boolean; uid?: string }> | undefined) ?? []).find((r) => r.controller === true)?.uid;
+const controllerUid = (o: Obj): string | undefined =>
+  ((o.metadata.ownerReferences as Array<{ controller?: boolean; uid?: string }> | undefined) ?? []).find((r) => r.controller === true)?.uid;
 
 /**
  * Why an update of a child is refused, or undefined: it lowers the fence of a child that stays

@@ -48,7 +48,9 @@ export function fingerprint(obj: AnyObject, includeStatus: boolean, includeFinal
  * several entries share the newest second, no single write is the latest and the answer is no.
  */
 export function lastContentWriteWasApply(obj: AnyObject, fieldManager: string): boolean {
-  const entries = ((obj.metadata as { managedFields?: ManagedFieldsEntry[] }).managedFields ?? []).filter((e) => e.subresource === undefined && !Number.isNaN(Date.parse(e.time ?? "")));
+  const entries = ((obj.metadata as { managedFields?: ManagedFieldsEntry[] }).managedFields ?? []).filter(
+    (e) => e.subresource === undefined && !Number.isNaN(Date.parse(e.time ?? "")),
+  );
   const newest = Math.max(...entries.map((e) => Date.parse(e.time!)));
   const latest = entries.filter((e) => Date.parse(e.time!) === newest);
   const [only] = latest;

@@ -4,14 +4,28 @@ import { z } from "zod";
 import { defineOperator, pluralOf } from "./operator.ts";
 
 describe("defineOperator", () => {
-  const base = { resource: { group: "example.com", version: "v1", plural: "widgets", kind: "Widget" }, spec: z.object({ size: z.number() }), reconcile: () => ({}) };
+  const base = {
+    resource: { group: "example.com", version: "v1", plural: "widgets", kind: "Widget" },
+    spec: z.object({ size: z.number() }),
+    reconcile: () => ({}),
+  };
 
   it("fills in scope, singular, owned plurals and the field manager", () => {
-    const op = defineOperator({ ...base, owns: [{ group: "", version: "v1", kind: "ConfigMap" }, { group: "networking.k8s.io", version: "v1", kind: "Ingress" }, { group: "", version: "v1", kind: "Policy" }] });
+    const op = defineOperator({
+      ...base,
+      owns: [
+        { group: "", version: "v1", kind: "ConfigMap" },
+        { group: "networking.k8s.io", version: "v1", kind: "Ingress" },
+        { group: "", version: "v1", kind: "Policy" },
+      ],
+    });
     assert.equal(op.resource.scope, "Namespaced");
     assert.equal(op.resource.singular, "widget");
     assert.equal(op.apiVersion, "example.com/v1");
-    assert.deepEqual(op.owns.map((o) => o.plural), ["configmaps", "ingresses", "policies"]);
+    assert.deepEqual(
+      op.owns.map((o) => o.plural),
+      ["configmaps", "ingresses", "policies"],
+    );
     assert.equal(op.fieldManager, "crdfn");
   });
 

@@ -343,8 +343,11 @@ export interface OperatorDefinition<Spec, SpecInput = unknown, Status extends Re
 }
 
 /** A definition with its defaults filled in. */
-export interface Operator<Spec = unknown, SpecInput = unknown, Status extends Record<string, unknown> = Record<string, unknown>>
-  extends OperatorDefinition<Spec, SpecInput, Status> {
+export interface Operator<Spec = unknown, SpecInput = unknown, Status extends Record<string, unknown> = Record<string, unknown>> extends OperatorDefinition<
+  Spec,
+  SpecInput,
+  Status
+> {
   resource: ResourceDefinition & { scope: Scope; singular: string };
   owns: Array<OwnedKind & { plural: string; namespaced: boolean; observe: boolean; prune: boolean; adopt: boolean; list: boolean }>;
   shares: Array<SharedObject & { plural: string }>;
@@ -376,7 +379,9 @@ function checkVersions(resource: ResourceDefinition): void {
   if (twice) throw new Error(`${where}: "${twice}" is listed twice`);
   const shaped = versions.find((v) => "schema" in v || "spec" in v);
   if (shaped) {
-    throw new Error(`${where}: "${shaped.name}" has its own schema; every version shares the spec schema (a different shape needs a conversion webhook, which crdfn does not generate)`);
+    throw new Error(
+      `${where}: "${shaped.name}" has its own schema; every version shares the spec schema (a different shape needs a conversion webhook, which crdfn does not generate)`,
+    );
   }
   const reconciled = versions.find((v) => v.name === resource.version);
   if (!reconciled) throw new Error(`${where}: the reconciled version "${resource.version}" is not listed (${names.join(", ")})`);
@@ -395,7 +400,8 @@ function checkExtensions(definition: OperatorDefinition<never, unknown, Record<s
   const seen = new Set<string>();
   for (const [i, r] of (definition.reads ?? []).entries()) {
     const where = `${kind} reads[${i}] (${r.kind})`;
-    if ((r.name === undefined) === (r.field === undefined)) throw new Error(`${where}: give either name (a function of the object) or field (a path such as "spec.secretRef.name")`);
+    if ((r.name === undefined) === (r.field === undefined))
+      throw new Error(`${where}: give either name (a function of the object) or field (a path such as "spec.secretRef.name")`);
     if (r.field !== undefined && !FIELD_PATH.test(r.field)) throw new Error(`${where}: field "${r.field}" must be a dotted path such as "spec.secretRef.name"`);
     const id = `${apiVersionOf(r.group, r.version)}/${r.kind}`;
     if (seen.has(id)) throw new Error(`${where}: ${r.kind} is listed twice; give one entry a name function returning a list`);
@@ -407,7 +413,8 @@ function checkExtensions(definition: OperatorDefinition<never, unknown, Record<s
     if (taken) throw new Error(`${kind} status: "${taken}" is the runtime's own status field; rename yours`);
   }
   // What the function records it reconciled (core/reconciled.ts) is written for every operator.
-  if (statusShape !== undefined && RECONCILED_FIELD in statusShape) throw new Error(`${kind} status: "${RECONCILED_FIELD}" is the runtime's own status field; rename yours`);
+  if (statusShape !== undefined && RECONCILED_FIELD in statusShape)
+    throw new Error(`${kind} status: "${RECONCILED_FIELD}" is the runtime's own status field; rename yours`);
   if (definition.every !== undefined && !(Number.isInteger(definition.every) && definition.every >= 1 && definition.every <= 7 * 86400)) {
     throw new Error(`${kind}: every must be a whole number of seconds from 1 to 604800 (7 days), or left out (no timer)`);
   }
@@ -420,7 +427,9 @@ function checkExtensions(definition: OperatorDefinition<never, unknown, Record<s
     const bad = p.actions.find((a) => !AWS_ACTION.test(a));
     if (bad !== undefined) throw new Error(`${where}: "${bad}" is not an IAM action such as "sqs:CreateQueue"`);
     if (!Array.isArray(p.resources) || p.resources.length === 0 || p.resources.some((r) => typeof r !== "string" || r === "")) {
-      throw new Error(`${where}: resources must list the ARNs it may act on (a name prefix with *, such as "arn:\${AWS::Partition}:sqs:\${AWS::Region}:\${AWS::AccountId}:my-queues-*")`);
+      throw new Error(
+        `${where}: resources must list the ARNs it may act on (a name prefix with *, such as "arn:\${AWS::Partition}:sqs:\${AWS::Region}:\${AWS::AccountId}:my-queues-*")`,
+      );
     }
   }
 }
@@ -431,7 +440,10 @@ export function defineOperator<Spec, SpecInput = unknown, Status extends Record<
   const { resource } = definition;
   checkVersions(resource);
   checkExtensions(definition as unknown as OperatorDefinition<never, unknown, Record<string, unknown>>);
-  if (definition.resyncSeconds !== undefined && !(Number.isInteger(definition.resyncSeconds) && definition.resyncSeconds >= 60 && definition.resyncSeconds <= 7 * 86400)) {
+  if (
+    definition.resyncSeconds !== undefined &&
+    !(Number.isInteger(definition.resyncSeconds) && definition.resyncSeconds >= 60 && definition.resyncSeconds <= 7 * 86400)
+  ) {
     throw new Error(`${resource.kind}: resyncSeconds must be a whole number of seconds from 60 to 604800 (7 days), or left out (off)`);
   }
   if (definition.finalizer !== undefined && !/^[a-z0-9.-]+\/[A-Za-z0-9._-]+$/.test(definition.finalizer)) {
@@ -440,7 +452,15 @@ export function defineOperator<Spec, SpecInput = unknown, Status extends Record<
   return Object.freeze({
     ...definition,
     resource: { ...resource, scope: resource.scope ?? "Namespaced", singular: resource.singular ?? resource.kind.toLowerCase() },
-    owns: (definition.owns ?? []).map((o) => ({ ...o, plural: o.plural ?? pluralOf(o.kind), namespaced: o.namespaced ?? true, observe: o.observe ?? false, prune: o.prune ?? true, adopt: o.adopt ?? false, list: o.list ?? false })),
+    owns: (definition.owns ?? []).map((o) => ({
+      ...o,
+      plural: o.plural ?? pluralOf(o.kind),
+      namespaced: o.namespaced ?? true,
+      observe: o.observe ?? false,
+      prune: o.prune ?? true,
+      adopt: o.adopt ?? false,
+      list: o.list ?? false,
+    })),
     shares: (definition.shares ?? []).map((s) => ({ ...s, plural: s.plural ?? pluralOf(s.kind) })),
     reads: (definition.reads ?? []).map((r) => ({ ...r, plural: r.plural ?? pluralOf(r.kind), namespaced: r.namespaced ?? true })),
     fieldManager: definition.fieldManager ?? "crdfn",

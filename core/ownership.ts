@@ -19,12 +19,15 @@ interface Obj {
   metadata: { name?: string; ownerReferences?: unknown };
 }
 
-const controllerOf = (o: Obj | undefined): OwnerRef | undefined => ((o?.metadata.ownerReferences as OwnerRef[] | undefined) ?? []).find((r) => r.controller === true);
+const controllerOf = (o: Obj | undefined): OwnerRef | undefined =>
+  ((o?.metadata.ownerReferences as OwnerRef[] | undefined) ?? []).find((r) => r.controller === true);
 
 /** The words of a refusal: the policy's messageExpression builds the same text in CEL. */
 export const refusal = {
-  create: (fn: string, resource: string, kind: string) => `crdfn: the ${fn} function may write ${resource} only with a controller owner reference to its ${kind}`,
-  change: (fn: string, resource: string, name: string, kind: string) => `crdfn: the ${fn} function may change or delete ${resource} ${name} only if that ${kind} already controls it`,
+  create: (fn: string, resource: string, kind: string) =>
+    `crdfn: the ${fn} function may write ${resource} only with a controller owner reference to its ${kind}`,
+  change: (fn: string, resource: string, name: string, kind: string) =>
+    `crdfn: the ${fn} function may change or delete ${resource} ${name} only if that ${kind} already controls it`,
 };
 
 /** An API server's refusal of a child write because the object is another's. */
@@ -40,7 +43,14 @@ export function isOwnershipRefusal(e: { code: number; message: string }): boolea
  * (absent on delete). A child controlled by an earlier object of the parent's name (deleted
  * since: a name holds one object at a time) may be taken over by the one that has it now.
  */
-export function ownershipVerdict(operator: Operator<unknown>, fn: string, kind: { group: string; kind: string; plural: string }, name: string, existing: Obj | undefined, next: Obj | undefined): string | undefined {
+export function ownershipVerdict(
+  operator: Operator<unknown>,
+  fn: string,
+  kind: { group: string; kind: string; plural: string },
+  name: string,
+  existing: Obj | undefined,
+  next: Obj | undefined,
+): string | undefined {
   const owned = operator.owns.find((o) => o.group === kind.group && o.kind === kind.kind);
   if (!owned) return undefined;
   const shared = operator.shares.some((s) => s.group === kind.group && s.kind === kind.kind && s.name === name);

@@ -3,16 +3,28 @@ import assert from "node:assert/strict";
 import { childMarkOf, childrenDigest, childToken, metadataDigest, reconciledOf, reconciledRecord } from "./reconciled.ts";
 import { fingerprint } from "./object-fingerprint.ts";
 
-const parent = (labels: Record<string, string>, annotations: Record<string, string>, generation = 1) => ({ metadata: { name: "p", uid: "u", resourceVersion: "9", generation, labels, annotations }, spec: { a: 1 } });
+const parent = (labels: Record<string, string>, annotations: Record<string, string>, generation = 1) => ({
+  metadata: { name: "p", uid: "u", resourceVersion: "9", generation, labels, annotations },
+  spec: { a: 1 },
+});
 const applied = (manager: string, operation = "Apply") => ({
-  metadata: { name: "c", uid: "uid-c", resourceVersion: "3", annotations: { "crdfn.io/applied-hash": "h1" }, managedFields: [{ manager, operation, time: "2026-11-25T00:00:00Z" }] },
+  metadata: {
+    name: "c",
+    uid: "uid-c",
+    resourceVersion: "3",
+    annotations: { "crdfn.io/applied-hash": "h1" },
+    managedFields: [{ manager, operation, time: "2026-11-25T00:00:00Z" }],
+  },
   data: { x: "1" },
 });
 
 describe("what the function records it reconciled", () => {
   it("the metadata digest changes with a label, an annotation (a resync stamp) or the generation, not with status or the resourceVersion", () => {
     const base = metadataDigest(parent({ a: "1" }, {}));
-    assert.equal(metadataDigest({ ...parent({ a: "1" }, {}), status: { x: 1 }, metadata: { ...parent({ a: "1" }, {}).metadata, resourceVersion: "10" } }), base);
+    assert.equal(
+      metadataDigest({ ...parent({ a: "1" }, {}), status: { x: 1 }, metadata: { ...parent({ a: "1" }, {}).metadata, resourceVersion: "10" } }),
+      base,
+    );
     assert.notEqual(metadataDigest(parent({ a: "2" }, {})), base);
     assert.notEqual(metadataDigest(parent({ a: "1" }, { "crdfn.io/resync": "now" })), base);
     assert.notEqual(metadataDigest(parent({ a: "1" }, {}, 2)), base);

@@ -7,7 +7,10 @@ describe("resourcePath", () => {
     assert.equal(groupVersionPath({ group: "", version: "v1" }), "/api/v1");
     assert.equal(resourcePath({ group: "", version: "v1", plural: "configmaps", namespace: "ns", name: "a" }), "/api/v1/namespaces/ns/configmaps/a");
     assert.equal(resourcePath({ group: "example.com", version: "v1", plural: "greetings" }), "/apis/example.com/v1/greetings");
-    assert.equal(resourcePath({ group: "example.com", version: "v1", plural: "greetings", namespace: "ns", name: "g" }, "status"), "/apis/example.com/v1/namespaces/ns/greetings/g/status");
+    assert.equal(
+      resourcePath({ group: "example.com", version: "v1", plural: "greetings", namespace: "ns", name: "g" }, "status"),
+      "/apis/example.com/v1/namespaces/ns/greetings/g/status",
+    );
   });
 
   it("URL-encodes every segment", () => {

@@ -17,23 +17,46 @@ type Policy = { spec: { variables: Array<{ name: string; expression: string }>; 
 
 describe("admission policy", () => {
   it("reads the request's namespace only where it has one: a cluster-scoped request carries none", () => {
-    const [policy] = admissionPolicyOf(authorizedKey, { functionsNamespace: "crdfn-functions", namespaces: ["keys"], denied: ["kube-system", "crdfn-system", "crdfn-functions"] }) as unknown as Policy[];
+    const [policy] = admissionPolicyOf(authorizedKey, {
+      functionsNamespace: "crdfn-functions",
+      namespaces: ["keys"],
+      denied: ["kube-system", "crdfn-system", "crdfn-functions"],
+    }) as unknown as Policy[];
     const { variables, validations } = policy!.spec;
-    assert.deepEqual(variables.find((v) => v.name === "requestNamespace"), { name: "requestNamespace", expression: "has(request.namespace) ? request.namespace : ''" });
+    assert.deepEqual(
+      variables.find((v) => v.name === "requestNamespace"),
+      { name: "requestNamespace", expression: "has(request.namespace) ? request.namespace : ''" },
+    );
     // Everything else goes through the variable: `request.namespace` alone fails with "no such key".
-    const elsewhere = [...variables.filter((v) => v.name !== "requestNamespace").map((v) => v.expression), ...validations.flatMap((v) => [v.expression, v.messageExpression])];
-    assert.deepEqual(elsewhere.filter((e) => e.includes("request.namespace")), []);
+    const elsewhere = [
+      ...variables.filter((v) => v.name !== "requestNamespace").map((v) => v.expression),
+      ...validations.flatMap((v) => [v.expression, v.messageExpression]),
+    ];
+    assert.deepEqual(
+      elsewhere.filter((e) => e.includes("request.namespace")),
+      [],
+    );
     // A cluster-scoped request (namespace '') passes both namespace checks; the ownership checks still apply.
-    assert.deepEqual(validations.slice(0, 2).map((v) => v.expression.startsWith("variables.requestNamespace == '' || ")), [true, true]);
+    assert.deepEqual(
+      validations.slice(0, 2).map((v) => v.expression.startsWith("variables.requestNamespace == '' || ")),
+      [true, true],
+    );
   });
 
   it("fences children: an update may not lower crdfn.io/parent-generation under the same parent uid, refused in words starting with the runtime's token", () => {
     const [policy] = admissionPolicyOf(authorizedKey, { functionsNamespace: "crdfn-functions", namespaces: ["keys"], denied: [] }) as unknown as Policy[];
     const { variables, validations } = policy!.spec;
     const fence = validations.find((v) => v.expression.includes("variables.oldFence"))!;
-    assert.equal(fence.expression, "!variables.owned || request.operation != 'UPDATE' || variables.oldFence < 0 || !variables.sameUid || variables.newFence >= variables.oldFence");
+    assert.equal(
+      fence.expression,
+      "!variables.owned || request.operation != 'UPDATE' || variables.oldFence < 0 || !variables.sameUid || variables.newFence >= variables.oldFence",
+    );
     assert.ok(fence.messageExpression.startsWith(`'${STALE_GENERATION_TOKEN}: ' + request.resource.resource`), fence.messageExpression);
-    for (const name of ["oldFence", "newFence"]) assert.ok(variables.find((v) => v.name === name)?.expression.includes(`'${PARENT_GENERATION_ANNOTATION}' in `), name);
-    assert.equal(variables.find((v) => v.name === "sameUid")?.expression, "variables.oldControllers.exists(o, variables.newControllers.exists(n, n.uid == o.uid))");
+    for (const name of ["oldFence", "newFence"])
+      assert.ok(variables.find((v) => v.name === name)?.expression.includes(`'${PARENT_GENERATION_ANNOTATION}' in `), name);
+    assert.equal(
+      variables.find((v) => v.name === "sameUid")?.expression,
+      "variables.oldControllers.exists(o, variables.newControllers.exists(n, n.uid == o.uid))",
+    );
   });
 });

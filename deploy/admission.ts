@@ -31,12 +31,16 @@ const isResource = (group: string, plural: string): string => `request.resource.
 /** The policy's (and its binding's) name. */
 export const admissionPolicyName = (operator: Operator<unknown>): string => `crdfn-${operatorName(operator)}-function`;
 
-export function admissionPolicyOf(operator: Operator<unknown>, o: { functionsNamespace: string; namespaces: readonly string[]; denied: readonly string[] }): Manifest[] {
+export function admissionPolicyOf(
+  operator: Operator<unknown>,
+  o: { functionsNamespace: string; namespaces: readonly string[]; denied: readonly string[] },
+): Manifest[] {
   const id = functionIdentity(operator, o.functionsNamespace);
   const who = `the ${operatorName(operator)} function`;
   const { group, kind } = operator.resource;
   const fn = operatorName(operator);
-  const controllers = (obj: string) => `${obj} == null || !has(${obj}.metadata.ownerReferences) ? [] : ${obj}.metadata.ownerReferences.filter(r, has(r.controller) && r.controller)`;
+  const controllers = (obj: string) =>
+    `${obj} == null || !has(${obj}.metadata.ownerReferences) ? [] : ${obj}.metadata.ownerReferences.filter(r, has(r.controller) && r.controller)`;
   const ours = (list: string) => `${list}.exists(r, r.kind == ${lit(kind)} && r.apiVersion.startsWith(${lit(`${group}/`)}))`;
   const name = admissionPolicyName(operator);
   // A child's fence as CEL reads it; -1 when absent or not a number (core/fence.ts's fenceOf).
@@ -81,7 +85,8 @@ export function admissionPolicyOf(operator: Operator<unknown>, o: { functionsNam
     },
     {
       // The fence: core/fence.ts's fenceVerdict. The runtime reads this refusal as a conflict.
-      expression: "!variables.owned || request.operation != 'UPDATE' || variables.oldFence < 0 || !variables.sameUid || variables.newFence >= variables.oldFence",
+      expression:
+        "!variables.owned || request.operation != 'UPDATE' || variables.oldFence < 0 || !variables.sameUid || variables.newFence >= variables.oldFence",
       messageExpression:
         `${lit(staleHead ?? "")} + request.resource.resource + ${lit(staleMid ?? "")} + request.name + ${lit(staleStored ?? "")} + ` +
         `string(variables.oldFence) + ${lit(staleTail ?? "")} + string(variables.newFence)`,
@@ -98,7 +103,9 @@ export function admissionPolicyOf(operator: Operator<unknown>, o: { functionsNam
         resourceRules: [{ apiGroups: ["*"], apiVersions: ["*"], resources: ["*/*"], operations: ["CREATE", "UPDATE", "DELETE"] }],
       },
       // Only this function's identities: the ServiceAccount and the Lambda role's group.
-      matchConditions: [{ name: "is-the-function", expression: `request.userInfo.username == ${lit(id.username)} || ${lit(id.group)} in request.userInfo.groups` }],
+      matchConditions: [
+        { name: "is-the-function", expression: `request.userInfo.username == ${lit(id.username)} || ${lit(id.group)} in request.userInfo.groups` },
+      ],
       variables: [
         // Not "namespace": a CEL reserved word, refused as a variable name.
         { name: "requestNamespace", expression: "has(request.namespace) ? request.namespace : ''" },
@@ -154,6 +161,11 @@ export function servedNamespacesPolicyOf(operator: Operator<unknown>, namespaces
         ],
       },
     },
-    { apiVersion: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicyBinding", metadata: { name }, spec: { policyName: name, validationActions: ["Deny"] } },
+    {
+      apiVersion: "admissionregistration.k8s.io/v1",
+      kind: "ValidatingAdmissionPolicyBinding",
+      metadata: { name },
+      spec: { policyName: name, validationActions: ["Deny"] },
+    },
   ];
 }

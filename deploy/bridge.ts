@@ -23,7 +23,10 @@ export interface EventDestination {
 }
 
 /** What a bridge watches for these operators, and where each one's events go. */
-export function watchedResourcesOf(operators: ReadonlyArray<Operator<unknown>>, destinationOf: (operator: Operator<unknown>) => EventDestination = () => ({})): Manifest[] {
+export function watchedResourcesOf(
+  operators: ReadonlyArray<Operator<unknown>>,
+  destinationOf: (operator: Operator<unknown>) => EventDestination = () => ({}),
+): Manifest[] {
   return operators.map((op) => ({
     ...ref(op.resource),
     owns: op.owns.map(ref),
@@ -71,7 +74,11 @@ export function bridgeSettingsOf(operators: ReadonlyArray<Operator<unknown>>, at
 }
 
 /** The deployed bridge's Lease: a standby takes over within seconds of the holder's loss. */
-export const bridgeLeaseOf = (s: Pick<DeploySettings, "project"> & { bridge: Pick<DeploySettings["bridge"], "namespace"> }) => ({ name: bridgeName(s), namespace: s.bridge.namespace, durationSeconds: 8 });
+export const bridgeLeaseOf = (s: Pick<DeploySettings, "project"> & { bridge: Pick<DeploySettings["bridge"], "namespace"> }) => ({
+  name: bridgeName(s),
+  namespace: s.bridge.namespace,
+  durationSeconds: 8,
+});
 
 /** On Lambda: each operator's events go to its function's FIFO queue. */
 export function bridgeConfigOf(operators: ReadonlyArray<Operator<unknown>>, s: LambdaDeploySettings): Manifest {
@@ -106,20 +113,35 @@ function watchRules(operators: ReadonlyArray<Operator<unknown>>): { namespaced: 
 }
 
 /** Read-only access to what the bridge watches: cluster-wide, or Roles in the served namespaces. */
-export function bridgeWatchRbacOf(operators: ReadonlyArray<Operator<unknown>>, s: Pick<DeploySettings, "project" | "namespaces"> & { bridge: Pick<DeploySettings["bridge"], "namespace"> }): Manifest[] {
+export function bridgeWatchRbacOf(
+  operators: ReadonlyArray<Operator<unknown>>,
+  s: Pick<DeploySettings, "project" | "namespaces"> & { bridge: Pick<DeploySettings["bridge"], "namespace"> },
+): Manifest[] {
   const name = bridgeName(s);
   const subjects = [{ kind: "ServiceAccount", name, namespace: s.bridge.namespace }];
   const { namespaced, cluster } = watchRules(operators);
   const clusterRole = (name: string, rules: PolicyRule[]): Manifest[] => [
     { apiVersion: rbac, kind: "ClusterRole", metadata: { name }, rules },
-    { apiVersion: rbac, kind: "ClusterRoleBinding", metadata: { name }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name }, subjects },
+    {
+      apiVersion: rbac,
+      kind: "ClusterRoleBinding",
+      metadata: { name },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name },
+      subjects,
+    },
   ];
   if (s.namespaces.length === 0) return clusterRole(name, [...cluster, ...namespaced]);
   const out: Manifest[] = cluster.length > 0 ? clusterRole(`${name}-cluster`, cluster) : [];
   for (const namespace of s.namespaces) {
     out.push(
       { apiVersion: rbac, kind: "Role", metadata: { name, namespace }, rules: namespaced },
-      { apiVersion: rbac, kind: "RoleBinding", metadata: { name, namespace }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name }, subjects },
+      {
+        apiVersion: rbac,
+        kind: "RoleBinding",
+        metadata: { name, namespace },
+        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name },
+        subjects,
+      },
     );
   }
   return out;

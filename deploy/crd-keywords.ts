@@ -15,7 +15,19 @@ const SAFE_INTEGER_BOUNDS = new Set([Number.MAX_SAFE_INTEGER, Number.MIN_SAFE_IN
  * counts a string's length in UTF-16 units, the API server in code points; they agree on all
  * text without characters beyond the Basic Multilingual Plane (emoji count 2 in zod, 1 there).
  */
-const KEPT = new Set(["type", "enum", "pattern", "minLength", "maxLength", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "nullable"]);
+const KEPT = new Set([
+  "type",
+  "enum",
+  "pattern",
+  "minLength",
+  "maxLength",
+  "minimum",
+  "maximum",
+  "exclusiveMinimum",
+  "exclusiveMaximum",
+  "multipleOf",
+  "nullable",
+]);
 
 /**
  * Formats kept: every string zod's pattern for them accepts is a valid RFC 3339 date(-time), so
@@ -74,7 +86,9 @@ export function re2Lacks(source: string): string | undefined {
 function patternOf(source: string, flags: string, refuse: Refuse): string {
   const lacks = re2Lacks(source);
   if (lacks) {
-    refuse(`the pattern /${source}/ uses ${lacks}, which the API server's regular expressions (RE2) do not support; write it in RE2 syntax, or check it in zod only with .refine()`);
+    refuse(
+      `the pattern /${source}/ uses ${lacks}, which the API server's regular expressions (RE2) do not support; write it in RE2 syntax, or check it in zod only with .refine()`,
+    );
   }
   const inline = [...flags].filter((f) => INLINE_FLAGS.has(f)).join("");
   return inline ? `(?${inline})${source}` : source;
@@ -91,13 +105,15 @@ export function scalarSchema(schema: z.core.$ZodType, io: Io, refuse: Refuse): J
     else if ((key === "minimum" || key === "maximum") && SAFE_INTEGER_BOUNDS.has(value as number)) continue;
     else if (key === "format") {
       if (KEPT_FORMATS.has(value as string)) out.format = value;
-    } else if (key === "contentEncoding") continue; // an annotation: zod's pattern checks the encoding
+    } else if (key === "contentEncoding")
+      continue; // an annotation: zod's pattern checks the encoding
     else if (key === "pattern") out.pattern = patternOf(value as string, flags.get(value as string) ?? "", refuse);
     else if (key === "allOf") {
       // Several patterns; inside allOf a structural schema may not repeat the type.
       out.allOf = (value as Json[]).map((member) => {
         const { type: _type, pattern, ...rest } = member;
-        if (typeof pattern !== "string" || Object.keys(rest).length) refuse(`zod's JSON Schema of this field combines ${JSON.stringify(member)}, which a CRD cannot express`);
+        if (typeof pattern !== "string" || Object.keys(rest).length)
+          refuse(`zod's JSON Schema of this field combines ${JSON.stringify(member)}, which a CRD cannot express`);
         return { pattern: patternOf(pattern, flags.get(pattern) ?? "", refuse) };
       });
     } else if (KEPT.has(key)) out[key] = value;
@@ -109,7 +125,27 @@ export function scalarSchema(schema: z.core.$ZodType, io: Io, refuse: Refuse): J
 
 /** CEL's reserved words: a field so named is `__name__` in a rule (k8s.io/apiserver/pkg/cel/escaping.go). */
 const CEL_RESERVED = new Set([
-  "true", "false", "null", "in", "as", "break", "const", "continue", "else", "for", "function", "if", "import", "let", "loop", "package", "namespace", "return", "var", "void", "while",
+  "true",
+  "false",
+  "null",
+  "in",
+  "as",
+  "break",
+  "const",
+  "continue",
+  "else",
+  "for",
+  "function",
+  "if",
+  "import",
+  "let",
+  "loop",
+  "package",
+  "namespace",
+  "return",
+  "var",
+  "void",
+  "while",
 ]);
 
 /**

@@ -29,7 +29,10 @@ describe("multi-version CRDs", () => {
     ]);
     const [v1, v2] = versions(crdOf(op));
     const { name, served, storage, deprecated, deprecationWarning } = v1!;
-    assert.deepEqual({ name, served, storage, deprecated, deprecationWarning }, { name: "v1", served: true, storage: false, deprecated: true, deprecationWarning: "example.com/v1 Widget is deprecated; use v2" });
+    assert.deepEqual(
+      { name, served, storage, deprecated, deprecationWarning },
+      { name: "v1", served: true, storage: false, deprecated: true, deprecationWarning: "example.com/v1 Widget is deprecated; use v2" },
+    );
     assert.equal(v2?.storage, true);
     assert.deepEqual(v1?.schema, v2?.schema);
     assert.equal(op.apiVersion, "example.com/v2");
@@ -67,7 +70,14 @@ describe("multi-version CRDs", () => {
     assert.throws(() => widget("v3", [{ name: "v1" }]), /Widget versions: the reconciled version "v3" is not listed \(v1\)/);
     assert.throws(() => widget("v1", [{ name: "v1" }, { name: "v1" }]), /"v1" is listed twice/);
     assert.throws(() => widget("v1", [{ name: "v1", served: false }]), /reconciled version "v1" must be served/);
-    assert.throws(() => widget("v1", [{ name: "v1", storage: true }, { name: "v2", storage: true }]), /only one version may be the storage version \(v1, v2\)/);
+    assert.throws(
+      () =>
+        widget("v1", [
+          { name: "v1", storage: true },
+          { name: "v2", storage: true },
+        ]),
+      /only one version may be the storage version \(v1, v2\)/,
+    );
     const shaped = { name: "v2", schema: {} } as ResourceVersion;
     assert.throws(() => widget("v1", [{ name: "v1" }, shaped]), /needs a conversion webhook/);
   });

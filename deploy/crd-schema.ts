@@ -146,9 +146,7 @@ function convert(schema: Schema, at: At): Node {
     case "record":
       return record(def, at);
     case "union":
-      return "discriminator" in def && typeof def.discriminator === "string"
-        ? discriminatedUnion(def.options, def.discriminator, at)
-        : union(def.options, at);
+      return "discriminator" in def && typeof def.discriminator === "string" ? discriminatedUnion(def.options, def.discriminator, at) : union(def.options, at);
     case "intersection":
       return intersection(def.left, def.right, at);
     default:
@@ -181,9 +179,14 @@ function nullable(node: Node, at: At): Node {
   const { enum: values, ...rest } = node.schema;
   if (!Array.isArray(values)) return { ...node, schema: { ...node.schema, nullable: true } };
   if (rest.type !== "string" || rest.pattern !== undefined || rest.allOf !== undefined) {
-    refuser(at)(`a nullable enum of ${String(rest.type)}s has no CRD schema (the API server refuses null in an enum field); use .optional() instead of .nullable()`);
+    refuser(at)(
+      `a nullable enum of ${String(rest.type)}s has no CRD schema (the API server refuses null in an enum field); use .optional() instead of .nullable()`,
+    );
   }
-  const pattern = `^(?:${(values as unknown[]).filter((v) => v !== null).map((v) => quoteMeta(v as string)).join("|")})$`;
+  const pattern = `^(?:${(values as unknown[])
+    .filter((v) => v !== null)
+    .map((v) => quoteMeta(v as string))
+    .join("|")})$`;
   return { ...node, schema: { ...rest, pattern, nullable: true } };
 }
 
@@ -193,7 +196,9 @@ function nullable(node: Node, at: At): Node {
  */
 function lazy(schema: Schema, inner: Schema, at: At): Node {
   if (at.lazies.has(schema)) {
-    refuser(at)("a recursive schema (z.lazy) has no CRD schema (a CRD schema cannot refer to itself); use z.unknown() (any value, kept as written) where it recurses");
+    refuser(at)(
+      "a recursive schema (z.lazy) has no CRD schema (a CRD schema cannot refer to itself); use z.unknown() (any value, kept as written) where it recurses",
+    );
   }
   if (isAnyJson(schema, inner)) return { schema: { [PRESERVE_UNKNOWN_FIELDS]: true }, frozen: [] };
   return walk(inner, { ...at, lazies: new Set([...at.lazies, schema]) });
@@ -298,17 +303,22 @@ function record(def: z.core.$ZodRecordDef, at: At): Node {
   if (key.type === "string" && !key.checks?.length) {
     const value = anchor(walk(def.valueType, valueAt), valueAt.path);
     // Any value under any name: the object is kept as written.
-    if (preservesAnything(value.schema) && Object.keys(value.schema).length === 1) return { schema: { type: "object", [PRESERVE_UNKNOWN_FIELDS]: true }, frozen: [] };
+    if (preservesAnything(value.schema) && Object.keys(value.schema).length === 1)
+      return { schema: { type: "object", [PRESERVE_UNKNOWN_FIELDS]: true }, frozen: [] };
     return { schema: { type: "object", additionalProperties: value.schema }, frozen: [] };
   }
   // Keys from an enum: zod requires every one (z.partialRecord none), as named fields do.
   const names = key.type === "enum" ? Object.values(key.entries) : key.type === "literal" ? key.values : undefined;
   if (names?.every((n) => typeof n === "string") && (def as { mode?: string }).mode !== "loose") {
     const value = walk(def.valueType, valueAt);
-    const fields = new Map(names.map((n) => [n, { node: { ...value, schema: json(value.schema) as Json }, required: !(def as { partial?: boolean }).partial }]));
+    const fields = new Map(
+      names.map((n) => [n, { node: { ...value, schema: json(value.schema) as Json }, required: !(def as { partial?: boolean }).partial }]),
+    );
     return assemble({ fields, preserve: false }, at);
   }
-  return refuse("z.record() keys must be a plain z.string() or an enum of names for a CRD (the API server cannot check key patterns or lengths); use z.record(z.string(), …) with a CEL rule such as cel(…, \"self.all(k, k.matches('^[a-z]+$'))\")");
+  return refuse(
+    "z.record() keys must be a plain z.string() or an enum of names for a CRD (the API server cannot check key patterns or lengths); use z.record(z.string(), …) with a CEL rule such as cel(…, \"self.all(k, k.matches('^[a-z]+$'))\")",
+  );
 }
 
 /**
@@ -382,9 +392,12 @@ function celName(name: string, at: At): string {
 function discriminatedUnion(options: readonly Schema[], discriminator: string, at: At): Node {
   const refuse = refuser(at);
   const variants = options.map((option) => {
-    if (defOf(option).type !== "object") refuse("a z.discriminatedUnion() option that is not a z.object has no CRD schema; list the objects of a nested union directly");
+    if (defOf(option).type !== "object")
+      refuse("a z.discriminatedUnion() option that is not a z.object has no CRD schema; list the objects of a nested union directly");
     if ((metaOf(option)?.[VALIDATIONS] as unknown[] | undefined)?.length) {
-      refuse(`a CEL rule on one option of a z.discriminatedUnion() has no CRD schema; put it on the union, guarded by the discriminator (self.${discriminator} != '…' || …)`);
+      refuse(
+        `a CEL rule on one option of a z.discriminatedUnion() has no CRD schema; put it on the union, guarded by the discriminator (self.${discriminator} != '…' || …)`,
+      );
     }
     const parts = objectFields(option, at);
     return { parts, values: discriminatorValues(parts.fields.get(discriminator), discriminator, at) };
@@ -396,13 +409,17 @@ function discriminatedUnion(options: readonly Schema[], discriminator: string, a
       const seen = merged.get(name);
       if (!seen) merged.set(name, { node: field.node, required: false, count: 1 });
       else if (!sameJson(seen.node.schema, field.node.schema)) {
-        refuse(`the options of this z.discriminatedUnion() declare "${name}" differently; a CRD field has one schema, so give them one schema or different names`);
+        refuse(
+          `the options of this z.discriminatedUnion() declare "${name}" differently; a CRD field has one schema, so give them one schema or different names`,
+        );
       } else seen.count++;
     }
   }
   for (const [name, field] of merged) {
     if (field.count < variants.length && field.node.schema.default !== undefined) {
-      refuse(`a default on "${name}", which only some options of this z.discriminatedUnion() have, would apply to every option in a CRD; default it in reconcile`);
+      refuse(
+        `a default on "${name}", which only some options of this z.discriminatedUnion() have, would apply to every option in a CRD; default it in reconcile`,
+      );
     }
   }
   const types = new Set(variants.map((v) => v.parts.fields.get(discriminator)!.node.schema.type));
@@ -419,7 +436,12 @@ function discriminatedUnion(options: readonly Schema[], discriminator: string, a
     const when = `when ${discriminator} is ${values.map(String).join(" or ")}`;
     return [...parts.fields]
       .filter(([name, f]) => f.required && name !== discriminator)
-      .map(([name]): CelRule => ({ rule: `${other} || has(self.${celName(name, at)})`, message: `${name} is required ${when}`, fieldPath: fieldPathOf([name]), reason: "FieldValueRequired" }));
+      .map(([name]): CelRule => ({
+        rule: `${other} || has(self.${celName(name, at)})`,
+        message: `${name} is required ${when}`,
+        fieldPath: fieldPathOf([name]),
+        reason: "FieldValueRequired",
+      }));
   });
   return assemble({ fields, preserve: variants.some((v) => v.parts.preserve) }, at, rules.length ? { [VALIDATIONS]: rules } : {});
 }
@@ -436,7 +458,8 @@ function intersection(left: Schema, right: Schema, at: At): Node {
   const fields = new Map(sides[0]!.fields);
   for (const [name, field] of sides[1]!.fields) {
     const seen = fields.get(name);
-    if (seen && !sameJson(seen.node.schema, field.node.schema)) refuse(`the two sides of this z.intersection() declare "${name}" differently; use A.extend(B.shape)`);
+    if (seen && !sameJson(seen.node.schema, field.node.schema))
+      refuse(`the two sides of this z.intersection() declare "${name}" differently; use A.extend(B.shape)`);
     fields.set(name, seen ? { ...seen, required: seen.required || field.required } : field);
   }
   return assemble({ fields, preserve: false }, at);
@@ -471,7 +494,9 @@ function withMetadata(node: Node, schema: Schema, at: At): Node {
     } else if (RULE_LIST_KEYS.has(key)) {
       out[key] = listKeyword(key, value, out, refuse);
     } else if (key.startsWith("x-kubernetes-")) {
-      refuse(`"${key}" is not a CRD keyword crdfn knows (it takes ${VALIDATIONS}, ${PRESERVE_UNKNOWN_FIELDS}, ${EMBEDDED_RESOURCE}, x-kubernetes-list-type, x-kubernetes-list-map-keys, x-kubernetes-map-type)`);
+      refuse(
+        `"${key}" is not a CRD keyword crdfn knows (it takes ${VALIDATIONS}, ${PRESERVE_UNKNOWN_FIELDS}, ${EMBEDDED_RESOURCE}, x-kubernetes-list-type, x-kubernetes-list-map-keys, x-kubernetes-map-type)`,
+      );
     }
     // Other metadata (id, examples, …) belongs to other tools: the CRD has no place for it.
   }
@@ -486,13 +511,16 @@ function immutableMessage(path: string): string {
 /** The CEL rules in one metadata entry, checked as the API server checks their shape. */
 function rulesOf(value: unknown, node: Json, at: At, refuse: (what: string) => never): Array<{ rule: CelRule; immutable: boolean }> {
   if (!Array.isArray(value)) refuse(`${VALIDATIONS} must be a list of { rule, message }`);
-  if (preservesAnything(node)) refuse("a CEL rule on a field of any type (z.unknown(), z.any()) has no CRD schema (the API server types self from the schema); give the field a type");
+  if (preservesAnything(node))
+    refuse("a CEL rule on a field of any type (z.unknown(), z.any()) has no CRD schema (the API server types self from the schema); give the field a type");
   return (value as ImmutableRule[]).map((raw, i) => {
     const parsed = celRuleSchema.safeParse(raw);
     if (!parsed.success) refuse(`CEL rule ${i + 1} (${JSON.stringify((raw as Partial<CelRule> | null)?.rule)}): ${zodLine(parsed.error, { first: true })}`);
     const rule: CelRule = parsed.data;
     if (at.uncorrelated && /\boldSelf\b/.test(rule.rule)) {
-      refuse(`the rule "${rule.rule}" reads oldSelf inside a list, where the API server cannot pair an item with its old value; put the rule on the list, or make it a map list (x-kubernetes-list-type: map)`);
+      refuse(
+        `the rule "${rule.rule}" reads oldSelf inside a list, where the API server cannot pair an item with its old value; put the rule on the list, or make it a map list (x-kubernetes-list-type: map)`,
+      );
     }
     const immutable = raw[IMMUTABLE] === true;
     return { rule: immutable && !rule.message ? { ...rule, message: immutableMessage(at.path) } : rule, immutable };
@@ -504,7 +532,9 @@ function checkEmbedded(node: Json, refuse: (what: string) => never): void {
   const required = (node.required ?? []) as string[];
   const declares = (f: string) => properties[f]?.type === "string" && required.includes(f);
   if (node.type !== "object" || node.additionalProperties !== undefined || !declares("apiVersion") || !declares("kind")) {
-    refuse("an embedded resource (embedded()) must be a z.object declaring apiVersion and kind as required strings (the API server requires both); use embedded() for any kind");
+    refuse(
+      "an embedded resource (embedded()) must be a z.object declaring apiVersion and kind as required strings (the API server requires both); use embedded() for any kind",
+    );
   }
 }
 
@@ -537,7 +567,11 @@ function anchor(node: Node, path: string): Node {
   const rules: CelRule[] = [];
   for (const f of node.frozen) {
     if (!f.path.some((s) => s.optional)) continue;
-    const names = f.path.map((s) => celFieldName(s.name) ?? refuser(path)(`the immutable field "${s.name}" cannot be named in a CEL rule (the API server's escaping has no spelling for it); rename it`));
+    const names = f.path.map(
+      (s) =>
+        celFieldName(s.name) ??
+        refuser(path)(`the immutable field "${s.name}" cannot be named in a CEL rule (the API server's escaping has no spelling for it); rename it`),
+    );
     const present = (self: string) =>
       f.path
         .map((s, i) => (s.optional ? `has(${self}.${names.slice(0, i + 1).join(".")})` : undefined))

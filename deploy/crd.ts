@@ -46,17 +46,36 @@ export function statusSchemaOf(operator: Operator<unknown>): Json {
   };
 }
 
-const READY_COLUMN: PrinterColumn = { name: "Ready", type: "string", jsonPath: '.status.conditions[?(@.type=="Ready")].status', description: "Ready condition set by the crdfn runtime" };
+const READY_COLUMN: PrinterColumn = {
+  name: "Ready",
+  type: "string",
+  jsonPath: '.status.conditions[?(@.type=="Ready")].status',
+  description: "Ready condition set by the crdfn runtime",
+};
 const REASON_COLUMN: PrinterColumn = { name: "Reason", type: "string", jsonPath: '.status.conditions[?(@.type=="Ready")].reason', priority: 1 };
-const ATTEMPTS_COLUMN: PrinterColumn = { name: "Attempts", type: "integer", jsonPath: `.status.${NEXT_RECONCILE_FIELD}.attempts`, description: "Failed attempts of this generation so far", priority: 1 };
+const ATTEMPTS_COLUMN: PrinterColumn = {
+  name: "Attempts",
+  type: "integer",
+  jsonPath: `.status.${NEXT_RECONCILE_FIELD}.attempts`,
+  description: "Failed attempts of this generation so far",
+  priority: 1,
+};
 // A string, not a date: kubectl prints a date column as an age, and a time to come has none.
-const NEXT_COLUMN: PrinterColumn = { name: "Next", type: "string", jsonPath: `.status.${NEXT_RECONCILE_FIELD}.at`, description: "When the object is reconciled again (a retry, requeueAfterSeconds)", priority: 1 };
+const NEXT_COLUMN: PrinterColumn = {
+  name: "Next",
+  type: "string",
+  jsonPath: `.status.${NEXT_RECONCILE_FIELD}.at`,
+  description: "When the object is reconciled again (a retry, requeueAfterSeconds)",
+  priority: 1,
+};
 const AGE_COLUMN: PrinterColumn = { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" };
 
 /** The operator's columns with the runtime's Ready (and, with -o wide, Reason, Attempts and Next) before Age. */
 export function printerColumnsOf(operator: Operator<unknown>): PrinterColumn[] {
   const declared = operator.resource.printerColumns ?? [];
-  const ours = [...(declared.some((c) => c.name === READY_COLUMN.name) ? [] : [READY_COLUMN, REASON_COLUMN]), ATTEMPTS_COLUMN, NEXT_COLUMN].filter((c) => !declared.some((d) => d.name === c.name));
+  const ours = [...(declared.some((c) => c.name === READY_COLUMN.name) ? [] : [READY_COLUMN, REASON_COLUMN]), ATTEMPTS_COLUMN, NEXT_COLUMN].filter(
+    (c) => !declared.some((d) => d.name === c.name),
+  );
   const age = declared.findIndex((c) => c.jsonPath === AGE_COLUMN.jsonPath);
   if (age < 0) return [...declared, ...ours, AGE_COLUMN];
   return [...declared.slice(0, age), ...ours, ...declared.slice(age)];

@@ -7,7 +7,15 @@ import { deniedNamespaces, type CloudRunDeploySettings, type DeploySettings } fr
 import { crdFiles } from "./crd.ts";
 import { functionIdentity, functionRbacOf, operatorName, rbacRulesOf } from "./rbac.ts";
 import { admissionPolicyOf, servedNamespacesPolicyOf } from "./admission.ts";
-import { bridgeConfigOf, bridgeDeploymentOf, bridgeEventKeySecretName, bridgeLeaseRbacOf, bridgeName, bridgeWatchRbacOf, EVENT_KEY_SECRET_KEY } from "./bridge.ts";
+import {
+  bridgeConfigOf,
+  bridgeDeploymentOf,
+  bridgeEventKeySecretName,
+  bridgeLeaseRbacOf,
+  bridgeName,
+  bridgeWatchRbacOf,
+  EVENT_KEY_SECRET_KEY,
+} from "./bridge.ts";
 import { eventQueueName } from "./queue-names.ts";
 import { awsAccountOf, lambdaRoleName, serverlessFunctionsOf, serverlessResourcesOf } from "./serverless.ts";
 import { bridgeConfigOfPubSub, gcpNamesOf, gcpReadme, GCP_DIR, gkeFunctionIdentityOf, terraformOf } from "./gcp.ts";
@@ -46,15 +54,27 @@ const kustomization = (resources: string[], component?: string): Record<string, 
  * CRDs, unserved). `base`: the settings file's folder (absolute), which `out` and `gcp.source` are
  * relative to; Terraform's source folder is found from it (target cloudrun only).
  */
-export function deployFiles(operators: ReadonlyArray<GeneratedOperator>, s: DeploySettings, storedVersions: ReadonlyMap<string, readonly string[]> = new Map(), base?: string): Map<string, string> {
+export function deployFiles(
+  operators: ReadonlyArray<GeneratedOperator>,
+  s: DeploySettings,
+  storedVersions: ReadonlyMap<string, readonly string[]> = new Map(),
+  base?: string,
+): Map<string, string> {
   if (operators.length === 0) throw new Error("no operator to generate for");
   const ops = operators.map((o) => o.operator);
   // Every grant is a Role in the served namespaces: a ClusterRole would let an identity read
   // kube-system (its ConfigMaps, its Secrets) as well, which RBAC cannot carve out.
   const namespacedOp = ops.find((op) => op.resource.scope === "Namespaced" || op.owns.some((o) => o.namespaced) || op.reads.some((r) => r.namespaced));
   if (s.namespaces.length === 0 && namespacedOp !== undefined) {
-    const why = namespacedOp.resource.scope === "Namespaced" ? "is namespaced" : namespacedOp.owns.some((o) => o.namespaced) ? "owns namespaced kinds" : "reads namespaced kinds";
-    throw new ConfigError(`namespaces: name the namespaces the operators serve (${namespacedOp.resource.kind} ${why}): each identity is granted only there, and kube-system only if you list it`);
+    const why =
+      namespacedOp.resource.scope === "Namespaced"
+        ? "is namespaced"
+        : namespacedOp.owns.some((o) => o.namespaced)
+          ? "owns namespaced kinds"
+          : "reads namespaced kinds";
+    throw new ConfigError(
+      `namespaces: name the namespaces the operators serve (${namespacedOp.resource.kind} ${why}): each identity is granted only there, and kube-system only if you list it`,
+    );
   }
   const files = new Map<string, string>();
   const scope = { functionsNamespace: s.functionsNamespace, namespaces: s.namespaces };
@@ -64,14 +84,29 @@ export function deployFiles(operators: ReadonlyArray<GeneratedOperator>, s: Depl
   for (const [file, text] of crds) files.set(`crds/${file}`, text);
 
   const fnFiles: string[] = ["namespace.yaml"];
-  files.set("functions/namespace.yaml", yaml([namespaceOf(s.functionsNamespace)], "# The functions' ServiceAccounts only; any function pods run under the restricted Pod Security profile.\n"));
+  files.set(
+    "functions/namespace.yaml",
+    yaml([namespaceOf(s.functionsNamespace)], "# The functions' ServiceAccounts only; any function pods run under the restricted Pod Security profile.\n"),
+  );
   for (const op of ops) {
     const n = operatorName(op);
     files.set(`functions/${n}.yaml`, yaml(functionRbacOf(op, scope), `# ${op.resource.kind} (${op.apiVersion}): the function's identity and grants.\n`));
-    files.set(`functions/${n}-admission.yaml`, yaml([...admissionPolicyOf(op, { ...scope, denied }), ...servedNamespacesPolicyOf(op, s.namespaces)], `# ${op.resource.kind}: what RBAC cannot say (owner references, namespaces), enforced by the API server.\n`));
+    files.set(
+      `functions/${n}-admission.yaml`,
+      yaml(
+        [...admissionPolicyOf(op, { ...scope, denied }), ...servedNamespacesPolicyOf(op, s.namespaces)],
+        `# ${op.resource.kind}: what RBAC cannot say (owner references, namespaces), enforced by the API server.\n`,
+      ),
+    );
     fnFiles.push(`${n}.yaml`, `${n}-admission.yaml`);
     if (s.target === "cloudrun") {
-      files.set(`functions/${n}-gke.yaml`, yaml(gkeFunctionIdentityOf(op, s, denied), `# ${op.resource.kind} on Cloud Run functions: the same grants and admission policy for its Google service account (${gcpNamesOf(op, s).email}), GKE's user name for it.\n`));
+      files.set(
+        `functions/${n}-gke.yaml`,
+        yaml(
+          gkeFunctionIdentityOf(op, s, denied),
+          `# ${op.resource.kind} on Cloud Run functions: the same grants and admission policy for its Google service account (${gcpNamesOf(op, s).email}), GKE's user name for it.\n`,
+        ),
+      );
       fnFiles.push(`${n}-gke.yaml`);
     }
   }
@@ -89,12 +124,23 @@ export function deployFiles(operators: ReadonlyArray<GeneratedOperator>, s: Depl
     ["deployment.yaml", [bridgeDeploymentOf(s)]],
   ];
   for (const [file, docs] of bridge) files.set(`bridge/${file}`, yaml(docs));
-  files.set("bridge/kustomization.yaml", yaml([kustomization(bridge.map(([f]) => f), "bridge")]));
+  files.set(
+    "bridge/kustomization.yaml",
+    yaml([
+      kustomization(
+        bridge.map(([f]) => f),
+        "bridge",
+      ),
+    ]),
+  );
   files.set("bridge/README.md", bridgeReadme(ops, s));
 
   files.set(
     "kustomization.yaml",
-    yaml([kustomization([...[...crds.keys()].map((f) => `crds/${f}`), "bridge", "functions"])], "# Everything crdfn puts into the cluster, in one apply: kubectl apply --server-side -k <this folder>\n"),
+    yaml(
+      [kustomization([...[...crds.keys()].map((f) => `crds/${f}`), "bridge", "functions"])],
+      "# Everything crdfn puts into the cluster, in one apply: kubectl apply --server-side -k <this folder>\n",
+    ),
   );
   if (s.target === "cloudrun") {
     if (base === undefined) throw new Error("deployFiles: target cloudrun needs the settings folder (base) to find the source folder");
@@ -103,7 +149,10 @@ export function deployFiles(operators: ReadonlyArray<GeneratedOperator>, s: Depl
     files.set(`${GCP_DIR}/README.md`, gcpReadme(gcpOps, s));
     return files;
   }
-  files.set("serverless/functions.yml", yaml([serverlessFunctionsOf(operators, s.cluster)], "# serverless.yml: functions: ${file(./<out>/serverless/functions.yml)}\n"));
+  files.set(
+    "serverless/functions.yml",
+    yaml([serverlessFunctionsOf(operators, s.cluster)], "# serverless.yml: functions: ${file(./<out>/serverless/functions.yml)}\n"),
+  );
   files.set("serverless/resources.yml", yaml([serverlessResourcesOf(ops, s)], "# serverless.yml: resources: ${file(./<out>/serverless/resources.yml)}\n"));
   return files;
 }
@@ -197,7 +246,10 @@ ${rows.join("\n")}
 The admission policy \`crdfn-<operator>-function\` then lets that identity write an owned kind only
 with a controller owner reference to its operator's kind (on change and delete, the stored object
 too), never in ${deniedNamespaces(s).join(", ")}${s.namespaces.length ? " nor outside the served namespaces" : ""}.
-${entries.length === 0 ? "" : `
+${
+  entries.length === 0
+    ? ""
+    : `
 ## Mapping the Lambda's IAM role (EKS access entries)
 
 \`<stage>\` is the one you deploy (\`npx serverless deploy --stage <stage>\`); \`npx serverless info --verbose\`
@@ -206,5 +258,6 @@ prints each \`<Operator>FunctionRoleArn\` too. Associate no access policy: the R
 \`\`\`sh
 ${entries.join("\n")}
 \`\`\`
-`}`;
+`
+}`;
 }

@@ -6,15 +6,36 @@ import { parseDeploySettings, type CloudRunDeploySettings } from "./settings.ts"
 import { gcpNamesOf, sourceDirFromTerraform } from "./gcp.ts";
 import { defineOperator, type Operator } from "../core/operator.ts";
 
-const known = { project: "shop", target: "cloudrun", cluster: "prod", namespaces: ["shop"], bridge: { image: "registry.example.com/bridge:1" }, gcp: { project: "my-project", region: "europe-west1", gkeCluster: "prod" } };
+const known = {
+  project: "shop",
+  target: "cloudrun",
+  cluster: "prod",
+  namespaces: ["shop"],
+  bridge: { image: "registry.example.com/bridge:1" },
+  gcp: { project: "my-project", region: "europe-west1", gkeCluster: "prod" },
+};
 const settingsOf = (extra: Record<string, unknown> = {}) => parseDeploySettings({ ...known, ...extra }, "test") as CloudRunDeploySettings;
-const op = (kind: string) => defineOperator({ resource: { group: "example.com", version: "v1", plural: `${kind.toLowerCase()}s`, kind }, spec: z.object({}), reconcile: () => ({}) }) as Operator<unknown>;
+const op = (kind: string) =>
+  defineOperator({
+    resource: { group: "example.com", version: "v1", plural: `${kind.toLowerCase()}s`, kind },
+    spec: z.object({}),
+    reconcile: () => ({}),
+  }) as Operator<unknown>;
 
 describe("Cloud Run deploy settings and names", () => {
   it("defaults the prefix from the project and the GKE location from the region; needs no queue URL", () => {
     const s = settingsOf();
     assert.equal(s.target, "cloudrun");
-    assert.deepEqual(s.gcp, { project: "my-project", region: "europe-west1", gkeCluster: "prod", gkeLocation: "europe-west1", prefix: "crdfn-shop-", source: ".", runtime: "nodejs22", maxInstances: 10 });
+    assert.deepEqual(s.gcp, {
+      project: "my-project",
+      region: "europe-west1",
+      gkeCluster: "prod",
+      gkeLocation: "europe-west1",
+      prefix: "crdfn-shop-",
+      source: ".",
+      runtime: "nodejs22",
+      maxInstances: 10,
+    });
   });
 
   it("names an operator's function, service account (GKE's user) and Pub/Sub resources", () => {
@@ -35,8 +56,14 @@ describe("Cloud Run deploy settings and names", () => {
 
   it("refuses in one line a prefix or an operator name too long for a service account id", () => {
     assert.throws(() => settingsOf({ gcp: { ...known.gcp, prefix: "Shop-" } }), /^ConfigError: test: gcp\.prefix: must be lower-case letters/);
-    assert.throws(() => settingsOf({ project: "a-very-long-project-name" }), (e: Error) => e instanceof ConfigError && /gcp\.prefix: crdfn-a-very-long-project-name- is 31 characters; at most 22/.test(e.message));
-    assert.throws(() => gcpNamesOf(op("ExtraordinarilyLongKind"), settingsOf()), /gcp\.prefix: crdfn-shop-extraordinarilylongkind \(the ExtraordinarilyLongKind function's service account\) is longer than GCP's 30 characters/);
+    assert.throws(
+      () => settingsOf({ project: "a-very-long-project-name" }),
+      (e: Error) => e instanceof ConfigError && /gcp\.prefix: crdfn-a-very-long-project-name- is 31 characters; at most 22/.test(e.message),
+    );
+    assert.throws(
+      () => gcpNamesOf(op("ExtraordinarilyLongKind"), settingsOf()),
+      /gcp\.prefix: crdfn-shop-extraordinarilylongkind \(the ExtraordinarilyLongKind function's service account\) is longer than GCP's 30 characters/,
+    );
   });
 
   it("finds the source folder from where terraform runs, wherever out is", () => {

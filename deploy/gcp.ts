@@ -58,8 +58,17 @@ export interface GcpNamesOf {
 export function gcpNamesOf(operator: Operator<unknown>, s: CloudRunDeploySettings): GcpNamesOf {
   const n = operatorName(operator);
   const accountId = `${s.gcp.prefix}${n}`;
-  if (accountId.length > 30) throw new ConfigError(`gcp.prefix: ${accountId} (the ${operator.resource.kind} function's service account) is longer than GCP's 30 characters: set a shorter gcp.prefix`);
-  return { tf: n.replace(/[^a-z0-9_]/g, "_"), function: `${s.gcp.prefix}${n}`, accountId, email: `${accountId}@${s.gcp.project}.iam.gserviceaccount.com`, pubsub: pubSubNamesOf(s.gcp.project, s.gcp.prefix, n) };
+  if (accountId.length > 30)
+    throw new ConfigError(
+      `gcp.prefix: ${accountId} (the ${operator.resource.kind} function's service account) is longer than GCP's 30 characters: set a shorter gcp.prefix`,
+    );
+  return {
+    tf: n.replace(/[^a-z0-9_]/g, "_"),
+    function: `${s.gcp.prefix}${n}`,
+    accountId,
+    email: `${accountId}@${s.gcp.project}.iam.gserviceaccount.com`,
+    pubsub: pubSubNamesOf(s.gcp.project, s.gcp.prefix, n),
+  };
 }
 
 /** The push service account: it signs the OIDC token of every push request. */
@@ -93,13 +102,21 @@ export function gkeFunctionIdentityOf(operator: Operator<unknown>, s: CloudRunDe
   const scope = { functionsNamespace: s.functionsNamespace, namespaces: s.namespaces };
   const bindings = (functionRbacOf(operator, scope) as Manifest[])
     .filter((m) => m.kind === "RoleBinding" || m.kind === "ClusterRoleBinding")
-    .map((m) => ({ ...m, metadata: { ...m.metadata, name: `${m.metadata.name}-gke` }, subjects: [{ kind: "User", apiGroup: "rbac.authorization.k8s.io", name: email }] }));
+    .map((m) => ({
+      ...m,
+      metadata: { ...m.metadata, name: `${m.metadata.name}-gke` },
+      subjects: [{ kind: "User", apiGroup: "rbac.authorization.k8s.io", name: email }],
+    }));
   const lit = `'${email.replace(/'/g, "\\'")}'`;
   const policies = (admissionPolicyOf(operator, { ...scope, denied }) as Manifest[]).map((m) => {
     const spec = m.spec as Json;
     const name = `${m.metadata.name}-gke`;
     return m.kind === "ValidatingAdmissionPolicy"
-      ? { ...m, metadata: { ...m.metadata, name }, spec: { ...spec, matchConditions: [{ name: "is-the-function", expression: `request.userInfo.username == ${lit}` }] } }
+      ? {
+          ...m,
+          metadata: { ...m.metadata, name },
+          spec: { ...spec, matchConditions: [{ name: "is-the-function", expression: `request.userInfo.username == ${lit}` }] },
+        }
       : { ...m, metadata: { ...m.metadata, name }, spec: { ...spec, policyName: name } };
   });
   return [...bindings, ...policies];
@@ -123,7 +140,16 @@ function absolute(base: string, path: string): string {
   return posix.resolve(slashed(base), slashed(path));
 }
 
-const APIS = ["cloudfunctions.googleapis.com", "run.googleapis.com", "cloudbuild.googleapis.com", "artifactregistry.googleapis.com", "pubsub.googleapis.com", "container.googleapis.com", "logging.googleapis.com", "secretmanager.googleapis.com"];
+const APIS = [
+  "cloudfunctions.googleapis.com",
+  "run.googleapis.com",
+  "cloudbuild.googleapis.com",
+  "artifactregistry.googleapis.com",
+  "pubsub.googleapis.com",
+  "container.googleapis.com",
+  "logging.googleapis.com",
+  "secretmanager.googleapis.com",
+];
 
 /**
  * The Secret Manager secret holding the cluster's event keys (CRDFN_EVENT_KEYS: the functions
@@ -140,12 +166,30 @@ export function terraformOf(operators: ReadonlyArray<GcpOperator>, s: CloudRunDe
   const r = {
     google_project_service: apis,
     // The functions' source, read by Cloud Build with the project's own identity: never public (checkov CKV_GCP_114).
-    google_storage_bucket: { source: { name: `${g.project}-${g.prefix}sources`, location: g.region, uniform_bucket_level_access: true, public_access_prevention: "enforced", force_destroy: true } },
-    google_storage_bucket_object: { source: { name: "source-${data.archive_file.source.output_md5}.zip", bucket: ref("google_storage_bucket", "source", "name"), source: "${data.archive_file.source.output_path}" } },
+    google_storage_bucket: {
+      source: {
+        name: `${g.project}-${g.prefix}sources`,
+        location: g.region,
+        uniform_bucket_level_access: true,
+        public_access_prevention: "enforced",
+        force_destroy: true,
+      },
+    },
+    google_storage_bucket_object: {
+      source: {
+        name: "source-${data.archive_file.source.output_md5}.zip",
+        bucket: ref("google_storage_bucket", "source", "name"),
+        source: "${data.archive_file.source.output_path}",
+      },
+    },
     google_service_account: { push: { account_id: pushAccountId(s), display_name: "crdfn push subscriptions: signs their OIDC tokens" } } as Json,
     google_service_account_iam_member: {
       // Pub/Sub mints the push requests' OIDC tokens as the push service account.
-      push_token_creator: { service_account_id: ref("google_service_account", "push", "name"), role: "roles/iam.serviceAccountTokenCreator", member: pubsubAgent },
+      push_token_creator: {
+        service_account_id: ref("google_service_account", "push", "name"),
+        role: "roles/iam.serviceAccountTokenCreator",
+        member: pubsubAgent,
+      },
     },
     google_pubsub_topic: {} as Json,
     google_pubsub_subscription: {} as Json,
@@ -159,19 +203,38 @@ export function terraformOf(operators: ReadonlyArray<GcpOperator>, s: CloudRunDe
   };
   const outputs: Json = { bridge_principal: { description: `The bridge (${s.bridge.namespace}/${bridgeName(s)}) as IAM knows it`, value: bridgePrincipal(s) } };
   for (const operator of operators) addOperator(r, outputs, operator, s, apiDeps);
-  addLogMetrics(r.google_logging_metric, operators.map(({ operator }) => gcpNamesOf(operator, s).function), g.prefix);
+  addLogMetrics(
+    r.google_logging_metric,
+    operators.map(({ operator }) => gcpNamesOf(operator, s).function),
+    g.prefix,
+  );
   return {
     terraform: {
       required_version: ">= 1.5",
-      required_providers: { google: { source: "hashicorp/google", version: ">= 6.0" }, archive: { source: "hashicorp/archive", version: ">= 2.4" }, external: { source: "hashicorp/external", version: ">= 2.3" } },
+      required_providers: {
+        google: { source: "hashicorp/google", version: ">= 6.0" },
+        archive: { source: "hashicorp/archive", version: ">= 2.4" },
+        external: { source: "hashicorp/external", version: ">= 2.3" },
+      },
     },
     provider: { google: { project: g.project, region: g.region } },
     variable: {
-      source_dir: { type: "string", default: sourceDirFromTerraform(s, base), description: "The functions' source folder (its package.json main registers each operator's function; `crdfn bundle` bundles it for the upload), relative to this folder unless absolute" },
+      source_dir: {
+        type: "string",
+        default: sourceDirFromTerraform(s, base),
+        description:
+          "The functions' source folder (its package.json main registers each operator's function; `crdfn bundle` bundles it for the upload), relative to this folder unless absolute",
+      },
     },
     locals: {
       // The functions' cluster registry (CRDFN_CLUSTERS): the GKE cluster, reached with each function's own access token.
-      clusters: { [s.cluster]: { auth: "gke", server: "https://${data.google_container_cluster.gke.endpoint}", caData: "${data.google_container_cluster.gke.master_auth[0].cluster_ca_certificate}" } },
+      clusters: {
+        [s.cluster]: {
+          auth: "gke",
+          server: "https://${data.google_container_cluster.gke.endpoint}",
+          caData: "${data.google_container_cluster.gke.master_auth[0].cluster_ca_certificate}",
+        },
+      },
     },
     data: {
       google_project: { this: { project_id: g.project } },
@@ -179,7 +242,11 @@ export function terraformOf(operators: ReadonlyArray<GcpOperator>, s: CloudRunDe
       // The upload: the source's main bundled with crdfn (cli/cloudrun-source.ts), run by every
       // plan from the source folder, so Cloud Build installs registry packages only.
       external: {
-        source: { program: ["npx", "--no", "crdfn", "bundle", "--terraform"], working_dir: "${var.source_dir}", query: { out: "${abspath(path.module)}/.build/source" } },
+        source: {
+          program: ["npx", "--no", "crdfn", "bundle", "--terraform"],
+          working_dir: "${var.source_dir}",
+          query: { out: "${abspath(path.module)}/.build/source" },
+        },
       },
       archive_file: {
         source: { type: "zip", source_dir: "${data.external.source.result.dir}", output_path: "${path.module}/.build/source.zip" },
@@ -194,7 +261,19 @@ export function terraformOf(operators: ReadonlyArray<GcpOperator>, s: CloudRunDe
 const ref = (type: string, name: string, attr = "id") => `\${${type}.${name}.${attr}}`;
 
 /** The resources by type, each a map of name → arguments. */
-type Resources = Record<"google_service_account" | "google_pubsub_topic" | "google_pubsub_subscription" | "google_pubsub_topic_iam_member" | "google_pubsub_subscription_iam_member" | "google_project_iam_member" | "google_cloudfunctions2_function" | "google_cloud_run_service_iam_member" | "google_secret_manager_secret_iam_member" | "google_logging_metric", Json>;
+type Resources = Record<
+  | "google_service_account"
+  | "google_pubsub_topic"
+  | "google_pubsub_subscription"
+  | "google_pubsub_topic_iam_member"
+  | "google_pubsub_subscription_iam_member"
+  | "google_project_iam_member"
+  | "google_cloudfunctions2_function"
+  | "google_cloud_run_service_iam_member"
+  | "google_secret_manager_secret_iam_member"
+  | "google_logging_metric",
+  Json
+>;
 
 /** One operator's topics, subscriptions, identity, grants and function, and its outputs. */
 function addOperator(r: Resources, outputs: Json, { operator, entryPoint }: GcpOperator, s: CloudRunDeploySettings, apiDeps: string[]): void {
@@ -233,7 +312,11 @@ function addOperator(r: Resources, outputs: Json, { operator, entryPoint }: GcpO
   });
   Object.assign(r.google_pubsub_topic_iam_member, {
     // The function re-sends a message deferred through an API server outage into its ordering key.
-    [`${n.tf}_republish`]: { topic: ref("google_pubsub_topic", events), role: "roles/pubsub.publisher", member: `serviceAccount:${ref("google_service_account", n.tf, "email")}` },
+    [`${n.tf}_republish`]: {
+      topic: ref("google_pubsub_topic", events),
+      role: "roles/pubsub.publisher",
+      member: `serviceAccount:${ref("google_service_account", n.tf, "email")}`,
+    },
     [`${n.tf}_bridge_publish`]: { topic: ref("google_pubsub_topic", events), role: "roles/pubsub.publisher", member: bridgePrincipal(s) },
     // The bridge checks its topics exist (topics.get) and says so when one does not.
     [`${n.tf}_bridge_view`]: { topic: ref("google_pubsub_topic", events), role: "roles/pubsub.viewer", member: bridgePrincipal(s) },
@@ -246,52 +329,75 @@ function addOperator(r: Resources, outputs: Json, { operator, entryPoint }: GcpO
   });
   Object.assign(r.google_project_iam_member, {
     // GKE admits a Google identity that may get the cluster; Kubernetes RBAC grants the rest (functions/<operator>-gke.yaml).
-    [`${n.tf}_gke_authentication`]: { project: g.project, role: "roles/container.clusterViewer", member: `serviceAccount:${ref("google_service_account", n.tf, "email")}` },
-  });
-  Object.assign(r.google_cloudfunctions2_function, {
-    [n.tf]: {
-      name: n.function,
-      location: g.region,
-      description: `crdfn: reconciles ${operator.resource.plural}.${operator.resource.group}`,
-      build_config: {
-        runtime: g.runtime,
-        entry_point: entryPoint,
-        source: { storage_source: { bucket: ref("google_storage_bucket", "source", "name"), object: ref("google_storage_bucket_object", "source", "name") } },
-      },
-      service_config: {
-        service_account_email: ref("google_service_account", n.tf, "email"),
-        // Push comes from Google's front end: the function takes requests from anywhere, and
-        // IAM refuses all but the push identity (run.invoker below; no allUsers).
-        ingress_settings: "ALLOW_ALL",
-        max_instance_count: g.maxInstances,
-        timeout_seconds: FUNCTION_TIMEOUT_SECONDS,
-        available_memory: "256M",
-        environment_variables: {
-          CRDFN_CLUSTERS: "${jsonencode(local.clusters)}",
-          CRDFN_PUBSUB_TOPIC: ref("google_pubsub_topic", events),
-          CRDFN_MAX_DELIVERY_ATTEMPTS: String(PUSH_POLICY.maxDeliveryAttempts),
-          CRDFN_RETRY_MIN_BACKOFF_SECONDS: String(PUSH_POLICY.minimumBackoffSeconds),
-          CRDFN_RETRY_MAX_BACKOFF_SECONDS: String(PUSH_POLICY.maximumBackoffSeconds),
-          LOG_LEVEL: "info",
-        },
-        // Read as each instance starts: a new secret version reaches new instances (docs/security.md, rotation).
-        secret_environment_variables: [{ key: "CRDFN_EVENT_KEYS", project_id: g.project, secret: eventKeysSecretId(s), version: "latest" }],
-      },
-      depends_on: [...apiDeps, `google_secret_manager_secret_iam_member.${n.tf}_event_keys`],
+    [`${n.tf}_gke_authentication`]: {
+      project: g.project,
+      role: "roles/container.clusterViewer",
+      member: `serviceAccount:${ref("google_service_account", n.tf, "email")}`,
     },
   });
+  Object.assign(r.google_cloudfunctions2_function, { [n.tf]: functionOf(operator, entryPoint, s, apiDeps) });
   Object.assign(r.google_secret_manager_secret_iam_member, {
     // Its own read of the event keys, and nothing else of Secret Manager.
-    [`${n.tf}_event_keys`]: { project: g.project, secret_id: eventKeysSecretId(s), role: "roles/secretmanager.secretAccessor", member: `serviceAccount:${ref("google_service_account", n.tf, "email")}` },
+    [`${n.tf}_event_keys`]: {
+      project: g.project,
+      secret_id: eventKeysSecretId(s),
+      role: "roles/secretmanager.secretAccessor",
+      member: `serviceAccount:${ref("google_service_account", n.tf, "email")}`,
+    },
   });
   Object.assign(r.google_cloud_run_service_iam_member, {
     // Only the push subscription's identity may call the function.
-    [`${n.tf}_invoker`]: { location: g.region, service: ref("google_cloudfunctions2_function", n.tf, "name"), role: "roles/run.invoker", member: `serviceAccount:${ref("google_service_account", "push", "email")}` },
+    [`${n.tf}_invoker`]: {
+      location: g.region,
+      service: ref("google_cloudfunctions2_function", n.tf, "name"),
+      role: "roles/run.invoker",
+      member: `serviceAccount:${ref("google_service_account", "push", "email")}`,
+    },
   });
   Object.assign(outputs, {
     [`${n.tf}_function_uri`]: { description: `The ${operator.resource.kind} function's URL (push endpoint)`, value: fnUri },
-    [`${n.tf}_gke_user`]: { description: `The ${operator.resource.kind} function's user name in the GKE cluster`, value: ref("google_service_account", n.tf, "email") },
+    [`${n.tf}_gke_user`]: {
+      description: `The ${operator.resource.kind} function's user name in the GKE cluster`,
+      value: ref("google_service_account", n.tf, "email"),
+    },
   });
+}
+
+/** The operator's Cloud Run function (2nd gen): the uploaded bundle, its identity, settings and event keys. */
+function functionOf(operator: GcpOperator["operator"], entryPoint: string, s: CloudRunDeploySettings, apiDeps: string[]): Json {
+  const g = s.gcp;
+  const n = gcpNamesOf(operator, s);
+  const events = `${n.tf}_events`;
+  return {
+    name: n.function,
+    location: g.region,
+    description: `crdfn: reconciles ${operator.resource.plural}.${operator.resource.group}`,
+    build_config: {
+      runtime: g.runtime,
+      entry_point: entryPoint,
+      source: { storage_source: { bucket: ref("google_storage_bucket", "source", "name"), object: ref("google_storage_bucket_object", "source", "name") } },
+    },
+    service_config: {
+      service_account_email: ref("google_service_account", n.tf, "email"),
+      // Push comes from Google's front end: the function takes requests from anywhere, and
+      // IAM refuses all but the push identity (run.invoker below; no allUsers).
+      ingress_settings: "ALLOW_ALL",
+      max_instance_count: g.maxInstances,
+      timeout_seconds: FUNCTION_TIMEOUT_SECONDS,
+      available_memory: "256M",
+      environment_variables: {
+        CRDFN_CLUSTERS: "${jsonencode(local.clusters)}",
+        CRDFN_PUBSUB_TOPIC: ref("google_pubsub_topic", events),
+        CRDFN_MAX_DELIVERY_ATTEMPTS: String(PUSH_POLICY.maxDeliveryAttempts),
+        CRDFN_RETRY_MIN_BACKOFF_SECONDS: String(PUSH_POLICY.minimumBackoffSeconds),
+        CRDFN_RETRY_MAX_BACKOFF_SECONDS: String(PUSH_POLICY.maximumBackoffSeconds),
+        LOG_LEVEL: "info",
+      },
+      // Read as each instance starts: a new secret version reaches new instances (docs/security.md, rotation).
+      secret_environment_variables: [{ key: "CRDFN_EVENT_KEYS", project_id: g.project, secret: eventKeysSecretId(s), version: "latest" }],
+    },
+    depends_on: [...apiDeps, `google_secret_manager_secret_iam_member.${n.tf}_event_keys`],
+  };
 }
 
 /** Log-based metrics over the lines the functions write (core/cloud-logging-metrics.ts). */
@@ -321,7 +427,10 @@ function addLogMetrics(metrics: Json, functionNames: string[], prefix: string): 
       metric_descriptor: { metric_kind: "DELTA", value_type: "DISTRIBUTION", unit: d.unit, labels: l.labels },
       label_extractors: l.extractors,
       value_extractor: `EXTRACT(jsonPayload.${d.field})`,
-      bucket_options: d.unit === "s" ? { exponential_buckets: { num_finite_buckets: 16, growth_factor: 2, scale: 0.005 } } : { explicit_buckets: { bounds: [1, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 50] } },
+      bucket_options:
+        d.unit === "s"
+          ? { exponential_buckets: { num_finite_buckets: 16, growth_factor: 2, scale: 0.005 } }
+          : { explicit_buckets: { bounds: [1, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 50] } },
     };
   }
 }

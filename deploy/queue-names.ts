@@ -14,8 +14,10 @@ import { operatorName } from "./rbac.ts";
 export const eventQueueName = (operator: Operator<unknown>, s: { queues: QueueSettings }): string => `${s.queues.prefix}${operatorName(operator)}.fifo`;
 export const eventQueueUrl = (operator: Operator<unknown>, s: { queues: QueueSettings }): string => `${s.queues.urlBase}/${eventQueueName(operator, s)}`;
 /** Its dead-letter queue. */
-export const deadLetterQueueName = (operator: Operator<unknown>, s: { queues: QueueSettings }): string => `${s.queues.prefix}${operatorName(operator)}-dlq.fifo`;
-export const deadLetterQueueUrl = (operator: Operator<unknown>, s: { queues: QueueSettings }): string => `${s.queues.urlBase}/${deadLetterQueueName(operator, s)}`;
+export const deadLetterQueueName = (operator: Operator<unknown>, s: { queues: QueueSettings }): string =>
+  `${s.queues.prefix}${operatorName(operator)}-dlq.fifo`;
+export const deadLetterQueueUrl = (operator: Operator<unknown>, s: { queues: QueueSettings }): string =>
+  `${s.queues.urlBase}/${deadLetterQueueName(operator, s)}`;
 
 export interface PubSubNames {
   /** Full names: projects/<project>/topics/… and projects/<project>/subscriptions/…. */

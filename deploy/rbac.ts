@@ -63,15 +63,30 @@ export function rbacRulesByScope(operator: Operator<unknown>): { namespaced: Pol
     resourceNames: [s.name],
     verbs: ownedKeys.has(`${s.group}/${s.plural}`) ? ["get"] : ["get", "create", "patch"],
   }));
-  const observed = (namespaced: boolean) => ownedRules(operator.owns.filter((o) => o.observe && o.namespaced === namespaced), ["get"]);
+  const observed = (namespaced: boolean) =>
+    ownedRules(
+      operator.owns.filter((o) => o.observe && o.namespaced === namespaced),
+      ["get"],
+    );
   // Kinds marked `list`: a parent with more children than an event carries keys for finds them by label.
-  const listed = (namespaced: boolean) => ownedRules(operator.owns.filter((o) => o.list && o.namespaced === namespaced), ["list"]);
+  const listed = (namespaced: boolean) =>
+    ownedRules(
+      operator.owns.filter((o) => o.list && o.namespaced === namespaced),
+      ["list"],
+    );
   // Referenced kinds: read by name, the names their objects give (no list: a Secret it is not
   // referenced to stays unread as long as nobody references it).
-  const referenced = (namespaced: boolean) => ownedRules(operator.reads.filter((r) => r.namespaced === namespaced), ["get"]);
+  const referenced = (namespaced: boolean) =>
+    ownedRules(
+      operator.reads.filter((r) => r.namespaced === namespaced),
+      ["get"],
+    );
   const namespaced = [
     ...(scope === "Namespaced" ? own : []),
-    ...ownedRules(operator.owns.filter((o) => o.namespaced), childVerbs),
+    ...ownedRules(
+      operator.owns.filter((o) => o.namespaced),
+      childVerbs,
+    ),
     ...observed(true),
     ...listed(true),
     ...referenced(true),
@@ -79,7 +94,16 @@ export function rbacRulesByScope(operator: Operator<unknown>): { namespaced: Pol
     // events.k8s.io/v1 with series: get and patch count a repeated failure on one Event.
     { apiGroups: ["events.k8s.io"], resources: ["events"], verbs: ["create", "get", "patch"] },
   ];
-  const cluster = [...(scope === "Cluster" ? own : []), ...ownedRules(operator.owns.filter((o) => !o.namespaced), childVerbs), ...observed(false), ...listed(false), ...referenced(false)];
+  const cluster = [
+    ...(scope === "Cluster" ? own : []),
+    ...ownedRules(
+      operator.owns.filter((o) => !o.namespaced),
+      childVerbs,
+    ),
+    ...observed(false),
+    ...listed(false),
+    ...referenced(false),
+  ];
   return { namespaced, cluster };
 }
 
@@ -110,7 +134,13 @@ export function functionRbacOf(operator: Operator<unknown>, o: { functionsNamesp
   const rbac = "rbac.authorization.k8s.io/v1";
   const clusterRole = (roleName: string, rules: PolicyRule[]): Manifest[] => [
     { apiVersion: rbac, kind: "ClusterRole", metadata: { name: roleName }, rules },
-    { apiVersion: rbac, kind: "ClusterRoleBinding", metadata: { name: roleName }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: roleName }, subjects },
+    {
+      apiVersion: rbac,
+      kind: "ClusterRoleBinding",
+      metadata: { name: roleName },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: roleName },
+      subjects,
+    },
   ];
   const out: Manifest[] = [{ apiVersion: "v1", kind: "ServiceAccount", metadata: { name: id.serviceAccount, namespace: id.namespace } }];
   if (o.namespaces.length === 0) return [...out, ...clusterRole(name, rbacRulesOf(operator))];
@@ -119,7 +149,13 @@ export function functionRbacOf(operator: Operator<unknown>, o: { functionsNamesp
   for (const namespace of o.namespaces) {
     out.push(
       { apiVersion: rbac, kind: "Role", metadata: { name, namespace }, rules: namespaced },
-      { apiVersion: rbac, kind: "RoleBinding", metadata: { name, namespace }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name }, subjects },
+      {
+        apiVersion: rbac,
+        kind: "RoleBinding",
+        metadata: { name, namespace },
+        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name },
+        subjects,
+      },
     );
   }
   return out;

@@ -119,10 +119,16 @@ export function serverlessResourcesOf(operators: ReadonlyArray<Operator<unknown>
                   {
                     Effect: "Allow",
                     Action: ["logs:CreateLogStream", "logs:PutLogEvents"],
-                    Resource: { "Fn::Sub": `arn:\${AWS::Partition}:logs:\${AWS::Region}:\${AWS::AccountId}:log-group:/aws/lambda/\${self:service}-\${sls:stage}-${n}:*` },
+                    Resource: {
+                      "Fn::Sub": `arn:\${AWS::Partition}:logs:\${AWS::Region}:\${AWS::AccountId}:log-group:/aws/lambda/\${self:service}-\${sls:stage}-${n}:*`,
+                    },
                   },
                   // ChangeMessageVisibility: the adapters lengthen a retried message's visibility (backoff).
-                  { Effect: "Allow", Action: ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ChangeMessageVisibility", "sqs:GetQueueUrl"], Resource: events },
+                  {
+                    Effect: "Allow",
+                    Action: ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ChangeMessageVisibility", "sqs:GetQueueUrl"],
+                    Resource: events,
+                  },
                   // Its own queue only: a message deferred while the API server is unreachable goes back into its object's group.
                   { Effect: "Allow", Action: "sqs:SendMessage", Resource: events },
                   ...declaredStatements(op),
@@ -170,7 +176,13 @@ function bridgeIdentityOf(operators: ReadonlyArray<Operator<unknown>>, s: Lambda
             PolicyName: "publish",
             PolicyDocument: {
               Version: "2012-10-17",
-              Statement: [{ Effect: "Allow", Action: ["sqs:SendMessage", "sqs:GetQueueAttributes"], Resource: operators.map((op) => getAtt(`${logicalId(op)}EventsQueue`)) }],
+              Statement: [
+                {
+                  Effect: "Allow",
+                  Action: ["sqs:SendMessage", "sqs:GetQueueAttributes"],
+                  Resource: operators.map((op) => getAtt(`${logicalId(op)}EventsQueue`)),
+                },
+              ],
             },
           },
         ],

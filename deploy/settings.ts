@@ -28,9 +28,15 @@ const rawSchema = z.strictObject({
       z.strictObject({
         module: z.string().min(1),
         /** Default: lambda.handler beside the module. */
-        handler: z.string().regex(/^[^\s]+\.[A-Za-z_$][\w$]*$/, "must be <file without extension>.<export>, e.g. src/lambda.handler").optional(),
+        handler: z
+          .string()
+          .regex(/^[^\s]+\.[A-Za-z_$][\w$]*$/, "must be <file without extension>.<export>, e.g. src/lambda.handler")
+          .optional(),
         /** Cloud Run: the functions-framework function it registers (`http("<name>", httpHandler(operator))`). Default: the lower-cased kind. */
-        function: z.string().regex(/^[A-Za-z](?:[-_A-Za-z0-9]{0,61}[A-Za-z0-9])?$/, "must be a functions-framework function name (letters, digits, - and _)").optional(),
+        function: z
+          .string()
+          .regex(/^[A-Za-z](?:[-_A-Za-z0-9]{0,61}[A-Za-z0-9])?$/, "must be a functions-framework function name (letters, digits, - and _)")
+          .optional(),
       }),
     )
     .default([]),
@@ -39,7 +45,12 @@ const rawSchema = z.strictObject({
   /** Where the generated files go, relative to the settings file. */
   out: z.string().min(1).default("deploy"),
   /** The bridge's cluster name, carried in every event; the functions serve only it. */
-  cluster: unset(z.string().regex(/^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/, "must be a short name (letters, digits, - _ .)").max(63)),
+  cluster: unset(
+    z
+      .string()
+      .regex(/^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/, "must be a short name (letters, digits, - _ .)")
+      .max(63),
+  ),
   /**
    * The namespaces the operators serve: every grant of every generated identity is a Role in
    * them (RBAC cannot say "every namespace but kube-system"). Needed as soon as an operator or
@@ -51,7 +62,11 @@ const rawSchema = z.strictObject({
   bridge: z
     .strictObject({
       namespace: dnsLabel.default("crdfn-system"),
-      image: unset(z.string().regex(/^[^\s:@]+(:[\w][\w.-]{0,127})?(@sha256:[0-9a-f]{64})?$/, "must be an image reference such as registry.example.com/shop/crdfn-bridge:0.1.0")),
+      image: unset(
+        z
+          .string()
+          .regex(/^[^\s:@]+(:[\w][\w.-]{0,127})?(@sha256:[0-9a-f]{64})?$/, "must be an image reference such as registry.example.com/shop/crdfn-bridge:0.1.0"),
+      ),
       replicas: z.number().int().min(1).max(5).default(2),
     })
     .default({ namespace: "crdfn-system", replicas: 2 }),
@@ -97,7 +112,8 @@ export function deploySettingKeys(): string[] {
     const def = (t as unknown as { def: { type: string; innerType?: z.ZodType; out?: z.ZodType; element?: z.ZodType } }).def;
     if (def.type === "default" || def.type === "optional") return walk(def.innerType!, path);
     if (def.type === "pipe") return walk(def.out!, path);
-    if (def.type === "array" && def.element && (def.element as unknown as { def: { type: string } }).def.type === "object") return walk(def.element, `${path}[]`);
+    if (def.type === "array" && def.element && (def.element as unknown as { def: { type: string } }).def.type === "object")
+      return walk(def.element, `${path}[]`);
     if (def.type !== "object") return void keys.push(path);
     for (const [k, v] of Object.entries((t as z.ZodObject).shape)) walk(v as z.ZodType, path ? `${path}.${k}` : k);
   };
@@ -168,8 +184,10 @@ function queuesOf(r: z.output<typeof rawSchema>, source: string): QueueSettings 
   const urlBase = r.queues.urlBase!.replace(/\/+$/, "");
   const url = new URL(urlBase);
   const aws = AWS_SQS_HOST.exec(url.hostname);
-  if (aws && !/^\/\d{12}$/.test(url.pathname)) throw new ConfigError(`${source}: queues.urlBase: must end in the 12-digit AWS account id, as https://sqs.${aws[1]}.amazonaws.com/123456789012`);
-  if (aws && url.pathname === "/000000000000") throw new ConfigError(`${source}: queues.urlBase: 000000000000 is a placeholder, not an AWS account; name your account id`);
+  if (aws && !/^\/\d{12}$/.test(url.pathname))
+    throw new ConfigError(`${source}: queues.urlBase: must end in the 12-digit AWS account id, as https://sqs.${aws[1]}.amazonaws.com/123456789012`);
+  if (aws && url.pathname === "/000000000000")
+    throw new ConfigError(`${source}: queues.urlBase: 000000000000 is a placeholder, not an AWS account; name your account id`);
   const region = r.queues.region ?? aws?.[1];
   if (!region) throw new ConfigError(`${source}: queues.region: required when queues.urlBase is not an AWS SQS endpoint (sqs.<region>.amazonaws.com)`);
   if (aws && region !== aws[1]) throw new ConfigError(`${source}: queues.region: ${region} is not the region of queues.urlBase (${aws[1]})`);
@@ -183,7 +201,8 @@ function queuesOf(r: z.output<typeof rawSchema>, source: string): QueueSettings 
 export function parseDeploySettings(input: unknown, source: string, flags: Partial<Record<Unknowable, string>> = {}): DeploySettings {
   const r = parseRaw(input, source);
   const common = { project: r.project, cluster: r.cluster, "bridge.image": r.bridge.image };
-  if (r.target === "cloudrun") refuseMissing({ ...common, "gcp.project": r.gcp.project, "gcp.region": r.gcp.region, "gcp.gkeCluster": r.gcp.gkeCluster }, source, flags);
+  if (r.target === "cloudrun")
+    refuseMissing({ ...common, "gcp.project": r.gcp.project, "gcp.region": r.gcp.region, "gcp.gkeCluster": r.gcp.gkeCluster }, source, flags);
   else refuseMissing({ ...common, "queues.urlBase": r.queues.urlBase }, source, flags);
   const base: CommonDeploySettings = {
     project: r.project!,
@@ -194,7 +213,8 @@ export function parseDeploySettings(input: unknown, source: string, flags: Parti
     functionsNamespace: r.functionsNamespace,
     bridge: { namespace: r.bridge.namespace, image: r.bridge.image!, replicas: r.bridge.replicas },
   };
-  const s: DeploySettings = r.target === "cloudrun" ? { ...base, target: "cloudrun", gcp: gcpOf(r, source) } : { ...base, target: "lambda", queues: queuesOf(r, source) };
+  const s: DeploySettings =
+    r.target === "cloudrun" ? { ...base, target: "cloudrun", gcp: gcpOf(r, source) } : { ...base, target: "lambda", queues: queuesOf(r, source) };
   const reserved = [s.bridge.namespace, s.functionsNamespace];
   const bad = s.namespaces.find((n) => reserved.includes(n));
   if (bad) throw new ConfigError(`${source}: namespaces: ${bad} is never served (the bridge's and the functions' namespaces are always denied)`);
@@ -205,8 +225,20 @@ function gcpOf(r: z.output<typeof rawSchema>, source: string): GcpSettings {
   const g = r.gcp;
   const prefix = g.prefix ?? `crdfn-${r.project!}-`;
   // GCP service account ids are 6–30 characters: <prefix><operator> (deploy/gcp.ts checks each).
-  if (prefix.length > 22) throw new ConfigError(`${source}: gcp.prefix: ${prefix} is ${prefix.length} characters; at most 22, so that <prefix><operator> names a service account (30 at most): set a shorter gcp.prefix`);
-  return { project: g.project!, region: g.region!, gkeCluster: g.gkeCluster!, gkeLocation: g.gkeLocation ?? g.region!, prefix, source: g.source, runtime: g.runtime, maxInstances: g.maxInstances };
+  if (prefix.length > 22)
+    throw new ConfigError(
+      `${source}: gcp.prefix: ${prefix} is ${prefix.length} characters; at most 22, so that <prefix><operator> names a service account (30 at most): set a shorter gcp.prefix`,
+    );
+  return {
+    project: g.project!,
+    region: g.region!,
+    gkeCluster: g.gkeCluster!,
+    gkeLocation: g.gkeLocation ?? g.region!,
+    prefix,
+    source: g.source,
+    runtime: g.runtime,
+    maxInstances: g.maxInstances,
+  };
 }
 
 /** Only the operator list (what `crdfn status` in a project needs), with no value crdfn cannot know required. */
@@ -215,7 +247,12 @@ export function parseSettingsOperators(input: unknown, source: string): DeploySe
 }
 
 /** Only what locating the operators' queues needs (their modules, the project or prefix, the URL base), or on Cloud Run their topics. */
-export function parseQueueSettings(input: unknown, source: string): { operators: DeploySettings["operators"]; queues: QueueSettings; target: "lambda" } | { operators: DeploySettings["operators"]; target: "cloudrun"; pubsub: { project: string; prefix: string } } {
+export function parseQueueSettings(
+  input: unknown,
+  source: string,
+):
+  | { operators: DeploySettings["operators"]; queues: QueueSettings; target: "lambda" }
+  | { operators: DeploySettings["operators"]; target: "cloudrun"; pubsub: { project: string; prefix: string } } {
   const r = parseRaw(input, source);
   if (r.target === "cloudrun") {
     refuseMissing({ ...(r.gcp.prefix === undefined ? { project: r.project } : {}), "gcp.project": r.gcp.project }, source, {});
@@ -226,6 +263,8 @@ export function parseQueueSettings(input: unknown, source: string): { operators:
 }
 
 /** The namespaces a function may never write in: the bridge's, the functions', and kube-system unless it is served. */
-export function deniedNamespaces(s: Pick<DeploySettings, "namespaces" | "functionsNamespace"> & { bridge: Pick<DeploySettings["bridge"], "namespace"> }): string[] {
+export function deniedNamespaces(
+  s: Pick<DeploySettings, "namespaces" | "functionsNamespace"> & { bridge: Pick<DeploySettings["bridge"], "namespace"> },
+): string[] {
   return [...new Set([...(s.namespaces.includes("kube-system") ? [] : ["kube-system"]), s.bridge.namespace, s.functionsNamespace])];
 }

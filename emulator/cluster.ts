@@ -114,8 +114,16 @@ export async function startCluster(opts: StartOptions = {}): Promise<LocalCluste
       caPath: pki.caCert,
       sqs,
       env: { KUBECONFIG: kubeconfigPath, ...queueEnv(sqs) },
-      queue: restartable(() => queue, (s) => (queue = s), startQueue),
-      apiServer: restartable(() => api, (s) => (api = s), startApi),
+      queue: restartable(
+        () => queue,
+        (s) => (queue = s),
+        startQueue,
+      ),
+      apiServer: restartable(
+        () => api,
+        (s) => (api = s),
+        startApi,
+      ),
       stop: stopAll,
     };
   } catch (e) {

@@ -112,8 +112,7 @@ export function startControllerManager(o: ControllerManagerOptions): Promise<Run
       logFile: join(o.dir, "kube-controller-manager.log"),
       timeoutMs: 60_000,
       // The ServiceAccount controller creating `default` in `default` shows its informers synced.
-      ready: async () =>
-        (await httpsGet(`https://127.0.0.1:${o.apiPort}/api/v1/namespaces/default/serviceaccounts/default`, o.pki)).status === 200,
+      ready: async () => (await httpsGet(`https://127.0.0.1:${o.apiPort}/api/v1/namespaces/default/serviceaccounts/default`, o.pki)).status === 200,
     },
     o.reaper,
   );

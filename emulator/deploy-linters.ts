@@ -58,12 +58,16 @@ export async function deployLinters({ env, log, staleLockMs = 1_800_000 }: Deplo
 async function install(venv: string, marker: string, versions: Record<string, string>, env: NodeJS.ProcessEnv, log: (line: string) => void): Promise<void> {
   const python = spawnSync("python3", ["--version"], { encoding: "utf8", env });
   if (python.error) {
-    throw new SetupError("python3 is not installed, and it is needed once to install cfn-lint and checkov (PyPI) for the deploy checks: install Python ≥ 3.9 with its venv module (Debian: python3-venv)");
+    throw new SetupError(
+      "python3 is not installed, and it is needed once to install cfn-lint and checkov (PyPI) for the deploy checks: install Python ≥ 3.9 with its venv module (Debian: python3-venv)",
+    );
   }
   // A venv's scripts name its interpreter by absolute path, so it cannot be built elsewhere and
   // moved: it is made in place, and counts only once the marker pip's success writes is there.
   rmSync(venv, { recursive: true, force: true });
-  const what = Object.entries(versions).map(([n, v]) => `${n} ${v}`).join(", ");
+  const what = Object.entries(versions)
+    .map(([n, v]) => `${n} ${v}`)
+    .join(", ");
   log(`installing ${what} from PyPI with ${python.stdout.trim()} (first run only; about 2 min)`);
   log(`  venv: ${venv}`);
   const made = spawnSync("python3", ["-m", "venv", venv], { encoding: "utf8", env });

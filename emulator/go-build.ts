@@ -39,7 +39,15 @@ export interface GoBuild {
 }
 
 export async function buildOnce(b: GoBuild): Promise<void> {
-  await buildOnceInto({ what: b.what, dir: b.dir, complete: b.complete, staleLockMs: b.staleLockMs, pollMs: b.pollMs, log: b.log, build: (tmp) => build(b, tmp) });
+  await buildOnceInto({
+    what: b.what,
+    dir: b.dir,
+    complete: b.complete,
+    staleLockMs: b.staleLockMs,
+    pollMs: b.pollMs,
+    log: b.log,
+    build: (tmp) => build(b, tmp),
+  });
 }
 
 async function build(b: GoBuild, tmp: string): Promise<void> {

@@ -14,9 +14,7 @@ const b64 = (s: string) => Buffer.from(s).toString("base64");
 export function kubeconfigYaml(c: KubeconfigCredentials): string {
   const name = c.contextName ?? "crdfn-local";
   const user =
-    "token" in c.user
-      ? { token: c.user.token }
-      : { "client-certificate-data": b64(c.user.clientCertPem), "client-key-data": b64(c.user.clientKeyPem) };
+    "token" in c.user ? { token: c.user.token } : { "client-certificate-data": b64(c.user.clientCertPem), "client-key-data": b64(c.user.clientKeyPem) };
   return stringify({
     apiVersion: "v1",
     kind: "Config",

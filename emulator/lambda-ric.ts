@@ -56,9 +56,13 @@ export async function lambdaRic({ env, log }: LambdaRicOptions): Promise<string>
       log,
       build: async (tmp) => {
         const missing = missingBuildTools(env);
-        if (missing.length > 0) throw new SetupError(`aws-lambda-ric ${LAMBDA_RIC_VERSION} builds a native part, and ${missing.join(", ")} ${missing.length === 1 ? "is" : "are"} missing: apt-get install -y ${missing.join(" ")}`);
+        if (missing.length > 0)
+          throw new SetupError(
+            `aws-lambda-ric ${LAMBDA_RIC_VERSION} builds a native part, and ${missing.join(", ")} ${missing.length === 1 ? "is" : "are"} missing: apt-get install -y ${missing.join(" ")}`,
+          );
         await npmInstall(tmp, env, log);
-        if (!existsSync(join(pkg(tmp), "rapid-client.node"))) throw new SetupError(`npm installed aws-lambda-ric ${LAMBDA_RIC_VERSION} into ${tmp} without its native addon (rapid-client.node)`);
+        if (!existsSync(join(pkg(tmp), "rapid-client.node")))
+          throw new SetupError(`npm installed aws-lambda-ric ${LAMBDA_RIC_VERSION} into ${tmp} without its native addon (rapid-client.node)`);
       },
     });
   }
@@ -69,7 +73,9 @@ export async function lambdaRic({ env, log }: LambdaRicOptions): Promise<string>
 const STEP = /^(Building|Extracting|curl build complete|aws-lambda-cpp build complete|rapid-client\.node copied|Postinstall complete)/;
 
 async function npmInstall(prefix: string, env: NodeJS.ProcessEnv, log: (line: string) => void): Promise<void> {
-  log(`installing the Lambda runtime interface client (aws-lambda-ric ${LAMBDA_RIC_VERSION}) from npm (first run only; it compiles curl and aws-lambda-cpp: 3–8 min on 2 cores)`);
+  log(
+    `installing the Lambda runtime interface client (aws-lambda-ric ${LAMBDA_RIC_VERSION}) from npm (first run only; it compiles curl and aws-lambda-cpp: 3–8 min on 2 cores)`,
+  );
   log(`  cache: ${prefix.replace(/\.tmp-\d+$/, "")}`);
   const started = Date.now();
   const npm = process.platform === "win32" ? "npm.cmd" : "npm";
@@ -78,7 +84,10 @@ async function npmInstall(prefix: string, env: NodeJS.ProcessEnv, log: (line: st
   // flag is refused in a folder with a package.json, which --prefix makes it). By name, not
   // pinned: a pin needs the lockfile's resolved URLs, which an npmrc may omit; the install
   // command pins the version.
-  writeFileSync(join(prefix, "package.json"), `${JSON.stringify({ name: "crdfn-lambda-ric", private: true, allowScripts: { "aws-lambda-ric": true } }, null, 2)}\n`);
+  writeFileSync(
+    join(prefix, "package.json"),
+    `${JSON.stringify({ name: "crdfn-lambda-ric", private: true, allowScripts: { "aws-lambda-ric": true } }, null, 2)}\n`,
+  );
   // --foreground-scripts: the scripts' own lines come through, to show progress.
   const args = ["install", "--prefix", prefix, "--no-audit", "--no-fund", "--foreground-scripts", "--loglevel=error", `aws-lambda-ric@${LAMBDA_RIC_VERSION}`];
   const child = spawn(npm, args, {
@@ -100,6 +109,9 @@ async function npmInstall(prefix: string, env: NodeJS.ProcessEnv, log: (line: st
     child.on("close", resolve);
   });
   clearInterval(ticker);
-  if (code !== 0) throw new SetupError(`installing aws-lambda-ric ${LAMBDA_RIC_VERSION} failed (npm install: ${typeof code === "string" ? code : `exit ${code}`}):\n${tail.join("\n")}`);
+  if (code !== 0)
+    throw new SetupError(
+      `installing aws-lambda-ric ${LAMBDA_RIC_VERSION} failed (npm install: ${typeof code === "string" ? code : `exit ${code}`}):\n${tail.join("\n")}`,
+    );
   log(`installed aws-lambda-ric ${LAMBDA_RIC_VERSION} in ${Math.round((Date.now() - started) / 1000)}s`);
 }

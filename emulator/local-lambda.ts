@@ -84,7 +84,17 @@ export async function startLocalLambda(o: LocalLambdaOptions): Promise<LocalLamb
         // Its own log level on the command line: it would read LOG_LEVEL, which is the function's
         // (crdfn's "silent" is no level of RIE's). Then the bootstrap (Node and the runtime
         // interface client), then the handler: RIE sets _HANDLER from the last argument.
-        args: ["--log-level", "info", "--runtime-interface-emulator-address", `127.0.0.1:${invokePort}`, "--runtime-api-address", `127.0.0.1:${runtimeApiPort}`, process.execPath, ric, o.handler],
+        args: [
+          "--log-level",
+          "info",
+          "--runtime-interface-emulator-address",
+          `127.0.0.1:${invokePort}`,
+          "--runtime-api-address",
+          `127.0.0.1:${runtimeApiPort}`,
+          process.execPath,
+          ric,
+          o.handler,
+        ],
         logFile,
         env: lambdaEnv,
         cwd: o.taskRoot,
@@ -99,7 +109,11 @@ export async function startLocalLambda(o: LocalLambdaOptions): Promise<LocalLamb
       logFile,
       logTail: () => logTail(logFile),
       invoke: async (event) => {
-        const res = await fetch(`${base}${INVOKE_PATH}`, { method: "POST", body: JSON.stringify(event), signal: AbortSignal.timeout((o.timeoutSeconds + 30) * 1000) });
+        const res = await fetch(`${base}${INVOKE_PATH}`, {
+          method: "POST",
+          body: JSON.stringify(event),
+          signal: AbortSignal.timeout((o.timeoutSeconds + 30) * 1000),
+        });
         const text = await res.text();
         let body: unknown = text;
         try {

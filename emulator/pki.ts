@@ -24,7 +24,7 @@ export interface PkiFiles {
 }
 
 async function keyPair(): Promise<webcrypto.CryptoKeyPair> {
-  return (await webcrypto.subtle.generateKey(ecdsa, true, ["sign", "verify"]));
+  return await webcrypto.subtle.generateKey(ecdsa, true, ["sign", "verify"]);
 }
 
 async function privatePem(key: webcrypto.CryptoKey): Promise<string> {

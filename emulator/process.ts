@@ -95,9 +95,7 @@ export async function startServer(spec: ServerSpec, reaper: Reaper): Promise<Run
     if (await spec.ready().catch(() => false)) break;
     if (Date.now() > deadline) {
       await stop(1000);
-      throw new SetupError(
-        `${spec.name} did not become ready within ${spec.timeoutMs / 1000}s; last lines of ${spec.logFile}:\n${logTail(spec.logFile)}`,
-      );
+      throw new SetupError(`${spec.name} did not become ready within ${spec.timeoutMs / 1000}s; last lines of ${spec.logFile}:\n${logTail(spec.logFile)}`);
     }
     await sleep(100);
   }

@@ -6,7 +6,7 @@ const received = {
   ackId: "m7",
   deliveryAttempt: 3,
   message: {
-    data: Buffer.from("{\"v\":1}"),
+    data: Buffer.from('{"v":1}'),
     attributes: { type: "MODIFIED" },
     messageId: "m7",
     orderingKey: "crontabs.default.a~1",
@@ -22,7 +22,7 @@ describe("push request", () => {
     assert.deepEqual(headers, { "content-type": "application/json" });
     assert.deepEqual(JSON.parse(body), {
       message: {
-        data: Buffer.from("{\"v\":1}").toString("base64"),
+        data: Buffer.from('{"v":1}').toString("base64"),
         attributes: { type: "MODIFIED" },
         messageId: "m7",
         message_id: "m7",
@@ -57,7 +57,10 @@ describe("push request", () => {
   });
 
   it("acknowledges on 102, 200, 201, 202 and 204 only", () => {
-    assert.deepEqual([...ACK_STATUSES].sort((a, b) => a - b), [102, 200, 201, 202, 204]);
+    assert.deepEqual(
+      [...ACK_STATUSES].sort((a, b) => a - b),
+      [102, 200, 201, 202, 204],
+    );
     for (const refused of [203, 301, 400, 429, 500, 503]) assert.equal(ACK_STATUSES.has(refused), false);
   });
 });
@@ -65,7 +68,10 @@ describe("push request", () => {
 describe("retry policy", () => {
   it("doubles from the minimum backoff per attempt, capped at the maximum", () => {
     const policy = { minimumBackoffSeconds: 1, maximumBackoffSeconds: 10 };
-    assert.deepEqual([1, 2, 3, 4, 5, 6].map((n) => retryDelaySeconds(policy, n)), [1, 2, 4, 8, 10, 10]);
+    assert.deepEqual(
+      [1, 2, 3, 4, 5, 6].map((n) => retryDelaySeconds(policy, n)),
+      [1, 2, 4, 8, 10, 10],
+    );
   });
 
   it("redelivers at once without a policy", () => {

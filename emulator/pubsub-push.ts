@@ -58,7 +58,12 @@ const LEASE_MARGIN_SECONDS = 30;
 const MAX_ACK_DEADLINE_SECONDS = 600;
 
 /** One push request: its HTTP status, or why there is none (no answer in time, refused connection). */
-async function post(endpoint: string, request: { body: string; headers: Record<string, string> }, timeoutSeconds: number, stop: AbortSignal): Promise<number | string> {
+async function post(
+  endpoint: string,
+  request: { body: string; headers: Record<string, string> },
+  timeoutSeconds: number,
+  stop: AbortSignal,
+): Promise<number | string> {
   try {
     const signal = AbortSignal.any([stop, AbortSignal.timeout(timeoutSeconds * 1000)]);
     const res = await fetch(endpoint, { method: "POST", headers: request.headers, body: request.body, signal });
@@ -77,7 +82,15 @@ async function subscriptionOf(o: PushDelivererOptions) {
   if (!endpoint) throw new SetupError(`push deliverer: subscription ${sub.name} has no push endpoint, and none was given`);
   // Push's request timeout is the ack deadline (Pub/Sub's default 10 s); the lease outlasts it.
   const timeoutSeconds = Math.min(meta.ackDeadlineSeconds || 10, MAX_ACK_DEADLINE_SECONDS - LEASE_MARGIN_SECONDS);
-  return { name: sub.name, endpoint, topic: meta.topic ?? "", ordered: meta.enableMessageOrdering === true, policy: retryPolicyOf(meta), timeoutSeconds, leaseSeconds: timeoutSeconds + LEASE_MARGIN_SECONDS };
+  return {
+    name: sub.name,
+    endpoint,
+    topic: meta.topic ?? "",
+    ordered: meta.enableMessageOrdering === true,
+    policy: retryPolicyOf(meta),
+    timeoutSeconds,
+    leaseSeconds: timeoutSeconds + LEASE_MARGIN_SECONDS,
+  };
 }
 
 /** Pulls while there is room, waits for room when full, and rides out an unreachable emulator, saying so once. */

@@ -71,14 +71,19 @@ describe("a hung or restarting API server is an outage", { timeout: 900_000 }, (
   let source: EventSource;
   let lambdaQueues: QueueUrls;
   const recorder = new OverlapRecorder();
-  const converged = (cr: Cr | undefined, label?: string) => ready(cr)?.status === "True" && cr?.status?.observedGeneration === cr?.metadata?.generation && (label === undefined || cr?.status?.label === label);
+  const converged = (cr: Cr | undefined, label?: string) =>
+    ready(cr)?.status === "True" && cr?.status?.observedGeneration === cr?.metadata?.generation && (label === undefined || cr?.status?.label === label);
   const tickers = Array.from({ length: TICKERS }, (_, i) => `ticker-${i}`);
 
   before(async () => {
     // It stops the API server: servers of its own.
     env = await startEnv([viaPoller, viaLambda], { file: import.meta.filename, own: true });
     lambdaQueues = await ensureQueues(env.sqs, queueDefinitions("hang-lambda-events"));
-    bridge = await startTestBridge(env, `test.crdfn.dev/v1/hpworkers>v1/configmaps@${env.cluster.sqs.queues.fifo}, test.crdfn.dev/v1/hlworkers>v1/configmaps@${lambdaQueues.fifo}`, { asDeployed: true });
+    bridge = await startTestBridge(
+      env,
+      `test.crdfn.dev/v1/hpworkers>v1/configmaps@${env.cluster.sqs.queues.fifo}, test.crdfn.dev/v1/hlworkers>v1/configmaps@${lambdaQueues.fifo}`,
+      { asDeployed: true },
+    );
     poller = pollerFor(env, recorder.wrap(runtimeFor(env, viaPoller)), "queue", 2);
     const handler = lambdaHandler(viaLambda, { runtime: recorder.wrap(runtimeFor(env, viaLambda)), sqs: env.sqs, logger: env.logger, clock: () => new Date() });
     source = startLambdaEventSource(env.sqs, lambdaQueues.fifo, handler, 3);
@@ -87,7 +92,12 @@ describe("a hung or restarting API server is an outage", { timeout: 900_000 }, (
       for (const name of tickers) await crs.create(name, { mode: "tick" });
       await crs.create("probe", { mode: "plain" });
     }
-    for (const [path, op] of paths) await waitFor(`${path}: all converged`, async () => (await Promise.all([...tickers, "probe"].map((n) => crApi(env, op).get(n)))).every((cr) => converged(cr)), 120_000);
+    for (const [path, op] of paths)
+      await waitFor(
+        `${path}: all converged`,
+        async () => (await Promise.all([...tickers, "probe"].map((n) => crApi(env, op).get(n)))).every((cr) => converged(cr)),
+        120_000,
+      );
   });
   after(async () => {
     await source?.stop();
@@ -107,9 +117,23 @@ describe("a hung or restarting API server is an outage", { timeout: 900_000 }, (
         // kind: after a restart its watch cache for a custom resource initializes on its own time
         // (LIST/WATCH answer 429 "storage is (re)initializing" meanwhile, while writes already go to
         // etcd), which no client can hurry; the bridge retries within 1.5 s once it can.
-        await eventually(() => env.custom.listNamespacedCustomObject({ group: op.resource.group, version: op.resource.version, plural: op.resource.plural, namespace: env.cluster.namespace, resourceVersion: "0", limit: 1 }), { timeoutMs: 30_000, intervalMs: 50 });
+        await eventually(
+          () =>
+            env.custom.listNamespacedCustomObject({
+              group: op.resource.group,
+              version: op.resource.version,
+              plural: op.resource.plural,
+              namespace: env.cluster.namespace,
+              resourceVersion: "0",
+              limit: 1,
+            }),
+          { timeoutMs: 30_000, intervalMs: 50 },
+        );
         const writtenAt = Date.now();
-        await eventually(async () => assert.ok(converged(await crs.get("probe"), label), `${path}: ${label} reconciled`), { timeoutMs: 60_000, intervalMs: 25 });
+        await eventually(async () => assert.ok(converged(await crs.get("probe"), label), `${path}: ${label} reconciled`), {
+          timeoutMs: 60_000,
+          intervalMs: 25,
+        });
         took[path] = Date.now() - writtenAt;
       }),
     );
@@ -120,21 +144,44 @@ describe("a hung or restarting API server is an outage", { timeout: 900_000 }, (
   const recovered = async (what: string, from: number, backAt: number, baseline: Record<string, number>): Promise<Record<string, number>> => {
     await sleep(Math.max(0, backAt + 1000 - Date.now()));
     const afterMs = await changeLatency(`after-${what}`);
-    console.log(`# ${what}: change 1 s after the return reconciled in ${JSON.stringify(afterMs)} ms; before the outage ${JSON.stringify(baseline)} ms; load ${loadavg().map((l) => l.toFixed(1)).join(" ")}`);
+    console.log(
+      `# ${what}: change 1 s after the return reconciled in ${JSON.stringify(afterMs)} ms; before the outage ${JSON.stringify(baseline)} ms; load ${loadavg()
+        .map((l) => l.toFixed(1))
+        .join(" ")}`,
+    );
     for (const [path] of paths) {
       const bound = RATIO * (baseline[path] ?? 0) + CIRCUIT_MAX_MS;
       assert.ok((afterMs[path] ?? Infinity) <= bound, `${path}: ${afterMs[path]} ms after the outage > ${RATIO} × ${baseline[path]} ms + ${CIRCUIT_MAX_MS} ms`);
     }
     const recoveredAt = Date.now();
-    await waitFor(`${what}: every chain ticks again`, () => paths.every(([, op]) => tickers.every((n) => recorder.reconciles.some((r) => r.key.includes(`/${op.resource.plural}/`) && r.name === n && r.startedAt >= recoveredAt && r.result === "success"))), 90_000).catch((e: unknown) => {
-      const silent = paths.flatMap(([path, op]) => tickers.filter((n) => !recorder.reconciles.some((r) => r.key.includes(`/${op.resource.plural}/`) && r.name === n && r.startedAt >= recoveredAt)).map((n) => `${path}/${n}`));
+    await waitFor(
+      `${what}: every chain ticks again`,
+      () =>
+        paths.every(([, op]) =>
+          tickers.every((n) =>
+            recorder.reconciles.some((r) => r.key.includes(`/${op.resource.plural}/`) && r.name === n && r.startedAt >= recoveredAt && r.result === "success"),
+          ),
+        ),
+      90_000,
+    ).catch((e: unknown) => {
+      const silent = paths.flatMap(([path, op]) =>
+        tickers
+          .filter((n) => !recorder.reconciles.some((r) => r.key.includes(`/${op.resource.plural}/`) && r.name === n && r.startedAt >= recoveredAt))
+          .map((n) => `${path}/${n}`),
+      );
       throw new Error(`${(e as Error).message}; silent: ${silent.join(", ")}`);
     });
     console.log(`# ${what}: every chain ticking again ${((Date.now() - backAt) / 1000).toFixed(1)} s after the return`);
     // No receive spent on the outage: what began during it was deferred as unavailable.
     const spent = recorder.reconciles.filter((r) => r.startedAt >= from && r.startedAt < backAt && r.result !== "unavailable" && r.result !== "success");
-    assert.deepEqual(spent.map((r) => `${r.key} ${r.result} receive ${r.receiveCount}`), [], "a reconcile during the outage spent a receive");
-    console.log(`# ${what}: reconciles begun during the outage: ${recorder.reconciles.filter((r) => r.startedAt >= from && r.startedAt < backAt).length}, all deferred as unavailable`);
+    assert.deepEqual(
+      spent.map((r) => `${r.key} ${r.result} receive ${r.receiveCount}`),
+      [],
+      "a reconcile during the outage spent a receive",
+    );
+    console.log(
+      `# ${what}: reconciles begun during the outage: ${recorder.reconciles.filter((r) => r.startedAt >= from && r.startedAt < backAt).length}, all deferred as unavailable`,
+    );
     assert.deepEqual(await receiveAll(env, env.cluster.sqs.queues.fifoDlq), [], "nothing dead-lettered (poller)");
     assert.deepEqual(await receiveAll(env, lambdaQueues.fifoDlq), [], "nothing dead-lettered (Lambda)");
     const refused = env.logs.filter((l) => String(l.msg).includes("refused the bridge's credential"));
@@ -156,21 +203,31 @@ describe("a hung or restarting API server is an outage", { timeout: 900_000 }, (
     await recovered("hang", from, Date.now(), baseline);
   });
 
-  it(`kube-apiserver killed (SIGKILL) and started again after ${RESTART_OUTAGE_MS / 1000} s${RESTARTS > 1 ? `, ${RESTARTS} times` : ""}: its RBAC warm-up is no refused credential`, { timeout: 300_000 * RESTARTS }, async () => {
-    const returns: number[] = [];
-    for (let i = 0; i < RESTARTS; i++) {
-      const baseline = await changeLatency(`before-restart-${i}`);
-      await waitFor("the tickers have their next tick scheduled", () => bridge.scheduledCount() >= TICKERS, 30_000);
-      const from = Date.now();
-      await env.cluster.apiServer.stop(0);
-      await sleep(RESTART_OUTAGE_MS);
-      await env.cluster.apiServer.start();
-      const backAt = Date.now();
-      const afterMs = await recovered(`restart-${i}`, from, backAt, baseline);
-      returns.push(...Object.values(afterMs));
-      console.log(`# restart-${i}: log lines naming a refusal while the API server was not ready: ${env.logs.filter((l) => Number(l.time) >= from && /not ready/.test(JSON.stringify(l.err ?? l.error ?? ""))).length}`);
-    }
-    const sorted = [...returns].sort((a, b) => a - b);
-    console.log(`# restarts: change 1 s after the return reconciled in ${JSON.stringify(returns)} ms (both paths); median ${sorted[Math.floor(sorted.length / 2)]} ms; load ${loadavg().map((l) => l.toFixed(1)).join(" ")}`);
-  });
+  it(
+    `kube-apiserver killed (SIGKILL) and started again after ${RESTART_OUTAGE_MS / 1000} s${RESTARTS > 1 ? `, ${RESTARTS} times` : ""}: its RBAC warm-up is no refused credential`,
+    { timeout: 300_000 * RESTARTS },
+    async () => {
+      const returns: number[] = [];
+      for (let i = 0; i < RESTARTS; i++) {
+        const baseline = await changeLatency(`before-restart-${i}`);
+        await waitFor("the tickers have their next tick scheduled", () => bridge.scheduledCount() >= TICKERS, 30_000);
+        const from = Date.now();
+        await env.cluster.apiServer.stop(0);
+        await sleep(RESTART_OUTAGE_MS);
+        await env.cluster.apiServer.start();
+        const backAt = Date.now();
+        const afterMs = await recovered(`restart-${i}`, from, backAt, baseline);
+        returns.push(...Object.values(afterMs));
+        console.log(
+          `# restart-${i}: log lines naming a refusal while the API server was not ready: ${env.logs.filter((l) => Number(l.time) >= from && /not ready/.test(JSON.stringify(l.err ?? l.error ?? ""))).length}`,
+        );
+      }
+      const sorted = [...returns].sort((a, b) => a - b);
+      console.log(
+        `# restarts: change 1 s after the return reconciled in ${JSON.stringify(returns)} ms (both paths); median ${sorted[Math.floor(sorted.length / 2)]} ms; load ${loadavg()
+          .map((l) => l.toFixed(1))
+          .join(" ")}`,
+      );
+    },
+  );
 });

@@ -34,7 +34,11 @@ describe("npm run bench (smoke)", { timeout: 150_000 }, () => {
       assert.match(stdout, /latency p99 .*(PASS|MISS)/);
       assert.match(stdout, /per million changes: SQS \$[\d.]+ \+ Lambda requests \$[\d.]+ \+ Lambda duration \$[\d.]+ = \$[\d.]+/);
 
-      const r = hasKeys(JSON.parse(readFileSync(json, "utf8")), ["machine", "params", "setup", "rated", "closedLoop", "rawCeiling", "fullLoad", "ratioToRaw", "closedLoopRatioToRaw", "bridge", "targets", "cost"], "result");
+      const r = hasKeys(
+        JSON.parse(readFileSync(json, "utf8")),
+        ["machine", "params", "setup", "rated", "closedLoop", "rawCeiling", "fullLoad", "ratioToRaw", "closedLoopRatioToRaw", "bridge", "targets", "cost"],
+        "result",
+      );
       assert.deepEqual(r.params, { objects: 20, rate: 10, durationSeconds: 3, concurrency: 20, receiveLoops: 4 });
 
       const setup = hasKeys(r.setup, ["createSeconds", "allReadySeconds", "drainSeconds", "cpu", ...reconcileKeys], "setup");

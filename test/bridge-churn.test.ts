@@ -44,16 +44,27 @@ describe("bridge: churn against a real API server and ElasticMQ", { timeout: 240
       const updated = await ok(kube(kc, "PATCH", crontabPath(ns, name), { spec: { replicas: 2 } }, "application/merge-patch+json"), `update ${name}`);
       // A function's own status write: not news, so no event of its own; it may only bring an
       // announcement still waiting to be sent up to date (its newer version and body).
-      const status = await ok(kube(kc, "PATCH", `${crontabPath(ns, name)}/status`, { status: { observedGeneration: 2, note: "reconciled" } }, "application/merge-patch+json"), `status ${name}`);
+      const status = await ok(
+        kube(kc, "PATCH", `${crontabPath(ns, name)}/status`, { status: { observedGeneration: 2, note: "reconciled" } }, "application/merge-patch+json"),
+        `status ${name}`,
+      );
       statusRvs.add(rvOf(status));
       expected.set(name, { deleted: false, resourceVersion: rvOf(updated), or: rvOf(status) });
     });
-    await parallel(names.filter((_, i) => i % 5 === 0), 25, async (name) => {
-      await ok(kube(kc, "DELETE", crontabPath(ns, name)), `delete ${name}`);
-      expected.set(name, { deleted: true });
-    });
+    await parallel(
+      names.filter((_, i) => i % 5 === 0),
+      25,
+      async (name) => {
+        await ok(kube(kc, "DELETE", crontabPath(ns, name)), `delete ${name}`);
+        expected.set(name, { deleted: true });
+      },
+    );
 
-    await reader.until(() => mismatches(reader.byName(ns), expected).length === 0, 60_000, () => mismatches(reader.byName(ns), expected).slice(0, 5).join("; "));
+    await reader.until(
+      () => mismatches(reader.byName(ns), expected).length === 0,
+      60_000,
+      () => mismatches(reader.byName(ns), expected).slice(0, 5).join("; "),
+    );
     // Everything the bridge had to publish is in the queue (what it still held would come later).
     await reader.until(() => bridge.pendingCount() === 0, 30_000);
 
@@ -61,9 +72,15 @@ describe("bridge: churn against a real API server and ElasticMQ", { timeout: 240
     assert.deepEqual(mismatches(events, expected), [], "every object's final state is the last event of its group");
     assert.deepEqual(orderViolations(events), [], "per-object order kept");
     const perObject = [...events.values()].map((l) => l.filter((e) => e.type !== "DELETED").length);
-    assert.ok(perObject.every((n) => n <= 2), `a create and an update are at most two events each, the status write adds none (most: ${Math.max(...perObject)})`);
+    assert.ok(
+      perObject.every((n) => n <= 2),
+      `a create and an update are at most two events each, the status write adds none (most: ${Math.max(...perObject)})`,
+    );
     const fromStatus = reader.all.filter((r) => statusRvs.has(r.event.resourceVersion));
-    assert.ok(fromStatus.every((r) => r.event.reason === "watch" && r.event.object !== undefined), "a status write's version appears only in a waiting announcement it brought up to date");
+    assert.ok(
+      fromStatus.every((r) => r.event.reason === "watch" && r.event.object !== undefined),
+      "a status write's version appears only in a waiting announcement it brought up to date",
+    );
     // At least each object's final state; at most a create and an update each, and the 100 deletions
     // (coalescing merges more of them the slower the queue answers, so no tighter lower bound holds).
     const count = [...events.values()].reduce((n, l) => n + l.length, 0);
@@ -80,7 +97,14 @@ describe("bridge: churn against a real API server and ElasticMQ", { timeout: 240
     const name = `${"a".repeat(63)}.${"b".repeat(63)}.${"c".repeat(63)}.${"d".repeat(61)}`;
     assert.equal(name.length, 253);
     const created = await ok(kube(cluster.kubeConfig, "POST", crontabPath(ns), crontab(name)), "create long name");
-    await reader.until(() => reader.byName(ns).get(name)?.some((e) => e.resourceVersion === rvOf(created)) === true, 20_000);
+    await reader.until(
+      () =>
+        reader
+          .byName(ns)
+          .get(name)
+          ?.some((e) => e.resourceVersion === rvOf(created)) === true,
+      20_000,
+    );
     const got = reader.all.find((r) => r.event.name === name);
     assert.ok(got !== undefined);
     assert.ok(got.groupId.length <= 128, `group id ${got.groupId.length} chars`);
@@ -103,7 +127,10 @@ describe("bridge: churn against a real API server and ElasticMQ", { timeout: 240
         labels: { "crdfn.io/parent-uid": parent.body.metadata?.uid },
         ownerReferences: [{ apiVersion: "stable.example.com/v1", kind: "CronTab", name: "parent", uid: parent.body.metadata?.uid, controller: true }],
       },
-      spec: { schedule: "*/5 * * * *", jobTemplate: { spec: { template: { spec: { restartPolicy: "Never", containers: [{ name: "c", image: "busybox" }] } } } } },
+      spec: {
+        schedule: "*/5 * * * *",
+        jobTemplate: { spec: { template: { spec: { restartPolicy: "Never", containers: [{ name: "c", image: "busybox" }] } } } },
+      },
     };
     await ok(kube(cluster.kubeConfig, "POST", `/apis/batch/v1/namespaces/${ns}/cronjobs`, cronJob), "create cronjob");
     await reader.until(() => (reader.byName(ns).get("parent")?.length ?? 0) >= 2, 20_000);
@@ -120,8 +147,22 @@ describe("bridge: churn against a real API server and ElasticMQ", { timeout: 240
     const observed = () => metricValue(bridge.registry, "crdfn_bridge_events_observed_total", { resource: "cronjobs.batch" });
     const observedBefore = await observed();
     const suspended = { ...cronJob.spec, suspend: true };
-    await ok(kube(cluster.kubeConfig, "POST", `/apis/batch/v1/namespaces/${ns}/cronjobs`, { ...cronJob, metadata: { ...cronJob.metadata, name: "unlabelled", labels: {} }, spec: suspended }), "create an unlabelled cronjob");
-    await ok(kube(cluster.kubeConfig, "POST", `/apis/batch/v1/namespaces/${ns}/cronjobs`, { ...cronJob, metadata: { ...cronJob.metadata, name: "fence-job" }, spec: suspended }), "create a labelled cronjob after it");
+    await ok(
+      kube(cluster.kubeConfig, "POST", `/apis/batch/v1/namespaces/${ns}/cronjobs`, {
+        ...cronJob,
+        metadata: { ...cronJob.metadata, name: "unlabelled", labels: {} },
+        spec: suspended,
+      }),
+      "create an unlabelled cronjob",
+    );
+    await ok(
+      kube(cluster.kubeConfig, "POST", `/apis/batch/v1/namespaces/${ns}/cronjobs`, {
+        ...cronJob,
+        metadata: { ...cronJob.metadata, name: "fence-job" },
+        spec: suspended,
+      }),
+      "create a labelled cronjob after it",
+    );
     await reader.until(() => (reader.byName(ns).get("parent")?.length ?? 0) >= 4, 20_000);
     assert.equal((await observed()) - observedBefore, 1, "an unlabelled child is not watched: only the labelled one after it was observed");
   });
@@ -130,13 +171,21 @@ describe("bridge: churn against a real API server and ElasticMQ", { timeout: 240
     const ns = cluster.ns("resync");
     const names = ["r-0", "r-1", "r-2"];
     for (const name of names) await ok(kube(cluster.kubeConfig, "POST", crontabPath(ns), crontab(name)), name);
-    const resyncing = startBridge(bridgeConfig(cluster, { CRDFN_NAMESPACES: ns, CRDFN_RESYNC_SECONDS: "1" }), { eventKey: TEST_EVENT_KEY, kubeConfig: cluster.kubeConfig, sqs, logger: testLogger() });
+    const resyncing = startBridge(bridgeConfig(cluster, { CRDFN_NAMESPACES: ns, CRDFN_RESYNC_SECONDS: "1" }), {
+      eventKey: TEST_EVENT_KEY,
+      kubeConfig: cluster.kubeConfig,
+      sqs,
+      logger: testLogger(),
+    });
     try {
       const resynced = (name: string) => (reader.byName(ns).get(name) ?? []).filter((e) => e.type === "RESYNC" && e.reason === "resync").length;
-      await reader.until(() => names.every((n) => resynced(n) >= 2), 20_000, () => names.map((n) => `${n}: ${resynced(n)}`).join(", "));
+      await reader.until(
+        () => names.every((n) => resynced(n) >= 2),
+        20_000,
+        () => names.map((n) => `${n}: ${resynced(n)}`).join(", "),
+      );
     } finally {
       await resyncing.stop(1000);
     }
   });
-
 });

@@ -29,7 +29,10 @@ const SA = "system:serviceaccount:crdfn-system:crdfn-bridge-examples";
 /** `kubectl auth can-i` answers on stdout and signals "no" with exit code 1. */
 function canI(cluster: LocalCluster, ...args: string[]): string {
   try {
-    return execFileSync(cluster.kubectl, ["--kubeconfig", cluster.kubeconfigPath, "auth", "can-i", ...args, `--as=${SA}`], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] }).trim();
+    return execFileSync(cluster.kubectl, ["--kubeconfig", cluster.kubeconfigPath, "auth", "can-i", ...args, `--as=${SA}`], {
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "pipe"],
+    }).trim();
   } catch (e) {
     return String((e as { stdout?: string }).stdout ?? "").trim();
   }
@@ -73,7 +76,13 @@ describe("bridge: deployment identity and high availability", { timeout: 300_000
     const served = (parse(readFileSync("crdfn.deploy.yaml", "utf8")) as { namespaces: string[] }).namespaces;
     for (const ns of served) await ensureNamespace(cluster, ns);
     const out = kubectl(cluster, "apply", "--server-side", "--dry-run=server", "-k", "infra/generated/bridge");
-    for (const kind of ["serviceaccount/crdfn-bridge-examples", "role.rbac.authorization.k8s.io/crdfn-bridge-examples", "role.rbac.authorization.k8s.io/crdfn-bridge-examples-lease", "configmap/crdfn-bridge-examples", "deployment.apps/crdfn-bridge-examples"]) {
+    for (const kind of [
+      "serviceaccount/crdfn-bridge-examples",
+      "role.rbac.authorization.k8s.io/crdfn-bridge-examples",
+      "role.rbac.authorization.k8s.io/crdfn-bridge-examples-lease",
+      "configmap/crdfn-bridge-examples",
+      "deployment.apps/crdfn-bridge-examples",
+    ]) {
       assert.match(out, new RegExp(`${kind.replace(/\./g, "\\.")} serverside-applied \\(server dry run\\)`));
     }
     // Serving listed namespaces, the bridge's every grant is a Role in one of them.
@@ -85,7 +94,11 @@ describe("bridge: deployment identity and high availability", { timeout: 300_000
     for (const ns of served) await ensureNamespace(cluster, ns);
     kubectl(cluster, "apply", "--server-side", "-k", "infra/generated/bridge");
     const core = cluster.kubeConfig.makeApiClient(CoreV1Api);
-    const token = await core.createNamespacedServiceAccountToken({ name: "crdfn-bridge-examples", namespace: "crdfn-system", body: { spec: { audiences: [], expirationSeconds: 3600 } } });
+    const token = await core.createNamespacedServiceAccountToken({
+      name: "crdfn-bridge-examples",
+      namespace: "crdfn-system",
+      body: { spec: { audiences: [], expirationSeconds: 3600 } },
+    });
     const dir = mkdtempSync(join(tmpdir(), "crdfn-bridge-sa-"));
     const tokenFile = join(dir, "token");
     writeFileSync(tokenFile, token.status?.token ?? "");
@@ -109,11 +122,15 @@ describe("bridge: deployment identity and high availability", { timeout: 300_000
     const ns = "demo";
     const seen = `seen-as-sa-${process.pid}`;
     // No kubeconfig: the server, its CA and the token file, as a bridge outside the cluster runs.
-    const { KUBECONFIG: _admin, ...env } = bridgeEnv(cluster, { CRDFN_NAMESPACES: served.join(","), CRDFN_LEASE_NAME: "crdfn-bridge-examples", CRDFN_LEASE_NAMESPACE: "crdfn-system" });
+    const { KUBECONFIG: _admin, ...env } = bridgeEnv(cluster, {
+      CRDFN_NAMESPACES: served.join(","),
+      CRDFN_LEASE_NAME: "crdfn-bridge-examples",
+      CRDFN_LEASE_NAMESPACE: "crdfn-system",
+    });
     const bridge = spawnBridge({ ...env, CRDFN_KUBE_SERVER: cluster.server, CRDFN_KUBE_CA_FILE: cluster.caPath, CRDFN_KUBE_TOKEN_FILE: tokenFile, HOME: dir });
     try {
       await withTimeout(bridge.synced, 30_000, `sync as the ServiceAccount; logs: ${bridge.logs.join("\n")}`);
-      assert.equal(await leaseHolder(cluster, "crdfn-bridge-examples") !== "", true, "it holds its Lease");
+      assert.equal((await leaseHolder(cluster, "crdfn-bridge-examples")) !== "", true, "it holds its Lease");
       await ok(kube(cluster.kubeConfig, "POST", crontabPath(ns), crontab(seen)), "create");
       await reader.until(() => reader.byName(ns).has(seen), 20_000);
     } finally {
@@ -130,7 +147,10 @@ describe("bridge: deployment identity and high availability", { timeout: 300_000
     const lease = "crdfn-ha";
     const replicas = new Map<string, BridgeProcess>();
     for (const id of ["replica-a", "replica-b"]) {
-      replicas.set(id, spawnBridge(bridgeEnv(cluster, { CRDFN_NAMESPACES: ns, CRDFN_LEASE_NAME: lease, CRDFN_LEASE_NAMESPACE: "crdfn-system", CRDFN_LEASE_IDENTITY: id })));
+      replicas.set(
+        id,
+        spawnBridge(bridgeEnv(cluster, { CRDFN_NAMESPACES: ns, CRDFN_LEASE_NAME: lease, CRDFN_LEASE_NAMESPACE: "crdfn-system", CRDFN_LEASE_IDENTITY: id })),
+      );
     }
     try {
       await waitFor(async () => (await leaseHolder(cluster, lease)) !== "", 30_000, "a leader");
@@ -152,7 +172,10 @@ describe("bridge: deployment identity and high availability", { timeout: 300_000
       assert.equal((await fetch(`http://127.0.0.1:${leaderPort}/healthz`)).status, 200);
       assert.ok((await scrape(leaderPort, "crdfn_bridge_events_observed_total")) >= 20);
       const perObject = reader.byName(ns);
-      assert.ok(names.every((n) => perObject.get(n)?.length === 1), "each object announced once");
+      assert.ok(
+        names.every((n) => perObject.get(n)?.length === 1),
+        "each object announced once",
+      );
 
       leader.child.kill("SIGKILL");
       const killedAt = Date.now();

@@ -25,7 +25,13 @@ describe("bridge: queue outage", { timeout: 240_000 }, () => {
     // It stops the queue server: servers of its own.
     env = await startBridgeEnvironment({ file: import.meta.filename, own: true, namespaces: ["outage"] });
     ({ cluster, sqs } = env);
-    bridge = startBridge(bridgeConfig(cluster, { CRDFN_MAX_PENDING: String(MAX_PENDING) }), { eventKey: TEST_EVENT_KEY, kubeConfig: cluster.kubeConfig, sqs, logger: testLogger(), registry });
+    bridge = startBridge(bridgeConfig(cluster, { CRDFN_MAX_PENDING: String(MAX_PENDING) }), {
+      eventKey: TEST_EVENT_KEY,
+      kubeConfig: cluster.kubeConfig,
+      sqs,
+      logger: testLogger(),
+      registry,
+    });
     await bridge.ready;
   });
 
@@ -40,7 +46,9 @@ describe("bridge: queue outage", { timeout: 240_000 }, () => {
     const reader = new QueueReader(sqs, cluster.sqs.queues.fifo);
     const names = Array.from({ length: 300 }, (_, i) => `ct-${i}`);
     const expected = new Map<string, Expected>();
-    await parallel(names, 20, async (name) => expected.set(name, { deleted: false, resourceVersion: rvOf(await ok(kube(kc, "POST", crontabPath(ns), crontab(name)), name)) }));
+    await parallel(names, 20, async (name) =>
+      expected.set(name, { deleted: false, resourceVersion: rvOf(await ok(kube(kc, "POST", crontabPath(ns), crontab(name)), name)) }),
+    );
     await reader.until(() => mismatches(reader.byName(ns), expected).length === 0, 30_000);
 
     await cluster.queue.stop();
@@ -50,10 +58,15 @@ describe("bridge: queue outage", { timeout: 240_000 }, () => {
     try {
       // Churn through the outage: more changed objects than the buffer may hold.
       const more = Array.from({ length: 200 }, (_, i) => `new-${i}`);
-      await parallel(more, 10, async (name) => expected.set(name, { deleted: false, resourceVersion: rvOf(await ok(kube(kc, "POST", crontabPath(ns), crontab(name)), name)) }));
+      await parallel(more, 10, async (name) =>
+        expected.set(name, { deleted: false, resourceVersion: rvOf(await ok(kube(kc, "POST", crontabPath(ns), crontab(name)), name)) }),
+      );
       for (const replicas of [2, 3]) {
         await parallel(names, 10, async (name) =>
-          expected.set(name, { deleted: false, resourceVersion: rvOf(await ok(kube(kc, "PATCH", crontabPath(ns, name), { spec: { replicas } }, "application/merge-patch+json"), name)) }),
+          expected.set(name, {
+            deleted: false,
+            resourceVersion: rvOf(await ok(kube(kc, "PATCH", crontabPath(ns, name), { spec: { replicas } }, "application/merge-patch+json"), name)),
+          }),
         );
       }
       await parallel(names.slice(0, 50), 10, async (name) => {
@@ -69,7 +82,11 @@ describe("bridge: queue outage", { timeout: 240_000 }, () => {
       await cluster.queue.start();
     }
 
-    await reader.until(() => mismatches(reader.byName(ns), expected).length === 0, 90_000, () => mismatches(reader.byName(ns), expected).slice(0, 5).join("; "));
+    await reader.until(
+      () => mismatches(reader.byName(ns), expected).length === 0,
+      90_000,
+      () => mismatches(reader.byName(ns), expected).slice(0, 5).join("; "),
+    );
     assert.ok(maxPending <= MAX_PENDING, `pending peaked at ${maxPending}`);
     assert.deepEqual(orderViolations(reader.byName(ns)), []);
     assert.equal(await metricValue(registry, "crdfn_bridge_pending_events"), 0);

@@ -67,7 +67,13 @@ describe("bridge: resources watched independently; configuration errors in one l
 
   it("a missing CRD first in the list: the others publish at once, /readyz says which, the CRD is picked up within 10 s", { timeout: 90_000 }, async () => {
     const kc = cluster.kubeConfig;
-    bridge = startBridge(bridgeConfig(cluster, { CRDFN_RESOURCES: `${WIDGETS}, stable.example.com/v1/crontabs>batch/v1/cronjobs` }), { eventKey: TEST_EVENT_KEY, kubeConfig: kc, sqs, logger: testLogger(), registry });
+    bridge = startBridge(bridgeConfig(cluster, { CRDFN_RESOURCES: `${WIDGETS}, stable.example.com/v1/crontabs>batch/v1/cronjobs` }), {
+      eventKey: TEST_EVENT_KEY,
+      kubeConfig: kc,
+      sqs,
+      logger: testLogger(),
+      registry,
+    });
     health = await serveHealth(bridge, 0, "127.0.0.1");
     await withTimeout(bridge.ready, 20_000, "ready while one CRD is missing");
     const reader = new QueueReader(sqs, cluster.sqs.queues.fifo);
@@ -138,7 +144,10 @@ describe("bridge: resources watched independently; configuration errors in one l
       assert.match(body, new RegExp(`refused the bridge's credential \\(401 .*kubeconfig ${kubeconfig}, context bad, user broken`));
       // Retried since (a positive signal, not a pause): each watched kind's discovery refused again, four times in all.
       const port = await p.port;
-      await eventually(async () => assert.ok(((await scrapeMetrics(port)).get("crdfn_bridge_discovery_failures_total") ?? 0) >= 4, "the refused discoveries retried"), { timeoutMs: 30_000, intervalMs: 250 });
+      await eventually(
+        async () => assert.ok(((await scrapeMetrics(port)).get("crdfn_bridge_discovery_failures_total") ?? 0) >= 4, "the refused discoveries retried"),
+        { timeoutMs: 30_000, intervalMs: 250 },
+      );
       const refusals = p.logs.filter((l) => l.includes("refused the bridge's credential"));
       assert.equal(refusals.length, 1, `said once, not per resource or retry: ${refusals.length}`);
       assert.equal((await scrapeMetrics(await p.port)).get("crdfn_bridge_problem"), 1);

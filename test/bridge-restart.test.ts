@@ -42,7 +42,8 @@ describe("bridge: restarts and 410 Gone", { timeout: 300_000 }, () => {
 
       const names = Array.from({ length: 500 }, (_, i) => `ct-${i}`);
       const expected = new Map<string, Expected>();
-      const set = (name: string, r: { body: { metadata?: { resourceVersion?: string } } }) => expected.set(name, { deleted: false, resourceVersion: r.body.metadata?.resourceVersion ?? "" });
+      const set = (name: string, r: { body: { metadata?: { resourceVersion?: string } } }) =>
+        expected.set(name, { deleted: false, resourceVersion: r.body.metadata?.resourceVersion ?? "" });
       // Every tenth object carries a finalizer, as an operator with cleanup would.
       await parallel(names, 20, async (name, i) => {
         const body = crontab(name) as { metadata: { finalizers?: string[] } };
@@ -60,7 +61,9 @@ describe("bridge: restarts and 410 Gone", { timeout: 300_000 }, () => {
 
       // Phase B: changes while no bridge runs at all.
       const deletedWhileDown = new Set<string>();
-      await parallel(names.slice(0, 100), 20, async (name) => set(name, await ok(kube(kc, "PATCH", crontabPath(ns, name), { spec: { replicas: 3 } }, mergePatch), `update ${name}`)));
+      await parallel(names.slice(0, 100), 20, async (name) =>
+        set(name, await ok(kube(kc, "PATCH", crontabPath(ns, name), { spec: { replicas: 3 } }, mergePatch), `update ${name}`)),
+      );
       await parallel(names.slice(400), 20, async (name, i) => {
         const r = await ok(kube(kc, "DELETE", crontabPath(ns, name)), `delete ${name}`);
         // With a finalizer the object lives on, marked for deletion: that state must be published.
@@ -74,7 +77,9 @@ describe("bridge: restarts and 410 Gone", { timeout: 300_000 }, () => {
       // Phase C: a fresh bridge, and churn continuing around its start.
       const restarted = spawnBridge(env);
       second = restarted;
-      await parallel(names.slice(100, 200), 20, async (name) => set(name, await ok(kube(kc, "PATCH", crontabPath(ns, name), { spec: { replicas: 4 } }, mergePatch), `update ${name}`)));
+      await parallel(names.slice(100, 200), 20, async (name) =>
+        set(name, await ok(kube(kc, "PATCH", crontabPath(ns, name), { spec: { replicas: 4 } }, mergePatch), `update ${name}`)),
+      );
       await withTimeout(second.synced, 30_000, () => `second bridge sync; logs: ${restarted.logs.join("\n")}`);
       await parallel(names.slice(300, 350), 20, async (name, i) => {
         const r = await ok(kube(kc, "DELETE", crontabPath(ns, name)), `delete ${name}`);
@@ -82,7 +87,11 @@ describe("bridge: restarts and 410 Gone", { timeout: 300_000 }, () => {
         else expected.set(name, { deleted: true });
       });
 
-      await reader.until(() => mismatches(reader.byName(ns), expected).length === 0, 60_000, () => mismatches(reader.byName(ns), expected).slice(0, 5).join("; "));
+      await reader.until(
+        () => mismatches(reader.byName(ns), expected).length === 0,
+        60_000,
+        () => mismatches(reader.byName(ns), expected).slice(0, 5).join("; "),
+      );
       assert.deepEqual(orderViolations(reader.byName(ns)), []);
       // Objects deleted outright while no bridge ran cannot be announced by anyone (there is
       // nothing left to list); their last announced state is an older version, and a function
@@ -96,44 +105,67 @@ describe("bridge: restarts and 410 Gone", { timeout: 300_000 }, () => {
     }
   });
 
-  it("a forced 410 (watch from a resourceVersion the API server no longer has): relist, 0 lost, DELETED for objects removed while away", { timeout: 150_000 }, async () => {
-    const ns = cluster.ns("gone");
-    const kc = cluster.kubeConfig;
-    const names = Array.from({ length: 50 }, (_, i) => `ct-${i}`);
-    const expected = new Map<string, Expected>();
-    await parallel(names, 10, async (name) => expected.set(name, { deleted: false, resourceVersion: rvOf(await ok(kube(kc, "POST", crontabPath(ns), crontab(name)), name)) }));
+  it(
+    "a forced 410 (watch from a resourceVersion the API server no longer has): relist, 0 lost, DELETED for objects removed while away",
+    { timeout: 150_000 },
+    async () => {
+      const ns = cluster.ns("gone");
+      const kc = cluster.kubeConfig;
+      const names = Array.from({ length: 50 }, (_, i) => `ct-${i}`);
+      const expected = new Map<string, Expected>();
+      await parallel(names, 10, async (name) =>
+        expected.set(name, { deleted: false, resourceVersion: rvOf(await ok(kube(kc, "POST", crontabPath(ns), crontab(name)), name)) }),
+      );
 
-    const relay = new Relay(Number(new URL(cluster.server).port));
-    await relay.open();
-    const registry = new Registry();
-    const bridge = startBridge(bridgeConfig(cluster, { CRDFN_NAMESPACES: ns }), { eventKey: TEST_EVENT_KEY, kubeConfig: kubeConfigVia(kc, relay.port), sqs, logger: testLogger(), registry });
-    try {
-      await withTimeout(bridge.ready, 30_000, "bridge sync");
-      await reader.until(() => mismatches(reader.byName(ns), expected).length === 0, 30_000);
+      const relay = new Relay(Number(new URL(cluster.server).port));
+      await relay.open();
+      const registry = new Registry();
+      const bridge = startBridge(bridgeConfig(cluster, { CRDFN_NAMESPACES: ns }), {
+        eventKey: TEST_EVENT_KEY,
+        kubeConfig: kubeConfigVia(kc, relay.port),
+        sqs,
+        logger: testLogger(),
+        registry,
+      });
+      try {
+        await withTimeout(bridge.ready, 30_000, "bridge sync");
+        await reader.until(() => mismatches(reader.byName(ns), expected).length === 0, 30_000);
 
-      // The bridge goes away; the world changes without it.
-      await relay.cut();
-      await parallel(names.slice(0, 10), 10, async (name) => {
+        // The bridge goes away; the world changes without it.
+        await relay.cut();
+        await parallel(names.slice(0, 10), 10, async (name) => {
           await ok(kube(kc, "DELETE", crontabPath(ns, name)), name);
           expected.set(name, { deleted: true });
-      });
-      await parallel(names.slice(10, 20), 10, async (name) =>
-        expected.set(name, { deleted: false, resourceVersion: rvOf(await ok(kube(kc, "PATCH", crontabPath(ns, name), { spec: { replicas: 5 } }, mergePatch), name)) }),
-      );
-      for (const name of ["new-0", "new-1", "new-2"]) expected.set(name, { deleted: false, resourceVersion: rvOf(await ok(kube(kc, "POST", crontabPath(ns), crontab(name)), name)) });
-      // A restarted API server keeps no history from before its start: the bridge's resourceVersion is gone.
-      await cluster.apiServer.stop();
-      await cluster.apiServer.start();
-      await relay.open();
+        });
+        await parallel(names.slice(10, 20), 10, async (name) =>
+          expected.set(name, {
+            deleted: false,
+            resourceVersion: rvOf(await ok(kube(kc, "PATCH", crontabPath(ns, name), { spec: { replicas: 5 } }, mergePatch), name)),
+          }),
+        );
+        for (const name of ["new-0", "new-1", "new-2"])
+          expected.set(name, { deleted: false, resourceVersion: rvOf(await ok(kube(kc, "POST", crontabPath(ns), crontab(name)), name)) });
+        // A restarted API server keeps no history from before its start: the bridge's resourceVersion is gone.
+        await cluster.apiServer.stop();
+        await cluster.apiServer.start();
+        await relay.open();
 
-      await reader.until(() => mismatches(reader.byName(ns), expected).length === 0, 90_000, () => mismatches(reader.byName(ns), expected).slice(0, 5).join("; "));
-      assert.ok((await metricValue(registry, "crdfn_bridge_relists_total", { reason: "gone" })) >= 1, "the watch got 410 and relisted");
-      const deletions = reader.all.filter((r) => r.event.namespace === ns && r.event.type === "DELETED");
-      assert.deepEqual(deletions.map((r) => r.event.reason), Array<string>(10).fill("relist"));
-      assert.deepEqual(orderViolations(reader.byName(ns)), []);
-    } finally {
-      await bridge.stop(1000);
-      await relay.cut();
-    }
-  });
+        await reader.until(
+          () => mismatches(reader.byName(ns), expected).length === 0,
+          90_000,
+          () => mismatches(reader.byName(ns), expected).slice(0, 5).join("; "),
+        );
+        assert.ok((await metricValue(registry, "crdfn_bridge_relists_total", { reason: "gone" })) >= 1, "the watch got 410 and relisted");
+        const deletions = reader.all.filter((r) => r.event.namespace === ns && r.event.type === "DELETED");
+        assert.deepEqual(
+          deletions.map((r) => r.event.reason),
+          Array<string>(10).fill("relist"),
+        );
+        assert.deepEqual(orderViolations(reader.byName(ns)), []);
+      } finally {
+        await bridge.stop(1000);
+        await relay.cut();
+      }
+    },
+  );
 });

@@ -43,8 +43,14 @@ describe("bridge: a queue per resource", { timeout: 120_000 }, () => {
     await eventually(async () => {
       await own.drain();
       await shared.drain();
-      assert.ok(own.all.some((r) => r.event.kind === "CronTab" && r.event.name === "routed"), "CronTab event on its own queue");
-      assert.ok(shared.all.some((r) => r.event.plural === "configmaps" && r.event.name === "unrouted"), "ConfigMap event on the default queue");
+      assert.ok(
+        own.all.some((r) => r.event.kind === "CronTab" && r.event.name === "routed"),
+        "CronTab event on its own queue",
+      );
+      assert.ok(
+        shared.all.some((r) => r.event.plural === "configmaps" && r.event.name === "unrouted"),
+        "ConfigMap event on the default queue",
+      );
     });
     assert.deepEqual([...new Set(own.all.map((r) => r.event.plural))], ["crontabs"]);
     assert.ok(shared.all.every((r) => r.event.plural === "configmaps"));

@@ -36,7 +36,12 @@ const fleet = defineOperator({
   // list: a parent of thousands of children is reconciled from a labelled LIST of them.
   owns: [{ group: "", version: "v1", kind: "ConfigMap", list: true }],
   reconcile(obj) {
-    const children = Array.from({ length: obj.spec.count }, (_, i) => ({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: `${obj.metadata.name}-${i}` }, data: { member: String(i) } }));
+    const children = Array.from({ length: obj.spec.count }, (_, i) => ({
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name: `${obj.metadata.name}-${i}` },
+      data: { member: String(i) },
+    }));
     return { children, status: { members: obj.spec.count } };
   },
 }) as Operator<unknown>;
@@ -44,11 +49,23 @@ const fleet = defineOperator({
 /** Counts the function's API requests by verb (the measurement of a large parent's cost). */
 function countedApi(api: KubeApi): { api: KubeApi; counts: Map<string, number> } {
   const counts = new Map<string, number>();
-  const wrap = <K extends keyof KubeApi>(verb: K): KubeApi[K] => ((...args: unknown[]) => {
-    counts.set(verb, (counts.get(verb) ?? 0) + 1);
-    return (api[verb] as (...a: unknown[]) => unknown)(...args);
-  }) as KubeApi[K];
-  return { api: { get: wrap("get"), replaceStatus: wrap("replaceStatus"), mergePatch: wrap("mergePatch"), apply: wrap("apply"), create: wrap("create"), list: wrap("list"), delete: wrap("delete") }, counts };
+  const wrap = <K extends keyof KubeApi>(verb: K): KubeApi[K] =>
+    ((...args: unknown[]) => {
+      counts.set(verb, (counts.get(verb) ?? 0) + 1);
+      return (api[verb] as (...a: unknown[]) => unknown)(...args);
+    }) as KubeApi[K];
+  return {
+    api: {
+      get: wrap("get"),
+      replaceStatus: wrap("replaceStatus"),
+      mergePatch: wrap("mergePatch"),
+      apply: wrap("apply"),
+      create: wrap("create"),
+      list: wrap("list"),
+      delete: wrap("delete"),
+    },
+    counts,
+  };
 }
 const total = (counts: Map<string, number>): number => [...counts.values()].reduce((a, b) => a + b, 0);
 const show = (counts: Map<string, number>): string => [...counts].map(([verb, n]) => `${verb} ${n}`).join(", ");
@@ -65,9 +82,14 @@ describe("a bridge start announces exactly what needs work", { timeout: 1_500_00
   const pipeline = () => ({ sqs: env.sqs, queueUrl: env.cluster.sqs.queues.fifo, bridge: bridge! });
   const published = async (): Promise<number> => metricValue(bridge!.registry, "crdfn_bridge_events_published_total");
   /** Every Fleet, in one LIST. */
-  const listed = async () => ((await ok(kube(env.cluster.kubeConfig, "GET", path()), "list fleets")).body.items as Array<{ metadata: { name: string; generation: number; labels?: Record<string, string>; annotations?: Record<string, string> }; status?: { observedGeneration?: number; conditions?: Array<{ type: string; status: string }> } & Record<string, unknown> }>);
+  const listed = async () =>
+    (await ok(kube(env.cluster.kubeConfig, "GET", path()), "list fleets")).body.items as Array<{
+      metadata: { name: string; generation: number; labels?: Record<string, string>; annotations?: Record<string, string> };
+      status?: { observedGeneration?: number; conditions?: Array<{ type: string; status: string }> } & Record<string, unknown>;
+    }>;
   /** Objects whose status records the metadata they have now and the generation: reconciled and recorded. */
-  const recordedNow = async (): Promise<number> => (await listed()).filter((o) => o.status?.observedGeneration === o.metadata.generation && reconciledOf(o.status)?.metadata === metadataDigest(o)).length;
+  const recordedNow = async (): Promise<number> =>
+    (await listed()).filter((o) => o.status?.observedGeneration === o.metadata.generation && reconciledOf(o.status)?.metadata === metadataDigest(o)).length;
   /** The reconciles the functions handled since `mark` (an index into their log), by object. */
   const handledSince = (mark: number): Map<string, number> => {
     const by = new Map<string, number>();
@@ -87,7 +109,9 @@ describe("a bridge start announces exactly what needs work", { timeout: 1_500_00
     poller = pollerFor(env, runtimeFor(env, fleet, { api: counted.api }), "queue", 4);
     bridge = await startTestBridge(env, "startwork.example.com/v1/fleets>v1/configmaps");
     const t0 = Date.now();
-    await parallel(names, 20, async (name) => ok(kube(env.cluster.kubeConfig, "POST", path(), { apiVersion: "startwork.example.com/v1", kind: "Fleet", metadata: { name }, spec: { count: 1 } }), name));
+    await parallel(names, 20, async (name) =>
+      ok(kube(env.cluster.kubeConfig, "POST", path(), { apiVersion: "startwork.example.com/v1", kind: "Fleet", metadata: { name }, spec: { count: 1 } }), name),
+    );
     await waitFor(`${OBJECTS} fleets reconciled and recorded`, async () => (await recordedNow()) === OBJECTS, 600_000);
     await settled(pipeline(), 300_000);
     console.log(`# ${OBJECTS} fleets of one ConfigMap each settled in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
@@ -118,61 +142,89 @@ describe("a bridge start announces exactly what needs work", { timeout: 1_500_00
     }
   });
 
-  it("drift while no bridge ran (one child deleted, another edited by someone else) is repaired within 10 s of a bridge leading; the settled rest: 0 messages", { timeout: 300_000 }, async () => {
-    await bridge?.stop();
-    bridge = undefined;
-    const gone = "f-0-0";
-    const edited = "f-1-0";
-    const oldUid = ((await ok(kube(env.cluster.kubeConfig, "GET", cmPath(gone)), gone)).body.metadata as { uid: string }).uid;
-    await ok(kube(env.cluster.kubeConfig, "DELETE", cmPath(gone)), `delete ${gone}`);
-    await ok(kube(env.cluster.kubeConfig, "PATCH", `${cmPath(edited)}?fieldManager=kubectl-edit`, { data: { member: "tampered" } }, mergePatch), `edit ${edited}`);
-    const mark = env.logs.length;
-    bridge = await startTestBridge(env, "startwork.example.com/v1/fleets>v1/configmaps");
-    const leading = Date.now();
-    await waitFor("both children restored", async () => {
-      const g = await kube(env.cluster.kubeConfig, "GET", cmPath(gone));
-      const e = await kube(env.cluster.kubeConfig, "GET", cmPath(edited));
-      return g.status === 200 && (g.body.metadata as { uid: string }).uid !== oldUid && (e.body.data as Record<string, string>).member === "0";
-    }, 60_000);
-    const repairedMs = Date.now() - leading;
-    await settled(pipeline(), 120_000);
-    const handled = handledSince(mark);
-    const others = [...handled.keys()].filter((k) => !k.endsWith("/f-0") && !k.endsWith("/f-1"));
-    console.log(`# drift while away repaired ${repairedMs} ms after the bridge led; ${await published()} announcements, reconciles: ${[...handled].map(([k, n]) => `${k.split("/")[1]}×${n}`).join(", ")}`);
-    assert.ok(repairedMs <= 10_000, `repaired in ${repairedMs} ms (≤ 10 s)`);
-    assert.deepEqual(others, [], "no settled object is reconciled");
-  });
+  it(
+    "drift while no bridge ran (one child deleted, another edited by someone else) is repaired within 10 s of a bridge leading; the settled rest: 0 messages",
+    { timeout: 300_000 },
+    async () => {
+      await bridge?.stop();
+      bridge = undefined;
+      const gone = "f-0-0";
+      const edited = "f-1-0";
+      const oldUid = ((await ok(kube(env.cluster.kubeConfig, "GET", cmPath(gone)), gone)).body.metadata as { uid: string }).uid;
+      await ok(kube(env.cluster.kubeConfig, "DELETE", cmPath(gone)), `delete ${gone}`);
+      await ok(
+        kube(env.cluster.kubeConfig, "PATCH", `${cmPath(edited)}?fieldManager=kubectl-edit`, { data: { member: "tampered" } }, mergePatch),
+        `edit ${edited}`,
+      );
+      const mark = env.logs.length;
+      bridge = await startTestBridge(env, "startwork.example.com/v1/fleets>v1/configmaps");
+      const leading = Date.now();
+      await waitFor(
+        "both children restored",
+        async () => {
+          const g = await kube(env.cluster.kubeConfig, "GET", cmPath(gone));
+          const e = await kube(env.cluster.kubeConfig, "GET", cmPath(edited));
+          return g.status === 200 && (g.body.metadata as { uid: string }).uid !== oldUid && (e.body.data as Record<string, string>).member === "0";
+        },
+        60_000,
+      );
+      const repairedMs = Date.now() - leading;
+      await settled(pipeline(), 120_000);
+      const handled = handledSince(mark);
+      const others = [...handled.keys()].filter((k) => !k.endsWith("/f-0") && !k.endsWith("/f-1"));
+      console.log(
+        `# drift while away repaired ${repairedMs} ms after the bridge led; ${await published()} announcements, reconciles: ${[...handled].map(([k, n]) => `${k.split("/")[1]}×${n}`).join(", ")}`,
+      );
+      assert.ok(repairedMs <= 10_000, `repaired in ${repairedMs} ms (≤ 10 s)`);
+      assert.deepEqual(others, [], "no settled object is reconciled");
+    },
+  );
 
-  it(`a parent of ${BIG} children (more keys than an event carries) is reconciled, then pruned to ${BIG / 2}`, { timeout: 900_000, skip: BIG === 0 && "CRDFN_TEST_BIG_CHILDREN=0" }, async () => {
-    const children = async (): Promise<number> => {
-      const uid = (await fleets().get("big"))?.metadata?.uid ?? "none";
-      let n = 0;
-      let token: string | undefined;
-      do {
-        const page = await ok(kube(env.cluster.kubeConfig, "GET", `/api/v1/namespaces/${env.cluster.namespace}/configmaps?labelSelector=${encodeURIComponent(`${PARENT_UID_LABEL}=${uid}`)}&limit=1000${token ? `&continue=${encodeURIComponent(token)}` : ""}`), "list children");
-        n += (page.body.items as unknown[]).length;
-        token = (page.body.metadata as { continue?: string }).continue || undefined;
-      } while (token !== undefined);
-      return n;
-    };
-    await settled(pipeline(), 120_000);
-    const before = new Map(counts);
-    const since = (): Map<string, number> => new Map([...counts].map(([verb, n]) => [verb, n - (before.get(verb) ?? 0)]));
-    const t0 = Date.now();
-    await fleets().create("big", { count: BIG });
-    await waitFor(`${BIG} children and Ready`, async () => ready(await fleets().get("big"))?.status === "True" && (await children()) === BIG, 600_000);
-    await settled(pipeline(), 300_000);
-    const created = since();
-    console.log(`# ${BIG} children: reconciled in ${((Date.now() - t0) / 1000).toFixed(1)} s, ${total(created)} API requests (${show(created)})`);
+  it(
+    `a parent of ${BIG} children (more keys than an event carries) is reconciled, then pruned to ${BIG / 2}`,
+    { timeout: 900_000, skip: BIG === 0 && "CRDFN_TEST_BIG_CHILDREN=0" },
+    async () => {
+      const children = async (): Promise<number> => {
+        const uid = (await fleets().get("big"))?.metadata?.uid ?? "none";
+        let n = 0;
+        let token: string | undefined;
+        do {
+          const page = await ok(
+            kube(
+              env.cluster.kubeConfig,
+              "GET",
+              `/api/v1/namespaces/${env.cluster.namespace}/configmaps?labelSelector=${encodeURIComponent(`${PARENT_UID_LABEL}=${uid}`)}&limit=1000${token ? `&continue=${encodeURIComponent(token)}` : ""}`,
+            ),
+            "list children",
+          );
+          n += (page.body.items as unknown[]).length;
+          token = (page.body.metadata as { continue?: string }).continue || undefined;
+        } while (token !== undefined);
+        return n;
+      };
+      await settled(pipeline(), 120_000);
+      const before = new Map(counts);
+      const since = (): Map<string, number> => new Map([...counts].map(([verb, n]) => [verb, n - (before.get(verb) ?? 0)]));
+      const t0 = Date.now();
+      await fleets().create("big", { count: BIG });
+      await waitFor(`${BIG} children and Ready`, async () => ready(await fleets().get("big"))?.status === "True" && (await children()) === BIG, 600_000);
+      await settled(pipeline(), 300_000);
+      const created = since();
+      console.log(`# ${BIG} children: reconciled in ${((Date.now() - t0) / 1000).toFixed(1)} s, ${total(created)} API requests (${show(created)})`);
 
-    for (const [verb, n] of created) before.set(verb, (before.get(verb) ?? 0) + n);
-    const t1 = Date.now();
-    await fleets().patchSpec("big", { count: BIG / 2 });
-    await waitFor(`pruned to ${BIG / 2}`, async () => (await children()) === BIG / 2 && (await fleets().get("big"))?.status?.observedGeneration === 2, 600_000);
-    await settled(pipeline(), 300_000);
-    const pruned = since();
-    console.log(`# ${BIG} → ${BIG / 2} children: pruned in ${((Date.now() - t1) / 1000).toFixed(1)} s, ${total(pruned)} API requests (${show(pruned)})`);
-    assert.equal(await children(), BIG / 2);
-    assert.equal(ready(await fleets().get("big"))?.status, "True");
-  });
+      for (const [verb, n] of created) before.set(verb, (before.get(verb) ?? 0) + n);
+      const t1 = Date.now();
+      await fleets().patchSpec("big", { count: BIG / 2 });
+      await waitFor(
+        `pruned to ${BIG / 2}`,
+        async () => (await children()) === BIG / 2 && (await fleets().get("big"))?.status?.observedGeneration === 2,
+        600_000,
+      );
+      await settled(pipeline(), 300_000);
+      const pruned = since();
+      console.log(`# ${BIG} → ${BIG / 2} children: pruned in ${((Date.now() - t1) / 1000).toFixed(1)} s, ${total(pruned)} API requests (${show(pruned)})`);
+      assert.equal(await children(), BIG / 2);
+      assert.equal(ready(await fleets().get("big"))?.status, "True");
+    },
+  );
 });

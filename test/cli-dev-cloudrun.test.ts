@@ -25,7 +25,12 @@ const main = join(packageRoot, "cli", "main.ts");
 /** Command lines of running processes that contain `pattern`. */
 function processes(pattern: string): string[] {
   const r = spawnSync("pgrep", ["-af", pattern], { encoding: "utf8" });
-  return r.status === 0 ? r.stdout.trim().split("\n").filter((l) => l && !l.includes("pgrep")) : [];
+  return r.status === 0
+    ? r.stdout
+        .trim()
+        .split("\n")
+        .filter((l) => l && !l.includes("pgrep"))
+    : [];
 }
 
 describe("crdfn dev --target cloudrun", { timeout: 300_000 }, () => {
@@ -58,10 +63,13 @@ describe("crdfn dev --target cloudrun", { timeout: 300_000 }, () => {
   });
 
   it("reconciles the sample Greeting and CronTab and says so", async () => {
-    await eventually(() => {
-      assert.match(output, /Greeting hello-world reconciled/);
-      assert.match(output, /CronTab my-new-cron-object reconciled/);
-    }, { timeoutMs: 60_000 });
+    await eventually(
+      () => {
+        assert.match(output, /Greeting hello-world reconciled/);
+        assert.match(output, /CronTab my-new-cron-object reconciled/);
+      },
+      { timeoutMs: 60_000 },
+    );
     assert.doesNotMatch(output, /ElasticMQ/, "no SQS server on the Cloud Run target");
   });
 
@@ -79,7 +87,9 @@ describe("crdfn dev --target cloudrun", { timeout: 300_000 }, () => {
   });
 
   it("lists a dead letter and redrives it into its ordering key, to be reconciled", async () => {
-    const greeting = JSON.parse(await kubectl("get", "greeting", "hello-world", "-o", "json")) as { metadata: { uid: string; resourceVersion: string; generation: number } };
+    const greeting = JSON.parse(await kubectl("get", "greeting", "hello-world", "-o", "json")) as {
+      metadata: { uid: string; resourceVersion: string; generation: number };
+    };
     const event: KeyEvent = {
       v: 1,
       cluster: "local",
@@ -99,11 +109,16 @@ describe("crdfn dev --target cloudrun", { timeout: 300_000 }, () => {
     const names = pubSubNamesOf(env.PUBSUB_PROJECT_ID!, env.CRDFN_PUBSUB_PREFIX!, "greeting");
     const pubsub = await pubSubClient({ projectId: env.PUBSUB_PROJECT_ID!, emulatorHost: env.PUBSUB_EMULATOR_HOST! });
     try {
-      await pubsub.topic(names.deadLetterTopic, { messageOrdering: true }).publishMessage({ data: Buffer.from(encodeKeyEvent(signKeyEvent(event, devEventKey(stateDir)))), orderingKey: messageGroupId(event) });
+      await pubsub
+        .topic(names.deadLetterTopic, { messageOrdering: true })
+        .publishMessage({ data: Buffer.from(encodeKeyEvent(signKeyEvent(event, devEventKey(stateDir)))), orderingKey: messageGroupId(event) });
     } finally {
       await pubsub.close();
     }
-    await eventually(async () => assert.match(await crdfn("dlq", "list"), /greeting\s+\S+\s+Greeting default\/hello-world\s+MODIFIED\/redrive-test/), { timeoutMs: 15_000, intervalMs: 1000 });
+    await eventually(async () => assert.match(await crdfn("dlq", "list"), /greeting\s+\S+\s+Greeting default\/hello-world\s+MODIFIED\/redrive-test/), {
+      timeoutMs: 15_000,
+      intervalMs: 1000,
+    });
     assert.match(await crdfn("dlq", "redrive"), /redrove 1 message from crdfn-greeting-events-dead-letter to crdfn-greeting-events \(1 Greeting\)/);
     await eventually(() => assert.match(output, /Greeting hello-world reconciled in \d+ ms \(.*redrive-test\)/), { timeoutMs: 30_000 });
     assert.match(await crdfn("dlq", "list"), /the dead-letter subscriptions are empty: (greeting, crontab|crontab, greeting)/);

@@ -23,7 +23,12 @@ class Crdfn {
   output = "";
   readonly exited: Promise<number | null>;
   constructor(args: string[], env: NodeJS.ProcessEnv = process.env) {
-    this.child = spawn(process.execPath, ["--conditions=crdfn-source", main, ...args], { cwd: packageRoot, detached: true, env, stdio: ["ignore", "pipe", "pipe"] });
+    this.child = spawn(process.execPath, ["--conditions=crdfn-source", main, ...args], {
+      cwd: packageRoot,
+      detached: true,
+      env,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     this.child.stdout!.on("data", (c: Buffer) => (this.output += c.toString()));
     this.child.stderr!.on("data", (c: Buffer) => (this.output += c.toString()));
     this.exited = new Promise((resolve) => this.child.once("exit", (code) => resolve(code)));
@@ -79,12 +84,16 @@ describe("crdfn dev --kubeconfig against an existing cluster", { timeout: 420_00
     return d;
   };
   const apply = (obj: KubernetesObject) => objects.patch(obj, undefined, undefined, "test", true, PatchStrategy.ServerSideApply);
-  const widget = (name: string, size: number, version = "v1") => apply({ apiVersion: `${GROUP}/${version}`, kind: "Widget", metadata: { name, namespace: "default" }, spec: { size } } as KubernetesObject);
+  const widget = (name: string, size: number, version = "v1") =>
+    apply({ apiVersion: `${GROUP}/${version}`, kind: "Widget", metadata: { name, namespace: "default" }, spec: { size } } as KubernetesObject);
   const message = async (name: string) => {
     const cm = await kubeConfig.makeApiClient(CoreV1Api).readNamespacedConfigMap({ name: `${name}-widget`, namespace: "default" });
     return cm.data?.message;
   };
-  type Crd = KubernetesObject & { spec: { versions: { name: string; served: boolean; storage: boolean; deprecated?: boolean }[] }; status: { storedVersions: string[] } };
+  type Crd = KubernetesObject & {
+    spec: { versions: { name: string; served: boolean; storage: boolean; deprecated?: boolean }[] };
+    status: { storedVersions: string[] };
+  };
   const crd = () => objects.read<Crd>({ apiVersion: "apiextensions.k8s.io/v1", kind: "CustomResourceDefinition", metadata: { name: CRD } });
   const stillThere = async () => {
     // The cluster answers, and what crdfn dev did not create, and what it did, are all still there.

@@ -25,7 +25,12 @@ const main = join(packageRoot, "cli", "main.ts");
 /** Command lines of running processes that contain `pattern`. */
 function processes(pattern: string): string[] {
   const r = spawnSync("pgrep", ["-af", pattern], { encoding: "utf8" });
-  return r.status === 0 ? r.stdout.trim().split("\n").filter((l) => l && !l.includes("pgrep")) : [];
+  return r.status === 0
+    ? r.stdout
+        .trim()
+        .split("\n")
+        .filter((l) => l && !l.includes("pgrep"))
+    : [];
 }
 
 describe("crdfn dev", { timeout: 240_000 }, () => {
@@ -35,8 +40,7 @@ describe("crdfn dev", { timeout: 240_000 }, () => {
   let env: Record<string, string>;
   let kubectlBin: string;
   const crdfn = async (...args: string[]) => (await run(process.execPath, [main, ...args, "--state-dir", stateDir], { encoding: "utf8" })).stdout;
-  const kubectl = async (...args: string[]) =>
-    (await run(kubectlBin, ["--kubeconfig", join(stateDir, "kubeconfig"), ...args], { encoding: "utf8" })).stdout;
+  const kubectl = async (...args: string[]) => (await run(kubectlBin, ["--kubeconfig", join(stateDir, "kubeconfig"), ...args], { encoding: "utf8" })).stdout;
 
   before(async () => {
     kubectlBin = (await controlPlaneBinaries({ env: process.env, log: () => {} })).kubectl;
@@ -75,13 +79,21 @@ describe("crdfn dev", { timeout: 240_000 }, () => {
     const block = /`npm start` prints[^\n]*\n\n```text\n([\s\S]*?)```/.exec(readme)?.[1];
     assert.ok(block, "the README's npm start block");
     const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-    const pattern = (line: string) => new RegExp(`^${escape(line).replace(/\d+(\\\.\d+)?(?= ?m?s\b)/g, "\\d+(\\.\\d+)?").replaceAll(escape(".crdfn/"), escape(`${stateDir}/`))}$`);
+    const pattern = (line: string) =>
+      new RegExp(
+        `^${escape(line)
+          .replace(/\d+(\\\.\d+)?(?= ?m?s\b)/g, "\\d+(\\.\\d+)?")
+          .replaceAll(escape(".crdfn/"), escape(`${stateDir}/`))}$`,
+      );
     const lines = block.trimEnd().split("\n");
-    await eventually(() => {
-      const printed = output.split("\n");
-      const missing = lines.filter((line) => !printed.some((p) => pattern(line).test(p)));
-      assert.deepEqual(missing, [], `printed:\n${output}`);
-    }, { timeoutMs: 60_000 });
+    await eventually(
+      () => {
+        const printed = output.split("\n");
+        const missing = lines.filter((line) => !printed.some((p) => pattern(line).test(p)));
+        assert.deepEqual(missing, [], `printed:\n${output}`);
+      },
+      { timeoutMs: 60_000 },
+    );
   });
 
   it("shows the children to kubectl", async () => {
@@ -131,10 +143,13 @@ describe("crdfn dev", { timeout: 240_000 }, () => {
     }
     assert.match(await crdfn("dlq", "list"), /Greeting default\/hello-world\s+MODIFIED\/redrive-test/);
     // `dlq list` hides what it showed for a few seconds; redrive once it is visible again.
-    await eventually(async () => assert.match(await crdfn("dlq", "redrive"), /redrove 1 message from crdfn-events-dlq\.fifo to crdfn-events\.fifo \(1 Greeting\)/), {
-      timeoutMs: 15_000,
-      intervalMs: 1000,
-    });
+    await eventually(
+      async () => assert.match(await crdfn("dlq", "redrive"), /redrove 1 message from crdfn-events-dlq\.fifo to crdfn-events\.fifo \(1 Greeting\)/),
+      {
+        timeoutMs: 15_000,
+        intervalMs: 1000,
+      },
+    );
     await eventually(() => assert.match(output, /Greeting hello-world reconciled in \d+ ms \(.*redrive-test\)/));
     assert.match(await crdfn("dlq", "list"), /the dead-letter queue is empty/);
   });
@@ -148,40 +163,66 @@ describe("crdfn dev", { timeout: 240_000 }, () => {
     return clusterDir;
   };
 
-  it("restarts kube-apiserver, etcd and ElasticMQ each killed with kill -9, says so in one line, and reconciles a change after each", { timeout: 200_000 }, async () => {
-    // Not before dev applied its samples: a failed apply ends dev (its start-up, not its servers').
-    await eventually(() => assert.match(output, /^applied: /m));
-    const clusterDir = clusterDirOf();
-    const pidOf = (pattern: string): number | undefined => {
-      const found = processes(pattern).map((l) => Number(l.split(" ")[0]));
-      return found.length === 1 ? found[0] : undefined;
-    };
-    const reconciled = () => output.split("\n").filter((l) => /^✔ Greeting hello-world reconciled/.test(l)).length;
-    for (const [name, pattern] of [
-      // (No leading dash: pgrep would take the pattern for an option.)
-      ["kube-apiserver", `cert-dir=${clusterDir}/apiserver`],
-      ["etcd", `data-dir=${clusterDir}/etcd`],
-      ["ElasticMQ", `config.file=${clusterDir}/elasticmq/`],
-    ] as const) {
-      const killed = pidOf(pattern);
-      assert.ok(killed, `${name} is running (${pattern})`);
-      const said = new RegExp(`^${name} exited \\(SIGKILL\\); restarting it`, "m");
-      assert.doesNotMatch(output, said);
-      process.kill(killed, "SIGKILL");
-      await eventually(() => assert.match(output, said), { timeoutMs: 20_000 });
-      await eventually(() => assert.ok((pidOf(pattern) ?? killed) !== killed, `${name} running again`), { timeoutMs: 90_000, intervalMs: 250 });
-      const before = reconciled();
-      // A change after the restart (kubectl retried while the API server comes back).
-      await eventually(() => kubectl("patch", "greeting", "hello-world", "--type=merge", "-p", JSON.stringify({ spec: { message: `after ${name}` } })), { timeoutMs: 90_000, intervalMs: 500 }).catch((e: unknown) => {
-        const log = /its log: (\S+)/.exec(output.split("\n").filter((l) => l.startsWith(`${name} exited`)).pop() ?? "")?.[1];
-        const tail = log ? spawnSync("tail", ["-n", "15", log], { encoding: "utf8" }).stdout : "";
-        throw new Error(`${(e as Error).message}; what dev said about its servers: ${output.split("\n").filter((l) => /exited|restart/.test(l)).join(" | ")}; ${processes(pattern).length} running; its log ends:\n${tail}\ndev's last lines:\n${output.trimEnd().split("\n").slice(-8).join("\n")}`);
-      });
-      await eventually(() => assert.ok(reconciled() > before, `a reconcile after ${name}'s restart`), { timeoutMs: 60_000 });
-      await eventually(async () => assert.equal((JSON.parse(await kubectl("get", "configmap", "hello-world-greeting", "-o", "json")) as { data?: { message?: string } }).data?.message, `after ${name}`), { timeoutMs: 30_000 });
-    }
-    assert.equal(output.split("\n").filter((l) => / exited \(SIGKILL\); restarting it/.test(l)).length, 3, "one line per restart");
-  });
+  it(
+    "restarts kube-apiserver, etcd and ElasticMQ each killed with kill -9, says so in one line, and reconciles a change after each",
+    { timeout: 200_000 },
+    async () => {
+      // Not before dev applied its samples: a failed apply ends dev (its start-up, not its servers').
+      await eventually(() => assert.match(output, /^applied: /m));
+      const clusterDir = clusterDirOf();
+      const pidOf = (pattern: string): number | undefined => {
+        const found = processes(pattern).map((l) => Number(l.split(" ")[0]));
+        return found.length === 1 ? found[0] : undefined;
+      };
+      const reconciled = () => output.split("\n").filter((l) => /^✔ Greeting hello-world reconciled/.test(l)).length;
+      for (const [name, pattern] of [
+        // (No leading dash: pgrep would take the pattern for an option.)
+        ["kube-apiserver", `cert-dir=${clusterDir}/apiserver`],
+        ["etcd", `data-dir=${clusterDir}/etcd`],
+        ["ElasticMQ", `config.file=${clusterDir}/elasticmq/`],
+      ] as const) {
+        const killed = pidOf(pattern);
+        assert.ok(killed, `${name} is running (${pattern})`);
+        const said = new RegExp(`^${name} exited \\(SIGKILL\\); restarting it`, "m");
+        assert.doesNotMatch(output, said);
+        process.kill(killed, "SIGKILL");
+        await eventually(() => assert.match(output, said), { timeoutMs: 20_000 });
+        await eventually(() => assert.ok((pidOf(pattern) ?? killed) !== killed, `${name} running again`), { timeoutMs: 90_000, intervalMs: 250 });
+        const before = reconciled();
+        // A change after the restart (kubectl retried while the API server comes back).
+        await eventually(() => kubectl("patch", "greeting", "hello-world", "--type=merge", "-p", JSON.stringify({ spec: { message: `after ${name}` } })), {
+          timeoutMs: 90_000,
+          intervalMs: 500,
+        }).catch((e: unknown) => {
+          const log = /its log: (\S+)/.exec(
+            output
+              .split("\n")
+              .filter((l) => l.startsWith(`${name} exited`))
+              .pop() ?? "",
+          )?.[1];
+          const tail = log ? spawnSync("tail", ["-n", "15", log], { encoding: "utf8" }).stdout : "";
+          throw new Error(
+            `${(e as Error).message}; what dev said about its servers: ${output
+              .split("\n")
+              .filter((l) => /exited|restart/.test(l))
+              .join(
+                " | ",
+              )}; ${processes(pattern).length} running; its log ends:\n${tail}\ndev's last lines:\n${output.trimEnd().split("\n").slice(-8).join("\n")}`,
+          );
+        });
+        await eventually(() => assert.ok(reconciled() > before, `a reconcile after ${name}'s restart`), { timeoutMs: 60_000 });
+        await eventually(
+          async () =>
+            assert.equal(
+              (JSON.parse(await kubectl("get", "configmap", "hello-world-greeting", "-o", "json")) as { data?: { message?: string } }).data?.message,
+              `after ${name}`,
+            ),
+          { timeoutMs: 30_000 },
+        );
+      }
+      assert.equal(output.split("\n").filter((l) => / exited \(SIGKILL\); restarting it/.test(l)).length, 3, "one line per restart");
+    },
+  );
 
   it("stops everything on Ctrl-C and leaves no process", async () => {
     const clusterDir = clusterDirOf();

@@ -38,14 +38,38 @@ describe("dlq redrive", { timeout: 120_000 }, () => {
     if (work) rmSync(work, { recursive: true, force: true });
   });
   const visible = async (url: string): Promise<number> =>
-    Number((await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ["ApproximateNumberOfMessages"] }))).Attributes?.ApproximateNumberOfMessages);
+    Number(
+      (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ["ApproximateNumberOfMessages"] }))).Attributes
+        ?.ApproximateNumberOfMessages,
+    );
 
   it("moves every message of every group in one run and says what it moved", async () => {
     const { fifo, fifoDlq } = cluster.sqs.queues;
     for (let g = 0; g < 5; g++) {
       for (let i = 0; i < 3; i++) {
-        const event = { v: 1, cluster: "c", group: "example.com", version: "v1", plural: "greetings", kind: "Greeting", namespace: "ns", name: `g${g}`, uid: "u", resourceVersion: String(i + 1), generation: 1, type: "MODIFIED", observedAt: new Date().toISOString() } as const;
-        await sqs.send(new SendMessageCommand({ QueueUrl: fifoDlq, MessageBody: encodeKeyEvent(signedForTest(event)), MessageGroupId: `group-${g}`, MessageDeduplicationId: `d-${g}-${i}` }));
+        const event = {
+          v: 1,
+          cluster: "c",
+          group: "example.com",
+          version: "v1",
+          plural: "greetings",
+          kind: "Greeting",
+          namespace: "ns",
+          name: `g${g}`,
+          uid: "u",
+          resourceVersion: String(i + 1),
+          generation: 1,
+          type: "MODIFIED",
+          observedAt: new Date().toISOString(),
+        } as const;
+        await sqs.send(
+          new SendMessageCommand({
+            QueueUrl: fifoDlq,
+            MessageBody: encodeKeyEvent(signedForTest(event)),
+            MessageGroupId: `group-${g}`,
+            MessageDeduplicationId: `d-${g}-${i}`,
+          }),
+        );
       }
     }
     const moved = await redrive(sqs, fifoDlq, fifo, 1000);
@@ -58,7 +82,10 @@ describe("dlq redrive", { timeout: 120_000 }, () => {
   /** crdfn as a person runs it: its own process, an environment of its own; stdout, stderr and the exit code. */
   async function crdfn(args: string[], cwd: string, env: NodeJS.ProcessEnv): Promise<{ code: number; stdout: string; stderr: string }> {
     try {
-      const r = await run(process.execPath, ["--conditions=crdfn-source", main, ...args], { cwd, env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env } });
+      const r = await run(process.execPath, ["--conditions=crdfn-source", main, ...args], {
+        cwd,
+        env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
+      });
       return { code: 0, ...r };
     } catch (e) {
       const r = e as { code: number; stdout: string; stderr: string };
@@ -73,15 +100,40 @@ describe("dlq redrive", { timeout: 120_000 }, () => {
     const queues: Record<string, string> = {};
     for (const op of ["greeting", "crontab"]) for (const name of [`${prefix}${op}.fifo`, `${prefix}${op}-dlq.fifo`]) queues[name] = await url(name);
     const base = queues[`${prefix}greeting.fifo`]!.replace(/\/[^/]+$/, "");
-    const event: KeyEvent = { v: 1, cluster: "c", group: "stable.example.com", version: "v1", plural: "crontabs", kind: "CronTab", namespace: "ns", name: "nightly", uid: "u", resourceVersion: "7", generation: 1, type: "MODIFIED", observedAt: new Date().toISOString() };
-    await sqs.send(new SendMessageCommand({ QueueUrl: queues[`${prefix}crontab-dlq.fifo`], MessageBody: encodeKeyEvent(signedForTest(event)), MessageGroupId: "g", MessageDeduplicationId: "d" }));
+    const event: KeyEvent = {
+      v: 1,
+      cluster: "c",
+      group: "stable.example.com",
+      version: "v1",
+      plural: "crontabs",
+      kind: "CronTab",
+      namespace: "ns",
+      name: "nightly",
+      uid: "u",
+      resourceVersion: "7",
+      generation: 1,
+      type: "MODIFIED",
+      observedAt: new Date().toISOString(),
+    };
+    await sqs.send(
+      new SendMessageCommand({
+        QueueUrl: queues[`${prefix}crontab-dlq.fifo`],
+        MessageBody: encodeKeyEvent(signedForTest(event)),
+        MessageGroupId: "g",
+        MessageDeduplicationId: "d",
+      }),
+    );
 
     mkdirSync(join(packageRoot, ".crdfn"), { recursive: true });
     work = mkdtempSync(join(packageRoot, ".crdfn", "admin-"));
     const examples = relative(work, join(packageRoot, "examples"));
     writeFileSync(
       join(work, "crdfn.deploy.yaml"),
-      stringify({ project: "shop", operators: [{ module: `${examples}/greeting/operator.ts` }, { module: `${examples}/crontab/operator.ts` }], queues: { urlBase: base, region: cluster.sqs.region } }),
+      stringify({
+        project: "shop",
+        operators: [{ module: `${examples}/greeting/operator.ts` }, { module: `${examples}/crontab/operator.ts` }],
+        queues: { urlBase: base, region: cluster.sqs.region },
+      }),
     );
     // AWS credentials and the cluster from the environment, as against a real deployment; nothing local.
     const env = { AWS_ACCESS_KEY_ID: cluster.sqs.accessKeyId, AWS_SECRET_ACCESS_KEY: cluster.sqs.secretAccessKey, KUBECONFIG: cluster.kubeconfigPath };
@@ -105,7 +157,10 @@ describe("dlq redrive", { timeout: 120_000 }, () => {
       async () => {
         const redriven = await crdfn(["dlq", "redrive", "--state-dir", join(work!, "no-state")], work!, env);
         assert.equal(redriven.code, 0, redriven.stderr);
-        assert.match(redriven.stderr, /^crdfn: queues from \.\/crdfn\.deploy\.yaml \(nothing local in .*no-state\/env or the environment; --settings names another\)$/m);
+        assert.match(
+          redriven.stderr,
+          /^crdfn: queues from \.\/crdfn\.deploy\.yaml \(nothing local in .*no-state\/env or the environment; --settings names another\)$/m,
+        );
         assert.deepEqual(redriven.stdout.trim().split("\n"), [
           "redrove 0 messages from crdfn-shop-greeting-dlq.fifo to crdfn-shop-greeting.fifo",
           "redrove 1 message from crdfn-shop-crontab-dlq.fifo to crdfn-shop-crontab.fifo (1 CronTab)",
@@ -129,7 +184,10 @@ describe("dlq redrive", { timeout: 120_000 }, () => {
       const r = await crdfn([...args, "--state-dir", stateDir], stateDir, {});
       assert.equal(r.code, 2, `${args.join(" ")}: ${r.stderr}`);
       assert.equal(r.stderr.trim().split("\n").length, 1, r.stderr);
-      assert.match(r.stderr.trim(), /^crdfn: cannot reach the queue crdfn-events(-dlq)?\.fifo at http:\/\/127\.0\.0\.1:9 \(ECONNREFUSED; from .*stale-\w+\/env\): is the crdfn dev or crdfn cluster up that wrote it still running\?$/);
+      assert.match(
+        r.stderr.trim(),
+        /^crdfn: cannot reach the queue crdfn-events(-dlq)?\.fifo at http:\/\/127\.0\.0\.1:9 \(ECONNREFUSED; from .*stale-\w+\/env\): is the crdfn dev or crdfn cluster up that wrote it still running\?$/,
+      );
     }
   });
 });

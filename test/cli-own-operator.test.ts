@@ -53,7 +53,13 @@ describe("an operator written from the README", { timeout: 180_000 }, () => {
     // The README's sample lives in "default"; on a shared control plane no other file uses Motds.
     cluster = await testCluster({ file: import.meta.filename });
     const operator = await loadOperator(join(folder, "operator.ts"));
-    pipeline = await startPipeline({ cluster, queue: cluster.sqs, operators: [operator], logger: pino({ level: "warn" }), onReconcile: (r) => records.push(r) });
+    pipeline = await startPipeline({
+      cluster,
+      queue: cluster.sqs,
+      operators: [operator],
+      logger: pino({ level: "warn" }),
+      onReconcile: (r) => records.push(r),
+    });
   });
   after(async () => {
     await pipeline?.stop();
@@ -63,7 +69,15 @@ describe("an operator written from the README", { timeout: 180_000 }, () => {
 
   it("prints the operator, its sample and its unit test exactly as `crdfn init motd` writes them", () => {
     assert.deepEqual([...files.keys()].sort(), ["operator.test.ts", "operator.ts", "sample.yaml"]);
-    const made = projectFiles(projectNames("motd"), { crdfn: "^0.0.0", zod: "^4.0.0", typescript: "^6.0.0", typesNode: "^22.18.0", serverless: "3.40.0", serverlessEsbuild: "^1.0.0", functionsFramework: "^5.0.0" });
+    const made = projectFiles(projectNames("motd"), {
+      crdfn: "^0.0.0",
+      zod: "^4.0.0",
+      typescript: "^6.0.0",
+      typesNode: "^22.18.0",
+      serverless: "3.40.0",
+      serverlessEsbuild: "^1.0.0",
+      functionsFramework: "^5.0.0",
+    });
     for (const [path, text] of files) assert.equal(text, made.get(path), `README's ${path} differs from crdfn init's`);
   });
 
@@ -83,9 +97,7 @@ describe("an operator written from the README", { timeout: 180_000 }, () => {
     const api = KubernetesObjectApi.makeApiClient(cluster.kubeConfig);
     const sample = loadYaml<KubernetesObject>(files.get("sample.yaml")!);
     await api.patch(sample, undefined, undefined, "readme-test", true, PatchStrategy.ServerSideApply);
-    const cm = await eventually(() =>
-      api.read({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "welcome-motd", namespace: "default" } }),
-    );
+    const cm = await eventually(() => api.read({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "welcome-motd", namespace: "default" } }));
     assert.equal((cm as { data?: Record<string, string> }).data?.text, "Welcome to the cluster.\nBackups run at 02:00 UTC.");
     assert.equal(cm.metadata?.labels?.audience, "everyone", "the zod default reached reconcile");
     assert.equal(cm.metadata?.ownerReferences?.[0]?.kind, "Motd");
@@ -100,17 +112,31 @@ describe("an operator written from the README", { timeout: 180_000 }, () => {
 
   it("`crdfn status` in the project, no --operator, shows its objects: the operators crdfn.deploy.yaml lists", async () => {
     // The project as crdfn init writes it: its settings list operator.ts and leave what crdfn cannot know empty.
-    const made = projectFiles(projectNames("motd"), { crdfn: "^0.0.0", zod: "^4.0.0", typescript: "^6.0.0", typesNode: "^22.18.0", serverless: "3.40.0", serverlessEsbuild: "^1.0.0", functionsFramework: "^5.0.0" });
+    const made = projectFiles(projectNames("motd"), {
+      crdfn: "^0.0.0",
+      zod: "^4.0.0",
+      typescript: "^6.0.0",
+      typesNode: "^22.18.0",
+      serverless: "3.40.0",
+      serverlessEsbuild: "^1.0.0",
+      functionsFramework: "^5.0.0",
+    });
     writeFileSync(join(folder, "crdfn.deploy.yaml"), made.get("crdfn.deploy.yaml")!);
     const { NODE_TEST_CONTEXT: _, ...env } = process.env;
-    const { stdout, stderr } = await run(process.execPath, [join(packageRoot, "cli", "main.ts"), "status"], { cwd: folder, env: { ...env, ...cluster.env }, encoding: "utf8" });
+    const { stdout, stderr } = await run(process.execPath, [join(packageRoot, "cli", "main.ts"), "status"], {
+      cwd: folder,
+      env: { ...env, ...cluster.env },
+      encoding: "utf8",
+    });
     assert.match(stderr, /operators from \.\/crdfn\.deploy\.yaml/);
     assert.match(stdout, /^\s+Motd default\/welcome\s+True\s+/m, stdout);
   });
 
   it("`crdfn resync motds welcome` reconciles it once more", async () => {
     const before = records.filter((r) => r.name === "welcome").length;
-    const out = execFileSync(process.execPath, [join(packageRoot, "cli", "main.ts"), "resync", "motds", "welcome", "--kubeconfig", cluster.kubeconfigPath], { encoding: "utf8" });
+    const out = execFileSync(process.execPath, [join(packageRoot, "cli", "main.ts"), "resync", "motds", "welcome", "--kubeconfig", cluster.kubeconfigPath], {
+      encoding: "utf8",
+    });
     assert.match(out, /resync requested for 1 object\(s\): default\/welcome/);
     await eventually(() => assert.ok(records.filter((r) => r.name === "welcome").length > before, "reconciled again"));
   });

@@ -8,7 +8,16 @@
 // back once the cause is fixed.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { AuthorizationV1Api, CoreV1Api, CustomObjectsApi, KubernetesObjectApi, PatchStrategy, RbacAuthorizationV1Api, loadYaml, type KubernetesObject } from "@kubernetes/client-node";
+import {
+  AuthorizationV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  KubernetesObjectApi,
+  PatchStrategy,
+  RbacAuthorizationV1Api,
+  loadYaml,
+  type KubernetesObject,
+} from "@kubernetes/client-node";
 import { pino } from "pino";
 import { stringify } from "yaml";
 import { startPipeline, type ProcessPipeline, type ReconcileRecord } from "../cli/pipeline.ts";
@@ -26,7 +35,11 @@ import greeting, { configMapName } from "../examples/greeting/operator.ts";
 import { eventually } from "./support/eventually.ts";
 
 const operators = [greeting, cronTab] as Array<Operator<unknown>>;
-type Cr = { metadata: { name: string; generation?: number }; spec?: Record<string, unknown>; status?: { observedGeneration?: number; conditions?: Array<{ type: string; status: string; reason?: string }> } };
+type Cr = {
+  metadata: { name: string; generation?: number };
+  spec?: Record<string, unknown>;
+  status?: { observedGeneration?: number; conditions?: Array<{ type: string; status: string; reason?: string }> };
+};
 const ready = (cr: Cr | undefined) => cr?.status?.conditions?.find((c) => c.type === "Ready");
 
 describe("Cloud Run path: bridge → Pub/Sub → push → functions-framework", { timeout: 400_000 }, () => {
@@ -38,8 +51,14 @@ describe("Cloud Run path: bridge → Pub/Sub → push → functions-framework", 
   const objects = () => KubernetesObjectApi.makeApiClient(cluster.kubeConfig);
   const custom = () => cluster.kubeConfig.makeApiClient(CustomObjectsApi);
   const greetingNamed = async (name: string) =>
-    (await custom().getNamespacedCustomObject({ group: "example.com", version: "v1", plural: "greetings", namespace: "default", name }).catch(() => undefined)) as Cr | undefined;
-  const configMap = (name: string) => cluster.kubeConfig.makeApiClient(CoreV1Api).readNamespacedConfigMap({ name, namespace: "default" }).catch(() => undefined);
+    (await custom()
+      .getNamespacedCustomObject({ group: "example.com", version: "v1", plural: "greetings", namespace: "default", name })
+      .catch(() => undefined)) as Cr | undefined;
+  const configMap = (name: string) =>
+    cluster.kubeConfig
+      .makeApiClient(CoreV1Api)
+      .readNamespacedConfigMap({ name, namespace: "default" })
+      .catch(() => undefined);
   const apply = async (object: Record<string, unknown>) => {
     await objects().patch(loadYaml<KubernetesObject>(stringify(object)), undefined, undefined, "crdfn-test", true, PatchStrategy.ServerSideApply);
   };
@@ -82,41 +101,80 @@ describe("Cloud Run path: bridge → Pub/Sub → push → functions-framework", 
   });
 
   it("reconciles both examples end to end", async () => {
-    await apply({ apiVersion: "example.com/v1", kind: "Greeting", metadata: { name: "hello-world", namespace: "default" }, spec: { message: "Hello from Cloud Run" } });
-    await apply({ apiVersion: "stable.example.com/v1", kind: "CronTab", metadata: { name: "my-new-cron-object", namespace: "default" }, spec: { cronSpec: "* * * * */5", image: "my-awesome-cron-image", replicas: 1 } });
-    await eventually(async () => {
-      assert.equal(ready(await greetingNamed("hello-world"))?.status, "True");
-      assert.equal((await configMap(configMapName("hello-world")))?.data?.message, "Hello from Cloud Run");
-    }, { timeoutMs: 60_000 });
-    await eventually(async () => {
-      const ct = (await custom().getNamespacedCustomObject({ group: "stable.example.com", version: "v1", plural: "crontabs", namespace: "default", name: "my-new-cron-object" })) as Cr;
-      assert.equal(ready(ct)?.status, "True");
-    }, { timeoutMs: 60_000 });
+    await apply({
+      apiVersion: "example.com/v1",
+      kind: "Greeting",
+      metadata: { name: "hello-world", namespace: "default" },
+      spec: { message: "Hello from Cloud Run" },
+    });
+    await apply({
+      apiVersion: "stable.example.com/v1",
+      kind: "CronTab",
+      metadata: { name: "my-new-cron-object", namespace: "default" },
+      spec: { cronSpec: "* * * * */5", image: "my-awesome-cron-image", replicas: 1 },
+    });
+    await eventually(
+      async () => {
+        assert.equal(ready(await greetingNamed("hello-world"))?.status, "True");
+        assert.equal((await configMap(configMapName("hello-world")))?.data?.message, "Hello from Cloud Run");
+      },
+      { timeoutMs: 60_000 },
+    );
+    await eventually(
+      async () => {
+        const ct = (await custom().getNamespacedCustomObject({
+          group: "stable.example.com",
+          version: "v1",
+          plural: "crontabs",
+          namespace: "default",
+          name: "my-new-cron-object",
+        })) as Cr;
+        assert.equal(ready(ct)?.status, "True");
+      },
+      { timeoutMs: 60_000 },
+    );
     assert.ok(records.some((r) => r.kind === "CronTab" && r.outcome.result === "success"));
   });
 
   it("ten rapid updates of one object converge on the last spec, in order, one reconcile at a time", async () => {
     const from = records.length;
     for (let i = 0; i < 10; i++) {
-      await custom().patchNamespacedCustomObject({ group: "example.com", version: "v1", plural: "greetings", namespace: "default", name: "hello-world", body: [{ op: "replace", path: "/spec/message", value: `update ${i}` }] });
+      await custom().patchNamespacedCustomObject({
+        group: "example.com",
+        version: "v1",
+        plural: "greetings",
+        namespace: "default",
+        name: "hello-world",
+        body: [{ op: "replace", path: "/spec/message", value: `update ${i}` }],
+      });
     }
     const mine = () => records.slice(from).filter((r) => r.kind === "Greeting" && r.name === "hello-world");
     // Converged, and every announcement delivered: the last one handled names the last generation.
-    const final = await eventually(async () => {
-      const cr = await greetingNamed("hello-world");
-      assert.equal((await configMap(configMapName("hello-world")))?.data?.message, "update 9");
-      assert.equal(cr?.status?.observedGeneration, cr?.metadata.generation);
-      assert.equal(ready(cr)?.status, "True");
-      assert.equal(mine().at(-1)?.generation, cr?.metadata.generation, "the last reconcile saw the last spec");
-      return cr!;
-    }, { timeoutMs: 60_000 });
+    const final = await eventually(
+      async () => {
+        const cr = await greetingNamed("hello-world");
+        assert.equal((await configMap(configMapName("hello-world")))?.data?.message, "update 9");
+        assert.equal(cr?.status?.observedGeneration, cr?.metadata.generation);
+        assert.equal(ready(cr)?.status, "True");
+        assert.equal(mine().at(-1)?.generation, cr?.metadata.generation, "the last reconcile saw the last spec");
+        return cr!;
+      },
+      { timeoutMs: 60_000 },
+    );
     const generations = mine().map((r) => r.generation ?? 0);
-    assert.deepEqual(generations, [...generations].sort((a, b) => a - b), `reconciled in the order announced: ${generations.join(", ")}`);
+    assert.deepEqual(
+      generations,
+      [...generations].sort((a, b) => a - b),
+      `reconciled in the order announced: ${generations.join(", ")}`,
+    );
     // On a loaded machine ten spec writes can outrun a reconcile's bounded re-reads after 409s
     // ("still conflicting": the message is redelivered), or an API request can time out
     // ("unavailable": deferred); never anything else, and the last reconcile succeeds.
     const others = mine().filter((r) => r.outcome.result !== "success");
-    assert.ok(others.every((r) => r.outcome.result === "retry" || r.outcome.result === "unavailable"), `outcomes: ${JSON.stringify(others.map((r) => r.outcome))}`);
+    assert.ok(
+      others.every((r) => r.outcome.result === "retry" || r.outcome.result === "unavailable"),
+      `outcomes: ${JSON.stringify(others.map((r) => r.outcome))}`,
+    );
     assert.equal(mine().at(-1)?.outcome.result, "success");
     if (others.length > 0) console.log(`# redelivered under load: ${JSON.stringify(others.map((r) => r.outcome))}`);
     assert.equal(final.spec?.message, "update 9");
@@ -131,25 +189,41 @@ describe("Cloud Run path: bridge → Pub/Sub → push → functions-framework", 
     const canCreateConfigMaps = async () =>
       (
         await authz.createSubjectAccessReview({
-          body: { spec: { user: `system:serviceaccount:${DEV_FUNCTIONS_NAMESPACE}:crdfn-greeting`, resourceAttributes: { namespace: "default", verb: "create", resource: "configmaps" } } },
+          body: {
+            spec: {
+              user: `system:serviceaccount:${DEV_FUNCTIONS_NAMESPACE}:crdfn-greeting`,
+              resourceAttributes: { namespace: "default", verb: "create", resource: "configmaps" },
+            },
+          },
         })
       ).status?.allowed === true;
-    const binding = functionRbacOf(greeting as Operator<unknown>, { functionsNamespace: DEV_FUNCTIONS_NAMESPACE, namespaces: ["default"] }).find((m) => m.kind === "RoleBinding")!;
+    const binding = functionRbacOf(greeting as Operator<unknown>, { functionsNamespace: DEV_FUNCTIONS_NAMESPACE, namespaces: ["default"] }).find(
+      (m) => m.kind === "RoleBinding",
+    )!;
     // The cause: the function's grants are gone, so it can neither write the child nor record why on the object.
     await rbac.deleteNamespacedRoleBinding({ name: (binding.metadata as { name: string }).name, namespace: "default" });
     await eventually(async () => assert.equal(await canCreateConfigMaps(), false));
 
     const from = records.length;
     await apply({ apiVersion: "example.com/v1", kind: "Greeting", metadata: { name: "dead-letter-me", namespace: "default" }, spec: { message: "later" } });
-    const dead = await eventually(async () => {
-      const letters = await admin.peek(names("greeting").deadLetterSubscription, 10);
-      assert.equal(letters.length, 1);
-      return letters[0]!;
-    }, { timeoutMs: 120_000, intervalMs: 1000 });
+    const dead = await eventually(
+      async () => {
+        const letters = await admin.peek(names("greeting").deadLetterSubscription, 10);
+        assert.equal(letters.length, 1);
+        return letters[0]!;
+      },
+      { timeoutMs: 120_000, intervalMs: 1000 },
+    );
     assert.match(dead.body, /"name":"dead-letter-me"/);
-    const attempts = records.slice(from).filter((r) => r.name === "dead-letter-me").map((r) => `${r.outcome.result}#${r.receiveCount}`);
+    const attempts = records
+      .slice(from)
+      .filter((r) => r.name === "dead-letter-me")
+      .map((r) => `${r.outcome.result}#${r.receiveCount}`);
     assert.deepEqual(attempts, ["retry#1", "retry#2", "retry#3", "retry#4", "retry#5"], "five deliveries, each counted by Pub/Sub's deliveryAttempt");
-    assert.equal(dead.orderingKey || messageGroupId({ cluster: "local", group: "example.com", plural: "greetings", namespace: "default", name: "dead-letter-me" }), messageGroupId({ cluster: "local", group: "example.com", plural: "greetings", namespace: "default", name: "dead-letter-me" }));
+    assert.equal(
+      dead.orderingKey || messageGroupId({ cluster: "local", group: "example.com", plural: "greetings", namespace: "default", name: "dead-letter-me" }),
+      messageGroupId({ cluster: "local", group: "example.com", plural: "greetings", namespace: "default", name: "dead-letter-me" }),
+    );
     assert.equal(await configMap(configMapName("dead-letter-me")), undefined, "nothing was written");
 
     // The fix, then the redrive: back into the object's ordering key on its topic.
@@ -158,10 +232,13 @@ describe("Cloud Run path: bridge → Pub/Sub → push → functions-framework", 
     const moved = await admin.redrive(names("greeting"), 100);
     assert.equal(moved.count, 1);
     assert.deepEqual([...moved.byKind], [["Greeting", 1]]);
-    await eventually(async () => {
-      assert.equal(ready(await greetingNamed("dead-letter-me"))?.status, "True");
-      assert.equal((await configMap(configMapName("dead-letter-me")))?.data?.message, "later");
-    }, { timeoutMs: 60_000 });
+    await eventually(
+      async () => {
+        assert.equal(ready(await greetingNamed("dead-letter-me"))?.status, "True");
+        assert.equal((await configMap(configMapName("dead-letter-me")))?.data?.message, "later");
+      },
+      { timeoutMs: 60_000 },
+    );
     assert.deepEqual(await admin.peek(names("greeting").deadLetterSubscription, 10), [], "the dead-letter subscription is empty");
   });
 });

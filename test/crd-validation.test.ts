@@ -31,8 +31,16 @@ function readmeOperator(): string {
 const widget = defineOperator({
   resource: { group: "admission.example.com", version: "v1", plural: "widgets", kind: "Widget" },
   spec: z.object({
-    size: cel(z.number().int(), "self % 2 == 0", { messageExpression: "self > 100 ? 'size must be even (and is large)' : 'size must be even'", reason: "FieldValueForbidden" }),
-    shape: z.discriminatedUnion("kind", [z.object({ kind: z.literal("circle"), radius: z.number() }), z.object({ kind: z.literal("rect"), width: z.number(), height: z.number() })]).optional(),
+    size: cel(z.number().int(), "self % 2 == 0", {
+      messageExpression: "self > 100 ? 'size must be even (and is large)' : 'size must be even'",
+      reason: "FieldValueForbidden",
+    }),
+    shape: z
+      .discriminatedUnion("kind", [
+        z.object({ kind: z.literal("circle"), radius: z.number() }),
+        z.object({ kind: z.literal("rect"), width: z.number(), height: z.number() }),
+      ])
+      .optional(),
     config: embedded().optional(),
     level: z.enum(["low", "high"]).nullable().optional(),
     extra: z.unknown(),
@@ -43,7 +51,8 @@ const widget = defineOperator({
 });
 
 const NS = "default";
-const manifest = (apiVersion: string, kind: string, name: string, spec: Record<string, unknown>) => JSON.stringify({ apiVersion, kind, metadata: { name, namespace: NS }, spec });
+const manifest = (apiVersion: string, kind: string, name: string, spec: Record<string, unknown>) =>
+  JSON.stringify({ apiVersion, kind, metadata: { name, namespace: NS }, spec });
 
 describe("validation at admission, on a real API server", { timeout: 240_000 }, () => {
   let cluster: TestCluster;
@@ -62,7 +71,8 @@ describe("validation at admission, on a real API server", { timeout: 240_000 }, 
     }
     return assert.fail(`accepted: ${json}`);
   };
-  const specOf = async (resource: string, name: string) => (JSON.parse(await kubectl(["get", resource, name, "-n", NS, "-o", "json"])) as { spec: Record<string, unknown> }).spec;
+  const specOf = async (resource: string, name: string) =>
+    (JSON.parse(await kubectl(["get", resource, name, "-n", NS, "-o", "json"])) as { spec: Record<string, unknown> }).spec;
 
   const app = (name: string, spec: Record<string, unknown>) => manifest("demo.example.com/v1", "WebApp", name, spec);
   const template = {
@@ -72,7 +82,10 @@ describe("validation at admission, on a real API server", { timeout: 240_000 }, 
         {
           name: "web",
           image: "nginx:1.27",
-          env: [{ name: "MODE", value: "production" }, { name: "POD_IP", valueFrom: { fieldRef: { fieldPath: "status.podIP" } } }],
+          env: [
+            { name: "MODE", value: "production" },
+            { name: "POD_IP", valueFrom: { fieldRef: { fieldPath: "status.podIP" } } },
+          ],
           resources: { requests: { cpu: "250m", memory: "64Mi" }, limits: { memory: "128Mi" } },
           ports: [{ containerPort: 8080, protocol: "TCP" }],
           futureField: { nested: [1, "two", { three: true }] },
@@ -165,12 +178,21 @@ describe("validation at admission, on a real API server", { timeout: 240_000 }, 
   });
 
   it("an embedded object round-trips, with its apiVersion and kind required and its metadata validated", async () => {
-    const config = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "settings", labels: { a: "b" } }, data: { "app.yaml": "mode: fast\n" }, binaryData: {} };
+    const config = {
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name: "settings", labels: { a: "b" } },
+      data: { "app.yaml": "mode: fast\n" },
+      binaryData: {},
+    };
     const w = (name: string, c: unknown) => manifest("admission.example.com/v1", "Widget", name, { size: 2, config: c });
     await apply(w("configured", config));
     assert.deepEqual((await specOf("widget", "configured")).config, config);
     assert.match(await refusal(w("kindless", { data: {} })), /spec\.config\.apiVersion: Required value/);
-    assert.match(await refusal(w("badlabel", { ...config, metadata: { name: "settings", labels: { "not a key": "x" } } })), /spec\.config\.metadata\.labels: Invalid value: "not a key"/);
+    assert.match(
+      await refusal(w("badlabel", { ...config, metadata: { name: "settings", labels: { "not a key": "x" } } })),
+      /spec\.config\.metadata\.labels: Invalid value: "not a key"/,
+    );
   });
 
   it("free-form values (z.unknown()), a nullable enum and a field named on round-trip", async () => {

@@ -38,7 +38,11 @@ describe("CRD versions the cluster still stores", { timeout: 240_000 }, () => {
   const applyCrd = (file: string) => admin(["apply", "--server-side", "--field-manager=crdfn-test", "-f", file]);
 
   before(async () => {
-    project = makeProject("versions", { "crdfn.deploy.yaml": deploySettings("versions", { operators: [{ module: "operator.ts" }] }), "operator.ts": operator("v1beta1"), "lambda.ts": lambdaEntry() });
+    project = makeProject("versions", {
+      "crdfn.deploy.yaml": deploySettings("versions", { operators: [{ module: "operator.ts" }] }),
+      "operator.ts": operator("v1beta1"),
+      "lambda.ts": lambdaEntry(),
+    });
     cluster = await testCluster({ file: import.meta.filename });
     admin = adminKubectl(cluster);
   });
@@ -51,7 +55,10 @@ describe("CRD versions the cluster still stores", { timeout: 240_000 }, () => {
     await project.generate();
     await applyCrd(crdFile());
     await admin(["wait", "--for=condition=Established", "--timeout=60s", `crd/${CRD}`]);
-    await admin(["apply", "--server-side", "-f", "-"], JSON.stringify({ apiVersion: "versions.example.com/v1beta1", kind: "Gizmo", metadata: { name: "old", namespace: "default" }, spec: { size: 1 } }));
+    await admin(
+      ["apply", "--server-side", "-f", "-"],
+      JSON.stringify({ apiVersion: "versions.example.com/v1beta1", kind: "Gizmo", metadata: { name: "old", namespace: "default" }, spec: { size: 1 } }),
+    );
     const crd = JSON.parse(await admin(["get", "crd", CRD, "-o", "json"])) as Crd;
     assert.deepEqual(crd.status?.storedVersions, ["v1beta1"]);
   });
@@ -59,20 +66,28 @@ describe("CRD versions the cluster still stores", { timeout: 240_000 }, () => {
   it("a CRD without the stored version is what the API server refuses", async () => {
     project.write({ "operator.ts": operator("v1") });
     const dropped = stringify(crdOf(await loadOperator(join(project.dir, "operator.ts"))));
-    await assert.rejects(admin(["apply", "--server-side", "--dry-run=server", "--field-manager=crdfn-test", "-f", "-"], dropped), /status\.storedVersions\[0\]: Invalid value: "v1beta1": missing from spec\.versions/);
+    await assert.rejects(
+      admin(["apply", "--server-side", "--dry-run=server", "--field-manager=crdfn-test", "-f", "-"], dropped),
+      /status\.storedVersions\[0\]: Invalid value: "v1beta1": missing from spec\.versions/,
+    );
   });
 
   it("without the cluster, generate refuses in one line to drop the version the CRD it wrote before stores", async () => {
-    await assert.rejects(project.generate(), (e: Error) =>
-      e instanceof SetupError &&
-      !e.message.includes("\n") &&
-      e.message ===
-        `deploy/crds/${CRD}.yaml has v1beta1, which Gizmo no longer declares: objects may still be stored as it and the API server refuses a CRD without it; declare { name: "v1beta1", served: false } in resource.versions (retired), or pass --kubeconfig to keep what the cluster stores`);
+    await assert.rejects(
+      project.generate(),
+      (e: Error) =>
+        e instanceof SetupError &&
+        !e.message.includes("\n") &&
+        e.message ===
+          `deploy/crds/${CRD}.yaml has v1beta1, which Gizmo no longer declares: objects may still be stored as it and the API server refuses a CRD without it; declare { name: "v1beta1", served: false } in resource.versions (retired), or pass --kubeconfig to keep what the cluster stores`,
+    );
   });
 
   it("with --kubeconfig, generate keeps v1beta1 unserved, says so, and the CRD applies", async () => {
     const g = await project.generate({ kubeconfig: cluster.kubeconfigPath });
-    assert.deepEqual(g.notes, [`CRD ${CRD} keeps v1beta1, unserved: the cluster still stores objects as it (declare { name: "v1beta1", served: false } in resource.versions to generate the same without the cluster)`]);
+    assert.deepEqual(g.notes, [
+      `CRD ${CRD} keeps v1beta1, unserved: the cluster still stores objects as it (declare { name: "v1beta1", served: false } in resource.versions to generate the same without the cluster)`,
+    ]);
     const written = parse((g.files.get(`crds/${CRD}.yaml`) ?? "").replace(/^#.*\n/, "")) as Crd;
     assert.deepEqual(versionsOf(written), [
       { name: "v1", served: true, storage: true },
@@ -83,11 +98,18 @@ describe("CRD versions the cluster still stores", { timeout: 240_000 }, () => {
     assert.deepEqual(versionsOf(applied), versionsOf(written));
     assert.deepEqual(applied.status?.storedVersions, ["v1beta1", "v1"]);
     // The object stored as v1beta1 is served as v1.
-    assert.equal((JSON.parse(await admin(["get", "gizmos.v1.versions.example.com", "old", "-n", "default", "-o", "json"])) as { apiVersion: string }).apiVersion, "versions.example.com/v1");
+    assert.equal(
+      (JSON.parse(await admin(["get", "gizmos.v1.versions.example.com", "old", "-n", "default", "-o", "json"])) as { apiVersion: string }).apiVersion,
+      "versions.example.com/v1",
+    );
   });
 
   it("crdfn crd --kubeconfig prints the same CRD, with one note line", async () => {
-    const out = await run(process.execPath, ["--conditions=crdfn-source", join(packageRoot, "cli", "main.ts"), "crd", "operator.ts", "--kubeconfig", cluster.kubeconfigPath], { cwd: project.dir });
+    const out = await run(
+      process.execPath,
+      ["--conditions=crdfn-source", join(packageRoot, "cli", "main.ts"), "crd", "operator.ts", "--kubeconfig", cluster.kubeconfigPath],
+      { cwd: project.dir },
+    );
     assert.deepEqual(versionsOf(parse(out.stdout) as Crd), [
       { name: "v1", served: true, storage: true },
       { name: "v1beta1", served: false, storage: false },

@@ -33,7 +33,9 @@ const run = promisify(execFile);
 /** Runs a program with `input` on its stdin, as Terraform's external data source does; its stdout. */
 function runWithStdin(file: string, args: string[], cwd: string, input: string): Promise<string> {
   return new Promise((resolvePromise, reject) => {
-    const child = execFile(file, args, { cwd, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => (error ? reject(new Error(`${error.message}\n${stderr}`)) : resolvePromise(stdout)));
+    const child = execFile(file, args, { cwd, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) =>
+      error ? reject(new Error(`${error.message}\n${stderr}`)) : resolvePromise(stdout),
+    );
     child.stdin?.end(input);
   });
 }
@@ -47,7 +49,16 @@ type Json = Record<string, unknown>;
  */
 const SCHEMA: Record<string, Json> = {
   google_project_service: { service: 1, project: 1, disable_on_destroy: 1, disable_dependent_services: 1 },
-  google_storage_bucket: { name: 1, location: 1, force_destroy: 1, uniform_bucket_level_access: 1, public_access_prevention: 1, project: 1, labels: 1, storage_class: 1 },
+  google_storage_bucket: {
+    name: 1,
+    location: 1,
+    force_destroy: 1,
+    uniform_bucket_level_access: 1,
+    public_access_prevention: 1,
+    project: 1,
+    labels: 1,
+    storage_class: 1,
+  },
   google_storage_bucket_object: { name: 1, bucket: 1, source: 1, content: 1, content_type: 1 },
   google_service_account: { account_id: 1, display_name: 1, description: 1, disabled: 1, project: 1 },
   google_service_account_iam_member: { service_account_id: 1, role: 1, member: 1, condition: 1 },
@@ -78,7 +89,15 @@ const SCHEMA: Record<string, Json> = {
     project: 1,
     labels: 1,
     kms_key_name: 1,
-    build_config: { runtime: 1, entry_point: 1, environment_variables: 1, docker_repository: 1, service_account: 1, worker_pool: 1, source: { storage_source: { bucket: 1, object: 1, generation: 1 }, repo_source: 1 } },
+    build_config: {
+      runtime: 1,
+      entry_point: 1,
+      environment_variables: 1,
+      docker_repository: 1,
+      service_account: 1,
+      worker_pool: 1,
+      source: { storage_source: { bucket: 1, object: 1, generation: 1 }, repo_source: 1 },
+    },
     service_config: {
       max_instance_count: 1,
       min_instance_count: 1,
@@ -157,7 +176,13 @@ function expressions(value: unknown): string[] {
 describe("crdfn generate for Cloud Run functions (offline)", { timeout: 240_000 }, () => {
   let dir: string;
   let g: Generated;
-  let tf: { resource: Record<string, Record<string, Json>>; data: Record<string, Record<string, Json>>; variable: Json; locals: Json; output: Record<string, Json> };
+  let tf: {
+    resource: Record<string, Record<string, Json>>;
+    data: Record<string, Record<string, Json>>;
+    variable: Json;
+    locals: Json;
+    output: Record<string, Json>;
+  };
   const res = (type: string) => tf.resource[type] ?? {};
   const project = "crdfn-example";
   const settings = {
@@ -186,11 +211,18 @@ describe("crdfn generate for Cloud Run functions (offline)", { timeout: 240_000 
     const { gcp: _gcp, ...noGcp } = settings;
     assert.throws(
       () => parseDeploySettings(noGcp, "crdfn.deploy.yaml", { "gcp.project": "--gcp-project" }),
-      (e: Error) => e instanceof ConfigError && /^crdfn\.deploy\.yaml: set gcp\.project \(--gcp-project; .*\), gcp\.region \(.*\), gcp\.gkeCluster \(.*\): crdfn cannot know them and writes no placeholder$/.test(e.message),
+      (e: Error) =>
+        e instanceof ConfigError &&
+        /^crdfn\.deploy\.yaml: set gcp\.project \(--gcp-project; .*\), gcp\.region \(.*\), gcp\.gkeCluster \(.*\): crdfn cannot know them and writes no placeholder$/.test(
+          e.message,
+        ),
     );
     writeFileSync(join(dir, "package.json"), JSON.stringify({ name: "shop" }));
     try {
-      await assert.rejects(generate([], { settings: "crdfn.deploy.yaml" }, dir), /^SetupError: package\.json: set "main" to the module that registers each operator's function/);
+      await assert.rejects(
+        generate([], { settings: "crdfn.deploy.yaml" }, dir),
+        /^SetupError: package\.json: set "main" to the module that registers each operator's function/,
+      );
     } finally {
       writeFileSync(join(dir, "package.json"), JSON.stringify({ name: "shop", type: "module", main: "http.ts" }));
     }
@@ -204,7 +236,8 @@ describe("crdfn generate for Cloud Run functions (offline)", { timeout: 240_000 
         declared.add(`${type}.${name}`);
         assert.ok(SCHEMA[type], `resource type ${type} is known`);
         assert.deepEqual(unknownArguments(type, body, SCHEMA[type], `${type}.${name}`), []);
-        for (const dep of (body.depends_on as string[] | undefined) ?? []) assert.ok(dep.split(".").length === 2 && tf.resource[dep.split(".")[0]!]?.[dep.split(".")[1]!], `depends_on ${dep} exists`);
+        for (const dep of (body.depends_on as string[] | undefined) ?? [])
+          assert.ok(dep.split(".").length === 2 && tf.resource[dep.split(".")[0]!]?.[dep.split(".")[1]!], `depends_on ${dep} exists`);
       }
     }
     for (const [type, byName] of Object.entries(tf.data)) {
@@ -223,7 +256,12 @@ describe("crdfn generate for Cloud Run functions (offline)", { timeout: 240_000 
       }
       for (const m of e.matchAll(/\bvar\.([a-z_]+)/g)) assert.ok(Object.hasOwn(tf.variable, m[1]!), `var.${m[1]} is declared`);
       for (const m of e.matchAll(/\blocal\.([a-z_]+)/g)) assert.ok(Object.hasOwn(tf.locals, m[1]!), `local.${m[1]} is declared`);
-      const rest = e.replace(/\b(data\.)?(google|archive)_[a-z0-9_]+\.[a-z0-9_]+\.[a-z0-9_.[\]]+|\bdata\.external\.[a-z0-9_]+\.result\.[a-z_]+|\b(var|local)\.[a-z_]+|\bpath\.module\b|jsonencode\(|abspath\(|\)/g, "").trim();
+      const rest = e
+        .replace(
+          /\b(data\.)?(google|archive)_[a-z0-9_]+\.[a-z0-9_]+\.[a-z0-9_.[\]]+|\bdata\.external\.[a-z0-9_]+\.result\.[a-z_]+|\b(var|local)\.[a-z_]+|\bpath\.module\b|jsonencode\(|abspath\(|\)/g,
+          "",
+        )
+        .trim();
       assert.equal(rest, "", `nothing else in \${${e}}`);
     }
     assert.equal(tf.variable.source_dir && (tf.variable.source_dir as Json).default, "../..", "the source folder, seen from deploy/gcp");
@@ -231,59 +269,82 @@ describe("crdfn generate for Cloud Run functions (offline)", { timeout: 240_000 
     assert.equal((tf.data.external!.source as Json).working_dir, "${var.source_dir}", "bundled from the source folder");
   });
 
-  it("the upload is self-contained: Terraform's bundle step on a project that depends on crdfn by file: gives a folder Cloud Build installs from the registry, and functions-framework serves the function from it", { timeout: 180_000 }, async () => {
-    const project = mkdtempSync(join(tmpdir(), "crdfn-gcp-upload-"));
-    try {
-      // A project as `crdfn init` makes it from crdfn's tarball: crdfn installed from file:, main http.ts.
-      mkdirSync(join(project, "node_modules"));
-      symlinkSync(root, join(project, "node_modules", "crdfn"));
-      for (const dep of ["zod", "@google-cloud"]) symlinkSync(join(root, "node_modules", dep), join(project, "node_modules", dep));
-      writeFileSync(join(project, "package.json"), JSON.stringify({ name: "shop", type: "module", main: "http.ts", dependencies: { crdfn: "file:../crdfn-0.1.0.tgz", zod: "^4.0.0" } }));
-      writeFileSync(join(project, "operator.ts"), readFileSync(join(root, "examples/greeting/operator.ts"), "utf8"));
-      writeFileSync(join(project, "http.ts"), readFileSync(join(root, "examples/greeting/http.ts"), "utf8"));
-      writeFileSync(join(project, "crdfn.deploy.yaml"), stringify({ ...settings, operators: [{ module: "operator.ts" }] }));
-      const generated = await generate([], { settings: "crdfn.deploy.yaml" }, project);
-      writeGenerated(generated);
-      const gcpDir = join(generated.outDir, "gcp");
-      const main = JSON.parse(readFileSync(join(gcpDir, "main.tf.json"), "utf8")) as typeof tf;
-      const step = main.data.external!.source as { program: string[]; working_dir: string; query: Record<string, string> };
-      assert.deepEqual(step.program, ["npx", "--no", "crdfn", "bundle", "--terraform"], "the project's own crdfn, never a download");
-      // As Terraform runs it: from working_dir (resolved from <out>/gcp), the query on stdin.
-      const cwd = resolve(gcpDir, step.working_dir.replace("${var.source_dir}", (main.variable.source_dir as Json).default as string));
-      assert.equal(cwd, project);
-      const out = step.query.out!.replace("${abspath(path.module)}", gcpDir);
-      const bundled = await runWithStdin(process.execPath, ["--conditions=crdfn-source", join(root, "cli/main.ts"), ...step.program.slice(3)], cwd, JSON.stringify({ out }));
-      const result = JSON.parse(bundled) as Record<string, unknown>;
-      assert.ok(Object.values(result).every((v) => typeof v === "string"), "the external protocol: a map of strings");
-      assert.equal(result.dir, out);
-      const manifest = JSON.parse(readFileSync(join(out, "package.json"), "utf8")) as { main: string; dependencies: Record<string, string> };
-      assert.deepEqual(Object.keys(manifest.dependencies).sort(), ["@google-cloud/functions-framework", "@google-cloud/pubsub"]);
-      for (const [name, version] of Object.entries(manifest.dependencies)) assert.match(version, /^\d+\.\d+\.\d+/, `${name}: a registry version, not ${version}`);
-      assert.deepEqual(readdirSync(out).sort(), [manifest.main, "package.json"].sort(), "nothing but the bundle and its manifest");
-      // What Cloud Build does with the upload: install from the registry, then serve the entry point.
-      await run("npm", ["install", "--omit=dev", "--no-audit", "--no-fund", "--prefer-offline"], { cwd: out, maxBuffer: 16 * 1024 * 1024 });
-      const port = await freePort();
-      const served = spawn(process.execPath, [join(out, "node_modules/@google-cloud/functions-framework/build/src/main.js"), "--target=greeting", `--port=${port}`], { cwd: out, env: { PATH: process.env.PATH, HOME: process.env.HOME }, stdio: ["ignore", "pipe", "pipe"] });
-      let log = "";
-      served.stdout.on("data", (d: Buffer) => (log += d.toString()));
-      served.stderr.on("data", (d: Buffer) => (log += d.toString()));
+  it(
+    "the upload is self-contained: Terraform's bundle step on a project that depends on crdfn by file: gives a folder Cloud Build installs from the registry, and functions-framework serves the function from it",
+    { timeout: 180_000 },
+    async () => {
+      const project = mkdtempSync(join(tmpdir(), "crdfn-gcp-upload-"));
       try {
-        const answer = await eventually(async () => {
-          if (served.exitCode !== null) throw new Error(`functions-framework exited: ${log}`);
-          const r = await fetch(`http://127.0.0.1:${port}/`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
-          return { status: r.status, body: (await r.json()) as { result?: string; detail?: string } };
-        }, { timeoutMs: 60_000 });
-        assert.match(log, /Function: greeting/);
-        // crdfn's handler answered: without the Secret Manager key it names that setting, as deployed without the secret.
-        assert.equal(answer.body.result, "misconfigured", JSON.stringify(answer.body));
-        assert.match(answer.body.detail ?? "", /CRDFN_EVENT_KEYS/);
+        // A project as `crdfn init` makes it from crdfn's tarball: crdfn installed from file:, main http.ts.
+        mkdirSync(join(project, "node_modules"));
+        symlinkSync(root, join(project, "node_modules", "crdfn"));
+        for (const dep of ["zod", "@google-cloud"]) symlinkSync(join(root, "node_modules", dep), join(project, "node_modules", dep));
+        writeFileSync(
+          join(project, "package.json"),
+          JSON.stringify({ name: "shop", type: "module", main: "http.ts", dependencies: { crdfn: "file:../crdfn-0.1.0.tgz", zod: "^4.0.0" } }),
+        );
+        writeFileSync(join(project, "operator.ts"), readFileSync(join(root, "examples/greeting/operator.ts"), "utf8"));
+        writeFileSync(join(project, "http.ts"), readFileSync(join(root, "examples/greeting/http.ts"), "utf8"));
+        writeFileSync(join(project, "crdfn.deploy.yaml"), stringify({ ...settings, operators: [{ module: "operator.ts" }] }));
+        const generated = await generate([], { settings: "crdfn.deploy.yaml" }, project);
+        writeGenerated(generated);
+        const gcpDir = join(generated.outDir, "gcp");
+        const main = JSON.parse(readFileSync(join(gcpDir, "main.tf.json"), "utf8")) as typeof tf;
+        const step = main.data.external!.source as { program: string[]; working_dir: string; query: Record<string, string> };
+        assert.deepEqual(step.program, ["npx", "--no", "crdfn", "bundle", "--terraform"], "the project's own crdfn, never a download");
+        // As Terraform runs it: from working_dir (resolved from <out>/gcp), the query on stdin.
+        const cwd = resolve(gcpDir, step.working_dir.replace("${var.source_dir}", (main.variable.source_dir as Json).default as string));
+        assert.equal(cwd, project);
+        const out = step.query.out!.replace("${abspath(path.module)}", gcpDir);
+        const bundled = await runWithStdin(
+          process.execPath,
+          ["--conditions=crdfn-source", join(root, "cli/main.ts"), ...step.program.slice(3)],
+          cwd,
+          JSON.stringify({ out }),
+        );
+        const result = JSON.parse(bundled) as Record<string, unknown>;
+        assert.ok(
+          Object.values(result).every((v) => typeof v === "string"),
+          "the external protocol: a map of strings",
+        );
+        assert.equal(result.dir, out);
+        const manifest = JSON.parse(readFileSync(join(out, "package.json"), "utf8")) as { main: string; dependencies: Record<string, string> };
+        assert.deepEqual(Object.keys(manifest.dependencies).sort(), ["@google-cloud/functions-framework", "@google-cloud/pubsub"]);
+        for (const [name, version] of Object.entries(manifest.dependencies))
+          assert.match(version, /^\d+\.\d+\.\d+/, `${name}: a registry version, not ${version}`);
+        assert.deepEqual(readdirSync(out).sort(), [manifest.main, "package.json"].sort(), "nothing but the bundle and its manifest");
+        // What Cloud Build does with the upload: install from the registry, then serve the entry point.
+        await run("npm", ["install", "--omit=dev", "--no-audit", "--no-fund", "--prefer-offline"], { cwd: out, maxBuffer: 16 * 1024 * 1024 });
+        const port = await freePort();
+        const served = spawn(
+          process.execPath,
+          [join(out, "node_modules/@google-cloud/functions-framework/build/src/main.js"), "--target=greeting", `--port=${port}`],
+          { cwd: out, env: { PATH: process.env.PATH, HOME: process.env.HOME }, stdio: ["ignore", "pipe", "pipe"] },
+        );
+        let log = "";
+        served.stdout.on("data", (d: Buffer) => (log += d.toString()));
+        served.stderr.on("data", (d: Buffer) => (log += d.toString()));
+        try {
+          const answer = await eventually(
+            async () => {
+              if (served.exitCode !== null) throw new Error(`functions-framework exited: ${log}`);
+              const r = await fetch(`http://127.0.0.1:${port}/`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+              return { status: r.status, body: (await r.json()) as { result?: string; detail?: string } };
+            },
+            { timeoutMs: 60_000 },
+          );
+          assert.match(log, /Function: greeting/);
+          // crdfn's handler answered: without the Secret Manager key it names that setting, as deployed without the secret.
+          assert.equal(answer.body.result, "misconfigured", JSON.stringify(answer.body));
+          assert.match(answer.body.detail ?? "", /CRDFN_EVENT_KEYS/);
+        } finally {
+          served.kill("SIGKILL");
+        }
       } finally {
-        served.kill("SIGKILL");
+        rmSync(project, { recursive: true, force: true });
       }
-    } finally {
-      rmSync(project, { recursive: true, force: true });
-    }
-  });
+    },
+  );
 
   it("finds the project as the source wherever out is: outside the project, or absolute", async () => {
     const elsewhere = mkdtempSync(join(tmpdir(), "crdfn-gcp-out-"));
@@ -305,7 +366,10 @@ describe("crdfn generate for Cloud Run functions (offline)", { timeout: 240_000 
   });
 
   it("per operator: an ordered push subscription to its own function, dead-lettering to its own topic after 5 deliveries, with backoff, authenticated as the push identity", () => {
-    for (const [op, entry] of [["greeting", "greeting"], ["crontab", "crontab-http"]] as const) {
+    for (const [op, entry] of [
+      ["greeting", "greeting"],
+      ["crontab", "crontab-http"],
+    ] as const) {
       const sub = res("google_pubsub_subscription")[`${op}_events`]!;
       assert.equal(sub.name, `crdfn-shop-${op}-events`);
       assert.equal(sub.topic, `\${google_pubsub_topic.${op}_events.id}`);
@@ -327,20 +391,53 @@ describe("crdfn generate for Cloud Run functions (offline)", { timeout: 240_000 
   });
 
   it("least privilege: each function publishes to its own topic only; only the push identity invokes; the bridge publishes to exactly the event topics", () => {
-    const members = Object.values({ ...res("google_pubsub_topic_iam_member"), ...res("google_pubsub_subscription_iam_member"), ...res("google_project_iam_member"), ...res("google_cloud_run_service_iam_member"), ...res("google_service_account_iam_member") }) as Array<Json & { member: string; role: string }>;
-    const grantsOf = (member: string) => members.filter((m) => m.member === member).map((m) => `${m.role} on ${String(m.topic ?? m.subscription ?? m.service ?? m.service_account_id ?? m.project)}`).sort();
+    const members = Object.values({
+      ...res("google_pubsub_topic_iam_member"),
+      ...res("google_pubsub_subscription_iam_member"),
+      ...res("google_project_iam_member"),
+      ...res("google_cloud_run_service_iam_member"),
+      ...res("google_service_account_iam_member"),
+    }) as Array<Json & { member: string; role: string }>;
+    const grantsOf = (member: string) =>
+      members
+        .filter((m) => m.member === member)
+        .map((m) => `${m.role} on ${String(m.topic ?? m.subscription ?? m.service ?? m.service_account_id ?? m.project)}`)
+        .sort();
     for (const op of ["greeting", "crontab"]) {
-      assert.deepEqual(grantsOf(`serviceAccount:\${google_service_account.${op}.email}`), [`roles/container.clusterViewer on ${project}`, `roles/pubsub.publisher on \${google_pubsub_topic.${op}_events.id}`]);
+      assert.deepEqual(grantsOf(`serviceAccount:\${google_service_account.${op}.email}`), [
+        `roles/container.clusterViewer on ${project}`,
+        `roles/pubsub.publisher on \${google_pubsub_topic.${op}_events.id}`,
+      ]);
     }
-    assert.deepEqual(grantsOf("serviceAccount:${google_service_account.push.email}"), ["roles/run.invoker on ${google_cloudfunctions2_function.crontab.name}", "roles/run.invoker on ${google_cloudfunctions2_function.greeting.name}"]);
+    assert.deepEqual(grantsOf("serviceAccount:${google_service_account.push.email}"), [
+      "roles/run.invoker on ${google_cloudfunctions2_function.crontab.name}",
+      "roles/run.invoker on ${google_cloudfunctions2_function.greeting.name}",
+    ]);
     const bridge = members.find((m) => m.member.startsWith("principal://"))!.member;
-    assert.equal(bridge, `principal://iam.googleapis.com/projects/\${data.google_project.this.number}/locations/global/workloadIdentityPools/${project}.svc.id.goog/subject/ns/crdfn-system/sa/crdfn-bridge-shop`);
-    assert.deepEqual(grantsOf(bridge), ["crontab", "greeting"].flatMap((op) => [`roles/pubsub.publisher on \${google_pubsub_topic.${op}_events.id}`, `roles/pubsub.viewer on \${google_pubsub_topic.${op}_events.id}`]).sort());
+    assert.equal(
+      bridge,
+      `principal://iam.googleapis.com/projects/\${data.google_project.this.number}/locations/global/workloadIdentityPools/${project}.svc.id.goog/subject/ns/crdfn-system/sa/crdfn-bridge-shop`,
+    );
+    assert.deepEqual(
+      grantsOf(bridge),
+      ["crontab", "greeting"]
+        .flatMap((op) => [
+          `roles/pubsub.publisher on \${google_pubsub_topic.${op}_events.id}`,
+          `roles/pubsub.viewer on \${google_pubsub_topic.${op}_events.id}`,
+        ])
+        .sort(),
+    );
     const agent = "serviceAccount:service-${data.google_project.this.number}@gcp-sa-pubsub.iam.gserviceaccount.com";
-    assert.deepEqual(grantsOf(agent), [
-      "roles/iam.serviceAccountTokenCreator on ${google_service_account.push.name}",
-      ...["crontab", "greeting"].flatMap((op) => [`roles/pubsub.publisher on \${google_pubsub_topic.${op}_dead_letters.id}`, `roles/pubsub.subscriber on \${google_pubsub_subscription.${op}_events.id}`]),
-    ].sort());
+    assert.deepEqual(
+      grantsOf(agent),
+      [
+        "roles/iam.serviceAccountTokenCreator on ${google_service_account.push.name}",
+        ...["crontab", "greeting"].flatMap((op) => [
+          `roles/pubsub.publisher on \${google_pubsub_topic.${op}_dead_letters.id}`,
+          `roles/pubsub.subscriber on \${google_pubsub_subscription.${op}_events.id}`,
+        ]),
+      ].sort(),
+    );
     assert.ok(!members.some((m) => m.member === "allUsers" || m.member === "allAuthenticatedUsers"));
   });
 
@@ -348,7 +445,13 @@ describe("crdfn generate for Cloud Run functions (offline)", { timeout: 240_000 
     for (const op of ["greeting", "crontab"]) {
       const env = (res("google_cloudfunctions2_function")[op]!.service_config as Json).environment_variables as Record<string, string>;
       assert.equal(env.CRDFN_PUBSUB_TOPIC, `\${google_pubsub_topic.${op}_events.id}`);
-      const resolved = { ...env, CRDFN_PUBSUB_TOPIC: `projects/${project}/topics/crdfn-shop-${op}-events`, CRDFN_CLUSTERS: JSON.stringify(tf.locals.clusters).replace("${data.google_container_cluster.gke.endpoint}", "34.1.2.3").replace("${data.google_container_cluster.gke.master_auth[0].cluster_ca_certificate}", Buffer.from("pem").toString("base64")) };
+      const resolved = {
+        ...env,
+        CRDFN_PUBSUB_TOPIC: `projects/${project}/topics/crdfn-shop-${op}-events`,
+        CRDFN_CLUSTERS: JSON.stringify(tf.locals.clusters)
+          .replace("${data.google_container_cluster.gke.endpoint}", "34.1.2.3")
+          .replace("${data.google_container_cluster.gke.master_auth[0].cluster_ca_certificate}", Buffer.from("pem").toString("base64")),
+      };
       const push = loadPushSettings(resolved);
       const sub = res("google_pubsub_subscription")[`${op}_events`]!;
       assert.equal(push.CRDFN_MAX_DELIVERY_ATTEMPTS, (sub.dead_letter_policy as Json).max_delivery_attempts);
@@ -360,8 +463,17 @@ describe("crdfn generate for Cloud Run functions (offline)", { timeout: 240_000 
       // The event keys: from Secret Manager, which only this function's own service account may read; never in the Terraform.
       const fn = res("google_cloudfunctions2_function")[op]!.service_config as Json;
       assert.deepEqual(fn.secret_environment_variables, [{ key: "CRDFN_EVENT_KEYS", project_id: project, secret: "crdfn-shop-event-keys", version: "latest" }]);
-      assert.deepEqual(res("google_secret_manager_secret_iam_member")[`${op}_event_keys`], { project, secret_id: "crdfn-shop-event-keys", role: "roles/secretmanager.secretAccessor", member: `serviceAccount:\${google_service_account.${op}.email}` });
-      assert.deepEqual([...loadEventKeyrings(`k1:${Buffer.alloc(32, 1).toString("base64")}`, registry).keys()], ["prod"], "one key without a cluster part serves the one cluster");
+      assert.deepEqual(res("google_secret_manager_secret_iam_member")[`${op}_event_keys`], {
+        project,
+        secret_id: "crdfn-shop-event-keys",
+        role: "roles/secretmanager.secretAccessor",
+        member: `serviceAccount:\${google_service_account.${op}.email}`,
+      });
+      assert.deepEqual(
+        [...loadEventKeyrings(`k1:${Buffer.alloc(32, 1).toString("base64")}`, registry).keys()],
+        ["prod"],
+        "one key without a cluster part serves the one cluster",
+      );
     }
     assert.ok(!JSON.stringify(tf).includes("google_secret_manager_secret_version"), "no secret value in the Terraform (nor its state)");
   });
@@ -377,7 +489,13 @@ describe("crdfn generate for Cloud Run functions (offline)", { timeout: 240_000 
 
   it("log-based metrics read the fields of the line a function writes", () => {
     let line = "";
-    cloudLoggingMetrics("prod", (l) => (line = l)).observe({ controller: "greeting", outcome: { result: "success" }, apiCalls: 3, seconds: 0.05, lagSeconds: 0.2 });
+    cloudLoggingMetrics("prod", (l) => (line = l)).observe({
+      controller: "greeting",
+      outcome: { result: "success" },
+      apiCalls: 3,
+      seconds: 0.05,
+      lagSeconds: 0.2,
+    });
     const payload = JSON.parse(line) as Json;
     assert.equal(payload[METRIC_MARKER.field], METRIC_MARKER.value);
     assert.equal(payload.severity, "INFO");
@@ -420,7 +538,10 @@ describe("crdfn generate for Cloud Run functions (offline)", { timeout: 240_000 
       writeFileSync(forged, stringify({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "forged", namespace: "default" } }));
       const err = await eventually(
         async () => {
-          const e = await kubectl("create", "--dry-run=server", "-f", forged, `--as=${email}`).then<undefined, { stderr: string }>(() => undefined, (x: { stderr: string }) => x);
+          const e = await kubectl("create", "--dry-run=server", "-f", forged, `--as=${email}`).then<undefined, { stderr: string }>(
+            () => undefined,
+            (x: { stderr: string }) => x,
+          );
           assert.ok(e, "refused");
           assert.match(e.stderr, /crdfn-greeting-function-gke/);
           return e;

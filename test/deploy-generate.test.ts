@@ -68,7 +68,10 @@ describe("crdfn generate → a real API server, attacked with the function's ide
     folder = mkdtempSync(join(packageRoot, ".crdfn", "generate-"));
     mkdirSync(join(folder, "src"));
     writeFileSync(join(folder, "src", "operator.ts"), OPERATOR);
-    writeFileSync(join(folder, "src", "lambda.ts"), `import { lambdaHandler } from "crdfn/lambda";\nimport operator from "./operator.ts";\nexport const handler = lambdaHandler(operator);\n`);
+    writeFileSync(
+      join(folder, "src", "lambda.ts"),
+      `import { lambdaHandler } from "crdfn/lambda";\nimport operator from "./operator.ts";\nexport const handler = lambdaHandler(operator);\n`,
+    );
     writeFileSync(join(folder, "crdfn.deploy.yaml"), SETTINGS);
     const generated = await run(process.execPath, ["--conditions=crdfn-source", join(packageRoot, "cli", "main.ts"), "generate"], { cwd: folder });
     assert.match(generated.stdout, /wrote \d+ files into deploy\//);
@@ -92,16 +95,27 @@ describe("crdfn generate → a real API server, attacked with the function's ide
     for (const o of objects) assert.match(dry, new RegExp(`/${o.metadata.name} serverside-applied \\(server dry run\\)`), `${o.kind} ${o.metadata.name}`);
     await assert.rejects(admin(["get", "crd", "widgets.shop.example.com"]), /NotFound/);
     // Roles in the served namespace; nothing cluster-wide for the function's or the bridge's children.
-    assert.deepEqual(objects.filter((o) => /^Cluster(Role|RoleBinding)$/.test(o.kind)), []);
+    assert.deepEqual(
+      objects.filter((o) => /^Cluster(Role|RoleBinding)$/.test(o.kind)),
+      [],
+    );
     await admin(["apply", "--server-side", "-k", "deploy"]);
     await admin(["wait", "--for=condition=Established", "--timeout=60s", "crd/widgets.shop.example.com"]);
   });
 
   it("reconciles with the function's ServiceAccount token: child created with its owner reference", async () => {
     const token = (await admin(["create", "token", "crdfn-widget", "-n", "crdfn-functions", "--duration=10m"])).trim();
-    const api = createKubeApi(await apiAccess(loadConfig({ CRDFN_KUBE_AUTH: "token", CRDFN_KUBE_SERVER: cluster.server, CRDFN_KUBE_CA_FILE: cluster.caPath, CRDFN_KUBE_TOKEN: token }), { clock: () => new Date() }));
+    const api = createKubeApi(
+      await apiAccess(
+        loadConfig({ CRDFN_KUBE_AUTH: "token", CRDFN_KUBE_SERVER: cluster.server, CRDFN_KUBE_CA_FILE: cluster.caPath, CRDFN_KUBE_TOKEN: token }),
+        { clock: () => new Date() },
+      ),
+    );
     const runtime = createRuntime(operator, { api, logger: pino({ level: "silent" }), clock: () => new Date(), eventKeys: TEST_EVENT_KEYS });
-    await admin(["apply", "--server-side", "-f", "-"], JSON.stringify({ apiVersion: "shop.example.com/v1", kind: "Widget", metadata: { name: "blue", namespace: SERVED }, spec: { color: "blue" } }));
+    await admin(
+      ["apply", "--server-side", "-f", "-"],
+      JSON.stringify({ apiVersion: "shop.example.com/v1", kind: "Widget", metadata: { name: "blue", namespace: SERVED }, spec: { color: "blue" } }),
+    );
     const cr = JSON.parse(await admin(["get", "widget", "blue", "-n", SERVED, "-o", "json"])) as { metadata: { uid: string } };
     const out = await handleMessage(runtime, { id: "1", body: JSON.stringify(signedForTest(keyEventOf(operator, cr))) });
     assert.equal(out.result, "success", out.detail);
@@ -120,36 +134,110 @@ describe("crdfn generate → a real API server, attacked with the function's ide
     ];
     const apply = (k: Kubectl, body: string) => k(["apply", "--server-side", "--force-conflicts", "--field-manager=crdfn", "-f", "-"], body);
     const attacks: Array<[string, Denial["by"], RegExp, (k: Kubectl) => Promise<unknown>]> = [
-      ["server-side apply kube-system/aws-auth mapping system:masters", "RBAC", /cannot patch resource "configmaps".*"kube-system"/, (k) =>
-        apply(k, JSON.stringify({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "aws-auth", namespace: "kube-system" }, data: { mapRoles: "- rolearn: arn:aws:iam::1:role/x\n  groups: [system:masters]" } }))],
-      ["rewrite the bridge's ConfigMap crdfn-system/crdfn-bridge-shop", "RBAC", /cannot (get|patch) resource "configmaps".*"crdfn-system"/, (k) =>
-        k(["patch", "configmap", "crdfn-bridge-shop", "-n", "crdfn-system", "--type=merge", "-p", '{"data":{"bridge.yaml":"queue: {url: https://evil}"}}'])],
-      [`create a ConfigMap in ${SERVED} without an owner reference`, "admission policy", /crdfn: the widget function may write configmaps only with a controller owner reference to its Widget/, (k) =>
-        k(["create", "-f", "-"], configMap(SERVED, "planted"))],
-      [`take over ${SERVED}/victim-widget by applying it with a forged owner reference`, "admission policy", /crdfn: the widget function may change or delete configmaps victim-widget only if that Widget already controls it/, (k) =>
-        apply(k, configMap(SERVED, "victim-widget", forgedOwner))],
+      [
+        "server-side apply kube-system/aws-auth mapping system:masters",
+        "RBAC",
+        /cannot patch resource "configmaps".*"kube-system"/,
+        (k) =>
+          apply(
+            k,
+            JSON.stringify({
+              apiVersion: "v1",
+              kind: "ConfigMap",
+              metadata: { name: "aws-auth", namespace: "kube-system" },
+              data: { mapRoles: "- rolearn: arn:aws:iam::1:role/x\n  groups: [system:masters]" },
+            }),
+          ),
+      ],
+      [
+        "rewrite the bridge's ConfigMap crdfn-system/crdfn-bridge-shop",
+        "RBAC",
+        /cannot (get|patch) resource "configmaps".*"crdfn-system"/,
+        (k) =>
+          k(["patch", "configmap", "crdfn-bridge-shop", "-n", "crdfn-system", "--type=merge", "-p", '{"data":{"bridge.yaml":"queue: {url: https://evil}"}}']),
+      ],
+      [
+        `create a ConfigMap in ${SERVED} without an owner reference`,
+        "admission policy",
+        /crdfn: the widget function may write configmaps only with a controller owner reference to its Widget/,
+        (k) => k(["create", "-f", "-"], configMap(SERVED, "planted")),
+      ],
+      [
+        `take over ${SERVED}/victim-widget by applying it with a forged owner reference`,
+        "admission policy",
+        /crdfn: the widget function may change or delete configmaps victim-widget only if that Widget already controls it/,
+        (k) => apply(k, configMap(SERVED, "victim-widget", forgedOwner)),
+      ],
       // kubectl patch reads the object first, which the function may not (it does not observe
       // ConfigMaps); a server-side apply sends the PATCH alone, and the policy refuses it.
-      [`patch ${SERVED}/victim-widget, leaving it unowned`, "admission policy", /may write configmaps only with a controller owner reference/, (k) =>
-        apply(k, JSON.stringify({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "victim-widget", namespace: SERVED }, data: { owner: "me" } }))],
-      [`read ${SERVED}/victim-widget (a kind it owns but does not observe)`, "RBAC", /cannot get resource "configmaps"/, (k) =>
-        k(["get", "configmap", "victim-widget", "-n", SERVED, "-o", "json"])],
-      [`delete ${SERVED}/victim-widget`, "admission policy", /may change or delete configmaps victim-widget only if that Widget already controls it/, (k) =>
-        k(["delete", "configmap", "victim-widget", "-n", SERVED])],
-      [`create a ConfigMap (even with an owner reference) in unserved ${UNSERVED}`, "RBAC", /cannot create resource "configmaps".*"warehouse"/, (k) =>
-        k(["create", "-f", "-"], configMap(UNSERVED, "planted", forgedOwner))],
-      [`create an Event in unserved ${UNSERVED}`, "RBAC", /cannot create resource "events"/, (k) =>
-        k(["create", "-f", "-"], JSON.stringify({ apiVersion: "v1", kind: "Event", metadata: { name: "e", namespace: UNSERVED }, involvedObject: { kind: "Widget", name: "blue" }, reason: "x", message: "x" }))],
+      [
+        `patch ${SERVED}/victim-widget, leaving it unowned`,
+        "admission policy",
+        /may write configmaps only with a controller owner reference/,
+        (k) => apply(k, JSON.stringify({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "victim-widget", namespace: SERVED }, data: { owner: "me" } })),
+      ],
+      [
+        `read ${SERVED}/victim-widget (a kind it owns but does not observe)`,
+        "RBAC",
+        /cannot get resource "configmaps"/,
+        (k) => k(["get", "configmap", "victim-widget", "-n", SERVED, "-o", "json"]),
+      ],
+      [
+        `delete ${SERVED}/victim-widget`,
+        "admission policy",
+        /may change or delete configmaps victim-widget only if that Widget already controls it/,
+        (k) => k(["delete", "configmap", "victim-widget", "-n", SERVED]),
+      ],
+      [
+        `create a ConfigMap (even with an owner reference) in unserved ${UNSERVED}`,
+        "RBAC",
+        /cannot create resource "configmaps".*"warehouse"/,
+        (k) => k(["create", "-f", "-"], configMap(UNSERVED, "planted", forgedOwner)),
+      ],
+      [
+        `create an Event in unserved ${UNSERVED}`,
+        "RBAC",
+        /cannot create resource "events"/,
+        (k) =>
+          k(
+            ["create", "-f", "-"],
+            JSON.stringify({
+              apiVersion: "v1",
+              kind: "Event",
+              metadata: { name: "e", namespace: UNSERVED },
+              involvedObject: { kind: "Widget", name: "blue" },
+              reason: "x",
+              message: "x",
+            }),
+          ),
+      ],
       [`read Secrets in ${SERVED}`, "RBAC", /cannot list resource "secrets"/, (k) => k(["get", "secrets", "-n", SERVED])],
       // Listing its own kinds in a served namespace is granted (observed children, pruning); watching is not.
       [`list ConfigMaps in unserved ${UNSERVED}`, "RBAC", /cannot list resource "configmaps"/, (k) => k(["get", "configmaps", "-n", UNSERVED])],
-      [`watch ConfigMaps in ${SERVED}`, "RBAC", /cannot watch resource "configmaps"/, (k) => k(["get", "--raw", `/api/v1/namespaces/${SERVED}/configmaps?watch=1&timeoutSeconds=1`])],
-      ["watch Widgets everywhere", "RBAC", /cannot (list|watch) resource "widgets"/, (k) => k(["get", "--raw", "/apis/shop.example.com/v1/widgets?watch=1&timeoutSeconds=1"])],
-      ["create a RoleBinding to escalate", "RBAC", /cannot create resource "rolebindings"/, (k) =>
-        k(["create", "rolebinding", "x", "-n", SERVED, "--clusterrole=cluster-admin", "--group=crdfn:widget"])],
+      [
+        `watch ConfigMaps in ${SERVED}`,
+        "RBAC",
+        /cannot watch resource "configmaps"/,
+        (k) => k(["get", "--raw", `/api/v1/namespaces/${SERVED}/configmaps?watch=1&timeoutSeconds=1`]),
+      ],
+      [
+        "watch Widgets everywhere",
+        "RBAC",
+        /cannot (list|watch) resource "widgets"/,
+        (k) => k(["get", "--raw", "/apis/shop.example.com/v1/widgets?watch=1&timeoutSeconds=1"]),
+      ],
+      [
+        "create a RoleBinding to escalate",
+        "RBAC",
+        /cannot create resource "rolebindings"/,
+        (k) => k(["create", "rolebinding", "x", "-n", SERVED, "--clusterrole=cluster-admin", "--group=crdfn:widget"]),
+      ],
     ];
     // The policy takes effect once the API server has loaded it: wait for the first policy denial.
-    await eventually(async () => assert.equal((await denied(identities[0]![1](["create", "-f", "-"], configMap(SERVED, "probe")))).by, "admission policy"), { timeoutMs: 30_000, intervalMs: 500 });
+    await eventually(async () => assert.equal((await denied(identities[0]![1](["create", "-f", "-"], configMap(SERVED, "probe")))).by, "admission policy"), {
+      timeoutMs: 30_000,
+      intervalMs: 500,
+    });
     for (const [who, k] of identities) {
       for (const [what, by, message, attack] of attacks) {
         const d = await denied(attack(k));
@@ -159,7 +247,10 @@ describe("crdfn generate → a real API server, attacked with the function's ide
       }
     }
     // The victim is untouched.
-    const victim = JSON.parse(await admin(["get", "configmap", "victim-widget", "-n", SERVED, "-o", "json"])) as { data: Record<string, string>; metadata: { ownerReferences?: unknown[] } };
+    const victim = JSON.parse(await admin(["get", "configmap", "victim-widget", "-n", SERVED, "-o", "json"])) as {
+      data: Record<string, string>;
+      metadata: { ownerReferences?: unknown[] };
+    };
     assert.deepEqual(victim.data, { owner: "someone-else" });
     assert.equal(victim.metadata.ownerReferences, undefined);
   });

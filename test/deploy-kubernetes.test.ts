@@ -150,7 +150,11 @@ describe("Kubernetes deploy manifests", { timeout: 240_000 }, () => {
   before(async () => {
     cluster = await startCluster({ queue: false, log: () => {} });
     kubectl = async (args, input) => {
-      const child = execFileAsync(cluster.kubectl, ["--kubeconfig", cluster.kubeconfigPath, ...args], { cwd: root, timeout: 90_000, maxBuffer: 16 * 1024 * 1024 });
+      const child = execFileAsync(cluster.kubectl, ["--kubeconfig", cluster.kubeconfigPath, ...args], {
+        cwd: root,
+        timeout: 90_000,
+        maxBuffer: 16 * 1024 * 1024,
+      });
       if (input !== undefined) child.child.stdin?.end(input);
       return (await child).stdout;
     };
@@ -171,7 +175,8 @@ describe("Kubernetes deploy manifests", { timeout: 240_000 }, () => {
     const objects = parseAllDocuments(built).map((d) => d.toJS() as { kind: string; metadata: { name: string } });
     assert.ok(objects.length > 0, `${dir} builds`);
     const namespaces = objects.filter((o) => o.kind === "Namespace");
-    for (const ns of namespaces) await kubectl(["apply", "--server-side", "-f", "-"], JSON.stringify({ apiVersion: "v1", kind: "Namespace", metadata: { name: ns.metadata.name } }));
+    for (const ns of namespaces)
+      await kubectl(["apply", "--server-side", "-f", "-"], JSON.stringify({ apiVersion: "v1", kind: "Namespace", metadata: { name: ns.metadata.name } }));
     const out = await kubectl(["apply", "--server-side", "--dry-run=server", "-k", dir]);
     for (const o of objects) assert.match(out, new RegExp(`/${o.metadata.name} serverside-applied \\(server dry run\\)`), `${o.kind} ${o.metadata.name}`);
     return objects;
@@ -205,7 +210,7 @@ describe("Kubernetes deploy manifests", { timeout: 240_000 }, () => {
     await kubectl(["apply", "--server-side", "-k", "infra/generated/functions"]);
   });
 
-  it("grants exactly what docs/security.md's \"What each generated identity may do\" prints (kubectl auth can-i --list, live)", async () => {
+  it('grants exactly what docs/security.md\'s "What each generated identity may do" prints (kubectl auth can-i --list, live)', async () => {
     const readme = readFileSync(join(root, "docs", "security.md"), "utf8");
     const section = readme.slice(readme.indexOf("## What each generated identity may do"));
     const block = /```text\n([\s\S]*?)```/.exec(section)?.[1] ?? "";
@@ -239,19 +244,38 @@ describe("Kubernetes deploy manifests", { timeout: 240_000 }, () => {
       ["Lambda group crdfn:crontab", lambdaGroupKubectl(cluster, "crontab")],
     ];
     const apply = (k: Kubectl, ns: string, name: string) =>
-      k(["apply", "--server-side", "--force-conflicts", "--field-manager=crdfn", "-f", "-"], JSON.stringify({ apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: ns }, data: { mapRoles: "- groups: [system:masters]" } }));
+      k(
+        ["apply", "--server-side", "--force-conflicts", "--field-manager=crdfn", "-f", "-"],
+        JSON.stringify({ apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: ns }, data: { mapRoles: "- groups: [system:masters]" } }),
+      );
     // Wait for the policies to take effect with server-side dry runs, which admission sees but
     // which write nothing: a real apply accepted before then would leave aws-auth behind.
     const dryRun = (k: Kubectl, ns: string, name: string) =>
-      k(["apply", "--server-side", "--dry-run=server", "--force-conflicts", "--field-manager=crdfn", "-f", "-"], JSON.stringify({ apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: ns } }));
+      k(
+        ["apply", "--server-side", "--dry-run=server", "--force-conflicts", "--field-manager=crdfn", "-f", "-"],
+        JSON.stringify({ apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: ns } }),
+      );
     for (const [, k] of identities) {
-      await eventually(async () => assert.equal((await denied(dryRun(k, NS, "victim-greeting"))).by, "admission policy"), { timeoutMs: 30_000, intervalMs: 500 });
+      await eventually(async () => assert.equal((await denied(dryRun(k, NS, "victim-greeting"))).by, "admission policy"), {
+        timeoutMs: 30_000,
+        intervalMs: 500,
+      });
     }
     for (const [who, k] of identities) {
       for (const [what, attack, by, message] of [
-        ["server-side apply kube-system/aws-auth", () => apply(k, "kube-system", "aws-auth"), "RBAC", /cannot (patch|create) resource "configmaps".* in the namespace "kube-system"/],
+        [
+          "server-side apply kube-system/aws-auth",
+          () => apply(k, "kube-system", "aws-auth"),
+          "RBAC",
+          /cannot (patch|create) resource "configmaps".* in the namespace "kube-system"/,
+        ],
         ["rewrite crdfn-system/crdfn-bridge-examples", () => apply(k, "crdfn-system", "crdfn-bridge-examples"), "RBAC", /in the namespace "crdfn-system"/],
-        [`take over ${NS}/victim-greeting`, () => apply(k, NS, "victim-greeting"), "admission policy", /may write configmaps only with a controller owner reference/],
+        [
+          `take over ${NS}/victim-greeting`,
+          () => apply(k, NS, "victim-greeting"),
+          "admission policy",
+          /may write configmaps only with a controller owner reference/,
+        ],
       ] as const) {
         const d = await denied(attack());
         console.log(`- ${who}: ${what} → ${d.by}: ${d.message}`);
@@ -273,7 +297,11 @@ describe("Kubernetes deploy manifests", { timeout: 240_000 }, () => {
         await Promise.all(
           cases.map(async ([check, expected]) => {
             const review = await authz.createSubjectAccessReview({
-              body: { apiVersion: "authorization.k8s.io/v1", kind: "SubjectAccessReview", spec: { user: who.user, groups: who.groups, resourceAttributes: attributes(check) } },
+              body: {
+                apiVersion: "authorization.k8s.io/v1",
+                kind: "SubjectAccessReview",
+                spec: { user: who.user, groups: who.groups, resourceAttributes: attributes(check) },
+              },
             });
             reviews += 1;
             if (review.status?.allowed !== expected) wrong.push(`${who.name}: ${check.join(" ")} should be ${expected ? "allowed" : "denied"}`);
@@ -290,7 +318,15 @@ describe("Kubernetes deploy manifests", { timeout: 240_000 }, () => {
   async function handlerAs(serviceAccountName: string, op: Operator<unknown>) {
     const token = (await kubectl(["create", "token", serviceAccountName, "-n", FUNCTIONS_NS, "--duration=10m"])).trim();
     const handler = lambdaHandler(op, {
-      env: { CRDFN_CLUSTER: CLUSTER, CRDFN_KUBE_AUTH: "token", CRDFN_KUBE_SERVER: cluster.server, CRDFN_KUBE_CA_FILE: cluster.caPath, CRDFN_KUBE_TOKEN: token, CRDFN_EVENT_KEYS: TEST_EVENT_KEY_ENV.CRDFN_EVENT_KEYS, LOG_LEVEL: "silent" },
+      env: {
+        CRDFN_CLUSTER: CLUSTER,
+        CRDFN_KUBE_AUTH: "token",
+        CRDFN_KUBE_SERVER: cluster.server,
+        CRDFN_KUBE_CA_FILE: cluster.caPath,
+        CRDFN_KUBE_TOKEN: token,
+        CRDFN_EVENT_KEYS: TEST_EVENT_KEY_ENV.CRDFN_EVENT_KEYS,
+        LOG_LEVEL: "silent",
+      },
     });
     /** Delivers the key event for `name`'s current state the way Lambda's SQS trigger would; returns the failed ids. */
     return async (name: string): Promise<string[]> => {
@@ -302,7 +338,13 @@ describe("Kubernetes deploy manifests", { timeout: 240_000 }, () => {
             messageId: `${name}-${obj.metadata?.resourceVersion ?? "gone"}`,
             receiptHandle: "r",
             body: encodeKeyEvent(signedForTest(event)),
-            attributes: { ApproximateReceiveCount: "1", MessageGroupId: messageGroupId(event), SentTimestamp: "0", SenderId: "bridge", ApproximateFirstReceiveTimestamp: "0" },
+            attributes: {
+              ApproximateReceiveCount: "1",
+              MessageGroupId: messageGroupId(event),
+              SentTimestamp: "0",
+              SenderId: "bridge",
+              ApproximateFirstReceiveTimestamp: "0",
+            },
             messageAttributes: {},
             md5OfBody: "",
             eventSource: "aws:sqs",
@@ -342,7 +384,10 @@ describe("Kubernetes deploy manifests", { timeout: 240_000 }, () => {
     assert.deepEqual(await deliver("padded"), []);
     assert.equal(ready(await getCr(greeting, "padded"))?.reason, "InvalidSpec");
     const events = await core.listNamespacedEvent({ namespace: NS, fieldSelector: "involvedObject.name=padded" });
-    assert.deepEqual(events.items.map((e) => e.reason), ["InvalidSpec"]);
+    assert.deepEqual(
+      events.items.map((e) => e.reason),
+      ["InvalidSpec"],
+    );
   });
 
   it("CronTab reconciles and finalizes as crdfn-crontab: CronJob applied, registry entry written and withdrawn", async () => {

@@ -47,7 +47,11 @@ describe("the generated deploy files pass cfn-lint and checkov but for the findi
 
   before(async () => {
     linters = await deployLinters({ env: process.env, log: (line) => console.log(`deploy-lint: ${line}`) });
-    console.log(`deploy-lint: ${Object.entries(linters.versions).map(([n, v]) => `${n} ${v}`).join(", ")}`);
+    console.log(
+      `deploy-lint: ${Object.entries(linters.versions)
+        .map(([n, v]) => `${n} ${v}`)
+        .join(", ")}`,
+    );
   });
   after(() => {
     rmSync(work, { recursive: true, force: true });
@@ -64,10 +68,12 @@ describe("the generated deploy files pass cfn-lint and checkov but for the findi
 
   const cfnLint = async (template: string): Promise<Finding[]> => {
     // Exit status is a bit mask of the levels found; the JSON says which.
-    const { stdout } = await run(linters.cfnLint, ["-a", "cfn_lint_serverless.rules", "--format", "json", template], { maxBuffer: 16 * 1024 * 1024 }).catch((e: { stdout?: string; stderr?: string; code?: number }) => {
-      if (typeof e.stdout === "string" && e.stdout.trim().startsWith("[")) return { stdout: e.stdout };
-      throw new Error(`cfn-lint failed (exit ${e.code}): ${e.stderr ?? ""}`);
-    });
+    const { stdout } = await run(linters.cfnLint, ["-a", "cfn_lint_serverless.rules", "--format", "json", template], { maxBuffer: 16 * 1024 * 1024 }).catch(
+      (e: { stdout?: string; stderr?: string; code?: number }) => {
+        if (typeof e.stdout === "string" && e.stdout.trim().startsWith("[")) return { stdout: e.stdout };
+        throw new Error(`cfn-lint failed (exit ${e.code}): ${e.stderr ?? ""}`);
+      },
+    );
     const results = JSON.parse(stdout) as Array<{ Rule: { Id: string }; Message: string; Location: { Path: unknown[] } }>;
     return results.map((r) => ({ tool: "cfn-lint", id: r.Rule.Id, where: r.Location.Path.slice(0, 2).join("/"), message: r.Message }));
   };
@@ -86,16 +92,25 @@ describe("the generated deploy files pass cfn-lint and checkov but for the findi
       delete terraform.terraform;
       writeFileSync(tf, JSON.stringify(terraform, null, 2));
     }
-    const { stdout } = await run(linters.checkov, ["-d", copy, "--framework", "kubernetes", "terraform_json", "--skip-download", "--soft-fail", "--compact", "--quiet", "-o", "json"], {
-      maxBuffer: 64 * 1024 * 1024,
-      env: { ...process.env, BC_SKIP_MAPPING: "TRUE" },
-    });
+    const { stdout } = await run(
+      linters.checkov,
+      ["-d", copy, "--framework", "kubernetes", "terraform_json", "--skip-download", "--soft-fail", "--compact", "--quiet", "-o", "json"],
+      {
+        maxBuffer: 64 * 1024 * 1024,
+        env: { ...process.env, BC_SKIP_MAPPING: "TRUE" },
+      },
+    );
     const reports = [JSON.parse(stdout) as CheckovReport | CheckovReport[]].flat();
     const frameworks = reports.map((r) => r.check_type).sort();
     assert.deepEqual(frameworks, terraform ? ["kubernetes", "terraform_json"] : ["kubernetes"], `checkov read ${deployDir}`);
     for (const r of reports) assert.equal(r.summary.parsing_errors, 0, `checkov parsed every ${r.check_type} file of ${deployDir}`);
     return reports.flatMap((r) =>
-      r.results.failed_checks.map((c) => ({ tool: "checkov" as const, id: c.check_id, where: `${c.file_path.replace(/^\//, "")} ${c.resource}`, message: c.check_name })),
+      r.results.failed_checks.map((c) => ({
+        tool: "checkov" as const,
+        id: c.check_id,
+        where: `${c.file_path.replace(/^\//, "")} ${c.resource}`,
+        message: c.check_name,
+      })),
     );
   };
 
@@ -130,18 +145,33 @@ describe("the generated deploy files pass cfn-lint and checkov but for the findi
   });
 
   it("a project made by `crdfn init`, its placeholders filled in: CloudFormation, manifests, and on Cloud Run its Terraform", async () => {
-    const files = Object.fromEntries(projectFiles(projectNames("motd"), { crdfn: "0.1.0", zod: "^4", typescript: "^6", typesNode: "^24", serverless: "3.40.0", serverlessEsbuild: "^1", functionsFramework: "^5" }));
+    const files = Object.fromEntries(
+      projectFiles(projectNames("motd"), {
+        crdfn: "0.1.0",
+        zod: "^4",
+        typescript: "^6",
+        typesNode: "^24",
+        serverless: "3.40.0",
+        serverlessEsbuild: "^1",
+        functionsFramework: "^5",
+      }),
+    );
     // What crdfn cannot know, filled in where the scaffold leaves it blank.
-    files["crdfn.deploy.yaml"] = files["crdfn.deploy.yaml"]!
-      .replace(/^cluster:( +#)/m, "cluster: motd-prod$1")
+    files["crdfn.deploy.yaml"] = files["crdfn.deploy.yaml"]!.replace(/^cluster:( +#)/m, "cluster: motd-prod$1")
       .replace(/^ {2}image:( +#)/m, "  image: registry.example.com/motd/crdfn-bridge:0.1.0$1")
       .replace(/^ {2}urlBase:( +#)/m, "  urlBase: https://sqs.eu-west-1.amazonaws.com/123456789012$1");
     // crdfn from this checkout instead of the registry: its sources (the crdfn-source condition)
     // and the esbuild plugin beside them rather than dist/.
-    files["serverless.yml"] = files["serverless.yml"]!
-      .replace("plugins: ./node_modules/crdfn/dist/cli/esbuild-plugins.js", "plugins: ./node_modules/crdfn/cli/esbuild-plugins.ts\n    conditions: [crdfn-source]");
+    files["serverless.yml"] = files["serverless.yml"]!.replace(
+      "plugins: ./node_modules/crdfn/dist/cli/esbuild-plugins.js",
+      "plugins: ./node_modules/crdfn/cli/esbuild-plugins.ts\n    conditions: [crdfn-source]",
+    );
     assert.match(files["serverless.yml"], /conditions: \[crdfn-source\]/, "the scaffold's esbuild plugin line");
-    files["crdfn.cloudrun.yaml"] = `${files["crdfn.deploy.yaml"]}target: cloudrun\ngcp: { project: motd-example, region: europe-west1, gkeCluster: prod-gke }\n`.replace(/^out: deploy$/m, "out: deploy-gcp");
+    files["crdfn.cloudrun.yaml"] =
+      `${files["crdfn.deploy.yaml"]}target: cloudrun\ngcp: { project: motd-example, region: europe-west1, gkeCluster: prod-gke }\n`.replace(
+        /^out: deploy$/m,
+        "out: deploy-gcp",
+      );
     project = makeProject("lint-motd", files);
     mkdirSync(join(project.dir, "node_modules"));
     symlinkSync(packageRoot, join(project.dir, "node_modules", "crdfn"), "dir");

@@ -66,7 +66,10 @@ describe("two projects' deploy files on one cluster; a cluster-scoped operator u
 
   before(async () => {
     keys = makeProject("keys", {
-      "crdfn.deploy.yaml": deploySettings("keys", { namespaces: ["keyring"], operators: [{ module: "operators/authorized-key.ts", handler: "operators/lambda.handler" }] }),
+      "crdfn.deploy.yaml": deploySettings("keys", {
+        namespaces: ["keyring"],
+        operators: [{ module: "operators/authorized-key.ts", handler: "operators/lambda.handler" }],
+      }),
       "operators/authorized-key.ts": AUTHORIZED_KEY,
       "operators/lambda.ts": lambdaEntry("./authorized-key.ts"),
     });
@@ -90,12 +93,24 @@ describe("two projects' deploy files on one cluster; a cluster-scoped operator u
   });
 
   const bridgeConfig = async (project: string): Promise<BridgeConfig> => {
-    const data = JSON.parse(await admin(["get", "configmap", `crdfn-bridge-${project}`, "-n", "crdfn-system", "-o", "jsonpath={.data}"])) as Record<string, string>;
+    const data = JSON.parse(await admin(["get", "configmap", `crdfn-bridge-${project}`, "-n", "crdfn-system", "-o", "jsonpath={.data}"])) as Record<
+      string,
+      string
+    >;
     return parse(data["bridge.yaml"]!) as BridgeConfig;
   };
   const canI = async (serviceAccount: string, verb: string, resource: string, namespace?: string): Promise<string> => {
     try {
-      return (await admin(["auth", "can-i", verb, resource, ...(namespace ? ["-n", namespace] : ["--all-namespaces"]), `--as=system:serviceaccount:crdfn-system:${serviceAccount}`])).trim();
+      return (
+        await admin([
+          "auth",
+          "can-i",
+          verb,
+          resource,
+          ...(namespace ? ["-n", namespace] : ["--all-namespaces"]),
+          `--as=system:serviceaccount:crdfn-system:${serviceAccount}`,
+        ])
+      ).trim();
     } catch (e) {
       return String((e as { stdout?: string }).stdout ?? "").trim();
     }
@@ -109,7 +124,13 @@ describe("two projects' deploy files on one cluster; a cluster-scoped operator u
     await applyDeployFiles(admin, `${keys.dir}/deploy`);
     assert.equal(await admin(["get", "configmap", "crdfn-bridge-shop", "-n", "crdfn-system", "-o", "jsonpath={.data}"]), shopBefore);
 
-    const names = (kind: string, ns?: string) => admin(["get", kind, ...(ns ? ["-n", ns] : []), "-o", "jsonpath={.items[*].metadata.name}"]).then((s) => s.split(" ").filter((n) => n.startsWith("crdfn-bridge")).sort());
+    const names = (kind: string, ns?: string) =>
+      admin(["get", kind, ...(ns ? ["-n", ns] : []), "-o", "jsonpath={.items[*].metadata.name}"]).then((s) =>
+        s
+          .split(" ")
+          .filter((n) => n.startsWith("crdfn-bridge"))
+          .sort(),
+      );
     assert.deepEqual(await names("deployments", "crdfn-system"), ["crdfn-bridge-keys", "crdfn-bridge-shop"]);
     assert.deepEqual(await names("serviceaccounts", "crdfn-system"), ["crdfn-bridge-keys", "crdfn-bridge-shop"]);
     assert.deepEqual(await names("configmaps", "crdfn-system"), ["crdfn-bridge-keys", "crdfn-bridge-shop"]);
@@ -121,8 +142,14 @@ describe("two projects' deploy files on one cluster; a cluster-scoped operator u
 
     const keysConfig = await bridgeConfig("keys");
     const shopConfig = await bridgeConfig("shop");
-    assert.deepEqual(keysConfig.resources.map((r) => [r.plural, r.queueUrl]), [["authorizedkeys", "https://sqs.eu-west-1.amazonaws.com/123456789012/crdfn-keys-authorizedkey.fifo"]]);
-    assert.deepEqual(shopConfig.resources.map((r) => [r.plural, r.queueUrl]), [["widgets", "https://sqs.eu-west-1.amazonaws.com/123456789012/crdfn-shop-widget.fifo"]]);
+    assert.deepEqual(
+      keysConfig.resources.map((r) => [r.plural, r.queueUrl]),
+      [["authorizedkeys", "https://sqs.eu-west-1.amazonaws.com/123456789012/crdfn-keys-authorizedkey.fifo"]],
+    );
+    assert.deepEqual(
+      shopConfig.resources.map((r) => [r.plural, r.queueUrl]),
+      [["widgets", "https://sqs.eu-west-1.amazonaws.com/123456789012/crdfn-shop-widget.fifo"]],
+    );
     assert.deepEqual([keysConfig.lease.name, shopConfig.lease.name], ["crdfn-bridge-keys", "crdfn-bridge-shop"]);
 
     // Each bridge's identity watches its own resources and their children, not the other project's.
@@ -134,8 +161,22 @@ describe("two projects' deploy files on one cluster; a cluster-scoped operator u
     assert.equal(await canI("crdfn-bridge-shop", "watch", "widgets.shop.example.com", "default"), "yes");
     assert.equal(await canI("crdfn-bridge-shop", "watch", "widgets.shop.example.com"), "no", "only in the namespace it serves");
     assert.equal(await canI("crdfn-bridge-shop", "watch", "authorizedkeys.keys.example.com"), "no");
-    for (const [sa, lease] of [["crdfn-bridge-keys", "crdfn-bridge-keys"], ["crdfn-bridge-shop", "crdfn-bridge-shop"], ["crdfn-bridge-keys", "crdfn-bridge-shop"]] as const) {
-      const answer = (await admin(["auth", "can-i", "update", `leases.coordination.k8s.io/${lease}`, "-n", "crdfn-system", `--as=system:serviceaccount:crdfn-system:${sa}`]).catch((e: { stdout?: string }) => String(e.stdout))).trim();
+    for (const [sa, lease] of [
+      ["crdfn-bridge-keys", "crdfn-bridge-keys"],
+      ["crdfn-bridge-shop", "crdfn-bridge-shop"],
+      ["crdfn-bridge-keys", "crdfn-bridge-shop"],
+    ] as const) {
+      const answer = (
+        await admin([
+          "auth",
+          "can-i",
+          "update",
+          `leases.coordination.k8s.io/${lease}`,
+          "-n",
+          "crdfn-system",
+          `--as=system:serviceaccount:crdfn-system:${sa}`,
+        ]).catch((e: { stdout?: string }) => String(e.stdout))
+      ).trim();
       assert.equal(answer, sa === lease ? "yes" : "no", `${sa} updating Lease ${lease}`);
     }
   });
@@ -148,32 +189,69 @@ describe("two projects' deploy files on one cluster; a cluster-scoped operator u
     const apply = (k: Kubectl, body: unknown) => k(["apply", "--server-side", "--force-conflicts", "--field-manager=crdfn", "-f", "-"], JSON.stringify(body));
     // The policy takes effect once the API server has loaded it: wait for its first denial (a dry run writes nothing).
     await eventually(
-      async () => assert.equal((await denied(identities[0]![1](["apply", "--server-side", "--dry-run=server", "--field-manager=crdfn", "-f", "-"], JSON.stringify({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "probe", namespace: "keyring" } })))).by, "admission policy"),
+      async () =>
+        assert.equal(
+          (
+            await denied(
+              identities[0]![1](
+                ["apply", "--server-side", "--dry-run=server", "--field-manager=crdfn", "-f", "-"],
+                JSON.stringify({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "probe", namespace: "keyring" } }),
+              ),
+            )
+          ).by,
+          "admission policy",
+        ),
       { timeoutMs: 30_000, intervalMs: 500 },
     );
     for (const [who, k] of identities) {
       const name = who.startsWith("ServiceAccount") ? "alice" : "bob";
-      await admin(["apply", "--server-side", "-f", "-"], JSON.stringify({ apiVersion: "keys.example.com/v1", kind: "AuthorizedKey", metadata: { name }, spec: { key: `ssh-ed25519 ${name}`, namespace: "keyring" } }));
+      await admin(
+        ["apply", "--server-side", "-f", "-"],
+        JSON.stringify({
+          apiVersion: "keys.example.com/v1",
+          kind: "AuthorizedKey",
+          metadata: { name },
+          spec: { key: `ssh-ed25519 ${name}`, namespace: "keyring" },
+        }),
+      );
       // What the runtime does, one request each: read the object, apply its children, write its status.
       const object = JSON.parse(await k(["get", "authorizedkey", name, "-o", "json"])) as { metadata: { uid: string }; status?: unknown };
       const owner = { apiVersion: "keys.example.com/v1", kind: "AuthorizedKey", name, uid: object.metadata.uid, controller: true, blockOwnerDeletion: true };
-      await apply(k, { apiVersion: "v1", kind: "ConfigMap", metadata: { name: `${name}-key`, namespace: "keyring", ownerReferences: [owner] }, data: { key: `ssh-ed25519 ${name}` } });
-      await apply(k, { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: { name: `${name}-key-reader`, ownerReferences: [owner] }, rules: [] });
+      await apply(k, {
+        apiVersion: "v1",
+        kind: "ConfigMap",
+        metadata: { name: `${name}-key`, namespace: "keyring", ownerReferences: [owner] },
+        data: { key: `ssh-ed25519 ${name}` },
+      });
+      await apply(k, {
+        apiVersion: "rbac.authorization.k8s.io/v1",
+        kind: "ClusterRole",
+        metadata: { name: `${name}-key-reader`, ownerReferences: [owner] },
+        rules: [],
+      });
       await k(["replace", "--subresource=status", "-f", "-"], JSON.stringify({ ...object, status: { phase: "Ready" } }));
 
       const status = JSON.parse(await admin(["get", "authorizedkey", name, "-o", "jsonpath={.status}"])) as { phase?: string };
       assert.equal(status.phase, "Ready", `${who}: status written`);
-      const cm = JSON.parse(await admin(["get", "configmap", `${name}-key`, "-n", "keyring", "-o", "json"])) as { metadata: { ownerReferences: Array<{ uid: string }> } };
+      const cm = JSON.parse(await admin(["get", "configmap", `${name}-key`, "-n", "keyring", "-o", "json"])) as {
+        metadata: { ownerReferences: Array<{ uid: string }> };
+      };
       assert.equal(cm.metadata.ownerReferences[0]?.uid, object.metadata.uid, `${who}: namespaced child`);
-      const role = JSON.parse(await admin(["get", "clusterrole", `${name}-key-reader`, "-o", "json"])) as { metadata: { ownerReferences: Array<{ uid: string }> } };
+      const role = JSON.parse(await admin(["get", "clusterrole", `${name}-key-reader`, "-o", "json"])) as {
+        metadata: { ownerReferences: Array<{ uid: string }> };
+      };
       assert.equal(role.metadata.ownerReferences[0]?.uid, object.metadata.uid, `${who}: cluster-scoped child`);
 
       // What it must still not do: a cluster-scoped object it does not own, and any write in
       // kube-system (not served: it holds no grant there at all).
-      const planted = await denied(apply(k, { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: { name: `${name}-planted` }, rules: [] }));
+      const planted = await denied(
+        apply(k, { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: { name: `${name}-planted` }, rules: [] }),
+      );
       assert.equal(planted.by, "admission policy", `${who}: ${planted.message}`);
       assert.match(planted.message, /crdfn: the authorizedkey function may write clusterroles only with a controller owner reference to its AuthorizedKey/);
-      const system = await denied(apply(k, { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "aws-auth", namespace: "kube-system", ownerReferences: [owner] }, data: {} }));
+      const system = await denied(
+        apply(k, { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "aws-auth", namespace: "kube-system", ownerReferences: [owner] }, data: {} }),
+      );
       assert.equal(system.by, "RBAC", `${who}: ${system.message}`);
       assert.match(system.message, /in the namespace "kube-system"/);
     }
@@ -195,33 +273,85 @@ describe("two projects' deploy files on one cluster; a cluster-scoped operator u
       ] as const) {
         const name = project === keys ? "keys" : "shop";
         const queues = await ensureQueues(sqs, queueDefinitions(`${name}-events`));
-        const file = parse(await admin(["get", "configmap", `crdfn-bridge-${name}`, "-n", "crdfn-system", "-o", "jsonpath={.data.bridge\\.yaml}"])) as Record<string, unknown> & { resources: Array<Record<string, unknown>> };
-        const local = { ...file, queue: { url: queues.fifo }, resources: file.resources.map((r) => ({ ...r, queueUrl: queues.fifo })), lease: { name: undefined } };
+        const file = parse(await admin(["get", "configmap", `crdfn-bridge-${name}`, "-n", "crdfn-system", "-o", "jsonpath={.data.bridge\\.yaml}"])) as Record<
+          string,
+          unknown
+        > & { resources: Array<Record<string, unknown>> };
+        const local = {
+          ...file,
+          queue: { url: queues.fifo },
+          resources: file.resources.map((r) => ({ ...r, queueUrl: queues.fifo })),
+          lease: { name: undefined },
+        };
         const token = async (sa: string, ns: string) => (await admin(["create", "token", sa, "-n", ns, "--duration=10m"])).trim();
         const bridgeToken = await token(`crdfn-bridge-${name}`, "crdfn-system");
-        const bridge = startBridge(loadBridgeConfig({ AWS_REGION: cluster.sqs.region, AWS_ENDPOINT_URL_SQS: cluster.sqs.endpoint, CRDFN_HTTP_PORT: "0" }, local), {
-          eventKey: TEST_EVENT_KEY,
-          kubeConfig: serverConnection({ server: cluster.server, caFile: cluster.caPath, token: () => Promise.resolve(bridgeToken) }),
-          sqs,
-          logger,
-        });
+        const bridge = startBridge(
+          loadBridgeConfig({ AWS_REGION: cluster.sqs.region, AWS_ENDPOINT_URL_SQS: cluster.sqs.endpoint, CRDFN_HTTP_PORT: "0" }, local),
+          {
+            eventKey: TEST_EVENT_KEY,
+            kubeConfig: serverConnection({ server: cluster.server, caFile: cluster.caPath, token: () => Promise.resolve(bridgeToken) }),
+            sqs,
+            logger,
+          },
+        );
         running.push(() => bridge.stop(1000));
         await bridge.ready;
         const operators = await Promise.all(modules.map((m) => loadOperator(`${project.dir}/${m}`)));
-        const tokens = new Map(await Promise.all(operators.map(async (op) => [op.resource.kind, await token(`crdfn-${op.resource.kind.toLowerCase()}`, "crdfn-functions")] as const)));
+        const tokens = new Map(
+          await Promise.all(
+            operators.map(async (op) => [op.resource.kind, await token(`crdfn-${op.resource.kind.toLowerCase()}`, "crdfn-functions")] as const),
+          ),
+        );
         const poller = startLocalFunctions(operators, {
           env: { ...cluster.env, CRDFN_QUEUE_URL: queues.fifo, CRDFN_CLUSTER: String(file.cluster), LOG_LEVEL: "silent", KUBECONFIG: undefined },
-          envOf: (op) => ({ CRDFN_KUBE_AUTH: "token", CRDFN_KUBE_SERVER: cluster.server, CRDFN_KUBE_CA_FILE: cluster.caPath, CRDFN_KUBE_TOKEN: tokens.get(op.resource.kind) ?? "", CRDFN_EVENT_KEYS: TEST_EVENT_KEY_ENV.CRDFN_EVENT_KEYS }),
+          envOf: (op) => ({
+            CRDFN_KUBE_AUTH: "token",
+            CRDFN_KUBE_SERVER: cluster.server,
+            CRDFN_KUBE_CA_FILE: cluster.caPath,
+            CRDFN_KUBE_TOKEN: tokens.get(op.resource.kind) ?? "",
+            CRDFN_EVENT_KEYS: TEST_EVENT_KEY_ENV.CRDFN_EVENT_KEYS,
+          }),
           waitTimeSeconds: 1,
         });
         running.push(() => poller.stop());
       }
-      await admin(["apply", "--server-side", "-f", "-"], JSON.stringify({ apiVersion: "keys.example.com/v1", kind: "AuthorizedKey", metadata: { name: "carol" }, spec: { key: "ssh-ed25519 carol", namespace: "keyring" } }));
-      await admin(["apply", "--server-side", "-f", "-"], JSON.stringify({ apiVersion: "shop.example.com/v1", kind: "Widget", metadata: { name: "w1", namespace: "default" }, spec: { color: "red" } }));
-      await eventually(async () => assert.equal((JSON.parse(await admin(["get", "configmap", "carol-key", "-n", "keyring", "-o", "jsonpath={.data}"])) as { key?: string }).key, "ssh-ed25519 carol"), { timeoutMs: 60_000, intervalMs: 500 });
-      await eventually(async () => assert.equal((JSON.parse(await admin(["get", "configmap", "w1-widget", "-n", "default", "-o", "jsonpath={.data}"])) as { color?: string }).color, "red"), { timeoutMs: 60_000, intervalMs: 500 });
-      for (const [what, args] of [["AuthorizedKey carol", ["get", "authorizedkey", "carol"]], ["Widget w1", ["get", "widget", "w1", "-n", "default"]]] as const) {
-        await eventually(async () => assert.equal(await admin([...args, "-o", 'jsonpath={.status.conditions[?(@.type=="Ready")].status}']), "True", what), { timeoutMs: 60_000, intervalMs: 500 });
+      await admin(
+        ["apply", "--server-side", "-f", "-"],
+        JSON.stringify({
+          apiVersion: "keys.example.com/v1",
+          kind: "AuthorizedKey",
+          metadata: { name: "carol" },
+          spec: { key: "ssh-ed25519 carol", namespace: "keyring" },
+        }),
+      );
+      await admin(
+        ["apply", "--server-side", "-f", "-"],
+        JSON.stringify({ apiVersion: "shop.example.com/v1", kind: "Widget", metadata: { name: "w1", namespace: "default" }, spec: { color: "red" } }),
+      );
+      await eventually(
+        async () =>
+          assert.equal(
+            (JSON.parse(await admin(["get", "configmap", "carol-key", "-n", "keyring", "-o", "jsonpath={.data}"])) as { key?: string }).key,
+            "ssh-ed25519 carol",
+          ),
+        { timeoutMs: 60_000, intervalMs: 500 },
+      );
+      await eventually(
+        async () =>
+          assert.equal(
+            (JSON.parse(await admin(["get", "configmap", "w1-widget", "-n", "default", "-o", "jsonpath={.data}"])) as { color?: string }).color,
+            "red",
+          ),
+        { timeoutMs: 60_000, intervalMs: 500 },
+      );
+      for (const [what, args] of [
+        ["AuthorizedKey carol", ["get", "authorizedkey", "carol"]],
+        ["Widget w1", ["get", "widget", "w1", "-n", "default"]],
+      ] as const) {
+        await eventually(async () => assert.equal(await admin([...args, "-o", 'jsonpath={.status.conditions[?(@.type=="Ready")].status}']), "True", what), {
+          timeoutMs: 60_000,
+          intervalMs: 500,
+        });
       }
     } finally {
       for (const stop of running.reverse()) await stop();

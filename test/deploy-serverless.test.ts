@@ -110,7 +110,9 @@ describe("serverless package (offline)", { timeout: 300_000 }, () => {
   });
 
   it("has no queue but the event queues and their dead-letter queues: no standard (requeue) queue", () => {
-    const queues = ofType("AWS::SQS::Queue").map(([, r]) => String(r.Properties.QueueName)).sort();
+    const queues = ofType("AWS::SQS::Queue")
+      .map(([, r]) => String(r.Properties.QueueName))
+      .sort();
     assert.deepEqual(queues, names.flatMap((n) => [`crdfn-prod-${n}-dlq.fifo`, `crdfn-prod-${n}.fifo`]).sort());
   });
 
@@ -164,15 +166,33 @@ describe("serverless package (offline)", { timeout: 300_000 }, () => {
       const declaredOn = (action: string) => declared.filter((p) => p.actions.includes(action)).flatMap((p) => p.resources);
       assert.deepEqual(
         [...granted.keys()].sort(),
-        [...new Set(["logs:CreateLogStream", "logs:PutLogEvents", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:ReceiveMessage", "sqs:SendMessage", ...declared.flatMap((p) => p.actions)])].sort(),
+        [
+          ...new Set([
+            "logs:CreateLogStream",
+            "logs:PutLogEvents",
+            "sqs:ChangeMessageVisibility",
+            "sqs:DeleteMessage",
+            "sqs:GetQueueAttributes",
+            "sqs:GetQueueUrl",
+            "sqs:ReceiveMessage",
+            "sqs:SendMessage",
+            ...declared.flatMap((p) => p.actions),
+          ]),
+        ].sort(),
       );
       // ChangeMessageVisibility: the adapters lengthen a retried message's visibility, on its own queues only.
-      for (const action of ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ChangeMessageVisibility", "sqs:GetQueueUrl"]) assert.deepEqual(granted.get(action), new Set([...consumed, ...declaredOn(action)]), `${name}: ${action}`);
+      for (const action of ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ChangeMessageVisibility", "sqs:GetQueueUrl"])
+        assert.deepEqual(granted.get(action), new Set([...consumed, ...declaredOn(action)]), `${name}: ${action}`);
       // It sends only to its own queue: a message deferred during an API server outage goes back into its object's group.
       assert.deepEqual(granted.get("sqs:SendMessage"), consumed);
-      for (const p of declared) for (const action of p.actions.filter((a) => !a.startsWith("sqs:Get"))) assert.deepEqual(granted.get(action), new Set(declaredOn(action)), `${name}: ${action}`);
+      for (const p of declared)
+        for (const action of p.actions.filter((a) => !a.startsWith("sqs:Get")))
+          assert.deepEqual(granted.get(action), new Set(declaredOn(action)), `${name}: ${action}`);
       for (const action of ["logs:CreateLogStream", "logs:PutLogEvents"]) {
-        assert.deepEqual([...(granted.get(action) ?? [])], [`arn:\${AWS::Partition}:logs:\${AWS::Region}:\${AWS::AccountId}:log-group:/aws/lambda/crdfn-test-${name}:*`]);
+        assert.deepEqual(
+          [...(granted.get(action) ?? [])],
+          [`arn:\${AWS::Partition}:logs:\${AWS::Region}:\${AWS::AccountId}:log-group:/aws/lambda/crdfn-test-${name}:*`],
+        );
       }
     }
   });
@@ -180,7 +200,9 @@ describe("serverless package (offline)", { timeout: 300_000 }, () => {
   it("names in the generated functions/README.md the ARN of the role each function has (account and region from the settings)", () => {
     const readme = readFileSync(join(packageRoot, "infra", "generated", "functions", "README.md"), "utf8");
     const written = [...readme.matchAll(/--principal-arn (\S+)/g)].map((m) => m[1]!.replace("<stage>", "test"));
-    const account = /\/(\d{12})$/.exec((parse(readFileSync(join(packageRoot, "crdfn.deploy.yaml"), "utf8")) as { queues: { urlBase: string } }).queues.urlBase)![1];
+    const account = /\/(\d{12})$/.exec(
+      (parse(readFileSync(join(packageRoot, "crdfn.deploy.yaml"), "utf8")) as { queues: { urlBase: string } }).queues.urlBase,
+    )![1];
     const roles = names.map((name) => `arn:aws:iam::${account}:role/${resources[getAttTarget(functionOf(name).fn.Role)]!.Properties.RoleName as string}`);
     assert.deepEqual(written, roles);
   });
@@ -189,7 +211,15 @@ describe("serverless package (offline)", { timeout: 300_000 }, () => {
     for (const name of names) {
       const { fn } = functionOf(name);
       const vars = (fn.Environment as { Variables: Record<string, unknown> }).Variables;
-      assert.deepEqual(Object.keys(vars).sort(), ["CRDFN_CLUSTER", "CRDFN_EKS_CLUSTER", "CRDFN_EVENT_KEYS", "CRDFN_KUBE_AUTH", "CRDFN_KUBE_CA_DATA", "CRDFN_KUBE_SERVER", "LOG_LEVEL"]);
+      assert.deepEqual(Object.keys(vars).sort(), [
+        "CRDFN_CLUSTER",
+        "CRDFN_EKS_CLUSTER",
+        "CRDFN_EVENT_KEYS",
+        "CRDFN_KUBE_AUTH",
+        "CRDFN_KUBE_CA_DATA",
+        "CRDFN_KUBE_SERVER",
+        "LOG_LEVEL",
+      ]);
       // The keys are never in the template: CloudFormation resolves them from Secrets Manager at deploy, pinned to the version the deploy names.
       assert.equal(vars.CRDFN_EVENT_KEYS, `{{resolve:secretsmanager:crdfn/test/event-keys:SecretString:::${PARAMS.eventKeysVersion}}}`);
       // What Lambda would hand the process: AWS_REGION set by Lambda.
@@ -216,7 +246,12 @@ describe("serverless package (offline)", { timeout: 300_000 }, () => {
     assert.deepEqual(targets, names.map((n) => functionOf(n).fifo.queueId).sort());
     const [association, ...more] = ofType("AWS::EKS::PodIdentityAssociation");
     assert.equal(more.length, 0);
-    assert.deepEqual(association![1].Properties, { ClusterName: PARAMS.eksCluster, Namespace: "crdfn-system", ServiceAccount: "crdfn-bridge-examples", RoleArn: { "Fn::GetAtt": ["BridgeRole", "Arn"] } });
+    assert.deepEqual(association![1].Properties, {
+      ClusterName: PARAMS.eksCluster,
+      Namespace: "crdfn-system",
+      ServiceAccount: "crdfn-bridge-examples",
+      RoleArn: { "Fn::GetAtt": ["BridgeRole", "Arn"] },
+    });
   });
 
   it("bundles a handler that runs: a malformed message is reported as the batch's only failure", async () => {
@@ -248,7 +283,15 @@ describe("serverless package (offline)", { timeout: 300_000 }, () => {
         const { stdout } = await run(process.execPath, ["--input-type=module", "-e", script], {
           cwd: work,
           timeout: 30_000,
-          env: { PATH: process.env.PATH ?? "", CRDFN_KUBE_AUTH: "token", CRDFN_KUBE_SERVER: "https://127.0.0.1:9", CRDFN_KUBE_TOKEN: "unused", CRDFN_EVENT_KEYS: formatEventKey(TEST_EVENT_KEY), LOG_LEVEL: "silent", AWS_REGION: "us-east-1" },
+          env: {
+            PATH: process.env.PATH ?? "",
+            CRDFN_KUBE_AUTH: "token",
+            CRDFN_KUBE_SERVER: "https://127.0.0.1:9",
+            CRDFN_KUBE_TOKEN: "unused",
+            CRDFN_EVENT_KEYS: formatEventKey(TEST_EVENT_KEY),
+            LOG_LEVEL: "silent",
+            AWS_REGION: "us-east-1",
+          },
         });
         assert.deepEqual(JSON.parse(stdout), { batchItemFailures: [{ itemIdentifier: "m-1" }] });
       } finally {
@@ -264,15 +307,47 @@ describe("serverless package (offline)", { timeout: 300_000 }, () => {
       const bundle = join(work, "lambda.mjs");
       writeFileSync(bundle, unzip(readFileSync(join(dir, `${name}.zip`)))[`examples/${name}/lambda.mjs`] ?? "");
       assert.doesNotMatch(readFileSync(bundle, "utf8"), /undici|openid-client|oauth4webapi/, "client-node and its HTTP stack are not bundled");
-      const body = JSON.stringify(signedForTest({ v: 1, cluster: "dev", group: "example.com", version: "v1", plural: "greetings", kind: "Greeting", namespace: "default", name: "g", uid: "u", resourceVersion: "1", generation: 1, type: "ADDED", observedAt: new Date().toISOString() }));
-      const record = { messageId: "m-1", receiptHandle: "r", body, attributes: { ApproximateReceiveCount: "1", MessageGroupId: "g" }, messageAttributes: {}, md5OfBody: "", eventSource: "aws:sqs", eventSourceARN: "arn:aws:sqs:us-east-1:123456789012:q.fifo", awsRegion: "us-east-1" };
+      const body = JSON.stringify(
+        signedForTest({
+          v: 1,
+          cluster: "dev",
+          group: "example.com",
+          version: "v1",
+          plural: "greetings",
+          kind: "Greeting",
+          namespace: "default",
+          name: "g",
+          uid: "u",
+          resourceVersion: "1",
+          generation: 1,
+          type: "ADDED",
+          observedAt: new Date().toISOString(),
+        }),
+      );
+      const record = {
+        messageId: "m-1",
+        receiptHandle: "r",
+        body,
+        attributes: { ApproximateReceiveCount: "1", MessageGroupId: "g" },
+        messageAttributes: {},
+        md5OfBody: "",
+        eventSource: "aws:sqs",
+        eventSourceARN: "arn:aws:sqs:us-east-1:123456789012:q.fifo",
+        awsRegion: "us-east-1",
+      };
       const script = `const { handler } = await import(${JSON.stringify(bundle)});
         const out = await handler(${JSON.stringify({ Records: [record] })}, { getRemainingTimeInMillis: () => 30000 });
         process.stdout.write("RESULT " + JSON.stringify(out) + "\\n");`;
       const { stdout } = await run(process.execPath, ["--input-type=module", "-e", script], {
         cwd: work,
         timeout: 30_000,
-        env: { PATH: process.env.PATH ?? "", CRDFN_CLUSTERS: JSON.stringify({ dev: { auth: "kubeconfig" } }), CRDFN_EVENT_KEYS: `dev/${formatEventKey(TEST_EVENT_KEY)}`, LOG_LEVEL: "error", AWS_REGION: "us-east-1" },
+        env: {
+          PATH: process.env.PATH ?? "",
+          CRDFN_CLUSTERS: JSON.stringify({ dev: { auth: "kubeconfig" } }),
+          CRDFN_EVENT_KEYS: `dev/${formatEventKey(TEST_EVENT_KEY)}`,
+          LOG_LEVEL: "error",
+          AWS_REGION: "us-east-1",
+        },
       });
       const result = stdout.split("\n").find((l) => l.startsWith("RESULT ")) ?? "";
       assert.deepEqual(JSON.parse(result.slice("RESULT ".length)), { batchItemFailures: [{ itemIdentifier: "m-1" }] });

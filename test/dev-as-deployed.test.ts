@@ -66,29 +66,54 @@ describe("crdfn dev as deployed", { timeout: 300_000 }, () => {
     await cluster?.stop();
   });
 
-  const ready = (args: string[]) => admin([...args, "-o", 'jsonpath={.status.conditions[?(@.type=="Ready")].status} {.status.conditions[?(@.type=="Ready")].reason}']);
+  const ready = (args: string[]) =>
+    admin([...args, "-o", 'jsonpath={.status.conditions[?(@.type=="Ready")].status} {.status.conditions[?(@.type=="Ready")].reason}']);
 
   it("a namespaced operator and a cluster-scoped one reconcile under their generated identities", async () => {
-    await admin(["apply", "--server-side", "-f", "-"], JSON.stringify({ apiVersion: "example.com/v1", kind: "Greeting", metadata: { name: "hello", namespace: NS }, spec: { message: "hi" } }));
-    await admin(["apply", "--server-side", "-f", "-"], JSON.stringify({ apiVersion: "keys.example.com/v1", kind: "AuthorizedKey", metadata: { name: "alice" }, spec: { key: "ssh-ed25519 alice", namespace: KEYRING } }));
+    await admin(
+      ["apply", "--server-side", "-f", "-"],
+      JSON.stringify({ apiVersion: "example.com/v1", kind: "Greeting", metadata: { name: "hello", namespace: NS }, spec: { message: "hi" } }),
+    );
+    await admin(
+      ["apply", "--server-side", "-f", "-"],
+      JSON.stringify({
+        apiVersion: "keys.example.com/v1",
+        kind: "AuthorizedKey",
+        metadata: { name: "alice" },
+        spec: { key: "ssh-ed25519 alice", namespace: KEYRING },
+      }),
+    );
     await eventually(async () => assert.equal(await ready(["get", "greeting", "hello", "-n", NS]), "True Reconciled"), { timeoutMs: 60_000, intervalMs: 300 });
     await eventually(async () => assert.equal(await ready(["get", "authorizedkey", "alice"]), "True Reconciled"), { timeoutMs: 60_000, intervalMs: 300 });
     assert.equal(await admin(["get", "configmap", "alice-key", "-n", KEYRING, "-o", "jsonpath={.data.key}"]), "ssh-ed25519 alice");
     // Written by the function's own ServiceAccount (the audit-visible user), not by an admin.
-    const canI = (verb: string, what: string, ns: string) => admin(["auth", "can-i", verb, what, "-n", ns, "--as=system:serviceaccount:crdfn-functions:crdfn-greeting"]).then((s) => s.trim(), (e: { stdout?: string }) => String(e.stdout).trim());
+    const canI = (verb: string, what: string, ns: string) =>
+      admin(["auth", "can-i", verb, what, "-n", ns, "--as=system:serviceaccount:crdfn-functions:crdfn-greeting"]).then(
+        (s) => s.trim(),
+        (e: { stdout?: string }) => String(e.stdout).trim(),
+      );
     assert.equal(await canI("get", "configmaps", NS), "no", "the Greeting function cannot read ConfigMaps");
     assert.equal(await canI("patch", "configmaps", "kube-system"), "no");
   });
 
   it("a child that would take over an unrelated object is ChildConflict: the admission policy refuses the write", async () => {
     await admin(["create", "configmap", "victim-greeting", "-n", NS, "--from-literal=mine=yes"]);
-    await admin(["apply", "--server-side", "-f", "-"], JSON.stringify({ apiVersion: "example.com/v1", kind: "Greeting", metadata: { name: "victim", namespace: NS }, spec: { message: "mine now" } }));
-    await eventually(async () => assert.equal(await ready(["get", "greeting", "victim", "-n", NS]), "False ChildConflict"), { timeoutMs: 60_000, intervalMs: 300 });
+    await admin(
+      ["apply", "--server-side", "-f", "-"],
+      JSON.stringify({ apiVersion: "example.com/v1", kind: "Greeting", metadata: { name: "victim", namespace: NS }, spec: { message: "mine now" } }),
+    );
+    await eventually(async () => assert.equal(await ready(["get", "greeting", "victim", "-n", NS]), "False ChildConflict"), {
+      timeoutMs: 60_000,
+      intervalMs: 300,
+    });
     assert.equal(await admin(["get", "configmap", "victim-greeting", "-n", NS, "-o", "jsonpath={.data.mine}"]), "yes", "untouched");
   });
 
   it("an object in a namespace not served is refused when it is applied, with one line", async () => {
-    const out = await admin(["apply", "--server-side", "-f", "-"], JSON.stringify({ apiVersion: "example.com/v1", kind: "Greeting", metadata: { name: "sneaky", namespace: "kube-system" }, spec: { message: "hi" } })).then(
+    const out = await admin(
+      ["apply", "--server-side", "-f", "-"],
+      JSON.stringify({ apiVersion: "example.com/v1", kind: "Greeting", metadata: { name: "sneaky", namespace: "kube-system" }, spec: { message: "hi" } }),
+    ).then(
       () => assert.fail("kube-system is not served"),
       (e: { stderr?: string }) => String(e.stderr),
     );
@@ -108,21 +133,78 @@ describe("crdfn dev as deployed", { timeout: 300_000 }, () => {
       },
     };
     // A Greeting labelled frozen before the rule: reconciled once, then the rule's probe.
-    await admin(["apply", "--server-side", "-f", "-"], JSON.stringify({ apiVersion: "example.com/v1", kind: "Greeting", metadata: { name: "probe-frozen", namespace: NS, labels: { frozen: "yes" } }, spec: { message: "probe" } }));
-    await eventually(async () => assert.equal(await ready(["get", "greeting", "probe-frozen", "-n", NS]), "True Reconciled"), { timeoutMs: 60_000, intervalMs: 300 });
+    await admin(
+      ["apply", "--server-side", "-f", "-"],
+      JSON.stringify({
+        apiVersion: "example.com/v1",
+        kind: "Greeting",
+        metadata: { name: "probe-frozen", namespace: NS, labels: { frozen: "yes" } },
+        spec: { message: "probe" },
+      }),
+    );
+    await eventually(async () => assert.equal(await ready(["get", "greeting", "probe-frozen", "-n", NS]), "True Reconciled"), {
+      timeoutMs: 60_000,
+      intervalMs: 300,
+    });
     await admin(["apply", "--server-side", "-f", "-"], JSON.stringify(policy));
-    await admin(["apply", "--server-side", "-f", "-"], JSON.stringify({ apiVersion: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicyBinding", metadata: { name: "frozen-greetings" }, spec: { policyName: "frozen-greetings", validationActions: ["Deny"] } }));
+    await admin(
+      ["apply", "--server-side", "-f", "-"],
+      JSON.stringify({
+        apiVersion: "admissionregistration.k8s.io/v1",
+        kind: "ValidatingAdmissionPolicyBinding",
+        metadata: { name: "frozen-greetings" },
+        spec: { policyName: "frozen-greetings", validationActions: ["Deny"] },
+      }),
+    );
     // The policy is in force once a (dry-run) status write of the probe is refused: waited for, not slept.
     await eventually(
       async () => {
-        const refused = await admin(["patch", "greeting", "probe-frozen", "-n", NS, "--subresource=status", "--type=merge", "-p", '{"status":{"phase":"probe"}}', "--dry-run=server"]).then(() => "", (e: { stderr?: string }) => String(e.stderr));
+        const refused = await admin([
+          "patch",
+          "greeting",
+          "probe-frozen",
+          "-n",
+          NS,
+          "--subresource=status",
+          "--type=merge",
+          "-p",
+          '{"status":{"phase":"probe"}}',
+          "--dry-run=server",
+        ]).then(
+          () => "",
+          (e: { stderr?: string }) => String(e.stderr),
+        );
         assert.match(refused, /frozen greetings take no status/);
       },
       { timeoutMs: 30_000, intervalMs: 250 },
     );
-    await admin(["apply", "--server-side", "-f", "-"], JSON.stringify({ apiVersion: "example.com/v1", kind: "Greeting", metadata: { name: "frozen", namespace: NS, labels: { frozen: "yes" } }, spec: { message: "brr" } }));
-    await eventually(async () => assert.match(await admin(["get", "events.events.k8s.io", "-n", NS, "--field-selector", "regarding.name=frozen", "-o", "jsonpath={.items[*].reason}"]), /StatusWriteRefused/), { timeoutMs: 60_000, intervalMs: 500 });
-    const note = await admin(["get", "events.events.k8s.io", "-n", NS, "--field-selector", "regarding.name=frozen", "-o", 'jsonpath={.items[?(@.reason=="StatusWriteRefused")].note}']);
+    await admin(
+      ["apply", "--server-side", "-f", "-"],
+      JSON.stringify({
+        apiVersion: "example.com/v1",
+        kind: "Greeting",
+        metadata: { name: "frozen", namespace: NS, labels: { frozen: "yes" } },
+        spec: { message: "brr" },
+      }),
+    );
+    await eventually(
+      async () =>
+        assert.match(
+          await admin(["get", "events.events.k8s.io", "-n", NS, "--field-selector", "regarding.name=frozen", "-o", "jsonpath={.items[*].reason}"]),
+          /StatusWriteRefused/,
+        ),
+      { timeoutMs: 60_000, intervalMs: 500 },
+    );
+    const note = await admin([
+      "get",
+      "events.events.k8s.io",
+      "-n",
+      NS,
+      "--field-selector",
+      "regarding.name=frozen",
+      "-o",
+      'jsonpath={.items[?(@.reason=="StatusWriteRefused")].note}',
+    ]);
     assert.match(note, /the status write was refused .*frozen greetings take no status/);
     // (The function's one error line per receive is checked in functions/runtime/failure.test.ts.)
     // After the queue's receives (with growing backoff) the message is dead-lettered.

@@ -29,7 +29,12 @@ class Crdfn {
   output = "";
   readonly exited: Promise<number | null>;
   constructor(args: string[], cwd = packageRoot) {
-    this.child = spawn(process.execPath, ["--conditions=crdfn-source", main, ...args], { cwd, detached: true, env: process.env, stdio: ["ignore", "pipe", "pipe"] });
+    this.child = spawn(process.execPath, ["--conditions=crdfn-source", main, ...args], {
+      cwd,
+      detached: true,
+      env: process.env,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     this.child.stdout!.on("data", (c: Buffer) => (this.output += c.toString()));
     this.child.stderr!.on("data", (c: Buffer) => (this.output += c.toString()));
     this.exited = new Promise((resolve) => this.child.once("exit", (code) => resolve(code)));
@@ -51,7 +56,12 @@ class Crdfn {
 
 function processes(pattern: string): string[] {
   const r = spawnSync("pgrep", ["-af", pattern], { encoding: "utf8" });
-  return r.status === 0 ? r.stdout.trim().split("\n").filter((l) => l && !l.includes("pgrep")) : [];
+  return r.status === 0
+    ? r.stdout
+        .trim()
+        .split("\n")
+        .filter((l) => l && !l.includes("pgrep"))
+    : [];
 }
 
 /** One project's operator: its own kind and group, a ConfigMap child saying the spec's size. */
@@ -100,12 +110,16 @@ describe("two projects in crdfn dev on one cluster", { timeout: 900_000 }, () =>
     return cm?.data?.size;
   };
   const devOf = (p: Project) => {
-    const d = new Crdfn(["dev", "--kubeconfig", join(clusterState, "kubeconfig"), "--operator", join(p.folder, "operator.ts"), "--state-dir", join(p.folder, ".crdfn")], p.folder);
+    const d = new Crdfn(
+      ["dev", "--kubeconfig", join(clusterState, "kubeconfig"), "--operator", join(p.folder, "operator.ts"), "--state-dir", join(p.folder, ".crdfn")],
+      p.folder,
+    );
     p.dev = d;
     p.startedAt = Date.now();
     return d;
   };
-  const tokenDirs = (p: Project): string[] => (existsSync(join(p.folder, ".crdfn")) ? readdirSync(join(p.folder, ".crdfn")).filter((f) => f.startsWith("tokens-")) : []);
+  const tokenDirs = (p: Project): string[] =>
+    existsSync(join(p.folder, ".crdfn")) ? readdirSync(join(p.folder, ".crdfn")).filter((f) => f.startsWith("tokens-")) : [];
   const apiServerPids = (): number[] => {
     const apiPort = /server: https:\/\/127\.0\.0\.1:(\d+)/.exec(readFileSync(join(clusterState, "kubeconfig"), "utf8"))![1]!;
     return processes(`secure-port=${apiPort}`).map((l) => Number(l.split(" ")[0]));
@@ -118,13 +132,26 @@ describe("two projects in crdfn dev on one cluster", { timeout: 900_000 }, () =>
     const [killed] = apiServerPids();
     assert.ok(killed, "kube-apiserver is running");
     process.kill(killed, "SIGKILL");
-    await eventually(() => assert.ok(apiServerPids().some((pid) => pid !== killed), "kube-apiserver started again"), { timeoutMs: 120_000, intervalMs: 250 });
-    await eventually(async () => assert.ok((await kubeConfig.makeApiClient(CoreV1Api).readNamespace({ name: "default" })).metadata?.name), { timeoutMs: 90_000, intervalMs: 500 });
+    await eventually(
+      () =>
+        assert.ok(
+          apiServerPids().some((pid) => pid !== killed),
+          "kube-apiserver started again",
+        ),
+      { timeoutMs: 120_000, intervalMs: 250 },
+    );
+    await eventually(async () => assert.ok((await kubeConfig.makeApiClient(CoreV1Api).readNamespace({ name: "default" })).metadata?.name), {
+      timeoutMs: 90_000,
+      intervalMs: 500,
+    });
   };
 
   before(async () => {
     mkdirSync(join(packageRoot, ".crdfn"), { recursive: true });
-    for (const [name, kind] of [["alpha", "Alpha"], ["beta", "Beta"]] as const) {
+    for (const [name, kind] of [
+      ["alpha", "Alpha"],
+      ["beta", "Beta"],
+    ] as const) {
       // Inside the repository, so the module's `import … from "crdfn"` resolves as a user's would.
       const folder = mkdtempSync(join(packageRoot, ".crdfn", `dev-projects-${name}-`));
       writeFileSync(join(folder, "operator.ts"), operatorSource(kind));
@@ -157,7 +184,14 @@ describe("two projects in crdfn dev on one cluster", { timeout: 900_000 }, () =>
         group: "alpha.devprojects.crdfn.test",
         scope: "Namespaced",
         names: { plural: "alphas", singular: "alpha", kind: "Alpha", listKind: "AlphaList" },
-        versions: [{ name: "v1", served: true, storage: true, schema: { openAPIV3Schema: { type: "object", properties: { spec: { type: "object", "x-kubernetes-preserve-unknown-fields": true } } } } }],
+        versions: [
+          {
+            name: "v1",
+            served: true,
+            storage: true,
+            schema: { openAPIV3Schema: { type: "object", properties: { spec: { type: "object", "x-kubernetes-preserve-unknown-fields": true } } } },
+          },
+        ],
       },
     } as KubernetesObject);
     await eventually(() => object(alpha, "stray", 1, UNSERVED_NS), { timeoutMs: 30_000, intervalMs: 500 });
@@ -165,16 +199,29 @@ describe("two projects in crdfn dev on one cluster", { timeout: 900_000 }, () =>
     const d = devOf(alpha);
     await d.waitFor(/crdfn dev ready/);
     assert.match(d.output, /identities as deployed: crdfn-alpha and crdfn-bridge-alpha, serving default/);
-    await d.waitFor(new RegExp(`^⚠ Alpha ${UNSERVED_NS}/stray not served: Alpha objects are reconciled only in namespace default; namespace ${UNSERVED_NS} is not served`, "m"), 30_000);
+    await d.waitFor(
+      new RegExp(
+        `^⚠ Alpha ${UNSERVED_NS}/stray not served: Alpha objects are reconciled only in namespace default; namespace ${UNSERVED_NS} is not served`,
+        "m",
+      ),
+      30_000,
+    );
     const events = await kubeConfig.makeApiClient(CoreV1Api).listNamespacedEvent({ namespace: UNSERVED_NS, fieldSelector: "reason=NamespaceNotServed" });
     assert.equal(events.items.length, 1, "one Event on the object");
     assert.equal(events.items[0]!.involvedObject.name, "stray");
     assert.equal(events.items[0]!.type, "Warning");
     assert.match(events.items[0]!.message ?? "", /reconciled only in namespace default/);
 
-    const status = spawnSync(process.execPath, ["--conditions=crdfn-source", main, "status", "--state-dir", join(alpha.folder, ".crdfn"), "--operator", join(alpha.folder, "operator.ts")], { cwd: alpha.folder, encoding: "utf8" });
+    const status = spawnSync(
+      process.execPath,
+      ["--conditions=crdfn-source", main, "status", "--state-dir", join(alpha.folder, ".crdfn"), "--operator", join(alpha.folder, "operator.ts")],
+      { cwd: alpha.folder, encoding: "utf8" },
+    );
     assert.equal(status.status, 0, status.stderr);
-    assert.match(status.stdout, new RegExp(`Objects in namespaces not served.*\\n  Alpha ${UNSERVED_NS}/stray: Alpha objects are reconciled only in namespace default`));
+    assert.match(
+      status.stdout,
+      new RegExp(`Objects in namespaces not served.*\\n  Alpha ${UNSERVED_NS}/stray: Alpha objects are reconciled only in namespace default`),
+    );
   });
 
   it("both keep reconciling new objects and spec changes through forced watch reconnects, each with its own bridge identity", async () => {
@@ -187,7 +234,10 @@ describe("two projects in crdfn dev on one cluster", { timeout: 900_000 }, () =>
     const rbac = kubeConfig.makeApiClient(RbacAuthorizationV1Api);
     for (const p of projects) {
       const role = await rbac.readNamespacedRole({ name: `crdfn-bridge-${p.name}`, namespace: "default" });
-      assert.ok(role.rules?.some((r) => r.resources?.includes(`${p.name}s`)), `crdfn-bridge-${p.name} still grants ${p.name}s`);
+      assert.ok(
+        role.rules?.some((r) => r.resources?.includes(`${p.name}s`)),
+        `crdfn-bridge-${p.name} still grants ${p.name}s`,
+      );
     }
     for (const p of projects) await object(p, "first", 1);
     for (const p of projects) await eventually(async () => assert.equal(await childSize(p, "first"), "1"), { timeoutMs: 60_000 });
@@ -216,10 +266,18 @@ describe("two projects in crdfn dev on one cluster", { timeout: 900_000 }, () =>
     await kubeConfig.makeApiClient(RbacAuthorizationV1Api).replaceNamespacedRole({
       name: "crdfn-bridge-alpha",
       namespace: "default",
-      body: { apiVersion: "rbac.authorization.k8s.io/v1", kind: "Role", metadata: { name: "crdfn-bridge-alpha", namespace: "default" }, rules: [{ apiGroups: ["beta.devprojects.crdfn.test"], resources: ["betas"], verbs: ["get", "list", "watch"] }] },
+      body: {
+        apiVersion: "rbac.authorization.k8s.io/v1",
+        kind: "Role",
+        metadata: { name: "crdfn-bridge-alpha", namespace: "default" },
+        rules: [{ apiGroups: ["beta.devprojects.crdfn.test"], resources: ["betas"], verbs: ["get", "list", "watch"] }],
+      },
     });
     await forceReconnect();
-    await alpha.dev!.waitFor(/the bridge's identity system:serviceaccount:crdfn-system:crdfn-bridge-alpha is not allowed to (list|watch) alphas\.alpha\.devprojects\.crdfn\.test in namespace default \(403 Forbidden\): its credential .* was accepted, but its Role was changed or replaced/, 90_000);
+    await alpha.dev!.waitFor(
+      /the bridge's identity system:serviceaccount:crdfn-system:crdfn-bridge-alpha is not allowed to (list|watch) alphas\.alpha\.devprojects\.crdfn\.test in namespace default \(403 Forbidden\): its credential .* was accepted, but its Role was changed or replaced/,
+      90_000,
+    );
     assert.doesNotMatch(alpha.dev!.output, /refused the bridge's credential/);
   });
 
@@ -236,7 +294,16 @@ describe("two projects in crdfn dev on one cluster", { timeout: 900_000 }, () =>
       const claims = JSON.parse(Buffer.from(readFileSync(join(path, t), "utf8").split(".")[1]!, "base64url").toString()) as { exp: number; iat: number };
       assert.equal(claims.exp - claims.iat, 600, `${t} lives 600 s, the API server's minimum`);
       // A run longer than half a token's life (CRDFN_TEST_DEV_PROJECTS_RECONNECTS ≳ 10) has renewed it.
-      if (Date.now() - beta.startedAt! > 330_000) assert.ok(claims.iat * 1000 > beta.startedAt! + 250_000, `${t} renewed (issued ${new Date(claims.iat * 1000).toISOString()}; dev said: ${beta.dev!.output.split("\n").filter((l) => /renew/.test(l)).join(" | ") || "nothing about renewals"})`);
+      if (Date.now() - beta.startedAt! > 330_000)
+        assert.ok(
+          claims.iat * 1000 > beta.startedAt! + 250_000,
+          `${t} renewed (issued ${new Date(claims.iat * 1000).toISOString()}; dev said: ${
+            beta
+              .dev!.output.split("\n")
+              .filter((l) => /renew/.test(l))
+              .join(" | ") || "nothing about renewals"
+          })`,
+        );
     }
     // kill -9 of dev alone (not its group): nothing of its own runs to clean up; the reaper does.
     process.kill(beta.dev!.child.pid!, "SIGKILL");

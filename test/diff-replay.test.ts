@@ -53,7 +53,11 @@ describe("crdfn diff and crdfn replay", { timeout: 600_000 }, () => {
   let stopPipeline: (() => Promise<void>) | undefined;
   const crdfn = async (args: string[], extra: NodeJS.ProcessEnv = {}): Promise<{ code: number; stdout: string; stderr: string }> => {
     try {
-      const r = await run(process.execPath, ["--conditions=crdfn-source", main, ...args], { cwd: work, env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env.cluster.env, ...extra }, maxBuffer: 64 * 1024 * 1024 });
+      const r = await run(process.execPath, ["--conditions=crdfn-source", main, ...args], {
+        cwd: work,
+        env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env.cluster.env, ...extra },
+        maxBuffer: 64 * 1024 * 1024,
+      });
       return { code: 0, ...r };
     } catch (e) {
       const r = e as { code: number; stdout: string; stderr: string };
@@ -64,9 +68,12 @@ describe("crdfn diff and crdfn replay", { timeout: 600_000 }, () => {
   const versions = async (): Promise<Map<string, string>> => {
     const out = new Map<string, string>();
     const ns = env.cluster.namespace;
-    const g = (await env.custom.listNamespacedCustomObject({ group: "example.com", version: "v1", plural: "greetings", namespace: ns })) as { items: Array<{ metadata: { name: string; resourceVersion: string } }> };
+    const g = (await env.custom.listNamespacedCustomObject({ group: "example.com", version: "v1", plural: "greetings", namespace: ns })) as {
+      items: Array<{ metadata: { name: string; resourceVersion: string } }>;
+    };
     for (const i of g.items) out.set(`greeting/${i.metadata.name}`, i.metadata.resourceVersion);
-    for (const i of (await env.core.listNamespacedConfigMap({ namespace: ns })).items) out.set(`configmap/${i.metadata?.name}`, i.metadata?.resourceVersion ?? "");
+    for (const i of (await env.core.listNamespacedConfigMap({ namespace: ns })).items)
+      out.set(`configmap/${i.metadata?.name}`, i.metadata?.resourceVersion ?? "");
     return out;
   };
 
@@ -90,10 +97,14 @@ describe("crdfn diff and crdfn replay", { timeout: 600_000 }, () => {
     };
     const crs = crApi(env, deployed);
     for (let i = 0; i < COUNT; i++) await crs.create(`g-${i}`, { message: `hello ${i}` });
-    await waitFor(`${COUNT} Greetings Ready`, async () => {
-      const all = await Promise.all(Array.from({ length: COUNT }, (_, i) => crs.get(`g-${i}`)));
-      return all.every((cr) => ready(cr)?.status === "True" && cr?.status?.observedGeneration === cr?.metadata?.generation);
-    }, 180_000);
+    await waitFor(
+      `${COUNT} Greetings Ready`,
+      async () => {
+        const all = await Promise.all(Array.from({ length: COUNT }, (_, i) => crs.get(`g-${i}`)));
+        return all.every((cr) => ready(cr)?.status === "True" && cr?.status?.observedGeneration === cr?.metadata?.generation);
+      },
+      180_000,
+    );
   });
   after(async () => {
     await stopPipeline?.();
@@ -115,19 +126,32 @@ describe("crdfn diff and crdfn replay", { timeout: 600_000 }, () => {
     assert.equal(r.code, 1, `${r.stdout}\n${r.stderr}`);
     const ns = env.cluster.namespace;
     for (let i = 0; i < COUNT; i++) {
-      assert.ok(r.stdout.includes(`Greeting ${ns}/g-${i}\n  ~ ConfigMap ${ns}/g-${i}-greeting\n      data.message: "hello ${i}" → "hello ${i}!"\n`), `g-${i}:\n${r.stdout.slice(0, 2000)}`);
+      assert.ok(
+        r.stdout.includes(`Greeting ${ns}/g-${i}\n  ~ ConfigMap ${ns}/g-${i}-greeting\n      data.message: "hello ${i}" → "hello ${i}!"\n`),
+        `g-${i}:\n${r.stdout.slice(0, 2000)}`,
+      );
     }
     const changedLines = r.stdout.split("\n").filter((l) => l.startsWith("      "));
     assert.equal(changedLines.length, COUNT, "one changed field per ConfigMap, nothing else");
     assert.ok(!/^ {2}[+-] /m.test(r.stdout), "nothing created or pruned");
     assert.ok(!r.stdout.includes("status."), "no status change: the phase is the same");
-    assert.match(r.stdout, new RegExp(`^${COUNT} object\\(s\\): ${COUNT} would change \\(${COUNT} child\\(ren\\) changed, 0 created, 0 pruned, 0 status\\(es\\)\\), 0 would fail, 0 unchanged`, "m"));
+    assert.match(
+      r.stdout,
+      new RegExp(
+        `^${COUNT} object\\(s\\): ${COUNT} would change \\(${COUNT} child\\(ren\\) changed, 0 created, 0 pruned, 0 status\\(es\\)\\), 0 would fail, 0 unchanged`,
+        "m",
+      ),
+    );
     assert.deepEqual(await versions(), before, "every object's and child's resourceVersion unchanged");
   });
 
   it("an object whose reconcile throws is listed as failing, with its error", async () => {
     await crApi(env, await loadOperator(files.deployed)).create("boom", { message: "boom" });
-    await waitFor("boom's failure recorded by the deployed code", async () => ready(await crApi(env, await loadOperator(files.deployed)).get("boom"))?.reason === "ReconcileError", 60_000);
+    await waitFor(
+      "boom's failure recorded by the deployed code",
+      async () => ready(await crApi(env, await loadOperator(files.deployed)).get("boom"))?.reason === "ReconcileError",
+      60_000,
+    );
     const r = await crdfn(["diff", "greeting/boom", "--operator", files.changed, "-n", env.cluster.namespace]);
     show("diff, boom", r);
     assert.equal(r.code, 1, `${r.stdout}\n${r.stderr}`);
@@ -142,13 +166,24 @@ describe("crdfn diff and crdfn replay", { timeout: 600_000 }, () => {
     const boom = await crApi(env, await loadOperator(files.deployed)).get("boom");
     const { fifoDlq } = env.cluster.sqs.queues;
     const event = deadLetterOf(boom!);
-    const sent = await env.sqs.send(new SendMessageCommand({ QueueUrl: fifoDlq, MessageBody: encodeKeyEvent(event), MessageGroupId: messageGroupId(event), MessageDeduplicationId: "boom-dead-letter" }));
+    const sent = await env.sqs.send(
+      new SendMessageCommand({
+        QueueUrl: fifoDlq,
+        MessageBody: encodeKeyEvent(event),
+        MessageGroupId: messageGroupId(event),
+        MessageDeduplicationId: "boom-dead-letter",
+      }),
+    );
     const id = sent.MessageId!;
 
     const failing = await crdfn(["replay", "--dead-letter", id, "--operator", files.deployed]);
     show("replay, failing", failing);
     assert.equal(failing.code, 1, `${failing.stdout}\n${failing.stderr}`);
-    assert.match(failing.stdout, /reconcile threw:\n {4}Error: cannot greet boom\n {8}at (?:Object\.)?reconcile \(.*deployed\.ts:\d+:\d+\)/, failing.stdout + failing.stderr);
+    assert.match(
+      failing.stdout,
+      /reconcile threw:\n {4}Error: cannot greet boom\n {8}at (?:Object\.)?reconcile \(.*deployed\.ts:\d+:\d+\)/,
+      failing.stdout + failing.stderr,
+    );
     assert.match(failing.stdout, /^outcome: retry-later/m);
     assert.match(failing.stdout, /spec:\n\s+message: boom/, "the inputs are printed");
     assert.notEqual(ready(await crApi(env, await loadOperator(files.deployed)).get("boom"))?.status, "True", "a dry run writes nothing");
@@ -180,7 +215,11 @@ describe("crdfn diff and crdfn replay", { timeout: 600_000 }, () => {
 
       const failing = await crdfn(["replay", "--dead-letter", id, "--operator", files.deployed], on);
       assert.equal(failing.code, 1, `${failing.stdout}\n${failing.stderr}`);
-      assert.match(failing.stdout, /reconcile threw:\n {4}Error: cannot greet boom-ps\n {8}at (?:Object\.)?reconcile \(.*deployed\.ts:\d+:\d+\)/, failing.stdout + failing.stderr);
+      assert.match(
+        failing.stdout,
+        /reconcile threw:\n {4}Error: cannot greet boom-ps\n {8}at (?:Object\.)?reconcile \(.*deployed\.ts:\d+:\d+\)/,
+        failing.stdout + failing.stderr,
+      );
 
       const fixed = await crdfn(["replay", "--dead-letter", id, "--operator", files.fixed, "--apply"], on);
       assert.equal(fixed.code, 0, `${fixed.stdout}\n${fixed.stderr}`);
@@ -197,5 +236,20 @@ describe("crdfn diff and crdfn replay", { timeout: 600_000 }, () => {
 /** The signed key event the bridge sent for `cr`, as it sits in a dead-letter queue. */
 function deadLetterOf(cr: { metadata?: { name?: string; namespace?: string; uid?: string; resourceVersion?: string; generation?: number } }): KeyEvent {
   const m = cr.metadata!;
-  return signedForTest({ v: 2, cluster: "test", group: "example.com", version: "v1", plural: "greetings", kind: "Greeting", namespace: m.namespace!, name: m.name!, uid: m.uid!, resourceVersion: m.resourceVersion!, generation: m.generation ?? 1, type: "MODIFIED", reason: "watch", observedAt: new Date().toISOString() });
+  return signedForTest({
+    v: 2,
+    cluster: "test",
+    group: "example.com",
+    version: "v1",
+    plural: "greetings",
+    kind: "Greeting",
+    namespace: m.namespace!,
+    name: m.name!,
+    uid: m.uid!,
+    resourceVersion: m.resourceVersion!,
+    generation: m.generation ?? 1,
+    type: "MODIFIED",
+    reason: "watch",
+    observedAt: new Date().toISOString(),
+  });
 }

@@ -23,7 +23,12 @@ interface Block {
   text: string;
 }
 
-const docs = ["README.md", ...readdirSync(join(packageRoot, "docs")).filter((f) => f.endsWith(".md")).map((f) => `docs/${f}`)];
+const docs = [
+  "README.md",
+  ...readdirSync(join(packageRoot, "docs"))
+    .filter((f) => f.endsWith(".md"))
+    .map((f) => `docs/${f}`),
+];
 
 /** Fenced blocks, indented ones (inside list items) included, with their info string's key=value words. */
 function blocksOf(doc: string): Block[] {
@@ -36,7 +41,13 @@ function blocksOf(doc: string): Block[] {
     const body: string[] = [];
     let j = i + 1;
     for (; j < lines.length && lines[j]!.trim() !== "```"; j++) body.push(lines[j]!.slice(indent.length));
-    const info = Object.fromEntries(rest.trim().split(/\s+/).filter((w) => w.includes("=")).map((w) => w.split("=", 2) as [string, string]));
+    const info = Object.fromEntries(
+      rest
+        .trim()
+        .split(/\s+/)
+        .filter((w) => w.includes("="))
+        .map((w) => w.split("=", 2) as [string, string]),
+    );
     blocks.push({ doc, line: i + 1, lang, info, text: body.join("\n") + "\n" });
     i = j;
   }
@@ -55,7 +66,10 @@ describe("the README's and docs' code", () => {
 
   it("every TypeScript block is a whole file or an excerpt of one", () => {
     for (const b of all.filter((x) => x.lang === "ts" || x.lang === "typescript")) {
-      assert.ok(b.info.file !== undefined || b.info.from !== undefined, `${where(b)}: a \`\`\`ts block needs file=<name> (type-checked) or from=<path> (an excerpt)`);
+      assert.ok(
+        b.info.file !== undefined || b.info.from !== undefined,
+        `${where(b)}: a \`\`\`ts block needs file=<name> (type-checked) or from=<path> (an excerpt)`,
+      );
     }
   });
 
@@ -79,7 +93,9 @@ describe("the README's and docs' code", () => {
     const excerpts = all.filter((b) => b.info.from !== undefined);
     assert.ok(excerpts.length > 0);
     for (const b of excerpts) {
-      const source = readFileSync(join(packageRoot, b.info.from!), "utf8").split("\n").map((l) => l.trim());
+      const source = readFileSync(join(packageRoot, b.info.from!), "utf8")
+        .split("\n")
+        .map((l) => l.trim());
       let at = 0;
       for (const line of b.text.split("\n").map((l) => l.trim())) {
         if (line === "" || line === "// …") continue;
@@ -95,7 +111,21 @@ describe("the README's and docs' code", () => {
     const scripts = new Set([
       ...Object.keys((JSON.parse(readFileSync(join(packageRoot, "package.json"), "utf8")) as { scripts: Record<string, string> }).scripts),
       // A project crdfn init makes has its own.
-      ...Object.keys((JSON.parse(projectFiles(projectNames("motd"), { crdfn: "0", zod: "0", typescript: "0", typesNode: "0", serverless: "0", serverlessEsbuild: "0", functionsFramework: "0" }).get("package.json")!) as { scripts: Record<string, string> }).scripts),
+      ...Object.keys(
+        (
+          JSON.parse(
+            projectFiles(projectNames("motd"), {
+              crdfn: "0",
+              zod: "0",
+              typescript: "0",
+              typesNode: "0",
+              serverless: "0",
+              serverlessEsbuild: "0",
+              functionsFramework: "0",
+            }).get("package.json")!,
+          ) as { scripts: Record<string, string> }
+        ).scripts,
+      ),
       "start",
       "test",
     ]);
@@ -130,7 +160,10 @@ describe("the README's and docs' code", () => {
   it("docs/configuration.md documents every setting crdfn.deploy.yaml takes", () => {
     const text = readFileSync(join(packageRoot, "docs", "configuration.md"), "utf8");
     const documented = new Set([...text.matchAll(/^\| `([\w.[\]]+)` \|/gm)].map((m) => m[1]));
-    assert.deepEqual(deploySettingKeys().filter((k) => !documented.has(k)), []);
+    assert.deepEqual(
+      deploySettingKeys().filter((k) => !documented.has(k)),
+      [],
+    );
   });
 
   it("every YAML and JSON block parses", () => {
@@ -143,7 +176,14 @@ describe("the README's and docs' code", () => {
   it("every relative link reaches a file, and a heading where it names one", () => {
     // GitHub's anchors: the heading lower-cased, punctuation but hyphens dropped, spaces as hyphens.
     const anchors = (file: string) =>
-      new Set([...readFileSync(file, "utf8").matchAll(/^#+ (.*)$/gm)].map((h) => h[1]!.toLowerCase().replace(/[^\p{L}\p{N} _-]/gu, "").replace(/ /g, "-")));
+      new Set(
+        [...readFileSync(file, "utf8").matchAll(/^#+ (.*)$/gm)].map((h) =>
+          h[1]!
+            .toLowerCase()
+            .replace(/[^\p{L}\p{N} _-]/gu, "")
+            .replace(/ /g, "-"),
+        ),
+      );
     for (const doc of docs) {
       const text = readFileSync(join(packageRoot, doc), "utf8");
       for (const m of text.matchAll(/\]\(([^)#\s]*)(?:#([^)\s]*))?\)/g)) {

@@ -21,7 +21,20 @@ import { cloudEventHandler } from "../functions/adapters/http.ts";
 import { lambdaHandler } from "../functions/adapters/lambda.ts";
 import { resendRequest } from "../functions/adapters/settle.ts";
 import { TEST_EVENT_KEY, TEST_EVENT_KEYS } from "./support/event-key.ts";
-import { CLUSTER, crApi, lambdaEvent, pollerFor, purgeAll, ready, receiveAll, runtimeFor, startEnv, startTestBridge, waitFor, type Env } from "./support/functions-environment.ts";
+import {
+  CLUSTER,
+  crApi,
+  lambdaEvent,
+  pollerFor,
+  purgeAll,
+  ready,
+  receiveAll,
+  runtimeFor,
+  startEnv,
+  startTestBridge,
+  waitFor,
+  type Env,
+} from "./support/functions-environment.ts";
 import { handleMessage } from "../functions/runtime/runtime.ts";
 
 const op = greeting as Operator<unknown>;
@@ -52,7 +65,14 @@ describe("a forged or altered event body is never trusted", { timeout: 240_000 }
   };
   /** An attacker picks the message group too: `group` keeps an attack clear of whatever an earlier case left in the victim's. */
   const send = (e: KeyEvent, cause: string, group = messageGroupId(e)) =>
-    env.sqs.send(new SendMessageCommand({ QueueUrl: env.cluster.sqs.queues.fifo, MessageBody: encodeKeyEvent(e), MessageGroupId: group, MessageDeduplicationId: deduplicationId(e, cause) }));
+    env.sqs.send(
+      new SendMessageCommand({
+        QueueUrl: env.cluster.sqs.queues.fifo,
+        MessageBody: encodeKeyEvent(e),
+        MessageGroupId: group,
+        MessageDeduplicationId: deduplicationId(e, cause),
+      }),
+    );
   const refusals = () => env.logs.filter((l) => typeof l.msg === "string" && l.msg.includes("MAC does not verify"));
 
   before(async () => {
@@ -64,7 +84,9 @@ describe("a forged or altered event body is never trusted", { timeout: 240_000 }
     try {
       await crs().create("victim", { message: "hello" });
       let got: Message[] = [];
-      await waitFor("the bridge's event for victim", async () => (got = [...got, ...(await receiveAll(env, env.cluster.sqs.queues.fifo, 60))]).some((m) => m.Body?.includes('"name":"victim"')));
+      await waitFor("the bridge's event for victim", async () =>
+        (got = [...got, ...(await receiveAll(env, env.cluster.sqs.queues.fifo, 60))]).some((m) => m.Body?.includes('"name":"victim"')),
+      );
       const parsed = parseKeyEvent(got.find((m) => m.Body?.includes('"name":"victim"'))?.Body ?? "");
       assert.ok(parsed.ok);
       genuine = parsed.event;
@@ -98,22 +120,39 @@ describe("a forged or altered event body is never trusted", { timeout: 240_000 }
     const poller = pollerFor(env, runtimeFor(env, op), "queue");
     let dead: Message[] = [];
     try {
-      await waitFor("three attacks in the dead-letter queue", async () => (dead = [...dead, ...(await receiveAll(env, env.cluster.sqs.queues.fifoDlq, 60))]).length >= 3, 90_000);
+      await waitFor(
+        "three attacks in the dead-letter queue",
+        async () => (dead = [...dead, ...(await receiveAll(env, env.cluster.sqs.queues.fifoDlq, 60))]).length >= 3,
+        90_000,
+      );
     } finally {
       await poller.stop();
     }
-    assert.ok(dead.every((m) => m.Body?.includes(FORGED)), "exactly the attacks were dead-lettered");
+    assert.ok(
+      dead.every((m) => m.Body?.includes(FORGED)),
+      "exactly the attacks were dead-lettered",
+    );
     const lines = env.logs.slice(from).filter((l) => typeof l.msg === "string" && l.msg.includes("MAC does not verify"));
     // One line per attack the runtime was handed. On a loaded machine the poller may defer one
     // (its cluster's circuit open after a slow request) and, with one receive allowed here, the
     // queue dead-letters it untried: still dead-lettered, the child still untouched, no line.
     const handed = new Set(lines.map((l) => l.messageId));
-    assert.ok(lines.length >= 1 && lines.length <= 3 && handed.size === lines.length, `one line per attack handled:\n${env.logs.slice(from).map((l) => JSON.stringify(l)).join("\n")}`);
+    assert.ok(
+      lines.length >= 1 && lines.length <= 3 && handed.size === lines.length,
+      `one line per attack handled:\n${env.logs
+        .slice(from)
+        .map((l) => JSON.stringify(l))
+        .join("\n")}`,
+    );
     for (const l of lines) {
       assert.match(String(l.msg), new RegExp(`^key event for Greeting ${env.cluster.namespace}/victim of cluster "${CLUSTER}" refused: MAC does not verify`));
       assert.ok(!JSON.stringify(l).includes(TEST_EVENT_KEY.secret.toString("base64")), "the key is never logged");
     }
-    if (lines.length === 3) assert.ok(lines.some((l) => /carries none \(a v2 event/.test(String(l.msg))), "the unsigned one says so");
+    if (lines.length === 3)
+      assert.ok(
+        lines.some((l) => /carries none \(a v2 event/.test(String(l.msg))),
+        "the unsigned one says so",
+      );
     assert.deepEqual(await world(), before, "child and status untouched");
     for (const m of dead) await env.sqs.send(new DeleteMessageCommand({ QueueUrl: env.cluster.sqs.queues.fifoDlq, ReceiptHandle: m.ReceiptHandle }));
   });
@@ -131,10 +170,18 @@ describe("a forged or altered event body is never trusted", { timeout: 240_000 }
       // on a loaded machine) would hold that group past this wait.
       await send(e, `lambda ${what}`, `lambda-attacks-${what.replace(/[^A-Za-z0-9]/g, "-")}`);
       let batch: Message[] = [];
-      await waitFor(`the attack "${what}" received`, async () => (batch = (await receiveAll(env, fifo, 1)).filter((m) => !handled.has(m.MessageId ?? ""))).length > 0, 60_000);
+      await waitFor(
+        `the attack "${what}" received`,
+        async () => (batch = (await receiveAll(env, fifo, 1)).filter((m) => !handled.has(m.MessageId ?? ""))).length > 0,
+        60_000,
+      );
       for (const m of batch) handled.add(m.MessageId ?? "");
       const response = await lambdaHandler(op)(lambdaEvent(batch, fifo), lambdaContext);
-      assert.deepEqual(response.batchItemFailures.map((f) => f.itemIdentifier), batch.map((m) => m.MessageId), what);
+      assert.deepEqual(
+        response.batchItemFailures.map((f) => f.itemIdentifier),
+        batch.map((m) => m.MessageId),
+        what,
+      );
       assert.deepEqual(await world(), before, `${what}: child and status untouched`);
     }
     // Each was reported failed: Lambda leaves it to the queue's redrive policy, which the poller's
@@ -150,8 +197,17 @@ describe("a forged or altered event body is never trusted", { timeout: 240_000 }
     const push = (e: KeyEvent, id: string) =>
       fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`, {
         method: "POST",
-        headers: { "content-type": "application/json", "ce-specversion": "1.0", "ce-id": id, "ce-source": "//pubsub.googleapis.com/projects/p/topics/crdfn-events", "ce-type": "google.cloud.pubsub.topic.v1.messagePublished" },
-        body: JSON.stringify({ message: { data: Buffer.from(encodeKeyEvent(e)).toString("base64"), messageId: id }, subscription: "projects/p/subscriptions/s" }),
+        headers: {
+          "content-type": "application/json",
+          "ce-specversion": "1.0",
+          "ce-id": id,
+          "ce-source": "//pubsub.googleapis.com/projects/p/topics/crdfn-events",
+          "ce-type": "google.cloud.pubsub.topic.v1.messagePublished",
+        },
+        body: JSON.stringify({
+          message: { data: Buffer.from(encodeKeyEvent(e)).toString("base64"), messageId: id },
+          subscription: "projects/p/subscriptions/s",
+        }),
       });
     try {
       const before = await world();
@@ -176,24 +232,35 @@ describe("a forged or altered event body is never trusted", { timeout: 240_000 }
     await env.sqs.send(new SendMessageCommand(resendRequest(fifo, original[0]!, { action: "resend", since: Date.now(), deferrals: 1, seconds: 0 })));
     await env.sqs.send(new DeleteMessageCommand({ QueueUrl: fifo, ReceiptHandle: original[0]!.ReceiptHandle }));
     // And a genuine event in the dead-letter queue, moved back by `crdfn dlq redrive`.
-    await env.sqs.send(new SendMessageCommand({ QueueUrl: fifoDlq, MessageBody: encodeKeyEvent(genuine), MessageGroupId: messageGroupId(genuine), MessageDeduplicationId: "dead-genuine" }));
+    await env.sqs.send(
+      new SendMessageCommand({
+        QueueUrl: fifoDlq,
+        MessageBody: encodeKeyEvent(genuine),
+        MessageGroupId: messageGroupId(genuine),
+        MessageDeduplicationId: "dead-genuine",
+      }),
+    );
     const moved = await redrive(env.sqs, fifoDlq, fifo, 10);
     assert.equal(moved.count, 1);
     const from = env.logs.length;
     // Both copies are in the victim's FIFO group: received, checked and handled one by one.
     const runtime = runtimeFor(env, op);
     const outcomes: string[] = [];
-    await waitFor("the deferred copy and the redriven one handled", async () => {
-      for (const m of await receiveAll(env, fifo, 30)) {
-        const parsed = parseKeyEvent(m.Body ?? "");
-        assert.ok(parsed.ok);
-        assert.deepEqual(verifyKeyEvent(parsed.event, TEST_EVENT_KEYS), { ok: true }, "a re-sent event keeps its proof");
-        const attributes = Object.fromEntries(Object.entries(m.MessageAttributes ?? {}).map(([k, v]) => [k, v.StringValue ?? ""]));
-        outcomes.push((await handleMessage(runtime, { id: m.MessageId ?? "", body: m.Body ?? "", receiveCount: 1, attributes })).result);
-        await env.sqs.send(new DeleteMessageCommand({ QueueUrl: fifo, ReceiptHandle: m.ReceiptHandle }));
-      }
-      return outcomes.length >= 2;
-    }, 90_000);
+    await waitFor(
+      "the deferred copy and the redriven one handled",
+      async () => {
+        for (const m of await receiveAll(env, fifo, 30)) {
+          const parsed = parseKeyEvent(m.Body ?? "");
+          assert.ok(parsed.ok);
+          assert.deepEqual(verifyKeyEvent(parsed.event, TEST_EVENT_KEYS), { ok: true }, "a re-sent event keeps its proof");
+          const attributes = Object.fromEntries(Object.entries(m.MessageAttributes ?? {}).map(([k, v]) => [k, v.StringValue ?? ""]));
+          outcomes.push((await handleMessage(runtime, { id: m.MessageId ?? "", body: m.Body ?? "", receiveCount: 1, attributes })).result);
+          await env.sqs.send(new DeleteMessageCommand({ QueueUrl: fifo, ReceiptHandle: m.ReceiptHandle }));
+        }
+        return outcomes.length >= 2;
+      },
+      90_000,
+    );
     assert.deepEqual(outcomes, ["success", "success"]);
     assert.equal(env.logs.slice(from).filter((l) => typeof l.msg === "string" && l.msg.includes("MAC does not verify")).length, 0);
     assert.ok(refusals().length <= 3, "only the poller's attacks were ever logged as refused (Lambda and push log to their own loggers)");

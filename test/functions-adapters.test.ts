@@ -14,7 +14,20 @@ import type { Operator } from "../core/operator.ts";
 import { cloudEventHandler, httpHandler } from "../functions/adapters/http.ts";
 import { lambdaHandler } from "../functions/adapters/lambda.ts";
 import greeting, { configMapName } from "../examples/greeting/operator.ts";
-import { CLUSTER, crApi, keyEventOf, lambdaEvent, pollerFor, publish, ready, receiveAll, runtimeFor, startEnv, waitFor, type Env } from "./support/functions-environment.ts";
+import {
+  CLUSTER,
+  crApi,
+  keyEventOf,
+  lambdaEvent,
+  pollerFor,
+  publish,
+  ready,
+  receiveAll,
+  runtimeFor,
+  startEnv,
+  waitFor,
+  type Env,
+} from "./support/functions-environment.ts";
 
 const op = greeting as Operator<unknown>;
 const MESSAGE = "same everywhere";
@@ -90,7 +103,11 @@ describe("adapters reach the same state as the poller", { timeout: 180_000 }, ()
     assert.deepEqual(await stateOf("via-http"), reference, "reconciled behind the poison message");
 
     // functions-framework HTTP: the body is the key event.
-    const res = await fetch(`${base}/`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(signedForTest(eventFor("via-http"))) });
+    const res = await fetch(`${base}/`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(signedForTest(eventFor("via-http"))),
+    });
     assert.equal(res.status, 200);
     assert.deepEqual(await stateOf("via-http"), reference);
     const bad = await fetch(`${base}/`, { method: "POST", headers: { "content-type": "application/json" }, body: '{"v":2}' });
@@ -110,7 +127,10 @@ describe("adapters reach the same state as the poller", { timeout: 180_000 }, ()
           "ce-source": "//pubsub.googleapis.com/projects/p/topics/crdfn-events",
           "ce-type": "google.cloud.pubsub.topic.v1.messagePublished",
         },
-        body: JSON.stringify({ message: { data: Buffer.from(JSON.stringify(signedForTest(eventFor("via-pubsub")))).toString("base64"), messageId: "pubsub-1" }, subscription: "projects/p/subscriptions/s" }),
+        body: JSON.stringify({
+          message: { data: Buffer.from(JSON.stringify(signedForTest(eventFor("via-pubsub")))).toString("base64"), messageId: "pubsub-1" },
+          subscription: "projects/p/subscriptions/s",
+        }),
       });
       assert.equal(pubsub.status, 204);
       assert.deepEqual(await stateOf("via-pubsub"), reference);
@@ -122,7 +142,14 @@ describe("adapters reach the same state as the poller", { timeout: 180_000 }, ()
       const sqsEvent = await fetch(`${eventsBase}/`, {
         method: "POST",
         headers: { "content-type": "application/cloudevents+json" },
-        body: JSON.stringify({ specversion: "1.0", id: "sqs-1", source: "aws:sqs", type: "com.amazon.sqs.message", datacontenttype: "application/json", data: received[0] }),
+        body: JSON.stringify({
+          specversion: "1.0",
+          id: "sqs-1",
+          source: "aws:sqs",
+          type: "com.amazon.sqs.message",
+          datacontenttype: "application/json",
+          data: received[0],
+        }),
       });
       assert.equal(sqsEvent.status, 204);
       assert.deepEqual(await stateOf("via-sqs-event"), reference);

@@ -41,7 +41,12 @@ describe("CronTab through the bridge", { timeout: 180_000 }, () => {
     env = await startEnv([op, greetingOp], { file: import.meta.filename });
     batch = env.cluster.kubeConfig.makeApiClient(BatchV1Api);
     bridge = await startTestBridge(env, "stable.example.com/v1/crontabs>batch/v1/cronjobs, example.com/v1/greetings>v1/configmaps");
-    poller = startLocalFunctions([greeting, cronTab], { env: { ...env.cluster.env, CRDFN_CLUSTER: CLUSTER, LOG_LEVEL: "silent" }, registry: env.registry, waitTimeSeconds: 1, visibilityTimeout: 5 });
+    poller = startLocalFunctions([greeting, cronTab], {
+      env: { ...env.cluster.env, CRDFN_CLUSTER: CLUSTER, LOG_LEVEL: "silent" },
+      registry: env.registry,
+      waitTimeSeconds: 1,
+      visibilityTimeout: 5,
+    });
   });
   after(async () => {
     await poller?.stop();

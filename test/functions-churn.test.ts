@@ -24,7 +24,12 @@ describe("20 create/delete cycles of one name", { timeout: 600_000 }, () => {
   before(async () => {
     env = await startEnv([op], { file: import.meta.filename });
     bridge = await startTestBridge(env, "example.com/v1/greetings>v1/configmaps");
-    poller = startLocalFunctions([op], { env: { ...env.cluster.env, CRDFN_CLUSTER: CLUSTER, LOG_LEVEL: "silent" }, registry: env.registry, waitTimeSeconds: 1, visibilityTimeout: 2 });
+    poller = startLocalFunctions([op], {
+      env: { ...env.cluster.env, CRDFN_CLUSTER: CLUSTER, LOG_LEVEL: "silent" },
+      registry: env.registry,
+      waitTimeSeconds: 1,
+      visibilityTimeout: 2,
+    });
   });
   after(async () => {
     await poller?.stop();

@@ -24,12 +24,18 @@ const app = defineOperator({
     const deployment = ctx.children.of<{ status?: { replicas?: number } }>("Deployment")[o.metadata.name];
     const labels = { app: o.metadata.name };
     return {
-      children: [{
-        apiVersion: "apps/v1",
-        kind: "Deployment",
-        metadata: { name: o.metadata.name },
-        spec: { replicas: o.spec.replicas, selector: { matchLabels: labels }, template: { metadata: { labels }, spec: { containers: [{ name: "main", image: "registry.invalid/app:1" }] } } },
-      }],
+      children: [
+        {
+          apiVersion: "apps/v1",
+          kind: "Deployment",
+          metadata: { name: o.metadata.name },
+          spec: {
+            replicas: o.spec.replicas,
+            selector: { matchLabels: labels },
+            template: { metadata: { labels }, spec: { containers: [{ name: "main", image: "registry.invalid/app:1" }] } },
+          },
+        },
+      ],
       status: { replicas: deployment?.status?.replicas ?? 0 },
     };
   },
@@ -40,7 +46,9 @@ const bundle = defineOperator({
   resource: { group: "contract.example.com", version: "v1", plural: "bundles", kind: "Bundle" },
   spec: z.object({ names: z.array(z.string()) }),
   owns: [{ group: "", version: "v1", kind: "ConfigMap" }],
-  reconcile: (o) => ({ children: o.spec.names.map((n) => ({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: `${o.metadata.name}-${n}` }, data: { n } })) }),
+  reconcile: (o) => ({
+    children: o.spec.names.map((n) => ({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: `${o.metadata.name}-${n}` }, data: { n } })),
+  }),
 });
 
 /** A Misfit does, on request, each thing the runtime must refuse or report. */
@@ -85,15 +93,25 @@ describe("the reconcile contract, end to end", { timeout: 300_000 }, () => {
     const counter = (await env.registry.getSingleMetric("controller_runtime_reconcile_total")?.get())?.values ?? [];
     return counter.filter((v) => v.labels.controller === kind.toLowerCase()).reduce((n, v) => n + v.value, 0);
   };
-  const eventsAbout = async (name: string) => (await events.listNamespacedEvent({ namespace: env.cluster.namespace })).items.filter((e) => e.regarding?.name === name);
+  const eventsAbout = async (name: string) =>
+    (await events.listNamespacedEvent({ namespace: env.cluster.namespace })).items.filter((e) => e.regarding?.name === name);
 
   before(async () => {
     env = await startEnv(operators, { file: import.meta.filename });
     apps = env.cluster.kubeConfig.makeApiClient(AppsV1Api);
     events = env.cluster.kubeConfig.makeApiClient(EventsV1Api);
-    bridge = await startTestBridge(env, "contract.example.com/v1/apps>apps/v1/deployments, contract.example.com/v1/bundles>v1/configmaps, contract.example.com/v1/misfits>v1/configmaps, example.com/v1/greetings>v1/configmaps");
+    bridge = await startTestBridge(
+      env,
+      "contract.example.com/v1/apps>apps/v1/deployments, contract.example.com/v1/bundles>v1/configmaps, contract.example.com/v1/misfits>v1/configmaps, example.com/v1/greetings>v1/configmaps",
+    );
     // Each operator's function as deployed: its own identity, under its admission policy.
-    poller = startLocalFunctions(operators, { env: { ...env.cluster.env, CRDFN_CLUSTER: CLUSTER, LOG_LEVEL: "silent" }, envOf: (op) => ({ KUBECONFIG: undefined, ...env.identities?.functionEnv(op) }), registry: env.registry, waitTimeSeconds: 1, visibilityTimeout: 2 });
+    poller = startLocalFunctions(operators, {
+      env: { ...env.cluster.env, CRDFN_CLUSTER: CLUSTER, LOG_LEVEL: "silent" },
+      envOf: (op) => ({ KUBECONFIG: undefined, ...env.identities?.functionEnv(op) }),
+      registry: env.registry,
+      waitTimeSeconds: 1,
+      visibilityTimeout: 2,
+    });
   });
   after(async () => {
     await poller?.stop();
@@ -101,34 +119,46 @@ describe("the reconcile contract, end to end", { timeout: 300_000 }, () => {
     await env?.cluster.stop();
   });
 
-  it("an App reports the Deployment's status.replicas written by kube-controller-manager, then stays at rest: announced again, it writes nothing", { timeout: 150_000 }, async () => {
-    const crs = crApi(env, app);
-    await crs.create("web", { replicas: 2 });
-    await waitFor("status.replicas 2", async () => (await crs.get("web"))?.status?.replicas === 2, 60_000);
-    assert.equal((await apps.readNamespacedDeployment({ name: "web", namespace: env.cluster.namespace })).status?.replicas, 2);
-    assert.equal(ready(await crs.get("web"))?.status, "True");
-    const managed = ((await crs.get("web")) as { metadata?: { managedFields?: Array<{ manager?: string; subresource?: string }> } } | undefined)?.metadata?.managedFields ?? [];
-    assert.ok(managed.some((m) => m.manager === "crdfn" && m.subresource === "status"), "status written under the field manager crdfn");
-    // At rest: nothing queued, nothing to publish, nothing scheduled. Then one more announcement:
-    // a reconcile loop is a reconcile of the converged object that writes, so this one must not.
-    const pipeline = { sqs: env.sqs, queueUrl: env.cluster.sqs.queues.fifo, bridge };
-    await settled(pipeline);
-    const atRest = await handled("App");
-    const rv = (await crs.get("web"))?.metadata?.resourceVersion;
-    assert.equal(await bridge.resync({ group: app.resource.group, plural: app.resource.plural, namespace: env.cluster.namespace, name: "web" }), 1);
-    await waitFor("the announcement reconciled", async () => (await handled("App")) > atRest);
-    await settled(pipeline);
-    const more = (await handled("App")) - atRest;
-    console.log(`# App reconciles from rest to rest again around one announcement: ${more} (${atRest} to converge)`);
-    assert.ok(more <= 3, `no reconcile loop: ${more} reconciles for one announcement`);
-    assert.equal((await crs.get("web"))?.metadata?.resourceVersion, rv, "nothing written at rest");
+  it(
+    "an App reports the Deployment's status.replicas written by kube-controller-manager, then stays at rest: announced again, it writes nothing",
+    { timeout: 150_000 },
+    async () => {
+      const crs = crApi(env, app);
+      await crs.create("web", { replicas: 2 });
+      await waitFor("status.replicas 2", async () => (await crs.get("web"))?.status?.replicas === 2, 60_000);
+      assert.equal((await apps.readNamespacedDeployment({ name: "web", namespace: env.cluster.namespace })).status?.replicas, 2);
+      assert.equal(ready(await crs.get("web"))?.status, "True");
+      const managed =
+        ((await crs.get("web")) as { metadata?: { managedFields?: Array<{ manager?: string; subresource?: string }> } } | undefined)?.metadata?.managedFields ??
+        [];
+      assert.ok(
+        managed.some((m) => m.manager === "crdfn" && m.subresource === "status"),
+        "status written under the field manager crdfn",
+      );
+      // At rest: nothing queued, nothing to publish, nothing scheduled. Then one more announcement:
+      // a reconcile loop is a reconcile of the converged object that writes, so this one must not.
+      const pipeline = { sqs: env.sqs, queueUrl: env.cluster.sqs.queues.fifo, bridge };
+      await settled(pipeline);
+      const atRest = await handled("App");
+      const rv = (await crs.get("web"))?.metadata?.resourceVersion;
+      assert.equal(await bridge.resync({ group: app.resource.group, plural: app.resource.plural, namespace: env.cluster.namespace, name: "web" }), 1);
+      await waitFor("the announcement reconciled", async () => (await handled("App")) > atRest);
+      await settled(pipeline);
+      const more = (await handled("App")) - atRest;
+      console.log(`# App reconciles from rest to rest again around one announcement: ${more} (${atRest} to converge)`);
+      assert.ok(more <= 3, `no reconcile loop: ${more} reconciles for one announcement`);
+      assert.equal((await crs.get("web"))?.metadata?.resourceVersion, rv, "nothing written at rest");
 
-    // API calls of a steady reconcile with an observed child, on the event the bridge would send:
-    // the Deployment read by name, nothing written.
-    const steady = await handleMessage(runtimeFor(env, app), { id: "steady-app", body: JSON.stringify(signedForTest(await announcedEvent(env, app, (await crs.get("web")) ?? {}))) });
-    console.log(`# steady reconcile with an observed Deployment: ${steady.apiCalls} API calls`);
-    assert.equal(steady.apiCalls, 1);
-  });
+      // API calls of a steady reconcile with an observed child, on the event the bridge would send:
+      // the Deployment read by name, nothing written.
+      const steady = await handleMessage(runtimeFor(env, app), {
+        id: "steady-app",
+        body: JSON.stringify(signedForTest(await announcedEvent(env, app, (await crs.get("web")) ?? {}))),
+      });
+      console.log(`# steady reconcile with an observed Deployment: ${steady.apiCalls} API calls`);
+      assert.equal(steady.apiCalls, 1);
+    },
+  );
 
   it("pruning removes a dropped child and never an object it did not create", { timeout: 60_000 }, async () => {
     const crs = crApi(env, bundle);
@@ -136,7 +166,10 @@ describe("the reconcile contract, end to end", { timeout: 300_000 }, () => {
     await waitFor("both children", async () => (await configMap("kit-a")) !== undefined && (await configMap("kit-b")) !== undefined);
     const uid = (await crs.get("kit"))?.metadata?.uid ?? "";
     // Not ours, though it carries our label: no controller owner reference to the Bundle.
-    await env.core.createNamespacedConfigMap({ namespace: env.cluster.namespace, body: { metadata: { name: "kit-forged", labels: { "crdfn.io/parent-uid": uid } }, data: { keep: "me" } } });
+    await env.core.createNamespacedConfigMap({
+      namespace: env.cluster.namespace,
+      body: { metadata: { name: "kit-forged", labels: { "crdfn.io/parent-uid": uid } }, data: { keep: "me" } },
+    });
     await crs.patchSpec("kit", { names: ["a"] });
     await waitFor("kit-b pruned", async () => (await configMap("kit-b")) === undefined);
     assert.ok(await configMap("kit-a"));
@@ -144,7 +177,10 @@ describe("the reconcile contract, end to end", { timeout: 300_000 }, () => {
 
     // Steady state without observed children: the event carries the object and the children's
     // keys, and their applied hashes say nothing changed: no request at all.
-    const steady = await handleMessage(runtimeFor(env, bundle), { id: "steady-kit", body: JSON.stringify(signedForTest(await announcedEvent(env, bundle, (await crs.get("kit")) ?? {}))) });
+    const steady = await handleMessage(runtimeFor(env, bundle), {
+      id: "steady-kit",
+      body: JSON.stringify(signedForTest(await announcedEvent(env, bundle, (await crs.get("kit")) ?? {}))),
+    });
     console.log(`# steady reconcile, one pruned kind, no observed children: ${steady.apiCalls} API calls`);
     assert.equal(steady.apiCalls, 0);
   });
@@ -175,8 +211,14 @@ describe("the reconcile contract, end to end", { timeout: 300_000 }, () => {
     await waitFor("AsyncReconcile", async () => ready(await crs.get("promiser"))?.reason === "AsyncReconcile");
     await waitFor("ChildInOtherNamespace", async () => ready(await crs.get("wanderer"))?.reason === "ChildInOtherNamespace");
     assert.equal(await configMap("promiser-misfit"), undefined);
-    assert.deepEqual((await eventsAbout("wanderer")).map((e) => e.reason), ["ChildInOtherNamespace"]);
-    assert.deepEqual((await eventsAbout("promiser")).map((e) => e.reason), ["AsyncReconcile"]);
+    assert.deepEqual(
+      (await eventsAbout("wanderer")).map((e) => e.reason),
+      ["ChildInOtherNamespace"],
+    );
+    assert.deepEqual(
+      (await eventsAbout("promiser")).map((e) => e.reason),
+      ["AsyncReconcile"],
+    );
   });
 
   it("take-over: an unrelated ConfigMap victim-greeting stays untouched and the Greeting shows ChildConflict", { timeout: 30_000 }, async () => {
@@ -188,6 +230,9 @@ describe("the reconcile contract, end to end", { timeout: 300_000 }, () => {
     const victim = await configMap("victim-greeting");
     assert.deepEqual(victim?.data, { precious: "yes" });
     assert.equal(victim?.metadata?.ownerReferences, undefined);
-    assert.deepEqual((await eventsAbout("victim")).map((e) => e.reason), ["ChildConflict"]);
+    assert.deepEqual(
+      (await eventsAbout("victim")).map((e) => e.reason),
+      ["ChildConflict"],
+    );
   });
 });

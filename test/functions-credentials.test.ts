@@ -33,13 +33,23 @@ describe("credentials with a least-privilege ServiceAccount", { timeout: 120_000
     const rbac = { group: "rbac.authorization.k8s.io", version: "v1" };
     const role = clusterRoleOf(op) as unknown as KubeObject;
     await env.api.apply({ ...rbac, plural: "clusterroles", name: role.metadata.name }, role, "crdfn-test");
-    await env.api.apply({ ...rbac, plural: "clusterrolebindings", name: SA }, {
-      apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleBinding", metadata: { name: SA },
-      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: role.metadata.name },
-      subjects: [{ kind: "ServiceAccount", name: SA, namespace: env.cluster.namespace }],
-    }, "crdfn-test");
+    await env.api.apply(
+      { ...rbac, plural: "clusterrolebindings", name: SA },
+      {
+        apiVersion: "rbac.authorization.k8s.io/v1",
+        kind: "ClusterRoleBinding",
+        metadata: { name: SA },
+        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: role.metadata.name },
+        subjects: [{ kind: "ServiceAccount", name: SA, namespace: env.cluster.namespace }],
+      },
+      "crdfn-test",
+    );
     await env.core.createNamespacedServiceAccount({ namespace: env.cluster.namespace, body: { metadata: { name: SA } } });
-    const request = await env.core.createNamespacedServiceAccountToken({ name: SA, namespace: env.cluster.namespace, body: { spec: { audiences: [], expirationSeconds: 3600 } } });
+    const request = await env.core.createNamespacedServiceAccountToken({
+      name: SA,
+      namespace: env.cluster.namespace,
+      body: { spec: { audiences: [], expirationSeconds: 3600 } },
+    });
     token = request.status?.token ?? "";
     assert.ok(token.length > 0);
   });
@@ -71,7 +81,12 @@ describe("credentials with a least-privilege ServiceAccount", { timeout: 120_000
   it("a bearer token from a file", { timeout: 30_000 }, async () => {
     const file = join(dir, "token");
     writeFileSync(file, `${token}\n`);
-    const config = loadConfig({ CRDFN_KUBE_AUTH: "token", CRDFN_KUBE_SERVER: env.cluster.server, CRDFN_KUBE_CA_FILE: env.cluster.caPath, CRDFN_KUBE_TOKEN_FILE: file });
+    const config = loadConfig({
+      CRDFN_KUBE_AUTH: "token",
+      CRDFN_KUBE_SERVER: env.cluster.server,
+      CRDFN_KUBE_CA_FILE: env.cluster.caPath,
+      CRDFN_KUBE_TOKEN_FILE: file,
+    });
     const api = createKubeApi(await apiAccess(config, { clock }));
     await lifecycle(api, "by-file");
     // Least privilege: nothing beyond the generated rules.
@@ -79,7 +94,12 @@ describe("credentials with a least-privilege ServiceAccount", { timeout: 120_000
   });
 
   it("a bearer token from the environment", { timeout: 30_000 }, async () => {
-    const config = loadConfig({ CRDFN_KUBE_AUTH: "token", CRDFN_KUBE_SERVER: env.cluster.server, CRDFN_KUBE_CA_FILE: env.cluster.caPath, CRDFN_KUBE_TOKEN: token });
+    const config = loadConfig({
+      CRDFN_KUBE_AUTH: "token",
+      CRDFN_KUBE_SERVER: env.cluster.server,
+      CRDFN_KUBE_CA_FILE: env.cluster.caPath,
+      CRDFN_KUBE_TOKEN: token,
+    });
     await lifecycle(createKubeApi(await apiAccess(config, { clock })), "by-env");
   });
 

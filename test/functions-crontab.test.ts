@@ -80,13 +80,23 @@ describe("CronTab operator, end to end", { timeout: 180_000 }, () => {
 
   it("update (through the scale subresource) → CronJob and status follow", { timeout: 60_000 }, async () => {
     await env.custom.patchNamespacedCustomObjectScale({
-      group: op.resource.group, version: op.resource.version, plural: op.resource.plural, namespace: env.cluster.namespace, name: "nightly",
+      group: op.resource.group,
+      version: op.resource.version,
+      plural: op.resource.plural,
+      namespace: env.cluster.namespace,
+      name: "nightly",
       body: [{ op: "replace", path: "/spec/replicas", value: 5 }],
     });
     await announce("nightly", "scaled");
     await waitFor("CronJob parallelism 5", async () => (await cronJob("nightly"))?.spec?.jobTemplate.spec?.parallelism === 5);
     await waitFor("status replicas 5", async () => (await crs().get("nightly"))?.status?.replicas === 5);
-    const scale = await env.custom.getNamespacedCustomObjectScale({ group: op.resource.group, version: op.resource.version, plural: op.resource.plural, namespace: env.cluster.namespace, name: "nightly" }) as { spec?: { replicas?: number }; status?: { replicas?: number } };
+    const scale = (await env.custom.getNamespacedCustomObjectScale({
+      group: op.resource.group,
+      version: op.resource.version,
+      plural: op.resource.plural,
+      namespace: env.cluster.namespace,
+      name: "nightly",
+    })) as { spec?: { replicas?: number }; status?: { replicas?: number } };
     assert.equal(scale.spec?.replicas, 5);
     assert.equal(scale.status?.replicas, 5);
   });

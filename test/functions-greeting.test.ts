@@ -8,7 +8,19 @@ import greeting, { configMapName } from "../examples/greeting/operator.ts";
 import type { Operator } from "../core/operator.ts";
 import type { Poller } from "../functions/adapters/poller.ts";
 import { handleMessage, type Runtime } from "../functions/runtime/runtime.ts";
-import { crApi, keyEventOf, pollerFor, publish, purgeAll, ready, receiveAll, runtimeFor, startEnv, waitFor, type Env } from "./support/functions-environment.ts";
+import {
+  crApi,
+  keyEventOf,
+  pollerFor,
+  publish,
+  purgeAll,
+  ready,
+  receiveAll,
+  runtimeFor,
+  startEnv,
+  waitFor,
+  type Env,
+} from "./support/functions-environment.ts";
 
 const op = greeting as Operator<unknown>;
 
@@ -120,7 +132,11 @@ describe("Greeting operator, end to end", { timeout: 180_000 }, () => {
     const lastMessage = (last?.spec as { message: string }).message;
     await waitFor("converged on the last spec", async () => {
       const cr = await crs().get("contended");
-      return (await configMap("contended"))?.data?.message === lastMessage && cr?.status?.observedGeneration === last?.metadata?.generation && ready(cr)?.status === "True";
+      return (
+        (await configMap("contended"))?.data?.message === lastMessage &&
+        cr?.status?.observedGeneration === last?.metadata?.generation &&
+        ready(cr)?.status === "True"
+      );
     });
     const conflicts = env.logs.filter((l) => l.msg === "409 Conflict; re-reading").length - conflictsBefore;
     console.log(`# 20 writers × 3 updates: ${conflicts} conflicts re-read and retried`);
@@ -132,7 +148,9 @@ describe("Greeting operator, end to end", { timeout: 180_000 }, () => {
   it("a poison message lands in the DLQ after 5 receives while other objects keep reconciling", { timeout: 90_000 }, async () => {
     await purgeAll(env);
     const { fifo, fifoDlq } = env.cluster.sqs.queues;
-    await env.sqs.send(new SendMessageCommand({ QueueUrl: fifo, MessageBody: '{"v":1,"name":"not a key event"}', MessageGroupId: "poison", MessageDeduplicationId: "poison-1" }));
+    await env.sqs.send(
+      new SendMessageCommand({ QueueUrl: fifo, MessageBody: '{"v":1,"name":"not a key event"}', MessageGroupId: "poison", MessageDeduplicationId: "poison-1" }),
+    );
     for (let i = 0; i < 5; i++) {
       const cr = await crs().create(`bystander-${i}`, { message: `bystander ${i}` });
       await publish(env, keyEventOf(op, cr, "ADDED"));

@@ -22,7 +22,18 @@ const operatorOwning = (plural: string, kind: string, child: { apiVersion: strin
     resource: { group: "test.crdfn.dev", version: "v1", plural, kind },
     spec: z.object({ value: z.string() }),
     owns: [{ group: child.group, version: "v1", kind: child.kind }],
-    reconcile: (o) => ({ children: [{ apiVersion: child.apiVersion, kind: child.kind, metadata: { name: `${o.metadata.name}-child` }, ...child.body, ...(child.kind === "ConfigMap" ? { data: { value: o.spec.value } } : { stringData: { value: o.spec.value } }) }], status: { value: o.spec.value } }),
+    reconcile: (o) => ({
+      children: [
+        {
+          apiVersion: child.apiVersion,
+          kind: child.kind,
+          metadata: { name: `${o.metadata.name}-child` },
+          ...child.body,
+          ...(child.kind === "ConfigMap" ? { data: { value: o.spec.value } } : { stringData: { value: o.spec.value } }),
+        },
+      ],
+      status: { value: o.spec.value },
+    }),
   }) as Operator<unknown>;
 const maps = operatorOwning("mapholders", "MapHolder", { apiVersion: "v1", kind: "ConfigMap", group: "", body: {} });
 const secrets = operatorOwning("secretholders", "SecretHolder", { apiVersion: "v1", kind: "Secret", group: "", body: {} });
@@ -63,9 +74,16 @@ describe("a failing webhook for one kind", { timeout: 240_000 }, () => {
         },
       ],
     };
-    await env.api.apply({ group: "admissionregistration.k8s.io", version: "v1", plural: "validatingwebhookconfigurations", name: "broken-configmaps" }, config, "crdfn-test");
+    await env.api.apply(
+      { group: "admissionregistration.k8s.io", version: "v1", plural: "validatingwebhookconfigurations", name: "broken-configmaps" },
+      config,
+      "crdfn-test",
+    );
     bridge = await startTestBridge(env, "test.crdfn.dev/v1/mapholders>v1/configmaps, test.crdfn.dev/v1/secretholders>v1/secrets");
-    const runtime = runtimeByResource([maps, secrets].map((operator) => runtimeFor(env, operator)), pino({ level: "silent" }));
+    const runtime = runtimeByResource(
+      [maps, secrets].map((operator) => runtimeFor(env, operator)),
+      pino({ level: "silent" }),
+    );
     poller = pollerFor(env, runtime);
   });
   after(async () => {
@@ -75,26 +93,37 @@ describe("a failing webhook for one kind", { timeout: 240_000 }, () => {
     await env?.cluster.stop();
   });
 
-  it("shows on the failing kind's objects and retries them with backoff, while the other kind converges and nothing is dead-lettered", { timeout: 200_000 }, async () => {
-    await crApi(env, maps).create("m1", { value: "a" });
-    await waitFor("the webhook's refusal shows on the object, with its next attempt", async () => {
-      const cr = await crApi(env, maps).get("m1");
-      return ready(cr)?.status === "False" && (nextReconcileOf(cr?.status)?.attempts ?? 0) >= 2;
-    }, 60_000);
-    const failing = await crApi(env, maps).get("m1");
-    console.log(`# MapHolder m1: Ready=False ${ready(failing)?.reason}: ${ready(failing)?.message?.slice(0, 120)}; attempts ${nextReconcileOf(failing?.status)?.attempts}`);
-    assert.equal(ready(failing)?.reason, "InternalError");
-    assert.match(ready(failing)?.message ?? "", /webhook/);
-    assert.ok(calls >= 2, "the webhook was called for each attempt");
+  it(
+    "shows on the failing kind's objects and retries them with backoff, while the other kind converges and nothing is dead-lettered",
+    { timeout: 200_000 },
+    async () => {
+      await crApi(env, maps).create("m1", { value: "a" });
+      await waitFor(
+        "the webhook's refusal shows on the object, with its next attempt",
+        async () => {
+          const cr = await crApi(env, maps).get("m1");
+          return ready(cr)?.status === "False" && (nextReconcileOf(cr?.status)?.attempts ?? 0) >= 2;
+        },
+        60_000,
+      );
+      const failing = await crApi(env, maps).get("m1");
+      console.log(
+        `# MapHolder m1: Ready=False ${ready(failing)?.reason}: ${ready(failing)?.message?.slice(0, 120)}; attempts ${nextReconcileOf(failing?.status)?.attempts}`,
+      );
+      assert.equal(ready(failing)?.reason, "InternalError");
+      assert.match(ready(failing)?.message ?? "", /webhook/);
+      assert.ok(calls >= 2, "the webhook was called for each attempt");
 
-    // Meanwhile the other kind goes on, changes included, through the same function host.
-    for (let i = 0; i < 5; i++) {
-      await crApi(env, secrets).create(`s${i}`, { value: "x" });
-    }
-    for (let i = 0; i < 5; i++) await waitFor(`SecretHolder s${i} Ready`, async () => ready(await crApi(env, secrets).get(`s${i}`))?.status === "True", 30_000);
-    await crApi(env, secrets).patchSpec("s0", { value: "y" });
-    await waitFor("a change of the other kind converges", async () => (await crApi(env, secrets).get("s0"))?.status?.value === "y", 30_000);
-    assert.ok(!env.logs.some((l) => typeof l.msg === "string" && l.msg.includes("circuit open")), "the circuit never opened");
-    assert.deepEqual(await receiveAll(env, env.cluster.sqs.queues.fifoDlq), [], "nothing dead-lettered");
-  });
+      // Meanwhile the other kind goes on, changes included, through the same function host.
+      for (let i = 0; i < 5; i++) {
+        await crApi(env, secrets).create(`s${i}`, { value: "x" });
+      }
+      for (let i = 0; i < 5; i++)
+        await waitFor(`SecretHolder s${i} Ready`, async () => ready(await crApi(env, secrets).get(`s${i}`))?.status === "True", 30_000);
+      await crApi(env, secrets).patchSpec("s0", { value: "y" });
+      await waitFor("a change of the other kind converges", async () => (await crApi(env, secrets).get("s0"))?.status?.value === "y", 30_000);
+      assert.ok(!env.logs.some((l) => typeof l.msg === "string" && l.msg.includes("circuit open")), "the circuit never opened");
+      assert.deepEqual(await receiveAll(env, env.cluster.sqs.queues.fifoDlq), [], "nothing dead-lettered");
+    },
+  );
 });

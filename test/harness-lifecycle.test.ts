@@ -36,7 +36,10 @@ describe("environment lifecycle", { timeout: 120_000 }, () => {
 
   it("a SIGKILLed owner leaves nothing behind", async () => {
     const child = spawn(process.execPath, [join(import.meta.dirname, "support", "start-and-report.ts")], { stdio: ["ignore", "pipe", "inherit"] });
-    const [line] = await createInterface({ input: child.stdout })[Symbol.asyncIterator]().next().then((r) => [r.value as string]);
+    const [line] = await createInterface({ input: child.stdout })
+      [Symbol.asyncIterator]()
+      .next()
+      .then((r) => [r.value as string]);
     const { dir } = JSON.parse(line!) as { dir: string };
     assert.ok(processesUsing(dir).length >= 4);
     child.kill("SIGKILL");

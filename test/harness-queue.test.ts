@@ -2,8 +2,7 @@
 // redelivery after the visibility timeout, dead-lettering after 5 receives, typed errors.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import type {
-  SQSClient} from "@aws-sdk/client-sqs";
+import type { SQSClient } from "@aws-sdk/client-sqs";
 import {
   DeleteMessageCommand,
   GetQueueAttributesCommand,
@@ -27,11 +26,8 @@ describe("local SQS queue", { timeout: 120_000 }, () => {
   let sqs: SQSClient;
 
   const receive = async (queueUrl: string, visibility: number, waitSeconds = 1): Promise<Message[]> =>
-    (
-      await sqs.send(
-        new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, VisibilityTimeout: visibility, WaitTimeSeconds: waitSeconds }),
-      )
-    ).Messages ?? [];
+    (await sqs.send(new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, VisibilityTimeout: visibility, WaitTimeSeconds: waitSeconds })))
+      .Messages ?? [];
 
   before(async () => {
     cluster = await startCluster({ controllerManager: false, log: () => {} });
@@ -116,7 +112,12 @@ describe("local SQS queue", { timeout: 120_000 }, () => {
   it("the local poller deletes what it handled, ten at a time, and what still waits when it stops", async () => {
     const q = cluster.sqs.queues.fifo;
     const counts = async () => {
-      const a = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: q, AttributeNames: ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"] }))).Attributes ?? {};
+      const a =
+        (
+          await sqs.send(
+            new GetQueueAttributesCommand({ QueueUrl: q, AttributeNames: ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"] }),
+          )
+        ).Attributes ?? {};
       return [a.ApproximateNumberOfMessages, a.ApproximateNumberOfMessagesNotVisible];
     };
     // Earlier tests leave messages in flight in this queue.
@@ -127,7 +128,14 @@ describe("local SQS queue", { timeout: 120_000 }, () => {
     const handled: string[] = [];
     const runtime = fakeRuntime((m) => (handled.push(m.body), { result: "success" as const }));
     // A window longer than the test: only full batches go out before stop.
-    const poller = startPoller({ sqs: givenSqsClient(sqs), queueUrls: [q, q], runtime, waitTimeSeconds: 1, deleteWindowMs: 600_000, logger: pino({ level: "silent" }) });
+    const poller = startPoller({
+      sqs: givenSqsClient(sqs),
+      queueUrls: [q, q],
+      runtime,
+      waitTimeSeconds: 1,
+      deleteWindowMs: 600_000,
+      logger: pino({ level: "silent" }),
+    });
     await eventually(() => assert.equal(handled.length, 25), { timeoutMs: 30_000 });
     await poller.stop();
     assert.deepEqual(await counts(), before, "every handled message was deleted");

@@ -16,7 +16,19 @@ import greeting, { configMapName } from "../examples/greeting/operator.ts";
 import { localLambdaRuntime, startLocalLambda, type LocalLambda } from "../emulator/local-lambda.ts";
 import { TEST_EVENT_KEY_ENV } from "./support/event-key.ts";
 import { applyDevIdentities, type DevIdentities } from "../cli/dev-identities.ts";
-import { announcedEvent, CLUSTER, crApi, type Cr, lambdaEvent, publish, ready, receiveAll, startEnv, waitFor, type Env } from "./support/functions-environment.ts";
+import {
+  announcedEvent,
+  CLUSTER,
+  crApi,
+  type Cr,
+  lambdaEvent,
+  publish,
+  ready,
+  receiveAll,
+  startEnv,
+  waitFor,
+  type Env,
+} from "./support/functions-environment.ts";
 import { packageCheckout, unzip, type CfnResource } from "./support/serverless-package.ts";
 
 const op = greeting as Operator<unknown>;
@@ -52,10 +64,27 @@ describe("the packaged Lambda in the real Lambda runtime (RIE + aws-lambda-ric)"
   async function packageGreeting(): Promise<void> {
     const dir = join(work, "package");
     const { resources } = await packageCheckout(dir);
-    const [, declared] = Object.entries(resources).find(([, r]: [string, CfnResource]) => r.Type === "AWS::Lambda::Function" && r.Properties.FunctionName === "crdfn-test-greeting") ?? [];
+    const [, declared] =
+      Object.entries(resources).find(
+        ([, r]: [string, CfnResource]) => r.Type === "AWS::Lambda::Function" && r.Properties.FunctionName === "crdfn-test-greeting",
+      ) ?? [];
     assert.ok(declared, "the template declares crdfn-test-greeting");
-    const p = declared.Properties as { Handler: string; Timeout: number; MemorySize: number; FunctionName: string; Environment: { Variables: Record<string, string> }; Code: { S3Key: string } };
-    fn = { handler: p.Handler, variables: p.Environment.Variables, timeout: p.Timeout, memory: p.MemorySize, zip: join(dir, basename(p.Code.S3Key)), name: p.FunctionName };
+    const p = declared.Properties as {
+      Handler: string;
+      Timeout: number;
+      MemorySize: number;
+      FunctionName: string;
+      Environment: { Variables: Record<string, string> };
+      Code: { S3Key: string };
+    };
+    fn = {
+      handler: p.Handler,
+      variables: p.Environment.Variables,
+      timeout: p.Timeout,
+      memory: p.MemorySize,
+      zip: join(dir, basename(p.Code.S3Key)),
+      name: p.FunctionName,
+    };
   }
 
   after(async () => {
@@ -99,14 +128,29 @@ describe("the packaged Lambda in the real Lambda runtime (RIE + aws-lambda-ric)"
       AWS_ACCESS_KEY_ID: sqs.accessKeyId,
       AWS_SECRET_ACCESS_KEY: sqs.secretAccessKey,
     };
-    assert.deepEqual(Object.keys(fn.variables).filter((k) => !(k in environment)), [], "every variable of the template is set");
-    lambda = await startLocalLambda({ taskRoot: root, handler: fn.handler, environment, functionName: fn.name, timeoutSeconds: fn.timeout, memoryMiB: fn.memory, region: sqs.region });
+    assert.deepEqual(
+      Object.keys(fn.variables).filter((k) => !(k in environment)),
+      [],
+      "every variable of the template is set",
+    );
+    lambda = await startLocalLambda({
+      taskRoot: root,
+      handler: fn.handler,
+      environment,
+      functionName: fn.name,
+      timeoutSeconds: fn.timeout,
+      memoryMiB: fn.memory,
+      region: sqs.region,
+    });
     const response = await lambda.invoke(lambdaEvent(batch, fifo));
     assert.equal(response.status, 200, lambda.logTail());
     const failed = (response.body as { batchItemFailures: Array<{ itemIdentifier: string }> }).batchItemFailures.map((f) => f.itemIdentifier).sort();
     assert.deepEqual(failed, [refusedId, malformedId].sort(), lambda.logTail());
     // Failed for the reason meant: its failure could not be recorded on it (Lambda's log stream, the function's JSON lines).
-    const lines = readFileSync(lambda.logFile, "utf8").split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l) as { messageId?: string; outcome?: string; detail?: string });
+    const lines = readFileSync(lambda.logFile, "utf8")
+      .split("\n")
+      .filter((l) => l.startsWith("{"))
+      .map((l) => JSON.parse(l) as { messageId?: string; outcome?: string; detail?: string });
     assert.match(lines.find((l) => l.messageId === refusedId && l.outcome)?.detail ?? "", /^the status write was refused \(403 /);
 
     // The world: one object reconciled, its child written; the refused one untouched.
@@ -117,16 +161,23 @@ describe("the packaged Lambda in the real Lambda runtime (RIE + aws-lambda-ric)"
     assert.deepEqual(cm.data, { message: "from the Lambda runtime" });
     assert.equal((await unserved.get("refused"))?.status, undefined, "the refused object has no status");
     const refusedChildren = await env.core.listNamespacedConfigMap({ namespace: env.cluster.ns(UNSERVED) });
-    assert.deepEqual(refusedChildren.items.map((c) => c.metadata?.name).filter((n) => n === configMapName("refused")), []);
+    assert.deepEqual(
+      refusedChildren.items.map((c) => c.metadata?.name).filter((n) => n === configMapName("refused")),
+      [],
+    );
 
     // Nothing lost: Lambda's event source deletes what was not reported failed, and the two
     // failed records come back to be retried (and dead-lettered after the queue's receives).
     await env.sqs.send(new DeleteMessageCommand({ QueueUrl: fifo, ReceiptHandle: batch.find((m) => m.MessageId === goodId)?.ReceiptHandle }));
     const back = new Set<string>();
-    await waitFor("the failed records back on the queue", async () => {
-      for (const m of await receiveAll(env, fifo, 120)) back.add(m.MessageId ?? "");
-      return back.size >= 2;
-    }, 60_000);
+    await waitFor(
+      "the failed records back on the queue",
+      async () => {
+        for (const m of await receiveAll(env, fifo, 120)) back.add(m.MessageId ?? "");
+        return back.size >= 2;
+      },
+      60_000,
+    );
     assert.deepEqual([...back].sort(), [refusedId, malformedId].sort());
   });
 });

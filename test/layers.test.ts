@@ -30,7 +30,10 @@ describe("the layering check", { timeout: 120_000 }, () => {
     assert.match(await violations("core", 'import { pino } from "pino";\nexport const p = pino;\n'), /pure-layers-import-only-zod-and-yaml/);
   });
   it("fails when core/ imports the Kubernetes client", async () => {
-    assert.match(await violations("core", 'import { KubeConfig } from "@kubernetes/client-node";\nexport const k = KubeConfig;\n'), /pure-layers-import-only-zod-and-yaml/);
+    assert.match(
+      await violations("core", 'import { KubeConfig } from "@kubernetes/client-node";\nexport const k = KubeConfig;\n'),
+      /pure-layers-import-only-zod-and-yaml/,
+    );
   });
   it("fails when core/ does I/O", async () => {
     assert.match(await violations("core", 'import { readFileSync } from "node:fs";\nexport const r = readFileSync;\n'), /pure-layers-do-no-io/);
@@ -39,7 +42,10 @@ describe("the layering check", { timeout: 120_000 }, () => {
     assert.match(await violations("core", 'import { crdOf } from "../deploy/crd.ts";\nexport const c = crdOf;\n'), /core-imports-no-layer/);
   });
   it("fails when the functions or the bridge import deploy/", async () => {
-    assert.match(await violations("functions/runtime", 'import { bridgeName } from "../../deploy/bridge.ts";\nexport const b = bridgeName;\n'), /production-not-deploy/);
+    assert.match(
+      await violations("functions/runtime", 'import { bridgeName } from "../../deploy/bridge.ts";\nexport const b = bridgeName;\n'),
+      /production-not-deploy/,
+    );
     assert.match(await violations("bridge", 'import { rbacRulesOf } from "../deploy/rbac.ts";\nexport const r = rbacRulesOf;\n'), /production-not-deploy/);
   });
   it("fails when deploy/ imports a layer above core/ or does I/O", async () => {
@@ -51,7 +57,10 @@ describe("the layering check", { timeout: 120_000 }, () => {
     assert.equal(await violations("cli", 'import { crdOf } from "../deploy/crd.ts";\nexport const c = crdOf;\n'), "");
   });
   it("fails when the bridge imports the functions", async () => {
-    assert.match(await violations("bridge", 'import { createRuntime } from "../functions/runtime/runtime.ts";\nexport const c = createRuntime;\n'), /bridge-not-functions/);
+    assert.match(
+      await violations("bridge", 'import { createRuntime } from "../functions/runtime/runtime.ts";\nexport const c = createRuntime;\n'),
+      /bridge-not-functions/,
+    );
   });
   it("fails when an example reaches past the public entry points", async () => {
     const found = await violations("examples", 'import { createRuntime } from "../functions/runtime/runtime.ts";\nexport const c = createRuntime;\n');
@@ -59,8 +68,17 @@ describe("the layering check", { timeout: 120_000 }, () => {
     assert.match(found, /examples-import-by-package-name/);
   });
   it("fails when the functions import the AWS SDK where a cold start loads it", async () => {
-    assert.match(await violations("functions/adapters", 'import { SQSClient } from "@aws-sdk/client-sqs";\nexport const c = SQSClient;\n'), /functions-load-the-aws-sdk-lazily/);
-    assert.equal(await violations("functions/adapters", 'import type { SQSClient } from "@aws-sdk/client-sqs";\nexport const c = (): Promise<SQSClient> => import("@aws-sdk/client-sqs").then((m) => new m.SQSClient({}));\n'), "");
+    assert.match(
+      await violations("functions/adapters", 'import { SQSClient } from "@aws-sdk/client-sqs";\nexport const c = SQSClient;\n'),
+      /functions-load-the-aws-sdk-lazily/,
+    );
+    assert.equal(
+      await violations(
+        "functions/adapters",
+        'import type { SQSClient } from "@aws-sdk/client-sqs";\nexport const c = (): Promise<SQSClient> => import("@aws-sdk/client-sqs").then((m) => new m.SQSClient({}));\n',
+      ),
+      "",
+    );
   });
   it("passes a file that keeps the rules", async () => {
     assert.equal(await violations("examples", 'import { defineOperator } from "crdfn";\nexport const d = defineOperator;\n'), "");

@@ -44,7 +44,13 @@ describe("least privilege for reads, by attack with real tokens", { timeout: 300
 
   before(async () => {
     project = makeProject("lp", {
-      "crdfn.deploy.yaml": deploySettings("lp", { namespaces: [SERVED], operators: [{ module: "note.ts", handler: "note-lambda.handler" }, { module: "vault.ts", handler: "vault-lambda.handler" }] }),
+      "crdfn.deploy.yaml": deploySettings("lp", {
+        namespaces: [SERVED],
+        operators: [
+          { module: "note.ts", handler: "note-lambda.handler" },
+          { module: "vault.ts", handler: "vault-lambda.handler" },
+        ],
+      }),
       "note.ts": NOTE,
       "vault.ts": VAULT,
       "note-lambda.ts": lambdaEntry("./note.ts"),
@@ -88,10 +94,18 @@ describe("least privilege for reads, by attack with real tokens", { timeout: 300
       await refused(who, `get ${SERVED}/not-mine (served, not its own)`, k(["get", "secret", "not-mine", "-n", SERVED, "-o", "json"]));
       await refused(who, `list Secrets in ${SERVED}`, k(["get", "secrets", "-n", SERVED]));
       // Server-side apply answers with the whole object: applying onto another's Secret to read it back.
-      await eventually(async () => {
-        const d = await denied(k(["apply", "--server-side", "--dry-run=server", "--field-manager=crdfn", "-o", "json", "-f", "-"], JSON.stringify({ apiVersion: "v1", kind: "Secret", metadata: { name: "not-mine", namespace: SERVED } })));
-        assert.equal(d.by, "admission policy");
-      }, { timeoutMs: 30_000, intervalMs: 500 });
+      await eventually(
+        async () => {
+          const d = await denied(
+            k(
+              ["apply", "--server-side", "--dry-run=server", "--field-manager=crdfn", "-o", "json", "-f", "-"],
+              JSON.stringify({ apiVersion: "v1", kind: "Secret", metadata: { name: "not-mine", namespace: SERVED } }),
+            ),
+          );
+          assert.equal(d.by, "admission policy");
+        },
+        { timeoutMs: 30_000, intervalMs: 500 },
+      );
       attempts.push(`${who}: server-side apply onto ${SERVED}/not-mine to read it back → admission policy`);
     }
   });

@@ -70,7 +70,10 @@ describe("one function host, two clusters", { timeout: 600_000 }, () => {
     }
   };
   const create = (s: Side, name: string, message: string) =>
-    s.custom.createNamespacedCustomObject({ ...base(), body: { apiVersion: op.apiVersion, kind: op.resource.kind, metadata: { name }, spec: { message } } }) as Promise<Cr>;
+    s.custom.createNamespacedCustomObject({
+      ...base(),
+      body: { apiVersion: op.apiVersion, kind: op.resource.kind, metadata: { name }, spec: { message } },
+    }) as Promise<Cr>;
   const patch = (s: Side, name: string, message: string) =>
     s.custom.patchNamespacedCustomObject({ ...base(), name, body: [{ op: "replace", path: "/spec/message", value: message }] }) as Promise<Cr>;
   /** Converged: the ConfigMap holds this message and status has seen the latest generation. */
@@ -86,12 +89,16 @@ describe("one function host, two clusters", { timeout: 600_000 }, () => {
   /** Nothing left to do: the fleet's queue is empty (every reconcile's writes done) and neither bridge holds anything, twice in a row. */
   const atRest = async () => {
     let before = false;
-    await waitFor("both clusters at rest", async () => {
-      const now = (await queueDepth(sqs, queues().fifo)) === 0 && Object.values(sides).every((s) => s.bridge?.pendingCount() === 0);
-      const twice = now && before;
-      before = now;
-      return twice;
-    }, 60_000);
+    await waitFor(
+      "both clusters at rest",
+      async () => {
+        const now = (await queueDepth(sqs, queues().fifo)) === 0 && Object.values(sides).every((s) => s.bridge?.pendingCount() === 0);
+        const twice = now && before;
+        before = now;
+        return twice;
+      },
+      60_000,
+    );
   };
 
   before(async () => {
@@ -100,7 +107,10 @@ describe("one function host, two clusters", { timeout: 600_000 }, () => {
     const b = await testCluster({ file: import.meta.filename, own: { queue: false } });
     NS = a.namespace;
     assert.equal(b.namespace, NS);
-    for (const [id, cluster] of [["a", a], ["b", b]] as const) {
+    for (const [id, cluster] of [
+      ["a", a],
+      ["b", b],
+    ] as const) {
       sides[id] = { id, cluster, custom: cluster.kubeConfig.makeApiClient(CustomObjectsApi), core: cluster.kubeConfig.makeApiClient(CoreV1Api) };
       await installCrd(createKubeApi({ connection: cluster.kubeConfig }), op);
     }
@@ -149,7 +159,15 @@ describe("one function host, two clusters", { timeout: 600_000 }, () => {
         return outcome;
       },
     };
-    poller = startPoller({ sqs: givenSqsClient(sqs), queueUrls: [queues().fifo], runtime: timed, batchSize: 10, waitTimeSeconds: 1, visibilityTimeout: 5, logger });
+    poller = startPoller({
+      sqs: givenSqsClient(sqs),
+      queueUrls: [queues().fifo],
+      runtime: timed,
+      batchSize: 10,
+      waitTimeSeconds: 1,
+      visibilityTimeout: 5,
+      logger,
+    });
   });
 
   after(async () => {
@@ -177,12 +195,17 @@ describe("one function host, two clusters", { timeout: 600_000 }, () => {
     // Once B's own echoes (status write, ConfigMap added) have passed, watch everything of B's.
     await atRest();
     const before = { cr: (await get(sides.b, "same"))?.metadata?.resourceVersion, cm: (await configMap(sides.b, "same"))?.metadata?.resourceVersion };
-    const rv = ((await sides.b.core.listNamespacedConfigMap({ namespace: NS })).metadata?.resourceVersion) ?? "0";
+    const rv = (await sides.b.core.listNamespacedConfigMap({ namespace: NS })).metadata?.resourceVersion ?? "0";
     const seen: string[] = [];
     const watch = new Watch(sides.b.cluster.kubeConfig);
     const watches = await Promise.all(
       [`/apis/example.com/v1/namespaces/${NS}/greetings`, `/api/v1/namespaces/${NS}/configmaps`].map((path) =>
-        watch.watch(path, { resourceVersion: rv, allowWatchBookmarks: false }, (type, obj: Cr) => seen.push(`${type} ${path.split("/").pop()}/${obj.metadata?.name}`), () => {}),
+        watch.watch(
+          path,
+          { resourceVersion: rv, allowWatchBookmarks: false },
+          (type, obj: Cr) => seen.push(`${type} ${path.split("/").pop()}/${obj.metadata?.name}`),
+          () => {},
+        ),
       ),
     );
     try {
@@ -204,7 +227,10 @@ describe("one function host, two clusters", { timeout: 600_000 }, () => {
       for (const w of watches) w.abort();
     }
     assert.deepEqual(seen, ["ADDED configmaps/fence"], "no write reached B while A churned");
-    assert.deepEqual({ cr: (await get(sides.b, "same"))?.metadata?.resourceVersion, cm: (await configMap(sides.b, "same"))?.metadata?.resourceVersion }, before);
+    assert.deepEqual(
+      { cr: (await get(sides.b, "same"))?.metadata?.resourceVersion, cm: (await configMap(sides.b, "same"))?.metadata?.resourceVersion },
+      before,
+    );
     assert.equal((await configMap(sides.b, "same"))?.data?.message, "from B");
     assert.equal(await configMap(sides.b, "only-a-0"), undefined);
     console.log(`# A alone (B up, idle): change → converged p50 ${p50(aAloneMs).toFixed(0)} ms over ${aAloneMs.length}`);
@@ -215,43 +241,113 @@ describe("one function host, two clusters", { timeout: 600_000 }, () => {
     const untouched = await rvs();
     const a = await get(sides.a, "same");
     const forged: KeyEvent = {
-      v: 1, cluster: "c", group: op.resource.group, version: op.resource.version, plural: op.resource.plural, kind: op.resource.kind,
-      namespace: NS, name: "same", uid: a?.metadata?.uid ?? "u", resourceVersion: "999999", generation: 99, type: "MODIFIED", reason: "watch", observedAt: new Date().toISOString(),
+      v: 1,
+      cluster: "c",
+      group: op.resource.group,
+      version: op.resource.version,
+      plural: op.resource.plural,
+      kind: op.resource.kind,
+      namespace: NS,
+      name: "same",
+      uid: a?.metadata?.uid ?? "u",
+      resourceVersion: "999999",
+      generation: 99,
+      type: "MODIFIED",
+      reason: "watch",
+      observedAt: new Date().toISOString(),
     };
-    await sqs.send(new SendMessageCommand({ QueueUrl: queues().fifo, MessageBody: encodeKeyEvent(signedAs("a", forged)), MessageGroupId: messageGroupId(forged), MessageDeduplicationId: deduplicationId(forged, "forged") }));
+    await sqs.send(
+      new SendMessageCommand({
+        QueueUrl: queues().fifo,
+        MessageBody: encodeKeyEvent(signedAs("a", forged)),
+        MessageGroupId: messageGroupId(forged),
+        MessageDeduplicationId: deduplicationId(forged, "forged"),
+      }),
+    );
     let dead: string[] = [];
-    await waitFor("the forged event in the dead-letter queue", async () => {
-      const out = await sqs.send(new ReceiveMessageCommand({ QueueUrl: queues().fifoDlq, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: 1 }));
-      dead = [...dead, ...(out.Messages ?? []).map((m) => m.Body ?? "")];
-      return dead.some((body) => body.includes('"cluster":"c"'));
-    }, 60_000);
+    await waitFor(
+      "the forged event in the dead-letter queue",
+      async () => {
+        const out = await sqs.send(
+          new ReceiveMessageCommand({ QueueUrl: queues().fifoDlq, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: 1 }),
+        );
+        dead = [...dead, ...(out.Messages ?? []).map((m) => m.Body ?? "")];
+        return dead.some((body) => body.includes('"cluster":"c"'));
+      },
+      60_000,
+    );
     const lines = logs.filter((l) => l.cluster === "c");
     assert.equal(lines.length, 1, "one log line for the forged cluster");
     assert.match(String(lines[0]?.msg), /cluster "c", which is not in the registry/);
     assert.deepEqual(await rvs(), untouched, "neither cluster's object was written");
   });
 
-  it("cluster A's key cannot sign for cluster B: a compromised bridge A's event about B's object is dead-lettered, B untouched", { timeout: 120_000 }, async () => {
-    const b = await get(sides.b, "same");
-    const before = { cr: b?.metadata?.resourceVersion, cm: (await configMap(sides.b, "same"))?.metadata?.resourceVersion };
-    const forged = signedAs("a", {
-      v: 2, cluster: "b", group: op.resource.group, version: op.resource.version, plural: op.resource.plural, kind: op.resource.kind,
-      namespace: NS, name: "same", uid: b?.metadata?.uid ?? "", resourceVersion: b?.metadata?.resourceVersion ?? "", generation: b?.metadata?.generation ?? 1, type: "MODIFIED", reason: "watch", observedAt: new Date().toISOString(),
-      object: { ...(b as Record<string, unknown>), metadata: { ...(b?.metadata as Record<string, unknown>), name: "same", uid: b?.metadata?.uid ?? "", resourceVersion: b?.metadata?.resourceVersion ?? "" }, spec: { message: "FORGED-BY-BRIDGE-A" } },
-    });
-    await sqs.send(new SendMessageCommand({ QueueUrl: queues().fifo, MessageBody: encodeKeyEvent(forged), MessageGroupId: messageGroupId(forged), MessageDeduplicationId: deduplicationId(forged, "forged-by-a") }));
-    let dead: string[] = [];
-    await waitFor("the event signed with A's key in the dead-letter queue", async () => {
-      const out = await sqs.send(new ReceiveMessageCommand({ QueueUrl: queues().fifoDlq, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: 1 }));
-      dead = [...dead, ...(out.Messages ?? []).map((m) => m.Body ?? "")];
-      return dead.some((body) => body.includes("FORGED-BY-BRIDGE-A"));
-    }, 60_000);
-    const lines = logs.filter((l) => typeof l.msg === "string" && l.msg.includes("MAC does not verify"));
-    assert.equal(lines.length, 1, "one log line");
-    assert.match(String(lines[0]?.msg), /^key event for Greeting [^ ]+\/same of cluster "b" refused: MAC does not verify: key id "ka" is not one this function accepts for cluster "b"/);
-    assert.deepEqual({ cr: (await get(sides.b, "same"))?.metadata?.resourceVersion, cm: (await configMap(sides.b, "same"))?.metadata?.resourceVersion }, before, "nothing of B's was written");
-    assert.equal((await configMap(sides.b, "same"))?.data?.message, "from B");
-  });
+  it(
+    "cluster A's key cannot sign for cluster B: a compromised bridge A's event about B's object is dead-lettered, B untouched",
+    { timeout: 120_000 },
+    async () => {
+      const b = await get(sides.b, "same");
+      const before = { cr: b?.metadata?.resourceVersion, cm: (await configMap(sides.b, "same"))?.metadata?.resourceVersion };
+      const forged = signedAs("a", {
+        v: 2,
+        cluster: "b",
+        group: op.resource.group,
+        version: op.resource.version,
+        plural: op.resource.plural,
+        kind: op.resource.kind,
+        namespace: NS,
+        name: "same",
+        uid: b?.metadata?.uid ?? "",
+        resourceVersion: b?.metadata?.resourceVersion ?? "",
+        generation: b?.metadata?.generation ?? 1,
+        type: "MODIFIED",
+        reason: "watch",
+        observedAt: new Date().toISOString(),
+        object: {
+          ...(b as Record<string, unknown>),
+          metadata: {
+            ...(b?.metadata as Record<string, unknown>),
+            name: "same",
+            uid: b?.metadata?.uid ?? "",
+            resourceVersion: b?.metadata?.resourceVersion ?? "",
+          },
+          spec: { message: "FORGED-BY-BRIDGE-A" },
+        },
+      });
+      await sqs.send(
+        new SendMessageCommand({
+          QueueUrl: queues().fifo,
+          MessageBody: encodeKeyEvent(forged),
+          MessageGroupId: messageGroupId(forged),
+          MessageDeduplicationId: deduplicationId(forged, "forged-by-a"),
+        }),
+      );
+      let dead: string[] = [];
+      await waitFor(
+        "the event signed with A's key in the dead-letter queue",
+        async () => {
+          const out = await sqs.send(
+            new ReceiveMessageCommand({ QueueUrl: queues().fifoDlq, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: 1 }),
+          );
+          dead = [...dead, ...(out.Messages ?? []).map((m) => m.Body ?? "")];
+          return dead.some((body) => body.includes("FORGED-BY-BRIDGE-A"));
+        },
+        60_000,
+      );
+      const lines = logs.filter((l) => typeof l.msg === "string" && l.msg.includes("MAC does not verify"));
+      assert.equal(lines.length, 1, "one log line");
+      assert.match(
+        String(lines[0]?.msg),
+        /^key event for Greeting [^ ]+\/same of cluster "b" refused: MAC does not verify: key id "ka" is not one this function accepts for cluster "b"/,
+      );
+      assert.deepEqual(
+        { cr: (await get(sides.b, "same"))?.metadata?.resourceVersion, cm: (await configMap(sides.b, "same"))?.metadata?.resourceVersion },
+        before,
+        "nothing of B's was written",
+      );
+      assert.equal((await configMap(sides.b, "same"))?.data?.message, "from B");
+    },
+  );
 
   it("throughput and p50 on one host: one cluster vs two", { timeout: 240_000 }, async () => {
     const N = 20;
@@ -259,14 +355,23 @@ describe("one function host, two clusters", { timeout: 600_000 }, () => {
       const created = new Map<string, number>();
       const readyAt = new Map<string, number>();
       const t0 = Date.now();
-      await Promise.all(who.flatMap((s) => Array.from({ length: N }, async (_, i) => {
-        await create(s, `${prefix}-${i}`, `${prefix} ${s.id} ${i}`);
-        created.set(`${s.id}/${prefix}-${i}`, Date.now());
-      })));
-      await waitFor(`${prefix} all Ready`, async () => {
-        for (const s of who) for (const name of await listReady(s, `${prefix}-`)) if (!readyAt.has(`${s.id}/${name}`)) readyAt.set(`${s.id}/${name}`, Date.now());
-        return readyAt.size === who.length * N;
-      }, 180_000);
+      await Promise.all(
+        who.flatMap((s) =>
+          Array.from({ length: N }, async (_, i) => {
+            await create(s, `${prefix}-${i}`, `${prefix} ${s.id} ${i}`);
+            created.set(`${s.id}/${prefix}-${i}`, Date.now());
+          }),
+        ),
+      );
+      await waitFor(
+        `${prefix} all Ready`,
+        async () => {
+          for (const s of who)
+            for (const name of await listReady(s, `${prefix}-`)) if (!readyAt.has(`${s.id}/${name}`)) readyAt.set(`${s.id}/${name}`, Date.now());
+          return readyAt.size === who.length * N;
+        },
+        180_000,
+      );
       const seconds = (Math.max(...readyAt.values()) - t0) / 1000;
       const latencies = [...readyAt].map(([k, at]) => at - (created.get(k) ?? t0));
       return { objects: who.length * N, seconds, perSecond: (who.length * N) / seconds, p50: p50(latencies) };
@@ -287,13 +392,34 @@ describe("one function host, two clusters", { timeout: 600_000 }, () => {
       let published = 0;
       const flood = (async () => {
         while (flooding) {
-          await Promise.all(Array.from({ length: 10 }, (_, i) => {
-            const e: KeyEvent = {
-              v: 1, cluster: "b", group: op.resource.group, version: op.resource.version, plural: op.resource.plural, kind: op.resource.kind,
-              namespace: NS, name: `b-obj-${i}`, uid: `uid-b-${i}`, resourceVersion: String(published + i), generation: 1, type: "MODIFIED", reason: "watch", observedAt: new Date().toISOString(),
-            };
-            return sqs.send(new SendMessageCommand({ QueueUrl: queues().fifo, MessageBody: encodeKeyEvent(signedAs("b", e)), MessageGroupId: messageGroupId(e), MessageDeduplicationId: deduplicationId(e, label) }));
-          }));
+          await Promise.all(
+            Array.from({ length: 10 }, (_, i) => {
+              const e: KeyEvent = {
+                v: 1,
+                cluster: "b",
+                group: op.resource.group,
+                version: op.resource.version,
+                plural: op.resource.plural,
+                kind: op.resource.kind,
+                namespace: NS,
+                name: `b-obj-${i}`,
+                uid: `uid-b-${i}`,
+                resourceVersion: String(published + i),
+                generation: 1,
+                type: "MODIFIED",
+                reason: "watch",
+                observedAt: new Date().toISOString(),
+              };
+              return sqs.send(
+                new SendMessageCommand({
+                  QueueUrl: queues().fifo,
+                  MessageBody: encodeKeyEvent(signedAs("b", e)),
+                  MessageGroupId: messageGroupId(e),
+                  MessageDeduplicationId: deduplicationId(e, label),
+                }),
+              );
+            }),
+          );
           published += 10;
           await sleep(500);
         }
@@ -314,7 +440,8 @@ describe("one function host, two clusters", { timeout: 600_000 }, () => {
       }
       return { ms, since, published };
     };
-    const handleP50 = (cluster: string, from: number, to = Date.now()) => p50(handled.filter((h) => h.cluster === cluster && h.at >= from && h.at < to).map((h) => h.ms));
+    const handleP50 = (cluster: string, from: number, to = Date.now()) =>
+      p50(handled.filter((h) => h.cluster === cluster && h.at >= from && h.at < to).map((h) => h.ms));
 
     // Control: the same stream of B events while B is up (they read objects that do not exist).
     const busy = await withBEvents("busy");
@@ -325,8 +452,12 @@ describe("one function host, two clusters", { timeout: 600_000 }, () => {
     const aloneP50 = p50(aAloneMs);
     const [busyP50, downP50] = [p50(busy.ms), p50(down.ms)];
     console.log(`# A alone (B idle):      change → converged p50 ${aloneP50.toFixed(0)} ms`);
-    console.log(`# A with B busy (up):    p50 ${busyP50.toFixed(0)} ms (×${(busyP50 / aloneP50).toFixed(2)}), ${busy.published} B events; A handle() p50 ${handleP50("a", busy.since, busyEnd).toFixed(1)} ms, B ${handleP50("b", busy.since, busyEnd).toFixed(1)} ms`);
-    console.log(`# A with B down:         p50 ${downP50.toFixed(0)} ms (×${(downP50 / aloneP50).toFixed(2)} alone, ×${(downP50 / busyP50).toFixed(2)} busy), ${down.published} B events, ${bFailures} B handlings against the dead API server; A handle() p50 ${handleP50("a", down.since).toFixed(1)} ms, B ${handleP50("b", down.since).toFixed(1)} ms`);
+    console.log(
+      `# A with B busy (up):    p50 ${busyP50.toFixed(0)} ms (×${(busyP50 / aloneP50).toFixed(2)}), ${busy.published} B events; A handle() p50 ${handleP50("a", busy.since, busyEnd).toFixed(1)} ms, B ${handleP50("b", busy.since, busyEnd).toFixed(1)} ms`,
+    );
+    console.log(
+      `# A with B down:         p50 ${downP50.toFixed(0)} ms (×${(downP50 / aloneP50).toFixed(2)} alone, ×${(downP50 / busyP50).toFixed(2)} busy), ${down.published} B events, ${bFailures} B handlings against the dead API server; A handle() p50 ${handleP50("a", down.since).toFixed(1)} ms, B ${handleP50("b", down.since).toFixed(1)} ms`,
+    );
     assert.ok(bFailures > 0, "B's events really were attempted against its dead API server");
     // What keeps A fast is that each cluster has its own circuit: B's opened, A's never did, so
     // no A message was deferred (a shared circuit would defer each for 2.4–3.6 s).

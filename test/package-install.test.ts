@@ -60,7 +60,6 @@ function symlinks(dir: string): Array<[string, string]> {
     });
 }
 
-
 /** A Node older than crdfn's minimum: the machine's own `node` when it is one, else node@20. */
 function oldNode(): string {
   const outside = (process.env.PATH ?? "").split(delimiter).filter((p) => p !== "" && !inRepo(existsSync(p) ? realpathSync(p) : p));
@@ -76,7 +75,10 @@ const install = (() => {
   const readme = readFileSync(join(packageRoot, "README.md"), "utf8");
   const block = /```sh run=install\n([\s\S]*?)```/.exec(readme);
   assert.ok(block, "the README has a ```sh run=install block");
-  return block[1]!.split("\n").map((l) => l.replace(/\s+#.*$/, "").trim()).filter(Boolean);
+  return block[1]!
+    .split("\n")
+    .map((l) => l.replace(/\s+#.*$/, "").trim())
+    .filter(Boolean);
 })();
 const mib = (bytes: number): string => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
 
@@ -113,7 +115,12 @@ describe("crdfn installed from its tarball into a project outside the repository
     // project; the tarball goes there, where the README's next command takes it from.
     assert.match(install[0]!, /^\(cd crdfn && npm pack\)/);
     mkdirSync(join(work, "crdfn"));
-    const packed = JSON.parse(run("npm", ["pack", "--json", "--pack-destination", join(work, "crdfn")], packageRoot, env24)) as Array<{ filename: string; size: number; unpackedSize: number; files: Array<{ path: string }> }>;
+    const packed = JSON.parse(run("npm", ["pack", "--json", "--pack-destination", join(work, "crdfn")], packageRoot, env24)) as Array<{
+      filename: string;
+      size: number;
+      unpackedSize: number;
+      files: Array<{ path: string }>;
+    }>;
     tarball = join(work, "crdfn", packed[0]!.filename);
     assert.match(install[1]!, new RegExp(`--package \\./crdfn/${packed[0]!.filename.replace(/\./g, "\\.")} `), "the README names the tarball npm pack writes");
     const paths = packed[0]!.files.map((f) => f.path);
@@ -141,11 +148,32 @@ describe("crdfn installed from its tarball into a project outside the repository
     const out = timed("crdfn init", () => run("sh", ["-c", init!], cwd, env));
     assert.match(out, /^created motd\/ \(a Motd operator\)/m);
     cwd = project = join(host, "motd");
-    assert.deepEqual(readdirSync(project).sort(), [".gitignore", ".npmrc", "README.md", "crdfn.deploy.yaml", "http.ts", "lambda.ts", "operator.test.ts", "operator.ts", "package.json", "sample.yaml", "serverless.yml", "tsconfig.json"]);
-    assert.equal((JSON.parse(readFileSync(join(project, "package.json"), "utf8")) as { dependencies: Record<string, string> }).dependencies.crdfn, `file:${tarball}`, "--crdfn: the project depends on the tarball");
+    assert.deepEqual(readdirSync(project).sort(), [
+      ".gitignore",
+      ".npmrc",
+      "README.md",
+      "crdfn.deploy.yaml",
+      "http.ts",
+      "lambda.ts",
+      "operator.test.ts",
+      "operator.ts",
+      "package.json",
+      "sample.yaml",
+      "serverless.yml",
+      "tsconfig.json",
+    ]);
+    assert.equal(
+      (JSON.parse(readFileSync(join(project, "package.json"), "utf8")) as { dependencies: Record<string, string> }).dependencies.crdfn,
+      `file:${tarball}`,
+      "--crdfn: the project depends on the tarball",
+    );
     timed("npm install", () => run("sh", ["-c", npmInstall], cwd, env));
     assert.deepEqual(install.slice(4), ["npm test", "npm run dev"]);
-    assert.equal((JSON.parse(readFileSync(join(project, "package.json"), "utf8")) as { scripts: Record<string, string> }).scripts.dev, "crdfn dev --operator operator.ts --apply sample.yaml", "npm run dev is the crdfn dev the last test runs");
+    assert.equal(
+      (JSON.parse(readFileSync(join(project, "package.json"), "utf8")) as { scripts: Record<string, string> }).scripts.dev,
+      "crdfn dev --operator operator.ts --apply sample.yaml",
+      "npm run dev is the crdfn dev the last test runs",
+    );
   });
 
   it("resolves nothing back into the repository", () => {
@@ -179,7 +207,10 @@ describe("crdfn installed from its tarball into a project outside the repository
   it("generates the deploy files once what crdfn cannot know is given, and `serverless package` packages them as they are (offline)", (t) => {
     const refused = spawnSync("npx", ["crdfn", "generate"], { cwd: project, env: env24, encoding: "utf8" });
     assert.equal(refused.status, 2, refused.stderr);
-    assert.match(refused.stderr, /^crdfn: crdfn\.deploy\.yaml: set cluster .*, bridge\.image .*, queues\.urlBase .*: crdfn cannot know them and writes no placeholder$/m);
+    assert.match(
+      refused.stderr,
+      /^crdfn: crdfn\.deploy\.yaml: set cluster .*, bridge\.image .*, queues\.urlBase .*: crdfn cannot know them and writes no placeholder$/m,
+    );
     const settings = join(project, "crdfn.deploy.yaml");
     writeFileSync(
       settings,
@@ -189,16 +220,43 @@ describe("crdfn installed from its tarball into a project outside the repository
         .replace(/^ {2}urlBase: .*$/m, "  urlBase: https://sqs.eu-west-1.amazonaws.com/123456789012"),
     );
     assert.match(run("npm", ["run", "generate"], project, env24), /wrote \d+ files into deploy\//);
-    const params = ["eksCluster=prod", "kubeServer=https://0123456789ABCDEF.gr7.eu-west-1.eks.amazonaws.com", `kubeCaData=${Buffer.from("-----BEGIN CERTIFICATE-----\n").toString("base64")}`, "eventKeysVersion=6b9f1c3e-0000-4000-8000-000000000001"].map((p) => `--param=${p}`);
-    const packaged = timed("serverless package", () => spawnSync("npx", ["serverless", "package", "--stage", "test", "--region", "eu-west-1", ...params], { cwd: project, env: { ...env24, ...SERVERLESS_OFFLINE }, encoding: "utf8" }));
+    const params = [
+      "eksCluster=prod",
+      "kubeServer=https://0123456789ABCDEF.gr7.eu-west-1.eks.amazonaws.com",
+      `kubeCaData=${Buffer.from("-----BEGIN CERTIFICATE-----\n").toString("base64")}`,
+      "eventKeysVersion=6b9f1c3e-0000-4000-8000-000000000001",
+    ].map((p) => `--param=${p}`);
+    const packaged = timed("serverless package", () =>
+      spawnSync("npx", ["serverless", "package", "--stage", "test", "--region", "eu-west-1", ...params], {
+        cwd: project,
+        env: { ...env24, ...SERVERLESS_OFFLINE },
+        encoding: "utf8",
+      }),
+    );
     assert.equal(packaged.status, 0, `${packaged.stdout}\n${packaged.stderr}`);
     // Serverless writes its progress to stderr.
     assert.match(packaged.stdout + packaged.stderr, /Service packaged/);
-    const template = JSON.parse(readFileSync(join(project, ".serverless", "cloudformation-template-update-stack.json"), "utf8")) as { Resources: Record<string, { Type: string; Properties: Record<string, unknown> }> };
-    const byType = (type: string) => Object.values(template.Resources).filter((r) => r.Type === type).map((r) => r.Properties);
-    assert.deepEqual(byType("AWS::Lambda::Function").map((f) => [f.FunctionName, f.Handler]), [["motd-test-motd", "lambda.handler"]]);
-    assert.deepEqual(byType("AWS::SQS::Queue").map((q) => q.QueueName).sort(), ["crdfn-motd-motd-dlq.fifo", "crdfn-motd-motd.fifo"]);
-    assert.deepEqual(byType("AWS::EKS::PodIdentityAssociation").map((a) => [a.ClusterName, a.Namespace, a.ServiceAccount]), [["prod", "crdfn-system", "crdfn-bridge-motd"]]);
+    const template = JSON.parse(readFileSync(join(project, ".serverless", "cloudformation-template-update-stack.json"), "utf8")) as {
+      Resources: Record<string, { Type: string; Properties: Record<string, unknown> }>;
+    };
+    const byType = (type: string) =>
+      Object.values(template.Resources)
+        .filter((r) => r.Type === type)
+        .map((r) => r.Properties);
+    assert.deepEqual(
+      byType("AWS::Lambda::Function").map((f) => [f.FunctionName, f.Handler]),
+      [["motd-test-motd", "lambda.handler"]],
+    );
+    assert.deepEqual(
+      byType("AWS::SQS::Queue")
+        .map((q) => q.QueueName)
+        .sort(),
+      ["crdfn-motd-motd-dlq.fifo", "crdfn-motd-motd.fifo"],
+    );
+    assert.deepEqual(
+      byType("AWS::EKS::PodIdentityAssociation").map((a) => [a.ClusterName, a.Namespace, a.ServiceAccount]),
+      [["prod", "crdfn-system", "crdfn-bridge-motd"]],
+    );
     const zip = join(project, ".serverless", "motd.zip");
     // As scaffolded: `npm run package`, no param given, no AWS account (its stage's params reach nothing).
     const { AWS_ACCESS_KEY_ID: _id, AWS_SECRET_ACCESS_KEY: _secret, ...noAccount } = SERVERLESS_OFFLINE;
@@ -213,7 +271,12 @@ describe("crdfn installed from its tarball into a project outside the repository
     // Outside any node_modules: the image holds that one file and Node.
     const alone = mkdtempSync(join(work, "bridge-image-"));
     writeFileSync(join(alone, "bridge.mjs"), readFileSync(bundle));
-    const r = spawnSync("node", ["bridge.mjs"], { cwd: alone, env: { ...env24, CRDFN_QUEUE_URL: "https://sqs.eu-west-1.amazonaws.com/123456789012/q.fifo" }, encoding: "utf8", timeout: 30_000 });
+    const r = spawnSync("node", ["bridge.mjs"], {
+      cwd: alone,
+      env: { ...env24, CRDFN_QUEUE_URL: "https://sqs.eu-west-1.amazonaws.com/123456789012/q.fifo" },
+      encoding: "utf8",
+      timeout: 30_000,
+    });
     assert.equal(r.status, 2, `${r.stdout}\n${r.stderr}`);
     assert.match(r.stderr, /CRDFN_RESOURCES: is required/);
   });
@@ -227,12 +290,19 @@ describe("crdfn installed from its tarball into a project outside the repository
   it("reconciles its sample in the emulator (npx crdfn dev), and stops cleanly on Ctrl-C", async (t) => {
     const t0 = Date.now();
     // Its own process group, as a shell's foreground job: Ctrl-C reaches npx and crdfn alike.
-    const child = spawn("npx", ["crdfn", "dev", "--operator", "operator.ts", "--apply", "sample.yaml"], { cwd: project, env: env24, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn("npx", ["crdfn", "dev", "--operator", "operator.ts", "--apply", "sample.yaml"], {
+      cwd: project,
+      env: env24,
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     dev = child;
     let out = "";
     child.stdout.setEncoding("utf8").on("data", (s: string) => (out += s));
     child.stderr.setEncoding("utf8").on("data", (s: string) => (out += s));
-    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on("exit", (code, signal) => resolve({ code, signal })));
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+      child.on("exit", (code, signal) => resolve({ code, signal })),
+    );
     const deadline = Date.now() + 240_000;
     while (!/^✔ Motd welcome reconciled in /m.test(out)) {
       assert.ok(Date.now() < deadline && child.exitCode === null, `no reconcile line from crdfn dev:\n${out}`);
@@ -250,7 +320,9 @@ describe("crdfn installed from its tarball into a project outside the repository
     const installed = duKiB(join(project, "node_modules")) * 1024;
     for (const [phase, ms] of Object.entries(phases)) t.diagnostic(`${phase}: ${(ms / 1000).toFixed(1)} s`);
     t.diagnostic(`crdfn init → first reconcile line (init + npm install + crdfn dev): ${(initToReconcile / 1000).toFixed(1)} s`);
-    t.diagnostic(`installed size (du of the new project's node_modules): ${mib(installed)}; crdfn itself ${mib(duKiB(join(project, "node_modules", "crdfn")) * 1024)}`);
+    t.diagnostic(
+      `installed size (du of the new project's node_modules): ${mib(installed)}; crdfn itself ${mib(duKiB(join(project, "node_modules", "crdfn")) * 1024)}`,
+    );
   });
 
   describe("under a Node older than 22.18", () => {
@@ -264,7 +336,10 @@ describe("crdfn installed from its tarball into a project outside the repository
       const r = spawnSync("npx", ["--yes", "--package", tarball, "crdfn", "init", "another"], { cwd: host, env: envOld, encoding: "utf8" });
       assert.equal(r.status, 1, r.stderr);
       // npm's own warnings aside (this machine's npm config may have some), crdfn says one line.
-      const lines = r.stderr.trim().split("\n").filter((l) => !l.startsWith("npm "));
+      const lines = r.stderr
+        .trim()
+        .split("\n")
+        .filter((l) => !l.startsWith("npm "));
       assert.equal(lines.length, 1, r.stderr);
       assert.match(lines[0]!, new RegExp(`^crdfn: needs Node\\.js 22\\.18 or newer; this is ${node.replace(/\./g, "\\.")} \\(.*\\)$`));
       assert.ok(!existsSync(join(host, "another")), "nothing made");

@@ -25,7 +25,15 @@ interface Arrival {
   push: PushBody;
 }
 interface PushBody {
-  message: { data: string; attributes: Record<string, string>; messageId: string; message_id: string; publishTime: string; publish_time: string; orderingKey?: string };
+  message: {
+    data: string;
+    attributes: Record<string, string>;
+    messageId: string;
+    message_id: string;
+    publishTime: string;
+    publish_time: string;
+    orderingKey?: string;
+  };
   subscription: string;
   deliveryAttempt?: number;
 }
@@ -111,7 +119,11 @@ describe("Pub/Sub emulator, transport and push deliverer", { timeout: 240_000 },
     const res = await createPubSubResources(pubsub, { prefix: "order-", pushEndpoint: endpoint.url, minimumBackoffSeconds: 1, maximumBackoffSeconds: 2 });
     const deliverer = await startPushDeliverer({ pubsub, subscription: res.subscription });
     const transport = publisherTo(res.topic);
-    cleanups.push(() => deliverer.stop(), () => transport.close(), () => endpoint.close());
+    cleanups.push(
+      () => deliverer.stop(),
+      () => transport.close(),
+      () => endpoint.close(),
+    );
 
     // Ten publish calls without waiting for each other: key a in each, b and c in some, two unordered.
     const calls: Array<Promise<unknown[]>> = [];
@@ -121,10 +133,18 @@ describe("Pub/Sub emulator, transport and push deliverer", { timeout: 240_000 },
       if (i < 3) entries.push({ body: `c-${i}`, orderingKey: "crontabs.other.c~3" });
       calls.push(transport.publish(entries));
     }
-    calls.push(transport.publish([{ body: "u-0", orderingKey: "" }, { body: "u-1", orderingKey: "" }]));
+    calls.push(
+      transport.publish([
+        { body: "u-0", orderingKey: "" },
+        { body: "u-1", orderingKey: "" },
+      ]),
+    );
     const outcomes = (await Promise.all(calls)).flat();
     assert.equal(outcomes.length, 19);
-    assert.ok(outcomes.every((o) => (o as { ok: boolean }).ok), JSON.stringify(outcomes));
+    assert.ok(
+      outcomes.every((o) => (o as { ok: boolean }).ok),
+      JSON.stringify(outcomes),
+    );
 
     await eventually(() => assert.equal(deliverer.counts.acked, 19), { timeoutMs: 60_000 });
     assert.deepEqual(endpoint.bodiesOf("crontabs.default.a~1"), seq("a", 10));
@@ -152,7 +172,11 @@ describe("Pub/Sub emulator, transport and push deliverer", { timeout: 240_000 },
     const res = await createPubSubResources(pubsub, { prefix: "poison-", pushEndpoint: endpoint.url, minimumBackoffSeconds: 1, maximumBackoffSeconds: 2 });
     const deliverer = await startPushDeliverer({ pubsub, subscription: res.subscription });
     const transport = publisherTo(res.topic);
-    cleanups.push(() => deliverer.stop(), () => transport.close(), () => endpoint.close());
+    cleanups.push(
+      () => deliverer.stop(),
+      () => transport.close(),
+      () => endpoint.close(),
+    );
 
     const outcomes = await transport.publish([
       ...seq("p", 4).map((body) => ({ body, orderingKey: "p" })),
@@ -163,7 +187,10 @@ describe("Pub/Sub emulator, transport and push deliverer", { timeout: 240_000 },
     await eventually(() => assert.deepEqual(endpoint.bodiesOf("p"), ["p-0", "p-1", "p-1", "p-1", "p-1", "p-1", "p-2", "p-3"]), { timeoutMs: 90_000 });
     assert.deepEqual(endpoint.bodiesOf("q"), seq("q", 3));
     const poisoned = endpoint.arrivals.filter((a) => a.body === "p-1");
-    assert.deepEqual(poisoned.map((a) => a.attempt), [1, 2, 3, 4, 5]);
+    assert.deepEqual(
+      poisoned.map((a) => a.attempt),
+      [1, 2, 3, 4, 5],
+    );
     // The retry policy's minimum backoff (1 s) separates attempts (a lower bound: load only adds).
     for (let i = 1; i < poisoned.length; i++) assert.ok(poisoned[i]!.at - poisoned[i - 1]!.at >= 900, `attempt ${i + 1} came too soon`);
 
@@ -172,7 +199,10 @@ describe("Pub/Sub emulator, transport and push deliverer", { timeout: 240_000 },
       assert.equal(got.length, 1);
       return got;
     });
-    assert.deepEqual(dead.map(({ body, key }) => ({ body, key })), [{ body: "p-1", key: "p" }]);
+    assert.deepEqual(
+      dead.map(({ body, key }) => ({ body, key })),
+      [{ body: "p-1", key: "p" }],
+    );
     // The endpoint has answered p-3; the deliverer counts its acknowledgement once the emulator has taken it.
     await eventually(() => assert.equal(deliverer.counts.acked, 6, "everything else acknowledged once"));
     assert.equal(deliverer.counts.refused, 5);
@@ -194,13 +224,19 @@ describe("Pub/Sub emulator, transport and push deliverer", { timeout: 240_000 },
     await pubsub.topic(topic).create();
     const [sub] = await pubsub.topic(topic).createSubscription("late-events-pull", { enableMessageOrdering: true });
     const retried = await transport.publish(entries);
-    assert.ok(retried.every((o) => o.ok), JSON.stringify(retried));
+    assert.ok(
+      retried.every((o) => o.ok),
+      JSON.stringify(retried),
+    );
     const got = await eventually(async () => {
       const all = await drain(pubsub, sub.name);
       assert.equal(all.length, 3);
       return all;
     });
-    assert.deepEqual(got.map((m) => m.body), ["l-0", "l-1", "l-2"]);
+    assert.deepEqual(
+      got.map((m) => m.body),
+      ["l-0", "l-1", "l-2"],
+    );
   });
 
   it("CloudEvent mode: a real functions-framework CloudEvent function receives messagePublished events in order, a throw is retried", async () => {
@@ -242,7 +278,12 @@ describe("Pub/Sub emulator, transport and push deliverer", { timeout: 240_000 },
     const deliverer = await startPushDeliverer({ pubsub, subscription: res.subscription });
     const republish = pubSubRepublisher({ topic: res.topic, emulatorHost: local.host });
     const transport = publisherTo(res.topic);
-    cleanups.push(() => deliverer.stop(), () => republish.close(), () => transport.close(), () => endpoint.close());
+    cleanups.push(
+      () => deliverer.stop(),
+      () => republish.close(),
+      () => transport.close(),
+      () => endpoint.close(),
+    );
     assert.ok((await transport.publish([{ body: "r-0", orderingKey: "r" }])).every((o) => o.ok));
     await republish({ body: "r-0 again", orderingKey: "r", attributes: { "crdfn-deferrals": "1" } });
     await eventually(() => assert.deepEqual(endpoint.bodiesOf("r"), ["r-0", "r-0 again"]), { timeoutMs: 30_000 });

@@ -54,7 +54,10 @@ describe("a function killed in the middle of its effect step", { timeout: 150_00
     // No new event is published: only the redelivery of the killed message can finish the job,
     // run as deployed (its own token) with the function's environment (the queue server's endpoint).
     const asDeployed = createKubeApi({ connection: env.identities!.functionConnection(op) });
-    poller = pollerFor(env, createRuntime(op, { api: asDeployed, logger: env.logger, clock: () => new Date(), env: env.cluster.env, eventKeys: TEST_EVENT_KEYS }));
+    poller = pollerFor(
+      env,
+      createRuntime(op, { api: asDeployed, logger: env.logger, clock: () => new Date(), env: env.cluster.env, eventKeys: TEST_EVENT_KEYS }),
+    );
     await waitFor("Ready=True after redelivery", async () => ready(await crs.get("crashy"))?.status === "True", 40_000);
 
     const urls = await queuesOf(name);

@@ -57,7 +57,10 @@ describe("the Queue example in crdfn dev", { timeout: 360_000 }, () => {
   before(async () => {
     kubectlBin = (await controlPlaneBinaries({ env: process.env, log: () => {} })).kubectl;
     stateDir = mkdtempSync(join(tmpdir(), "crdfn-queue-dev-"));
-    dev = spawn(process.execPath, [main, "dev", "--state-dir", stateDir, "--operator", join(example, "operator.ts"), "--apply", join(example, "sample.yaml")], { detached: true, stdio: ["ignore", "pipe", "pipe"] });
+    dev = spawn(process.execPath, [main, "dev", "--state-dir", stateDir, "--operator", join(example, "operator.ts"), "--apply", join(example, "sample.yaml")], {
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     dev.stdout!.on("data", (c: Buffer) => (output += c.toString()));
     dev.stderr!.on("data", (c: Buffer) => (output += c.toString()));
     await eventually(() => assert.match(output, /crdfn dev ready/), { timeoutMs: 150_000 });
@@ -73,7 +76,9 @@ describe("the Queue example in crdfn dev", { timeout: 360_000 }, () => {
     await eventually(() => assert.match(output, /Queue orders reconciled/), { timeoutMs: 60_000 });
     const uid = await kubectl("get", "queue", "orders", "-n", "default", "-o", "jsonpath={.metadata.uid}");
     name = queueName({ metadata: { namespace: "default", name: "orders", uid } });
-    const [url, arn, ready] = (await kubectl("get", "queue", "orders", "-n", "default", "-o", 'jsonpath={.status.url} {.status.arn} {.status.conditions[?(@.type=="Ready")].status}')).split(" ");
+    const [url, arn, ready] = (
+      await kubectl("get", "queue", "orders", "-n", "default", "-o", 'jsonpath={.status.url} {.status.arn} {.status.conditions[?(@.type=="Ready")].status}')
+    ).split(" ");
     assert.equal(url, await urlOf());
     assert.match(arn ?? "", new RegExp(`^arn:aws:sqs:[a-z0-9-]+:\\d+:${name}$`));
     assert.equal(ready, "True");

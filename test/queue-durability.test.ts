@@ -24,20 +24,31 @@ describe("queue durability", { timeout: 180_000 }, () => {
     const url = cluster.sqs.queues.fifo;
     const started = Date.now();
     for (let i = 0; i < MESSAGES; i += 10) {
-      const out = await sqs.send(new SendMessageBatchCommand({ QueueUrl: url, Entries: Array.from({ length: 10 }, (_, j) => ({ Id: String(j), MessageBody: `m${i + j}`, MessageGroupId: `g${j}`, MessageDeduplicationId: `m${i + j}` })) }));
+      const out = await sqs.send(
+        new SendMessageBatchCommand({
+          QueueUrl: url,
+          Entries: Array.from({ length: 10 }, (_, j) => ({
+            Id: String(j),
+            MessageBody: `m${i + j}`,
+            MessageGroupId: `g${j}`,
+            MessageDeduplicationId: `m${i + j}`,
+          })),
+        }),
+      );
       assert.equal(out.Failed?.length ?? 0, 0);
     }
     console.log(`# ${MESSAGES} sends acknowledged in ${Date.now() - started} ms`);
     await cluster.queue.stop(0);
     await cluster.queue.start();
     const seen = new Set<string>();
-    for (let empty = 0; empty < 2; ) {
+    for (let empty = 0; empty < 2;) {
       const out = await sqs.send(new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, VisibilityTimeout: 120, WaitTimeSeconds: 0 }));
       const got = out.Messages ?? [];
       empty = got.length === 0 ? empty + 1 : 0;
       for (const m of got) seen.add(m.Body ?? "");
       // FIFO hides a group while one of its messages is in flight: take them out as they come.
-      if (got.length > 0) await sqs.send(new DeleteMessageBatchCommand({ QueueUrl: url, Entries: got.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle ?? "" })) }));
+      if (got.length > 0)
+        await sqs.send(new DeleteMessageBatchCommand({ QueueUrl: url, Entries: got.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle ?? "" })) }));
     }
     assert.equal(seen.size, MESSAGES, `${MESSAGES - seen.size} acknowledged messages lost`);
   });

@@ -24,7 +24,13 @@ const report = defineOperator({
     const secret = ctx.references.of<{ data?: Record<string, string> }>("Secret")[r.spec.secretRef];
     // Five minutes: only the Secret's own appearance can wake it sooner.
     if (!secret) throw new TemporaryError(`Secret ${r.spec.secretRef} does not exist`, 300, "SecretMissing");
-    return { status: { keys: Object.keys(secret.data ?? {}).sort().join(",") } };
+    return {
+      status: {
+        keys: Object.keys(secret.data ?? {})
+          .sort()
+          .join(","),
+      },
+    };
   },
 }) as Operator<unknown>;
 
@@ -47,7 +53,14 @@ describe("an operator that references a Secret", { timeout: 300_000 }, () => {
     admin = adminKubectl(cluster);
     core = cluster.kubeConfig.makeApiClient(CoreV1Api);
     custom = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
-    pipeline = await startPipeline({ cluster, queue: cluster.sqs, operators: [report], logger: pino({ level: "warn" }), functionLogLevel: "warn", identities: { namespaces: [NS] } });
+    pipeline = await startPipeline({
+      cluster,
+      queue: cluster.sqs,
+      operators: [report],
+      logger: pino({ level: "warn" }),
+      functionLogLevel: "warn",
+      identities: { namespaces: [NS] },
+    });
   });
   after(async () => {
     await pipeline?.stop();
@@ -55,16 +68,28 @@ describe("an operator that references a Secret", { timeout: 300_000 }, () => {
   });
 
   const statusOf = async (name: string) => {
-    const o = (await custom.getNamespacedCustomObject({ group: "refs.example.com", version: "v1", namespace: NS, plural: "secretreports", name })) as { status?: { keys?: string; conditions?: Array<{ type: string; reason: string }> } };
+    const o = (await custom.getNamespacedCustomObject({ group: "refs.example.com", version: "v1", namespace: NS, plural: "secretreports", name })) as {
+      status?: { keys?: string; conditions?: Array<{ type: string; reason: string }> };
+    };
     return { keys: o.status?.keys, reason: o.status?.conditions?.find((c) => c.type === "Ready")?.reason };
   };
-  const secret = (name: string, data: Record<string, string>) => ({ metadata: { name, namespace: NS }, data: Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v).toString("base64")])) });
+  const secret = (name: string, data: Record<string, string>) => ({
+    metadata: { name, namespace: NS },
+    data: Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v).toString("base64")])),
+  });
   /** Waits for the report's status, failing after 5 s: the time a referenced change may take. */
-  const within5s = (name: string, want: { keys?: string; reason: string }) => eventually(async () => assert.deepEqual(await statusOf(name), want), { timeoutMs: WITHIN_MS, intervalMs: 100 });
+  const within5s = (name: string, want: { keys?: string; reason: string }) =>
+    eventually(async () => assert.deepEqual(await statusOf(name), want), { timeoutMs: WITHIN_MS, intervalMs: 100 });
 
   it("reconciles within 5 s of the Secret it names changing, going and appearing", async () => {
     await core.createNamespacedSecret({ namespace: NS, body: secret("db", { user: "app" }) });
-    await custom.createNamespacedCustomObject({ group: "refs.example.com", version: "v1", namespace: NS, plural: "secretreports", body: { apiVersion: "refs.example.com/v1", kind: "SecretReport", metadata: { name: "app" }, spec: { secretRef: "db" } } });
+    await custom.createNamespacedCustomObject({
+      group: "refs.example.com",
+      version: "v1",
+      namespace: NS,
+      plural: "secretreports",
+      body: { apiVersion: "refs.example.com/v1", kind: "SecretReport", metadata: { name: "app" }, spec: { secretRef: "db" } },
+    });
     await eventually(async () => assert.deepEqual(await statusOf("app"), { keys: "user", reason: "Reconciled" }), { timeoutMs: 60_000, intervalMs: 200 });
 
     await core.replaceNamespacedSecret({ name: "db", namespace: NS, body: secret("db", { user: "app", password: "s3cret" }) });
@@ -78,7 +103,13 @@ describe("an operator that references a Secret", { timeout: 300_000 }, () => {
   });
 
   it("an object created before the Secret it names is reconciled within 5 s of its creation", async () => {
-    await custom.createNamespacedCustomObject({ group: "refs.example.com", version: "v1", namespace: NS, plural: "secretreports", body: { apiVersion: "refs.example.com/v1", kind: "SecretReport", metadata: { name: "early" }, spec: { secretRef: "later" } } });
+    await custom.createNamespacedCustomObject({
+      group: "refs.example.com",
+      version: "v1",
+      namespace: NS,
+      plural: "secretreports",
+      body: { apiVersion: "refs.example.com/v1", kind: "SecretReport", metadata: { name: "early" }, spec: { secretRef: "later" } },
+    });
     await eventually(async () => assert.equal((await statusOf("early")).reason, "SecretMissing"), { timeoutMs: 60_000, intervalMs: 200 });
     await core.createNamespacedSecret({ namespace: NS, body: secret("later", { k: "v" }) });
     await within5s("early", { keys: "k", reason: "Reconciled" });
@@ -103,9 +134,16 @@ describe("an operator that references a Secret", { timeout: 300_000 }, () => {
 
   it("the bridge's watch of a referenced kind asks for metadata only: no Secret's data reaches it", async () => {
     const http = new KubeHttp({ connection: cluster.kubeConfig });
-    const list = (await http.getJson(`/api/v1/namespaces/${NS}/secrets`, {}, undefined, METADATA_LIST)) as { kind: string; items: Array<Record<string, unknown>> };
+    const list = (await http.getJson(`/api/v1/namespaces/${NS}/secrets`, {}, undefined, METADATA_LIST)) as {
+      kind: string;
+      items: Array<Record<string, unknown>>;
+    };
     assert.equal(list.kind, "PartialObjectMetadataList");
     assert.ok(list.items.length >= 1);
-    for (const item of list.items) assert.deepEqual(Object.keys(item).filter((k) => k !== "apiVersion" && k !== "kind"), ["metadata"]);
+    for (const item of list.items)
+      assert.deepEqual(
+        Object.keys(item).filter((k) => k !== "apiVersion" && k !== "kind"),
+        ["metadata"],
+      );
   });
 });

@@ -136,15 +136,30 @@ describe("never backwards: a stale snapshot is never applied", { timeout: 900_00
     });
     await new Promise<void>((r) => cloud.listen(0, "127.0.0.1", r));
     cloudUrl = `http://127.0.0.1:${(cloud.address() as AddressInfo).port}`;
-    [env, pubsub] = await Promise.all([startEnv([viaPoller, viaLambda, effectsViaPoller], { file: import.meta.filename }), startLocalPubSub({ log: () => {} })]);
+    [env, pubsub] = await Promise.all([
+      startEnv([viaPoller, viaLambda, effectsViaPoller], { file: import.meta.filename }),
+      startLocalPubSub({ log: () => {} }),
+    ]);
     lambdaQueues = await ensureQueues(env.sqs, queueDefinitions(`${env.cluster.namespace}-lambda`));
     const effectsQueues = await ensureQueues(env.sqs, queueDefinitions(`${env.cluster.namespace}-effects`));
     bridge = await startTestBridge(
       env,
-      [`${GROUP}/v1/pbursts>v1/configmaps`, `${GROUP}/v1/lbursts>v1/configmaps@${lambdaQueues.fifo}`, `${GROUP}/v1/pefbursts>v1/configmaps@${effectsQueues.fifo}`].join(", "),
+      [
+        `${GROUP}/v1/pbursts>v1/configmaps`,
+        `${GROUP}/v1/lbursts>v1/configmaps@${lambdaQueues.fifo}`,
+        `${GROUP}/v1/pefbursts>v1/configmaps@${effectsQueues.fifo}`,
+      ].join(", "),
     );
     const pollerOn = (queueUrl: string, op: Operator<unknown>) =>
-      startPoller({ sqs: givenSqsClient(env.sqs), queueUrls: [queueUrl, queueUrl, queueUrl, queueUrl], runtime: recorder.wrap(runtimeFor(env, op)), batchSize: 10, waitTimeSeconds: 1, logger: env.logger, clock: () => new Date() });
+      startPoller({
+        sqs: givenSqsClient(env.sqs),
+        queueUrls: [queueUrl, queueUrl, queueUrl, queueUrl],
+        runtime: recorder.wrap(runtimeFor(env, op)),
+        batchSize: 10,
+        waitTimeSeconds: 1,
+        logger: env.logger,
+        clock: () => new Date(),
+      });
     const pollers = [pollerOn(env.cluster.sqs.queues.fifo, viaPoller), pollerOn(effectsQueues.fifo, effectsViaPoller)];
     poller = { stop: async () => void (await Promise.all(pollers.map((p) => p.stop()))) };
     const handler = lambdaHandler(viaLambda, { runtime: recorder.wrap(runtimeFor(env, viaLambda)), sqs: env.sqs, logger: env.logger, clock: () => new Date() });
@@ -197,31 +212,42 @@ describe("never backwards: a stale snapshot is never applied", { timeout: 900_00
 
   const conflictsOf = (name: string) => env.logs.filter((l) => l.msg === "409 Conflict; re-reading" && l.object === `${env.cluster.namespace}/${name}`).length;
 
-  it(`${ROUNDS} rounds of ${PER_ROUND} updates within a second: on every path, every write of the child and of the effect only moves forward`, { timeout: 840_000 }, async () => {
-    const paths: Array<[string, Operator<unknown>, string]> = [
-      ["poller", viaPoller, "on-poller"],
-      ["lambda", viaLambda, "on-lambda"],
-      ["cloud run", viaCloudRun, "on-cloud-run"],
-      ["poller, effects", effectsViaPoller, "with-effects"],
-    ];
-    const bursts = await Promise.all(paths.map(([path, op, name]) => rounds(path, op, name)));
-    for (const [i, [path, , name]] of paths.entries()) {
-      const values = writes.values.get(`${name}-out`) ?? [];
-      const results = path === "cloud run" ? cloudRunRecords.filter((r) => r.name === name).map((r) => r.outcome.result) : recorder.reconciles.filter((r) => r.name === name).map((r) => r.result);
-      const reconciles = `${results.length} reconciles (${Object.entries(Object.groupBy(results, (r) => r)).map(([r, n]) => `${r} ${n?.length ?? 0}`).join(", ")})`;
-      const conflicts = path === "cloud run" ? "n/a (its logs are its own)" : String(conflictsOf(name));
-      const raises = values.filter((v, j) => j > 0 && v === values[j - 1]).length;
-      const slowest = Math.max(...bursts[i]!);
-      console.log(`# ${path}: ${ROUNDS * PER_ROUND} updates (slowest burst of ${PER_ROUND}: ${slowest.toFixed(0)} ms): ${values.length} child writes (${raises} of them the same value: fence raises), ${reconciles}, ${conflicts} conflicts re-read, ${regressions(values)} regressions`);
-      assert.equal(regressions(values), 0, `${path}: the child's values as written: ${values.join(", ")}`);
-      assert.equal(values.at(-1), LAST, `${path}: the last write is the last update`);
-    }
-    const outside = effected.get("with-effects") ?? [];
-    console.log(`# effects: ${outside.length} writes outside the cluster, ${regressions(outside)} regressions`);
-    assert.equal(regressions(outside), 0, `the effect's values as written: ${outside.join(", ")}`);
-    assert.equal(outside.at(-1), LAST);
-    assert.deepEqual(recorder.overlaps, [], "one reconcile of an object at a time");
-  });
+  it(
+    `${ROUNDS} rounds of ${PER_ROUND} updates within a second: on every path, every write of the child and of the effect only moves forward`,
+    { timeout: 840_000 },
+    async () => {
+      const paths: Array<[string, Operator<unknown>, string]> = [
+        ["poller", viaPoller, "on-poller"],
+        ["lambda", viaLambda, "on-lambda"],
+        ["cloud run", viaCloudRun, "on-cloud-run"],
+        ["poller, effects", effectsViaPoller, "with-effects"],
+      ];
+      const bursts = await Promise.all(paths.map(([path, op, name]) => rounds(path, op, name)));
+      for (const [i, [path, , name]] of paths.entries()) {
+        const values = writes.values.get(`${name}-out`) ?? [];
+        const results =
+          path === "cloud run"
+            ? cloudRunRecords.filter((r) => r.name === name).map((r) => r.outcome.result)
+            : recorder.reconciles.filter((r) => r.name === name).map((r) => r.result);
+        const reconciles = `${results.length} reconciles (${Object.entries(Object.groupBy(results, (r) => r))
+          .map(([r, n]) => `${r} ${n?.length ?? 0}`)
+          .join(", ")})`;
+        const conflicts = path === "cloud run" ? "n/a (its logs are its own)" : String(conflictsOf(name));
+        const raises = values.filter((v, j) => j > 0 && v === values[j - 1]).length;
+        const slowest = Math.max(...bursts[i]!);
+        console.log(
+          `# ${path}: ${ROUNDS * PER_ROUND} updates (slowest burst of ${PER_ROUND}: ${slowest.toFixed(0)} ms): ${values.length} child writes (${raises} of them the same value: fence raises), ${reconciles}, ${conflicts} conflicts re-read, ${regressions(values)} regressions`,
+        );
+        assert.equal(regressions(values), 0, `${path}: the child's values as written: ${values.join(", ")}`);
+        assert.equal(values.at(-1), LAST, `${path}: the last write is the last update`);
+      }
+      const outside = effected.get("with-effects") ?? [];
+      console.log(`# effects: ${outside.length} writes outside the cluster, ${regressions(outside)} regressions`);
+      assert.equal(regressions(outside), 0, `the effect's values as written: ${outside.join(", ")}`);
+      assert.equal(outside.at(-1), LAST);
+      assert.deepEqual(recorder.overlaps, [], "one reconcile of an object at a time");
+    },
+  );
 
   it("the admission policy refuses the function's own token a child from an older generation of its parent; the runtime reads it as a conflict", async () => {
     const crs = crApi(env, viaPoller);
@@ -232,7 +258,11 @@ describe("never backwards: a stale snapshot is never applied", { timeout: 900_00
     const parent = (await crs.get(name))!;
     const ref = { group: "", version: "v1", plural: "configmaps", namespace: env.cluster.namespace, name: `${name}-out` };
     const stored = await env.api.get(ref);
-    assert.equal((stored?.metadata.annotations as Record<string, string> | undefined)?.[PARENT_GENERATION_ANNOTATION], String(parent.metadata?.generation), "the child carries its parent's generation");
+    assert.equal(
+      (stored?.metadata.annotations as Record<string, string> | undefined)?.[PARENT_GENERATION_ANNOTATION],
+      String(parent.metadata?.generation),
+      "the child carries its parent's generation",
+    );
     const asTheFunction = createKubeApi({ connection: env.identities!.functionConnection(viaPoller) });
     const written = (generation: string | undefined, value: number) => ({
       ...childOf(name, value),

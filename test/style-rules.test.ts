@@ -43,7 +43,11 @@ describe("the style checks of npm run check", { timeout: 300_000 }, () => {
   it("the length rule refuses a production function over 100 lines, passes one of 100, and leaves tests alone (a describe holds its cases)", async () => {
     // One ESLint run for the three probes: its type-aware setup is most of its time.
     const id = randomBytes(4).toString("hex");
-    const probes = { over: join("core", `style-probe-${id}-over.ts`), at: join("bridge", `style-probe-${id}-at.ts`), test: join("core", `style-probe-${id}.test.ts`) };
+    const probes = {
+      over: join("core", `style-probe-${id}-over.ts`),
+      at: join("bridge", `style-probe-${id}-at.ts`),
+      test: join("core", `style-probe-${id}.test.ts`),
+    };
     writeFileSync(join(root, probes.over), longFunction(102));
     writeFileSync(join(root, probes.at), longFunction(100));
     writeFileSync(join(root, probes.test), longFunction(150));
@@ -52,7 +56,10 @@ describe("the style checks of npm run check", { timeout: 300_000 }, () => {
         (r) => r.stdout,
         (e: { stdout?: string }) => e.stdout ?? "[]",
       );
-      const rules = (file: string) => (JSON.parse(out) as Array<{ filePath: string; messages: Array<{ ruleId: string | null }> }>).find((r) => r.filePath === join(root, file))?.messages.map((m) => m.ruleId) ?? [];
+      const rules = (file: string) =>
+        (JSON.parse(out) as Array<{ filePath: string; messages: Array<{ ruleId: string | null }> }>)
+          .find((r) => r.filePath === join(root, file))
+          ?.messages.map((m) => m.ruleId) ?? [];
       assert.deepEqual(rules(probes.over), ["max-lines-per-function"]);
       assert.deepEqual(rules(probes.at), []);
       assert.deepEqual(rules(probes.test), []);

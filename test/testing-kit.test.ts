@@ -40,7 +40,9 @@ describe("the testing kit gives the verdicts of the runtime on a real API server
     // A list's items carry no kind: it is the list's.
     const controlled = async (plural: string, kind: string) =>
       (await env.api.list({ group: "", version: "v1", plural, namespace: env.cluster.namespace }, `${PARENT_UID_LABEL}=${uid}`))
-        .filter((c) => ((c.metadata.ownerReferences as Array<{ uid?: string; controller?: boolean }> | undefined) ?? []).some((r) => r.controller && r.uid === uid))
+        .filter((c) =>
+          ((c.metadata.ownerReferences as Array<{ uid?: string; controller?: boolean }> | undefined) ?? []).some((r) => r.controller && r.uid === uid),
+        )
         .map((c) => ({ ...c, kind }));
     const children = [...(await controlled("configmaps", "ConfigMap")), ...(await controlled("secrets", "Secret"))];
     return { outcome: outcome.result, verdict: verdictOfRun(object, children) };

@@ -83,6 +83,9 @@ export function ensureKopfVenv(log: (line: string) => void): Built {
   return {
     path: python,
     seconds: seconds(t0),
-    versions: { python: execFileSync(python, ["--version"], { encoding: "utf8" }).trim(), ...Object.fromEntries(freeze.map((l): [string, string] => [l.split("==")[0] ?? l, l.split("==")[1] ?? ""])) },
+    versions: {
+      python: execFileSync(python, ["--version"], { encoding: "utf8" }).trim(),
+      ...Object.fromEntries(freeze.map((l): [string, string] => [l.split("==")[0] ?? l, l.split("==")[1] ?? ""])),
+    },
   };
 }

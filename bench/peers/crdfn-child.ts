@@ -16,7 +16,16 @@ import type { Operator } from "../../core/operator.ts";
 import type { LocalCluster } from "../../emulator/types.ts";
 import greeting from "../../examples/greeting/operator.ts";
 import { platformOperators } from "../platform/kinds.ts";
-import { CLUSTER_ENV, cpuProfileFlags, NAMESPACE_ENV, PLATFORM_KINDS_ENV, PROFILE_DIR_ENV, READY_TIMEOUT_ENV, RECEIVE_LOOPS_ENV, type ClusterHandle } from "./systems.ts";
+import {
+  CLUSTER_ENV,
+  cpuProfileFlags,
+  NAMESPACE_ENV,
+  PLATFORM_KINDS_ENV,
+  PROFILE_DIR_ENV,
+  READY_TIMEOUT_ENV,
+  RECEIVE_LOOPS_ENV,
+  type ClusterHandle,
+} from "./systems.ts";
 
 async function main(): Promise<void> {
   const handle = JSON.parse(process.env[CLUSTER_ENV] ?? "null") as ClusterHandle | null;

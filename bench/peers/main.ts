@@ -17,11 +17,13 @@ import { formatPeersReport, medians, ratios } from "./report.ts";
 import { runOnce, type RunResult } from "./run.ts";
 import { SYSTEMS, type SystemName } from "./systems.ts";
 
-const positive = (what: string) => (text: string): number => {
-  const n = Number(text);
-  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`${what} must be a whole number ≥ 1`);
-  return n;
-};
+const positive =
+  (what: string) =>
+  (text: string): number => {
+    const n = Number(text);
+    if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`${what} must be a whole number ≥ 1`);
+    return n;
+  };
 
 const systemList = (text: string): SystemName[] => {
   const names = text.split(",").map((s) => s.trim());
@@ -47,7 +49,11 @@ const QUICK = { objects: 20, rate: 5, duration: 3, concurrency: 4, rounds: 1, qu
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** Waits up to `waitSeconds` for the 1-minute load average to fall to `maxLoad`; reports what it saw. */
-async function untilQuiet(maxLoad: number, waitSeconds: number, log: (l: string) => void): Promise<{ maxLoad: number; quiet: boolean; waitedSeconds: number; loadAvg: number[] }> {
+async function untilQuiet(
+  maxLoad: number,
+  waitSeconds: number,
+  log: (l: string) => void,
+): Promise<{ maxLoad: number; quiet: boolean; waitedSeconds: number; loadAvg: number[] }> {
   const t0 = performance.now();
   let announced = false;
   while ((loadavg()[0] ?? 0) > maxLoad && performance.now() - t0 < waitSeconds * 1000) {
@@ -61,7 +67,11 @@ async function untilQuiet(maxLoad: number, waitSeconds: number, log: (l: string)
 }
 
 /** `quick`: QUICK's figures for every option not given on the command line. */
-export async function runPeers(o: Options, log: (line: string) => void, given: (key: keyof typeof QUICK) => boolean = () => false): Promise<{ path: string; report: string }> {
+export async function runPeers(
+  o: Options,
+  log: (line: string) => void,
+  given: (key: keyof typeof QUICK) => boolean = () => false,
+): Promise<{ path: string; report: string }> {
   const p: Options = { ...o };
   if (o.quick) for (const [k, v] of Object.entries(QUICK) as [keyof typeof QUICK, number][]) if (!given(k)) p[k] = v;
   const missing = missingToolchains();
@@ -105,7 +115,15 @@ export async function runPeers(o: Options, log: (line: string) => void, given: (
     finishedAt: new Date().toISOString(),
     machine: { cpus: cpus().length, node: process.version, loadAvgEnd: loadavg() },
     quiet,
-    params: { objects: p.objects, rate: p.rate, durationSeconds: p.duration, concurrency: p.concurrency, rounds: p.rounds, systems: p.systems, quick: Boolean(o.quick) },
+    params: {
+      objects: p.objects,
+      rate: p.rate,
+      durationSeconds: p.duration,
+      concurrency: p.concurrency,
+      rounds: p.rounds,
+      systems: p.systems,
+      quick: Boolean(o.quick),
+    },
     builds: { controllerRuntime, kopf },
     runs,
     medians: m,
@@ -129,16 +147,25 @@ function peersCommand(): Command {
     .option("--concurrency <n>", "changes in flight (closed loop) and status patches in flight (raw ceiling)", positive("--concurrency"), 32)
     .option("--rounds <n>", "runs of every system, interleaved", positive("--rounds"), 2)
     .addOption(new Option("--systems <list>", `comma-separated (${SYSTEMS.join(",")})`).argParser(systemList).default([...SYSTEMS]))
-    .option("--max-load <load>", "wait for the 1-minute load average to fall to this first", (t) => {
-      const n = Number(t);
-      if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError("--max-load must be a number > 0");
-      return n;
-    }, Math.max(0.5, cpus().length * 0.25))
+    .option(
+      "--max-load <load>",
+      "wait for the 1-minute load average to fall to this first",
+      (t) => {
+        const n = Number(t);
+        if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError("--max-load must be a number > 0");
+        return n;
+      },
+      Math.max(0.5, cpus().length * 0.25),
+    )
     .option("--quiet-wait <seconds>", "how long to wait for that before running anyway", positive("--quiet-wait"), 300)
     .option("--quick", `a smoke: ${JSON.stringify(QUICK)} unless given`)
     .option("--json <path>", "where to write the results (default bench-results/peers-<timestamp>.json)")
     .action(async (o: Options, cmd: Command) => {
-      const { path, report } = await runPeers(o, (line) => console.error(line), (k) => cmd.getOptionValueSource(k) === "cli");
+      const { path, report } = await runPeers(
+        o,
+        (line) => console.error(line),
+        (k) => cmd.getOptionValueSource(k) === "cli",
+      );
       console.log(report);
       console.log(`\nresults: ${path}`);
     });

@@ -87,7 +87,10 @@ export function formatPeersReport(runs: readonly RunResult[]): string {
   );
   const m = medians(runs);
   const systems = SYSTEMS.filter((s) => m[s]);
-  const mediansTable = table(["median", ...systems], METRICS.map((x) => [x.name, ...systems.map((s) => fmt(m[s]?.[x.name]))]));
+  const mediansTable = table(
+    ["median", ...systems],
+    METRICS.map((x) => [x.name, ...systems.map((s) => fmt(m[s]?.[x.name]))]),
+  );
   const r = ratios(m);
   const peers = Object.keys(r);
   const ratioTable = table(

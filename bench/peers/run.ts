@@ -60,7 +60,15 @@ export interface RunResult {
   /** SendMessageBatch requests the bridge made per change (crdfn only). */
   bridgeSendRequestsPerChange: { rated: number | null; closedLoop: number | null } | null;
   rated: { ratePerSecond: number; seconds: number; writes: number; writeErrors: number; unobserved: number; latency: LatencySummary } & Cost;
-  closedLoop: { concurrency: number; seconds: number; changes: number; changesPerSecond: number; writeErrors: number; unobserved: number; latency: LatencySummary } & Cost;
+  closedLoop: {
+    concurrency: number;
+    seconds: number;
+    changes: number;
+    changesPerSecond: number;
+    writeErrors: number;
+    unobserved: number;
+    latency: LatencySummary;
+  } & Cost;
   rawCeiling: { concurrency: number; seconds: number; patches: number; errors: number; patchesPerSecond: number; latency: LatencySummary };
   closedToRaw: number;
   peakRssMiB: Record<string, number>;
@@ -74,7 +82,15 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 const r1 = (x: number): number => Math.round(x * 10) / 10;
 const r2 = (x: number): number => Math.round(x * 100) / 100;
 
-export async function runOnce(system: SystemName, round: number, cluster: LocalCluster, sqs: SQSClient, bin: Binaries, reaper: Reaper, o: RunOptions): Promise<RunResult> {
+export async function runOnce(
+  system: SystemName,
+  round: number,
+  cluster: LocalCluster,
+  sqs: SQSClient,
+  bin: Binaries,
+  reaper: Reaper,
+  o: RunOptions,
+): Promise<RunResult> {
   const startedAt = new Date().toISOString();
   const loadAvgStart = loadavg();
   const namespace = `peers-${system.replace(/[^a-z0-9]+/g, "-").replace(/-$/, "")}-r${round}`;
@@ -135,7 +151,8 @@ export async function runOnce(system: SystemName, round: number, cluster: LocalC
 
     // Ready for work: a first object handled (kopf and crdfn say nothing when their watches are up).
     await greetings.create("warmup", "warm up");
-    if ((await watch.reconciled("warmup", 1, 120_000)) === undefined) throw new Error(`${system} never reconciled its first Greeting (log: ${running.logFile})`);
+    if ((await watch.reconciled("warmup", 1, 120_000)) === undefined)
+      throw new Error(`${system} never reconciled its first Greeting (log: ${running.logFile})`);
 
     const names = Array.from({ length: o.objects }, (_, i) => objectName(i));
     o.log(`${system} r${round}: creating ${o.objects} Greetings…`);
@@ -151,7 +168,12 @@ export async function runOnce(system: SystemName, round: number, cluster: LocalC
       await sleep(20);
     }
     const allReadySeconds = (now() - t0) / 1000;
-    const setup = { objects: o.objects, createSeconds: r2(createSeconds), allReadySeconds: r2(allReadySeconds), ...cost(await sampler.since(mark), o.objects, o.objects) };
+    const setup = {
+      objects: o.objects,
+      createSeconds: r2(createSeconds),
+      allReadySeconds: r2(allReadySeconds),
+      ...cost(await sampler.since(mark), o.objects, o.objects),
+    };
     await quiet();
 
     const change = changeTimer({ greetings, watch, names, now, timeoutMs: OBSERVE_TIMEOUT_MS });
@@ -179,7 +201,7 @@ export async function runOnce(system: SystemName, round: number, cluster: LocalC
 
     // Each writer owns its own objects, so no two changes in flight touch the same one.
     const workers = Math.min(o.concurrency, o.objects);
-    const objectOf = (w: number, k: number): number => (w + (k * workers)) % o.objects;
+    const objectOf = (w: number, k: number): number => (w + k * workers) % o.objects;
     o.log(`${system} r${round}: closed loop, ${workers} in flight for ${o.durationSeconds} s…`);
     mark = await sampler.mark();
     published = await publishMark();
@@ -209,7 +231,11 @@ export async function runOnce(system: SystemName, round: number, cluster: LocalC
     // The raw ceiling gets the API server to itself: the system is stopped first.
     await stopSystem();
     o.log(`${system} r${round}: raw ceiling, ${workers} status patches in flight for ${o.durationSeconds} s…`);
-    const { latencies: rawLatencies, errors: rawErrors, seconds: rawSeconds } = await measureRawCeiling(workers, o.durationSeconds * 1000, (w, k) => greetings.patchStatus(names[objectOf(w, k)] ?? "", k), now);
+    const {
+      latencies: rawLatencies,
+      errors: rawErrors,
+      seconds: rawSeconds,
+    } = await measureRawCeiling(workers, o.durationSeconds * 1000, (w, k) => greetings.patchStatus(names[objectOf(w, k)] ?? "", k), now);
     const rawCeiling = {
       concurrency: workers,
       seconds: r2(rawSeconds),

@@ -82,9 +82,23 @@ export function jsonLine(file: string, key: string): Record<string, unknown> | u
   return undefined;
 }
 
-export const handle = (c: LocalCluster): ClusterHandle => ({ kubeconfigPath: c.kubeconfigPath, server: c.server, kubectl: c.kubectl, caPath: c.caPath, sqs: c.sqs, env: c.env });
+export const handle = (c: LocalCluster): ClusterHandle => ({
+  kubeconfigPath: c.kubeconfigPath,
+  server: c.server,
+  kubectl: c.kubectl,
+  caPath: c.caPath,
+  sqs: c.sqs,
+  env: c.env,
+});
 
-export async function startSystem(name: SystemName, namespace: string, cluster: LocalCluster, bin: Binaries, reaper: Reaper, start: StartOptions = {}): Promise<RunningSystem> {
+export async function startSystem(
+  name: SystemName,
+  namespace: string,
+  cluster: LocalCluster,
+  bin: Binaries,
+  reaper: Reaper,
+  start: StartOptions = {},
+): Promise<RunningSystem> {
   const dir = mkdtempSync(join(tmpdir(), "crdfn-peer-"));
   reaper.trackDir(dir);
   const logFile = join(dir, "system.log");
@@ -106,7 +120,11 @@ export async function startSystem(name: SystemName, namespace: string, cluster: 
     const { server, ...child } = await startCrdfnChild(namespace, cluster, reaper, logFile, env, 0, start);
     return started(server, {
       ...child,
-      settings: { pipeline: "cli/pipeline.ts startPipeline, bridgeProcess: true, default receive loops, as deployed (generated identities and admission policy, one namespace)", operators: ["greeting"] },
+      settings: {
+        pipeline:
+          "cli/pipeline.ts startPipeline, bridgeProcess: true, default receive loops, as deployed (generated identities and admission policy, one namespace)",
+        operators: ["greeting"],
+      },
     });
   }
 
@@ -114,13 +132,29 @@ export async function startSystem(name: SystemName, namespace: string, cluster: 
     const workers = name === "controller-runtime(8)" ? 8 : 1;
     const args = ["--namespace", namespace, "--workers", String(workers), "--qps", "-1", "--burst", "1000"];
     const server = await startServer(
-      { name, command: bin.controllerRuntime, args, logFile, env, ready: () => Promise.resolve(jsonLine(logFile, "synced") !== undefined), timeoutMs: timeoutMs(60) },
+      {
+        name,
+        command: bin.controllerRuntime,
+        args,
+        logFile,
+        env,
+        ready: () => Promise.resolve(jsonLine(logFile, "synced") !== undefined),
+        timeoutMs: timeoutMs(60),
+      },
       reaper,
     );
     return started(server, {
       clusterSide: { operator: server.pid },
       offCluster: {},
-      settings: { maxConcurrentReconciles: workers, qps: -1, burst: 1000, cache: "typed, one namespace", childWrite: "CreateOrUpdate", statusWrite: "merge patch", synced: jsonLine(logFile, "synced")?.synced },
+      settings: {
+        maxConcurrentReconciles: workers,
+        qps: -1,
+        burst: 1000,
+        cache: "typed, one namespace",
+        childWrite: "CreateOrUpdate",
+        statusWrite: "merge patch",
+        synced: jsonLine(logFile, "synced")?.synced,
+      },
     });
   }
 

@@ -7,7 +7,10 @@ import type { PlatformRun } from "./run.ts";
 
 const latency = (p50Ms: number) => ({ samples: 100, p50Ms, p95Ms: p50Ms * 2, p99Ms: p50Ms * 3, maxMs: p50Ms * 4, meanMs: p50Ms });
 
-function run(system: PlatformRun["system"], o: { peak: number; idle: number; requests: number; p50: number; watches: number; queue: number | null; unobserved?: number }): PlatformRun {
+function run(
+  system: PlatformRun["system"],
+  o: { peak: number; idle: number; requests: number; p50: number; watches: number; queue: number | null; unobserved?: number },
+): PlatformRun {
   return {
     system,
     namespace: `platform-${system}`,
@@ -18,7 +21,16 @@ function run(system: PlatformRun["system"], o: { peak: number; idle: number; req
     settings: {},
     setup: { kinds: 10, objects: 10_000, createSeconds: 30, allReadySeconds: 60 },
     watches: { samples: 3, median: o.watches, min: o.watches, max: o.watches + 1, baseline: 25, byResource: { configmaps: 1 } },
-    idle: { seconds: 300, settleSeconds: 2, cpuSeconds: {}, clusterSideCpuPercent: o.idle, offClusterCpuPercent: 1, controlPlaneCpuPercent: 3, apiRequests: 40, loadAvg: [1, 1, 1] },
+    idle: {
+      seconds: 300,
+      settleSeconds: 2,
+      cpuSeconds: {},
+      clusterSideCpuPercent: o.idle,
+      offClusterCpuPercent: 1,
+      controlPlaneCpuPercent: 3,
+      apiRequests: 40,
+      loadAvg: [1, 1, 1],
+    },
     rss: { clusterSidePeakMiB: o.peak, clusterSideIdleMiB: o.peak - 10, offClusterPeakMiB: system === "crdfn" ? 200 : 0, peakMiB: {} },
     rated: {
       ratePerSecond: 50,
@@ -46,20 +58,26 @@ describe("bench:platform's bars", () => {
 
   it("pass where crdfn meets each of the issue's bars", () => {
     const bars = checkBars(run("crdfn", { peak: 100, idle: 0.1, requests: 2.05, p50: 29, watches: 11, queue: 0.8 }), cr);
-    assert.deepEqual(bars.map((b) => [b.name, b.pass]), [
-      ["cluster-side RSS, peak (MiB)", true],
-      ["idle CPU, cluster side (% of a core)", true],
-      ["API requests per change", true],
-      ["p50 change → child and status Ready (ms)", true],
-      ["watches held open on the API server", true],
-      ["SQS requests per change at 50/s, sustained", true],
-    ]);
+    assert.deepEqual(
+      bars.map((b) => [b.name, b.pass]),
+      [
+        ["cluster-side RSS, peak (MiB)", true],
+        ["idle CPU, cluster side (% of a core)", true],
+        ["API requests per change", true],
+        ["p50 change → child and status Ready (ms)", true],
+        ["watches held open on the API server", true],
+        ["SQS requests per change at 50/s, sustained", true],
+      ],
+    );
     assert.equal(bars[0]?.ratio, "0.25×");
   });
 
   it("miss where it does not: more memory, busier idle, more requests, slower, as many watches, a lost change", () => {
     const bars = checkBars(run("crdfn", { peak: 130, idle: 0.3, requests: 2.2, p50: 31, watches: 20, queue: 0.8, unobserved: 1 }), cr);
-    assert.deepEqual(bars.map((b) => b.pass), [false, false, false, false, false, false]);
+    assert.deepEqual(
+      bars.map((b) => b.pass),
+      [false, false, false, false, false, false],
+    );
   });
 
   it("SQS: more than one request per change misses even with nothing lost", () => {
@@ -85,7 +103,14 @@ describe("bench:platform's bars", () => {
 describe("bench:platform's kinds", () => {
   it("each kind its own plural, child label and object names, so ten share a namespace without collisions", () => {
     const [a, b] = [platformKind(0), platformKind(7)];
-    assert.deepEqual(a, { group: "bench.crdfn.dev", version: "v1", kind: "Greeting0", plural: "greeting0s", childLabel: "bench.crdfn.dev/greeting0", prefix: "g0" });
+    assert.deepEqual(a, {
+      group: "bench.crdfn.dev",
+      version: "v1",
+      kind: "Greeting0",
+      plural: "greeting0s",
+      childLabel: "bench.crdfn.dev/greeting0",
+      prefix: "g0",
+    });
     assert.equal(platformObjectName(b, 42), "g7-00042");
     assert.notEqual(platformObjectName(a, 42), platformObjectName(b, 42));
   });

@@ -30,7 +30,14 @@ export function checkBars(crdfn: PlatformRun, cr: PlatformRun): Bar[] {
   const queue = crdfn.rated.queueRequestsPerChange;
   const sustained = (r: PlatformRun) => r.rated.writeErrors === 0 && r.rated.unobserved === 0;
   return [
-    { name: "cluster-side RSS, peak (MiB)", goal: "≤ 0.3×", crdfn: f(crdfn.rss.clusterSidePeakMiB), controllerRuntime: f(cr.rss.clusterSidePeakMiB), ratio: x(rss), pass: rss !== null && rss <= 0.3 },
+    {
+      name: "cluster-side RSS, peak (MiB)",
+      goal: "≤ 0.3×",
+      crdfn: f(crdfn.rss.clusterSidePeakMiB),
+      controllerRuntime: f(cr.rss.clusterSidePeakMiB),
+      ratio: x(rss),
+      pass: rss !== null && rss <= 0.3,
+    },
     {
       name: "idle CPU, cluster side (% of a core)",
       goal: "≤ 0.5×",
@@ -48,7 +55,14 @@ export function checkBars(crdfn: PlatformRun, cr: PlatformRun): Bar[] {
       ratio: x(ratioOf(crdfn.rated.apiRequestsPerChange, cr.rated.apiRequestsPerChange)),
       pass: crdfn.rated.apiRequestsPerChange <= cr.rated.apiRequestsPerChange + EQUAL_REQUESTS_SLACK,
     },
-    { name: "p50 change → child and status Ready (ms)", goal: "≤ 1.5×", crdfn: f(crdfn.rated.latency.p50Ms), controllerRuntime: f(cr.rated.latency.p50Ms), ratio: x(p50), pass: p50 !== null && p50 <= 1.5 },
+    {
+      name: "p50 change → child and status Ready (ms)",
+      goal: "≤ 1.5×",
+      crdfn: f(crdfn.rated.latency.p50Ms),
+      controllerRuntime: f(cr.rated.latency.p50Ms),
+      ratio: x(p50),
+      pass: p50 !== null && p50 <= 1.5,
+    },
     {
       name: "watches held open on the API server",
       goal: "fewer",
@@ -92,24 +106,47 @@ export function formatPlatformReport(crdfn: PlatformRun, cr: PlatformRun, bars: 
       bars.map((b) => [b.name, b.goal, b.crdfn, b.controllerRuntime, b.ratio, b.pass ? "PASS" : "MISS"]),
     ),
     "",
-    table(["measure", "crdfn (one bridge)", `controller-runtime (${cr.setup.kinds} processes)`], [
-      both("objects (kinds × per kind), all Ready after", (r) => `${r.setup.objects} (${r.setup.kinds} × ${r.setup.objects / r.setup.kinds}), ${f(r.setup.allReadySeconds)} s`),
-      both("cluster-side RSS: peak / end of idle (MiB)", (r) => `${f(r.rss.clusterSidePeakMiB)} / ${f(r.rss.clusterSideIdleMiB)}`),
-      both("off-cluster RSS peak (MiB)", (r) => f(r.rss.offClusterPeakMiB)),
-      both("idle: cluster side / off-cluster / API server+etcd (% of a core)", (r) => `${f(r.idle.clusterSideCpuPercent, 2)} / ${f(r.idle.offClusterCpuPercent, 2)} / ${f(r.idle.controlPlaneCpuPercent, 2)} over ${f(r.idle.seconds, 0)} s`),
-      both("idle: API requests (all clients)", (r) => String(r.idle.apiRequests)),
-      both("watches held: median (min–max) over the idle window", (r) => `${r.watches.median} (${r.watches.min}–${r.watches.max})`),
-      both("watches by resource", (r) => Object.entries(r.watches.byResource).map(([k, v]) => `${k} ${v}`).join(", ") || "–"),
-      both("rated: offered / seen reconciled (changes/s)", (r) => `${r.rated.ratePerSecond} / ${f(r.rated.observedPerSecond)}`),
-      both("rated: change → child and status Ready", lat),
-      both("rated: writes / errors / unobserved", (r) => `${r.rated.writes} / ${r.rated.writeErrors} / ${r.rated.unobserved}`),
-      both("rated: CPU ms per change, cluster side / API server+etcd / off-cluster", (r) => `${f(r.rated.clusterSideCpuMsPerChange, 2)} / ${f(r.rated.controlPlaneCpuMsPerChange, 2)} / ${f(r.rated.offClusterCpuMsPerChange, 2)}`),
-      both("rated: API requests per change", (r) => f(r.rated.apiRequestsPerChange, 2)),
-      both("rated: reconciles run / ms inside the function / bridge publish delay (mean)", (r) =>
-        r.rated.pipeline === null ? "–" : `${r.rated.pipeline.reconciles} / ${f(r.rated.pipeline.functionMsPerReconcile)} ms / ${f(r.rated.pipeline.bridgePublishDelayMs)} ms`,
-      ),
-      both("rated: SQS requests per change", (r) => (r.rated.queueRequestsPerChange === null ? "–" : `${f(r.rated.queueRequestsPerChange, 2)} (${queueLine(r.rated.queueRequests, r.rated.writes)})`)),
-      both("load average: start / rated / end", (r) => `${load(r.loadAvgStart)} / ${load(r.rated.loadAvg)} / ${load(r.loadAvgEnd)}`),
-    ]),
+    table(
+      ["measure", "crdfn (one bridge)", `controller-runtime (${cr.setup.kinds} processes)`],
+      [
+        both(
+          "objects (kinds × per kind), all Ready after",
+          (r) => `${r.setup.objects} (${r.setup.kinds} × ${r.setup.objects / r.setup.kinds}), ${f(r.setup.allReadySeconds)} s`,
+        ),
+        both("cluster-side RSS: peak / end of idle (MiB)", (r) => `${f(r.rss.clusterSidePeakMiB)} / ${f(r.rss.clusterSideIdleMiB)}`),
+        both("off-cluster RSS peak (MiB)", (r) => f(r.rss.offClusterPeakMiB)),
+        both(
+          "idle: cluster side / off-cluster / API server+etcd (% of a core)",
+          (r) =>
+            `${f(r.idle.clusterSideCpuPercent, 2)} / ${f(r.idle.offClusterCpuPercent, 2)} / ${f(r.idle.controlPlaneCpuPercent, 2)} over ${f(r.idle.seconds, 0)} s`,
+        ),
+        both("idle: API requests (all clients)", (r) => String(r.idle.apiRequests)),
+        both("watches held: median (min–max) over the idle window", (r) => `${r.watches.median} (${r.watches.min}–${r.watches.max})`),
+        both(
+          "watches by resource",
+          (r) =>
+            Object.entries(r.watches.byResource)
+              .map(([k, v]) => `${k} ${v}`)
+              .join(", ") || "–",
+        ),
+        both("rated: offered / seen reconciled (changes/s)", (r) => `${r.rated.ratePerSecond} / ${f(r.rated.observedPerSecond)}`),
+        both("rated: change → child and status Ready", lat),
+        both("rated: writes / errors / unobserved", (r) => `${r.rated.writes} / ${r.rated.writeErrors} / ${r.rated.unobserved}`),
+        both(
+          "rated: CPU ms per change, cluster side / API server+etcd / off-cluster",
+          (r) => `${f(r.rated.clusterSideCpuMsPerChange, 2)} / ${f(r.rated.controlPlaneCpuMsPerChange, 2)} / ${f(r.rated.offClusterCpuMsPerChange, 2)}`,
+        ),
+        both("rated: API requests per change", (r) => f(r.rated.apiRequestsPerChange, 2)),
+        both("rated: reconciles run / ms inside the function / bridge publish delay (mean)", (r) =>
+          r.rated.pipeline === null
+            ? "–"
+            : `${r.rated.pipeline.reconciles} / ${f(r.rated.pipeline.functionMsPerReconcile)} ms / ${f(r.rated.pipeline.bridgePublishDelayMs)} ms`,
+        ),
+        both("rated: SQS requests per change", (r) =>
+          r.rated.queueRequestsPerChange === null ? "–" : `${f(r.rated.queueRequestsPerChange, 2)} (${queueLine(r.rated.queueRequests, r.rated.writes)})`,
+        ),
+        both("load average: start / rated / end", (r) => `${load(r.loadAvgStart)} / ${load(r.rated.loadAvg)} / ${load(r.loadAvgEnd)}`),
+      ],
+    ),
   ].join("\n");
 }

@@ -178,7 +178,13 @@ export async function runPlatform(
     };
     cleanup.unshift(stopSystem);
     // crdfn as deployed admits its kinds only in the namespaces it serves; the next system's run is in another.
-    if (system === "crdfn") cleanup.push(() => deletePolicies(cluster, kinds.flatMap((k) => servedNamespacesPolicyOf(platformOperator(k), [namespace]))));
+    if (system === "crdfn")
+      cleanup.push(() =>
+        deletePolicies(
+          cluster,
+          kinds.flatMap((k) => servedNamespacesPolicyOf(platformOperator(k), [namespace])),
+        ),
+      );
 
     const control = clusterPids(Number(new URL(cluster.server).port));
     const controlPlane = { apiServer: control.apiServer ?? 0, etcd: control.etcd ?? 0 };
@@ -195,7 +201,8 @@ export async function runPlatform(
     // Ready for work: one object of every kind reconciled.
     await Promise.all(writers.map((g, i) => g.create(`${kinds[i]?.prefix}-warmup`, "warm up")));
     for (const [i, w] of watches.entries()) {
-      if ((await w.reconciled(`${kinds[i]?.prefix}-warmup`, 1, 120_000)) === undefined) throw new Error(`${system} never reconciled its first ${kinds[i]?.kind} (logs: ${running.logDir})`);
+      if ((await w.reconciled(`${kinds[i]?.prefix}-warmup`, 1, 120_000)) === undefined)
+        throw new Error(`${system} never reconciled its first ${kinds[i]?.kind} (logs: ${running.logDir})`);
     }
 
     const count = o.objectsPerKind * kinds.length;
@@ -220,7 +227,7 @@ export async function runPlatform(
     // Settled: the system's own processes near idle (a controller's follow-up reconciles of its
     // own status writes, the bridge's announcements of children), measured, not waited out.
     const tSettle = now();
-    for (let before = clusterSideNames.reduce((s, n) => s + (cpuSeconds(running.clusterSide[n] ?? 0) ?? 0), 0); ; ) {
+    for (let before = clusterSideNames.reduce((s, n) => s + (cpuSeconds(running.clusterSide[n] ?? 0) ?? 0), 0); ;) {
       await sleep(2000);
       const after = clusterSideNames.reduce((s, n) => s + (cpuSeconds(running.clusterSide[n] ?? 0) ?? 0), 0);
       if (after - before < 0.04 || now() - tSettle > 120_000) break;
@@ -268,7 +275,12 @@ export async function runPlatform(
     const ratedMark = await sampler.mark();
     const latencies: number[] = [];
     const counts: ChangeCounts = { errors: 0, unobserved: 0 };
-    const writes = await atRate(o.rate, o.ratedSeconds * 1000, (n) => (timers[n % kinds.length] as ReturnType<typeof changeTimer>)(Math.floor(n / kinds.length) % o.objectsPerKind, `rated ${n}`, latencies, counts), now);
+    const writes = await atRate(
+      o.rate,
+      o.ratedSeconds * 1000,
+      (n) => (timers[n % kinds.length] as ReturnType<typeof changeTimer>)(Math.floor(n / kinds.length) % o.objectsPerKind, `rated ${n}`, latencies, counts),
+      now,
+    );
     const rated = await sampler.since(ratedMark);
     const ratedLoad = loadavg();
     await drained();
@@ -279,7 +291,9 @@ export async function runPlatform(
         ? {
             reconciles: countsEnd.reconciles - countsMark.reconciles,
             functionMsPerReconcile: r1((countsEnd.reconcileMs - countsMark.reconcileMs) / Math.max(1, countsEnd.reconciles - countsMark.reconciles)),
-            bridgePublishDelayMs: r1(((countsEnd.publishDelaySum - countsMark.publishDelaySum) / Math.max(1, countsEnd.publishDelayCount - countsMark.publishDelayCount)) * 1000),
+            bridgePublishDelayMs: r1(
+              ((countsEnd.publishDelaySum - countsMark.publishDelaySum) / Math.max(1, countsEnd.publishDelayCount - countsMark.publishDelayCount)) * 1000,
+            ),
           }
         : null;
     // Per change written: every written change is reconciled within the phase's window (a change
@@ -300,7 +314,14 @@ export async function runPlatform(
       startSeconds: running.startSeconds,
       settings: running.settings,
       setup: { kinds: kinds.length, objects: count, createSeconds: r2(createSeconds), allReadySeconds: r2(allReadySeconds) },
-      watches: { samples: watchSamples.length, median: median(watchSamples), min: Math.min(...watchSamples), max: Math.max(...watchSamples), baseline: total(baseline), byResource },
+      watches: {
+        samples: watchSamples.length,
+        median: median(watchSamples),
+        min: Math.min(...watchSamples),
+        max: Math.max(...watchSamples),
+        baseline: total(baseline),
+        byResource,
+      },
       idle,
       rss: { clusterSidePeakMiB: peaks(clusterSideNames), clusterSideIdleMiB, offClusterPeakMiB: peaks(Object.keys(offCluster)), peakMiB },
       rated: {

@@ -31,15 +31,23 @@ export interface RunningPlatform {
 /** The controller-runtime flags that point one operator process at one kind (see controller-runtime/main.go). */
 export function operatorArgs(k: PlatformKind, namespace: string): string[] {
   return [
-    "--namespace", namespace,
-    "--group", k.group,
-    "--version", k.version,
-    "--kind", k.kind,
-    "--child-label", k.childLabel,
+    "--namespace",
+    namespace,
+    "--group",
+    k.group,
+    "--version",
+    k.version,
+    "--kind",
+    k.kind,
+    "--child-label",
+    k.childLabel,
     "--cache-children-by-label",
-    "--workers", "1",
-    "--qps", "-1",
-    "--burst", "1000",
+    "--workers",
+    "1",
+    "--qps",
+    "-1",
+    "--burst",
+    "1000",
   ];
 }
 
@@ -64,7 +72,8 @@ export async function startPlatform(
       startSeconds: since(),
       logDir,
       settings: {
-        pipeline: "cli/pipeline.ts startPipeline, bridgeProcess: true, default receive loops, as deployed (generated identities and admission policies, one namespace)",
+        pipeline:
+          "cli/pipeline.ts startPipeline, bridgeProcess: true, default receive loops, as deployed (generated identities and admission policies, one namespace)",
         operators: kinds.map((k) => k.kind),
       },
       async stop() {
@@ -78,7 +87,15 @@ export async function startPlatform(
     kinds.map((k, i) => {
       const logFile = join(logDir, `${k.plural}.log`);
       return startServer(
-        { name: `controller-runtime ${k.kind}`, command: controllerRuntime, args: operatorArgs(k, namespace), logFile, env, ready: () => Promise.resolve(jsonLine(logFile, "synced") !== undefined), timeoutMs: 120_000 },
+        {
+          name: `controller-runtime ${k.kind}`,
+          command: controllerRuntime,
+          args: operatorArgs(k, namespace),
+          logFile,
+          env,
+          ready: () => Promise.resolve(jsonLine(logFile, "synced") !== undefined),
+          timeoutMs: 120_000,
+        },
         reaper,
       ).then((server) => [`op${i}`, server] as const);
     }),

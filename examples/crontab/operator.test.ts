@@ -25,7 +25,10 @@ describe("CronTab", () => {
 
   it("finalizes by withdrawing its registry entry", async () => {
     const released: unknown[] = [];
-    const done = await cronTab.finalize?.(object({ cronSpec: "0 3 * * *", image: "x" }), finalizeContext({ release: (o) => Promise.resolve(void released.push(o)) }));
+    const done = await cronTab.finalize?.(
+      object({ cronSpec: "0 3 * * *", image: "x" }),
+      finalizeContext({ release: (o) => Promise.resolve(void released.push(o)) }),
+    );
     assert.deepEqual(done, { done: true });
     assert.deepEqual(released, [{ apiVersion: "v1", kind: "ConfigMap", name: REGISTRY, namespace: "default" }]);
   });

@@ -77,7 +77,12 @@ export default defineOperator({
     };
   },
   async finalize(cronTab, ctx) {
-    await ctx.release({ apiVersion: "v1", kind: "ConfigMap", name: REGISTRY, ...(cronTab.metadata.namespace ? { namespace: cronTab.metadata.namespace } : {}) });
+    await ctx.release({
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      name: REGISTRY,
+      ...(cronTab.metadata.namespace ? { namespace: cronTab.metadata.namespace } : {}),
+    });
     return { done: true };
   },
 });

@@ -15,7 +15,10 @@ describe("Queue", () => {
   });
 
   it("asks SQS for the spec's attributes, with the schema's defaults", () => {
-    assert.deepEqual(attributesOf(testObject(queue, { metadata: { name: "q" }, spec: {} }).spec), { VisibilityTimeout: "30", MessageRetentionPeriod: "345600" });
+    assert.deepEqual(attributesOf(testObject(queue, { metadata: { name: "q" }, spec: {} }).spec), {
+      VisibilityTimeout: "30",
+      MessageRetentionPeriod: "345600",
+    });
   });
 
   it("wires the URL and ARN effects recorded into a ConfigMap, and wants nothing before", () => {
@@ -28,6 +31,9 @@ describe("Queue", () => {
   });
 
   it("may manage only its own queues", () => {
-    assert.deepEqual(queue.cloud?.aws?.flatMap((p) => p.resources), ["arn:${AWS::Partition}:sqs:${AWS::Region}:${AWS::AccountId}:crdfn-queue-*"]);
+    assert.deepEqual(
+      queue.cloud?.aws?.flatMap((p) => p.resources),
+      ["arn:${AWS::Partition}:sqs:${AWS::Region}:${AWS::AccountId}:crdfn-queue-*"],
+    );
   });
 });

@@ -2,7 +2,17 @@
 // function's own AWS identity — created in ElasticMQ under `crdfn dev`, in SQS on Lambda — with
 // its URL and ARN in status and in a ConfigMap the object's applications can mount. A queue
 // deleted by hand comes back at the next tick of the timer; deleting the object deletes it.
-import { CreateQueueCommand, DeleteQueueCommand, GetQueueAttributesCommand, GetQueueUrlCommand, QueueDeletedRecently, QueueDoesNotExist, QueueNameExists, SetQueueAttributesCommand, SQSClient } from "@aws-sdk/client-sqs";
+import {
+  CreateQueueCommand,
+  DeleteQueueCommand,
+  GetQueueAttributesCommand,
+  GetQueueUrlCommand,
+  QueueDeletedRecently,
+  QueueDoesNotExist,
+  QueueNameExists,
+  SetQueueAttributesCommand,
+  SQSClient,
+} from "@aws-sdk/client-sqs";
 import { defineOperator, TemporaryError, type CustomObject } from "crdfn";
 import { z } from "zod";
 
@@ -42,7 +52,13 @@ export const attributesOf = (spec: QueueSpec): Record<string, string> => ({
  * `crdfn dev`; unset on AWS) and its credentials (on Lambda, its role's).
  */
 function sqsFor(env: Readonly<Record<string, string | undefined>>): SQSClient {
-  const { AWS_REGION: region, AWS_ENDPOINT_URL_SQS: endpoint, AWS_ACCESS_KEY_ID: accessKeyId, AWS_SECRET_ACCESS_KEY: secretAccessKey, AWS_SESSION_TOKEN: sessionToken } = env;
+  const {
+    AWS_REGION: region,
+    AWS_ENDPOINT_URL_SQS: endpoint,
+    AWS_ACCESS_KEY_ID: accessKeyId,
+    AWS_SECRET_ACCESS_KEY: secretAccessKey,
+    AWS_SESSION_TOKEN: sessionToken,
+  } = env;
   return new SQSClient({
     ...(region ? { region } : {}),
     ...(endpoint ? { endpoint } : {}),
@@ -70,15 +86,18 @@ async function ensureQueue(sqs: SQSClient, queue: CustomObject<QueueSpec>): Prom
       url = (await sqs.send(new CreateQueueCommand({ QueueName: name, Attributes: attributes, tags: { "crdfn.io/uid": queue.metadata.uid } }))).QueueUrl;
     } catch (e) {
       // SQS keeps a deleted queue's name for 60 s.
-      if (e instanceof QueueDeletedRecently) throw new TemporaryError(`SQS allows the name ${name} again 60 s after the queue was deleted`, 65, "QueueDeletedRecently");
+      if (e instanceof QueueDeletedRecently)
+        throw new TemporaryError(`SQS allows the name ${name} again 60 s after the queue was deleted`, 65, "QueueDeletedRecently");
       // Made meanwhile (with other attributes): found below, and given the spec's.
       if (!(e instanceof QueueNameExists)) throw e;
       url = await urlOf(sqs, name);
     }
   }
   if (url === undefined) throw new Error(`queue ${name}: no URL`);
-  const current: Record<string, string | undefined> = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ["All"] }))).Attributes ?? {};
-  if (Object.entries(attributes).some(([key, value]) => current[key] !== value)) await sqs.send(new SetQueueAttributesCommand({ QueueUrl: url, Attributes: attributes }));
+  const current: Record<string, string | undefined> =
+    (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ["All"] }))).Attributes ?? {};
+  if (Object.entries(attributes).some(([key, value]) => current[key] !== value))
+    await sqs.send(new SetQueueAttributesCommand({ QueueUrl: url, Attributes: attributes }));
   return { url, arn: current.QueueArn ?? "" };
 }
 

@@ -32,7 +32,10 @@ describe("outage circuit", () => {
     c.failed("down");
     const d = c.deferSeconds();
     assert.ok(d >= 2 && d <= 24, `deferred ${d}s`);
-    assert.deepEqual([1, 2, 3, 4, 5, 12].map((n) => backoffMs(n, { initialMs: 30, maxMs: 900 })), [30, 60, 120, 240, 480, 900]);
+    assert.deepEqual(
+      [1, 2, 3, 4, 5, 12].map((n) => backoffMs(n, { initialMs: 30, maxMs: 900 })),
+      [30, 60, 120, 240, 480, 900],
+    );
   });
 });
 

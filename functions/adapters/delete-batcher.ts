@@ -49,7 +49,11 @@ export class DeleteBatcher {
   #send(handles: string[]): void {
     const sent = this.#options
       .sqs()
-      .then(({ client, sdk }) => client.send(new sdk.DeleteMessageBatchCommand({ QueueUrl: this.#options.queueUrl, Entries: handles.map((h, i) => ({ Id: String(i), ReceiptHandle: h })) })))
+      .then(({ client, sdk }) =>
+        client.send(
+          new sdk.DeleteMessageBatchCommand({ QueueUrl: this.#options.queueUrl, Entries: handles.map((h, i) => ({ Id: String(i), ReceiptHandle: h })) }),
+        ),
+      )
       .then((out) => {
         for (const f of out.Failed ?? []) this.#options.logger.warn({ code: f.Code, message: f.Message }, "delete failed; the message will be redelivered");
       })

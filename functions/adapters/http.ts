@@ -47,12 +47,19 @@ function hostOf(served: Served, deps: HttpDeps): PushHost {
   let logger = deps.logger;
   if (!runtime) {
     const metrics = deps.metrics ?? (onCloudRun ? (cluster: string) => cloudLoggingMetrics(cluster, (line) => process.stdout.write(line)) : undefined);
-    const built = buildFromEnv(served, env, { ...(metrics ? { metrics } : {}), ...(onCloudRun && !logger ? { logger: cloudLoggingLogger(env.LOG_LEVEL ?? "info") } : logger ? { logger } : {}) });
+    const built = buildFromEnv(served, env, {
+      ...(metrics ? { metrics } : {}),
+      ...(onCloudRun && !logger ? { logger: cloudLoggingLogger(env.LOG_LEVEL ?? "info") } : logger ? { logger } : {}),
+    });
     runtime = built.runtime;
     logger ??= built.logger;
   }
   logger ??= pino({ level: "silent" });
-  const republish = deps.republish ?? (settings.CRDFN_PUBSUB_TOPIC ? pubSubRepublisher({ topic: settings.CRDFN_PUBSUB_TOPIC, ...(settings.PUBSUB_EMULATOR_HOST ? { emulatorHost: settings.PUBSUB_EMULATOR_HOST } : {}) }) : undefined);
+  const republish =
+    deps.republish ??
+    (settings.CRDFN_PUBSUB_TOPIC
+      ? pubSubRepublisher({ topic: settings.CRDFN_PUBSUB_TOPIC, ...(settings.PUBSUB_EMULATOR_HOST ? { emulatorHost: settings.PUBSUB_EMULATOR_HOST } : {}) })
+      : undefined);
   return {
     runtime,
     logger,

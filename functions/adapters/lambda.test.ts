@@ -19,7 +19,13 @@ describe("Lambda handler", () => {
 });
 
 describe("Lambda handler on a FIFO batch", () => {
-  const record = (id: string, group: string) => ({ messageId: id, body: id, receiptHandle: id, attributes: { MessageGroupId: group, ApproximateReceiveCount: "1" }, eventSourceARN: "arn:aws:sqs:us-east-1:0:q.fifo" });
+  const record = (id: string, group: string) => ({
+    messageId: id,
+    body: id,
+    receiptHandle: id,
+    attributes: { MessageGroupId: group, ApproximateReceiveCount: "1" },
+    eventSourceARN: "arn:aws:sqs:us-east-1:0:q.fifo",
+  });
   it("groups in order; behind a failure the rest of its group is superseded, not failed; a malformed message holds nothing back", async () => {
     const seen: string[] = [];
     const results: Record<string, "retry" | "dead-letter"> = { a1: "retry", c1: "dead-letter" };

@@ -61,7 +61,12 @@ function queueUrls(sqs: SqsClientSource): (arn: string) => Promise<string> {
 
 function hostOf(served: Served, deps: LambdaDeps): Host {
   const built = deps.runtime
-    ? { runtime: deps.runtime, sqs: deps.sqs ? givenSqsClient(deps.sqs) : undefined, logger: deps.logger ?? pino({ level: "silent" }), clock: deps.clock ?? (() => new Date()) }
+    ? {
+        runtime: deps.runtime,
+        sqs: deps.sqs ? givenSqsClient(deps.sqs) : undefined,
+        logger: deps.logger ?? pino({ level: "silent" }),
+        clock: deps.clock ?? (() => new Date()),
+      }
     : (({ runtime, sqs, logger, clock }) => ({ runtime, sqs: sqs.client, logger, clock }))(buildFromEnv(served, deps.env ?? process.env));
   const host: Host = { ...built, circuits: createCircuits({ clock: built.clock, logger: built.logger }) };
   if (built.sqs) {
@@ -108,7 +113,9 @@ export function lambdaHandler(served: Served, deps: LambdaDeps = {}): SqsLambdaH
           log: h.logger,
         }),
     });
-    const failed = await Promise.all([...settled].map(async ([{ record }, { settlement }]) => ((await carryOut(h, queueUrl, record, settlement)) ? undefined : record.messageId)));
+    const failed = await Promise.all(
+      [...settled].map(async ([{ record }, { settlement }]) => ((await carryOut(h, queueUrl, record, settlement)) ? undefined : record.messageId)),
+    );
     return { batchItemFailures: failed.filter((id): id is string => id !== undefined).map((itemIdentifier) => ({ itemIdentifier })) };
   };
 }
@@ -118,7 +125,10 @@ async function queueUrlOfBatch(h: Host, records: SQSRecord[]): Promise<string | 
   const arn = records[0]?.eventSourceARN;
   if (!arn || !h.queueUrlOf) return undefined;
   return h.queueUrlOf(arn).catch((error: unknown) => {
-    h.logger.warn({ error: (error as Error).message }, "cannot look up the queue URL (sqs:GetQueueUrl); failed records keep the queue's own visibility timeout");
+    h.logger.warn(
+      { error: (error as Error).message },
+      "cannot look up the queue URL (sqs:GetQueueUrl); failed records keep the queue's own visibility timeout",
+    );
     return undefined;
   });
 }
@@ -132,10 +142,15 @@ async function carryOut(h: Host, queueUrl: string | undefined, record: SQSRecord
   if (!queueUrl || !h.sqs) return false;
   try {
     const { client, sdk } = await h.sqs();
-    const visibility = (seconds: number) => client.send(new sdk.ChangeMessageVisibilityCommand({ QueueUrl: queueUrl, ReceiptHandle: record.receiptHandle, VisibilityTimeout: seconds }));
+    const visibility = (seconds: number) =>
+      client.send(new sdk.ChangeMessageVisibilityCommand({ QueueUrl: queueUrl, ReceiptHandle: record.receiptHandle, VisibilityTimeout: seconds }));
     if (s.action === "resend") {
       try {
-        const m = { Body: record.body, MessageId: record.messageId, Attributes: { ...(record.attributes.MessageGroupId ? { MessageGroupId: record.attributes.MessageGroupId } : {}) } };
+        const m = {
+          Body: record.body,
+          MessageId: record.messageId,
+          Attributes: { ...(record.attributes.MessageGroupId ? { MessageGroupId: record.attributes.MessageGroupId } : {}) },
+        };
         await client.send(new sdk.SendMessageCommand(resendRequest(queueUrl, m, s)));
         return true;
       } catch (error) {
@@ -146,7 +161,10 @@ async function carryOut(h: Host, queueUrl: string | undefined, record: SQSRecord
     }
     await visibility(s.action === "hold" ? s.seconds : 0);
   } catch (error) {
-    h.logger.warn({ messageId: record.messageId, action: s.action, error: (error as Error).message }, "settling a record failed; the queue's visibility timeout applies");
+    h.logger.warn(
+      { messageId: record.messageId, action: s.action, error: (error as Error).message },
+      "settling a record failed; the queue's visibility timeout applies",
+    );
   }
   return false;
 }

@@ -24,7 +24,9 @@ export function startLocalFunctions(served: Served, opts: LocalFunctionsOptions)
   const metrics = registry ? { metrics: (cluster: string) => createRuntimeMetrics(registry, cluster) } : {};
   const operators = Array.isArray(served) ? (served as ReadonlyArray<Operator<unknown>>) : [served as Operator<unknown>];
   const { envOf } = opts;
-  const { runtime, built } = envOf ? buildEach(operators, (op) => ({ ...opts.env, ...envOf(op) }), metrics) : (({ runtime: r, ...b }) => ({ runtime: r, built: [{ runtime: r, ...b }] }))(buildFromEnv(served, opts.env, metrics));
+  const { runtime, built } = envOf
+    ? buildEach(operators, (op) => ({ ...opts.env, ...envOf(op) }), metrics)
+    : (({ runtime: r, ...b }) => ({ runtime: r, built: [{ runtime: r, ...b }] }))(buildFromEnv(served, opts.env, metrics));
   const [first] = built;
   const queueUrl = first?.config.CRDFN_QUEUE_URL;
   if (first === undefined || queueUrl === undefined) throw new ConfigError("invalid setting CRDFN_QUEUE_URL: required to poll locally");

@@ -66,7 +66,10 @@ export function startPoller(opts: PollerOptions): Poller {
   const facts = queueFacts(opts.sqs);
   // One per queue, shared by that queue's loops: their deletes go out together.
   const deleters = new Map(
-    [...new Set(opts.queueUrls)].map((queueUrl) => [queueUrl, new DeleteBatcher({ sqs: opts.sqs, queueUrl, windowMs: opts.deleteWindowMs ?? 50, logger: opts.logger })]),
+    [...new Set(opts.queueUrls)].map((queueUrl) => [
+      queueUrl,
+      new DeleteBatcher({ sqs: opts.sqs, queueUrl, windowMs: opts.deleteWindowMs ?? 50, logger: opts.logger }),
+    ]),
   );
   const loops = opts.queueUrls.map((url) => pollLoop(url, { ...opts, clock, circuits, facts, deleter: deleters.get(url)! }, abort.signal));
   return {
@@ -139,7 +142,11 @@ async function pollLoop(queueUrl: string, opts: LoopOptions, signal: AbortSignal
 }
 
 /** One batch through the shared policy (settle.ts). */
-async function processBatch(messages: Message[], opts: Pick<LoopOptions, "runtime" | "circuits" | "clock"> & { limit: number | undefined; maxDeferSeconds?: number; retryBaseSeconds?: number }, log: Logger): Promise<Map<ReceivedMessage, { outcome: Outcome; settlement: Settlement }>> {
+async function processBatch(
+  messages: Message[],
+  opts: Pick<LoopOptions, "runtime" | "circuits" | "clock"> & { limit: number | undefined; maxDeferSeconds?: number; retryBaseSeconds?: number },
+  log: Logger,
+): Promise<Map<ReceivedMessage, { outcome: Outcome; settlement: Settlement }>> {
   // Each message judged once, here, before anything else: what follows gets the verified event.
   const received = messages.map((message) => ({ message, delivery: opts.runtime.receive(fromSqsMessage(message)) }));
   return settleBatch(received, {
@@ -168,7 +175,8 @@ async function settle(queueUrl: string, settled: Map<ReceivedMessage, { settleme
       const receipt = m.ReceiptHandle ?? "";
       try {
         const { client, sdk } = await opts.sqs();
-        const visibility = (seconds: number) => client.send(new sdk.ChangeMessageVisibilityCommand({ QueueUrl: queueUrl, ReceiptHandle: receipt, VisibilityTimeout: seconds }));
+        const visibility = (seconds: number) =>
+          client.send(new sdk.ChangeMessageVisibilityCommand({ QueueUrl: queueUrl, ReceiptHandle: receipt, VisibilityTimeout: seconds }));
         switch (settlement.action) {
           case "delete":
             deletes.push(receipt);
@@ -200,13 +208,21 @@ async function settle(queueUrl: string, settled: Map<ReceivedMessage, { settleme
 /** Extends the batch's visibility every half of it until stopped. */
 function heartbeat(queueUrl: string, messages: Message[], visibilitySeconds: number, sqs: SqsClientSource, log: Logger): () => Promise<void> {
   let last: Promise<unknown> = Promise.resolve();
-  const timer = setInterval(() => {
-    last = sqs()
-      .then(({ client, sdk }) =>
-        client.send(new sdk.ChangeMessageVisibilityBatchCommand({ QueueUrl: queueUrl, Entries: messages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle ?? "", VisibilityTimeout: visibilitySeconds })) })),
-      )
-      .catch((error: unknown) => log.warn({ error: (error as Error).message }, "could not extend the visibility of a batch in hand"));
-  }, (visibilitySeconds * 1000) / 2);
+  const timer = setInterval(
+    () => {
+      last = sqs()
+        .then(({ client, sdk }) =>
+          client.send(
+            new sdk.ChangeMessageVisibilityBatchCommand({
+              QueueUrl: queueUrl,
+              Entries: messages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle ?? "", VisibilityTimeout: visibilitySeconds })),
+            }),
+          ),
+        )
+        .catch((error: unknown) => log.warn({ error: (error as Error).message }, "could not extend the visibility of a batch in hand"));
+    },
+    (visibilitySeconds * 1000) / 2,
+  );
   return async () => {
     clearInterval(timer);
     await last;

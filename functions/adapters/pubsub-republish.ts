@@ -15,10 +15,12 @@ export function pubSubRepublisher(target: { topic: string; emulatorHost?: string
   let client: PubSub | undefined;
   let topic: Promise<Topic> | undefined;
   const load = (): Promise<Topic> =>
-    (topic ??= pubSubClient({ projectId: projectOfTopic(target.topic), ...(target.emulatorHost ? { emulatorHost: target.emulatorHost } : {}) }).then((built) => {
-      client = built;
-      return built.topic(target.topic, { messageOrdering: true, batching: { maxMessages: 1, maxMilliseconds: 0 } });
-    }));
+    (topic ??= pubSubClient({ projectId: projectOfTopic(target.topic), ...(target.emulatorHost ? { emulatorHost: target.emulatorHost } : {}) }).then(
+      (built) => {
+        client = built;
+        return built.topic(target.topic, { messageOrdering: true, batching: { maxMessages: 1, maxMilliseconds: 0 } });
+      },
+    ));
   const republish = async (m: Parameters<Republish>[0]): Promise<void> => {
     const t = await load();
     try {

@@ -59,7 +59,9 @@ describe("a push delivery, settled by the shared policy", () => {
     assert.equal((await answerPush(host(down, r), message(1))).status, 503);
     assert.deepEqual(r.sent, []);
     assert.deepEqual(await brief(answerPush(host(down, r), message(4))), { status: 200, result: "unavailable", action: "resend" });
-    assert.deepEqual(r.sent, [{ body: "{}", orderingKey: "greetings.default.x~abc", attributes: { a: "1", [DEFERRED_SINCE_ATTRIBUTE]: "1000000", [DEFERRALS_ATTRIBUTE]: "1" } }]);
+    assert.deepEqual(r.sent, [
+      { body: "{}", orderingKey: "greetings.default.x~abc", attributes: { a: "1", [DEFERRED_SINCE_ATTRIBUTE]: "1000000", [DEFERRALS_ATTRIBUTE]: "1" } },
+    ]);
   });
 
   it("holds instead when the copy cannot be published, or no topic is known (503)", async () => {

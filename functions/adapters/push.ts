@@ -73,7 +73,10 @@ export async function answerPush(host: PushHost, message: QueueMessage): Promise
       return answer(outcome.result === "dead-letter" ? 422 : 500);
     case "resend": {
       if (!host.republish) {
-        log.warn({ messageId: message.id }, "cannot re-send a deferred message (CRDFN_PUBSUB_TOPIC is not set): holding it, so this delivery counts towards the dead-letter limit");
+        log.warn(
+          { messageId: message.id },
+          "cannot re-send a deferred message (CRDFN_PUBSUB_TOPIC is not set): holding it, so this delivery counts towards the dead-letter limit",
+        );
         return answer(503);
       }
       try {

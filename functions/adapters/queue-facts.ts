@@ -15,7 +15,9 @@ export function queueFacts(sqs: SqsClientSource): (queueUrl: string) => Promise<
     let facts = known.get(queueUrl);
     if (!facts) {
       facts = sqs()
-        .then(({ client, sdk }) => client.send(new sdk.GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ["RedrivePolicy", "VisibilityTimeout"] })))
+        .then(({ client, sdk }) =>
+          client.send(new sdk.GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ["RedrivePolicy", "VisibilityTimeout"] })),
+        )
         .then((out): QueueFacts => {
           const policy = out.Attributes?.RedrivePolicy;
           const maxReceiveCount = policy ? Number((JSON.parse(policy) as { maxReceiveCount?: unknown }).maxReceiveCount) || undefined : undefined;

@@ -8,7 +8,15 @@ import { DEFERRALS_ATTRIBUTE, DEFERRED_SINCE_ATTRIBUTE, settleBatch, settlementO
 import { fakeRuntime } from "../../test/support/fake-runtime.ts";
 
 const log = pino({ level: "silent" });
-const policy = (over: Partial<SettlePolicy> = {}): SettlePolicy => ({ limit: 5, deferSeconds: () => 3, retryBaseSeconds: 5, maxDeferSeconds: 3600, now: 1_000_000, log, ...over });
+const policy = (over: Partial<SettlePolicy> = {}): SettlePolicy => ({
+  limit: 5,
+  deferSeconds: () => 3,
+  retryBaseSeconds: 5,
+  maxDeferSeconds: 3600,
+  now: 1_000_000,
+  log,
+  ...over,
+});
 const message = (receiveCount = 1, attributes: Record<string, string> = {}): QueueMessage => ({ id: "m", body: "{}", receiveCount, attributes });
 
 describe("the settle policy (one for Lambda and the poller)", () => {
@@ -24,7 +32,10 @@ describe("the settle policy (one for Lambda and the poller)", () => {
 
   it("holds a failed message in its group with growing visibility, and releases it on its last receive", () => {
     const retry: Outcome = { result: "retry", detail: "status write refused" };
-    assert.deepEqual([1, 2, 3, 4].map((n) => settlementOf(retry, message(n), policy())), [5, 10, 20, 40].map((seconds) => ({ action: "hold", seconds })));
+    assert.deepEqual(
+      [1, 2, 3, 4].map((n) => settlementOf(retry, message(n), policy())),
+      [5, 10, 20, 40].map((seconds) => ({ action: "hold", seconds })),
+    );
     assert.deepEqual(settlementOf(retry, message(5), policy()), { action: "release" });
   });
 
@@ -50,7 +61,21 @@ interface Item {
 const item = (id: string, group: string, cluster = "c"): Item => ({ id, group, cluster });
 const messageOf = (i: Item): QueueMessage => ({
   id: i.id,
-  body: JSON.stringify({ v: 1, cluster: i.cluster, group: "example.com", version: "v1", plural: "greetings", kind: "Greeting", namespace: "default", name: i.group, uid: "u", resourceVersion: "1", generation: 1, type: "MODIFIED", observedAt: new Date(0).toISOString() }),
+  body: JSON.stringify({
+    v: 1,
+    cluster: i.cluster,
+    group: "example.com",
+    version: "v1",
+    plural: "greetings",
+    kind: "Greeting",
+    namespace: "default",
+    name: i.group,
+    uid: "u",
+    resourceVersion: "1",
+    generation: 1,
+    type: "MODIFIED",
+    observedAt: new Date(0).toISOString(),
+  }),
   receiveCount: 1,
 });
 const run = (items: Item[], handle: (m: QueueMessage) => Outcome, circuits?: ReturnType<typeof createCircuits>) => {
@@ -69,7 +94,9 @@ const run = (items: Item[], handle: (m: QueueMessage) => Outcome, circuits?: Ret
 
 describe("a batch", () => {
   it("runs each group in order, groups side by side; behind a message held in its group the rest is deleted untried", async () => {
-    const { seen, result } = run([item("a1", "A"), item("b1", "B"), item("a2", "A"), item("a3", "A"), item("b2", "B")], (m) => (m.id === "a2" ? { result: "retry", detail: "boom" } : { result: "success" }));
+    const { seen, result } = run([item("a1", "A"), item("b1", "B"), item("a2", "A"), item("a3", "A"), item("b2", "B")], (m) =>
+      m.id === "a2" ? { result: "retry", detail: "boom" } : { result: "success" },
+    );
     const settled = await result;
     const by = new Map([...settled].map(([i, s]) => [i.id, s]));
     assert.deepEqual(by.get("a2")?.settlement, { action: "hold", seconds: 5 });
@@ -89,7 +116,11 @@ describe("a batch", () => {
   it("defers untried while the cluster's circuit is open, but lets one probe through; a success closes it", async () => {
     let t = 0;
     const circuits = createCircuits({ clock: () => new Date(t), logger: log });
-    const down = run([item("a1", "A"), item("a2", "A"), item("b1", "B")], () => ({ result: "unavailable", detail: "ECONNREFUSED", apiCalls: 1 }) as Outcome, circuits);
+    const down = run(
+      [item("a1", "A"), item("a2", "A"), item("b1", "B")],
+      () => ({ result: "unavailable", detail: "ECONNREFUSED", apiCalls: 1 }) as Outcome,
+      circuits,
+    );
     const first = [...(await down.result).values()];
     assert.ok(first.every((s) => s.outcome.result === "unavailable" || s.settlement.action === "delete"));
     assert.ok(circuits.waitMs() > 0, "the only cluster is down: receiving pauses");
@@ -103,7 +134,8 @@ describe("a batch", () => {
 
   it("one cluster's outage does not hold back another cluster's messages", async () => {
     const circuits = createCircuits({ clock: () => new Date(0), logger: log });
-    const handle = (m: QueueMessage): Outcome => (m.body.includes('"cluster":"b"') ? ({ result: "unavailable", detail: "down", apiCalls: 1 } as Outcome) : ({ result: "success", apiCalls: 1 } as Outcome));
+    const handle = (m: QueueMessage): Outcome =>
+      m.body.includes('"cluster":"b"') ? ({ result: "unavailable", detail: "down", apiCalls: 1 } as Outcome) : ({ result: "success", apiCalls: 1 } as Outcome);
     await run([item("b1", "B", "b")], handle, circuits).result;
     const next = new Map([...(await run([item("a1", "A", "a"), item("b2", "B2", "b")], handle, circuits).result)].map(([i, s]) => [i.id, s.outcome.result]));
     assert.deepEqual([next.get("a1"), next.get("b2")], ["success", "unavailable"]);

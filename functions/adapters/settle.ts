@@ -66,12 +66,16 @@ export function settlementOf(outcome: Outcome, message: QueueMessage, p: SettleP
   if (outcome.result === "unavailable") {
     const since = Number(message.attributes?.[DEFERRED_SINCE_ATTRIBUTE] ?? "") || p.now;
     if (p.now - since > p.maxDeferSeconds * 1000) {
-      p.log.error({ ...id, deferredSeconds: Math.round((p.now - since) / 1000) }, "deferred for longer than the limit while the API server is unavailable; leaving it to the dead-letter queue (redrive it once the API server is back)");
+      p.log.error(
+        { ...id, deferredSeconds: Math.round((p.now - since) / 1000) },
+        "deferred for longer than the limit while the API server is unavailable; leaving it to the dead-letter queue (redrive it once the API server is back)",
+      );
       return { action: "release" };
     }
     const seconds = p.deferSeconds();
     // Holding it once more would spend its last receive: a fresh copy in its group instead.
-    if (p.limit !== undefined && receives >= p.limit - 1) return { action: "resend", since, deferrals: Number(message.attributes?.[DEFERRALS_ATTRIBUTE] ?? "0") + 1, seconds };
+    if (p.limit !== undefined && receives >= p.limit - 1)
+      return { action: "resend", since, deferrals: Number(message.attributes?.[DEFERRALS_ATTRIBUTE] ?? "0") + 1, seconds };
     return { action: "hold", seconds };
   }
   // retry: the object could not record its failure, or the runtime could not finish.
@@ -120,7 +124,10 @@ export async function settleBatch<M>(items: readonly M[], batch: BatchOptions<M>
       let pending = false;
       for (const item of group) {
         if (pending) {
-          settled.set(item, { outcome: { result: "success", detail: "superseded: an earlier message of this object is pending, and it reconciles the current state" }, settlement: { action: "delete" } });
+          settled.set(item, {
+            outcome: { result: "success", detail: "superseded: an earlier message of this object is pending, and it reconciles the current state" },
+            settlement: { action: "delete" },
+          });
           continue;
         }
         const delivery = batch.deliveryOf(item);
@@ -159,12 +166,23 @@ async function attempt(delivery: Delivery, batch: Pick<BatchOptions<unknown>, "r
  * receive count. Its deduplication id is new (the original's and the deferral count), its
  * attributes count the deferrals and keep when they began.
  */
-export function resendRequest(queueUrl: string, m: { Body?: string; MessageId?: string; Attributes?: Partial<Record<string, string>> }, s: Extract<Settlement, { action: "resend" }>) {
+export function resendRequest(
+  queueUrl: string,
+  m: { Body?: string; MessageId?: string; Attributes?: Partial<Record<string, string>> },
+  s: Extract<Settlement, { action: "resend" }>,
+) {
   const group = m.Attributes?.MessageGroupId;
   return {
     QueueUrl: queueUrl,
     MessageBody: m.Body ?? "",
-    ...(group ? { MessageGroupId: group, MessageDeduplicationId: createHash("sha256").update(`${m.MessageId ?? ""}:deferred:${s.deferrals}`).digest("hex") } : { DelaySeconds: s.seconds }),
+    ...(group
+      ? {
+          MessageGroupId: group,
+          MessageDeduplicationId: createHash("sha256")
+            .update(`${m.MessageId ?? ""}:deferred:${s.deferrals}`)
+            .digest("hex"),
+        }
+      : { DelaySeconds: s.seconds }),
     MessageAttributes: {
       [DEFERRED_SINCE_ATTRIBUTE]: { DataType: "Number", StringValue: String(s.since) },
       [DEFERRALS_ATTRIBUTE]: { DataType: "Number", StringValue: String(s.deferrals) },
@@ -234,7 +252,10 @@ export function createCircuit(options: CircuitOptions): Circuit {
         openedAt = now();
         failures = 1;
         openMs = backoffMs(failures, { initialMs: baseMs, maxMs });
-        options.logger.error({ error: detail }, "API server unavailable; circuit open: no new work until a probe succeeds (messages are deferred, not dead-lettered)");
+        options.logger.error(
+          { error: detail },
+          "API server unavailable; circuit open: no new work until a probe succeeds (messages are deferred, not dead-lettered)",
+        );
       } else if (wasProbe) {
         openMs = backoffMs(++failures, { initialMs: baseMs, maxMs });
         options.logger.debug({ error: detail, nextProbeInMs: openMs }, "probe failed; circuit stays open");

@@ -5,7 +5,10 @@ import type { ClusterRegistry } from "./registry.ts";
 
 const secret = Buffer.alloc(32, 3).toString("base64");
 const one: ClusterRegistry = new Map([["prod", { auth: "in-cluster" }]]);
-const two: ClusterRegistry = new Map([["a", { auth: "in-cluster" }], ["b", { auth: "in-cluster" }]]);
+const two: ClusterRegistry = new Map([
+  ["a", { auth: "in-cluster" }],
+  ["b", { auth: "in-cluster" }],
+]);
 const errorOf = (f: () => unknown): string => {
   try {
     f();
@@ -23,12 +26,24 @@ describe("CRDFN_EVENT_KEYS", () => {
   it("several clusters: each its own keys, and every cluster needs one", () => {
     const keys = loadEventKeyrings(`a/k1:${secret},b/k1:${secret}`, two);
     assert.deepEqual([...keys.keys()], ["a", "b"]);
-    assert.equal(errorOf(() => loadEventKeyrings(`a/k1:${secret}`, two)), 'invalid setting CRDFN_EVENT_KEYS: no key for cluster "b"');
-    assert.equal(errorOf(() => loadEventKeyrings(`a/k1:${secret},b/k1:${secret},c/k1:${secret}`, two)), 'invalid setting CRDFN_EVENT_KEYS: names cluster "c", which is not in the registry');
-    assert.match(errorOf(() => loadEventKeyrings(`k1:${secret}`, two)), /^invalid setting CRDFN_EVENT_KEYS: key 1 names no cluster/);
+    assert.equal(
+      errorOf(() => loadEventKeyrings(`a/k1:${secret}`, two)),
+      'invalid setting CRDFN_EVENT_KEYS: no key for cluster "b"',
+    );
+    assert.equal(
+      errorOf(() => loadEventKeyrings(`a/k1:${secret},b/k1:${secret},c/k1:${secret}`, two)),
+      'invalid setting CRDFN_EVENT_KEYS: names cluster "c", which is not in the registry',
+    );
+    assert.match(
+      errorOf(() => loadEventKeyrings(`k1:${secret}`, two)),
+      /^invalid setting CRDFN_EVENT_KEYS: key 1 names no cluster/,
+    );
   });
   it("missing or bad: one line naming the setting, never the secret", () => {
-    assert.match(errorOf(() => loadEventKeyrings(undefined, one)), /^invalid setting CRDFN_EVENT_KEYS: required: /);
+    assert.match(
+      errorOf(() => loadEventKeyrings(undefined, one)),
+      /^invalid setting CRDFN_EVENT_KEYS: required: /,
+    );
     const short = Buffer.alloc(8, 1).toString("base64");
     const message = errorOf(() => loadEventKeyrings(`k1:${short}`, one));
     assert.match(message, /^invalid setting CRDFN_EVENT_KEYS: key 1 \(cluster "prod"\): the secret of key "k1" has 8 bytes/);

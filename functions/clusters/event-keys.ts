@@ -14,7 +14,8 @@ export function loadEventKeyrings(text: string | undefined, clusters: ClusterReg
   const fail = (why: string): never => {
     throw new ConfigError(`invalid setting ${EVENT_KEYS_SETTING}: ${why}`);
   };
-  if (text === undefined || text.trim() === "") return fail("required: the keys this function verifies its events with, as [<cluster>/]<kid>:<secret>, comma-separated (see docs/security.md)");
+  if (text === undefined || text.trim() === "")
+    return fail("required: the keys this function verifies its events with, as [<cluster>/]<kid>:<secret>, comma-separated (see docs/security.md)");
   const only = clusters.size === 1 ? [...clusters.keys()][0] : undefined;
   let keys = new Map<string, Map<string, Buffer>>();
   try {

@@ -12,9 +12,10 @@ const oneLine = (pattern: RegExp) => (e: Error) => pattern.test(e.message) && !e
 describe("cluster registry", () => {
   it("without a registry, the single-cluster settings are one entry named CRDFN_CLUSTER", () => {
     assert.deepEqual([...load({})], [["default", { auth: "kubeconfig" }]]);
-    assert.deepEqual([...load({ CRDFN_CLUSTER: "prod-eu", CRDFN_KUBE_AUTH: "eks", CRDFN_KUBE_SERVER: "https://k", CRDFN_EKS_CLUSTER: "prod", AWS_REGION: "eu-west-1" })], [
-      ["prod-eu", { auth: "eks", server: "https://k", eksCluster: "prod", region: "eu-west-1" }],
-    ]);
+    assert.deepEqual(
+      [...load({ CRDFN_CLUSTER: "prod-eu", CRDFN_KUBE_AUTH: "eks", CRDFN_KUBE_SERVER: "https://k", CRDFN_EKS_CLUSTER: "prod", AWS_REGION: "eu-west-1" })],
+      [["prod-eu", { auth: "eks", server: "https://k", eksCluster: "prod", region: "eu-west-1" }]],
+    );
   });
 
   it("reads every cluster from CRDFN_CLUSTERS (JSON) or CRDFN_CLUSTERS_FILE (YAML or JSON)", () => {
@@ -33,7 +34,10 @@ describe("cluster registry", () => {
   it("an eks entry without a region signs for AWS_REGION", () => {
     const registry = load({ AWS_REGION: "eu-west-1", CRDFN_CLUSTERS: JSON.stringify({ x: { auth: "eks", server: "https://x", eksCluster: "x" } }) });
     assert.equal(registry.get("x")?.auth, "eks");
-    assert.throws(() => load({ CRDFN_CLUSTERS: JSON.stringify({ x: { auth: "eks", server: "https://x", eksCluster: "x" } }) }), oneLine(/^invalid setting CRDFN_CLUSTERS: cluster "x": region: required/));
+    assert.throws(
+      () => load({ CRDFN_CLUSTERS: JSON.stringify({ x: { auth: "eks", server: "https://x", eksCluster: "x" } }) }),
+      oneLine(/^invalid setting CRDFN_CLUSTERS: cluster "x": region: required/),
+    );
   });
 
   it("bad input: one line naming the setting and the bad entry, never a value", () => {
@@ -45,8 +49,14 @@ describe("cluster registry", () => {
     bad({ "no/slash": { auth: "kubeconfig" } }, /^invalid setting CRDFN_CLUSTERS: cluster id "no\/slash": /);
     bad({}, /^invalid setting CRDFN_CLUSTERS: names no cluster/);
     bad([], /^invalid setting CRDFN_CLUSTERS: /);
-    assert.throws(() => load({ CRDFN_CLUSTERS: '{"b": {"auth": "token", "token": "s3cret"' }), (e: Error) => e.message === "invalid setting CRDFN_CLUSTERS: not valid JSON");
-    assert.throws(() => load({ CRDFN_CLUSTERS: JSON.stringify({ b: { auth: "token", server: "x", token: "s3cret" } }) }), (e: Error) => !e.message.includes("s3cret"));
+    assert.throws(
+      () => load({ CRDFN_CLUSTERS: '{"b": {"auth": "token", "token": "s3cret"' }),
+      (e: Error) => e.message === "invalid setting CRDFN_CLUSTERS: not valid JSON",
+    );
+    assert.throws(
+      () => load({ CRDFN_CLUSTERS: JSON.stringify({ b: { auth: "token", server: "x", token: "s3cret" } }) }),
+      (e: Error) => !e.message.includes("s3cret"),
+    );
     assert.throws(() => load({ CRDFN_CLUSTERS_FILE: "/nope.yaml" }), oneLine(/^invalid setting CRDFN_CLUSTERS_FILE: cannot read \/nope.yaml: ENOENT$/));
   });
 

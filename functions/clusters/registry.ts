@@ -32,9 +32,7 @@ export type ClusterEntry = z.infer<typeof entrySchema>;
 /** Cluster id → entry, in the order the setting lists them. */
 export type ClusterRegistry = ReadonlyMap<string, ClusterEntry>;
 
-const registrySchema = z
-  .record(clusterIdSchema, entrySchema)
-  .refine((r) => Object.keys(r).length > 0, { message: "names no cluster" });
+const registrySchema = z.record(clusterIdSchema, entrySchema).refine((r) => Object.keys(r).length > 0, { message: "names no cluster" });
 
 /** Reads the registry setting (and its file, through `readFile`); throws ConfigError in one line. */
 export function loadClusterRegistry(config: FunctionConfig, readFile: (path: string) => string): ClusterRegistry {
@@ -90,8 +88,19 @@ export function singleClusterEntry(c: FunctionConfig): ClusterEntry {
     case "in-cluster":
       return { auth: "in-cluster" };
     case "token":
-      return { auth: "token", server: c.CRDFN_KUBE_SERVER ?? "", ...caOf, ...(c.CRDFN_KUBE_TOKEN !== undefined ? { token: c.CRDFN_KUBE_TOKEN } : { tokenFile: c.CRDFN_KUBE_TOKEN_FILE ?? "" }) };
+      return {
+        auth: "token",
+        server: c.CRDFN_KUBE_SERVER ?? "",
+        ...caOf,
+        ...(c.CRDFN_KUBE_TOKEN !== undefined ? { token: c.CRDFN_KUBE_TOKEN } : { tokenFile: c.CRDFN_KUBE_TOKEN_FILE ?? "" }),
+      };
     case "eks":
-      return { auth: "eks", server: c.CRDFN_KUBE_SERVER ?? "", ...caOf, eksCluster: c.CRDFN_EKS_CLUSTER ?? "", ...(c.AWS_REGION ? { region: c.AWS_REGION } : {}) };
+      return {
+        auth: "eks",
+        server: c.CRDFN_KUBE_SERVER ?? "",
+        ...caOf,
+        eksCluster: c.CRDFN_EKS_CLUSTER ?? "",
+        ...(c.AWS_REGION ? { region: c.AWS_REGION } : {}),
+      };
   }
 }

@@ -33,13 +33,21 @@ export async function clusterAccess(entry: ClusterEntry, deps: AccessDeps): Prom
       return { connection: inClusterConnection(env, deps.clock, deps.serviceAccountRoot?.replace(/\/$/, "") ?? "") };
     case "token": {
       const { token, tokenFile: file } = entry;
-      return { connection: serverConnection({ server: entry.server, caFile: entry.caFile, caData: entry.caData }), token: token !== undefined ? () => Promise.resolve(token) : tokenFromFile(file ?? "", deps.clock) };
+      return {
+        connection: serverConnection({ server: entry.server, caFile: entry.caFile, caData: entry.caData }),
+        token: token !== undefined ? () => Promise.resolve(token) : tokenFromFile(file ?? "", deps.clock),
+      };
     }
     case "eks": {
       if (!deps.awsCredentials) throw new Error("eks authentication needs the AWS credential chain");
       return {
         connection: serverConnection({ server: entry.server, caFile: entry.caFile, caData: entry.caData }),
-        token: eksTokenProvider({ clusterName: entry.eksCluster, region: entry.region ?? deps.region ?? "", credentials: deps.awsCredentials(), clock: deps.clock }),
+        token: eksTokenProvider({
+          clusterName: entry.eksCluster,
+          region: entry.region ?? deps.region ?? "",
+          credentials: deps.awsCredentials(),
+          clock: deps.clock,
+        }),
       };
     }
     case "gke":

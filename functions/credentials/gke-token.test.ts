@@ -34,7 +34,10 @@ describe("GKE access tokens from the metadata server", () => {
     const port = (closed.address() as AddressInfo).port;
     await new Promise((r) => closed.close(r));
     const token = gkeTokenProvider({ clock: () => new Date(), metadataHost: `127.0.0.1:${port}` });
-    const error = await token().then(() => undefined, (e: unknown) => e);
+    const error = await token().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     assert.ok(error instanceof Error);
     assert.match(error.message, /^gke authentication: the metadata server 127\.0\.0\.1:\d+ did not answer/);
     assert.equal(isInfrastructureFailure(error), true);

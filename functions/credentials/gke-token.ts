@@ -35,7 +35,10 @@ export function gkeTokenProvider(source: GkeTokenOptions): () => Promise<string>
       // reads the network code, a timeout as ETIMEDOUT), so the circuit opens and nothing is dead-lettered.
       const timedOut = (e as Error).name === "TimeoutError";
       const code = timedOut ? "ETIMEDOUT" : (e as { cause?: { code?: unknown } }).cause?.code;
-      const err = new Error(`gke authentication: the metadata server ${host} ${timedOut ? "timed out" : `did not answer (${(e as Error).message})`}; the function must run on Google Cloud (Cloud Run, GKE) or set GCE_METADATA_HOST`, { cause: e });
+      const err = new Error(
+        `gke authentication: the metadata server ${host} ${timedOut ? "timed out" : `did not answer (${(e as Error).message})`}; the function must run on Google Cloud (Cloud Run, GKE) or set GCE_METADATA_HOST`,
+        { cause: e },
+      );
       if (typeof code === "string") Object.assign(err, { code });
       throw err;
     }

@@ -3,7 +3,11 @@ import { createHash, createHmac, type Hash, type Hmac } from "node:crypto";
 import type { Checksum, SourceData } from "@smithy/types";
 
 const bytes = (data: SourceData): Uint8Array =>
-  typeof data === "string" ? Buffer.from(data, "utf8") : ArrayBuffer.isView(data) ? new Uint8Array(data.buffer, data.byteOffset, data.byteLength) : new Uint8Array(data);
+  typeof data === "string"
+    ? Buffer.from(data, "utf8")
+    : ArrayBuffer.isView(data)
+      ? new Uint8Array(data.buffer, data.byteOffset, data.byteLength)
+      : new Uint8Array(data);
 
 export class NodeSha256 implements Checksum {
   private readonly secret: SourceData | undefined;

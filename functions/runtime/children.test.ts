@@ -8,7 +8,12 @@ import { createFakeKube, reconcileWithRuntime } from "../testing/index.ts";
 import type { KubeObject } from "./kube-api.ts";
 
 type Spec = { names: string[]; namespace?: string | undefined; kind?: string | undefined };
-const cm = (name: string, namespace?: string): DesiredObject => ({ apiVersion: "v1", kind: "ConfigMap", metadata: { name, ...(namespace ? { namespace } : {}) }, data: { name } });
+const cm = (name: string, namespace?: string): DesiredObject => ({
+  apiVersion: "v1",
+  kind: "ConfigMap",
+  metadata: { name, ...(namespace ? { namespace } : {}) },
+  data: { name },
+});
 
 function lister(owns: Partial<OwnedKind> = {}) {
   return defineOperator<Spec>({
@@ -19,7 +24,10 @@ function lister(owns: Partial<OwnedKind> = {}) {
   });
 }
 const obj = (names: string[], extra: Partial<Spec> = {}) => ({ metadata: { name: "l" }, spec: { names, ...extra } });
-const ready = (o: KubeObject | undefined) => (o?.status as { conditions?: Array<{ type: string; status: string; reason: string; message: string }> } | undefined)?.conditions?.find((c) => c.type === "Ready");
+const ready = (o: KubeObject | undefined) =>
+  (o?.status as { conditions?: Array<{ type: string; status: string; reason: string; message: string }> } | undefined)?.conditions?.find(
+    (c) => c.type === "Ready",
+  );
 const names = (objects: KubeObject[]) => objects.map((o) => o.metadata.name).sort();
 const cms = { group: "", version: "v1", plural: "configmaps", namespace: "default" };
 
@@ -30,7 +38,10 @@ describe("children", () => {
     assert.deepEqual(names(first.children), ["a", "b"]);
     const before = first.kube.objects({ kind: "ConfigMap" }).map((o) => o.metadata.resourceVersion);
     const steady = await reconcileWithRuntime(op, obj(["a", "b"]), { kube: first.kube });
-    assert.deepEqual(steady.kube.objects({ kind: "ConfigMap" }).map((o) => o.metadata.resourceVersion), before);
+    assert.deepEqual(
+      steady.kube.objects({ kind: "ConfigMap" }).map((o) => o.metadata.resourceVersion),
+      before,
+    );
     assert.equal(steady.outcome.apiCalls, 0);
     console.log(`# steady reconcile, 2 children of one kind: ${steady.outcome.apiCalls} API calls (first creation ${first.outcome.apiCalls})`);
   });
@@ -46,7 +57,10 @@ describe("children", () => {
   it("prunes a child it no longer returns, and nothing it did not create", async () => {
     const op = lister();
     const kube = createFakeKube();
-    kube.put({ ...cms, name: "bystander" }, { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "bystander", labels: { "crdfn.io/parent-uid": "forged" } } });
+    kube.put(
+      { ...cms, name: "bystander" },
+      { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "bystander", labels: { "crdfn.io/parent-uid": "forged" } } },
+    );
     const first = await reconcileWithRuntime(op, obj(["a", "b"]), { kube });
     // Someone copies our label onto an unrelated object: the missing owner reference protects it.
     await kube.mergePatch({ ...cms, name: "bystander" }, { metadata: { labels: { "crdfn.io/parent-uid": first.object?.metadata.uid } } });
@@ -82,7 +96,6 @@ describe("children", () => {
     assert.equal((next.object?.status as { readyReplicas: number }).readyReplicas, 2);
     assert.equal(next.outcome.apiCalls, 2, "the Deployment read by name, the status write; the Deployment is not re-applied");
   });
-
 });
 
 describe("children: ownership", () => {
@@ -92,11 +105,17 @@ describe("children: ownership", () => {
     const run = await reconcileWithRuntime(lister(), obj(["victim", "fine"]), { kube });
     assert.equal(run.outcome.result, "permanent");
     assert.equal(ready(run.object)?.reason, "ChildConflict");
-    assert.match(ready(run.object)?.message ?? "", /ConfigMap default\/victim: .*may change or delete configmaps victim only if that Lister already controls it/);
+    assert.match(
+      ready(run.object)?.message ?? "",
+      /ConfigMap default\/victim: .*may change or delete configmaps victim only if that Lister already controls it/,
+    );
     const victim = await kube.get({ ...cms, name: "victim" });
     assert.deepEqual([victim?.data, victim?.metadata.ownerReferences], [{ precious: "yes" }, undefined]);
     assert.equal(await kube.get({ ...cms, name: "fine" }), undefined, "nothing was written");
-    assert.deepEqual(run.events.map((e) => e.reason), ["ChildConflict"]);
+    assert.deepEqual(
+      run.events.map((e) => e.reason),
+      ["ChildConflict"],
+    );
   });
 
   it("adopts an orphan only with adopt: true, and never an object another controller owns", async () => {
@@ -113,13 +132,22 @@ describe("children: ownership", () => {
     const kube = createFakeKube();
     const earlier = { apiVersion: "example.com/v1", kind: "Lister", name: "l", uid: "uid-of-a-deleted-l", controller: true, blockOwnerDeletion: true };
     kube.put({ ...cms, name: "a" }, { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "a", ownerReferences: [earlier] }, data: { name: "old" } });
-    kube.put({ ...cms, name: "b" }, { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "b", ownerReferences: [{ ...earlier, name: "m", uid: "uid-of-m" }] } });
-    kube.put({ ...cms, name: "c" }, { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "c", ownerReferences: [{ ...earlier, apiVersion: "other.example.com/v1" }] } });
+    kube.put(
+      { ...cms, name: "b" },
+      { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "b", ownerReferences: [{ ...earlier, name: "m", uid: "uid-of-m" }] } },
+    );
+    kube.put(
+      { ...cms, name: "c" },
+      { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "c", ownerReferences: [{ ...earlier, apiVersion: "other.example.com/v1" }] } },
+    );
     const run = await reconcileWithRuntime(lister(), obj(["a"]), { kube });
     assert.equal(run.outcome.result, "success");
     const a = await kube.get({ ...cms, name: "a" });
     assert.deepEqual(a?.data, { name: "a" });
-    assert.deepEqual((a?.metadata.ownerReferences as Array<{ uid: string }>).map((r) => r.uid), [run.object?.metadata.uid]);
+    assert.deepEqual(
+      (a?.metadata.ownerReferences as Array<{ uid: string }>).map((r) => r.uid),
+      [run.object?.metadata.uid],
+    );
     for (const taken of ["b", "c"]) {
       const refused = await reconcileWithRuntime(lister(), obj([taken]), { kube });
       assert.equal(ready(refused.object)?.reason, "ChildConflict", `${taken}: controlled by another object`);

@@ -55,7 +55,13 @@ export function ownedKind(operator: Operator<unknown>, apiVersion: string, kind:
 export function ownedRef(operator: Operator<unknown>, apiVersion: string, kind: string, namespace: string | undefined, name?: string): ResourceRef | undefined {
   const owned = ownedKind(operator, apiVersion, kind);
   if (!owned) return undefined;
-  return { group: owned.group, version: owned.version, plural: owned.plural, ...(name ? { name } : {}), ...(owned.namespaced && namespace ? { namespace } : {}) };
+  return {
+    group: owned.group,
+    version: owned.version,
+    plural: owned.plural,
+    ...(name ? { name } : {}),
+    ...(owned.namespaced && namespace ? { namespace } : {}),
+  };
 }
 
 /** Each parent's own manager on a shared object, so server-side apply merges the contributions. */
@@ -117,7 +123,12 @@ interface PlannedChild {
  * with what it asked for (what pruning spares), the children it left, as the bridge's index will
  * know them (core/reconciled.ts), and the keys it went by (what pruning looks at).
  */
-export async function writeChildren(ctx: ReconcileContext, parent: KubeObject, result: ReconcileResult, read: ChildrenRead): Promise<{ wanted: WantedChildren; left: ChildMark[]; keys: ChildKeys }> {
+export async function writeChildren(
+  ctx: ReconcileContext,
+  parent: KubeObject,
+  result: ReconcileResult,
+  read: ChildrenRead,
+): Promise<{ wanted: WantedChildren; left: ChildMark[]; keys: ChildKeys }> {
   const keys = await freshKeys(ctx, parent, read.known, result.children ?? []);
   const { observed } = read;
   const planned = (result.children ?? []).map((c) => planChild(ctx, parent, c));
@@ -157,7 +168,8 @@ function keptUnwanted(keys: ChildKeys, wanted: ReadonlySet<string>): ChildMark[]
   const kept: ChildMark[] = [];
   for (const [owned, children] of keys ?? []) {
     if (owned.prune) continue;
-    for (const [key, child] of children) if (!wanted.has(`${owned.kind}|${key}`)) kept.push({ uid: child.uid, token: childToken(child.appliedHash, "unknown") });
+    for (const [key, child] of children)
+      if (!wanted.has(`${owned.kind}|${key}`)) kept.push({ uid: child.uid, token: childToken(child.appliedHash, "unknown") });
   }
   return kept;
 }
@@ -179,11 +191,15 @@ async function unknownChild(ctx: ReconcileContext, p: PlannedChild, observed: Ob
  * object becomes ChildConflict, naming it; the fence's refusal is left to be read as a conflict.
  */
 async function applyChild(ctx: ReconcileContext, p: PlannedChild, generation: number | undefined): Promise<KubeObject> {
-  const annotations = { ...(p.body.metadata.annotations as Record<string, string>), ...(generation === undefined ? {} : { [PARENT_GENERATION_ANNOTATION]: String(generation) }) };
+  const annotations = {
+    ...(p.body.metadata.annotations as Record<string, string>),
+    ...(generation === undefined ? {} : { [PARENT_GENERATION_ANNOTATION]: String(generation) }),
+  };
   try {
     return await ctx.api.apply(p.ref, { ...p.body, metadata: { ...p.body.metadata, annotations } }, ctx.operator.fieldManager);
   } catch (e) {
-    if (e instanceof ApiError && isOwnershipRefusal(e)) throw new PermanentError(`${p.owned.kind} ${p.ref.namespace ? `${p.ref.namespace}/` : ""}${p.ref.name}: ${e.message}`, "ChildConflict");
+    if (e instanceof ApiError && isOwnershipRefusal(e))
+      throw new PermanentError(`${p.owned.kind} ${p.ref.namespace ? `${p.ref.namespace}/` : ""}${p.ref.name}: ${e.message}`, "ChildConflict");
     throw e;
   }
 }
@@ -199,14 +215,25 @@ function planChild(ctx: ReconcileContext, parent: KubeObject, desired: DesiredOb
   const namespaced = operator.resource.scope === "Namespaced";
   // The garbage collector only honours owner references within one namespace (or from a
   // cluster-scoped owner): anything else would be an orphan that reads as Ready.
-  if (namespaced && !owned.namespaced) throw new PermanentError(`${what}: a namespaced ${operator.resource.kind} cannot own a cluster-scoped ${desired.kind}`, "ChildInOtherNamespace");
+  if (namespaced && !owned.namespaced)
+    throw new PermanentError(`${what}: a namespaced ${operator.resource.kind} cannot own a cluster-scoped ${desired.kind}`, "ChildInOtherNamespace");
   if (namespaced && desired.metadata.namespace && desired.metadata.namespace !== parentNamespace) {
-    throw new PermanentError(`${what}: namespace "${desired.metadata.namespace}" is not the parent's namespace "${parentNamespace ?? ""}"`, "ChildInOtherNamespace");
+    throw new PermanentError(
+      `${what}: namespace "${desired.metadata.namespace}" is not the parent's namespace "${parentNamespace ?? ""}"`,
+      "ChildInOtherNamespace",
+    );
   }
   const namespace = owned.namespaced ? (desired.metadata.namespace ?? parentNamespace) : undefined;
   if (owned.namespaced && !namespace) throw new PermanentError(`${what}: a child of a cluster-scoped parent needs metadata.namespace`, "ChildWithoutNamespace");
   const ref = { ...(ownedRef(operator, desired.apiVersion, desired.kind, namespace) as ResourceRef), name: desired.metadata.name };
-  const ownerReference = { apiVersion: operator.apiVersion, kind: operator.resource.kind, name: parent.metadata.name, uid: parent.metadata.uid ?? "", controller: true, blockOwnerDeletion: true };
+  const ownerReference = {
+    apiVersion: operator.apiVersion,
+    kind: operator.resource.kind,
+    name: parent.metadata.name,
+    uid: parent.metadata.uid ?? "",
+    controller: true,
+    blockOwnerDeletion: true,
+  };
   const unhashed: KubeObject = {
     ...desired,
     metadata: {
@@ -216,7 +243,10 @@ function planChild(ctx: ReconcileContext, parent: KubeObject, desired: DesiredOb
       ownerReferences: [ownerReference],
     },
   };
-  const body = { ...unhashed, metadata: { ...unhashed.metadata, annotations: { ...desired.metadata.annotations, [APPLIED_HASH_ANNOTATION]: appliedHash(unhashed) } } };
+  const body = {
+    ...unhashed,
+    metadata: { ...unhashed.metadata, annotations: { ...desired.metadata.annotations, [APPLIED_HASH_ANNOTATION]: appliedHash(unhashed) } },
+  };
   return { ref, body, owned, key: keyOf(namespace, desired.metadata.name) };
 }
 
@@ -229,7 +259,9 @@ function checkOwnership(ctx: ReconcileContext, parent: KubeObject, p: PlannedChi
   if (ref && earlierObjectOfThisName(ctx, parent, ref)) return;
   if (controller === undefined && p.owned.adopt) return;
   const where = `${p.owned.kind} ${p.ref.namespace ? `${p.ref.namespace}/` : ""}${p.ref.name}`;
-  const why = controller ? `is controlled by another object (uid ${controller})` : `exists and is not controlled by this ${ctx.operator.resource.kind}; delete it, rename the child, or set adopt: true on ${p.owned.kind} in owns to adopt orphans`;
+  const why = controller
+    ? `is controlled by another object (uid ${controller})`
+    : `exists and is not controlled by this ${ctx.operator.resource.kind}; delete it, rename the child, or set adopt: true on ${p.owned.kind} in owns to adopt orphans`;
   throw new PermanentError(`${where} ${why}`, "ChildConflict");
 }
 
@@ -255,7 +287,9 @@ function earlierObjectOfThisName(ctx: ReconcileContext, parent: KubeObject, ref:
  */
 export async function pruneChildren(ctx: ReconcileContext, view: KubeObject, keys: ChildKeys, wanted: WantedChildren): Promise<void> {
   if (keys === undefined) return;
-  const unwanted = [...keys].filter(([owned]) => owned.prune).flatMap(([owned, children]) => [...children].filter(([key]) => !wanted.has(`${owned.kind}|${key}`)).map(([, child]) => ({ owned, child })));
+  const unwanted = [...keys]
+    .filter(([owned]) => owned.prune)
+    .flatMap(([owned, children]) => [...children].filter(([key]) => !wanted.has(`${owned.kind}|${key}`)).map(([, child]) => ({ owned, child })));
   if (unwanted.length === 0) return;
   const current = await ctx.api.get(ctx.ref);
   if (current?.metadata.uid !== view.metadata.uid || current?.metadata.generation !== view.metadata.generation) {
@@ -273,7 +307,8 @@ export async function pruneChildren(ctx: ReconcileContext, view: KubeObject, key
 
 async function applyShared(ctx: ReconcileContext, desired: DesiredObject, parent: KubeObject): Promise<void> {
   const target = ownedRef(ctx.operator, desired.apiVersion, desired.kind, desired.metadata.namespace ?? parent.metadata.namespace, desired.metadata.name);
-  if (!target) throw new PermanentError(`${desired.kind} ${desired.metadata.name}: ${desired.kind} (${desired.apiVersion}) is not declared in owns`, "UndeclaredKind");
+  if (!target)
+    throw new PermanentError(`${desired.kind} ${desired.metadata.name}: ${desired.kind} (${desired.apiVersion}) is not declared in owns`, "UndeclaredKind");
   const body: KubeObject = { ...desired, metadata: { ...desired.metadata, ...(target.namespace ? { namespace: target.namespace } : {}) } };
   await ctx.api.apply(target, body, sharedFieldManager(ctx, parent));
 }
@@ -289,24 +324,39 @@ export async function listChildren(ctx: ReconcileContext, parent: KubeObject): P
   const keys: NonNullable<ChildKeys> = new Map();
   const listed: ObservedByKind = new Map();
   await Promise.all(
-    ctx.operator.owns.filter((o) => o.list).map(async (owned) => {
-      const ref = { group: owned.group, version: owned.version, plural: owned.plural, ...(owned.namespaced && parent.metadata.namespace ? { namespace: parent.metadata.namespace } : {}) };
-      const items = await ctx.api.list(ref, `${PARENT_UID_LABEL}=${uid}`);
-      const apiVersion = apiVersionOf(owned.group, owned.version);
-      const byKey = new Map<string, ChildKey>();
-      const bodies = new Map<string, KubeObject>();
-      for (const o of items) {
-        const m = o.metadata;
-        const controller = (m.ownerReferences as Array<{ uid?: string; controller?: boolean }> | undefined)?.find((r) => r.controller === true);
-        if (controller?.uid !== uid || m.uid === undefined || m.resourceVersion === undefined) continue;
-        const hash = appliedHashOf(o, ctx.operator.fieldManager);
-        const key = keyOf(m.namespace, m.name);
-        byKey.set(key, { apiVersion, kind: owned.kind, ...(m.namespace ? { namespace: m.namespace } : {}), name: m.name, uid: m.uid, resourceVersion: m.resourceVersion, ...(hash === undefined ? {} : { appliedHash: hash }) });
-        if (owned.observe) bodies.set(key, { ...o, apiVersion, kind: owned.kind });
-      }
-      keys.set(owned, byKey);
-      if (owned.observe) listed.set(owned, bodies);
-    }),
+    ctx.operator.owns
+      .filter((o) => o.list)
+      .map(async (owned) => {
+        const ref = {
+          group: owned.group,
+          version: owned.version,
+          plural: owned.plural,
+          ...(owned.namespaced && parent.metadata.namespace ? { namespace: parent.metadata.namespace } : {}),
+        };
+        const items = await ctx.api.list(ref, `${PARENT_UID_LABEL}=${uid}`);
+        const apiVersion = apiVersionOf(owned.group, owned.version);
+        const byKey = new Map<string, ChildKey>();
+        const bodies = new Map<string, KubeObject>();
+        for (const o of items) {
+          const m = o.metadata;
+          const controller = (m.ownerReferences as Array<{ uid?: string; controller?: boolean }> | undefined)?.find((r) => r.controller === true);
+          if (controller?.uid !== uid || m.uid === undefined || m.resourceVersion === undefined) continue;
+          const hash = appliedHashOf(o, ctx.operator.fieldManager);
+          const key = keyOf(m.namespace, m.name);
+          byKey.set(key, {
+            apiVersion,
+            kind: owned.kind,
+            ...(m.namespace ? { namespace: m.namespace } : {}),
+            name: m.name,
+            uid: m.uid,
+            resourceVersion: m.resourceVersion,
+            ...(hash === undefined ? {} : { appliedHash: hash }),
+          });
+          if (owned.observe) bodies.set(key, { ...o, apiVersion, kind: owned.kind });
+        }
+        keys.set(owned, byKey);
+        if (owned.observe) listed.set(owned, bodies);
+      }),
   );
   // Observed kinds not listed are read by name, as the keys would have named them: none known.
   for (const owned of ctx.operator.owns) if (owned.observe && !owned.list) listed.set(owned, new Map());
@@ -333,7 +383,13 @@ async function freshKeys(ctx: ReconcileContext, parent: KubeObject, known: Known
     const ofKind = named.get(owned);
     const apiVersion = apiVersionOf(owned.group, owned.version);
     let missing = 0;
-    for (const c of wanted) if (c.kind === owned.kind && c.apiVersion === apiVersion && !ofKind?.has(keyOf(owned.namespaced ? (c.metadata.namespace ?? parent.metadata.namespace) : undefined, c.metadata.name))) missing++;
+    for (const c of wanted)
+      if (
+        c.kind === owned.kind &&
+        c.apiVersion === apiVersion &&
+        !ofKind?.has(keyOf(owned.namespaced ? (c.metadata.namespace ?? parent.metadata.namespace) : undefined, c.metadata.name))
+      )
+        missing++;
     return missing > STALE_KEYS_MISSING;
   });
   if (!stale) return named;

@@ -8,56 +8,67 @@ export const authModes = ["kubeconfig", "in-cluster", "token", "eks"] as const;
 export const eksClusterNameSchema = z.string().regex(/^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$/);
 export const awsRegionSchema = z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d$/);
 /** Single-cluster settings: with CRDFN_CLUSTERS(_FILE) they belong in each cluster's entry. */
-const singleClusterSettings = ["CRDFN_CLUSTER", "CRDFN_KUBE_AUTH", "CRDFN_KUBE_SERVER", "CRDFN_KUBE_CA_FILE", "CRDFN_KUBE_CA_DATA", "CRDFN_KUBE_TOKEN", "CRDFN_KUBE_TOKEN_FILE", "CRDFN_EKS_CLUSTER"] as const;
+const singleClusterSettings = [
+  "CRDFN_CLUSTER",
+  "CRDFN_KUBE_AUTH",
+  "CRDFN_KUBE_SERVER",
+  "CRDFN_KUBE_CA_FILE",
+  "CRDFN_KUBE_CA_DATA",
+  "CRDFN_KUBE_TOKEN",
+  "CRDFN_KUBE_TOKEN_FILE",
+  "CRDFN_EKS_CLUSTER",
+] as const;
 
-const configSchema = z.object({
-  /** The clusters served (functions/clusters/registry.ts): JSON, or a JSON/YAML file. */
-  CRDFN_CLUSTERS: z.string().min(1).optional(),
-  CRDFN_CLUSTERS_FILE: z.string().min(1).optional(),
-  /** Without a registry: the id of the one cluster served; events naming another are refused. */
-  CRDFN_CLUSTER: clusterIdSchema.default("default"),
-  /** The keys events are verified with (functions/clusters/event-keys.ts); checked there against the clusters. */
-  CRDFN_EVENT_KEYS: z.string().optional(),
-  /** How to reach the API server. */
-  CRDFN_KUBE_AUTH: z.enum(authModes).default("kubeconfig"),
-  KUBECONFIG: z.string().min(1).optional(),
-  /** token / eks modes: the API server URL and its CA (a file, or base64 PEM). */
-  CRDFN_KUBE_SERVER: z.url({ protocol: /^https?$/ }).optional(),
-  CRDFN_KUBE_CA_FILE: z.string().min(1).optional(),
-  CRDFN_KUBE_CA_DATA: z.base64().optional(),
-  /** token mode: the bearer token itself, or a file re-read as it rotates. */
-  CRDFN_KUBE_TOKEN: z.string().min(1).optional(),
-  CRDFN_KUBE_TOKEN_FILE: z.string().min(1).optional(),
-  /** eks mode: the EKS cluster name signed into the token. */
-  CRDFN_EKS_CLUSTER: eksClusterNameSchema.optional(),
-  AWS_REGION: awsRegionSchema.optional(),
-  /** An SQS-compatible endpoint (ElasticMQ locally); unset on AWS. */
-  AWS_ENDPOINT_URL_SQS: z.url().optional(),
-  /** The FIFO event queue the local poller consumes (Lambda is given its queue by its event source). */
-  CRDFN_QUEUE_URL: z.url().optional(),
-  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
-  /** Set by Lambda itself: metrics then go to CloudWatch as EMF, under this namespace. */
-  AWS_LAMBDA_FUNCTION_NAME: z.string().min(1).optional(),
-  POWERTOOLS_METRICS_NAMESPACE: z.string().min(1).max(255).default("crdfn"),
-}).superRefine((c, ctx) => {
-  if (c.CRDFN_CLUSTERS !== undefined || c.CRDFN_CLUSTERS_FILE !== undefined) {
-    if (c.CRDFN_CLUSTERS !== undefined && c.CRDFN_CLUSTERS_FILE !== undefined) ctx.addIssue({ code: "custom", path: ["CRDFN_CLUSTERS_FILE"], message: "set CRDFN_CLUSTERS or CRDFN_CLUSTERS_FILE, not both" });
-    // The single-cluster settings are checked against the raw environment in loadConfig.
-    return;
-  }
-  const need = (key: keyof typeof c, why: string) => {
-    if (c[key] === undefined) ctx.addIssue({ code: "custom", path: [key], message: `required ${why}` });
-  };
-  if (c.CRDFN_KUBE_AUTH === "token" || c.CRDFN_KUBE_AUTH === "eks") need("CRDFN_KUBE_SERVER", `when CRDFN_KUBE_AUTH=${c.CRDFN_KUBE_AUTH}`);
-  if (c.CRDFN_KUBE_AUTH === "token" && c.CRDFN_KUBE_TOKEN === undefined) need("CRDFN_KUBE_TOKEN_FILE", "(or CRDFN_KUBE_TOKEN) when CRDFN_KUBE_AUTH=token");
-  if (c.CRDFN_KUBE_AUTH === "eks") {
-    need("CRDFN_EKS_CLUSTER", "when CRDFN_KUBE_AUTH=eks");
-    need("AWS_REGION", "when CRDFN_KUBE_AUTH=eks");
-  }
-});
+const configSchema = z
+  .object({
+    /** The clusters served (functions/clusters/registry.ts): JSON, or a JSON/YAML file. */
+    CRDFN_CLUSTERS: z.string().min(1).optional(),
+    CRDFN_CLUSTERS_FILE: z.string().min(1).optional(),
+    /** Without a registry: the id of the one cluster served; events naming another are refused. */
+    CRDFN_CLUSTER: clusterIdSchema.default("default"),
+    /** The keys events are verified with (functions/clusters/event-keys.ts); checked there against the clusters. */
+    CRDFN_EVENT_KEYS: z.string().optional(),
+    /** How to reach the API server. */
+    CRDFN_KUBE_AUTH: z.enum(authModes).default("kubeconfig"),
+    KUBECONFIG: z.string().min(1).optional(),
+    /** token / eks modes: the API server URL and its CA (a file, or base64 PEM). */
+    CRDFN_KUBE_SERVER: z.url({ protocol: /^https?$/ }).optional(),
+    CRDFN_KUBE_CA_FILE: z.string().min(1).optional(),
+    CRDFN_KUBE_CA_DATA: z.base64().optional(),
+    /** token mode: the bearer token itself, or a file re-read as it rotates. */
+    CRDFN_KUBE_TOKEN: z.string().min(1).optional(),
+    CRDFN_KUBE_TOKEN_FILE: z.string().min(1).optional(),
+    /** eks mode: the EKS cluster name signed into the token. */
+    CRDFN_EKS_CLUSTER: eksClusterNameSchema.optional(),
+    AWS_REGION: awsRegionSchema.optional(),
+    /** An SQS-compatible endpoint (ElasticMQ locally); unset on AWS. */
+    AWS_ENDPOINT_URL_SQS: z.url().optional(),
+    /** The FIFO event queue the local poller consumes (Lambda is given its queue by its event source). */
+    CRDFN_QUEUE_URL: z.url().optional(),
+    LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+    /** Set by Lambda itself: metrics then go to CloudWatch as EMF, under this namespace. */
+    AWS_LAMBDA_FUNCTION_NAME: z.string().min(1).optional(),
+    POWERTOOLS_METRICS_NAMESPACE: z.string().min(1).max(255).default("crdfn"),
+  })
+  .superRefine((c, ctx) => {
+    if (c.CRDFN_CLUSTERS !== undefined || c.CRDFN_CLUSTERS_FILE !== undefined) {
+      if (c.CRDFN_CLUSTERS !== undefined && c.CRDFN_CLUSTERS_FILE !== undefined)
+        ctx.addIssue({ code: "custom", path: ["CRDFN_CLUSTERS_FILE"], message: "set CRDFN_CLUSTERS or CRDFN_CLUSTERS_FILE, not both" });
+      // The single-cluster settings are checked against the raw environment in loadConfig.
+      return;
+    }
+    const need = (key: keyof typeof c, why: string) => {
+      if (c[key] === undefined) ctx.addIssue({ code: "custom", path: [key], message: `required ${why}` });
+    };
+    if (c.CRDFN_KUBE_AUTH === "token" || c.CRDFN_KUBE_AUTH === "eks") need("CRDFN_KUBE_SERVER", `when CRDFN_KUBE_AUTH=${c.CRDFN_KUBE_AUTH}`);
+    if (c.CRDFN_KUBE_AUTH === "token" && c.CRDFN_KUBE_TOKEN === undefined) need("CRDFN_KUBE_TOKEN_FILE", "(or CRDFN_KUBE_TOKEN) when CRDFN_KUBE_AUTH=token");
+    if (c.CRDFN_KUBE_AUTH === "eks") {
+      need("CRDFN_EKS_CLUSTER", "when CRDFN_KUBE_AUTH=eks");
+      need("AWS_REGION", "when CRDFN_KUBE_AUTH=eks");
+    }
+  });
 
 export type FunctionConfig = z.infer<typeof configSchema>;
-
 
 /** Reads only the settings above; never echoes a value (tokens live here). */
 export function loadConfig(env: NodeJS.ProcessEnv): FunctionConfig {

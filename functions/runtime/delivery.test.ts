@@ -6,7 +6,21 @@ import { TEST_EVENT_KEYS, signedForTest } from "../../test/support/event-key.ts"
 import { createReceiver } from "./delivery.ts";
 import { runtimeByCluster, type Runtime } from "./runtime.ts";
 
-const event = (group: string, plural: string, cluster = "a"): KeyEvent => ({ v: 1, cluster, group, version: "v1", plural, kind: "K", namespace: "default", name: "n", uid: "u", resourceVersion: "1", generation: 1, type: "ADDED", observedAt: "2026-11-21T00:00:00Z" });
+const event = (group: string, plural: string, cluster = "a"): KeyEvent => ({
+  v: 1,
+  cluster,
+  group,
+  version: "v1",
+  plural,
+  kind: "K",
+  namespace: "default",
+  name: "n",
+  uid: "u",
+  resourceVersion: "1",
+  generation: 1,
+  type: "ADDED",
+  observedAt: "2026-11-21T00:00:00Z",
+});
 const signed = (e: KeyEvent): string => encodeKeyEvent(signedForTest({ ...e, v: 3 }));
 
 function logged(): { logger: Logger; lines: Array<Record<string, unknown>> } {
@@ -54,9 +68,21 @@ describe("receiving a message", () => {
 describe("a runtime per cluster", () => {
   it("is built on its cluster's first event and kept; an event of another cluster is refused before any is built", async () => {
     const builds: string[] = [];
-    const tagged = (tag: string): Runtime => ({ served: { keysOf: () => undefined, resources: [] }, receive: () => assert.fail("never asked"), handle: () => Promise.resolve({ result: "success", detail: tag, apiCalls: 0 }) });
-    const keys = new Map([["a", TEST_EVENT_KEYS], ["b", TEST_EVENT_KEYS]]);
-    const runtime = runtimeByCluster(keys, [{ group: "example.com", plural: "greetings" }], (cluster) => (builds.push(cluster), Promise.resolve(tagged(cluster))), pino({ level: "silent" }));
+    const tagged = (tag: string): Runtime => ({
+      served: { keysOf: () => undefined, resources: [] },
+      receive: () => assert.fail("never asked"),
+      handle: () => Promise.resolve({ result: "success", detail: tag, apiCalls: 0 }),
+    });
+    const keys = new Map([
+      ["a", TEST_EVENT_KEYS],
+      ["b", TEST_EVENT_KEYS],
+    ]);
+    const runtime = runtimeByCluster(
+      keys,
+      [{ group: "example.com", plural: "greetings" }],
+      (cluster) => (builds.push(cluster), Promise.resolve(tagged(cluster))),
+      pino({ level: "silent" }),
+    );
     const handle = (body: string) => runtime.handle(runtime.receive({ id: "m", body }));
     assert.equal((await handle(signed(event("example.com", "greetings", "b")))).detail, "b");
     assert.equal((await handle(signed(event("example.com", "greetings", "a")))).detail, "a");

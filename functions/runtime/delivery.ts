@@ -61,12 +61,23 @@ export function createReceiver(served: ServedEvents, logger: Logger): (message: 
     const event = parsed.event;
     const object = `${event.kind} ${event.namespace ? `${event.namespace}/` : ""}${event.name}`;
     const keys = served.keysOf(event.cluster);
-    if (!keys) return refuse(`cluster ${event.cluster} is not served here`, { cluster: event.cluster, object }, `key event for cluster "${event.cluster}", which is not in the registry`);
+    if (!keys)
+      return refuse(
+        `cluster ${event.cluster} is not served here`,
+        { cluster: event.cluster, object },
+        `key event for cluster "${event.cluster}", which is not in the registry`,
+      );
     // Before anything uses the body: whoever may send to the queue is not thereby the bridge.
     const proof = verifyKeyEvent(event, keys);
-    if (!proof.ok) return refuse(proof.message, { cluster: event.cluster, object, kid: event.kid ?? null }, `key event for ${object} of cluster "${event.cluster}" refused: ${proof.message}`);
+    if (!proof.ok)
+      return refuse(
+        proof.message,
+        { cluster: event.cluster, object, kid: event.kid ?? null },
+        `key event for ${object} of cluster "${event.cluster}" refused: ${proof.message}`,
+      );
     const resource = resourceKey(event.group, event.plural);
-    if (!resources.has(resource)) return refuse("not a resource served here", { resource, served: [...resources] }, `key event for ${object}, a resource no operator here serves`);
+    if (!resources.has(resource))
+      return refuse("not a resource served here", { resource, served: [...resources] }, `key event for ${object}, a resource no operator here serves`);
     return { ok: true, message, event, firstDelivery: firstReceive && message.attributes?.[DEFERRED_SINCE_ATTRIBUTE] === undefined };
   };
 }

@@ -28,7 +28,10 @@ function bucketOperator(outside: Map<string, number>, extra: Partial<OperatorDef
     },
     // Reconcile sees what effects recorded, in the object's status.
     reconcile: (bucket) => ({
-      children: typeof bucket.status?.url === "string" ? [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: `${bucket.metadata.name}-bucket` }, data: { url: bucket.status.url } }] : [],
+      children:
+        typeof bucket.status?.url === "string"
+          ? [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: `${bucket.metadata.name}-bucket` }, data: { url: bucket.status.url } }]
+          : [],
       status: { phase: "Ready" },
     }),
     finalize(bucket) {
@@ -39,7 +42,10 @@ function bucketOperator(outside: Map<string, number>, extra: Partial<OperatorDef
   });
 }
 const b = { metadata: { name: "b" }, spec: { size: 3 } };
-const ready = (o: KubeObject | undefined) => (o?.status as { conditions?: Array<{ type: string; status: string; reason: string; message: string }> } | undefined)?.conditions?.find((c) => c.type === "Ready");
+const ready = (o: KubeObject | undefined) =>
+  (o?.status as { conditions?: Array<{ type: string; status: string; reason: string; message: string }> } | undefined)?.conditions?.find(
+    (c) => c.type === "Ready",
+  );
 
 describe("effects (runtime)", () => {
   it("run before reconcile, which wires what they made into a child; both status parts are kept", async () => {
@@ -47,7 +53,10 @@ describe("effects (runtime)", () => {
     const run = await reconcileWithRuntime(bucketOperator(outside), b, { now });
     assert.equal(run.outcome.result, "success");
     assert.deepEqual([...outside], [["b", 3]]);
-    assert.deepEqual(run.children.map((c) => c.data), [{ url: "s3://b" }]);
+    assert.deepEqual(
+      run.children.map((c) => c.data),
+      [{ url: "s3://b" }],
+    );
     assert.equal((run.object?.status as Status).url, "s3://b");
     assert.equal((run.object?.status as Status).phase, "Ready");
   });
@@ -64,7 +73,10 @@ describe("effects (runtime)", () => {
     assert.equal(seen[0]?.env.REGION, "eu-west-1");
     // The kit's effectsContext derives the same key from the object.
     const object = first.object!;
-    assert.equal(effectsContext({ object: { metadata: { uid: object.metadata.uid!, generation: object.metadata.generation! } } }).idempotencyKey, seen[0]?.idempotencyKey);
+    assert.equal(
+      effectsContext({ object: { metadata: { uid: object.metadata.uid!, generation: object.metadata.generation! } } }).idempotencyKey,
+      seen[0]?.idempotencyKey,
+    );
   });
 
   it("what they made is recorded before any child is written: a child that fails leaves it on the object", async () => {
@@ -87,10 +99,18 @@ describe("effects (runtime)", () => {
   });
 
   it("TemporaryError and PermanentError mean what they mean in reconcile", async () => {
-    const later = await reconcileWithRuntime(bucketOperator(new Map(), { effects: () => Promise.reject(new TemporaryError("quota", 120, "QuotaExceeded")) }), b, { now });
+    const later = await reconcileWithRuntime(
+      bucketOperator(new Map(), { effects: () => Promise.reject(new TemporaryError("quota", 120, "QuotaExceeded")) }),
+      b,
+      { now },
+    );
     assert.equal(ready(later.object)?.reason, "QuotaExceeded");
     assert.equal(later.nextReconcile?.at, new Date(now.getTime() + 120_000).toISOString());
-    const never = await reconcileWithRuntime(bucketOperator(new Map(), { effects: () => Promise.reject(new PermanentError("no such region", "BadRegion")) }), b, { now });
+    const never = await reconcileWithRuntime(
+      bucketOperator(new Map(), { effects: () => Promise.reject(new PermanentError("no such region", "BadRegion")) }),
+      b,
+      { now },
+    );
     assert.equal(never.outcome.result, "permanent");
     assert.equal(ready(never.object)?.reason, "BadRegion");
   });

@@ -12,16 +12,18 @@ import { createRuntimeMetrics } from "./prometheus-metrics.ts";
 import type { Outcome } from "./outcome.ts";
 import { fakeRuntime } from "../../test/support/fake-runtime.ts";
 
-type Emf = Record<string, unknown> & { _aws: { Timestamp: number; CloudWatchMetrics: Array<{ Namespace: string; Dimensions: string[][]; Metrics: Array<{ Name: string; Unit: string }> }> } };
+type Emf = Record<string, unknown> & {
+  _aws: { Timestamp: number; CloudWatchMetrics: Array<{ Namespace: string; Dimensions: string[][]; Metrics: Array<{ Name: string; Unit: string }> }> };
+};
 
 /** The JSON lines written to stdout while `run` runs. */
 async function stdoutLines(run: () => unknown): Promise<Emf[]> {
   const lines: string[] = [];
   const write = process.stdout.write.bind(process.stdout);
-  process.stdout.write = ((chunk: string | Uint8Array) => {
+  process.stdout.write = (chunk: string | Uint8Array) => {
     lines.push(...String(chunk).split("\n").filter(Boolean));
     return true;
-  });
+  };
   try {
     await run();
   } finally {

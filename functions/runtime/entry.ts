@@ -46,7 +46,8 @@ export function buildFromEnv(
   // One chain for SQS and every EKS cluster: the same role signs all their tokens. Lambda puts
   // its role's keys in the environment, so the SDK's chain is loaded only where it does not.
   const awsCredentials = (): AwsCredentialIdentityProvider =>
-    (chain ??= accessKeyId && secretAccessKey ? () => Promise.resolve({ accessKeyId, secretAccessKey, ...(sessionToken ? { sessionToken } : {}) }) : defaultChain());
+    (chain ??=
+      accessKeyId && secretAccessKey ? () => Promise.resolve({ accessKeyId, secretAccessKey, ...(sessionToken ? { sessionToken } : {}) }) : defaultChain());
   const sqs = lazySqsClient(
     {
       ...(config.AWS_REGION ? { region: config.AWS_REGION } : {}),
@@ -57,7 +58,9 @@ export function buildFromEnv(
   );
   // On Lambda, CloudWatch EMF (flushed by the adapter once per invocation); elsewhere what the
   // caller records them in (the local poller: Prometheus).
-  const emf = config.AWS_LAMBDA_FUNCTION_NAME ? createEmfMetrics({ namespace: config.POWERTOOLS_METRICS_NAMESPACE, serviceName: config.AWS_LAMBDA_FUNCTION_NAME, clock }) : undefined;
+  const emf = config.AWS_LAMBDA_FUNCTION_NAME
+    ? createEmfMetrics({ namespace: config.POWERTOOLS_METRICS_NAMESPACE, serviceName: config.AWS_LAMBDA_FUNCTION_NAME, clock })
+    : undefined;
   const metricsOf = (cluster: string): RuntimeMetrics | undefined => (emf ? emf.forCluster(cluster) : opts.metrics?.(cluster));
   // Per cluster, on its first event: one client (keep-alive agent, token cache), its logger and
   // metrics labelled with the cluster, and a runtime per operator over them.
@@ -69,11 +72,18 @@ export function buildFromEnv(
     const log = logger.child({ cluster });
     const metrics = metricsOf(cluster);
     return runtimeByResource(
-      operators.map((operator) => createRuntime(operator, { api, ...(metrics ? { metrics } : {}), logger: log.child({ operator: operator.resource.kind }), clock, env, eventKeys: keys })),
+      operators.map((operator) =>
+        createRuntime(operator, { api, ...(metrics ? { metrics } : {}), logger: log.child({ operator: operator.resource.kind }), clock, env, eventKeys: keys }),
+      ),
       log,
     );
   };
-  const routed = runtimeByCluster(eventKeys, operators.map((operator) => operator.resource), buildCluster, logger);
+  const routed = runtimeByCluster(
+    eventKeys,
+    operators.map((operator) => operator.resource),
+    buildCluster,
+    logger,
+  );
   const runtime: Runtime = emf ? { ...routed, flushMetrics: () => emf.flush() } : routed;
   return { config, clusters, runtime, sqs, logger, clock };
 }
@@ -89,7 +99,10 @@ export function buildEach(
   opts: Parameters<typeof buildFromEnv>[2] = {},
 ): { runtime: Runtime; built: Built[] } {
   const built = operators.map((op) => buildFromEnv(op, envOf(op), opts));
-  const runtime = runtimeByResource(built.map((b) => b.runtime), built[0]!.logger);
+  const runtime = runtimeByResource(
+    built.map((b) => b.runtime),
+    built[0]!.logger,
+  );
   return { runtime, built };
 }
 

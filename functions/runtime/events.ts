@@ -33,7 +33,10 @@ export async function recordEvent(ctx: ReconcileContext, object: KubeObject, e: 
 
 async function writeEvent(ctx: ReconcileContext, object: KubeObject, e: EventNote, repeat: boolean): Promise<void> {
   const namespace = object.metadata.namespace ?? "default";
-  const id = createHash("sha256").update(`${object.metadata.uid ?? ""}|${e.type}|${e.reason}|${e.note}`).digest("hex").slice(0, 16);
+  const id = createHash("sha256")
+    .update(`${object.metadata.uid ?? ""}|${e.type}|${e.reason}|${e.note}`)
+    .digest("hex")
+    .slice(0, 16);
   const name = `${object.metadata.name.slice(0, 200)}.${id}`;
   const ref: ResourceRef = { group: "events.k8s.io", version: "v1", plural: "events", namespace, name };
   const now = microTime(ctx.clock());
@@ -51,7 +54,13 @@ async function writeEvent(ctx: ReconcileContext, object: KubeObject, e: EventNot
       type: e.type,
       reason: e.reason,
       note: e.note.slice(0, 1024),
-      regarding: { apiVersion: ctx.operator.apiVersion, kind: ctx.operator.resource.kind, name: object.metadata.name, namespace: object.metadata.namespace, uid: object.metadata.uid },
+      regarding: {
+        apiVersion: ctx.operator.apiVersion,
+        kind: ctx.operator.resource.kind,
+        name: object.metadata.name,
+        namespace: object.metadata.namespace,
+        uid: object.metadata.uid,
+      },
     });
   } catch (error) {
     if (!(error instanceof ApiError && error.code === 409)) throw error;

@@ -19,11 +19,16 @@ function failing(reconcile: () => unknown, status?: z.ZodType<Record<string, unk
   });
 }
 const thing = { metadata: { name: "t" }, spec: {} };
-const ready = (o: KubeObject | undefined) => (o?.status as { conditions?: Array<{ type: string; status: string; reason: string; message: string }> } | undefined)?.conditions?.find((c) => c.type === "Ready");
+const ready = (o: KubeObject | undefined) =>
+  (o?.status as { conditions?: Array<{ type: string; status: string; reason: string; message: string }> } | undefined)?.conditions?.find(
+    (c) => c.type === "Ready",
+  );
 
 describe("failures", () => {
   it("an unexpected throw → Ready=False ReconcileError, the attempt and next retry on the object (growing backoff), ONE Event whose series counts them; the message is done", async () => {
-    const op = failing(() => { throw new Error("boom"); });
+    const op = failing(() => {
+      throw new Error("boom");
+    });
     const t0 = new Date("2026-01-01T00:00:00Z");
     const first = await reconcileWithRuntime(op, thing, { now: t0 });
     assert.equal(first.outcome.result, "retry-later");
@@ -40,11 +45,16 @@ describe("failures", () => {
     assert.ok(delays[0]! < delays[1]! && delays[1]! < delays[2]!, `backoff grows: ${delays.join(", ")} ms`);
     assert.equal(last.events.length, 1);
     const [event] = last.events;
-    assert.deepEqual([event?.apiVersion, event?.reason, event?.note, (event?.series as { count: number }).count], ["events.k8s.io/v1", "ReconcileError", "boom", 4]);
+    assert.deepEqual(
+      [event?.apiVersion, event?.reason, event?.note, (event?.series as { count: number }).count],
+      ["events.k8s.io/v1", "ReconcileError", "boom", 4],
+    );
   });
 
   it("a new generation starts its attempts again", async () => {
-    const op = failing(() => { throw new Error("boom"); });
+    const op = failing(() => {
+      throw new Error("boom");
+    });
     const first = await reconcileWithRuntime(op, thing);
     await reconcileWithRuntime(op, thing, { kube: first.kube });
     const changed = await reconcileWithRuntime(op, { ...thing, spec: { changed: true } }, { kube: first.kube });
@@ -52,7 +62,11 @@ describe("failures", () => {
   });
 
   it("a thrown non-Error is reported with its text", async () => {
-    for (const [thrown, text] of [[{ code: 7 }, 'thrown: {"code":7}'], [undefined, "undefined was thrown"], ["plain", "plain"]] as const) {
+    for (const [thrown, text] of [
+      [{ code: 7 }, 'thrown: {"code":7}'],
+      [undefined, "undefined was thrown"],
+      ["plain", "plain"],
+    ] as const) {
       const throws = () => {
         // eslint-disable-next-line @typescript-eslint/only-throw-error -- throwing a non-Error is the case under test
         throw thrown;
@@ -63,7 +77,10 @@ describe("failures", () => {
   });
 
   it("a Promise from reconcile is refused as a permanent AsyncReconcile, with no unhandled rejection", async () => {
-    const run = await reconcileWithRuntime(failing(() => Promise.reject(new Error("later"))), thing);
+    const run = await reconcileWithRuntime(
+      failing(() => Promise.reject(new Error("later"))),
+      thing,
+    );
     assert.deepEqual([run.outcome.result, ready(run.object)?.reason], ["permanent", "AsyncReconcile"]);
     assert.match(ready(run.object)?.message ?? "", /must be synchronous/);
     assert.equal(run.events.length, 1);
@@ -97,8 +114,25 @@ describe("failures", () => {
     const created = kube.put(ref, { apiVersion: "example.com/v1", kind: "Thing", ...thing });
     // The object is deleted between the runtime's read and its status write.
     const api: KubeApi = { ...kube, replaceStatus: async (r, o, m) => (await kube.delete(ref), kube.replaceStatus(r, o, m)) };
-    const runtime = createRuntime(failing(() => ({})), { api, logger: pino({ level: "silent" }), clock: () => new Date(), eventKeys: TEST_EVENT_KEYS });
-    const event = { v: 1, cluster: "t", group: "example.com", version: "v1", plural: "things", kind: "Thing", namespace: "default", name: "t", uid: created.metadata.uid, resourceVersion: created.metadata.resourceVersion, generation: 1, type: "ADDED", observedAt: new Date().toISOString() };
+    const runtime = createRuntime(
+      failing(() => ({})),
+      { api, logger: pino({ level: "silent" }), clock: () => new Date(), eventKeys: TEST_EVENT_KEYS },
+    );
+    const event = {
+      v: 1,
+      cluster: "t",
+      group: "example.com",
+      version: "v1",
+      plural: "things",
+      kind: "Thing",
+      namespace: "default",
+      name: "t",
+      uid: created.metadata.uid,
+      resourceVersion: created.metadata.resourceVersion,
+      generation: 1,
+      type: "ADDED",
+      observedAt: new Date().toISOString(),
+    };
     const outcome = await handleMessage(runtime, { id: "1", body: JSON.stringify(signedForTest(event)) });
     assert.deepEqual([outcome.result, outcome.detail], ["success", "object is gone"]);
   });
@@ -107,17 +141,45 @@ describe("failures", () => {
     const kube = createFakeKube();
     const ref = { group: "example.com", version: "v1", plural: "things", namespace: "default", name: "t" };
     const created = kube.put(ref, { apiVersion: "example.com/v1", kind: "Thing", ...thing });
-    const refused = new ApiError(403, "Forbidden", "things.example.com \"t\" is forbidden: ValidatingAdmissionPolicy 'frozen' denied request: frozen things take no status");
+    const refused = new ApiError(
+      403,
+      "Forbidden",
+      "things.example.com \"t\" is forbidden: ValidatingAdmissionPolicy 'frozen' denied request: frozen things take no status",
+    );
     const api: KubeApi = { ...kube, replaceStatus: () => Promise.reject(refused) };
     const lines: Array<Record<string, unknown>> = [];
     const logger = pino({ level: "info" }, { write: (l: string) => void lines.push(JSON.parse(l) as Record<string, unknown>) });
-    const runtime = createRuntime(failing(() => ({ status: { n: 1 } })), { api, logger, clock: () => new Date(), eventKeys: TEST_EVENT_KEYS });
-    const event = { v: 1, cluster: "t", group: "example.com", version: "v1", plural: "things", kind: "Thing", namespace: "default", name: "t", uid: created.metadata.uid, resourceVersion: created.metadata.resourceVersion, generation: 1, type: "ADDED", observedAt: new Date().toISOString() };
+    const runtime = createRuntime(
+      failing(() => ({ status: { n: 1 } })),
+      { api, logger, clock: () => new Date(), eventKeys: TEST_EVENT_KEYS },
+    );
+    const event = {
+      v: 1,
+      cluster: "t",
+      group: "example.com",
+      version: "v1",
+      plural: "things",
+      kind: "Thing",
+      namespace: "default",
+      name: "t",
+      uid: created.metadata.uid,
+      resourceVersion: created.metadata.resourceVersion,
+      generation: 1,
+      type: "ADDED",
+      observedAt: new Date().toISOString(),
+    };
     const outcome = await handleMessage(runtime, { id: "1", body: JSON.stringify(signedForTest(event)) });
     assert.equal(outcome.result, "retry");
     assert.match(outcome.detail ?? "", /the status write was refused \(403 .*frozen things take no status/);
-    assert.equal(lines.filter((l) => l.msg === "cannot record the outcome on the object: its status write was refused; the message is retried and then dead-lettered").length, 1);
+    assert.equal(
+      lines.filter((l) => l.msg === "cannot record the outcome on the object: its status write was refused; the message is retried and then dead-lettered")
+        .length,
+      1,
+    );
     const events = kube.events();
-    assert.deepEqual(events.map((e) => e.reason), ["StatusWriteRefused"]);
+    assert.deepEqual(
+      events.map((e) => e.reason),
+      ["StatusWriteRefused"],
+    );
   });
 });

@@ -60,7 +60,14 @@ function retryOf(object: KubeObject, error: unknown, verdict: Extract<Verdict, {
   const next: NextReason = error instanceof FinalizeThrew ? "Finalize" : "Retry";
   const attempts = previousAttempts(object.status as ObjectStatus | undefined, object.metadata.generation ?? 0, next) + 1;
   if (verdict.kind === "later") return { reason: verdict.reason, next, attempts, delaySeconds: verdict.delaySeconds };
-  const reason = error instanceof FinalizeThrew ? FINALIZE_ERROR : error instanceof EffectsThrew ? EFFECTS_ERROR : error instanceof ApiError ? apiReason(error) : RECONCILE_ERROR;
+  const reason =
+    error instanceof FinalizeThrew
+      ? FINALIZE_ERROR
+      : error instanceof EffectsThrew
+        ? EFFECTS_ERROR
+        : error instanceof ApiError
+          ? apiReason(error)
+          : RECONCILE_ERROR;
   return { reason, next, attempts, delaySeconds: backoffMs(attempts, RETRY_BACKOFF) / 1000 };
 }
 
@@ -71,7 +78,15 @@ const apiReason = (e: ApiError): string => (/^[A-Z][A-Za-z]+$/.test(e.reason) &&
  * Ready=False with the reason, an Event, and (when retried) the next attempt. An unchanged
  * permanent failure writes nothing; a repeated retried one counts on its Event's series.
  */
-async function recordFailure(ctx: ReconcileContext, object: KubeObject, reason: string, message: string, countRepeats: boolean, retry?: Retry, references?: ReferenceRecord[]): Promise<void> {
+async function recordFailure(
+  ctx: ReconcileContext,
+  object: KubeObject,
+  reason: string,
+  message: string,
+  countRepeats: boolean,
+  retry?: Retry,
+  references?: ReferenceRecord[],
+): Promise<void> {
   const previous = object.status as ObjectStatus | undefined;
   const now = ctx.clock();
   const next = retry && nextReconcile(retry.next, new Date(now.getTime() + retry.delaySeconds * 1000), retry.attempts);
@@ -92,7 +107,10 @@ async function unrecordable(ctx: ReconcileContext, object: KubeObject, verdict: 
   const refusal = writeError instanceof ApiError ? `${writeError.code} ${writeError.message}` : (writeError as Error).message;
   const failed = "message" in verdict ? verdict.message : verdict.kind;
   const detail = `the status write was refused (${refusal}); the failure it would record: ${failed}`;
-  ctx.log.error({ error: refusal, failure: failed }, "cannot record the outcome on the object: its status write was refused; the message is retried and then dead-lettered");
+  ctx.log.error(
+    { error: refusal, failure: failed },
+    "cannot record the outcome on the object: its status write was refused; the message is retried and then dead-lettered",
+  );
   try {
     await recordEvent(ctx, object, { type: "Warning", reason: "StatusWriteRefused", note: detail, action: "Reconcile" }, true);
   } catch {

@@ -27,7 +27,11 @@ async function ensureFinalizer(ctx: ReconcileContext, object: KubeObject): Promi
   const ours = ctx.operator.finalizer;
   const finalizers = object.metadata.finalizers ?? [];
   if (!ours || finalizers.includes(ours)) return object;
-  return ctx.api.mergePatch(ctx.ref, { metadata: { resourceVersion: object.metadata.resourceVersion, finalizers: [...finalizers, ours] } }, ctx.operator.fieldManager);
+  return ctx.api.mergePatch(
+    ctx.ref,
+    { metadata: { resourceVersion: object.metadata.resourceVersion, finalizers: [...finalizers, ours] } },
+    ctx.operator.fieldManager,
+  );
 }
 
 /** The object is being deleted: run finalize, and drop the finalizer only when it is done. */
@@ -56,12 +60,17 @@ async function finalizeObject(ctx: ReconcileContext, object: KubeObject): Promis
     try {
       result = await operator.finalize(typed, { now: ctx.clock(), release: releasing, env: ctx.env });
     } catch (thrown) {
-      if (thrown instanceof PermanentError || thrown instanceof TemporaryError || (typeof thrown === "object" && thrown !== null && ours.has(thrown))) throw thrown;
+      if (thrown instanceof PermanentError || thrown instanceof TemporaryError || (typeof thrown === "object" && thrown !== null && ours.has(thrown)))
+        throw thrown;
       throw new FinalizeThrew(thrown);
     }
     if (!result.done) return await finalizeLater(ctx, object, result.retryAfterSeconds ?? DEFAULT_FINALIZE_RETRY_SECONDS);
   }
-  await ctx.api.mergePatch(ctx.ref, { metadata: { resourceVersion: object.metadata.resourceVersion, finalizers: finalizers.filter((f) => f !== ours) } }, ctx.operator.fieldManager);
+  await ctx.api.mergePatch(
+    ctx.ref,
+    { metadata: { resourceVersion: object.metadata.resourceVersion, finalizers: finalizers.filter((f) => f !== ours) } },
+    ctx.operator.fieldManager,
+  );
   return { result: "success", detail: "finalized" };
 }
 

@@ -26,7 +26,9 @@ describe("createKubeApi", () => {
   let api: KubeApi;
 
   before(async () => {
-    ({ server, api } = await loopbackApi((_, res) => res.writeHead(404, { "content-type": "application/json" }).end(JSON.stringify({ kind: "Status", code: 404, reason: "NotFound", message: "not found" }))));
+    ({ server, api } = await loopbackApi((_, res) =>
+      res.writeHead(404, { "content-type": "application/json" }).end(JSON.stringify({ kind: "Status", code: 404, reason: "NotFound", message: "not found" })),
+    ));
   });
 
   after(() => closeServer(server));
@@ -50,10 +52,14 @@ describe("createKubeApi: reads not older than a version", () => {
       const url = new URL(req.url ?? "", "http://x");
       reads.push(url.searchParams.get("resourceVersion") ?? "quorum");
       if (url.searchParams.has("resourceVersion")) {
-        res.writeHead(504, { "content-type": "application/json" }).end(JSON.stringify({ kind: "Status", code: 504, reason: "Timeout", message: "Too large resource version" }));
+        res
+          .writeHead(504, { "content-type": "application/json" })
+          .end(JSON.stringify({ kind: "Status", code: 504, reason: "Timeout", message: "Too large resource version" }));
         return;
       }
-      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ apiVersion: "g/v1", kind: "Thing", metadata: { name: "a", resourceVersion: "8" } }));
+      res
+        .writeHead(200, { "content-type": "application/json" })
+        .end(JSON.stringify({ apiVersion: "g/v1", kind: "Thing", metadata: { name: "a", resourceVersion: "8" } }));
     }));
   });
 

@@ -24,7 +24,9 @@ export function createKubeApi(access: KubeAccess, options: KubeApiOptions = {}):
   const cachedRead = async (path: string, query: Record<string, string>, read: { notOlderThan?: string } | undefined, list = false): Promise<unknown> => {
     if (read?.notOlderThan === undefined) return http.json("GET", path, { query });
     try {
-      return await http.json("GET", path, { query: { ...query, resourceVersion: read.notOlderThan, ...(list ? { resourceVersionMatch: "NotOlderThan" } : {}) } });
+      return await http.json("GET", path, {
+        query: { ...query, resourceVersion: read.notOlderThan, ...(list ? { resourceVersionMatch: "NotOlderThan" } : {}) },
+      });
     } catch (e) {
       // The watch cache did not reach that version within the server's wait (504 "Too large
       // resource version", e.g. a lagging HA replica): read from etcd instead.
@@ -53,7 +55,9 @@ export function createKubeApi(access: KubeAccess, options: KubeApiOptions = {}):
       const items: KubeObject[] = [];
       let token: string | undefined;
       do {
-        const page = (await http.json("GET", resourcePath(ref), { query: { ...selector, limit: String(LIST_PAGE_SIZE), ...(token ? { continue: token } : {}) } })) as { items?: KubeObject[]; metadata?: { continue?: string } };
+        const page = (await http.json("GET", resourcePath(ref), {
+          query: { ...selector, limit: String(LIST_PAGE_SIZE), ...(token ? { continue: token } : {}) },
+        })) as { items?: KubeObject[]; metadata?: { continue?: string } };
         items.push(...(page.items ?? []));
         token = page.metadata?.continue || undefined;
       } while (token !== undefined);
@@ -61,7 +65,10 @@ export function createKubeApi(access: KubeAccess, options: KubeApiOptions = {}):
     },
     delete: async (ref, preconditions) => {
       try {
-        await http.json("DELETE", resourcePath(ref), { query: dryRun, body: { apiVersion: "v1", kind: "DeleteOptions", ...(preconditions ? { preconditions } : {}), propagationPolicy: "Background" } });
+        await http.json("DELETE", resourcePath(ref), {
+          query: dryRun,
+          body: { apiVersion: "v1", kind: "DeleteOptions", ...(preconditions ? { preconditions } : {}), propagationPolicy: "Background" },
+        });
       } catch (e) {
         if (!(e instanceof ApiError && e.code === 404)) throw e;
       }

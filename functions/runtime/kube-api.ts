@@ -53,10 +53,12 @@ export interface Preconditions {
 /** Wraps an API so every call is counted: the "API calls per reconcile" measurement. */
 export function countingApi(api: KubeApi): { api: KubeApi; calls: () => number } {
   let n = 0;
-  const counted = <A extends unknown[], R>(f: (...a: A) => Promise<R>) => (...a: A): Promise<R> => {
-    n += 1;
-    return f(...a);
-  };
+  const counted =
+    <A extends unknown[], R>(f: (...a: A) => Promise<R>) =>
+    (...a: A): Promise<R> => {
+      n += 1;
+      return f(...a);
+    };
   return {
     api: {
       get: counted(api.get.bind(api)),

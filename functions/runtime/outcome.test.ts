@@ -7,7 +7,9 @@ import { classify, messageHandled } from "./outcome.ts";
 import { fenceVerdict, STALE_GENERATION_TOKEN, staleRefusal } from "../../core/fence.ts";
 import { PARENT_GENERATION_ANNOTATION } from "../../core/event.ts";
 
-const child = (generation: number) => ({ metadata: { annotations: { [PARENT_GENERATION_ANNOTATION]: String(generation) }, ownerReferences: [{ controller: true, uid: "p" }] } });
+const child = (generation: number) => ({
+  metadata: { annotations: { [PARENT_GENERATION_ANNOTATION]: String(generation) }, ownerReferences: [{ controller: true, uid: "p" }] },
+});
 
 describe("classify", () => {
   it("turns every failure into one verdict", () => {
@@ -22,7 +24,13 @@ describe("classify", () => {
 
   it("blames the API server only for what every object would meet alike: unreachable, timing out, shedding load, a refused credential", () => {
     const refused = Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:6443"), { code: "ECONNREFUSED" });
-    for (const e of [refused, new ApiError(503, "ServiceUnavailable", "down"), new ApiError(504, "Timeout", "etcd slow"), new ApiError(429, "TooManyRequests", "slow down"), new ApiError(401, "Unauthorized", "Unauthorized")])
+    for (const e of [
+      refused,
+      new ApiError(503, "ServiceUnavailable", "down"),
+      new ApiError(504, "Timeout", "etcd slow"),
+      new ApiError(429, "TooManyRequests", "slow down"),
+      new ApiError(401, "Unauthorized", "Unauthorized"),
+    ])
       assert.equal(classify(e).kind, "unavailable", e.message);
   });
 
@@ -52,10 +60,23 @@ describe("classify", () => {
   });
 
   it("reads our policy's fence refusal as a conflict (re-read, recompute), and nothing else it refuses", () => {
-    const stale = new ApiError(403, "Forbidden", `configmaps "w-out" is forbidden: ValidatingAdmissionPolicy 'crdfn-widget-function' with binding 'crdfn-widget-function' denied request: ${staleRefusal("configmaps", "w-out", 7, 3)}`);
+    const stale = new ApiError(
+      403,
+      "Forbidden",
+      `configmaps "w-out" is forbidden: ValidatingAdmissionPolicy 'crdfn-widget-function' with binding 'crdfn-widget-function' denied request: ${staleRefusal("configmaps", "w-out", 7, 3)}`,
+    );
     assert.deepEqual(classify(stale), { kind: "conflict" });
     // The testing kit's in-memory API server says it in the same words.
-    assert.deepEqual(classify(new ApiError(403, "Forbidden", `configmaps "w-out" is forbidden: ValidatingAdmissionPolicy denied request: ${fenceVerdict("configmaps", "w-out", child(7), child(3))}`)), { kind: "conflict" });
+    assert.deepEqual(
+      classify(
+        new ApiError(
+          403,
+          "Forbidden",
+          `configmaps "w-out" is forbidden: ValidatingAdmissionPolicy denied request: ${fenceVerdict("configmaps", "w-out", child(7), child(3))}`,
+        ),
+      ),
+      { kind: "conflict" },
+    );
     assert.equal(classify(new ApiError(422, "Invalid", STALE_GENERATION_TOKEN)).kind, "permanent", "only a 403 of admission");
   });
 

@@ -62,7 +62,8 @@ export function classify(error: unknown): Verdict {
   if (error instanceof ApiError && isStaleRefusal(error)) return { kind: "conflict" };
   // The API server refused what reconcile asked for (an invalid child): retrying the same
   // object cannot help, so it is recorded like a PermanentError.
-  if (error instanceof ApiError && (error.code === 400 || error.code === 422 || deniedByAdmission(error))) return { kind: "permanent", reason: "RejectedByApiServer", message: error.message };
+  if (error instanceof ApiError && (error.code === 400 || error.code === 422 || deniedByAdmission(error)))
+    return { kind: "permanent", reason: "RejectedByApiServer", message: error.message };
   if (error instanceof PermanentError) return { kind: "permanent", reason: error.reason, message: error.message };
   if (error instanceof TemporaryError) return { kind: "later", delaySeconds: error.delaySeconds, reason: error.reason, message: error.message };
   if (isInfrastructureFailure(error)) return { kind: "unavailable", message: thrownMessage(error) };

@@ -19,7 +19,15 @@
 import { z } from "zod";
 import type { ChildKey } from "../../core/event.ts";
 import { PermanentError } from "../../core/errors.ts";
-import { apiVersionOf, type CustomObject, type ObservedChildren, type ObservedObject, type Operator, type ReferencedObjects, type ReferenceName } from "../../core/operator.ts";
+import {
+  apiVersionOf,
+  type CustomObject,
+  type ObservedChildren,
+  type ObservedObject,
+  type Operator,
+  type ReferencedObjects,
+  type ReferenceName,
+} from "../../core/operator.ts";
 import { MAX_REFERENCES, type ReferenceRecord } from "../../core/references.ts";
 import { keyOf } from "../../core/resource-path.ts";
 import { childRef, listChildren, type ChildKeys, type ChildrenRead, type KnownChildren, type ObservedByKind } from "./children.ts";
@@ -51,7 +59,11 @@ async function knownChildren(ctx: ReconcileContext, parent: KubeObject): Promise
   const keys = childKeysOf(ctx);
   if (keys !== undefined) return { keys };
   const unlisted = ctx.operator.owns.filter((o) => !o.list).map((o) => o.kind);
-  if (unlisted.length > 0) ctx.log.warn({ kinds: unlisted }, `the event names no children (more than an event carries, or a v1 event) and ${unlisted.join(", ")} ${unlisted.length === 1 ? "is" : "are"} not marked list: true in owns: every such child wanted is applied, none pruned`);
+  if (unlisted.length > 0)
+    ctx.log.warn(
+      { kinds: unlisted },
+      `the event names no children (more than an event carries, or a v1 event) and ${unlisted.join(", ")} ${unlisted.length === 1 ? "is" : "are"} not marked list: true in owns: every such child wanted is applied, none pruned`,
+    );
   return listChildren(ctx, parent);
 }
 
@@ -116,9 +128,16 @@ export interface WantedReference {
 export type ReadReferences = Array<WantedReference & { object: KubeObject | undefined }>;
 
 // A DNS subdomain, as every kind a reference may name uses for its names.
-const nameSchema = z.string().min(1).max(253).regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/);
-const namespaceSchema = z.string().min(1).max(63).regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/);
-
+const nameSchema = z
+  .string()
+  .min(1)
+  .max(253)
+  .regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/);
+const namespaceSchema = z
+  .string()
+  .min(1)
+  .max(63)
+  .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/);
 
 /** The value at a dotted path of the object ("spec.secretRef.name"); undefined where a step is missing. */
 function atPath(object: unknown, path: string): unknown {
@@ -162,11 +181,19 @@ function referencedKeys(ctx: ReconcileContext, object: CustomObject<unknown>): W
       if (read.namespaced) {
         const asked = given.namespace;
         if (namespacedParent) {
-          if (asked !== undefined && asked !== own) throw new PermanentError(`${read.kind} ${asked}/${name.data}: a ${ctx.operator.resource.kind} references objects in its own namespace (${own ?? ""}) only`, "ReferenceInOtherNamespace");
+          if (asked !== undefined && asked !== own)
+            throw new PermanentError(
+              `${read.kind} ${asked}/${name.data}: a ${ctx.operator.resource.kind} references objects in its own namespace (${own ?? ""}) only`,
+              "ReferenceInOtherNamespace",
+            );
           namespace = own;
         } else {
           const ns = namespaceSchema.safeParse(asked);
-          if (!ns.success) throw new PermanentError(`${read.kind} ${name.data}: a cluster-scoped ${ctx.operator.resource.kind} names the namespace of a ${read.kind} ({ namespace, name })`, "InvalidReference");
+          if (!ns.success)
+            throw new PermanentError(
+              `${read.kind} ${name.data}: a cluster-scoped ${ctx.operator.resource.kind} names the namespace of a ${read.kind} ({ namespace, name })`,
+              "InvalidReference",
+            );
           namespace = ns.data;
         }
       }
@@ -177,7 +204,13 @@ function referencedKeys(ctx: ReconcileContext, object: CustomObject<unknown>): W
   return [...wanted.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, w]) => w);
 }
 
-const refOf = (w: WantedReference): ResourceRef => ({ group: w.read.group, version: w.read.version, plural: w.read.plural, name: w.name, ...(w.namespace ? { namespace: w.namespace } : {}) });
+const refOf = (w: WantedReference): ResourceRef => ({
+  group: w.read.group,
+  version: w.read.version,
+  plural: w.read.plural,
+  name: w.name,
+  ...(w.namespace ? { namespace: w.namespace } : {}),
+});
 
 /** What was read, for status.references (undefined: the operator references nothing) and as `ctx.references`. */
 export interface ReferencesRead {
@@ -218,7 +251,11 @@ export function referencedObjects(operator: Operator, read: ReadReferences, pare
       const declared = operator.reads.find((r) => r.kind === kind && (!apiVersion || apiVersionOf(r.group, r.version) === apiVersion));
       if (!declared) throw new Error(`ctx.references.of("${kind}"): ${kind} is not declared in reads`);
       const found = read.filter((r) => r.read === declared && r.object !== undefined);
-      return Object.freeze(Object.fromEntries(found.map((r) => [r.namespace === undefined || r.namespace === parentNamespace ? r.name : `${r.namespace}/${r.name}`, r.object as unknown as T])));
+      return Object.freeze(
+        Object.fromEntries(
+          found.map((r) => [r.namespace === undefined || r.namespace === parentNamespace ? r.name : `${r.namespace}/${r.name}`, r.object as unknown as T]),
+        ),
+      );
     },
   };
 }

@@ -29,16 +29,28 @@ function reporter(read: ReadKind<Spec> = { group: "", version: "v1", kind: "Secr
     },
   });
 }
-const secret = (name: string, data: Record<string, string>, namespace = "default") => ({ apiVersion: "v1", kind: "Secret", metadata: { name, namespace }, data });
-const statusOf = (o: KubeObject | undefined) => o?.status as { keys?: string[]; references?: unknown[]; conditions?: Array<{ type: string; reason: string }> } | undefined;
+const secret = (name: string, data: Record<string, string>, namespace = "default") => ({
+  apiVersion: "v1",
+  kind: "Secret",
+  metadata: { name, namespace },
+  data,
+});
+const statusOf = (o: KubeObject | undefined) =>
+  o?.status as { keys?: string[]; references?: unknown[]; conditions?: Array<{ type: string; reason: string }> } | undefined;
 
 describe("referenced objects (runtime)", () => {
   it("reads the Secret the spec names into ctx.references and records it with the version read", async () => {
-    const run = await reconcileWithRuntime(reporter(), { metadata: { name: "r" }, spec: { secretRef: "db" } }, { objects: [secret("db", { user: "dXNlcg==", password: "cA==" })] });
+    const run = await reconcileWithRuntime(
+      reporter(),
+      { metadata: { name: "r" }, spec: { secretRef: "db" } },
+      { objects: [secret("db", { user: "dXNlcg==", password: "cA==" })] },
+    );
     assert.equal(run.outcome.result, "success");
     assert.deepEqual(statusOf(run.object)?.keys, ["password", "user"]);
     const stored = await run.kube.get({ group: "", version: "v1", plural: "secrets", namespace: "default", name: "db" });
-    assert.deepEqual(statusOf(run.object)?.references, [{ apiVersion: "v1", kind: "Secret", namespace: "default", name: "db", resourceVersion: stored?.metadata.resourceVersion }]);
+    assert.deepEqual(statusOf(run.object)?.references, [
+      { apiVersion: "v1", kind: "Secret", namespace: "default", name: "db", resourceVersion: stored?.metadata.resourceVersion },
+    ]);
   });
 
   it("a missing Secret is absent, not an error; the failure records it was read absent, so its creation wakes the object", async () => {
@@ -46,7 +58,11 @@ describe("referenced objects (runtime)", () => {
     assert.equal(run.outcome.result, "retry-later");
     assert.equal(statusOf(run.object)?.conditions?.find((c) => c.type === "Ready")?.reason, "SecretMissing");
     assert.deepEqual(statusOf(run.object)?.references, [{ apiVersion: "v1", kind: "Secret", namespace: "default", name: "later" }]);
-    const again = await reconcileWithRuntime(reporter(), { metadata: { name: "r" }, spec: { secretRef: "later" } }, { kube: run.kube, objects: [secret("later", { k: "dg==" })] });
+    const again = await reconcileWithRuntime(
+      reporter(),
+      { metadata: { name: "r" }, spec: { secretRef: "later" } },
+      { kube: run.kube, objects: [secret("later", { k: "dg==" })] },
+    );
     assert.equal(again.outcome.result, "success");
     assert.equal((statusOf(again.object)?.references?.[0] as { resourceVersion?: string }).resourceVersion !== undefined, true);
   });
@@ -60,11 +76,17 @@ describe("referenced objects (runtime)", () => {
   it("a name function may name several; names come back in a stable order, each once", async () => {
     const op = reporter({ group: "", version: "v1", kind: "Secret", name: () => ["b", "a", "b", ""] });
     const run = await reconcileWithRuntime(op, { metadata: { name: "r" }, spec: {} }, { objects: [secret("a", {}), secret("b", {})] });
-    assert.deepEqual((statusOf(run.object)?.references as Array<{ name: string }>).map((r) => r.name), ["a", "b"]);
+    assert.deepEqual(
+      (statusOf(run.object)?.references as Array<{ name: string }>).map((r) => r.name),
+      ["a", "b"],
+    );
   });
 
   it("refuses a reference into another namespace (ReferenceInOtherNamespace) and a name that is no name (InvalidReference)", async () => {
-    const elsewhere = await reconcileWithRuntime(reporter({ group: "", version: "v1", kind: "Secret", name: () => ({ namespace: "kube-system", name: "admin" }) }), { metadata: { name: "r" }, spec: {} });
+    const elsewhere = await reconcileWithRuntime(
+      reporter({ group: "", version: "v1", kind: "Secret", name: () => ({ namespace: "kube-system", name: "admin" }) }),
+      { metadata: { name: "r" }, spec: {} },
+    );
     assert.equal(elsewhere.outcome.result, "permanent");
     assert.equal(statusOf(elsewhere.object)?.conditions?.find((c) => c.type === "Ready")?.reason, "ReferenceInOtherNamespace");
     const bad = await reconcileWithRuntime(reporter(), { metadata: { name: "r" }, spec: { secretRef: "Not/A/Name" } });

@@ -28,13 +28,19 @@ function greeter(reconcile?: (message: string) => ReconcileResult, extra: Partia
   });
 }
 const hello = { metadata: { name: "hello" }, spec: { message: "hi" } };
-const ready = (o: KubeObject | undefined) => (o?.status as { conditions?: Array<{ type: string; status: string; reason: string; message: string }> } | undefined)?.conditions?.find((c) => c.type === "Ready");
+const ready = (o: KubeObject | undefined) =>
+  (o?.status as { conditions?: Array<{ type: string; status: string; reason: string; message: string }> } | undefined)?.conditions?.find(
+    (c) => c.type === "Ready",
+  );
 
 describe("runtime (through the in-memory API server)", () => {
   it("creates the child with a controller owner reference and reports Ready=True with observedGeneration", async () => {
     const run = await reconcileWithRuntime(greeter(), hello);
     assert.equal(run.outcome.result, "success");
-    assert.deepEqual(run.children.map((c) => [c.kind, c.metadata.name, (c.data as Record<string, string>).message]), [["ConfigMap", "hello-greeting", "hi"]]);
+    assert.deepEqual(
+      run.children.map((c) => [c.kind, c.metadata.name, (c.data as Record<string, string>).message]),
+      [["ConfigMap", "hello-greeting", "hi"]],
+    );
     assert.equal(ready(run.object)?.status, "True");
     assert.equal((run.object?.status as { observedGeneration: number }).observedGeneration, 1);
     assert.equal((run.object?.status as { phase: string }).phase, "Ready");
@@ -60,10 +66,21 @@ describe("runtime (through the in-memory API server)", () => {
   });
 
   it("a PermanentError names its reason and schedules nothing; a TemporaryError records its reason and the retry after its delay", async () => {
-    const permanent = await reconcileWithRuntime(greeter(() => { throw new PermanentError("no such queue", "QueueMissing"); }), hello);
+    const permanent = await reconcileWithRuntime(
+      greeter(() => {
+        throw new PermanentError("no such queue", "QueueMissing");
+      }),
+      hello,
+    );
     assert.deepEqual([ready(permanent.object)?.reason, ready(permanent.object)?.message], ["QueueMissing", "no such queue"]);
     assert.equal(permanent.nextReconcile, undefined);
-    const temporary = await reconcileWithRuntime(greeter(() => { throw new TemporaryError("not yet", 42, "WaitingForQueue"); }), hello, { now: new Date("2026-01-01T00:00:00Z") });
+    const temporary = await reconcileWithRuntime(
+      greeter(() => {
+        throw new TemporaryError("not yet", 42, "WaitingForQueue");
+      }),
+      hello,
+      { now: new Date("2026-01-01T00:00:00Z") },
+    );
     assert.equal(temporary.outcome.result, "retry-later");
     assert.deepEqual([ready(temporary.object)?.status, ready(temporary.object)?.reason], ["False", "WaitingForQueue"]);
     assert.deepEqual(temporary.nextReconcile, { at: "2026-01-01T00:00:42.000Z", reason: "Retry", attempts: 1 });
@@ -76,7 +93,11 @@ describe("runtime (through the in-memory API server)", () => {
     assert.equal(ready(first.object)?.status, "True");
     const again = await reconcileWithRuntime(op, hello, { kube: first.kube, now: new Date("2026-01-01T00:01:00Z") });
     assert.deepEqual(again.nextReconcile, { at: "2026-01-01T00:02:00.000Z", reason: "Requeue" }, "the same one field: a chain cannot fork");
-    const done = await reconcileWithRuntime(greeter(() => ({})), hello, { kube: first.kube });
+    const done = await reconcileWithRuntime(
+      greeter(() => ({})),
+      hello,
+      { kube: first.kube },
+    );
     assert.equal(done.nextReconcile, undefined, "a reconcile that asks for nothing clears it");
   });
 
@@ -97,15 +118,32 @@ describe("runtime (through the in-memory API server)", () => {
     const created = kube.put(ref, { apiVersion: "example.com/v1", kind: "Greeting", ...hello });
     let interfere = true;
     // Another writer changes the object between the runtime's read and its status write, once.
-    const api: KubeApi = { ...kube, replaceStatus: async (r, o) => {
-      if (interfere) {
-        interfere = false;
-        await kube.mergePatch(ref, { metadata: { labels: { touched: "yes" } } });
-      }
-      return kube.replaceStatus(r, o);
-    } };
+    const api: KubeApi = {
+      ...kube,
+      replaceStatus: async (r, o) => {
+        if (interfere) {
+          interfere = false;
+          await kube.mergePatch(ref, { metadata: { labels: { touched: "yes" } } });
+        }
+        return kube.replaceStatus(r, o);
+      },
+    };
     const runtime = createRuntime(greeter(), { api, logger: pino({ level: "silent" }), clock: () => new Date(), eventKeys: TEST_EVENT_KEYS });
-    const event = { v: 1, cluster: "t", group: "example.com", version: "v1", plural: "greetings", kind: "Greeting", namespace: "default", name: "hello", uid: created.metadata.uid, resourceVersion: created.metadata.resourceVersion, generation: 1, type: "ADDED", observedAt: new Date().toISOString() };
+    const event = {
+      v: 1,
+      cluster: "t",
+      group: "example.com",
+      version: "v1",
+      plural: "greetings",
+      kind: "Greeting",
+      namespace: "default",
+      name: "hello",
+      uid: created.metadata.uid,
+      resourceVersion: created.metadata.resourceVersion,
+      generation: 1,
+      type: "ADDED",
+      observedAt: new Date().toISOString(),
+    };
     const outcome = await handleMessage(runtime, { id: "1", body: JSON.stringify(signedForTest(event)) });
     assert.equal(outcome.result, "success");
     assert.equal(ready(await kube.get(ref))?.status, "True");
@@ -114,10 +152,18 @@ describe("runtime (through the in-memory API server)", () => {
 
 describe("reconcileWithRuntime", () => {
   it("takes an object typed as reconcile sees it (server-set metadata is the fake's to assign)", async () => {
-    const typed: CustomObject<Spec> = { apiVersion: "example.com/v1", kind: "Greeting", metadata: { name: "typed", namespace: "team", uid: "ignored", resourceVersion: "9", generation: 7 }, spec: { message: "hey" } };
+    const typed: CustomObject<Spec> = {
+      apiVersion: "example.com/v1",
+      kind: "Greeting",
+      metadata: { name: "typed", namespace: "team", uid: "ignored", resourceVersion: "9", generation: 7 },
+      spec: { message: "hey" },
+    };
     const run = await reconcileWithRuntime(greeter(), typed);
     assert.equal(run.object?.metadata.namespace, "team");
     assert.equal(run.object?.metadata.generation, 1);
-    assert.deepEqual(run.children.map((c) => c.metadata.namespace), ["team"]);
+    assert.deepEqual(
+      run.children.map((c) => c.metadata.namespace),
+      ["team"],
+    );
   });
 });

@@ -101,7 +101,12 @@ export function runtimeByResource(runtimes: readonly Runtime[], logger: Logger):
  * and token cache). A failed build (a CA file not there yet) is logged, and tried again on the
  * cluster's next event.
  */
-export function runtimeByCluster(keys: ReadonlyMap<string, EventKeyring>, resources: ServedEvents["resources"], build: (cluster: string) => Promise<Runtime>, logger: Logger): Runtime {
+export function runtimeByCluster(
+  keys: ReadonlyMap<string, EventKeyring>,
+  resources: ServedEvents["resources"],
+  build: (cluster: string) => Promise<Runtime>,
+  logger: Logger,
+): Runtime {
   const served: ServedEvents = { keysOf: (cluster) => keys.get(cluster), resources };
   const built = new Map<string, Promise<Runtime>>();
   const runtimeOf = (cluster: string): Promise<Runtime> => {
@@ -115,7 +120,11 @@ export function runtimeByCluster(keys: ReadonlyMap<string, EventKeyring>, resour
     }
     return runtime;
   };
-  return { served, receive: createReceiver(served, logger), handle: async (delivery) => (delivery.ok ? (await runtimeOf(delivery.event.cluster)).handle(delivery) : refused(delivery)) };
+  return {
+    served,
+    receive: createReceiver(served, logger),
+    handle: async (delivery) => (delivery.ok ? (await runtimeOf(delivery.event.cluster)).handle(delivery) : refused(delivery)),
+  };
 }
 
 /** Each received event of this operator: its context, its reconcile, measured and logged once. */
@@ -126,7 +135,10 @@ function reconcilerFor(operator: Operator<unknown>, deps: RuntimeDeps): (receive
     const log = deps.logger.child({ messageId: message.id, object: `${event.namespace ?? ""}/${event.name}`, reason: event.reason ?? event.type });
     const { api, calls } = countingApi(deps.api);
     const started = deps.clock().getTime();
-    const outcome = await reconcileEvent({ operator, api, clock: deps.clock, log, event, ref: parentRef(operator, event), firstDelivery, env: deps.env ?? {} }, maxAttempts);
+    const outcome = await reconcileEvent(
+      { operator, api, clock: deps.clock, log, event, ref: parentRef(operator, event), firstDelivery, env: deps.env ?? {} },
+      maxAttempts,
+    );
     const done = { ...outcome, apiCalls: calls() };
     const finished = deps.clock().getTime();
     // observedAt is when the bridge saw the change, or when a scheduled reconcile fell due.
@@ -150,7 +162,8 @@ function announced(ctx: ReconcileContext): KubeObject | undefined {
 }
 
 /** A read on a first attempt: effects need etcd's (quorum) answer; anything else, one no older than the event's. */
-const firstRead = (ctx: ReconcileContext): Promise<KubeObject | undefined> => (ctx.operator.effects !== undefined ? ctx.api.get(ctx.ref) : ctx.api.get(ctx.ref, { notOlderThan: ctx.event.resourceVersion }));
+const firstRead = (ctx: ReconcileContext): Promise<KubeObject | undefined> =>
+  ctx.operator.effects !== undefined ? ctx.api.get(ctx.ref) : ctx.api.get(ctx.ref, { notOlderThan: ctx.event.resourceVersion });
 
 /**
  * Reads the object and reconciles it; on 409 Conflict reads again and retries, a bounded number of
@@ -203,7 +216,15 @@ async function reconcileObject(ctx: ReconcileContext, read: KubeObject): Promise
     const called = await effectsThenReconcile(ctx, object, valid, { now, children: children.view, references: references.objects, records });
     object = called.object;
     const { wanted, left, keys } = await writeChildren(ctx, object, called.result, children);
-    const requeue = await writeSuccessStatus(ctx, object, called.result.status, now, [called.result.requeueAfterSeconds, called.effectsRequeueAfterSeconds], records, reconciledRecord(object, left));
+    const requeue = await writeSuccessStatus(
+      ctx,
+      object,
+      called.result.status,
+      now,
+      [called.result.requeueAfterSeconds, called.effectsRequeueAfterSeconds],
+      records,
+      reconciledRecord(object, left),
+    );
     await pruneChildren(ctx, object, keys, wanted);
     return { result: "success", detail: "reconciled", ...(requeue === undefined ? {} : { requeue: "after" as const }) };
   } catch (error) {

@@ -20,13 +20,16 @@ const valued = defineOperator<Spec>({
   resource: { group: "example.com", version: "v1", plural: "valueds", kind: "Valued" },
   spec: z.object({ value: z.number().int(), note: z.string().optional() }),
   owns: [{ group: "", version: "v1", kind: "ConfigMap" }],
-  reconcile: (o) => ({ children: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: `${o.metadata.name}-out` }, data: { value: String(o.spec.value) } }] }),
+  reconcile: (o) => ({
+    children: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: `${o.metadata.name}-out` }, data: { value: String(o.spec.value) } }],
+  }),
 }) as Operator<unknown>;
 
 const parentRef = { group: "example.com", version: "v1", plural: "valueds", namespace: "default", name: "v" };
 const childRef = { group: "", version: "v1", plural: "configmaps", namespace: "default", name: "v-out" };
 const valueOf = async (kube: FakeKube) => ((await kube.get(childRef))?.data as Record<string, string> | undefined)?.value;
-const fenceOfChild = async (kube: FakeKube) => ((await kube.get(childRef))?.metadata.annotations as Record<string, string> | undefined)?.[PARENT_GENERATION_ANNOTATION];
+const fenceOfChild = async (kube: FakeKube) =>
+  ((await kube.get(childRef))?.metadata.annotations as Record<string, string> | undefined)?.[PARENT_GENERATION_ANNOTATION];
 
 /** The event the bridge published when it saw `body`, delivered now: its children's keys as the bridge's index holds them now. */
 function eventOf(kube: FakeKube, body: KubeObject): KeyEvent {
@@ -134,7 +137,12 @@ describe("stale views", () => {
     const b = { group: "", version: "v1", plural: "configmaps", namespace: "default", name: "b" };
     const uid = (await first.kube.get(b))?.metadata.uid;
     // Generation 1's body, with the children's keys of now (a and b): from that view, b is not wanted.
-    const runtime = createRuntime(op, { api: asTheFunction(first.kube, op), logger: pino({ level: "silent" }), clock: () => new Date(), eventKeys: TEST_EVENT_KEYS });
+    const runtime = createRuntime(op, {
+      api: asTheFunction(first.kube, op),
+      logger: pino({ level: "silent" }),
+      clock: () => new Date(),
+      eventKeys: TEST_EVENT_KEYS,
+    });
     const event = { ...eventOf(first.kube, stale), children: childKeys(first.kube, op, stale) };
     await handleMessage(runtime, { id: "stale", body: JSON.stringify(signedForTest(event)), receiveCount: 1 });
     assert.equal((await first.kube.get(b))?.metadata.uid, uid, "b, which generation 2 wants, was never deleted (not deleted and made again)");

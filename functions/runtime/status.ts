@@ -25,7 +25,15 @@ export function nextReconcile(reason: NextReason, at: Date, attempts?: number): 
  * due next (status.nextReconcile, reason Requeue, which the bridge announces when due). Resolves
  * with that delay in seconds, if any.
  */
-export async function writeSuccessStatus(ctx: ReconcileContext, object: KubeObject, input: StatusInput | undefined, now: Date, asked: ReadonlyArray<number | undefined>, references?: ReferenceRecord[], reconciled?: Reconciled): Promise<number | undefined> {
+export async function writeSuccessStatus(
+  ctx: ReconcileContext,
+  object: KubeObject,
+  input: StatusInput | undefined,
+  now: Date,
+  asked: ReadonlyArray<number | undefined>,
+  references?: ReferenceRecord[],
+  reconciled?: Reconciled,
+): Promise<number | undefined> {
   const previous = object.status as ObjectStatus | undefined;
   const requeueAfterSeconds = requeueAfter(ctx.operator, asked);
   const next = requeueAfterSeconds === undefined ? undefined : nextReconcile("Requeue", new Date(now.getTime() + requeueAfterSeconds * 1000));
@@ -45,14 +53,21 @@ function requeueAfter(operator: Operator, asked: ReadonlyArray<number | undefine
  * `references`, what it read (undefined: the operator references nothing); `reconciled`, the
  * metadata and children it left (undefined: the previous record stays).
  */
-export function successStatus(previous: ObjectStatus | undefined, input: StatusInput | undefined, generation: number, now: Date, next?: NextReconcile, references?: ReferenceRecord[], reconciled?: Reconciled): ObjectStatus {
+export function successStatus(
+  previous: ObjectStatus | undefined,
+  input: StatusInput | undefined,
+  generation: number,
+  now: Date,
+  next?: NextReconcile,
+  references?: ReferenceRecord[],
+  reconciled?: Reconciled,
+): ObjectStatus {
   const { conditions: reported = [], ...fields } = input ?? {};
   const ready: ConditionInput = { type: READY, status: "True", reason: "Reconciled", message: "", observedGeneration: generation };
   // Conditions the user no longer reports disappear; the ones still reported keep their transition times.
-  const conditions = [...reported.filter((c) => c.type !== READY), ready].reduce<Condition[]>(
-    (acc, c) => setCondition(acc, c, now),
-    [],
-  ).map((c) => keepTransition(previous?.conditions, c));
+  const conditions = [...reported.filter((c) => c.type !== READY), ready]
+    .reduce<Condition[]>((acc, c) => setCondition(acc, c, now), [])
+    .map((c) => keepTransition(previous?.conditions, c));
   const record = reconciled ?? previous?.[RECONCILED_FIELD];
   const status = withNext({ ...fields, observedGeneration: generation, conditions, ...(record === undefined ? {} : { [RECONCILED_FIELD]: record }) }, next);
   return references === undefined ? status : withReferences(status, references);
@@ -64,7 +79,15 @@ export function successStatus(previous: ObjectStatus | undefined, input: StatusI
  * `references`: what this attempt read, when it got that far (a reference that is missing is
  * often why it failed, and its creation must wake the object); undefined keeps the previous.
  */
-export function failureStatus(previous: ObjectStatus | undefined, reason: string, message: string, generation: number, now: Date, next?: NextReconcile, references?: ReferenceRecord[]): ObjectStatus {
+export function failureStatus(
+  previous: ObjectStatus | undefined,
+  reason: string,
+  message: string,
+  generation: number,
+  now: Date,
+  next?: NextReconcile,
+  references?: ReferenceRecord[],
+): ObjectStatus {
   const conditions = setCondition(previous?.conditions, { type: READY, status: "False", reason, message, observedGeneration: generation }, now);
   const status = withNext({ ...previous, observedGeneration: generation, conditions }, next);
   return references === undefined ? status : withReferences(status, references);

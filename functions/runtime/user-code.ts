@@ -66,7 +66,6 @@ export class FinalizeThrew extends UserCodeThrew {
   }
 }
 
-
 /** Stable per object (uid) and generation; 32 hex characters, which every client-token field takes. */
 export function idempotencyKeyOf(uid: string, generation: number): string {
   return createHash("sha256").update(`${uid}/${generation}`).digest("hex").slice(0, 32);
@@ -115,7 +114,12 @@ async function runEffects(ctx: ReconcileContext, object: CustomObject<unknown>, 
   if (!operator.effects) return undefined;
   let result: unknown;
   try {
-    result = await operator.effects(object, { now: inputs.now, references: inputs.references, env: ctx.env, idempotencyKey: idempotencyKeyOf(object.metadata.uid, object.metadata.generation) });
+    result = await operator.effects(object, {
+      now: inputs.now,
+      references: inputs.references,
+      env: ctx.env,
+      idempotencyKey: idempotencyKeyOf(object.metadata.uid, object.metadata.generation),
+    });
   } catch (thrown) {
     if (thrown instanceof PermanentError || thrown instanceof TemporaryError) throw thrown;
     throw new EffectsThrew(thrown);
@@ -129,14 +133,22 @@ async function runEffects(ctx: ReconcileContext, object: CustomObject<unknown>, 
     const parsed = schema.partial().safeParse(status);
     if (!parsed.success) throw new PermanentError(`effects' status does not match the operator's status schema: ${zodLine(parsed.error)}`, "InvalidStatus");
   }
-  return { ...(status === undefined ? {} : { status }), ...(checked.data?.requeueAfterSeconds === undefined ? {} : { requeueAfterSeconds: checked.data.requeueAfterSeconds }) };
+  return {
+    ...(status === undefined ? {} : { status }),
+    ...(checked.data?.requeueAfterSeconds === undefined ? {} : { requeueAfterSeconds: checked.data.requeueAfterSeconds }),
+  };
 }
 
 /**
  * Writes what effects returned (and what was referenced) into the status now, conditional on the
  * version read; returns the object as written (or as it was, when nothing changed).
  */
-async function recordEffects(ctx: ReconcileContext, object: KubeObject, status: Record<string, unknown> | undefined, references: ReferenceRecord[] | undefined): Promise<KubeObject> {
+async function recordEffects(
+  ctx: ReconcileContext,
+  object: KubeObject,
+  status: Record<string, unknown> | undefined,
+  references: ReferenceRecord[] | undefined,
+): Promise<KubeObject> {
   const previous = (object.status ?? {}) as ObjectStatus;
   const next: ObjectStatus = { ...previous, ...status };
   if (references !== undefined) {
@@ -170,7 +182,10 @@ function callReconcile(ctx: ReconcileContext, object: CustomObject<unknown>, inp
   if (result instanceof Promise || (typeof result === "object" && result !== null && typeof (result as { then?: unknown }).then === "function")) {
     // Whatever it does later must not surface as an unhandled rejection in the function.
     Promise.resolve(result).catch(() => {});
-    throw new PermanentError("reconcile returned a Promise: reconcile must be synchronous and pure (do I/O in finalize, or in a child the cluster runs)", "AsyncReconcile");
+    throw new PermanentError(
+      "reconcile returned a Promise: reconcile must be synchronous and pure (do I/O in finalize, or in a child the cluster runs)",
+      "AsyncReconcile",
+    );
   }
   const checked = reconcileResultSchema.safeParse(result);
   if (!checked.success) throw new PermanentError(zodLine(checked.error), "InvalidReconcileResult");

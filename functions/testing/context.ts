@@ -27,7 +27,10 @@ export interface ContextOptions {
  * `observe: true`) or read (`reads`) throws, and so does a kind given here that it does not. Without
  * it, only the kinds given here are known, and any other throws.
  */
-export function reconcileContext<Spec, SpecInput, Status extends Record<string, unknown>>(operator: Operator<Spec, SpecInput, Status>, opts?: ContextOptions): ReconcileContext;
+export function reconcileContext<Spec, SpecInput, Status extends Record<string, unknown>>(
+  operator: Operator<Spec, SpecInput, Status>,
+  opts?: ContextOptions,
+): ReconcileContext;
 /** @deprecated Pass the operator first: `reconcileContext(operator, { now, children, references })`. */
 export function reconcileContext(opts?: ContextOptions): ReconcileContext;
 export function reconcileContext(first?: object, second?: ContextOptions): ReconcileContext {
@@ -49,9 +52,13 @@ function childrenOf(operator: Operator<unknown>, given: ObjectsByKind): Observed
   const observed: ObservedByKind = new Map();
   for (const [kind, byName] of Object.entries(given)) {
     const owned = operator.owns.find((o) => o.kind === kind);
-    if (!owned?.observe) throw new Error(`reconcileContext: children of ${kind}, which ${operator.resource.kind} does not observe (owns with observe: true): the runtime never gives it any`);
+    if (!owned?.observe)
+      throw new Error(
+        `reconcileContext: children of ${kind}, which ${operator.resource.kind} does not observe (owns with observe: true): the runtime never gives it any`,
+      );
     const objects = new Map<string, KubeObject>();
-    for (const [name, o] of Object.entries(byName)) objects.set(keyOf(undefined, name), { ...(o as KubeObject), metadata: { ...(o as KubeObject).metadata, name } });
+    for (const [name, o] of Object.entries(byName))
+      objects.set(keyOf(undefined, name), { ...(o as KubeObject), metadata: { ...(o as KubeObject).metadata, name } });
     observed.set(owned, objects);
   }
   return observedChildren(operator, observed);
@@ -62,7 +69,8 @@ function referencesOf(operator: Operator<unknown>, given: ObjectsByKind): Refere
   const read: ReadReferences = [];
   for (const [kind, byKey] of Object.entries(given)) {
     const declared = operator.reads.find((r) => r.kind === kind);
-    if (!declared) throw new Error(`reconcileContext: references of ${kind}, which ${operator.resource.kind} does not declare in reads: the runtime never gives it any`);
+    if (!declared)
+      throw new Error(`reconcileContext: references of ${kind}, which ${operator.resource.kind} does not declare in reads: the runtime never gives it any`);
     for (const [key, o] of Object.entries(byKey)) {
       const [namespace, name] = key.includes("/") ? (key.split("/", 2) as [string, string]) : [undefined, key];
       read.push({ read: declared, namespace, name, object: o as KubeObject });
@@ -76,7 +84,10 @@ function givenOnly(what: "children" | "references", objects: ObjectsByKind): Ref
   return {
     of: <T>(kind: string) => {
       const found = objects[kind];
-      if (found === undefined) throw new Error(`ctx.${what}.of("${kind}"): no ${kind} given to reconcileContext; pass the operator (reconcileContext(operator, …)) to have the runtime's answer`);
+      if (found === undefined)
+        throw new Error(
+          `ctx.${what}.of("${kind}"): no ${kind} given to reconcileContext; pass the operator (reconcileContext(operator, …)) to have the runtime's answer`,
+        );
       return Object.freeze({ ...found }) as Readonly<Record<string, T>>;
     },
   };
@@ -94,7 +105,10 @@ export interface EffectsContextOptions {
 }
 
 /** The context effects receive; with the operator, `references.of` is the runtime's, as in reconcileContext. */
-export function effectsContext<Spec, SpecInput, Status extends Record<string, unknown>>(operator: Operator<Spec, SpecInput, Status>, opts?: EffectsContextOptions): EffectsContext;
+export function effectsContext<Spec, SpecInput, Status extends Record<string, unknown>>(
+  operator: Operator<Spec, SpecInput, Status>,
+  opts?: EffectsContextOptions,
+): EffectsContext;
 /** Without the operator, only the referenced kinds given are known. */
 export function effectsContext(opts?: EffectsContextOptions): EffectsContext;
 export function effectsContext(first?: object, second?: EffectsContextOptions): EffectsContext {
@@ -105,6 +119,8 @@ export function effectsContext(first?: object, second?: EffectsContextOptions): 
 }
 
 /** The context finalize receives; `release` records nothing unless given. */
-export function finalizeContext(opts: { now?: Date; env?: Record<string, string | undefined>; release?: (object: ObjectReference) => Promise<void> } = {}): FinalizeContext {
+export function finalizeContext(
+  opts: { now?: Date; env?: Record<string, string | undefined>; release?: (object: ObjectReference) => Promise<void> } = {},
+): FinalizeContext {
   return { now: opts.now ?? new Date(0), env: opts.env ?? {}, release: opts.release ?? (() => Promise.resolve()) };
 }

@@ -26,7 +26,10 @@ describe("createFakeKube", () => {
     const created = kube.put(cm, { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "a" } });
     await kube.mergePatch(cm, { data: { k: "v" } });
     await assert.rejects(kube.replaceStatus(cm, created), (e: unknown) => e instanceof ApiError && e.code === 409);
-    await assert.rejects(kube.mergePatch(cm, { metadata: { resourceVersion: created.metadata.resourceVersion } }), (e: unknown) => e instanceof ApiError && e.code === 409);
+    await assert.rejects(
+      kube.mergePatch(cm, { metadata: { resourceVersion: created.metadata.resourceVersion } }),
+      (e: unknown) => e instanceof ApiError && e.code === 409,
+    );
     await assert.rejects(kube.delete(cm, { uid: "someone-else" }), (e: unknown) => e instanceof ApiError && e.code === 409);
     await assert.rejects(kube.replaceStatus({ ...cms, name: "nope" }, created), (e: unknown) => e instanceof ApiError && e.code === 404);
     assert.equal(await kube.get({ ...cms, name: "nope" }), undefined);
@@ -46,8 +49,18 @@ describe("createFakeKube", () => {
     const e = await kube.create({ group: "events.k8s.io", version: "v1", plural: "events", namespace: "default" }, { metadata: { generateName: "a." } });
     assert.match(e.metadata.name, /^a\../);
     assert.equal(kube.events().length, 1);
-    kube.put({ ...cms, name: "child" }, { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "child", labels: { app: "x" }, ownerReferences: [{ uid: parent.metadata.uid, controller: true }] } });
-    assert.deepEqual((await kube.list(cms, "app=x")).map((o) => o.metadata.name), ["child"]);
+    kube.put(
+      { ...cms, name: "child" },
+      {
+        apiVersion: "v1",
+        kind: "ConfigMap",
+        metadata: { name: "child", labels: { app: "x" }, ownerReferences: [{ uid: parent.metadata.uid, controller: true }] },
+      },
+    );
+    assert.deepEqual(
+      (await kube.list(cms, "app=x")).map((o) => o.metadata.name),
+      ["child"],
+    );
     await kube.delete(cm);
     assert.deepEqual(kube.objects({ kind: "ConfigMap" }), []);
   });

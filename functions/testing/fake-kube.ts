@@ -71,6 +71,18 @@ const collectionOf = (ref: ResourceRef): string => `${ref.group}/${ref.plural}/`
 const where = (ref: ResourceRef) => `${ref.plural} "${ref.namespace ? `${ref.namespace}/` : ""}${ref.name ?? ""}"`;
 const notFound = (ref: ResourceRef) => new ApiError(404, "NotFound", `${where(ref)} not found`);
 
+/** A write's preconditions against the stored object: 409 Conflict as the API server answers it. */
+function checkPreconditions(ref: ResourceRef, current: KubeObject, p: Preconditions | undefined): void {
+  if (p?.resourceVersion && p.resourceVersion !== current.metadata.resourceVersion) {
+    throw new ApiError(
+      409,
+      "Conflict",
+      `Operation cannot be fulfilled on ${where(ref)}: the object has been modified; please apply your changes to the latest version and try again`,
+    );
+  }
+  if (p?.uid && p.uid !== current.metadata.uid)
+    throw new ApiError(409, "Conflict", `Precondition failed: UID in precondition: ${p.uid}, UID in object meta: ${current.metadata.uid ?? ""}`);
+}
 export function createFakeKube(opts: { clock?: () => Date } = {}): FakeKube {
   const clock = opts.clock ?? (() => new Date());
   const store = new Map<string, KubeObject>();
@@ -88,16 +100,11 @@ export function createFakeKube(opts: { clock?: () => Date } = {}): FakeKube {
     return found;
   }
 
-  function checkPreconditions(ref: ResourceRef, current: KubeObject, p: Preconditions | undefined): void {
-    if (p?.resourceVersion && p.resourceVersion !== current.metadata.resourceVersion) {
-      throw new ApiError(409, "Conflict", `Operation cannot be fulfilled on ${where(ref)}: the object has been modified; please apply your changes to the latest version and try again`);
-    }
-    if (p?.uid && p.uid !== current.metadata.uid) throw new ApiError(409, "Conflict", `Precondition failed: UID in precondition: ${p.uid}, UID in object meta: ${current.metadata.uid ?? ""}`);
-  }
-
   /** Stores `next` as the new state of `previous` (or a new object), keeping server-owned metadata. */
   function save(ref: ResourceRef, previous: KubeObject | undefined, next: KubeObject): KubeObject {
-    const now = clock().toISOString().replace(/\.\d{3}Z$/, "Z");
+    const now = clock()
+      .toISOString()
+      .replace(/\.\d{3}Z$/, "Z");
     const meta = { ...next.metadata };
     for (const k of STORED_META) delete meta[k];
     const stored: KubeObject = {
@@ -115,7 +122,7 @@ export function createFakeKube(opts: { clock?: () => Date } = {}): FakeKube {
     // Like the API server, a write that changes nothing keeps the resourceVersion.
     if (previous && sameJson(stored, { ...previous, metadata: { ...previous.metadata, resourceVersion: "" } })) return clone(previous);
     stored.metadata.resourceVersion = nextVersion();
-    if (stored.metadata.deletionTimestamp && !(stored.metadata.finalizers?.length)) {
+    if (stored.metadata.deletionTimestamp && !stored.metadata.finalizers?.length) {
       remove(ref);
       return clone(stored);
     }
@@ -146,7 +153,9 @@ export function createFakeKube(opts: { clock?: () => Date } = {}): FakeKube {
     checkPreconditions(ref, current, preconditions);
     if (current.metadata.finalizers?.length) {
       if (!current.metadata.deletionTimestamp) {
-        current.metadata.deletionTimestamp = clock().toISOString().replace(/\.\d{3}Z$/, "Z");
+        current.metadata.deletionTimestamp = clock()
+          .toISOString()
+          .replace(/\.\d{3}Z$/, "Z");
         current.metadata.resourceVersion = nextVersion();
       }
       return;
@@ -262,7 +271,10 @@ function readsOf(server: Store): Pick<KubeApi, "get" | "replaceStatus" | "list">
 
     list: (ref, labelSelector) =>
       Promise.resolve().then(() => {
-        const wanted = (labelSelector ?? "").split(",").filter(Boolean).map((term) => term.split("=") as [string, string]);
+        const wanted = (labelSelector ?? "")
+          .split(",")
+          .filter(Boolean)
+          .map((term) => term.split("=") as [string, string]);
         return [...store]
           .filter(([key]) => key.startsWith(collectionOf(ref)) && (!ref.namespace || key.startsWith(`${collectionOf(ref)}${ref.namespace}/`)))
           .map(([, o]) => o)
@@ -279,12 +291,11 @@ function inspectionOf(server: Store): Pick<FakeKube, "lastContentWriter" | "obje
     lastContentWriter: (ref) => (store.has(storeKeyOf(ref)) ? (writers.get(storeKeyOf(ref)) ?? "update") : undefined),
 
     objects: (filter = {}) =>
-      [...store.values()].filter((o) => (!filter.kind || o.kind === filter.kind) && (!filter.namespace || o.metadata.namespace === filter.namespace)).map(clone),
+      [...store.values()]
+        .filter((o) => (!filter.kind || o.kind === filter.kind) && (!filter.namespace || o.metadata.namespace === filter.namespace))
+        .map(clone),
 
-    events: () =>
-      [...store]
-        .filter(([key]) => key.startsWith("/events/") || key.startsWith("events.k8s.io/events/"))
-        .map(([, o]) => clone(o)),
+    events: () => [...store].filter(([key]) => key.startsWith("/events/") || key.startsWith("events.k8s.io/events/")).map(([, o]) => clone(o)),
 
     put: (ref, object) => create(ref, object),
 

@@ -37,7 +37,10 @@ export class TestObjectSpecError extends Error {
  * type and parsed by it, exactly as the runtime parses what it reads from the API server (generation
  * 1, resourceVersion "1" and a stable uid unless given).
  */
-export function testObject<Spec, SpecInput>(operator: Operator<Spec, SpecInput>, input: ObjectInput<NoInfer<SpecInput>> | TestObjectInput<NoInfer<SpecInput>>): CustomObject<Spec> {
+export function testObject<Spec, SpecInput>(
+  operator: Operator<Spec, SpecInput>,
+  input: ObjectInput<NoInfer<SpecInput>> | TestObjectInput<NoInfer<SpecInput>>,
+): CustomObject<Spec> {
   const { metadata: given, spec, status } = objectInputOf(input);
   const parsed = operator.spec.safeParse(spec);
   if (!parsed.success) throw new TestObjectSpecError(`testObject ${operator.resource.kind} ${given.name}: ${zodLine(parsed.error, { under: "spec" })}`);

@@ -16,7 +16,11 @@ describe("the testing kit and the runtime give the same verdict", () => {
       const runtime = verdictOfRun(run.object, run.children);
       if ("foreignSecret" in c) {
         // Only an API server knows whose a child is: reconcile itself cannot see it.
-        assert.deepEqual(runtime, { verdict: "failed", reason: "ChildConflict", message: "crdfn: the widget function may change or delete secrets w4-secret only if that Widget already controls it" });
+        assert.deepEqual(runtime, {
+          verdict: "failed",
+          reason: "ChildConflict",
+          message: "crdfn: the widget function may change or delete secrets w4-secret only if that Widget already controls it",
+        });
         return;
       }
       const unit = verdictOfCall(() => widget.reconcile(testObject(widget, input), reconcileContext(widget)));
@@ -28,7 +32,9 @@ describe("the testing kit and the runtime give the same verdict", () => {
     const first = await reconcileWithRuntime(widget, inputOf("w", cases["an observed kind"]));
     const again = await reconcileWithRuntime(widget, inputOf("w", cases["an observed kind"]), { kube: first.kube });
     const configMaps = Object.fromEntries(first.children.filter((c) => c.kind === "ConfigMap").map((c) => [c.metadata.name, c]));
-    const unit = verdictOfCall(() => widget.reconcile(testObject(widget, inputOf("w", cases["an observed kind"])), reconcileContext(widget, { children: { ConfigMap: configMaps } })));
+    const unit = verdictOfCall(() =>
+      widget.reconcile(testObject(widget, inputOf("w", cases["an observed kind"])), reconcileContext(widget, { children: { ConfigMap: configMaps } })),
+    );
     assert.deepEqual(unit, verdictOfRun(again.object, again.children));
     assert.deepEqual(unit.verdict === "reconciled" && unit.status, { configMaps: 1 });
   });

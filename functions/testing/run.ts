@@ -61,7 +61,11 @@ const DEFAULT_NOW = new Date("2026-01-01T00:00:00Z");
  * `object`: as testObject takes it (a manifest's metadata and spec; a testObject result too), its
  * spec unchecked: the runtime validates it, as it does what it reads from the API server.
  */
-export async function reconcileWithRuntime<Spec>(operator: Operator<Spec>, input: ObjectInput | TestObjectInput<unknown>, options: RunOptions = {}): Promise<RunResult> {
+export async function reconcileWithRuntime<Spec>(
+  operator: Operator<Spec>,
+  input: ObjectInput | TestObjectInput<unknown>,
+  options: RunOptions = {},
+): Promise<RunResult> {
   const object = objectInputOf(input);
   const now = options.now ?? DEFAULT_NOW;
   const clock = () => now;
@@ -73,8 +77,15 @@ export async function reconcileWithRuntime<Spec>(operator: Operator<Spec>, input
 
   for (const other of options.objects ?? []) await putOther(kube, operator, other);
   const stored = await kube.get(ref);
-  if (!stored) kube.put(ref, options.deleting && operator.finalizer ? { ...body, metadata: { ...body.metadata, finalizers: [...new Set([...(body.metadata.finalizers ?? []), operator.finalizer])] } } : body);
-  else await kube.mergePatch(ref, { metadata: { labels: body.metadata.labels ?? null, annotations: body.metadata.annotations ?? null }, spec: body.spec ?? null });
+  if (!stored)
+    kube.put(
+      ref,
+      options.deleting && operator.finalizer
+        ? { ...body, metadata: { ...body.metadata, finalizers: [...new Set([...(body.metadata.finalizers ?? []), operator.finalizer])] } }
+        : body,
+    );
+  else
+    await kube.mergePatch(ref, { metadata: { labels: body.metadata.labels ?? null, annotations: body.metadata.annotations ?? null }, spec: body.spec ?? null });
   if (object.status) kube.setStatus(ref, object.status);
   if (options.deleting) await kube.delete(ref);
 
@@ -113,7 +124,11 @@ export async function reconcileWithRuntime<Spec>(operator: Operator<Spec>, input
   const after = await kube.get(ref);
   return {
     object: after,
-    children: kube.objects().filter((o) => ((o.metadata.ownerReferences as Array<{ uid?: string; controller?: boolean }> | undefined) ?? []).some((r) => r.controller && r.uid === uid)),
+    children: kube
+      .objects()
+      .filter((o) =>
+        ((o.metadata.ownerReferences as Array<{ uid?: string; controller?: boolean }> | undefined) ?? []).some((r) => r.controller && r.uid === uid),
+      ),
     events: kube.events().filter(regarding),
     outcome,
     nextReconcile: nextReconcileOf(after?.status),
@@ -130,7 +145,10 @@ export function asTheFunction(kube: FakeKube, operator: Operator<unknown>): Kube
   return kube.as(({ ref: written, name, existing, next }) => {
     const kind = { group: written.group, kind: kindOf(operator, written), plural: written.plural };
     const owned = operator.owns.some((o) => o.group === written.group && o.plural === written.plural);
-    return ownershipVerdict(operator, operator.resource.kind.toLowerCase(), kind, name, existing, next) ?? (owned ? fenceVerdict(written.plural, name, existing, next) : undefined);
+    return (
+      ownershipVerdict(operator, operator.resource.kind.toLowerCase(), kind, name, existing, next) ??
+      (owned ? fenceVerdict(written.plural, name, existing, next) : undefined)
+    );
   });
 }
 
@@ -162,13 +180,30 @@ export function childKeys(kube: FakeKube, operator: Operator<unknown>, parent: K
     const apiVersion = apiVersionOf(owned.group, owned.version);
     for (const o of kube.objects({ kind: owned.kind })) {
       const labelled = (o.metadata.labels as Record<string, string> | undefined)?.[PARENT_UID_LABEL] === uid;
-      const controlled = ((o.metadata.ownerReferences as Array<{ uid?: string; controller?: boolean }> | undefined) ?? []).some((r) => r.controller && r.uid === uid);
+      const controlled = ((o.metadata.ownerReferences as Array<{ uid?: string; controller?: boolean }> | undefined) ?? []).some(
+        (r) => r.controller && r.uid === uid,
+      );
       if (!labelled || !controlled || o.apiVersion !== apiVersion) continue;
-      const ref = { group: owned.group, version: owned.version, plural: owned.plural, name: o.metadata.name, ...(o.metadata.namespace ? { namespace: o.metadata.namespace } : {}) };
+      const ref = {
+        group: owned.group,
+        version: owned.version,
+        plural: owned.plural,
+        name: o.metadata.name,
+        ...(o.metadata.namespace ? { namespace: o.metadata.namespace } : {}),
+      };
       const hash = (o.metadata.annotations as Record<string, string> | undefined)?.[APPLIED_HASH_ANNOTATION];
       const ours = kube.lastContentWriter(ref) === `apply:${operator.fieldManager}`;
       const fence = fenceOf(o);
-      keys.push({ apiVersion, kind: owned.kind, ...(o.metadata.namespace ? { namespace: o.metadata.namespace } : {}), name: o.metadata.name, uid: o.metadata.uid ?? "", resourceVersion: o.metadata.resourceVersion ?? "", ...(ours && hash ? { appliedHash: hash } : {}), ...(fence === undefined ? {} : { parentGeneration: fence }) });
+      keys.push({
+        apiVersion,
+        kind: owned.kind,
+        ...(o.metadata.namespace ? { namespace: o.metadata.namespace } : {}),
+        name: o.metadata.name,
+        uid: o.metadata.uid ?? "",
+        resourceVersion: o.metadata.resourceVersion ?? "",
+        ...(ours && hash ? { appliedHash: hash } : {}),
+        ...(fence === undefined ? {} : { parentGeneration: fence }),
+      });
     }
   }
   return keys;

@@ -15,7 +15,10 @@ const clusterOf = (body: string): string => {
   }
 };
 
-export function fakeRuntime(answer: (message: QueueMessage) => Promise<Outcome & { apiCalls?: number }> | (Outcome & { apiCalls?: number }), flushMetrics?: () => void): Runtime {
+export function fakeRuntime(
+  answer: (message: QueueMessage) => Promise<Outcome & { apiCalls?: number }> | (Outcome & { apiCalls?: number }),
+  flushMetrics?: () => void,
+): Runtime {
   return {
     served: { keysOf: () => new Map(), resources: [] },
     receive: (message): Delivery => ({ ok: true, message, event: { cluster: clusterOf(message.body) } as KeyEvent, firstDelivery: true }),

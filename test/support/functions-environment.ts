@@ -71,7 +71,10 @@ export async function startEnv(operators: ReadonlyArray<Operator<unknown>>, o: E
   let identities: DevIdentities | undefined;
   try {
     for (const op of operators) await installCrd(api, op);
-    identities = withIdentities === false ? undefined : await applyDevIdentities({ kubeConfig: cluster.kubeConfig, operators, namespaces: served?.(cluster) ?? [cluster.namespace], project: "test" });
+    identities =
+      withIdentities === false
+        ? undefined
+        : await applyDevIdentities({ kubeConfig: cluster.kubeConfig, operators, namespaces: served?.(cluster) ?? [cluster.namespace], project: "test" });
   } catch (e) {
     // Nothing else will stop the cluster (the caller has no environment to stop).
     await cluster.stop();
@@ -79,7 +82,17 @@ export async function startEnv(operators: ReadonlyArray<Operator<unknown>>, o: E
   }
   // Stopping the cluster stops refreshing the identities' tokens and removes their files.
   const stoppable = { ...cluster, stop: async () => (identities?.stop(), cluster.stop()) };
-  return { cluster: stoppable, sqs, api, custom: cluster.kubeConfig.makeApiClient(CustomObjectsApi), core: cluster.kubeConfig.makeApiClient(CoreV1Api), logs, logger, registry: new Registry(), identities };
+  return {
+    cluster: stoppable,
+    sqs,
+    api,
+    custom: cluster.kubeConfig.makeApiClient(CustomObjectsApi),
+    core: cluster.kubeConfig.makeApiClient(CoreV1Api),
+    logs,
+    logger,
+    registry: new Registry(),
+    identities,
+  };
 }
 
 export async function installCrd(api: KubeApi, op: Operator<unknown>): Promise<void> {
@@ -88,7 +101,7 @@ export async function installCrd(api: KubeApi, op: Operator<unknown>): Promise<v
   await api.apply(ref, crd, "crdfn-test");
   await waitFor(`CRD ${crd.metadata.name} established`, async () => {
     const got = await api.get(ref);
-    const conditions = ((got?.status as { conditions?: Array<{ type: string; status: string }> } | undefined)?.conditions ?? []);
+    const conditions = (got?.status as { conditions?: Array<{ type: string; status: string }> } | undefined)?.conditions ?? [];
     return conditions.some((c) => c.type === "Established" && c.status === "True");
   });
   // Discovery lags the Established condition by a moment; a list proves the endpoint serves.
@@ -146,7 +159,16 @@ export function runtimeFor(env: Env, op: Operator<unknown>, opts: { api?: KubeAp
  */
 export function pollerFor(env: Env, runtime: Runtime, visibility: number | "queue" = 2, loops = 1): Poller {
   const { fifo } = env.cluster.sqs.queues;
-  return startPoller({ sqs: givenSqsClient(env.sqs), queueUrls: Array.from({ length: loops }, () => fifo), runtime, batchSize: 10, waitTimeSeconds: 1, ...(visibility === "queue" ? {} : { visibilityTimeout: visibility }), logger: env.logger, clock: () => new Date() });
+  return startPoller({
+    sqs: givenSqsClient(env.sqs),
+    queueUrls: Array.from({ length: loops }, () => fifo),
+    runtime,
+    batchSize: 10,
+    waitTimeSeconds: 1,
+    ...(visibility === "queue" ? {} : { visibilityTimeout: visibility }),
+    logger: env.logger,
+    clock: () => new Date(),
+  });
 }
 
 /** The event Lambda's SQS event source would hand the function for these received messages. */
@@ -167,7 +189,10 @@ export function lambdaEvent(messages: Message[], queueUrl: string): SQSEvent {
         ...(m.Attributes?.SequenceNumber ? { SequenceNumber: m.Attributes.SequenceNumber } : {}),
       },
       messageAttributes: Object.fromEntries(
-        Object.entries(m.MessageAttributes ?? {}).map(([k, v]) => [k, { dataType: v.DataType ?? "String", ...(v.StringValue === undefined ? {} : { stringValue: v.StringValue }) }]),
+        Object.entries(m.MessageAttributes ?? {}).map(([k, v]) => [
+          k,
+          { dataType: v.DataType ?? "String", ...(v.StringValue === undefined ? {} : { stringValue: v.StringValue }) },
+        ]),
       ),
       md5OfBody: m.MD5OfBody ?? "",
       eventSource: "aws:sqs",
@@ -178,7 +203,11 @@ export function lambdaEvent(messages: Message[], queueUrl: string): SQSEvent {
 }
 
 /** What the bridge would publish for this object, built from the object as the API returns it. */
-export function keyEventOf(op: Operator<unknown>, obj: { metadata?: { name?: string; namespace?: string; uid?: string; resourceVersion?: string; generation?: number } }, type: KeyEvent["type"] = "MODIFIED"): KeyEvent {
+export function keyEventOf(
+  op: Operator<unknown>,
+  obj: { metadata?: { name?: string; namespace?: string; uid?: string; resourceVersion?: string; generation?: number } },
+  type: KeyEvent["type"] = "MODIFIED",
+): KeyEvent {
   const m = obj.metadata ?? {};
   return {
     v: 1,
@@ -208,11 +237,28 @@ export async function announcedEvent(env: Env, op: Operator<unknown>, obj: Cr): 
   const uid = obj.metadata?.uid ?? "";
   const children: ChildKey[] = [];
   for (const owned of op.owns) {
-    const items = await env.api.list({ group: owned.group, version: owned.version, plural: owned.plural, ...(obj.metadata?.namespace && owned.namespaced ? { namespace: obj.metadata.namespace } : {}) }, `${PARENT_UID_LABEL}=${uid}`);
+    const items = await env.api.list(
+      {
+        group: owned.group,
+        version: owned.version,
+        plural: owned.plural,
+        ...(obj.metadata?.namespace && owned.namespaced ? { namespace: obj.metadata.namespace } : {}),
+      },
+      `${PARENT_UID_LABEL}=${uid}`,
+    );
     for (const c of items) {
-      if (!((c.metadata.ownerReferences as Array<{ uid?: string; controller?: boolean }> | undefined) ?? []).some((r) => r.controller && r.uid === uid)) continue;
+      if (!((c.metadata.ownerReferences as Array<{ uid?: string; controller?: boolean }> | undefined) ?? []).some((r) => r.controller && r.uid === uid))
+        continue;
       const hash = appliedHashOf(c, op.fieldManager);
-      children.push({ apiVersion: apiVersionOf(owned.group, owned.version), kind: owned.kind, ...(c.metadata.namespace ? { namespace: c.metadata.namespace } : {}), name: c.metadata.name, uid: c.metadata.uid ?? "", resourceVersion: c.metadata.resourceVersion ?? "", ...(hash ? { appliedHash: hash } : {}) });
+      children.push({
+        apiVersion: apiVersionOf(owned.group, owned.version),
+        kind: owned.kind,
+        ...(c.metadata.namespace ? { namespace: c.metadata.namespace } : {}),
+        name: c.metadata.name,
+        uid: c.metadata.uid ?? "",
+        resourceVersion: c.metadata.resourceVersion ?? "",
+        ...(hash ? { appliedHash: hash } : {}),
+      });
     }
   }
   return { ...keyEventOf(op, obj), v: 2, object: { ...obj, metadata: metadata as never }, children };
@@ -236,7 +282,16 @@ export async function purgeAll(env: Env): Promise<void> {
 }
 
 export async function receiveAll(env: Env, queueUrl: string, visibilityTimeout = 1): Promise<Message[]> {
-  const out = await env.sqs.send(new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: visibilityTimeout, MessageSystemAttributeNames: ["All"], MessageAttributeNames: ["All"] }));
+  const out = await env.sqs.send(
+    new ReceiveMessageCommand({
+      QueueUrl: queueUrl,
+      MaxNumberOfMessages: 10,
+      WaitTimeSeconds: 1,
+      VisibilityTimeout: visibilityTimeout,
+      MessageSystemAttributeNames: ["All"],
+      MessageAttributeNames: ["All"],
+    }),
+  );
   return out.Messages ?? [];
 }
 
@@ -249,7 +304,19 @@ export async function waitFor(what: string, check: () => Promise<boolean> | bool
   }
 }
 
-export type Cr = { metadata?: { name?: string; namespace?: string; uid?: string; resourceVersion?: string; generation?: number; finalizers?: string[]; deletionTimestamp?: string }; spec?: Record<string, unknown>; status?: { observedGeneration?: number; conditions?: Array<{ type: string; status: string; reason: string; message: string }> } & Record<string, unknown> };
+export type Cr = {
+  metadata?: {
+    name?: string;
+    namespace?: string;
+    uid?: string;
+    resourceVersion?: string;
+    generation?: number;
+    finalizers?: string[];
+    deletionTimestamp?: string;
+  };
+  spec?: Record<string, unknown>;
+  status?: { observedGeneration?: number; conditions?: Array<{ type: string; status: string; reason: string; message: string }> } & Record<string, unknown>;
+};
 
 export function crApi(env: Env, op: Operator<unknown>, namespace = env.cluster.namespace) {
   const base = { group: op.resource.group, version: op.resource.version, plural: op.resource.plural, namespace };
@@ -265,7 +332,7 @@ export function crApi(env: Env, op: Operator<unknown>, namespace = env.cluster.n
       }
     },
     replaceSpec: async (name: string, spec: Record<string, unknown>): Promise<Cr> => {
-      const current = (await env.custom.getNamespacedCustomObject({ ...base, name }) as unknown) as Cr & Record<string, unknown>;
+      const current = (await env.custom.getNamespacedCustomObject({ ...base, name })) as unknown as Cr & Record<string, unknown>;
       return (await env.custom.replaceNamespacedCustomObject({ ...base, name, body: { ...current, spec } })) as Cr;
     },
     /** A JSON patch without a resourceVersion: never conflicts with the operator's status writes. */

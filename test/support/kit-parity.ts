@@ -45,7 +45,12 @@ export const cases = {
 export type CaseName = keyof typeof cases;
 
 /** A foreign Secret in the way of the object `name`'s child. */
-export const foreignSecret = (name: string) => ({ apiVersion: "v1", kind: "Secret", metadata: { name: `${name}-secret`, namespace: "default" }, stringData: { mine: "yes" } });
+export const foreignSecret = (name: string) => ({
+  apiVersion: "v1",
+  kind: "Secret",
+  metadata: { name: `${name}-secret`, namespace: "default" },
+  stringData: { mine: "yes" },
+});
 
 export type Verdict =
   | { verdict: "reconciled"; children: string[]; status: Record<string, unknown> }
@@ -54,7 +59,8 @@ export type Verdict =
   | { verdict: "failed"; reason: string; message: string };
 
 const RUNTIME_FIELDS = new Set(["conditions", "observedGeneration", "nextReconcile", "references", "reconciled"]);
-const named = (objects: ReadonlyArray<{ kind?: unknown; metadata?: { name?: unknown } }>): string[] => objects.map((o) => `${String(o.kind)}/${String(o.metadata?.name)}`).sort();
+const named = (objects: ReadonlyArray<{ kind?: unknown; metadata?: { name?: unknown } }>): string[] =>
+  objects.map((o) => `${String(o.kind)}/${String(o.metadata?.name)}`).sort();
 /** The runtime adds the API server's own words around crdfn's refusal; both servers say crdfn's the same way. */
 const crdfnWords = (message: string): string => /crdfn: the \S+ function may .*$/.exec(message)?.[0] ?? message;
 
@@ -81,7 +87,8 @@ interface Stored {
 export function verdictOfRun(object: Stored | undefined, children: readonly Stored[]): Verdict {
   const status = object?.status ?? {};
   const ready = (status.conditions as Array<{ type: string; status: string; reason: string; message: string }> | undefined)?.find((c) => c.type === "Ready");
-  if (ready?.status === "True") return { verdict: "reconciled", children: named(children), status: Object.fromEntries(Object.entries(status).filter(([k]) => !RUNTIME_FIELDS.has(k))) };
+  if (ready?.status === "True")
+    return { verdict: "reconciled", children: named(children), status: Object.fromEntries(Object.entries(status).filter(([k]) => !RUNTIME_FIELDS.has(k))) };
   if (ready?.reason === "InvalidSpec") return { verdict: "invalid spec" };
   return { verdict: "failed", reason: ready?.reason ?? "none", message: crdfnWords(ready?.message ?? "") };
 }

@@ -15,12 +15,27 @@ export interface EventSource {
  * message again while the invocation that holds it runs). Unset: the local queue's own 30 s,
  * which a batch on a loaded machine can outlast, as no real invocation could.
  */
-export function startLambdaEventSource(sqs: SQSClient, queueUrl: string, handler: (event: SQSEvent, context: Context) => Promise<SQSBatchResponse>, concurrency = 1, visibilityTimeoutSeconds?: number): EventSource {
+export function startLambdaEventSource(
+  sqs: SQSClient,
+  queueUrl: string,
+  handler: (event: SQSEvent, context: Context) => Promise<SQSBatchResponse>,
+  concurrency = 1,
+  visibilityTimeoutSeconds?: number,
+): EventSource {
   const abort = new AbortController();
   const loop = async (): Promise<void> => {
     while (!abort.signal.aborted) {
       const out = await sqs
-        .send(new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, MessageSystemAttributeNames: ["All"], MessageAttributeNames: ["All"], ...(visibilityTimeoutSeconds === undefined ? {} : { VisibilityTimeout: visibilityTimeoutSeconds }) }))
+        .send(
+          new ReceiveMessageCommand({
+            QueueUrl: queueUrl,
+            MaxNumberOfMessages: 10,
+            WaitTimeSeconds: 1,
+            MessageSystemAttributeNames: ["All"],
+            MessageAttributeNames: ["All"],
+            ...(visibilityTimeoutSeconds === undefined ? {} : { VisibilityTimeout: visibilityTimeoutSeconds }),
+          }),
+        )
         .catch((error: unknown) => {
           if (!abort.signal.aborted) console.error(`# receive failed: ${(error as Error).message}`);
           return { Messages: [] };
@@ -40,8 +55,13 @@ export function startLambdaEventSource(sqs: SQSClient, queueUrl: string, handler
       if (done.length === 0) continue;
       // A record not deleted holds its FIFO group until its visibility timeout: say so, as
       // Lambda's own metrics would show it.
-      const deleted = await sqs.send(new DeleteMessageBatchCommand({ QueueUrl: queueUrl, Entries: done.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle ?? "" })) })).catch((error: unknown) => ({ Failed: [{ Id: "*", Message: (error as Error).message }] }));
-      for (const f of deleted.Failed ?? []) console.error(`# the event source could not delete a handled record (${f.Id === "*" ? "the whole batch" : (done[Number(f.Id)]?.MessageId ?? f.Id)}): ${f.Message ?? "?"}`);
+      const deleted = await sqs
+        .send(new DeleteMessageBatchCommand({ QueueUrl: queueUrl, Entries: done.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle ?? "" })) }))
+        .catch((error: unknown) => ({ Failed: [{ Id: "*", Message: (error as Error).message }] }));
+      for (const f of deleted.Failed ?? [])
+        console.error(
+          `# the event source could not delete a handled record (${f.Id === "*" ? "the whole batch" : (done[Number(f.Id)]?.MessageId ?? f.Id)}): ${f.Message ?? "?"}`,
+        );
     }
   };
   const loops = Array.from({ length: concurrency }, loop);

@@ -31,7 +31,14 @@ export class OverlapRecorder {
         if (!delivery.ok) return runtime.handle(delivery);
         const { event, message } = delivery;
         const key = objectKey(event);
-        const entry = { key, name: event.name, reason: event.reason ?? event.type, messageId: message.id, receiveCount: message.receiveCount, startedAt: Date.now() };
+        const entry = {
+          key,
+          name: event.name,
+          reason: event.reason ?? event.type,
+          messageId: message.id,
+          receiveCount: message.receiveCount,
+          startedAt: Date.now(),
+        };
         const running = this.#active.get(key) ?? [];
         if (running.length > 0) this.overlaps.push({ key, at: entry.startedAt, entering: entry, running: [...running] });
         this.#active.set(key, [...running, entry]);
@@ -40,7 +47,10 @@ export class OverlapRecorder {
           outcome = await runtime.handle(delivery);
           return outcome;
         } finally {
-          this.#active.set(key, (this.#active.get(key) ?? []).filter((e) => e !== entry));
+          this.#active.set(
+            key,
+            (this.#active.get(key) ?? []).filter((e) => e !== entry),
+          );
           this.reconciles.push({ ...entry, result: outcome?.result ?? "threw", endedAt: Date.now() });
         }
       },

@@ -28,5 +28,12 @@ const config = loadConfig(process.env);
 const clock = () => new Date();
 const api = createKubeApi(await apiAccess(config, { clock }));
 const runtime = createRuntime(stalling, { api, logger: pino({ level: "silent" }), clock, env: process.env, eventKeys: TEST_EVENT_KEYS });
-startPoller({ sqs: givenSqsClient(sqsClient({})), queueUrls: [config.CRDFN_QUEUE_URL ?? ""], runtime, waitTimeSeconds: 1, visibilityTimeout: 3, logger: pino({ level: "silent" }) });
+startPoller({
+  sqs: givenSqsClient(sqsClient({})),
+  queueUrls: [config.CRDFN_QUEUE_URL ?? ""],
+  runtime,
+  waitTimeSeconds: 1,
+  visibilityTimeout: 3,
+  logger: pino({ level: "silent" }),
+});
 process.stdout.write("STARTED\n");

@@ -18,5 +18,7 @@ export async function parallel<T, R>(items: readonly T[], concurrency: number, f
 export function withTimeout<T>(p: Promise<T>, ms: number, what: string | (() => string)): Promise<T> {
   let t: NodeJS.Timeout | undefined;
   const describe = typeof what === "string" ? () => what : what;
-  return Promise.race([p, new Promise<never>((_, reject) => (t = setTimeout(() => reject(new Error(`timed out after ${ms} ms: ${describe()}`)), ms)))]).finally(() => clearTimeout(t));
+  return Promise.race([p, new Promise<never>((_, reject) => (t = setTimeout(() => reject(new Error(`timed out after ${ms} ms: ${describe()}`)), ms)))]).finally(
+    () => clearTimeout(t),
+  );
 }

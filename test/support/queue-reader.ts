@@ -26,17 +26,30 @@ export class QueueReader {
     let got = 0;
     for (;;) {
       const out = await this.#sqs.send(
-        new ReceiveMessageCommand({ QueueUrl: this.#url, MaxNumberOfMessages: 10, WaitTimeSeconds: 0, VisibilityTimeout: 60, MessageSystemAttributeNames: ["All"] }),
+        new ReceiveMessageCommand({
+          QueueUrl: this.#url,
+          MaxNumberOfMessages: 10,
+          WaitTimeSeconds: 0,
+          VisibilityTimeout: 60,
+          MessageSystemAttributeNames: ["All"],
+        }),
       );
       const msgs = out.Messages ?? [];
       if (msgs.length === 0) return got;
       for (const m of msgs) {
         const parsed = parseKeyEvent(m.Body ?? "");
         if (!parsed.ok) throw new Error(`queue holds a message outside the contract: ${parsed.error}`);
-        this.all.push({ event: parsed.event, groupId: m.Attributes?.MessageGroupId ?? "", dedupId: m.Attributes?.MessageDeduplicationId ?? "", sentAt: Number(m.Attributes?.SentTimestamp ?? 0) });
+        this.all.push({
+          event: parsed.event,
+          groupId: m.Attributes?.MessageGroupId ?? "",
+          dedupId: m.Attributes?.MessageDeduplicationId ?? "",
+          sentAt: Number(m.Attributes?.SentTimestamp ?? 0),
+        });
       }
       got += msgs.length;
-      await this.#sqs.send(new DeleteMessageBatchCommand({ QueueUrl: this.#url, Entries: msgs.map((m, i) => ({ Id: `d${i}`, ReceiptHandle: m.ReceiptHandle })) }));
+      await this.#sqs.send(
+        new DeleteMessageBatchCommand({ QueueUrl: this.#url, Entries: msgs.map((m, i) => ({ Id: `d${i}`, ReceiptHandle: m.ReceiptHandle })) }),
+      );
     }
   }
 
@@ -73,8 +86,13 @@ export function mismatches(events: Map<string, KeyEvent[]>, expected: Map<string
   const bad: string[] = [];
   for (const [name, want] of expected) {
     const last = events.get(name)?.at(-1);
-    const good = last !== undefined && (want.deleted ? last.type === "DELETED" : last.type !== "DELETED" && (last.resourceVersion === want.resourceVersion || last.resourceVersion === want.or));
-    if (!good) bad.push(`${name}: want ${want.deleted ? "DELETED" : want.resourceVersion}, last ${last === undefined ? "none" : `${last.type}@${last.resourceVersion}`}`);
+    const good =
+      last !== undefined &&
+      (want.deleted ? last.type === "DELETED" : last.type !== "DELETED" && (last.resourceVersion === want.resourceVersion || last.resourceVersion === want.or));
+    if (!good)
+      bad.push(
+        `${name}: want ${want.deleted ? "DELETED" : want.resourceVersion}, last ${last === undefined ? "none" : `${last.type}@${last.resourceVersion}`}`,
+      );
   }
   return bad;
 }
@@ -86,7 +104,8 @@ export function orderViolations(events: Map<string, KeyEvent[]>): string[] {
     for (let i = 1; i < list.length; i++) {
       const a = list[i - 1];
       const b = list[i];
-      if (a !== undefined && b !== undefined && BigInt(b.resourceVersion) < BigInt(a.resourceVersion)) bad.push(`${name}: ${a.resourceVersion} then ${b.resourceVersion}`);
+      if (a !== undefined && b !== undefined && BigInt(b.resourceVersion) < BigInt(a.resourceVersion))
+        bad.push(`${name}: ${a.resourceVersion} then ${b.resourceVersion}`);
     }
   }
   return bad;

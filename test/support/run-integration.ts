@@ -17,14 +17,36 @@ import { LANES } from "./shared-servers.ts";
 import slowestReporter from "./slowest-reporter.ts";
 
 /** The longest files of a run, longest first (seconds on 2 cores, nothing beside: 60–100). */
-const LONGEST_FIRST = ["package-install", "bridge-start-work", "stale-snapshots", "api-server-hang", "diff-replay", "dev-projects", "one-reconcile-per-object", "event-auth", "deploy-lint", "harness-lifecycle", "bridge-failover", "functions-outage", "bridge-outage", "queue-dev", "bridge-restart", "cloudrun-pipeline", "multi-cluster", "cli-dev", "cli-dev-existing"];
+const LONGEST_FIRST = [
+  "package-install",
+  "bridge-start-work",
+  "stale-snapshots",
+  "api-server-hang",
+  "diff-replay",
+  "dev-projects",
+  "one-reconcile-per-object",
+  "event-auth",
+  "deploy-lint",
+  "harness-lifecycle",
+  "bridge-failover",
+  "functions-outage",
+  "bridge-outage",
+  "queue-dev",
+  "bridge-restart",
+  "cloudrun-pipeline",
+  "multi-cluster",
+  "cli-dev",
+  "cli-dev-existing",
+];
 
 const rank = (file: string): number => {
   const i = LONGEST_FIRST.indexOf(basename(file, ".test.ts"));
   return i === -1 ? LONGEST_FIRST.length : i;
 };
 const named = process.argv.slice(2);
-const files = (named.length > 0 ? named : globSync("test/*.test.ts").filter((f) => !basename(f).startsWith("bench-"))).sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
+const files = (named.length > 0 ? named : globSync("test/*.test.ts").filter((f) => !basename(f).startsWith("bench-"))).sort(
+  (a, b) => rank(a) - rank(b) || a.localeCompare(b),
+);
 
 // globalSetupPath: Node 24's run() takes it (as --test-global-setup); @types/node does not list it
 // yet, so the options go through a variable (a literal would be refused as an unknown property).

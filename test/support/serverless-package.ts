@@ -52,7 +52,17 @@ export async function serverlessPackage(o: PackageOptions): Promise<string> {
   const params = Object.entries(PACKAGE_PARAMS).map(([k, v]) => `--param=${k}=${v}`);
   const result = await run(
     process.execPath,
-    [join(packageRoot, "node_modules", "serverless", "bin", "serverless.js"), "package", "--stage", o.stage, "--region", o.region, "--package", o.out, ...params],
+    [
+      join(packageRoot, "node_modules", "serverless", "bin", "serverless.js"),
+      "package",
+      "--stage",
+      o.stage,
+      "--region",
+      o.region,
+      "--package",
+      o.out,
+      ...params,
+    ],
     { cwd: o.cwd, env, maxBuffer: 16 * 1024 * 1024, timeout: o.timeoutMs },
   );
   return result.stdout + result.stderr;

@@ -4,7 +4,12 @@ import { GetQueueAttributesCommand, ListQueuesCommand, type SQSClient } from "@a
 
 /** Messages in a queue: visible, in flight (received, not yet deleted) and delayed. */
 export async function queueDepth(sqs: SQSClient, queueUrl: string): Promise<number> {
-  const out = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible", "ApproximateNumberOfMessagesDelayed"] }));
+  const out = await sqs.send(
+    new GetQueueAttributesCommand({
+      QueueUrl: queueUrl,
+      AttributeNames: ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible", "ApproximateNumberOfMessagesDelayed"],
+    }),
+  );
   return Object.values(out.Attributes ?? {}).reduce((n, v) => n + Number(v), 0);
 }
 
@@ -28,7 +33,10 @@ export async function settled(p: Pipeline, timeoutMs = 60_000): Promise<void> {
     const now = p.bridge.pendingCount() === 0 && p.bridge.scheduledCount() === 0 && (await queueDepth(p.sqs, p.queueUrl)) === 0;
     if (now && before) return;
     before = now;
-    if (Date.now() > deadline) throw new Error(`the pipeline did not settle in ${timeoutMs} ms: ${p.bridge.pendingCount()} to publish, ${p.bridge.scheduledCount()} scheduled, ${await queueDepth(p.sqs, p.queueUrl)} in the queue`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `the pipeline did not settle in ${timeoutMs} ms: ${p.bridge.pendingCount()} to publish, ${p.bridge.scheduledCount()} scheduled, ${await queueDepth(p.sqs, p.queueUrl)} in the queue`,
+      );
     await new Promise((r) => setTimeout(r, 250));
   }
 }
@@ -46,7 +54,8 @@ export async function queuesAtRest(sqs: SQSClient, timeoutMs = 60_000): Promise<
     const now = depths.every((d) => d === 0);
     if (now && before) return;
     before = now;
-    if (Date.now() > deadline) throw new Error(`the queues did not come to rest in ${timeoutMs} ms: ${urls.map((u, i) => `${u.split("/").pop()} ${depths[i]}`).join(", ")}`);
+    if (Date.now() > deadline)
+      throw new Error(`the queues did not come to rest in ${timeoutMs} ms: ${urls.map((u, i) => `${u.split("/").pop()} ${depths[i]}`).join(", ")}`);
     await new Promise((r) => setTimeout(r, 1000));
   }
 }

@@ -51,7 +51,15 @@ export interface TestClusterOptions {
 
 /** A DNS label from the file's name: `test/bridge-ha.test.ts` → `bridge-ha`. */
 export function slugOf(file: string): string {
-  return basename(file).replace(/\.test\.[cm]?[jt]s$/, "").replace(/\.[cm]?[jt]s$/, "").toLowerCase().replace(/[^a-z0-9-]+/g, "-").replace(/^-+|-+$/g, "").slice(0, 40) || "test";
+  return (
+    basename(file)
+      .replace(/\.test\.[cm]?[jt]s$/, "")
+      .replace(/\.[cm]?[jt]s$/, "")
+      .toLowerCase()
+      .replace(/[^a-z0-9-]+/g, "-")
+      .replace(/^-+|-+$/g, "")
+      .slice(0, 40) || "test"
+  );
 }
 
 export async function testCluster(o: TestClusterOptions): Promise<TestCluster> {
@@ -101,9 +109,13 @@ export async function testCluster(o: TestClusterOptions): Promise<TestCluster> {
     throw e;
   }
   const refuse = (what: string) => (): Promise<void> =>
-    Promise.reject(new Error(`${slug} runs on the shared servers, which no test may stop (${what}): a test that stops servers starts its own, testCluster({ own: true })`));
+    Promise.reject(
+      new Error(`${slug} runs on the shared servers, which no test may stop (${what}): a test that stops servers starts its own, testCluster({ own: true })`),
+    );
   const refusing = (what: string) => (): void => {
-    throw new Error(`${slug} runs on the shared servers, which no test may stop (${what}): a test that stops servers starts its own, testCluster({ own: true })`);
+    throw new Error(
+      `${slug} runs on the shared servers, which no test may stop (${what}): a test that stops servers starts its own, testCluster({ own: true })`,
+    );
   };
   return {
     kubeconfigPath: lane.kubeconfigPath,
