@@ -30,6 +30,12 @@ const dnsLabel = z
   .min(1)
   .max(63)
   .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/);
+/** A Kind: a letter, then letters and digits (as the API server accepts one in a CRD). */
+const kindName = z
+  .string()
+  .min(1)
+  .max(63)
+  .regex(/^[A-Za-z][A-Za-z0-9]*$/);
 
 /** A cluster's id as events carry it (the bridge's CRDFN_CLUSTER, the functions' registry keys). */
 export const clusterIdSchema = z
@@ -44,11 +50,7 @@ export type EventType = (typeof eventTypes)[number];
 /** One current child of the announced object, as the bridge's index knows it. */
 export const childKeySchema = z.strictObject({
   apiVersion: z.string().min(1).max(100),
-  kind: z
-    .string()
-    .min(1)
-    .max(63)
-    .regex(/^[A-Za-z][A-Za-z0-9]*$/),
+  kind: kindName,
   namespace: dnsLabel.optional(),
   name: z.string().min(1).max(253),
   uid: z.string().min(1).max(64),
@@ -80,11 +82,7 @@ const keySchema = z.strictObject({
     .max(20)
     .regex(/^v[0-9a-z]+$/),
   plural: dnsLabel,
-  kind: z
-    .string()
-    .min(1)
-    .max(63)
-    .regex(/^[A-Za-z][A-Za-z0-9]*$/),
+  kind: kindName,
   namespace: dnsLabel.optional(),
   name: z
     .string()
