@@ -5,7 +5,7 @@
 import type { ChildKey } from "../core/event.ts";
 import { fenceOf } from "../core/fence.ts";
 import { appliedHashOf, childToken, type ChildMark } from "../core/reconciled.ts";
-import { fingerprint, lastContentWriteWasApply, lastWriteOf, statusFingerprint, type KubeObject } from "./kube-object.ts";
+import { fingerprint, lastContentWriteWasApply, lastWriteOf, statusFingerprint, type WatchedObject } from "./watched-object.ts";
 import type { ChildIndex, ParentTracker } from "./parent-tracker.ts";
 import type { ResolvedResource, Via } from "./sink.ts";
 import { keyOf, splitKey } from "../core/resource-path.ts";
@@ -98,7 +98,7 @@ export class ChildTracker extends Tracker<ChildEntry> implements ChildIndex {
     return super.changed(prev, next) || prev?.owner?.tracker !== next.owner?.tracker || prev?.owner?.key !== next.owner?.key;
   }
 
-  #ownerOf(obj: KubeObject): ChildEntry["owner"] {
+  #ownerOf(obj: WatchedObject): ChildEntry["owner"] {
     for (const ref of obj.metadata.ownerReferences ?? []) {
       if (ref.controller !== true) continue;
       const tracker = this.#parents.find((p) => p.isOwner(ref));
@@ -118,7 +118,7 @@ export class ChildTracker extends Tracker<ChildEntry> implements ChildIndex {
     set.add(key);
   }
 
-  async upsert(obj: KubeObject, via: Via, epoch = 0): Promise<void> {
+  async upsert(obj: WatchedObject, via: Via, epoch = 0): Promise<void> {
     const m = obj.metadata;
     const key = keyOf(m.namespace, m.name);
     const prev = this.entries.get(key);
@@ -162,7 +162,7 @@ export class ChildTracker extends Tracker<ChildEntry> implements ChildIndex {
       await prev.owner.tracker.reannounce(prev.owner.key, "child", cause);
   }
 
-  #writtenSinceParentSaw(obj: KubeObject, owner: NonNullable<ChildEntry["owner"]>): boolean {
+  #writtenSinceParentSaw(obj: WatchedObject, owner: NonNullable<ChildEntry["owner"]>): boolean {
     const manager = this.options.functionFieldManager;
     const foreign = lastWriteOf(
       obj,
@@ -172,7 +172,7 @@ export class ChildTracker extends Tracker<ChildEntry> implements ChildIndex {
     return foreign > 0 && foreign >= owner.tracker.statusWrittenMs(owner.key);
   }
 
-  async remove(obj: KubeObject): Promise<void> {
+  async remove(obj: WatchedObject): Promise<void> {
     const m = obj.metadata;
     const key = keyOf(m.namespace, m.name);
     const prev = this.entries.get(key);

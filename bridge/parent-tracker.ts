@@ -17,7 +17,7 @@ import { childrenDigest, metadataDigest, reconciledOf, type ChildMark, type Reco
 import { referencesOf, type ReferenceRecord } from "../core/references.ts";
 import { announceReason, nextReconcileOf } from "../core/schedule.ts";
 import { DueSchedule } from "./due-schedule.ts";
-import { finalizersManagedBy, fingerprint, lastWriteOf, type KubeObject } from "./kube-object.ts";
+import { finalizersManagedBy, fingerprint, lastWriteOf, type WatchedObject } from "./watched-object.ts";
 import type { AnnounceOptions, ResolvedResource, Via } from "./sink.ts";
 import { groupOf, keyOf, splitKey } from "../core/resource-path.ts";
 import { Tracker, type Entry, type TrackerOptions } from "./tracker.ts";
@@ -70,9 +70,9 @@ const sameList = (a: readonly string[], b: readonly string[]): boolean => a.leng
  * the function last wrote its status. Strictly after, at managedFields' one-second resolution: an
  * object written in the same second as its status (created, then reconciled at once) is settled.
  */
-function needsWork(obj: KubeObject, entry: ParentEntry, functionFieldManager: string | undefined): boolean {
+function needsWork(obj: WatchedObject, entry: ParentEntry, functionFieldManager: string | undefined): boolean {
   const status = (obj as { status?: { observedGeneration?: unknown } }).status;
-  const m = obj.metadata as KubeObject["metadata"] & { deletionTimestamp?: string };
+  const m = obj.metadata as WatchedObject["metadata"] & { deletionTimestamp?: string };
   if (status?.observedGeneration !== (m.generation ?? 0) || m.deletionTimestamp !== undefined) return true;
   if (entry.reconciled !== undefined) return entry.reconciled.metadata !== metadataDigest(obj);
   const statusWrittenMs = entry.statusWrittenMs;
@@ -87,8 +87,8 @@ function reconciledEntry(status: unknown): Pick<ParentEntry, "reconciled"> {
 }
 
 /** The object as announced: everything the API server returned but managedFields, which no reconcile reads. */
-function announcedBody(obj: KubeObject, maxBytes: number): KeyEvent["object"] {
-  const { managedFields: _dropped, ...metadata } = obj.metadata as KubeObject["metadata"] & { managedFields?: unknown };
+function announcedBody(obj: WatchedObject, maxBytes: number): KeyEvent["object"] {
+  const { managedFields: _dropped, ...metadata } = obj.metadata as WatchedObject["metadata"] & { managedFields?: unknown };
   const body = { ...obj, metadata };
   return Buffer.byteLength(JSON.stringify(body), "utf8") <= maxBytes ? body : undefined;
 }
@@ -121,7 +121,7 @@ export class ParentTracker extends Tracker<ParentEntry> {
   }
 
   /** Tells the referenced kinds' trackers what an object's status records it read ([] once it is gone). */
-  async #refer(key: string, obj: KubeObject | undefined): Promise<void> {
+  async #refer(key: string, obj: WatchedObject | undefined): Promise<void> {
     if (this.#reads.length === 0) return;
     const records = obj === undefined ? [] : referencesOf((obj as { status?: unknown }).status);
     for (const r of this.#reads) await r.refer(this, key, records);
@@ -137,7 +137,7 @@ export class ParentTracker extends Tracker<ParentEntry> {
     this.#due.stop();
   }
 
-  #event(key: string, e: Pick<ParentEntry, "uid" | "rv" | "generation">, type: KeyEvent["type"], reason: string, obj?: KubeObject): KeyEvent {
+  #event(key: string, e: Pick<ParentEntry, "uid" | "rv" | "generation">, type: KeyEvent["type"], reason: string, obj?: WatchedObject): KeyEvent {
     const [namespace, name] = splitKey(key);
     const r = this.resource;
     const object = type !== "DELETED" && obj !== undefined && this.#parentOptions.bodies ? announcedBody(obj, this.#parentOptions.maxBodyBytes) : undefined;
@@ -175,12 +175,12 @@ export class ParentTracker extends Tracker<ParentEntry> {
     return `${this.resource.group}/${this.resource.plural}/${key}`;
   }
 
-  async upsert(obj: KubeObject, via: Via, epoch = 0): Promise<void> {
+  async upsert(obj: WatchedObject, via: Via, epoch = 0): Promise<void> {
     await this.#upsert(obj, via, epoch);
     await this.#refer(keyOf(obj.metadata.namespace, obj.metadata.name), obj);
   }
 
-  async #upsert(obj: KubeObject, via: Via, epoch: number): Promise<void> {
+  async #upsert(obj: WatchedObject, via: Via, epoch: number): Promise<void> {
     const m = obj.metadata;
     const key = keyOf(m.namespace, m.name);
     const prev = this.entries.get(key);
@@ -226,7 +226,7 @@ export class ParentTracker extends Tracker<ParentEntry> {
    * (before its first reconcile, which goes on in the same call) is not: announcing it would
    * reconcile the object a second time for nothing. Any other finalizer change is news.
    */
-  #parentChanged(prev: ParentEntry | undefined, next: ParentEntry, obj: KubeObject): boolean {
+  #parentChanged(prev: ParentEntry | undefined, next: ParentEntry, obj: WatchedObject): boolean {
     if (this.changed(prev, next)) return true;
     if (prev === undefined || !this.options.skipStatusOnly || sameList(prev.finalizers, next.finalizers)) return false;
     const manager = this.options.functionFieldManager;
@@ -240,7 +240,7 @@ export class ParentTracker extends Tracker<ParentEntry> {
    * Schedules what the object's status asks for, unless it was announced (or superseded) already;
    * announces it now when it is due.
    */
-  async #schedule(key: string, entry: ParentEntry, obj: KubeObject): Promise<void> {
+  async #schedule(key: string, entry: ParentEntry, obj: WatchedObject): Promise<void> {
     const next = nextReconcileOf((obj as { status?: unknown }).status);
     if (next === undefined || next.at === entry.handled) {
       if (next === undefined) this.#due.clear(key);
@@ -294,7 +294,7 @@ export class ParentTracker extends Tracker<ParentEntry> {
     reason: string,
     cause: string,
     options: AnnounceOptions = {},
-    obj?: KubeObject,
+    obj?: WatchedObject,
   ): Promise<void> {
     this.#initialWork?.delete(key);
     if (entry.pending !== undefined) {
@@ -305,7 +305,7 @@ export class ParentTracker extends Tracker<ParentEntry> {
     await this.options.announce(this.#publishKey(key), this.#event(key, entry, type, reason, obj), cause, options);
   }
 
-  async remove(obj: KubeObject): Promise<void> {
+  async remove(obj: WatchedObject): Promise<void> {
     const m = obj.metadata;
     const key = keyOf(m.namespace, m.name);
     this.entries.delete(key);

@@ -1,7 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { KeyEvent } from "../core/event.ts";
-import type { KubeObject } from "./kube-object.ts";
+import type { WatchedObject } from "./watched-object.ts";
 import { ReferenceTracker } from "./reference-tracker.ts";
 import { ParentTracker } from "./parent-tracker.ts";
 import type { AnnounceOptions } from "./sink.ts";
@@ -29,7 +29,7 @@ function setup() {
 }
 
 /** An App whose status records the Secrets it read: name → the version read (undefined: absent). */
-const app = (name: string, rv: string, read: Record<string, string | undefined>, namespace = "ns"): KubeObject => ({
+const app = (name: string, rv: string, read: Record<string, string | undefined>, namespace = "ns"): WatchedObject => ({
   metadata: { name, namespace, uid: `uid-${name}`, resourceVersion: rv, generation: 1 },
   spec: {},
   status: {
@@ -43,10 +43,10 @@ const app = (name: string, rv: string, read: Record<string, string | undefined>,
     })),
   },
 });
-const secret = (name: string, rv: string, namespace = "ns"): KubeObject => ({ metadata: { name, namespace, uid: `uid-${name}`, resourceVersion: rv } });
+const secret = (name: string, rv: string, namespace = "ns"): WatchedObject => ({ metadata: { name, namespace, uid: `uid-${name}`, resourceVersion: rv } });
 
 /** The parents listed, then the referenced kind listed (as the bridge orders them). */
-async function listed(t: ReturnType<typeof setup>, apps: KubeObject[], secrets: KubeObject[]): Promise<void> {
+async function listed(t: ReturnType<typeof setup>, apps: WatchedObject[], secrets: WatchedObject[]): Promise<void> {
   const p = t.parents.beginList();
   for (const a of apps) await t.parents.upsert(a, "list", p);
   await t.parents.sweep(undefined, p);

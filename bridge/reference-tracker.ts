@@ -9,7 +9,7 @@
 //   - a new bridge's first list finds it changed while no bridge watched.
 // Nothing runs user code here: the names come from the status the functions write.
 import type { ReferenceRecord } from "../core/references.ts";
-import type { KubeObject } from "./kube-object.ts";
+import type { WatchedObject } from "./watched-object.ts";
 import type { ParentTracker, ReferenceIndex } from "./parent-tracker.ts";
 import type { ResolvedResource, Via } from "./sink.ts";
 import { keyOf } from "../core/resource-path.ts";
@@ -96,7 +96,7 @@ export class ReferenceTracker extends Tracker<Entry> implements ReferenceIndex {
 
   // Every object of the kind is remembered (uid and version, a few dozen bytes), referenced or
   // not: a status naming it later is compared with what it is now.
-  async upsert(obj: KubeObject, _via: Via, epoch = 0): Promise<void> {
+  async upsert(obj: WatchedObject, _via: Via, epoch = 0): Promise<void> {
     const m = obj.metadata;
     const key = keyOf(this.resource.namespaced ? m.namespace : undefined, m.name);
     const prev = this.entries.get(key);
@@ -105,7 +105,7 @@ export class ReferenceTracker extends Tracker<Entry> implements ReferenceIndex {
     await this.#announceReaders(key, m.resourceVersion, `ref:${m.uid}:${m.resourceVersion}`);
   }
 
-  async remove(obj: KubeObject): Promise<void> {
+  async remove(obj: WatchedObject): Promise<void> {
     const m = obj.metadata;
     const key = keyOf(this.resource.namespaced ? m.namespace : undefined, m.name);
     if (!this.entries.delete(key)) return;

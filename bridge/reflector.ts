@@ -10,7 +10,7 @@ import type { Logger } from "pino";
 import { ApiError, isServerOutage, type KubeHttp } from "../clients/kube-http.ts";
 import { backoffMs, type BackoffPolicy } from "../core/backoff.ts";
 import { resourcePath } from "../core/resource-path.ts";
-import { kubeObjectSchema, type KubeObject } from "./kube-object.ts";
+import { watchedObjectSchema, type WatchedObject } from "./watched-object.ts";
 import type { BridgeMetrics } from "./metrics.ts";
 import type { ObjectSink, Via } from "./sink.ts";
 
@@ -49,8 +49,8 @@ const NOT_SERVED_RETRY_MS = 2000;
 const SERVER_DOWN_RETRY_MS = 1000;
 
 /** An object the API server sent that is not a Kubernetes object is a bug worth a loud log, not a crash. */
-function parseObject(raw: unknown, logger: Logger): KubeObject | undefined {
-  const parsed = kubeObjectSchema.safeParse(raw);
+function parseObject(raw: unknown, logger: Logger): WatchedObject | undefined {
+  const parsed = watchedObjectSchema.safeParse(raw);
   if (parsed.success) return parsed.data;
   logger.error({ issues: parsed.error.issues.length }, "skipping an object without name, uid or resourceVersion");
   return undefined;

@@ -3,7 +3,7 @@
 // Types only, so the reflector and the publisher know the trackers by these alone.
 import type { KeyEvent } from "../core/event.ts";
 import type { GroupVersionResource } from "../core/resource-path.ts";
-import type { KubeObject } from "./kube-object.ts";
+import type { WatchedObject } from "./watched-object.ts";
 
 /** A watched kind as API discovery names it (discovery.ts). */
 export interface ResolvedResource extends GroupVersionResource {
@@ -19,8 +19,8 @@ export interface ObjectSink {
   readonly resource: ResolvedResource;
   /** A new list starts; objects it does not mention by `sweep` are gone. */
   beginList(): number;
-  upsert(obj: KubeObject, via: Via, epoch?: number): Promise<void>;
-  remove(obj: KubeObject): Promise<void>;
+  upsert(obj: WatchedObject, via: Via, epoch?: number): Promise<void>;
+  remove(obj: WatchedObject): Promise<void>;
   /** After a complete list: everything in `namespace` (all if undefined) not seen in it vanished. */
   sweep(namespace: string | undefined, epoch: number): Promise<void>;
   readonly size: number;

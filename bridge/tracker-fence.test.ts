@@ -5,7 +5,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { KeyEvent } from "../core/event.ts";
 import { PARENT_GENERATION_ANNOTATION } from "../core/event.ts";
-import type { KubeObject } from "./kube-object.ts";
+import type { WatchedObject } from "./watched-object.ts";
 import { ChildTracker } from "./child-tracker.ts";
 import { ParentTracker } from "./parent-tracker.ts";
 import type { TrackerOptions } from "./tracker.ts";
@@ -14,11 +14,11 @@ import { fakeClock } from "../test/support/fake-clock.ts";
 const crontabs = { group: "stable.example.com", version: "v1", plural: "crontabs", kind: "CronTab", namespaced: true };
 const cronjobs = { group: "batch", version: "v1", plural: "cronjobs", kind: "CronJob", namespaced: true };
 
-const parent = (rv: string, generation: number): KubeObject => ({
+const parent = (rv: string, generation: number): WatchedObject => ({
   metadata: { name: "p", namespace: "ns", uid: "uid-p", resourceVersion: rv, generation },
   spec: { replicas: generation },
 });
-const child = (rv: string, fence: string | undefined): KubeObject => ({
+const child = (rv: string, fence: string | undefined): WatchedObject => ({
   metadata: {
     name: "job",
     namespace: "ns",

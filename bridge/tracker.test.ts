@@ -1,7 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { KeyEvent } from "../core/event.ts";
-import type { KubeObject } from "./kube-object.ts";
+import type { WatchedObject } from "./watched-object.ts";
 import { childMarkOf, reconciledRecord } from "../core/reconciled.ts";
 import { ChildTracker, OWN_CHILD_HOLD_MS } from "./child-tracker.ts";
 import { ParentTracker } from "./parent-tracker.ts";
@@ -31,12 +31,12 @@ function setup(skipStatusOnly = true, settings: { clock?: FakeClock; functionFie
   return { out, parents, children, announced: () => out.filter((x) => !x.options?.onlyIfPending) };
 }
 
-const ct = (name: string, rv: string, spec: unknown = { replicas: 1 }, status: unknown = {}): KubeObject => ({
+const ct = (name: string, rv: string, spec: unknown = { replicas: 1 }, status: unknown = {}): WatchedObject => ({
   metadata: { name, namespace: "ns", uid: `uid-${name}`, resourceVersion: rv, generation: 1 },
   spec,
   status,
 });
-const cj = (name: string, rv: string, owner: string | undefined, status: unknown = {}): KubeObject => ({
+const cj = (name: string, rv: string, owner: string | undefined, status: unknown = {}): WatchedObject => ({
   metadata: {
     name,
     namespace: "ns",
@@ -278,7 +278,7 @@ describe("a new bridge's first list announces what needs work", () => {
 
   it("a new bridge weighs what each status records the function reconciled: metadata at once, children once listed", async () => {
     const { out, parents, children } = setup(true, { initial: true, functionFieldManager: "crdfn" });
-    const job = (name: string, owner: string, writer = "crdfn", spec: unknown = { schedule: "* * * * *" }): KubeObject => {
+    const job = (name: string, owner: string, writer = "crdfn", spec: unknown = { schedule: "* * * * *" }): WatchedObject => {
       const base = cj(name, "3", owner);
       return {
         ...base,
@@ -291,7 +291,7 @@ describe("a new bridge's first list announces what needs work", () => {
       };
     };
     /** A parent whose status records the children `left` (as their jobs were applied) and its metadata as it was then. */
-    const recorded = (name: string, left: KubeObject[], metadata: Partial<KubeObject["metadata"]> = {}): KubeObject => {
+    const recorded = (name: string, left: WatchedObject[], metadata: Partial<WatchedObject["metadata"]> = {}): WatchedObject => {
       const settled = ct(name, "1", { replicas: 1 }, {});
       const status = {
         observedGeneration: 1,

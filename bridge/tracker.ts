@@ -3,7 +3,7 @@
 // trackers (parent-tracker.ts: the watched resources; child-tracker.ts: their owned kinds;
 // reference-tracker.ts: the kinds they read); a relist's sweep turns what it no longer lists into
 // a disappearance each tracker announces its own way.
-import type { KubeObject } from "./kube-object.ts";
+import type { WatchedObject } from "./watched-object.ts";
 import type { Announce, ObjectSink, ResolvedResource, Via } from "./sink.ts";
 import type { Timers } from "./due-schedule.ts";
 
@@ -61,8 +61,8 @@ export abstract class Tracker<E extends Entry> implements ObjectSink {
     return this.options.skipStatusOnly ? prev.fp !== next.fp : prev.rv !== next.rv;
   }
 
-  abstract upsert(obj: KubeObject, via: Via, epoch?: number): Promise<void>;
-  abstract remove(obj: KubeObject): Promise<void>;
+  abstract upsert(obj: WatchedObject, via: Via, epoch?: number): Promise<void>;
+  abstract remove(obj: WatchedObject): Promise<void>;
   protected abstract vanished(key: string, entry: E): Promise<void>;
 
   async sweep(namespace: string | undefined, epoch: number): Promise<void> {

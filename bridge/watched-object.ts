@@ -1,5 +1,7 @@
-// The few fields of a Kubernetes object the bridge reads, and the small fingerprint of the
-// rest that decides whether a change is worth announcing. The bridge never keeps a body.
+// A watched object: the few fields of a Kubernetes object the bridge reads (checked on every
+// watch event), and the small fingerprint of the rest that decides whether a change is worth
+// announcing. The bridge never keeps a body; the functions' full object type is KubeObject
+// (functions/runtime/kube-api.ts).
 import { z } from "zod";
 import { digest, type ManagedFieldsEntry } from "../core/object-fingerprint.ts";
 import { groupOf } from "../core/resource-path.ts";
@@ -15,7 +17,7 @@ const ownerReferenceSchema = z.looseObject({
   controller: z.boolean().optional(),
 });
 
-export const kubeObjectSchema = z.looseObject({
+export const watchedObjectSchema = z.looseObject({
   metadata: z.looseObject({
     name: z.string().min(1),
     namespace: z.string().optional(),
@@ -26,21 +28,21 @@ export const kubeObjectSchema = z.looseObject({
     finalizers: z.array(z.string()).optional(),
   }),
 });
-export type KubeObject = z.infer<typeof kubeObjectSchema>;
+export type WatchedObject = z.infer<typeof watchedObjectSchema>;
 export type OwnerReference = z.infer<typeof ownerReferenceSchema>;
 
 /** A digest of the object's status alone (see fingerprint). */
-export function statusFingerprint(obj: KubeObject): string {
+export function statusFingerprint(obj: WatchedObject): string {
   return digest((obj as { status?: unknown }).status ?? null);
 }
 
 /** The owner reference of the controller, if it is of the given group and kind. */
-export function controllerOf(obj: KubeObject, group: string, kind: string): OwnerReference | undefined {
+export function controllerOf(obj: WatchedObject, group: string, kind: string): OwnerReference | undefined {
   return obj.metadata.ownerReferences?.find((r) => r.controller === true && r.kind === kind && groupOf(r.apiVersion) === group);
 }
 
 /** The finalizers `manager` set on the object, as its managedFields record them (`v:"name"` keys). */
-export function finalizersManagedBy(obj: KubeObject, manager: string): Set<string> {
+export function finalizersManagedBy(obj: WatchedObject, manager: string): Set<string> {
   const owned = new Set<string>();
   for (const e of (obj.metadata as { managedFields?: ManagedFieldsEntry[] }).managedFields ?? []) {
     if (e.manager !== manager || e.subresource !== undefined) continue;
@@ -58,7 +60,7 @@ export function finalizersManagedBy(obj: KubeObject, manager: string): Set<strin
 }
 
 /** The newest write (epoch ms, one-second resolution) among the managedFields entries `which` selects; 0 if none. */
-export function lastWriteOf(obj: KubeObject, which: (e: ManagedFieldsEntry) => boolean): number {
+export function lastWriteOf(obj: WatchedObject, which: (e: ManagedFieldsEntry) => boolean): number {
   let newest = 0;
   for (const e of (obj.metadata as { managedFields?: ManagedFieldsEntry[] }).managedFields ?? []) {
     const t = Date.parse(e.time ?? "");

@@ -1,8 +1,8 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { controllerOf, fingerprint, lastContentWriteWasApply, type KubeObject } from "./kube-object.ts";
+import { controllerOf, fingerprint, lastContentWriteWasApply, type WatchedObject } from "./watched-object.ts";
 
-const base = (): KubeObject => ({
+const base = (): WatchedObject => ({
   apiVersion: "stable.example.com/v1",
   kind: "CronTab",
   metadata: { name: "a", namespace: "ns", uid: "u1", resourceVersion: "10", generation: 1, labels: { x: "1" }, managedFields: [{ manager: "m" }] },
@@ -24,7 +24,7 @@ describe("fingerprint", () => {
 
   it("changes with spec, labels, annotations, finalizers, deletion and owners", () => {
     const fp = fingerprint(base(), false);
-    const variants: Array<(o: KubeObject) => void> = [
+    const variants: Array<(o: WatchedObject) => void> = [
       (o) => ((o.spec as { replicas: number }).replicas = 2),
       (o) => (o.metadata.labels = { x: "2" }),
       (o) => (o.metadata.annotations = { a: "b" }),
