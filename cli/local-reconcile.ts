@@ -14,7 +14,7 @@ import { appliedHashOf } from "../core/reconciled.ts";
 import type { KubeApi, KubeObject, ResourceRef } from "../functions/runtime/kube-api.ts";
 import { reconcileEvent } from "../functions/runtime/runtime.ts";
 import type { Outcome } from "../functions/runtime/outcome.ts";
-import { parentRef, type ReconcileContext } from "../functions/runtime/reconcile-context.ts";
+import { parentRef, type EventContext } from "../functions/runtime/event-context.ts";
 
 /** One write the reconcile made (or, on a dry-run API, would make), with what it would change. */
 export interface RecordedWrite {
@@ -105,7 +105,7 @@ export async function reconcileLocally(
   const event = await eventFor(opts.api, operator, read, opts.cluster, opts.clock());
   // The event carries the object just read from etcd, as a first delivery's does, so the runtime
   // takes it for its first read instead of reading it again (effects still read: runtime.ts).
-  const context: ReconcileContext = { operator: watched, api, clock: opts.clock, log: opts.logger, event, ref, firstDelivery: true, env: opts.env ?? {} };
+  const context: EventContext = { operator: watched, api, clock: opts.clock, log: opts.logger, event, ref, firstDelivery: true, env: opts.env ?? {} };
   const outcome = await reconcileEvent(context, opts.maxAttempts ?? 3);
   return { outcome, ...(call === undefined ? {} : { call }), writes, effectsSkipped: skipEffects };
 }

@@ -33,7 +33,7 @@ export interface GcpOperator {
   entryPoint: string;
 }
 
-/** The subscription's settings, which the function is told as well (functions/adapters/push-settings.ts). */
+/** The subscription's settings, which the function is told as well (functions/adapters/push.ts). */
 export const PUSH_POLICY = { maxDeliveryAttempts: 5, minimumBackoffSeconds: 5, maximumBackoffSeconds: 600 } as const;
 /** A function's request timeout; push waits the ack deadline for an answer, so that is longer. */
 const FUNCTION_TIMEOUT_SECONDS = 60;
@@ -153,7 +153,7 @@ const APIS = [
 
 /**
  * The Secret Manager secret holding the cluster's event keys (CRDFN_EVENT_KEYS: the functions
- * verify every event with them, functions/clusters/event-keys.ts). Created by the user before
+ * verify every event with them, functions/clusters/registry.ts). Created by the user before
  * `terraform apply`, never by Terraform: a secret version it created would keep the key in its state.
  */
 export const eventKeysSecretId = (s: CloudRunDeploySettings): string => `${s.gcp.prefix}event-keys`;

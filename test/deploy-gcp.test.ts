@@ -22,9 +22,9 @@ import { parseDeploySettings } from "../deploy/settings.ts";
 import { startCluster, type LocalCluster } from "../emulator/cluster.ts";
 import { freePort } from "../emulator/ports.ts";
 import { cloudLoggingMetrics } from "../functions/adapters/cloud-logging.ts";
-import { loadPushSettings } from "../functions/adapters/push-settings.ts";
+import { loadPushSettings } from "../functions/adapters/push.ts";
 import { loadClusterRegistry } from "../functions/clusters/registry.ts";
-import { loadEventKeyrings } from "../functions/clusters/event-keys.ts";
+import { loadEventKeyrings } from "../functions/clusters/registry.ts";
 import { loadConfig } from "../functions/runtime/config.ts";
 import { eventually } from "./support/eventually.ts";
 

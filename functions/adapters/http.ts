@@ -20,8 +20,7 @@ import { messageHandled } from "../runtime/outcome.ts";
 import { handleMessage, type Runtime } from "../runtime/runtime.ts";
 import { cloudLoggingLogger, cloudLoggingMetrics } from "./cloud-logging.ts";
 import { createCircuits } from "./settle.ts";
-import { answerPush, type PushHost } from "./push.ts";
-import { loadPushSettings } from "./push-settings.ts";
+import { answerPush, loadPushSettings, type PushHost } from "./push.ts";
 import { pubSubRepublisher, type Republish } from "./pubsub-republish.ts";
 
 export interface HttpDeps {

@@ -2,8 +2,8 @@
 // URL with the cluster name signed in as the x-k8s-aws-id header, base64url-encoded behind the
 // "k8s-aws-v1." prefix. EKS honours a token for 15 minutes; we re-sign well before that.
 import { SignatureV4 } from "@smithy/signature-v4";
-import type { AwsCredentialIdentity, AwsCredentialIdentityProvider } from "@smithy/types";
-import { NodeSha256 } from "./sha256.ts";
+import type { AwsCredentialIdentity, AwsCredentialIdentityProvider, Checksum, SourceData } from "@smithy/types";
+import { createHash, createHmac, type Hash, type Hmac } from "node:crypto";
 
 export const EKS_TOKEN_PREFIX = "k8s-aws-v1.";
 /** Re-sign after this long: under EKS's 15-minute limit with room for clock skew. */
@@ -53,4 +53,33 @@ export function eksTokenProvider(signing: EksTokenOptions, ttlMs = EKS_TOKEN_TTL
     }
     return cached.token;
   };
+}
+
+// SHA-256 / HMAC-SHA-256 for @smithy/signature-v4, from node:crypto (no extra dependency).
+const bytes = (data: SourceData): Uint8Array =>
+  typeof data === "string"
+    ? Buffer.from(data, "utf8")
+    : ArrayBuffer.isView(data)
+      ? new Uint8Array(data.buffer, data.byteOffset, data.byteLength)
+      : new Uint8Array(data);
+
+export class NodeSha256 implements Checksum {
+  private readonly secret: SourceData | undefined;
+  private hash: Hash | Hmac;
+  constructor(secret?: SourceData) {
+    this.secret = secret;
+    this.hash = this.fresh();
+  }
+  update(data: Uint8Array): void {
+    this.hash.update(data);
+  }
+  digest(): Promise<Uint8Array> {
+    return Promise.resolve(new Uint8Array(this.hash.digest()));
+  }
+  reset(): void {
+    this.hash = this.fresh();
+  }
+  private fresh(): Hash | Hmac {
+    return this.secret === undefined ? createHash("sha256") : createHmac("sha256", bytes(this.secret));
+  }
 }

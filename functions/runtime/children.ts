@@ -16,7 +16,7 @@ import { isOwnershipRefusal } from "../../core/ownership.ts";
 import { APPLIED_HASH_ANNOTATION, PARENT_GENERATION_ANNOTATION, PARENT_UID_LABEL, type ChildKey } from "../../core/event.ts";
 import { fenceOf, mustRaiseFence } from "../../core/fence.ts";
 import { keyOf } from "../../core/resource-path.ts";
-import type { ReconcileContext } from "./reconcile-context.ts";
+import type { EventContext } from "./event-context.ts";
 
 type Owned = Operator["owns"][number];
 
@@ -65,7 +65,7 @@ export function ownedRef(operator: Operator<unknown>, apiVersion: string, kind: 
 }
 
 /** Each parent's own manager on a shared object, so server-side apply merges the contributions. */
-export function sharedFieldManager(ctx: ReconcileContext, parent: KubeObject): string {
+export function sharedFieldManager(ctx: EventContext, parent: KubeObject): string {
   return `${ctx.operator.fieldManager}-${parent.metadata.uid ?? ""}`;
 }
 
@@ -124,7 +124,7 @@ interface PlannedChild {
  * know them (core/reconciled.ts), and the keys it went by (what pruning looks at).
  */
 export async function writeChildren(
-  ctx: ReconcileContext,
+  ctx: EventContext,
   parent: KubeObject,
   result: ReconcileResult,
   read: ChildrenRead,
@@ -180,7 +180,7 @@ export type WantedChildren = ReadonlySet<string>;
 const highest = (a: number | undefined, b: number | undefined): number | undefined => (a === undefined ? b : b === undefined ? a : Math.max(a, b));
 
 /** A child the keys do not name: of an observed kind, as it is there (read by name); of another kind, not read. */
-async function unknownChild(ctx: ReconcileContext, p: PlannedChild, observed: ObservedByKind): Promise<KubeObject | undefined> {
+async function unknownChild(ctx: EventContext, p: PlannedChild, observed: ObservedByKind): Promise<KubeObject | undefined> {
   if (!p.owned.observe) return undefined;
   return observed.get(p.owned)?.get(p.key) ?? (await readByName(ctx, p.owned, p.ref.namespace, p.ref.name));
 }
@@ -190,7 +190,7 @@ async function unknownChild(ctx: ReconcileContext, p: PlannedChild, observed: Ob
  * hash: an unchanged child is still skipped). A refusal of the write because another controls the
  * object becomes ChildConflict, naming it; the fence's refusal is left to be read as a conflict.
  */
-async function applyChild(ctx: ReconcileContext, p: PlannedChild, generation: number | undefined): Promise<KubeObject> {
+async function applyChild(ctx: EventContext, p: PlannedChild, generation: number | undefined): Promise<KubeObject> {
   const annotations = {
     ...(p.body.metadata.annotations as Record<string, string>),
     ...(generation === undefined ? {} : { [PARENT_GENERATION_ANNOTATION]: String(generation) }),
@@ -206,7 +206,7 @@ async function applyChild(ctx: ReconcileContext, p: PlannedChild, generation: nu
 
 const hashOf = (o: KubeObject): string | undefined => (o.metadata.annotations as Record<string, string> | undefined)?.[APPLIED_HASH_ANNOTATION];
 
-function planChild(ctx: ReconcileContext, parent: KubeObject, desired: DesiredObject): PlannedChild {
+function planChild(ctx: EventContext, parent: KubeObject, desired: DesiredObject): PlannedChild {
   const { operator } = ctx;
   const owned = ownedKind(operator, desired.apiVersion, desired.kind);
   const what = `${desired.kind} ${desired.metadata.name}`;
@@ -251,7 +251,7 @@ function planChild(ctx: ReconcileContext, parent: KubeObject, desired: DesiredOb
 }
 
 /** Never apply onto an object this parent does not control: like controller-runtime, no stealing. */
-function checkOwnership(ctx: ReconcileContext, parent: KubeObject, p: PlannedChild, there: KubeObject | undefined): void {
+function checkOwnership(ctx: EventContext, parent: KubeObject, p: PlannedChild, there: KubeObject | undefined): void {
   if (!there) return;
   const ref = controllerRef(there);
   const controller = ref?.uid;
@@ -271,7 +271,7 @@ function checkOwnership(ctx: ReconcileContext, parent: KubeObject, p: PlannedChi
  * child only waits for the garbage collector. A re-created parent takes it over at once instead
  * of reporting ChildConflict until the collector gets round to it.
  */
-function earlierObjectOfThisName(ctx: ReconcileContext, parent: KubeObject, ref: OwnerReference): boolean {
+function earlierObjectOfThisName(ctx: EventContext, parent: KubeObject, ref: OwnerReference): boolean {
   const { apiVersion, resource } = ctx.operator;
   const group = (v: string | undefined) => (v?.includes("/") ? v.slice(0, v.indexOf("/")) : "");
   return ref.kind === resource.kind && group(ref.apiVersion) === group(apiVersion) && ref.name === parent.metadata.name && ref.uid !== parent.metadata.uid;
@@ -285,7 +285,7 @@ function earlierObjectOfThisName(ctx: ReconcileContext, parent: KubeObject, ref:
  * shows the generation acted on is still its newest. When it is not, a newer event of the object
  * waits behind this one, and its reconcile prunes from its own view.
  */
-export async function pruneChildren(ctx: ReconcileContext, view: KubeObject, keys: ChildKeys, wanted: WantedChildren): Promise<void> {
+export async function pruneChildren(ctx: EventContext, view: KubeObject, keys: ChildKeys, wanted: WantedChildren): Promise<void> {
   if (keys === undefined) return;
   const unwanted = [...keys]
     .filter(([owned]) => owned.prune)
@@ -305,7 +305,7 @@ export async function pruneChildren(ctx: ReconcileContext, view: KubeObject, key
   }
 }
 
-async function applyShared(ctx: ReconcileContext, desired: DesiredObject, parent: KubeObject): Promise<void> {
+async function applyShared(ctx: EventContext, desired: DesiredObject, parent: KubeObject): Promise<void> {
   const target = ownedRef(ctx.operator, desired.apiVersion, desired.kind, desired.metadata.namespace ?? parent.metadata.namespace, desired.metadata.name);
   if (!target)
     throw new PermanentError(`${desired.kind} ${desired.metadata.name}: ${desired.kind} (${desired.apiVersion}) is not declared in owns`, "UndeclaredKind");
@@ -319,7 +319,7 @@ async function applyShared(ctx: ReconcileContext, desired: DesiredObject, parent
  * only while the function's own apply wrote the child's content last. A kind not marked `list` is
  * left out (unknown).
  */
-export async function listChildren(ctx: ReconcileContext, parent: KubeObject): Promise<{ keys: NonNullable<ChildKeys>; listed: ObservedByKind }> {
+export async function listChildren(ctx: EventContext, parent: KubeObject): Promise<{ keys: NonNullable<ChildKeys>; listed: ObservedByKind }> {
   const uid = parent.metadata.uid ?? "";
   const keys: NonNullable<ChildKeys> = new Map();
   const listed: ObservedByKind = new Map();
@@ -375,7 +375,7 @@ export const STALE_KEYS_MISSING = 50;
  * the children reconcile wants of a kind marked `list`; then listed afresh (what a reapply of each
  * would cost in thousands of requests, a LIST costs in one per 500).
  */
-async function freshKeys(ctx: ReconcileContext, parent: KubeObject, known: KnownChildren, wanted: readonly DesiredObject[]): Promise<ChildKeys> {
+async function freshKeys(ctx: EventContext, parent: KubeObject, known: KnownChildren, wanted: readonly DesiredObject[]): Promise<ChildKeys> {
   const named = known.keys;
   if (known.listed !== undefined || named === undefined) return named;
   const stale = ctx.operator.owns.some((owned) => {
@@ -400,7 +400,7 @@ async function freshKeys(ctx: ReconcileContext, parent: KubeObject, known: Known
 }
 
 /** A child of an observed kind the event does not name, read by name (undefined when there is none). */
-async function readByName(ctx: ReconcileContext, owned: Owned, namespace: string | undefined, name: string): Promise<KubeObject | undefined> {
+async function readByName(ctx: EventContext, owned: Owned, namespace: string | undefined, name: string): Promise<KubeObject | undefined> {
   try {
     return await ctx.api.get(childRef(owned, namespace, name));
   } catch (e) {

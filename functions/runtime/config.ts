@@ -26,7 +26,7 @@ const configSchema = z
     CRDFN_CLUSTERS_FILE: z.string().min(1).optional(),
     /** Without a registry: the id of the one cluster served; events naming another are refused. */
     CRDFN_CLUSTER: clusterIdSchema.default("default"),
-    /** The keys events are verified with (functions/clusters/event-keys.ts); checked there against the clusters. */
+    /** The keys events are verified with (functions/clusters/registry.ts); checked there against the clusters. */
     CRDFN_EVENT_KEYS: z.string().optional(),
     /** How to reach the API server. */
     CRDFN_KUBE_AUTH: z.enum(authModes).default("kubeconfig"),

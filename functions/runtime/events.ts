@@ -6,7 +6,7 @@ import { ApiError } from "../../clients/kube-http.ts";
 import { microTime } from "../../clients/micro-time.ts";
 import { isInfrastructureFailure } from "./outcome.ts";
 import { type KubeObject, type ResourceRef } from "./kube-api.ts";
-import type { ReconcileContext } from "./reconcile-context.ts";
+import type { EventContext } from "./event-context.ts";
 
 export interface EventNote {
   type: "Normal" | "Warning";
@@ -22,7 +22,7 @@ export interface EventNote {
  * Events go to `default`) is logged and skipped: the condition on the object is the record, and
  * an Event must not turn a recorded failure into an unrecorded one. Outages still throw.
  */
-export async function recordEvent(ctx: ReconcileContext, object: KubeObject, e: EventNote, repeat: boolean): Promise<void> {
+export async function recordEvent(ctx: EventContext, object: KubeObject, e: EventNote, repeat: boolean): Promise<void> {
   try {
     await writeEvent(ctx, object, e, repeat);
   } catch (error) {
@@ -31,7 +31,7 @@ export async function recordEvent(ctx: ReconcileContext, object: KubeObject, e: 
   }
 }
 
-async function writeEvent(ctx: ReconcileContext, object: KubeObject, e: EventNote, repeat: boolean): Promise<void> {
+async function writeEvent(ctx: EventContext, object: KubeObject, e: EventNote, repeat: boolean): Promise<void> {
   const namespace = object.metadata.namespace ?? "default";
   const id = createHash("sha256")
     .update(`${object.metadata.uid ?? ""}|${e.type}|${e.reason}|${e.note}`)
@@ -69,7 +69,7 @@ async function writeEvent(ctx: ReconcileContext, object: KubeObject, e: EventNot
 }
 
 /** false when the Event is gone (Events expire after an hour by default). */
-async function bumpSeries(ctx: ReconcileContext, ref: ResourceRef, now: string): Promise<boolean> {
+async function bumpSeries(ctx: EventContext, ref: ResourceRef, now: string): Promise<boolean> {
   const existing = await ctx.api.get(ref);
   if (!existing) return false;
   const count = ((existing.series as { count?: number } | undefined)?.count ?? 1) + 1;

@@ -13,7 +13,7 @@ import { type KubeObject } from "./kube-api.ts";
 import { classify, type Outcome, type Verdict } from "./outcome.ts";
 import { sameJson } from "../../core/canonical-json.ts";
 import { failureStatus, nextReconcile, previousAttempts } from "./status.ts";
-import type { ReconcileContext } from "./reconcile-context.ts";
+import type { EventContext } from "./event-context.ts";
 import { EFFECTS_ERROR, EffectsThrew, FinalizeThrew } from "./user-code.ts";
 
 export const RECONCILE_ERROR = "ReconcileError";
@@ -23,7 +23,7 @@ export const FINALIZE_ERROR = "FinalizeError";
  * Turns an error into an outcome; rethrows 409 Conflicts so the caller re-reads and retries.
  * `references`: what the attempt read before it failed, recorded with the failure.
  */
-export async function onFailure(ctx: ReconcileContext, object: KubeObject, error: unknown, references?: ReferenceRecord[]): Promise<Outcome> {
+export async function onFailure(ctx: EventContext, object: KubeObject, error: unknown, references?: ReferenceRecord[]): Promise<Outcome> {
   const verdict = classify(error);
   if (verdict.kind === "conflict") throw error;
   if (verdict.kind === "unavailable") return { result: "unavailable", detail: verdict.message };
@@ -79,7 +79,7 @@ const apiReason = (e: ApiError): string => (/^[A-Z][A-Za-z]+$/.test(e.reason) &&
  * permanent failure writes nothing; a repeated retried one counts on its Event's series.
  */
 async function recordFailure(
-  ctx: ReconcileContext,
+  ctx: EventContext,
   object: KubeObject,
   reason: string,
   message: string,
@@ -103,7 +103,7 @@ async function recordFailure(
  * recorded on it, so the message itself is retried and, if that keeps failing, dead-lettered.
  * Said once per receive in the log and, where the API server allows it, as an Event.
  */
-async function unrecordable(ctx: ReconcileContext, object: KubeObject, verdict: Verdict, writeError: unknown): Promise<Outcome> {
+async function unrecordable(ctx: EventContext, object: KubeObject, verdict: Verdict, writeError: unknown): Promise<Outcome> {
   const refusal = writeError instanceof ApiError ? `${writeError.code} ${writeError.message}` : (writeError as Error).message;
   const failed = "message" in verdict ? verdict.message : verdict.kind;
   const detail = `the status write was refused (${refusal}); the failure it would record: ${failed}`;
@@ -120,7 +120,7 @@ async function unrecordable(ctx: ReconcileContext, object: KubeObject, verdict: 
 }
 
 /** Fail the message; its visibility timeout is the backoff, the DLQ the limit. */
-export function failMessage(ctx: ReconcileContext, detail: string): Outcome {
+export function failMessage(ctx: EventContext, detail: string): Outcome {
   ctx.log.warn({ error: detail }, "reconcile failed; the queue will redeliver");
   return { result: "retry", detail };
 }

@@ -7,7 +7,7 @@ import type { Outcome } from "./outcome.ts";
 import { sameJson } from "../../core/canonical-json.ts";
 import { nextReconcile, previousAttempts, scheduledStatus } from "./status.ts";
 import type { ObjectStatus } from "../../core/operator.ts";
-import type { ReconcileContext } from "./reconcile-context.ts";
+import type { EventContext } from "./event-context.ts";
 import { FinalizeThrew } from "./user-code.ts";
 
 const DEFAULT_FINALIZE_RETRY_SECONDS = 5;
@@ -17,13 +17,13 @@ const DEFAULT_FINALIZE_RETRY_SECONDS = 5;
  * that went); any other gets the operator's finalizer, if it has none yet, and is reconciled as it
  * is after that.
  */
-export async function finalizerFirst(ctx: ReconcileContext, object: KubeObject): Promise<{ outcome: Outcome } | { object: KubeObject }> {
+export async function finalizerFirst(ctx: EventContext, object: KubeObject): Promise<{ outcome: Outcome } | { object: KubeObject }> {
   if (object.metadata.deletionTimestamp) return { outcome: await finalizeObject(ctx, object) };
   return { object: await ensureFinalizer(ctx, object) };
 }
 
 /** Adds the operator's finalizer (conditional on the resourceVersion read) and returns the object after. */
-async function ensureFinalizer(ctx: ReconcileContext, object: KubeObject): Promise<KubeObject> {
+async function ensureFinalizer(ctx: EventContext, object: KubeObject): Promise<KubeObject> {
   const ours = ctx.operator.finalizer;
   const finalizers = object.metadata.finalizers ?? [];
   if (!ours || finalizers.includes(ours)) return object;
@@ -35,7 +35,7 @@ async function ensureFinalizer(ctx: ReconcileContext, object: KubeObject): Promi
 }
 
 /** The object is being deleted: run finalize, and drop the finalizer only when it is done. */
-async function finalizeObject(ctx: ReconcileContext, object: KubeObject): Promise<Outcome> {
+async function finalizeObject(ctx: EventContext, object: KubeObject): Promise<Outcome> {
   const { operator } = ctx;
   const ours = operator.finalizer;
   const finalizers = object.metadata.finalizers ?? [];
@@ -75,7 +75,7 @@ async function finalizeObject(ctx: ReconcileContext, object: KubeObject): Promis
 }
 
 /** Finalize is not done yet: the finalizer stays, and the object records when to try again (the bridge announces it). */
-async function finalizeLater(ctx: ReconcileContext, object: KubeObject, delaySeconds: number): Promise<Outcome> {
+async function finalizeLater(ctx: EventContext, object: KubeObject, delaySeconds: number): Promise<Outcome> {
   const previous = object.status as ObjectStatus | undefined;
   const attempts = previousAttempts(previous, object.metadata.generation ?? 0, "Finalize") + 1;
   const status = scheduledStatus(previous, nextReconcile("Finalize", new Date(ctx.clock().getTime() + delaySeconds * 1000), attempts));
@@ -84,7 +84,7 @@ async function finalizeLater(ctx: ReconcileContext, object: KubeObject, delaySec
 }
 
 /** Applying an object with no fields drops every field this manager owned (server-side apply). */
-async function release(ctx: ReconcileContext, released: ObjectReference, parent: KubeObject): Promise<void> {
+async function release(ctx: EventContext, released: ObjectReference, parent: KubeObject): Promise<void> {
   const { apiVersion, kind, name } = released;
   const target = ownedRef(ctx.operator, apiVersion, kind, released.namespace ?? parent.metadata.namespace, name);
   if (!target) throw new PermanentError(`release: ${kind} (${apiVersion}) is not among the kinds this operator owns`, "UndeclaredKind");

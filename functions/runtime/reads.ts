@@ -32,7 +32,7 @@ import { MAX_REFERENCES, type ReferenceRecord } from "../../core/references.ts";
 import { keyOf } from "../../core/resource-path.ts";
 import { childRef, listChildren, type ChildKeys, type ChildrenRead, type KnownChildren, type ObservedByKind } from "./children.ts";
 import type { KubeObject, ResourceRef } from "./kube-api.ts";
-import type { ReconcileContext } from "./reconcile-context.ts";
+import type { EventContext } from "./event-context.ts";
 import { ReconcileThrew } from "./user-code.ts";
 
 /** Both reads of one attempt. */
@@ -42,20 +42,20 @@ export interface Inputs {
 }
 
 /** References first: one that cannot be named fails the attempt before anything is read. */
-export async function readInputs(ctx: ReconcileContext, object: KubeObject, valid: CustomObject<unknown>): Promise<Inputs> {
+export async function readInputs(ctx: EventContext, object: KubeObject, valid: CustomObject<unknown>): Promise<Inputs> {
   const [references, children] = await Promise.all([readReferences(ctx, valid), readChildren(ctx, object)]);
   return { children, references };
 }
 
 /** The children's keys, the observed ones read, and what reconcile sees of them as `ctx.children`. */
-async function readChildren(ctx: ReconcileContext, parent: KubeObject): Promise<ChildrenRead> {
+async function readChildren(ctx: EventContext, parent: KubeObject): Promise<ChildrenRead> {
   const known = await knownChildren(ctx, parent);
   const observed = await readObserved(ctx, known);
   return { known, observed, view: observedChildren(ctx.operator, observed) };
 }
 
 /** The children's keys from the event, or, when it carries none, listed by the parent label. */
-async function knownChildren(ctx: ReconcileContext, parent: KubeObject): Promise<KnownChildren> {
+async function knownChildren(ctx: EventContext, parent: KubeObject): Promise<KnownChildren> {
   const keys = childKeysOf(ctx);
   if (keys !== undefined) return { keys };
   const unlisted = ctx.operator.owns.filter((o) => !o.list).map((o) => o.kind);
@@ -68,7 +68,7 @@ async function knownChildren(ctx: ReconcileContext, parent: KubeObject): Promise
 }
 
 /** The event's children, grouped by the kind the operator owns (keys of kinds it does not own are ignored). */
-function childKeysOf(ctx: ReconcileContext): ChildKeys {
+function childKeysOf(ctx: EventContext): ChildKeys {
   const children = ctx.event.children;
   if (children === undefined) return undefined;
   const keys: NonNullable<ChildKeys> = new Map(ctx.operator.owns.map((o) => [o, new Map<string, ChildKey>()]));
@@ -83,7 +83,7 @@ function childKeysOf(ctx: ReconcileContext): ChildKeys {
  * Reads the observed children by name, side by side: from the API server's watch cache, no
  * older than the version the bridge saw. One that is gone since is left out.
  */
-async function readObserved(ctx: ReconcileContext, { keys, listed }: KnownChildren): Promise<ObservedByKind> {
+async function readObserved(ctx: EventContext, { keys, listed }: KnownChildren): Promise<ObservedByKind> {
   if (listed !== undefined) return listed;
   const observed: ObservedByKind = new Map();
   const reads: Array<Promise<void>> = [];
@@ -167,7 +167,7 @@ function namesOf(read: Read, object: CustomObject<unknown>): unknown[] {
  * objects in its own namespace only (a reference elsewhere would let whoever may write the object
  * read what they may not: PermanentError ReferenceInOtherNamespace).
  */
-function referencedKeys(ctx: ReconcileContext, object: CustomObject<unknown>): WantedReference[] {
+function referencedKeys(ctx: EventContext, object: CustomObject<unknown>): WantedReference[] {
   const wanted = new Map<string, WantedReference>();
   const own = object.metadata.namespace;
   const namespacedParent = ctx.operator.resource.scope === "Namespaced";
@@ -223,7 +223,7 @@ export interface ReferencesRead {
  * saw is there already); one missing is undefined. A reference that cannot be named throws at
  * once, before anything is read.
  */
-function readReferences(ctx: ReconcileContext, object: CustomObject<unknown>): Promise<ReferencesRead> {
+function readReferences(ctx: EventContext, object: CustomObject<unknown>): Promise<ReferencesRead> {
   const { operator } = ctx;
   if (operator.reads.length === 0) return Promise.resolve({ records: undefined, objects: referencedObjects(operator, [], object.metadata.namespace) });
   const wanted = referencedKeys(ctx, object);

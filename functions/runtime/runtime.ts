@@ -20,7 +20,7 @@ import { finalizerFirst } from "./finalizer.ts";
 import { countingApi, type KubeApi, type KubeObject } from "./kube-api.ts";
 import type { RuntimeMetrics } from "./metrics.ts";
 import { classify, type Outcome } from "./outcome.ts";
-import { parentRef, type ReconcileContext } from "./reconcile-context.ts";
+import { parentRef, type EventContext } from "./event-context.ts";
 import { readInputs } from "./reads.ts";
 import { writeSuccessStatus } from "./status.ts";
 import { effectsThenReconcile } from "./user-code.ts";
@@ -31,7 +31,7 @@ export interface RuntimeDeps {
   logger: Logger;
   clock: () => Date;
   /**
-   * The keys of the cluster this runtime serves (functions/clusters/event-keys.ts): an event whose
+   * The keys of the cluster this runtime serves (functions/clusters/registry.ts): an event whose
    * MAC none of them verifies is dead-lettered before anything reads its body.
    */
   eventKeys: EventKeyring;
@@ -155,14 +155,14 @@ function reconcilerFor(operator: Operator<unknown>, deps: RuntimeDeps): (receive
  * newer ones of its object, so it reads the object afresh. Effects act outside the cluster, where
  * no fence stands (core/fence.ts fences children): they act only on a read from etcd.
  */
-function announced(ctx: ReconcileContext): KubeObject | undefined {
+function announced(ctx: EventContext): KubeObject | undefined {
   const { event } = ctx;
   if (event.object === undefined || event.type === "DELETED" || !ctx.firstDelivery || ctx.operator.effects !== undefined) return undefined;
   return event.object as unknown as KubeObject;
 }
 
 /** A read on a first attempt: effects need etcd's (quorum) answer; anything else, one no older than the event's. */
-const firstRead = (ctx: ReconcileContext): Promise<KubeObject | undefined> =>
+const firstRead = (ctx: EventContext): Promise<KubeObject | undefined> =>
   ctx.operator.effects !== undefined ? ctx.api.get(ctx.ref) : ctx.api.get(ctx.ref, { notOlderThan: ctx.event.resourceVersion });
 
 /**
@@ -170,7 +170,7 @@ const firstRead = (ctx: ReconcileContext): Promise<KubeObject | undefined> =>
  * times. Nothing here waits or schedules: what the object wants next is recorded in its status,
  * and the bridge announces it when due.
  */
-export async function reconcileEvent(ctx: ReconcileContext, maxAttempts: number): Promise<Outcome> {
+export async function reconcileEvent(ctx: EventContext, maxAttempts: number): Promise<Outcome> {
   for (let attempt = 1; attempt <= maxAttempts; attempt++) {
     try {
       // First: the object the event carries, as the bridge saw it (a newer change has an event of
@@ -194,14 +194,14 @@ export async function reconcileEvent(ctx: ReconcileContext, maxAttempts: number)
 }
 
 /** The object with its spec parsed by the operator's schema (PermanentError InvalidSpec otherwise). */
-function validObject(ctx: ReconcileContext, object: KubeObject): CustomObject<unknown> {
+function validObject(ctx: EventContext, object: KubeObject): CustomObject<unknown> {
   const spec = ctx.operator.spec.safeParse(object.spec);
   if (!spec.success) throw new PermanentError(zodLine(spec.error), "InvalidSpec");
   return { ...(object as unknown as CustomObject<unknown>), spec: spec.data };
 }
 
 /** One reconcile of an object just read. Throws only 409 Conflicts (the caller re-reads); every other failure becomes an outcome. */
-async function reconcileObject(ctx: ReconcileContext, read: KubeObject): Promise<Outcome> {
+async function reconcileObject(ctx: EventContext, read: KubeObject): Promise<Outcome> {
   let object = read;
   // What this attempt read, once known: recorded with its outcome, success or failure alike.
   let records: ReferenceRecord[] | undefined;

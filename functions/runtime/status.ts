@@ -10,7 +10,7 @@ import { NEXT_RECONCILE_FIELD, nextReconcileOf, type NextReason, type NextReconc
 import { REFERENCES_FIELD, type ReferenceRecord } from "../../core/references.ts";
 import { RECONCILED_FIELD, type Reconciled } from "../../core/reconciled.ts";
 import type { KubeObject } from "./kube-api.ts";
-import type { ReconcileContext } from "./reconcile-context.ts";
+import type { EventContext } from "./event-context.ts";
 
 export const READY = "Ready";
 
@@ -26,7 +26,7 @@ export function nextReconcile(reason: NextReason, at: Date, attempts?: number): 
  * with that delay in seconds, if any.
  */
 export async function writeSuccessStatus(
-  ctx: ReconcileContext,
+  ctx: EventContext,
   object: KubeObject,
   input: StatusInput | undefined,
   now: Date,

@@ -15,7 +15,7 @@ import type { CustomObject, EffectsResult, ObjectStatus, ObservedChildren, Recon
 import { REFERENCES_FIELD, type ReferenceRecord } from "../../core/references.ts";
 import { sameJson } from "../../core/canonical-json.ts";
 import type { KubeObject } from "./kube-api.ts";
-import type { ReconcileContext } from "./reconcile-context.ts";
+import type { EventContext } from "./event-context.ts";
 
 /** The text of whatever was thrown: `[object Object]` and `undefined` are not messages. */
 export function thrownMessage(value: unknown): string {
@@ -88,7 +88,7 @@ export interface Called {
 }
 
 /** Effects (when declared), their record written at once, then reconcile on the object as recorded. */
-export async function effectsThenReconcile(ctx: ReconcileContext, read: KubeObject, valid: CustomObject<unknown>, inputs: ReconcileInputs): Promise<Called> {
+export async function effectsThenReconcile(ctx: EventContext, read: KubeObject, valid: CustomObject<unknown>, inputs: ReconcileInputs): Promise<Called> {
   const effected = await runEffects(ctx, valid, inputs);
   if (effected === undefined) return { object: read, result: callReconcile(ctx, valid, inputs) };
   // Recorded before anything else is written: what exists outside the cluster is on the object.
@@ -109,7 +109,7 @@ const effectsResultSchema = z
   .optional();
 
 /** Runs the operator's effects; undefined when it declares none. */
-async function runEffects(ctx: ReconcileContext, object: CustomObject<unknown>, inputs: ReconcileInputs): Promise<EffectsResult | undefined> {
+async function runEffects(ctx: EventContext, object: CustomObject<unknown>, inputs: ReconcileInputs): Promise<EffectsResult | undefined> {
   const { operator } = ctx;
   if (!operator.effects) return undefined;
   let result: unknown;
@@ -144,7 +144,7 @@ async function runEffects(ctx: ReconcileContext, object: CustomObject<unknown>, 
  * version read; returns the object as written (or as it was, when nothing changed).
  */
 async function recordEffects(
-  ctx: ReconcileContext,
+  ctx: EventContext,
   object: KubeObject,
   status: Record<string, unknown> | undefined,
   references: ReferenceRecord[] | undefined,
@@ -171,7 +171,7 @@ const reconcileResultSchema = z.object({
  * `effected`: the status fields effects returned this time, under reconcile's own (which win);
  * the operator's status schema checks the two together.
  */
-function callReconcile(ctx: ReconcileContext, object: CustomObject<unknown>, inputs: ReconcileInputs, effected?: Record<string, unknown>): ReconcileResult {
+function callReconcile(ctx: EventContext, object: CustomObject<unknown>, inputs: ReconcileInputs, effected?: Record<string, unknown>): ReconcileResult {
   let result: unknown;
   try {
     result = ctx.operator.reconcile(object, { now: inputs.now, children: inputs.children, references: inputs.references });
@@ -195,7 +195,7 @@ function callReconcile(ctx: ReconcileContext, object: CustomObject<unknown>, inp
 }
 
 /** The operator's status schema checks the user's fields; conditions and observedGeneration are the runtime's. */
-function withValidStatus(ctx: ReconcileContext, result: ReconcileResult): ReconcileResult {
+function withValidStatus(ctx: EventContext, result: ReconcileResult): ReconcileResult {
   const schema = ctx.operator.status;
   if (!schema || result.status === undefined) return result;
   const { conditions, ...fields } = result.status;

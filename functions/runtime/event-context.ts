@@ -1,11 +1,12 @@
 // What every step of one reconcile works with: the operator, the (counted) API, the verified event
-// being handled and the parent's REST location. Built once per event (runtime.ts); read-only.
+// being handled and the parent's REST location. Built once per event (runtime.ts); read-only. Not
+// what the user's code is given: that is ReconcileContext, EffectsContext or FinalizeContext (core).
 import type { Logger } from "pino";
 import type { KeyEvent } from "../../core/event.ts";
 import type { Operator } from "../../core/operator.ts";
 import type { KubeApi, ResourceRef } from "./kube-api.ts";
 
-export interface ReconcileContext<Spec = unknown> {
+export interface EventContext<Spec = unknown> {
   operator: Operator<Spec>;
   api: KubeApi;
   clock: () => Date;
