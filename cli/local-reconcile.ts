@@ -8,11 +8,10 @@
 // object they would change, so a caller can show what would move.
 import type { Logger } from "pino";
 import { apiVersionOf, type ObservedChildren, type Operator, type ReconcileResult, type ReferencedObjects } from "../core/operator.ts";
-import { PARENT_UID_LABEL, type ChildKey, type KeyEvent } from "../core/event.ts";
-import { fenceOf } from "../core/fence.ts";
-import { appliedHashOf } from "../core/reconciled.ts";
+import type { ChildKey, KeyEvent } from "../core/event.ts";
 import type { KubeApi, KubeObject, ResourceRef } from "../functions/runtime/kube-api.ts";
 import { reconcileEvent } from "../functions/runtime/runtime.ts";
+import { childKeyOf, listOwnedBy } from "../functions/runtime/children.ts";
 import type { Outcome } from "../functions/runtime/outcome.ts";
 import { parentRef, type EventContext } from "../functions/runtime/event-context.ts";
 
@@ -148,34 +147,7 @@ async function eventFor(api: KubeApi, operator: Operator<unknown>, object: KubeO
 async function childKeys(api: KubeApi, operator: Operator<unknown>, parent: KubeObject): Promise<ChildKey[]> {
   const uid = parent.metadata.uid ?? "";
   const perKind = await Promise.all(
-    operator.owns.map(async (owned) => {
-      const ref = {
-        group: owned.group,
-        version: owned.version,
-        plural: owned.plural,
-        ...(owned.namespaced && parent.metadata.namespace ? { namespace: parent.metadata.namespace } : {}),
-      };
-      const items = await api.list(ref, `${PARENT_UID_LABEL}=${uid}`);
-      return items.flatMap((o): ChildKey[] => {
-        const m = o.metadata;
-        const controller = (m.ownerReferences as Array<{ uid?: string; controller?: boolean }> | undefined)?.find((r) => r.controller === true);
-        if (controller?.uid !== uid || !m.uid || !m.resourceVersion) return [];
-        const hash = appliedHashOf(o, operator.fieldManager);
-        const fence = fenceOf(o);
-        return [
-          {
-            apiVersion: apiVersionOf(owned.group, owned.version),
-            kind: owned.kind,
-            ...(m.namespace ? { namespace: m.namespace } : {}),
-            name: m.name,
-            uid: m.uid,
-            resourceVersion: m.resourceVersion,
-            ...(hash === undefined ? {} : { appliedHash: hash }),
-            ...(fence === undefined ? {} : { parentGeneration: fence }),
-          },
-        ];
-      });
-    }),
+    operator.owns.map(async (owned) => (await listOwnedBy(api, owned, parent)).flatMap((o) => childKeyOf(owned, o, uid, operator.fieldManager) ?? [])),
   );
   return perKind.flat();
 }

@@ -10,7 +10,7 @@ import { apiVersionOf, type DesiredObject, type ObservedChildren, type Operator,
 import { createHash } from "node:crypto";
 import { canonicalJson } from "../../core/canonical-json.ts";
 import { ApiError } from "../../clients/kube-http.ts";
-import type { KubeObject, ResourceRef } from "./kube-api.ts";
+import type { KubeApi, KubeObject, ResourceRef } from "./kube-api.ts";
 import { appliedHashOf, childMarkOf, childToken, type ChildMark } from "../../core/reconciled.ts";
 import { isOwnershipRefusal } from "../../core/ownership.ts";
 import { APPLIED_HASH_ANNOTATION, PARENT_GENERATION_ANNOTATION, PARENT_UID_LABEL, type ChildKey } from "../../core/event.ts";
@@ -313,6 +313,40 @@ async function applyShared(ctx: EventContext, desired: DesiredObject, parent: Ku
   await ctx.api.apply(target, body, sharedFieldManager(ctx, parent));
 }
 
+/** The objects of an owned kind that carry the parent's uid label, from where its children live (a labelled LIST). */
+export function listOwnedBy(api: KubeApi, owned: Owned, parent: KubeObject): Promise<KubeObject[]> {
+  const ref = {
+    group: owned.group,
+    version: owned.version,
+    plural: owned.plural,
+    ...(owned.namespaced && parent.metadata.namespace ? { namespace: parent.metadata.namespace } : {}),
+  };
+  return api.list(ref, `${PARENT_UID_LABEL}=${parent.metadata.uid ?? ""}`);
+}
+
+/**
+ * The key the bridge's index holds for a listed object of an owned kind: undefined unless its
+ * controller reference names the parent. The applied hash only while the function's own apply
+ * wrote its content last; the fence as the child's annotation records it.
+ */
+export function childKeyOf(owned: Owned, o: KubeObject, parentUid: string, fieldManager: string): ChildKey | undefined {
+  const m = o.metadata;
+  const controller = (m.ownerReferences as Array<{ uid?: string; controller?: boolean }> | undefined)?.find((r) => r.controller === true);
+  if (controller?.uid !== parentUid || !m.uid || !m.resourceVersion) return undefined;
+  const hash = appliedHashOf(o, fieldManager);
+  const fence = fenceOf(o);
+  return {
+    apiVersion: apiVersionOf(owned.group, owned.version),
+    kind: owned.kind,
+    ...(m.namespace ? { namespace: m.namespace } : {}),
+    name: m.name,
+    uid: m.uid,
+    resourceVersion: m.resourceVersion,
+    ...(hash === undefined ? {} : { appliedHash: hash }),
+    ...(fence === undefined ? {} : { parentGeneration: fence }),
+  };
+}
+
 /**
  * Every child of every owned kind marked `list` that carries this parent's label and controller
  * reference — what the bridge's index would have named. The applied hash is the bridge's too:
@@ -327,32 +361,15 @@ export async function listChildren(ctx: EventContext, parent: KubeObject): Promi
     ctx.operator.owns
       .filter((o) => o.list)
       .map(async (owned) => {
-        const ref = {
-          group: owned.group,
-          version: owned.version,
-          plural: owned.plural,
-          ...(owned.namespaced && parent.metadata.namespace ? { namespace: parent.metadata.namespace } : {}),
-        };
-        const items = await ctx.api.list(ref, `${PARENT_UID_LABEL}=${uid}`);
-        const apiVersion = apiVersionOf(owned.group, owned.version);
+        const items = await listOwnedBy(ctx.api, owned, parent);
         const byKey = new Map<string, ChildKey>();
         const bodies = new Map<string, KubeObject>();
         for (const o of items) {
-          const m = o.metadata;
-          const controller = (m.ownerReferences as Array<{ uid?: string; controller?: boolean }> | undefined)?.find((r) => r.controller === true);
-          if (controller?.uid !== uid || m.uid === undefined || m.resourceVersion === undefined) continue;
-          const hash = appliedHashOf(o, ctx.operator.fieldManager);
-          const key = keyOf(m.namespace, m.name);
-          byKey.set(key, {
-            apiVersion,
-            kind: owned.kind,
-            ...(m.namespace ? { namespace: m.namespace } : {}),
-            name: m.name,
-            uid: m.uid,
-            resourceVersion: m.resourceVersion,
-            ...(hash === undefined ? {} : { appliedHash: hash }),
-          });
-          if (owned.observe) bodies.set(key, { ...o, apiVersion, kind: owned.kind });
+          const child = childKeyOf(owned, o, uid, ctx.operator.fieldManager);
+          if (child === undefined) continue;
+          const key = keyOf(child.namespace, child.name);
+          byKey.set(key, child);
+          if (owned.observe) bodies.set(key, { ...o, apiVersion: child.apiVersion, kind: owned.kind });
         }
         keys.set(owned, byKey);
         if (owned.observe) listed.set(owned, bodies);
