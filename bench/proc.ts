@@ -94,3 +94,19 @@ export function clusterPids(apiPort: number): ClusterPids {
   if (mq !== undefined) found.elasticMq = mq.pid;
   return found;
 }
+
+/** The ElasticMQ process listening on `port`, found by the config file its command line names. */
+export function elasticMqPid(port: number): number | undefined {
+  for (const d of readdirSync("/proc")) {
+    if (!/^\d+$/.test(d)) continue;
+    const conf = commandLine(d)
+      .find((a) => a.startsWith("-Dconfig.file="))
+      ?.slice("-Dconfig.file=".length);
+    try {
+      if (conf !== undefined && readFileSync(conf, "utf8").includes(`bind-port = ${port},`)) return Number(d);
+    } catch {
+      // Gone, or not ours to read.
+    }
+  }
+  return undefined;
+}

@@ -1,0 +1,79 @@
+// `npm run bench:queuedepth`: what one message costs the local SQS stand-in (ElasticMQ, as
+// `crdfn dev` and the benchmarks run it) by the depth of its FIFO queue. N messages, each in a
+// group of its own (one object's stream, as the bridge sends them), are sent in batches of ten,
+// then received and deleted by four loops, as the local poller does; ElasticMQ's CPU seconds come
+// from /proc. Every cold start at scale fills the queue this deep: the bridge sends every
+// object's first event at once. SQS itself bills per request, whatever the depth.
+import { DeleteMessageBatchCommand, ReceiveMessageCommand, SendMessageBatchCommand, type SQSClient } from "@aws-sdk/client-sqs";
+import { loadavg } from "node:os";
+import { Command, Option } from "commander";
+import { sqsClient } from "../clients/sqs-client.ts";
+import { startLocalQueue } from "../emulator/queue.ts";
+import { cpuSeconds, elasticMqPid } from "./proc.ts";
+
+const program = new Command("bench:queuedepth")
+  .description("ElasticMQ's CPU per message by the depth of its FIFO queue (one group per message, as the bridge sends)")
+  .addOption(new Option("--depths <list>", "queue depths to measure, comma-separated").default("1000,2000,5000"))
+  .addOption(new Option("--body-bytes <n>", "bytes per message body (a Greeting's event is about 1.5 KiB)").default("1500"))
+  .addHelpText("after", "\nExample:\n  npm run bench:queuedepth -- --depths 1000,5000,10000\n");
+const opts = program.parse().opts<{ depths: string; bodyBytes: string }>();
+const depths = opts.depths.split(",").map(Number);
+
+async function fill(sqs: SQSClient, url: string, n: number, tag: string, body: string): Promise<void> {
+  const batches: Promise<unknown>[] = [];
+  for (let i = 0; i < n; i += 10) {
+    const entries = Array.from({ length: Math.min(10, n - i) }, (_, j) => ({
+      Id: `m${j}`,
+      MessageBody: body,
+      MessageGroupId: `${tag}-${i + j}`,
+      MessageDeduplicationId: `${tag}-${i + j}`,
+    }));
+    batches.push(sqs.send(new SendMessageBatchCommand({ QueueUrl: url, Entries: entries })));
+    if (batches.length >= 8) await Promise.all(batches.splice(0));
+  }
+  await Promise.all(batches);
+}
+
+async function drain(sqs: SQSClient, url: string, n: number): Promise<void> {
+  let received = 0;
+  const loop = async (): Promise<void> => {
+    while (received < n) {
+      const got = (await sqs.send(new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }))).Messages ?? [];
+      received += got.length;
+      if (got.length > 0)
+        await sqs.send(new DeleteMessageBatchCommand({ QueueUrl: url, Entries: got.map((m, i) => ({ Id: `d${i}`, ReceiptHandle: m.ReceiptHandle ?? "" })) }));
+    }
+  };
+  await Promise.all([loop(), loop(), loop(), loop()]);
+}
+
+const queue = await startLocalQueue({ log: () => {} });
+try {
+  const sqs = sqsClient({
+    endpoint: queue.sqs.endpoint,
+    region: queue.sqs.region,
+    accessKeyId: queue.sqs.accessKeyId,
+    secretAccessKey: queue.sqs.secretAccessKey,
+  });
+  const pid = elasticMqPid(Number(new URL(queue.sqs.endpoint).port));
+  if (pid === undefined) throw new Error("the ElasticMQ process was not found");
+  const body = "x".repeat(Number(opts.bodyBytes));
+  console.log(`bench:queuedepth — ElasticMQ (H2 storage, as crdfn runs it); load average ${loadavg()[0]!.toFixed(1)} at start`);
+  console.log("| depth | send: s / CPU ms per message | receive + delete: s / CPU ms per message |");
+  console.log("|---|---|---|");
+  for (const n of depths) {
+    const tag = `d${n}-${Date.now()}`;
+    let cpu = cpuSeconds(pid) ?? 0;
+    let t = performance.now();
+    await fill(sqs, queue.sqs.queues.fifo, n, tag, body);
+    const send = { s: (performance.now() - t) / 1000, ms: (((cpuSeconds(pid) ?? 0) - cpu) * 1000) / n };
+    cpu = cpuSeconds(pid) ?? 0;
+    t = performance.now();
+    await drain(sqs, queue.sqs.queues.fifo, n);
+    const take = { s: (performance.now() - t) / 1000, ms: (((cpuSeconds(pid) ?? 0) - cpu) * 1000) / n };
+    console.log(`| ${n} | ${send.s.toFixed(1)} / ${send.ms.toFixed(2)} | ${take.s.toFixed(1)} / ${take.ms.toFixed(2)} |`);
+  }
+  console.log(`load average ${loadavg()[0]!.toFixed(1)} at the end`);
+} finally {
+  await queue.stop();
+}
