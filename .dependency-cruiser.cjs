@@ -25,6 +25,15 @@ const framework = "^(core|deploy|clients|bridge|functions|emulator|cli|bench|tes
 const notTest = "\\.test\\.ts$";
 /** cli/'s top floor: the entry, the command tree and the commands outside admin/ and generate/. */
 const cliTop = "^cli/(main|program|[^/]+-command)\\.ts$";
+const cliFolders = ["local", "admin", "generate"];
+/** A folder of cli/'s middle floor imports neither a command nor the other two folders. */
+const cliFolder = (name, folder, comment) => ({
+  name,
+  comment,
+  severity: "error",
+  from: { path: `^cli/${folder}/`, pathNot: notTest },
+  to: { path: [`^cli/(${cliFolders.filter((f) => f !== folder).join("|")})/`, cliTop] },
+});
 
 module.exports = {
   forbidden: [
@@ -130,31 +139,23 @@ module.exports = {
         "cli/'s shared plumbing (loading operators, esbuild, the .crdfn/env environment, signals) serves every command, so it imports none of them and none of cli/'s folders.",
       severity: "error",
       from: { path: "^cli/[^/]+\\.ts$", pathNot: [notTest, cliTop] },
-      to: { path: ["^cli/(local|admin|generate)/", cliTop] },
+      to: { path: [`^cli/(${cliFolders.join("|")})/`, cliTop] },
     },
-    {
-      name: "cli-local-runs-no-command",
-      comment:
-        "The local stack is what `crdfn dev`, the benchmarks and the tests share, so what they show is the same: it is built from the layers and cli/'s plumbing, never from a command (admin/, generate/, the entry, a *-command.ts).",
-      severity: "error",
-      from: { path: "^cli/local/", pathNot: notTest },
-      to: { path: ["^cli/(admin|generate)/", cliTop] },
-    },
-    {
-      name: "cli-admin-stands-alone",
-      comment:
-        "The admin commands act on a deployment as it runs (a local one: the .crdfn/env it left): they neither start the local stack nor write a project's files, so they import neither cli/local/ nor cli/generate/.",
-      severity: "error",
-      from: { path: "^cli/admin/", pathNot: notTest },
-      to: { path: ["^cli/(local|generate)/", cliTop] },
-    },
-    {
-      name: "cli-generate-stands-alone",
-      comment: "What writes a project's files follows from its operators and settings alone, never from a running stack or deployment.",
-      severity: "error",
-      from: { path: "^cli/generate/", pathNot: notTest },
-      to: { path: ["^cli/(local|admin)/", cliTop] },
-    },
+    cliFolder(
+      "cli-local-runs-no-command",
+      "local",
+      "The local stack is what `crdfn dev`, the benchmarks and the tests share, so what they show is the same: it is built from the layers and cli/'s plumbing, never from a command (admin/, generate/, the entry, a *-command.ts).",
+    ),
+    cliFolder(
+      "cli-admin-stands-alone",
+      "admin",
+      "The admin commands act on a deployment as it runs (a local one: the .crdfn/env it left): they neither start the local stack nor write a project's files, so they import neither cli/local/ nor cli/generate/.",
+    ),
+    cliFolder(
+      "cli-generate-stands-alone",
+      "generate",
+      "What writes a project's files follows from its operators and settings alone, never from a running stack or deployment.",
+    ),
     {
       name: "functions-load-the-aws-sdk-lazily",
       comment: "A Lambda's usual invocation sends nothing to SQS: the SDK is imported where it is used (functions/runtime/sqs-client.ts), not at a cold start.",

@@ -13,6 +13,7 @@ import { build } from "esbuild";
 import { Command } from "commander";
 import { SetupError } from "../../emulator/errors.ts";
 import { packageRoot } from "../../emulator/paths.ts";
+import { ESM_REQUIRE_BANNER } from "../bundle.ts";
 import { kubeConfigOnly } from "../esbuild-plugins.ts";
 
 /** What stays a package in the upload, installed by Cloud Build from the registry. */
@@ -110,8 +111,7 @@ export async function bundleCloudRunSource(source: string, out: string): Promise
     // A crdfn run from its checkout bundles its sources; an installed one ships JavaScript only.
     conditions: existsSync(join(packageRoot, "core", "index.ts")) ? ["crdfn-source"] : [],
     plugins: [kubeConfigOnly],
-    // Some bundled CommonJS dependencies call require() for Node built-ins; ESM has none.
-    banner: { js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);" },
+    banner: { js: ESM_REQUIRE_BANNER },
   }).catch((e: unknown) => {
     throw new SetupError(`bundling ${relative(process.cwd(), main) || main} for Cloud Run: ${buildError(e)}`);
   });

@@ -3,6 +3,7 @@
 // deploy settings and serverless.yml, and the project settings. The README's "Your own project"
 // section prints some of these files for a project named "motd" (a test keeps them equal).
 import { pluralOf } from "../../core/operator.ts";
+import { ESM_REQUIRE_BANNER } from "../bundle.ts";
 
 export interface ProjectNames {
   /** The folder and npm package name, a DNS-1123 label: "motd", "my-app". */
@@ -280,7 +281,7 @@ custom:
     outputFileExtension: .mjs
     exclude: []                 # bundle the AWS SDK too: the versions crdfn was tested with
     banner:
-      js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);"
+      js: ${JSON.stringify(ESM_REQUIRE_BANNER)}
     # Leaves client-node out of the bundle: a faster cold start.
     plugins: ${plugin}
 
