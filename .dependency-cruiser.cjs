@@ -8,7 +8,14 @@
 //   functions/ reconcile runtime, FaaS adapters, crdfn/testing; never imports bridge/
 //   emulator/  local control plane + queue for tests and `crdfn dev`; dev-only; imports core, clients
 //   examples/  operators exactly as a user writes them: only crdfn's public entry points
-//   cli/, test/, bench/ compose everything
+//   cli/, test/, bench/ compose everything; inside cli/, three floors:
+//     cli/*.ts        the plumbing every command shares (loading operators, esbuild, the .crdfn/env
+//                     environment, signals, namespaces not served), below all of cli/
+//     cli/local/      the local stack (pipeline, targets, identities, local Cloud Run, watch, state
+//                     dir) that `crdfn dev`, bench/ and test/ run: imports no command
+//     cli/admin/      the commands that act on a running deployment (status, dlq, resync, diff, replay)
+//     cli/generate/   the commands that write files into a project (init, generate, crd, bundle)
+//     cli/main.ts, program.ts, *-command.ts   the entry and the other commands, on top
 // dependency-cruiser resolves packages to their files (node_modules/…), so package rules match
 // resolved paths, and Node built-ins resolve to their bare names (fs, node:test).
 const npm = ["npm", "npm-dev", "npm-peer", "npm-optional", "npm-no-pkg", "npm-unknown", "npm-bundled"];
@@ -16,6 +23,17 @@ const nodeIo = "^(node:)?(fs|net|http|https|http2|child_process|dgram|dns|tls|cl
 const publicEntries = "^(core/index\\.ts|functions/adapters/(lambda|http)\\.ts|functions/testing/index\\.ts)$";
 const framework = "^(core|deploy|clients|bridge|functions|emulator|cli|bench|test)/";
 const notTest = "\\.test\\.ts$";
+/** cli/'s top floor: the entry, the command tree and the commands outside admin/ and generate/. */
+const cliTop = "^cli/(main|program|[^/]+-command)\\.ts$";
+const cliFolders = ["local", "admin", "generate"];
+/** A folder of cli/'s middle floor imports neither a command nor the other two folders. */
+const cliFolder = (name, folder, comment) => ({
+  name,
+  comment,
+  severity: "error",
+  from: { path: `^cli/${folder}/`, pathNot: notTest },
+  to: { path: [`^cli/(${cliFolders.filter((f) => f !== folder).join("|")})/`, cliTop] },
+});
 
 module.exports = {
   forbidden: [
@@ -115,6 +133,29 @@ module.exports = {
       from: { path: "^cli/", pathNot: notTest },
       to: { path: "^(examples|test|bench)/" },
     },
+    {
+      name: "cli-plumbing-is-the-ground-floor",
+      comment:
+        "cli/'s shared plumbing (loading operators, esbuild, the .crdfn/env environment, signals) serves every command, so it imports none of them and none of cli/'s folders.",
+      severity: "error",
+      from: { path: "^cli/[^/]+\\.ts$", pathNot: [notTest, cliTop] },
+      to: { path: [`^cli/(${cliFolders.join("|")})/`, cliTop] },
+    },
+    cliFolder(
+      "cli-local-runs-no-command",
+      "local",
+      "The local stack is what `crdfn dev`, the benchmarks and the tests share, so what they show is the same: it is built from the layers and cli/'s plumbing, never from a command (admin/, generate/, the entry, a *-command.ts).",
+    ),
+    cliFolder(
+      "cli-admin-stands-alone",
+      "admin",
+      "The admin commands act on a deployment as it runs (a local one: the .crdfn/env it left): they neither start the local stack nor write a project's files, so they import neither cli/local/ nor cli/generate/.",
+    ),
+    cliFolder(
+      "cli-generate-stands-alone",
+      "generate",
+      "What writes a project's files follows from its operators and settings alone, never from a running stack or deployment.",
+    ),
     {
       name: "functions-load-the-aws-sdk-lazily",
       comment: "A Lambda's usual invocation sends nothing to SQS: the SDK is imported where it is used (functions/runtime/sqs-client.ts), not at a cold start.",

@@ -1,7 +1,7 @@
 // `npm run bench:coldscale`: a cold start at scale (issue 33). N Greetings (examples/greeting)
 // are created in a fresh namespace before any operator runs; then the system is started for that
 // namespace and timed from its spawn to every Greeting Ready (status reports its generation
-// reconciled, seen by a watch). crdfn runs as the local stack runs it (cli/pipeline.ts: the
+// reconciled, seen by a watch). crdfn runs as the local stack runs it (cli/local/pipeline.ts: the
 // bridge as its own process, the SQS poller and the functions in another, ElasticMQ);
 // controller-runtime with 8 workers (bench/peers) on the same cluster, in its own namespace.
 // Beside the time: CPU seconds per process from /proc, the API server's requests by verb from its
@@ -10,7 +10,8 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from "
 import { cpus, loadavg, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { Command, InvalidArgumentError, Option } from "commander";
-import { DEFAULT_RECEIVE_LOOPS, installCrds } from "../cli/pipeline.ts";
+import { installCrds } from "../cli/local/install-crds.ts";
+import { DEFAULT_RECEIVE_LOOPS } from "../cli/local/pipeline.ts";
 import type { Operator } from "../core/operator.ts";
 import { servedNamespacesPolicyOf } from "../deploy/admission.ts";
 import { startCluster } from "../emulator/cluster.ts";

@@ -4,8 +4,8 @@
 // operator (a server-side dry-run apply per child as well), at the command's default concurrency.
 // The objects are reconciled first by the function's own steps (local-reconcile.ts, writing).
 import { pino } from "pino";
-import { diffObjects, formatDiffs } from "../cli/diff.ts";
-import { reconcileLocally } from "../cli/local-reconcile.ts";
+import { diffObjects, formatDiffs } from "../cli/admin/diff.ts";
+import { reconcileLocally } from "../cli/admin/local-reconcile.ts";
 import { startCluster } from "../emulator/cluster.ts";
 import greeting from "../examples/greeting/operator.ts";
 import type { Operator } from "../core/operator.ts";

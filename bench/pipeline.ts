@@ -4,7 +4,7 @@
 // same API server (a tight loop of status patches).
 import { cpus, loadavg } from "node:os";
 import { pino } from "pino";
-import { DEFAULT_RECEIVE_LOOPS, startPipeline, type ReconcileRecord } from "../cli/pipeline.ts";
+import { DEFAULT_RECEIVE_LOOPS, startPipeline, type ReconcileRecord } from "../cli/local/pipeline.ts";
 import { BRIDGE_NODE_OPTIONS } from "../deploy/bridge.ts";
 import type { Operator } from "../core/operator.ts";
 import { startCluster } from "../emulator/cluster.ts";

@@ -9,7 +9,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, totalmem } from "node:os";
 import { dirname, join } from "node:path";
 import { Command, InvalidArgumentError } from "commander";
-import { installCrds } from "../cli/pipeline.ts";
+import { installCrds } from "../cli/local/install-crds.ts";
 import { sqsClient } from "../clients/sqs-client.ts";
 import { startCluster } from "../emulator/cluster.ts";
 import { packageRoot } from "../emulator/paths.ts";

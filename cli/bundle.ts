@@ -9,6 +9,13 @@ import { build, type Plugin } from "esbuild";
 import { packageRoot } from "../emulator/paths.ts";
 import { kubeConfigOnly } from "./esbuild-plugins.ts";
 
+/**
+ * The first line of every ES module bundle crdfn makes (the bridge's, the Cloud Run upload, and the
+ * Lambda's through serverless.yml): some bundled CommonJS dependencies call require(), which an ES
+ * module does not have.
+ */
+export const ESM_REQUIRE_BANNER = "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);";
+
 /** The file beside the bridge's bundle that holds the Pub/Sub client library. */
 export const BRIDGE_PUBSUB_FILE = "bridge-pubsub.mjs";
 
@@ -29,8 +36,7 @@ export async function bundleBridge(outfile: string): Promise<void> {
     logLevel: "warning",
     // Minified source is held in memory once loaded: 5.3 → 2.0 MiB of bundle (npm run bench:bridge).
     minify: true,
-    // Some dependencies are CommonJS and call require(); give the ES module one.
-    banner: { js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);" },
+    banner: { js: ESM_REQUIRE_BANNER },
   } as const;
   const pubsubBeside: Plugin = {
     name: "crdfn-pubsub-beside",
@@ -54,7 +60,7 @@ export async function bundleBridge(outfile: string): Promise<void> {
     // gRPC's and google-gax's CommonJS compute paths from __dirname when they load (used only to
     // load .proto files from disk, which the Pub/Sub client does not: its protos are bundled JSON).
     banner: {
-      js: `${common.banner.js} import { fileURLToPath as __crdfnPath } from 'node:url'; const __filename = __crdfnPath(import.meta.url); const __dirname = __crdfnPath(new URL('.', import.meta.url));`,
+      js: `${ESM_REQUIRE_BANNER} import { fileURLToPath as __crdfnPath } from 'node:url'; const __filename = __crdfnPath(import.meta.url); const __dirname = __crdfnPath(new URL('.', import.meta.url));`,
     },
   });
 }

@@ -2,13 +2,13 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { z } from "zod";
 import { defineOperator } from "../core/operator.ts";
-import { envFile } from "./cluster.ts";
-import { reconcileLine } from "./dev.ts";
-import { describeMessage } from "./dlq.ts";
+import { envFile } from "./environment.ts";
+import { reconcileLine } from "./dev-command.ts";
+import { describeMessage } from "./admin/dlq.ts";
 import { encodeKeyEvent, type KeyEvent } from "../core/event.ts";
 import { signKeyEvent } from "../core/event-auth.ts";
 import { watchedResourcesOf } from "../deploy/bridge.ts";
-import type { ReconcileRecord } from "./pipeline.ts";
+import type { ReconcileRecord } from "./local/pipeline.ts";
 
 const record = (outcome: ReconcileRecord["outcome"]): ReconcileRecord => ({
   kind: "Greeting",

@@ -9,6 +9,9 @@ import { SetupError } from "../emulator/errors.ts";
 import { packageRoot } from "../emulator/paths.ts";
 import { importBundled } from "./bundle.ts";
 
+/** The deploy settings a command reads when none is named (`--settings`), from the folder it runs in. */
+export const DEFAULT_SETTINGS = "crdfn.deploy.yaml";
+
 function isOperator(x: unknown): x is Operator<unknown> {
   const o = x as Partial<Operator<unknown>> | undefined;
   return typeof o?.reconcile === "function" && typeof o.resource?.kind === "string" && Array.isArray(o.owns);

@@ -2,17 +2,17 @@
 import { Command } from "commander";
 import { packageVersion } from "../emulator/paths.ts";
 import { bridgeCommand } from "./bridge-command.ts";
-import { bundleCommand } from "./cloudrun-source.ts";
-import { clusterCommand } from "./cluster.ts";
-import { crdCommand } from "./crd.ts";
-import { devCommand } from "./dev.ts";
-import { diffCommand } from "./diff.ts";
-import { dlqCommand } from "./dlq.ts";
-import { generateCommand } from "./generate.ts";
-import { initCommand } from "./init.ts";
-import { replayCommand } from "./replay.ts";
-import { resyncCommand } from "./resync.ts";
-import { statusCommand } from "./status.ts";
+import { bundleCommand } from "./generate/cloudrun-source.ts";
+import { clusterCommand } from "./cluster-command.ts";
+import { crdCommand } from "./generate/crd.ts";
+import { devCommand } from "./dev-command.ts";
+import { diffCommand } from "./admin/diff.ts";
+import { dlqCommand } from "./admin/dlq.ts";
+import { generateCommand } from "./generate/generate.ts";
+import { initCommand } from "./generate/init.ts";
+import { replayCommand } from "./admin/replay.ts";
+import { resyncCommand } from "./admin/resync.ts";
+import { statusCommand } from "./admin/status.ts";
 import { testCommand } from "./test-command.ts";
 
 export function program(): Command {

@@ -5,7 +5,7 @@
 // each its own configuration and grants instead of overwriting one shared set.
 import type { Operator } from "../core/operator.ts";
 import type { DeploySettings, LambdaDeploySettings } from "./settings.ts";
-import type { PolicyRule } from "./rbac.ts";
+import { grantsOf, type PolicyRule } from "./rbac.ts";
 import { eventQueueUrl } from "./queue-names.ts";
 
 type Manifest = Record<string, unknown>;
@@ -119,32 +119,7 @@ export function bridgeWatchRbacOf(
 ): Manifest[] {
   const name = bridgeName(s);
   const subjects = [{ kind: "ServiceAccount", name, namespace: s.bridge.namespace }];
-  const { namespaced, cluster } = watchRules(operators);
-  const clusterRole = (name: string, rules: PolicyRule[]): Manifest[] => [
-    { apiVersion: rbac, kind: "ClusterRole", metadata: { name }, rules },
-    {
-      apiVersion: rbac,
-      kind: "ClusterRoleBinding",
-      metadata: { name },
-      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name },
-      subjects,
-    },
-  ];
-  if (s.namespaces.length === 0) return clusterRole(name, [...cluster, ...namespaced]);
-  const out: Manifest[] = cluster.length > 0 ? clusterRole(`${name}-cluster`, cluster) : [];
-  for (const namespace of s.namespaces) {
-    out.push(
-      { apiVersion: rbac, kind: "Role", metadata: { name, namespace }, rules: namespaced },
-      {
-        apiVersion: rbac,
-        kind: "RoleBinding",
-        metadata: { name, namespace },
-        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name },
-        subjects,
-      },
-    );
-  }
-  return out;
+  return grantsOf(name, subjects, watchRules(operators), s.namespaces);
 }
 
 /** Leader election: its own Lease only. `create` cannot be limited by name (the object does not exist yet), so it is granted on leases in this namespace alone. */

@@ -131,9 +131,24 @@ export function functionRbacOf(operator: Operator<unknown>, o: { functionsNamesp
     // The Lambda's IAM role, mapped by an EKS access entry to this group.
     { kind: "Group", apiGroup: "rbac.authorization.k8s.io", name: id.group },
   ];
+  const serviceAccount: Manifest = { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: id.serviceAccount, namespace: id.namespace } };
+  return [serviceAccount, ...grantsOf(name, subjects, rbacRulesByScope(operator), o.namespaces)];
+}
+
+/**
+ * An identity's grants (`rules` bound to `subjects`) where they must live. `namespaces` empty: one
+ * ClusterRole `name` with every rule. Otherwise a Role and RoleBinding `name` in each namespace,
+ * and a ClusterRole `<name>-cluster` only for the cluster-scoped rules, when there are any.
+ */
+export function grantsOf(
+  name: string,
+  subjects: readonly unknown[],
+  rules: { namespaced: PolicyRule[]; cluster: PolicyRule[] },
+  namespaces: readonly string[],
+): Manifest[] {
   const rbac = "rbac.authorization.k8s.io/v1";
-  const clusterRole = (roleName: string, rules: PolicyRule[]): Manifest[] => [
-    { apiVersion: rbac, kind: "ClusterRole", metadata: { name: roleName }, rules },
+  const clusterRole = (roleName: string, roleRules: PolicyRule[]): Manifest[] => [
+    { apiVersion: rbac, kind: "ClusterRole", metadata: { name: roleName }, rules: roleRules },
     {
       apiVersion: rbac,
       kind: "ClusterRoleBinding",
@@ -142,11 +157,10 @@ export function functionRbacOf(operator: Operator<unknown>, o: { functionsNamesp
       subjects,
     },
   ];
-  const out: Manifest[] = [{ apiVersion: "v1", kind: "ServiceAccount", metadata: { name: id.serviceAccount, namespace: id.namespace } }];
-  if (o.namespaces.length === 0) return [...out, ...clusterRole(name, rbacRulesOf(operator))];
-  const { namespaced, cluster } = rbacRulesByScope(operator);
-  if (cluster.length > 0) out.push(...clusterRole(`${name}-cluster`, cluster));
-  for (const namespace of o.namespaces) {
+  const { namespaced, cluster } = rules;
+  if (namespaces.length === 0) return clusterRole(name, [...cluster, ...namespaced]);
+  const out: Manifest[] = cluster.length > 0 ? clusterRole(`${name}-cluster`, cluster) : [];
+  for (const namespace of namespaces) {
     out.push(
       { apiVersion: rbac, kind: "Role", metadata: { name, namespace }, rules: namespaced },
       {

@@ -3,7 +3,7 @@
 // stopped with Ctrl-C (SIGINT to the group). The examples reconcile through the Pub/Sub emulator,
 // push and functions-framework; nothing is left running afterwards.
 import { signKeyEvent } from "../core/event-auth.ts";
-import { devEventKey } from "../cli/event-key.ts";
+import { devEventKey } from "../cli/local/event-key.ts";
 import assert from "node:assert/strict";
 import { execFile, spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { promisify } from "node:util";
 import { pubSubClient } from "../clients/pubsub-client.ts";
-import { readEnvFile } from "../cli/settings.ts";
+import { readEnvFile } from "../cli/environment.ts";
 import { encodeKeyEvent, messageGroupId, type KeyEvent } from "../core/event.ts";
 import { pubSubNamesOf } from "../deploy/queue-names.ts";
 import { controlPlaneBinaries } from "../emulator/binaries.ts";

@@ -2,7 +2,7 @@
 // inspected with kubectl and `crdfn status` / `crdfn dlq`, and stopped with Ctrl-C (SIGINT to
 // the group). Nothing may be left running afterwards.
 import { signKeyEvent } from "../core/event-auth.ts";
-import { devEventKey } from "../cli/event-key.ts";
+import { devEventKey } from "../cli/local/event-key.ts";
 import assert from "node:assert/strict";
 import { execFile, spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { promisify } from "node:util";
 import { SendMessageCommand } from "@aws-sdk/client-sqs";
-import { readEnvFile } from "../cli/settings.ts";
+import { readEnvFile } from "../cli/environment.ts";
 import { sqsClient, sqsSettingsOf } from "../clients/sqs-client.ts";
 import { deduplicationId, encodeKeyEvent, messageGroupId, type KeyEvent } from "../core/event.ts";
 import { controlPlaneBinaries } from "../emulator/binaries.ts";

@@ -12,7 +12,7 @@ import { promisify } from "node:util";
 import { after, before, describe, it } from "node:test";
 import { CreateQueueCommand, GetQueueAttributesCommand, SendMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import { stringify } from "yaml";
-import { redrive } from "../cli/dlq.ts";
+import { redrive } from "../cli/admin/dlq.ts";
 import { encodeKeyEvent, type KeyEvent } from "../core/event.ts";
 import { sqsClient } from "../clients/sqs-client.ts";
 import { packageRoot } from "../emulator/paths.ts";

@@ -1,5 +1,5 @@
 // A user's own project, as the README shows it: the files its "Your own project" section prints
-// are the ones `crdfn init motd` writes (one truth: cli/init-templates.ts), and the operator
+// are the ones `crdfn init motd` writes (one truth: cli/generate/init-templates.ts), and the operator
 // must work in the emulator like the shipped examples, its unit test type-checking strictly.
 import assert from "node:assert/strict";
 import { execFile, execFileSync } from "node:child_process";
@@ -9,9 +9,9 @@ import { dirname, join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { KubernetesObjectApi, PatchStrategy, loadYaml, type KubernetesObject } from "@kubernetes/client-node";
 import { pino } from "pino";
-import { projectFiles, projectNames } from "../cli/init-templates.ts";
+import { projectFiles, projectNames } from "../cli/generate/init-templates.ts";
 import { loadOperator } from "../cli/operators.ts";
-import { startPipeline, type Pipeline, type ReconcileRecord } from "../cli/pipeline.ts";
+import { startPipeline, type Pipeline, type ReconcileRecord } from "../cli/local/pipeline.ts";
 import { testCluster, type TestCluster } from "./support/test-cluster.ts";
 import { packageRoot } from "../emulator/paths.ts";
 import { eventually } from "./support/eventually.ts";

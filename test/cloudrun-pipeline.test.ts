@@ -20,10 +20,10 @@ import {
 } from "@kubernetes/client-node";
 import { pino } from "pino";
 import { stringify } from "yaml";
-import { startPipeline, type ProcessPipeline, type ReconcileRecord } from "../cli/pipeline.ts";
-import { LOCAL_PUBSUB_PREFIX } from "../cli/local-cloud-run.ts";
-import { pubSubAdmin, type PubSubAdmin } from "../cli/pubsub-admin.ts";
-import { DEV_FUNCTIONS_NAMESPACE } from "../cli/dev-identities.ts";
+import { startPipeline, type ProcessPipeline, type ReconcileRecord } from "../cli/local/pipeline.ts";
+import { LOCAL_PUBSUB_PREFIX } from "../cli/local/cloud-run.ts";
+import { pubSubAdmin, type PubSubAdmin } from "../cli/admin/pubsub-admin.ts";
+import { DEV_FUNCTIONS_NAMESPACE } from "../cli/local/dev-identities.ts";
 import { messageGroupId } from "../core/event.ts";
 import type { Operator } from "../core/operator.ts";
 import { functionRbacOf } from "../deploy/rbac.ts";

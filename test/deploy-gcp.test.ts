@@ -15,7 +15,7 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { parse, parseAllDocuments, stringify } from "yaml";
 import { loadBridgeConfig } from "../bridge/config.ts";
-import { generate, writeGenerated, type Generated } from "../cli/generate.ts";
+import { generate, writeGenerated, type Generated } from "../cli/generate/generate.ts";
 import { LOG_COUNTERS, LOG_DISTRIBUTIONS, METRIC_MARKER } from "../core/cloud-logging-metrics.ts";
 import { ConfigError } from "../core/config-error.ts";
 import { parseDeploySettings } from "../deploy/settings.ts";

@@ -11,7 +11,7 @@ import { Writable } from "node:stream";
 import { after, before, describe, it } from "node:test";
 import { pino } from "pino";
 import { z } from "zod";
-import { startPipeline, type Pipeline } from "../cli/pipeline.ts";
+import { startPipeline, type Pipeline } from "../cli/local/pipeline.ts";
 import { defineOperator, type Operator } from "../core/operator.ts";
 import { testCluster, type TestCluster } from "./support/test-cluster.ts";
 import greetingOperator from "../examples/greeting/operator.ts";

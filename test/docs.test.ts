@@ -12,7 +12,7 @@ import type { Command } from "commander";
 import { parseAllDocuments } from "yaml";
 import { packageRoot } from "../emulator/paths.ts";
 import { program } from "../cli/program.ts";
-import { projectFiles, projectNames } from "../cli/init-templates.ts";
+import { projectFiles, projectNames } from "../cli/generate/init-templates.ts";
 import { deploySettingKeys } from "../deploy/settings.ts";
 
 interface Block {

@@ -15,7 +15,7 @@ import type { Context } from "aws-lambda";
 import { deduplicationId, encodeKeyEvent, messageGroupId, parseKeyEvent, type KeyEvent } from "../core/event.ts";
 import { signKeyEvent, verifyKeyEvent } from "../core/event-auth.ts";
 import type { Operator } from "../core/operator.ts";
-import { redrive } from "../cli/dlq.ts";
+import { redrive } from "../cli/admin/dlq.ts";
 import greeting, { configMapName } from "../examples/greeting/operator.ts";
 import { cloudEventHandler } from "../functions/adapters/http.ts";
 import { lambdaHandler } from "../functions/adapters/lambda.ts";

@@ -15,7 +15,7 @@ import type { Operator } from "../core/operator.ts";
 import greeting, { configMapName } from "../examples/greeting/operator.ts";
 import { localLambdaRuntime, startLocalLambda, type LocalLambda } from "../emulator/local-lambda.ts";
 import { TEST_EVENT_KEY_ENV } from "./support/event-key.ts";
-import { applyDevIdentities, type DevIdentities } from "../cli/dev-identities.ts";
+import { applyDevIdentities, type DevIdentities } from "../cli/local/dev-identities.ts";
 import {
   announcedEvent,
   CLUSTER,

@@ -80,6 +80,23 @@ describe("the layering check", { timeout: 120_000 }, () => {
       "",
     );
   });
+  it("fails when cli/'s floors are crossed: the local stack, an admin command or a generator importing a command", async () => {
+    assert.match(await violations("cli/local", 'import { dlqCommand } from "../admin/dlq.ts";\nexport const d = dlqCommand;\n'), /cli-local-runs-no-command/);
+    assert.match(await violations("cli/local", 'import { devCommand } from "../dev-command.ts";\nexport const d = devCommand;\n'), /cli-local-runs-no-command/);
+    assert.match(await violations("cli/admin", 'import { generate } from "../generate/generate.ts";\nexport const g = generate;\n'), /cli-admin-stands-alone/);
+    assert.match(
+      await violations("cli/admin", 'import { startPipeline } from "../local/pipeline.ts";\nexport const s = startPipeline;\n'),
+      /cli-admin-stands-alone/,
+    );
+    assert.match(
+      await violations("cli/generate", 'import { startPipeline } from "../local/pipeline.ts";\nexport const s = startPipeline;\n'),
+      /cli-generate-stands-alone/,
+    );
+    assert.match(await violations("cli", 'import { redrive } from "./admin/dlq.ts";\nexport const r = redrive;\n'), /cli-plumbing-is-the-ground-floor/);
+  });
+  it("passes the local stack importing cli/'s plumbing", async () => {
+    assert.equal(await violations("cli/local", 'import { loadOperator } from "../operators.ts";\nexport const l = loadOperator;\n'), "");
+  });
   it("passes a file that keeps the rules", async () => {
     assert.equal(await violations("examples", 'import { defineOperator } from "crdfn";\nexport const d = defineOperator;\n'), "");
   });

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { promisify } from "node:util";
 import { DeleteQueueCommand, GetQueueAttributesCommand, GetQueueUrlCommand, QueueDoesNotExist, type SQSClient } from "@aws-sdk/client-sqs";
-import { readEnvFile } from "../cli/settings.ts";
+import { readEnvFile } from "../cli/environment.ts";
 import { sqsClient, sqsSettingsOf } from "../clients/sqs-client.ts";
 import { controlPlaneBinaries } from "../emulator/binaries.ts";
 import { packageRoot } from "../emulator/paths.ts";

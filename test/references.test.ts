@@ -8,7 +8,7 @@ import { after, before, describe, it } from "node:test";
 import { CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
 import { pino } from "pino";
 import { z } from "zod";
-import { startPipeline, type Pipeline } from "../cli/pipeline.ts";
+import { startPipeline, type Pipeline } from "../cli/local/pipeline.ts";
 import { KubeHttp } from "../clients/kube-http.ts";
 import { defineOperator, TemporaryError, type Operator } from "../core/index.ts";
 import { testCluster, type TestCluster } from "./support/test-cluster.ts";

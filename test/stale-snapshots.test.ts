@@ -18,7 +18,7 @@ import { Watch } from "@kubernetes/client-node";
 import { pino } from "pino";
 import { z } from "zod";
 import type { RunningBridge } from "../bridge/bridge.ts";
-import { startPipeline, type Pipeline, type ReconcileRecord } from "../cli/pipeline.ts";
+import { startPipeline, type Pipeline, type ReconcileRecord } from "../cli/local/pipeline.ts";
 import { ApiError } from "../clients/kube-http.ts";
 import { PARENT_GENERATION_ANNOTATION, PARENT_UID_LABEL } from "../core/event.ts";
 import { isStaleRefusal } from "../core/fence.ts";

@@ -1,4 +1,4 @@
-// crdfn's whole local pipeline (cli/pipeline.ts: the bridge as its own process, the poller and
+// crdfn's whole local pipeline (cli/local/pipeline.ts: the bridge as its own process, the poller and
 // the functions) in a process of its own, so the benchmark's driver is the same neutral process
 // for every system and the functions' CPU is measured apart from it. Started by systems.ts with
 // the cluster in CRDFN_PEERS_CLUSTER; prints one JSON line with the bridge's pid once ready;
@@ -11,7 +11,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { KubeConfig } from "@kubernetes/client-node";
 import { pino } from "pino";
-import { startPipeline } from "../../cli/pipeline.ts";
+import { startPipeline } from "../../cli/local/pipeline.ts";
 import type { Operator } from "../../core/operator.ts";
 import type { LocalCluster } from "../../emulator/types.ts";
 import greeting from "../../examples/greeting/operator.ts";

@@ -5,7 +5,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
 import { dirname, join } from "node:path";
 import { Command, InvalidArgumentError, Option } from "commander";
-import { installCrds } from "../../cli/pipeline.ts";
+import { installCrds } from "../../cli/local/install-crds.ts";
 import type { Operator } from "../../core/operator.ts";
 import { startCluster } from "../../emulator/cluster.ts";
 import { sqsClient } from "../../clients/sqs-client.ts";

@@ -4,7 +4,7 @@
 // ceiling of status patches on the same objects — and the namespace deleted.
 import { loadavg } from "node:os";
 import type { SQSClient } from "@aws-sdk/client-sqs";
-import { untilAdmissionInForce } from "../../cli/admission-in-force.ts";
+import { untilAdmissionInForce } from "../../cli/local/admission-in-force.ts";
 import { KubeHttp } from "../../clients/kube-http.ts";
 import { servedNamespacesPolicyOf } from "../../deploy/admission.ts";
 import type { Reaper } from "../../emulator/reaper.ts";

@@ -22,7 +22,7 @@ export const NAMESPACE_ENV = "CRDFN_PEERS_NAMESPACE";
 export const PLATFORM_KINDS_ENV = "CRDFN_PEERS_PLATFORM_KINDS";
 /** A folder for `--cpu-prof` profiles of crdfn's bridge and function process (bench:coldscale). */
 export const PROFILE_DIR_ENV = "CRDFN_PEERS_PROFILE_DIR";
-/** The crdfn child's poller: concurrent receive loops (cli/pipeline.ts receiveLoops; default its default). */
+/** The crdfn child's poller: concurrent receive loops (cli/local/pipeline.ts receiveLoops; default its default). */
 export const RECEIVE_LOOPS_ENV = "CRDFN_PEERS_RECEIVE_LOOPS";
 /** How long the crdfn child's bridge may take to report its initial sync, in ms. */
 export const READY_TIMEOUT_ENV = "CRDFN_PEERS_READY_TIMEOUT_MS";
@@ -122,7 +122,7 @@ export async function startSystem(
       ...child,
       settings: {
         pipeline:
-          "cli/pipeline.ts startPipeline, bridgeProcess: true, default receive loops, as deployed (generated identities and admission policy, one namespace)",
+          "cli/local/pipeline.ts startPipeline, bridgeProcess: true, default receive loops, as deployed (generated identities and admission policy, one namespace)",
         operators: ["greeting"],
       },
     });

@@ -73,7 +73,7 @@ export async function startPlatform(
       logDir,
       settings: {
         pipeline:
-          "cli/pipeline.ts startPipeline, bridgeProcess: true, default receive loops, as deployed (generated identities and admission policies, one namespace)",
+          "cli/local/pipeline.ts startPipeline, bridgeProcess: true, default receive loops, as deployed (generated identities and admission policies, one namespace)",
         operators: kinds.map((k) => k.kind),
       },
       async stop() {

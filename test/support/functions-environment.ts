@@ -20,7 +20,7 @@ import { createKubeApi } from "../../functions/runtime/kube-api-http.ts";
 import type { KubeApi, KubeObject } from "../../functions/runtime/kube-api.ts";
 import { createRuntimeMetrics } from "../../functions/runtime/prometheus-metrics.ts";
 import { createRuntime, type Runtime } from "../../functions/runtime/runtime.ts";
-import { applyDevIdentities, type DevIdentities } from "../../cli/dev-identities.ts";
+import { applyDevIdentities, type DevIdentities } from "../../cli/local/dev-identities.ts";
 import { testCluster, type TestCluster, type TestClusterOptions } from "./test-cluster.ts";
 import { signedForTest, TEST_EVENT_KEY, TEST_EVENT_KEYS } from "./event-key.ts";
 

@@ -5,7 +5,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { parseAllDocuments, stringify } from "yaml";
 import type { DeploySettingsInput } from "../../deploy/settings.ts";
-import { generate, writeGenerated, type GenerateFlags, type Generated } from "../../cli/generate.ts";
+import { generate, writeGenerated, type GenerateFlags, type Generated } from "../../cli/generate/generate.ts";
 import { packageRoot } from "../../emulator/paths.ts";
 import type { Kubectl } from "./identities.ts";
 

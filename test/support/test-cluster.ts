@@ -12,7 +12,7 @@ import { basename } from "node:path";
 import { DeleteQueueCommand, GetQueueAttributesCommand, SetQueueAttributesCommand } from "@aws-sdk/client-sqs";
 import { KubeConfig } from "@kubernetes/client-node";
 import { KubeHttp } from "../../clients/kube-http.ts";
-import { untilAdmissionInForce } from "../../cli/admission-in-force.ts";
+import { untilAdmissionInForce } from "../../cli/local/admission-in-force.ts";
 import { startCluster } from "../../emulator/cluster.ts";
 import { sqsClient } from "../../clients/sqs-client.ts";
 import { ensureQueues, queueDefinitions, queueEnv } from "../../emulator/queues.ts";
@@ -147,7 +147,7 @@ const ADMISSION = "/apis/admissionregistration.k8s.io/v1";
 /**
  * A previous file's admission policies (cluster-scoped, naming the namespaces it served) would
  * refuse this file's writes: delete them all, then wait until the API server has dropped them
- * (cli/admission-in-force.ts, as crdfn dev waits for the policies it writes).
+ * (cli/local/admission-in-force.ts, as crdfn dev waits for the policies it writes).
  */
 async function removeAdmissionPolicies(http: KubeHttp): Promise<void> {
   // A webhook a previous file registered (and whose server is gone) matches only its namespaces, but goes too.

@@ -1,0 +1,223 @@
+// `crdfn diff`: what the operator's code on disk would change across the live objects, before it
+// ships. Each object is reconciled here by the function's own steps (local-reconcile.ts) through an
+// API whose writes are server-side dry runs, so a child's diff is against what the API server
+// would store (its defaults, other managers' fields and admission included) and nothing is
+// written. Like `kubectl diff`: exit 1 when anything would change (or fail), 0 when nothing.
+import { Command } from "commander";
+import pino, { type Logger } from "pino";
+import type { Operator } from "../../core/operator.ts";
+import { findCondition, type Condition } from "../../core/conditions.ts";
+import { loadKubeconfig } from "../../clients/kubeconfig.ts";
+import { createKubeApi } from "../../functions/runtime/kube-api-http.ts";
+import type { KubeApi, KubeObject } from "../../functions/runtime/kube-api.ts";
+import { APPLIED_HASH_ANNOTATION } from "../../core/event.ts";
+import { SetupError } from "../../emulator/errors.ts";
+import { fieldChanges, formatChange, type FieldChange } from "./field-diff.ts";
+import { listTargets, reconcileLocally, type LocalRun, type RecordedWrite } from "./local-reconcile.ts";
+import { DEFAULT_SETTINGS, projectOperators, selectOperators } from "../operators.ts";
+import { adminEnv } from "../environment.ts";
+
+export interface ChildChange {
+  what: "changed" | "created" | "pruned";
+  /** `Kind namespace/name`. */
+  child: string;
+  fields: FieldChange[];
+}
+
+export interface ObjectDiff {
+  /** `Kind namespace/name`. */
+  object: string;
+  children: ChildChange[];
+  status: FieldChange[];
+  /** The object's own metadata (a finalizer added). */
+  metadata: FieldChange[];
+  /** Why its reconcile would fail, in one line. */
+  failure?: string;
+  /** It declares effects, which diff does not run. */
+  effects: boolean;
+  /** Being deleted: its finalize would run, which diff does not. */
+  deleting: boolean;
+}
+
+export interface DiffOptions {
+  operators: ReadonlyArray<Operator<unknown>>;
+  /** A dry-run API: `createKubeApi(access, { dryRun: true })`. */
+  api: KubeApi;
+  logger: Logger;
+  clock: () => Date;
+  namespace?: string;
+  /** Only this kind (kind, plural or singular, any case), and of it only `name`. */
+  kind?: string;
+  name?: string;
+  /** Objects reconciled at once. Default 8. */
+  concurrency?: number;
+}
+
+const matches = (op: Operator<unknown>, kind: string): boolean => {
+  const k = kind.toLowerCase();
+  const r = op.resource;
+  return [r.kind, r.plural, r.singular, `${r.plural}.${r.group}`].some((n) => n?.toLowerCase() === k);
+};
+
+/** Reconciles every selected object once, dry run, and says what each would change. */
+export async function diffObjects(opts: DiffOptions): Promise<ObjectDiff[]> {
+  const operators = opts.kind === undefined ? opts.operators : opts.operators.filter((op) => matches(op, opts.kind!));
+  if (operators.length === 0)
+    throw new SetupError(`no operator given manages ${opts.kind}: kinds here are ${opts.operators.map((o) => o.resource.kind).join(", ")}`);
+  const work: Array<{ op: Operator<unknown>; object: KubeObject }> = [];
+  for (const op of operators) {
+    const objects = await listTargets(opts.api, op, opts.namespace);
+    for (const object of objects) if (opts.name === undefined || object.metadata.name === opts.name) work.push({ op, object });
+  }
+  if (opts.name !== undefined && work.length === 0)
+    throw new SetupError(`${opts.kind}/${opts.name}: not found${opts.namespace ? ` in namespace ${opts.namespace}` : ""}`);
+  const out: ObjectDiff[] = [];
+  let next = 0;
+  const worker = async () => {
+    for (let i = next++; i < work.length; i = next++) {
+      const { op, object } = work[i]!;
+      // Being deleted: what would run is finalize, I/O outside the cluster that no dry run shows.
+      if (object.metadata.deletionTimestamp !== undefined) {
+        out[i] = { object: named(object, op.resource.kind), children: [], status: [], metadata: [], effects: false, deleting: true };
+        continue;
+      }
+      const run = await reconcileLocally(op, object, { api: opts.api, logger: opts.logger, clock: opts.clock, cluster: "diff" });
+      out[i] = objectDiff(op, object, run);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(opts.concurrency ?? 8, work.length) }, worker));
+  return out;
+}
+
+const named = (o: { kind?: string; metadata?: { namespace?: string; name?: string } } | undefined, fallback: string): string =>
+  `${o?.kind ?? fallback} ${o?.metadata?.namespace ? `${o.metadata.namespace}/` : ""}${o?.metadata?.name ?? ""}`;
+
+/** What the API server keeps per write (versions, times, managers) and crdfn's content hash: not a change anyone made. */
+function content(o: KubeObject | undefined): unknown {
+  if (o === undefined) return undefined;
+  const { managedFields: _m, resourceVersion: _r, generation: _g, creationTimestamp: _c, uid: _u, annotations, ...metadata } = o.metadata;
+  const { [APPLIED_HASH_ANNOTATION]: _h, ...kept } = (annotations ?? {}) as Record<string, string>;
+  const { status: _s, ...rest } = o;
+  return { ...rest, metadata: { ...metadata, ...(Object.keys(kept).length > 0 ? { annotations: kept } : {}) } };
+}
+
+/** The status as a person reads it: without the runtime's schedule, its reconciled record and the conditions' times. */
+function readable(status: unknown): unknown {
+  if (typeof status !== "object" || status === null) return status;
+  const { nextReconcile: _n, reconciled: _r, conditions, ...fields } = status as Record<string, unknown>;
+  const conds = (conditions as Condition[] | undefined)?.map(({ lastTransitionTime: _t, ...c }) => c);
+  return { ...fields, ...(conds ? { conditions: conds } : {}) };
+}
+
+function failureOf(run: LocalRun, writes: readonly RecordedWrite[]): string | undefined {
+  if (run.outcome.result === "success") return undefined;
+  const recorded = writes.filter((w) => w.verb === "status").at(-1)?.after?.status as { conditions?: Condition[] } | undefined;
+  const ready = findCondition(recorded?.conditions, "Ready");
+  return ready?.status === "False" ? `${ready.reason}: ${ready.message}` : `${run.outcome.result}: ${run.outcome.detail ?? ""}`;
+}
+
+export function objectDiff(op: Operator<unknown>, object: KubeObject, run: LocalRun): ObjectDiff {
+  const failure = failureOf(run, run.writes);
+  const children: ChildChange[] = [];
+  const status: FieldChange[] = [];
+  const metadata: FieldChange[] = [];
+  for (const w of run.writes) {
+    if (w.verb === "apply") {
+      const fields = fieldChanges(content(w.live), content(w.after));
+      if (w.live === undefined) children.push({ what: "created", child: named(w.after, w.ref.plural), fields });
+      else if (fields.length > 0) children.push({ what: "changed", child: named(w.after, w.ref.plural), fields });
+    } else if (w.verb === "delete") {
+      children.push({ what: "pruned", child: named(w.live, w.ref.plural), fields: [] });
+    } else if (w.verb === "status" && failure === undefined) {
+      status.push(...fieldChanges(readable(w.live?.status), readable(w.after?.status)));
+    } else if (w.verb === "patch" && w.ref.plural === op.resource.plural) {
+      metadata.push(...fieldChanges(content(w.live), content(w.after)));
+    }
+  }
+  return {
+    object: named(object, op.resource.kind),
+    children,
+    status,
+    metadata,
+    ...(failure === undefined ? {} : { failure }),
+    effects: run.effectsSkipped,
+    deleting: false,
+  };
+}
+
+const changes = (d: ObjectDiff): boolean => d.children.length > 0 || d.status.length > 0 || d.metadata.length > 0 || d.failure !== undefined;
+
+/** The report: one block per object that would change or fail, and a summary line. */
+export function formatDiffs(diffs: readonly ObjectDiff[]): { lines: string[]; changed: boolean } {
+  const lines: string[] = [];
+  for (const d of diffs.filter(changes)) {
+    lines.push(d.object);
+    if (d.failure !== undefined) lines.push(`  ! would fail: ${d.failure}`);
+    for (const f of d.metadata) lines.push(`  ~ metadata.${formatChange(f)}`);
+    for (const c of d.children) {
+      lines.push(`  ${c.what === "created" ? "+" : c.what === "pruned" ? "-" : "~"} ${c.child}${c.what === "changed" ? "" : ` (${c.what})`}`);
+      if (c.what === "changed") for (const f of c.fields) lines.push(`      ${formatChange(f)}`);
+    }
+    for (const f of d.status) lines.push(`  ~ status.${formatChange(f)}`);
+    if (d.effects) lines.push("  effects: would run (diff never runs them; the status they recorded last stood in)");
+  }
+  const changed = diffs.filter(changes);
+  const count = (what: ChildChange["what"]) => diffs.reduce((n, d) => n + d.children.filter((c) => c.what === what).length, 0);
+  const failing = diffs.filter((d) => d.failure !== undefined).length;
+  const withEffects = diffs.filter((d) => d.effects).length;
+  const deleting = diffs.filter((d) => d.deleting).length;
+  lines.push(
+    `${diffs.length} object(s): ${changed.length - failing} would change (${count("changed")} child(ren) changed, ${count("created")} created, ${count("pruned")} pruned, ${diffs.filter((d) => d.status.length > 0).length} status(es)), ${failing} would fail, ${diffs.length - changed.length} unchanged` +
+      (withEffects > 0 ? `; ${withEffects} would run effects (not run here)` : "") +
+      (deleting > 0 ? `; ${deleting} being deleted (their finalize not run here)` : ""),
+  );
+  return { lines, changed: changed.length > 0 };
+}
+
+export function diffCommand(): Command {
+  return new Command("diff")
+    .description("show what your operator's code on disk would change across the live objects (server-side dry run: writes nothing, never runs effects)")
+    .argument("[target]", "a kind (Kind, plural or singular) or kind/name; default every object of every operator")
+    .option("--operator <file...>", "your operator module(s) (default: those ./crdfn.deploy.yaml lists, else this checkout's examples)")
+    .option("-n, --namespace <ns>", "only this namespace (default: all the operator's objects)")
+    .option("--kubeconfig <file>", "kubeconfig (default: KUBECONFIG, .crdfn/env, ~/.kube/config)")
+    .option("--context <name>", "kubeconfig context")
+    .option("--concurrency <n>", "objects reconciled at once", "8")
+    .option("--state-dir <dir>", "where crdfn dev wrote its env", ".crdfn")
+    .addHelpText(
+      "after",
+      "\nExit status: 0 nothing would change, 1 something would change or fail, 2 a setup error (like kubectl diff).\n" +
+        "Needs: get/list on the operator's kind, its owned and referenced kinds; and the write verbs the function\n" +
+        "has (patch on children, update on status, delete), since a dry run is authorized as the write it stands for.\n" +
+        "\nExamples:\n  $ crdfn diff --operator operator.ts                 # every object, every namespace\n" +
+        "  $ crdfn diff greeting/hello -n default --operator operator.ts\n" +
+        "  $ crdfn diff --operator operator.ts && serverless deploy   # deploy only what changes nothing",
+    )
+    .action(
+      async (
+        target: string | undefined,
+        opts: { operator?: string[]; namespace?: string; kubeconfig?: string; context?: string; concurrency: string; stateDir: string },
+      ) => {
+        const concurrency = Number(opts.concurrency);
+        if (!Number.isInteger(concurrency) || concurrency < 1) throw new SetupError(`--concurrency ${opts.concurrency}: must be a whole number ≥ 1`);
+        const [kind, name] = target === undefined ? [] : target.split("/", 2);
+        const env = adminEnv(opts.stateDir);
+        const { kubeConfig } = loadKubeconfig(opts.kubeconfig ?? env.KUBECONFIG, opts.context, env);
+        const operators = opts.operator?.length ? await selectOperators(opts.operator, false) : await projectOperators(DEFAULT_SETTINGS);
+        const started = Date.now();
+        const diffs = await diffObjects({
+          operators,
+          api: createKubeApi({ connection: kubeConfig }, { dryRun: true }),
+          logger: pino({ level: process.env.LOG_LEVEL ?? "silent" }, pino.destination(2)),
+          clock: () => new Date(),
+          ...(opts.namespace ? { namespace: opts.namespace } : {}),
+          ...(kind ? { kind } : {}),
+          ...(name ? { name } : {}),
+          concurrency,
+        });
+        const { lines, changed } = formatDiffs(diffs);
+        console.log(`${lines.join("\n")} (${((Date.now() - started) / 1000).toFixed(1)} s)`);
+        process.exitCode = changed ? 1 : 0;
+      },
+    );
+}
