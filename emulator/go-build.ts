@@ -3,10 +3,11 @@
 // (build-once.ts: serialized across processes, never half-built), with progress while it compiles.
 import { spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, readFileSync } from "node:fs";
+import { join, relative } from "node:path";
 import { buildOnceInto } from "./build-once.ts";
 import { SetupError } from "./errors.ts";
+import { cacheRoot, packageRoot } from "./paths.ts";
 
 /** A short hash of the module's pin (its files) and of how it is built. */
 export function pinHash(moduleDir: string, files: readonly string[], buildFlags: string): string {
@@ -76,4 +77,51 @@ async function build(b: GoBuild, tmp: string): Promise<void> {
   clearInterval(ticker);
   if (code !== 0) throw new SetupError(`building ${b.what} failed (go build exited ${code}):\n${tail.join("\n")}`);
   b.log(`built ${b.what} in ${Math.round((Date.now() - started) / 1000)}s`);
+}
+
+/** The version a wrapper module's go.mod pins for `module` (the first group of `pattern`): the one source of truth. */
+export function pinnedModuleVersion(moduleDir: string, pattern: RegExp, module: string): string {
+  const m = pattern.exec(readFileSync(join(moduleDir, "go.mod"), "utf8"));
+  if (!m?.[1]) throw new SetupError(`${relative(packageRoot, moduleDir)}/go.mod does not pin ${module}`);
+  return m[1];
+}
+
+/** A single binary built from a pinned wrapper module. */
+export interface PinnedBinary {
+  /** The binary's file name (also looked for in CRDFN_BIN_DIR). */
+  binary: string;
+  moduleDir: string;
+  /** The cache folder's name, to which the pin's hash is added. */
+  cacheName: string;
+  /** The module's files whose contents make the pin. */
+  pinFiles: readonly string[];
+  /** The package `go build` builds. */
+  pkg: string;
+  what: string;
+  withoutGo: string;
+  takes: string;
+}
+
+const BINARY_LDFLAGS = "-s -w";
+
+/** Path of the binary: CRDFN_BIN_DIR's when it holds one, else the cached build (built on first use). */
+export async function pinnedBinary(p: PinnedBinary, { env, log }: { env: NodeJS.ProcessEnv; log: (line: string) => void }): Promise<string> {
+  if (env.CRDFN_BIN_DIR && existsSync(join(env.CRDFN_BIN_DIR, p.binary))) return join(env.CRDFN_BIN_DIR, p.binary);
+  const dir = join(cacheRoot(env), "bin", `${p.cacheName}-${pinHash(p.moduleDir, p.pinFiles, BINARY_LDFLAGS)}`);
+  const binary = join(dir, p.binary);
+  if (!existsSync(binary))
+    await buildOnce({
+      what: p.what,
+      moduleDir: p.moduleDir,
+      dir,
+      args: (out) => ["-ldflags", BINARY_LDFLAGS, "-o", join(out, p.binary), p.pkg],
+      complete: () => existsSync(binary),
+      withoutGo: p.withoutGo,
+      takes: p.takes,
+      staleLockMs: 1800_000,
+      pollMs: 2000,
+      env,
+      log,
+    });
+  return binary;
 }
