@@ -21,11 +21,14 @@ export const APPLIED_HASH_ANNOTATION = "crdfn.io/applied-hash";
  */
 export const PARENT_GENERATION_ANNOTATION = "crdfn.io/parent-generation";
 
-const dnsSubdomain = z
+/** An object's name: a DNS subdomain, as most kinds name their objects. */
+export const dnsSubdomain = z
   .string()
+  .min(1)
   .max(253)
   .regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/);
-const dnsLabel = z
+/** A namespace's name: a DNS label. */
+export const dnsLabel = z
   .string()
   .min(1)
   .max(63)

@@ -16,8 +16,7 @@
 // operator's name functions and field paths, evaluated here, never in the bridge), read by name,
 // and recorded in `status.references` with the version read, from which the bridge keeps its
 // keys-only index (core/references.ts).
-import { z } from "zod";
-import type { ChildKey } from "../../core/event.ts";
+import { dnsLabel, dnsSubdomain, type ChildKey } from "../../core/event.ts";
 import { PermanentError } from "../../core/errors.ts";
 import {
   apiVersionOf,
@@ -127,18 +126,6 @@ export interface WantedReference {
 /** What was read: the object, or undefined when it does not exist. */
 export type ReadReferences = Array<WantedReference & { object: KubeObject | undefined }>;
 
-// A DNS subdomain, as every kind a reference may name uses for its names.
-const nameSchema = z
-  .string()
-  .min(1)
-  .max(253)
-  .regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/);
-const namespaceSchema = z
-  .string()
-  .min(1)
-  .max(63)
-  .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/);
-
 /** The value at a dotted path of the object ("spec.secretRef.name"); undefined where a step is missing. */
 function atPath(object: unknown, path: string): unknown {
   let value: unknown = object;
@@ -175,7 +162,7 @@ function referencedKeys(ctx: EventContext, object: CustomObject<unknown>): Wante
     const via = read.field !== undefined ? `field ${read.field}` : "its name function";
     for (const raw of namesOf(read, object)) {
       const given = (typeof raw === "string" ? { name: raw } : raw) as Exclude<ReferenceName, string>;
-      const name = nameSchema.safeParse(typeof given === "object" && given !== null ? given.name : undefined);
+      const name = dnsSubdomain.safeParse(typeof given === "object" && given !== null ? given.name : undefined);
       if (!name.success) throw new PermanentError(`${read.kind} reference from ${via}: ${JSON.stringify(raw)} is not an object name`, "InvalidReference");
       let namespace: string | undefined;
       if (read.namespaced) {
@@ -188,7 +175,7 @@ function referencedKeys(ctx: EventContext, object: CustomObject<unknown>): Wante
             );
           namespace = own;
         } else {
-          const ns = namespaceSchema.safeParse(asked);
+          const ns = dnsLabel.safeParse(asked);
           if (!ns.success)
             throw new PermanentError(
               `${read.kind} ${name.data}: a cluster-scoped ${ctx.operator.resource.kind} names the namespace of a ${read.kind} ({ namespace, name })`,
