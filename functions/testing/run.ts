@@ -5,7 +5,7 @@ import { randomBytes } from "node:crypto";
 import { pino } from "pino";
 import { signKeyEvent } from "../../core/event-auth.ts";
 import type { KeyEvent } from "../../core/event.ts";
-import type { Operator } from "../../core/operator.ts";
+import type { DesiredObject, Operator } from "../../core/operator.ts";
 import { nextReconcileOf, type NextReconcile } from "../../core/schedule.ts";
 import type { KubeObject } from "../runtime/kube-api.ts";
 import { handleMessage, type HandledOutcome } from "../runtime/runtime.ts";
@@ -31,13 +31,8 @@ export interface RunOptions {
   env?: Record<string, string | undefined>;
 }
 
-/** An object of another kind, put in the cluster as it is. */
-export interface OtherObject {
-  apiVersion: string;
-  kind: string;
-  metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
-  [field: string]: unknown;
-}
+/** An object of another kind, put in the cluster as it is: shaped as a child reconcile returns. */
+export type OtherObject = DesiredObject;
 
 export interface RunResult {
   /** The object as stored afterwards; undefined once it is gone (finalized). */
