@@ -57,6 +57,13 @@ export interface ChildIndex {
   countOf(parent: ParentTracker, parentKey: string): number;
 }
 
+/**
+ * How long an announcement caused by the function's own new child waits at most for the parent's
+ * status write, which ends the wait (or, recording the child, drops it) — and how long a status
+ * write that records children the index does not show yet waits for their watch events.
+ */
+export const OWN_CHILD_HOLD_MS = 5000;
+
 const NO_FINALIZERS: readonly string[] = [];
 const sameList = (a: readonly string[], b: readonly string[]): boolean => a.length === b.length && a.every((x, i) => x === b[i]);
 
@@ -208,10 +215,7 @@ export class ParentTracker extends Tracker<ParentEntry> {
     }
     const announce = via === "list" && prev === undefined ? needsWork(obj, next, this.options.functionFieldManager) : this.#parentChanged(prev, next, obj);
     if (!announce) {
-      // Not news (the function's own status write, most often); an announcement still waiting
-      // to be sent gets this newer body, so its reconcile need not read the object again.
-      if (this.#parentOptions.bodies)
-        await this.options.announce(this.#publishKey(key), this.#event(key, next, "MODIFIED", "watch", obj), "", { onlyIfPending: true });
+      await this.#statusWritten(key, prev, next, obj);
       return this.#schedule(key, next, obj);
     }
     // What its status has due is superseded too: the reconcile this announces records it afresh.
@@ -219,6 +223,30 @@ export class ParentTracker extends Tracker<ParentEntry> {
     if (due !== undefined) next.handled = due.at;
     const type = prev === undefined || prev.uid !== next.uid ? "ADDED" : "MODIFIED";
     await this.#announce(key, next, type, via, "", {}, obj);
+  }
+
+  /**
+   * A change that is not news (the function's own status write, most often). An announcement still
+   * waiting to be sent gets this newer body, so its reconcile need not read the object again —
+   * unless the status records the children as the index knows them: then a held announcement of
+   * the function's own child writes is answered, and dropped (no second reconcile of a new object).
+   * A newly recorded set the index does not show is announced, held: the child's watch may lag
+   * (its event then matches the record and withdraws it), or a child changed after the function
+   * read it, which is news once the hold ends.
+   */
+  async #statusWritten(key: string, prev: ParentEntry | undefined, next: ParentEntry, obj: WatchedObject): Promise<void> {
+    const publishKey = this.#publishKey(key);
+    const bodies = this.#parentOptions.bodies;
+    if (this.recordsChildren(key)) {
+      await this.options.announce(publishKey, this.#event(key, next, "MODIFIED", "watch", obj), "", { withdrawHeld: true, onlyIfPending: bodies });
+      return;
+    }
+    const recorded = next.reconciled?.children;
+    if (recorded !== undefined && prev?.uid === next.uid && prev.reconciled?.children !== recorded) {
+      await this.#announce(key, next, "MODIFIED", "child", `recorded:${next.rv}`, { holdMs: OWN_CHILD_HOLD_MS }, obj);
+      return;
+    }
+    if (bodies) await this.options.announce(publishKey, this.#event(key, next, "MODIFIED", "watch", obj), "", { onlyIfPending: true });
   }
 
   /**
@@ -286,7 +314,10 @@ export class ParentTracker extends Tracker<ParentEntry> {
     }
   }
 
-  /** Every announcement of an object supersedes what it had due: its reconcile records the schedule afresh. */
+  /**
+   * Every announcement of an object supersedes what it had due and the first list's verdict: its
+   * reconcile records the schedule afresh. A held one does not, since it may yet be withdrawn.
+   */
   async #announce(
     key: string,
     entry: ParentEntry,
@@ -296,6 +327,10 @@ export class ParentTracker extends Tracker<ParentEntry> {
     options: AnnounceOptions = {},
     obj?: WatchedObject,
   ): Promise<void> {
+    if (options.holdMs !== undefined && options.holdMs > 0) {
+      await this.options.announce(this.#publishKey(key), this.#event(key, entry, type, reason, obj), cause, options);
+      return;
+    }
     this.#initialWork?.delete(key);
     if (entry.pending !== undefined) {
       this.#due.clear(key);
@@ -349,6 +384,23 @@ export class ParentTracker extends Tracker<ParentEntry> {
   /** Whether the object's status records what its function reconciled (then its children are weighed by digest). */
   recordsReconciled(key: string): boolean {
     return this.entries.get(key)?.reconciled !== undefined;
+  }
+
+  /**
+   * Whether the object's status records its children exactly as the index knows them now: the
+   * function's last reconcile left these, so no change among them is news to it.
+   */
+  recordsChildren(key: string): boolean {
+    const recorded = this.entries.get(key)?.reconciled;
+    // The count first: a parent of thousands of children is not digested at each child's event.
+    return recorded !== undefined && recorded.childCount === this.#childCount(key) && recorded.children === childrenDigest(this.#marksOf(key));
+  }
+
+  /** A child change its status already records: a held announcement of the object is answered, and dropped. */
+  async withdrawHeld(key: string): Promise<void> {
+    const entry = this.entries.get(key);
+    if (entry === undefined) return;
+    await this.options.announce(this.#publishKey(key), this.#event(key, entry, "MODIFIED", "child"), "", { withdrawHeld: true });
   }
 
   /** Its current children, as the index knows them, in the form the function records them. */
