@@ -8,7 +8,7 @@
 // /metrics, the Ready count over time, and crdfn's bridge and function process CPU-profiled.
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
 import { Command, InvalidArgumentError, Option } from "commander";
 import { DEFAULT_RECEIVE_LOOPS, installCrds } from "../cli/pipeline.ts";
 import type { Operator } from "../core/operator.ts";
@@ -33,13 +33,25 @@ const CREATE_CONCURRENCY = 64;
 const PUBLISHED = "crdfn_bridge_events_published_total";
 const now = (): number => performance.now();
 
-/** Events the bridge's queue accepted, over every `type` label of its counter. */
-async function publishedCount(metricsUrl: string): Promise<number> {
+/** Events the bridge's queue accepted, by the `type` label of its counter (ADDED, MODIFIED…). */
+async function publishedByType(metricsUrl: string): Promise<Record<string, number>> {
   const text = await (await fetch(metricsUrl)).text();
-  let n = 0;
-  for (const line of text.split("\n"))
-    if (line.startsWith(`${PUBLISHED}{`) || line.startsWith(`${PUBLISHED} `)) n += Number(line.slice(line.lastIndexOf(" ") + 1)) || 0;
-  return n;
+  const by: Record<string, number> = {};
+  for (const line of text.split("\n")) {
+    if (!line.startsWith(`${PUBLISHED}{`) && !line.startsWith(`${PUBLISHED} `)) continue;
+    const type = /type="([^"]*)"/.exec(line)?.[1] ?? "";
+    by[type] = (by[type] ?? 0) + (Number(line.slice(line.lastIndexOf(" ") + 1)) || 0);
+  }
+  return by;
+}
+
+/** Events the bridge's queue accepted, of every type. */
+const publishedCount = async (metricsUrl: string): Promise<number> => Object.values(await publishedByType(metricsUrl)).reduce((a, b) => a + b, 0);
+
+/** The crdfn child's reconciles and its poller's queue requests by command, so far. */
+async function childCounts(url: string): Promise<{ reconciles: number; queueRequests: Record<string, number> }> {
+  const counts = (await (await fetch(url)).json()) as { reconciles: number; queueRequests: Record<string, number> };
+  return { reconciles: counts.reconciles, queueRequests: counts.queueRequests };
 }
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const r2 = (x: number): number => Math.round(x * 100) / 100;
@@ -49,19 +61,22 @@ interface Options {
   systems: SystemName[];
   profile: boolean;
   receiveLoops?: number;
+  baseline?: string;
   timeout: number;
   json?: string;
 }
 
-/** A crdfn run with settings of its own: the same run's "before" of a product change. */
+/** A crdfn run with settings of its own, or from another checkout: the same run's "before" of a product change. */
 interface Variant {
   name: string;
   env: Record<string, string>;
+  /** The checkout it runs from (--baseline); default this one. */
+  root?: string;
 }
 
 export interface ColdRun {
   system: SystemName;
-  /** crdfn with other settings (--receive-loops), else absent. */
+  /** crdfn with other settings (--receive-loops) or from another checkout (--baseline), else absent. */
   variant?: string;
   objects: number;
   namespace: string;
@@ -87,6 +102,10 @@ export interface ColdRun {
   /** The API server's requests between spawn and all Ready, by "VERB resource", and per object. */
   requests: RequestCounts;
   requestsPerObject: RequestCounts;
+  /** crdfn: events its bridge published by type (ADDED, MODIFIED, RESYNC), reconciles its functions ran, and its poller's queue requests by command, at all Ready. */
+  published?: Record<string, number>;
+  reconciles?: number;
+  queueRequests?: Record<string, number>;
   /** crdfn with --profile: top self time per process (`bridge`, `functions`), by function and by area. */
   profiles?: Record<string, { file: string; totalMs: number; byFunction: Share[]; byArea: Share[] }>;
 }
@@ -191,6 +210,7 @@ async function runOne(
       readyTimeoutSeconds: o.timeout,
       ...(profileDir === undefined ? {} : { cpuProfileDir: profileDir }),
       ...(variant === undefined ? {} : { env: variant.env }),
+      ...(variant?.root === undefined ? {} : { root: variant.root }),
     });
     Object.assign(pids, running.clusterSide, running.offCluster);
     metricsUrl = running.bridgeMetricsUrl;
@@ -206,6 +226,8 @@ async function runOne(
     samplePeaks();
     const machine = machineTicks();
     const requests = requestDelta(requestsBefore, await scrapeRequestCounts(cluster.kubeConfig));
+    const published = metricsUrl === undefined ? undefined : await publishedByType(metricsUrl).catch(() => undefined);
+    const counts = running.queueRequestsUrl === undefined ? undefined : await childCounts(running.queueRequestsUrl).catch(() => undefined);
     const cpu: Record<string, number> = {};
     for (const [k, pid] of Object.entries(pids)) cpu[k] = r2((cpuSeconds(pid) ?? 0) - (cpuBefore[k] ?? 0));
     if (allPublished === null && metricsUrl !== undefined) {
@@ -234,6 +256,8 @@ async function runOne(
       peakRssMiB: Object.fromEntries(Object.entries(peak).map(([k, b]) => [k, Math.round(b / 1048576)])),
       requests,
       requestsPerObject: Object.fromEntries(Object.entries(requests).map(([k, n]) => [k, r2(n / objects)])),
+      ...(published === undefined ? {} : { published }),
+      ...(counts === undefined ? {} : counts),
     };
     await running.stop();
     running = undefined;
@@ -287,6 +311,10 @@ export function formatColdReport(runs: readonly ColdRun[]): string {
       .filter(([, v]) => v >= 0.01)
       .sort((a, b) => b[1] - a[1]);
     out.push(`  API requests per object: ${reqs.map(([k, v]) => `${k} ${v}`).join(", ")}`);
+    if (r.published !== undefined)
+      out.push(
+        `  events published: ${JSON.stringify(r.published)}; reconciles ${r.reconciles ?? "–"}; queue requests ${JSON.stringify(r.queueRequests ?? {})}`,
+      );
     for (const [part, p] of Object.entries(r.profiles ?? {})) {
       out.push(`  ${part} profile (${(p.totalMs / 1000).toFixed(1)} s sampled; ${p.file}):`);
       out.push(
@@ -317,6 +345,11 @@ async function coldScale(o: Options, log: (l: string) => void): Promise<{ path: 
       // Each size starts with the next system, so neither always runs on the emptier etcd.
       const order = o.systems.map((_, k) => o.systems[(k + i) % o.systems.length] as SystemName);
       for (const system of order) {
+        // The baseline first, on the emptier etcd: a change measured after it is not flattered.
+        if (system === "crdfn" && o.baseline !== undefined) {
+          const baseline: Variant = { name: `baseline ${basename(o.baseline)}`, env: {}, root: o.baseline };
+          runs.push(await runOne(system, baseline, n, cluster, controllerRuntime, reaper, o, log));
+        }
         runs.push(await runOne(system, undefined, n, cluster, controllerRuntime, reaper, o, log));
         if (system === "crdfn" && o.receiveLoops !== undefined) {
           const loops: Variant = { name: `${o.receiveLoops} receive loops`, env: { [RECEIVE_LOOPS_ENV]: String(o.receiveLoops) } };
@@ -369,6 +402,17 @@ function coldScaleCommand(): Command {
       if (!Number.isInteger(n) || n < 1 || n > 64) throw new InvalidArgumentError("--receive-loops must be a whole number from 1 to 64");
       return n;
     })
+    .option(
+      "--baseline <dir>",
+      "also run crdfn from another checkout of it, before this one, in the same run (e.g. `git archive <commit> | tar -x -C <dir>` with node_modules linked): a change's before and after under the same load",
+      (dir) => {
+        const root = resolve(dir);
+        if (!existsSync(join(root, "bench", "peers", "crdfn-child.ts")))
+          throw new InvalidArgumentError(`--baseline ${dir}: not a crdfn checkout (no bench/peers/crdfn-child.ts)`);
+        if (!existsSync(join(root, "node_modules"))) throw new InvalidArgumentError(`--baseline ${dir}: has no node_modules (link this checkout's)`);
+        return root;
+      },
+    )
     .option(
       "--timeout <seconds>",
       "give up on a run not all Ready by then (also the systems' own start timeout)",
