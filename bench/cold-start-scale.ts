@@ -18,6 +18,8 @@ import { packageRoot } from "../emulator/paths.ts";
 import { startReaper, type Reaper } from "../emulator/reaper.ts";
 import type { LocalCluster } from "../emulator/types.ts";
 import greeting from "../examples/greeting/operator.ts";
+import { GetQueueAttributesCommand, PurgeQueueCommand } from "@aws-sdk/client-sqs";
+import { sqsClient } from "../clients/sqs-client.ts";
 import { createKubeApi } from "../functions/runtime/kube-api-http.ts";
 import { areaOf, functionOf, readProfile, selfTime, type Share } from "./cpu-profile.ts";
 import { forEachBounded } from "./drive.ts";
@@ -48,6 +50,43 @@ async function publishedByType(metricsUrl: string): Promise<Record<string, numbe
 /** Events the bridge's queue accepted, of every type. */
 const publishedCount = async (metricsUrl: string): Promise<number> => Object.values(await publishedByType(metricsUrl)).reduce((a, b) => a + b, 0);
 
+/**
+ * Empties the event queues before a crdfn run: a bridge that stops sends what it still held (the
+ * last run's), and this run's functions would otherwise handle those messages about objects of a
+ * namespace they do not serve (a NamespaceNotServed Warning Event and a GET each). Returns how many
+ * messages were left.
+ */
+async function purgeQueues(cluster: LocalCluster): Promise<number> {
+  const sqs = sqsClient(cluster.sqs);
+  try {
+    let left = 0;
+    for (const url of [cluster.sqs.queues.fifo, cluster.sqs.queues.fifoDlq]) {
+      const { Attributes } = await sqs.send(
+        new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"] }),
+      );
+      left += Object.values(Attributes ?? {}).reduce((n, v) => n + Number(v), 0);
+      await sqs.send(new PurgeQueueCommand({ QueueUrl: url }));
+    }
+    return left;
+  } finally {
+    sqs.destroy();
+  }
+}
+
+/** Events recorded in the cluster by the time all are Ready, by "type reason (namespace)", with one message each. */
+async function eventsIn(cluster: LocalCluster): Promise<Record<string, { count: number; example: string }>> {
+  const api = createKubeApi({ connection: cluster.kubeConfig });
+  const events = await api.list({ group: "", version: "v1", plural: "events" });
+  const by: Record<string, { count: number; example: string }> = {};
+  for (const e of events as Array<{ type?: string; reason?: string; message?: string; count?: number; metadata: { namespace?: string } }>) {
+    const key = `${e.type ?? ""} ${e.reason ?? ""} (${e.metadata.namespace ?? ""})`;
+    const seen = by[key] ?? { count: 0, example: (e.message ?? "").slice(0, 300) };
+    seen.count += e.count ?? 1;
+    by[key] = seen;
+  }
+  return by;
+}
+
 /** The crdfn child's reconciles and its poller's queue requests by command, so far. */
 async function childCounts(url: string): Promise<{ reconciles: number; queueRequests: Record<string, number> }> {
   const counts = (await (await fetch(url)).json()) as { reconciles: number; queueRequests: Record<string, number> };
@@ -62,6 +101,7 @@ interface Options {
   profile: boolean;
   receiveLoops?: number;
   baseline?: string;
+  variant?: Record<string, string>;
   timeout: number;
   json?: string;
 }
@@ -106,6 +146,8 @@ export interface ColdRun {
   published?: Record<string, number>;
   reconciles?: number;
   queueRequests?: Record<string, number>;
+  /** Events recorded in the cluster by all Ready (a failed reconcile records a Warning), by type, reason and namespace. */
+  events?: Record<string, { count: number; example: string }>;
   /** crdfn with --profile: top self time per process (`bridge`, `functions`), by function and by area. */
   profiles?: Record<string, { file: string; totalMs: number; byFunction: Share[]; byArea: Share[] }>;
 }
@@ -158,6 +200,10 @@ async function runOne(
   log(`${label}, ${objects}: creating the Greetings in ${namespace} before it runs…`);
   const createSeconds = await createGreetings(cluster, namespace, objects, log);
   log(`  created in ${createSeconds.toFixed(1)} s`);
+  if (system === "crdfn") {
+    const left = await purgeQueues(cluster);
+    if (left > 0) log(`  purged ${left} messages an earlier run's bridge sent as it stopped`);
+  }
   const watch = new StatusWatch(cluster.kubeConfig, namespace, now);
   await watch.start();
   const profileDir = o.profile && system === "crdfn" ? mkdtempSync(join(tmpdir(), "crdfn-coldscale-prof-")) : undefined;
@@ -228,6 +274,7 @@ async function runOne(
     const requests = requestDelta(requestsBefore, await scrapeRequestCounts(cluster.kubeConfig));
     const published = metricsUrl === undefined ? undefined : await publishedByType(metricsUrl).catch(() => undefined);
     const counts = running.queueRequestsUrl === undefined ? undefined : await childCounts(running.queueRequestsUrl).catch(() => undefined);
+    const events = await eventsIn(cluster).catch((e: unknown) => (log(`  Events not read: ${(e as Error).message}`), undefined));
     const cpu: Record<string, number> = {};
     for (const [k, pid] of Object.entries(pids)) cpu[k] = r2((cpuSeconds(pid) ?? 0) - (cpuBefore[k] ?? 0));
     if (allPublished === null && metricsUrl !== undefined) {
@@ -258,6 +305,7 @@ async function runOne(
       requestsPerObject: Object.fromEntries(Object.entries(requests).map(([k, n]) => [k, r2(n / objects)])),
       ...(published === undefined ? {} : { published }),
       ...(counts === undefined ? {} : counts),
+      ...(events === undefined ? {} : { events }),
     };
     await running.stop();
     running = undefined;
@@ -311,6 +359,7 @@ export function formatColdReport(runs: readonly ColdRun[]): string {
       .filter(([, v]) => v >= 0.01)
       .sort((a, b) => b[1] - a[1]);
     out.push(`  API requests per object: ${reqs.map(([k, v]) => `${k} ${v}`).join(", ")}`);
+    if (r.events !== undefined && Object.keys(r.events).length > 0) out.push(`  Events: ${JSON.stringify(r.events)}`);
     if (r.published !== undefined)
       out.push(
         `  events published: ${JSON.stringify(r.published)}; reconciles ${r.reconciles ?? "–"}; queue requests ${JSON.stringify(r.queueRequests ?? {})}`,
@@ -349,6 +398,15 @@ async function coldScale(o: Options, log: (l: string) => void): Promise<{ path: 
         if (system === "crdfn" && o.baseline !== undefined) {
           const baseline: Variant = { name: `baseline ${basename(o.baseline)}`, env: {}, root: o.baseline };
           runs.push(await runOne(system, baseline, n, cluster, controllerRuntime, reaper, o, log));
+        }
+        if (system === "crdfn" && o.variant !== undefined) {
+          const settings: Variant = {
+            name: Object.entries(o.variant)
+              .map(([k, v]) => `${k}=${v}`)
+              .join(" "),
+            env: o.variant,
+          };
+          runs.push(await runOne(system, settings, n, cluster, controllerRuntime, reaper, o, log));
         }
         runs.push(await runOne(system, undefined, n, cluster, controllerRuntime, reaper, o, log));
         if (system === "crdfn" && o.receiveLoops !== undefined) {
@@ -411,6 +469,16 @@ function coldScaleCommand(): Command {
           throw new InvalidArgumentError(`--baseline ${dir}: not a crdfn checkout (no bench/peers/crdfn-child.ts)`);
         if (!existsSync(join(root, "node_modules"))) throw new InvalidArgumentError(`--baseline ${dir}: has no node_modules (link this checkout's)`);
         return root;
+      },
+    )
+    .option(
+      "--variant <settings>",
+      "also run crdfn with these settings (KEY=VALUE,…: environment variables of its bridge and functions), before it, in the same run",
+      (text) => {
+        const pairs = text.split(",").map((p) => p.trim().split("="));
+        if (pairs.some((p) => p.length !== 2 || !/^[A-Z][A-Z0-9_]*$/.test(p[0] ?? "")))
+          throw new InvalidArgumentError("--variant must be KEY=VALUE pairs, comma-separated");
+        return Object.fromEntries(pairs) as Record<string, string>;
       },
     )
     .option(
