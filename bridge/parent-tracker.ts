@@ -1,6 +1,7 @@
 // The watched resources' objects: what the bridge remembers of each — uid, resourceVersion,
-// generation, a fingerprint and when it is due, never a body — and the decision of what to
-// announce when an object (or a child of one: child-tracker.ts) changes, or falls due.
+// generation, a fingerprint and when it is due, never a body (but, while a new bridge starts, the
+// listed bodies of what needs work, within a budget) — and the decision of what to announce when
+// an object (or a child of one: child-tracker.ts) changes, or falls due.
 //
 // The bridge tells the function what it knows: an announcement carries the object as the watch
 // delivered it (when it has it at hand and it is small enough) and the keys of its current
@@ -41,6 +42,12 @@ export interface ParentOptions {
   /** Put the object in its announcements (up to maxBodyBytes). */
   bodies: boolean;
   maxBodyBytes: number;
+  /**
+   * A new bridge's first list: bodies of the objects needing work, kept (as JSON) until the
+   * children's keys are known and they are announced, at most this many bytes; the rest are
+   * announced by their keys (their functions read them). Default 0: none kept.
+   */
+  initialBodyBytes?: number;
 }
 
 /** A referenced kind's tracker (reference-tracker.ts), as a parent tracker tells it what an object read. */
@@ -108,6 +115,9 @@ export class ParentTracker extends Tracker<ParentEntry> {
   readonly #reads: ReferenceIndex[] = [];
   /** Objects its first list found needing work, announced once the children's keys are known; undefined after. */
   #initialWork: Set<string> | undefined = new Set();
+  /** Bodies of initial work as listed (JSON, within initialBodyBytes): their first reconciles need not read them. */
+  readonly #initialBodies = new Map<string, string>();
+  #initialBodyBytes = 0;
 
   constructor(resource: ResolvedResource, options: TrackerOptions, parentOptions: ParentOptions = { bodies: true, maxBodyBytes: 64 * 1024 }) {
     super(resource, options);
@@ -210,7 +220,10 @@ export class ParentTracker extends Tracker<ParentEntry> {
     // A new bridge knows nothing of what was announced before it: it announces what needs work,
     // once its children's keys are known (releaseInitialWork).
     if (via === "list" && prev === undefined && this.#initialWork !== undefined) {
-      if (needsWork(obj, next, this.options.functionFieldManager)) this.#initialWork.add(key);
+      if (needsWork(obj, next, this.options.functionFieldManager)) {
+        this.#initialWork.add(key);
+        this.#keepInitialBody(key, obj);
+      }
       return this.#schedule(key, next, obj);
     }
     const announce = via === "list" && prev === undefined ? needsWork(obj, next, this.options.functionFieldManager) : this.#parentChanged(prev, next, obj);
@@ -310,8 +323,31 @@ export class ParentTracker extends Tracker<ParentEntry> {
     }
     for (const key of work) {
       const entry = this.entries.get(key);
-      if (entry !== undefined) await this.#announce(key, entry, "ADDED", "list", "");
+      const json = this.#initialBodies.get(key);
+      // Only the version the entry holds: a body is never older than the event that carries it.
+      const listed = json === undefined ? undefined : (JSON.parse(json) as WatchedObject);
+      if (entry !== undefined) await this.#announce(key, entry, "ADDED", "list", "", {}, listed?.metadata.resourceVersion === entry.rv ? listed : undefined);
     }
+    this.#initialBodies.clear();
+    this.#initialBodyBytes = 0;
+  }
+
+  /** Keeps a listed body of initial work while initialBodyBytes allows. */
+  #keepInitialBody(key: string, obj: WatchedObject): void {
+    const budget = this.#parentOptions.initialBodyBytes ?? 0;
+    if (!this.#parentOptions.bodies || budget === 0) return;
+    const body = announcedBody(obj, this.#parentOptions.maxBodyBytes);
+    const json = body === undefined ? undefined : JSON.stringify(body);
+    if (json === undefined || this.#initialBodyBytes + json.length > budget) return;
+    this.#initialBodies.set(key, json);
+    this.#initialBodyBytes += json.length;
+  }
+
+  #dropInitialBody(key: string): void {
+    const json = this.#initialBodies.get(key);
+    if (json === undefined) return;
+    this.#initialBodies.delete(key);
+    this.#initialBodyBytes -= json.length;
   }
 
   /**
@@ -331,7 +367,7 @@ export class ParentTracker extends Tracker<ParentEntry> {
       await this.options.announce(this.#publishKey(key), this.#event(key, entry, type, reason, obj), cause, options);
       return;
     }
-    this.#initialWork?.delete(key);
+    if (this.#initialWork?.delete(key)) this.#dropInitialBody(key);
     if (entry.pending !== undefined) {
       this.#due.clear(key);
       entry.handled = entry.pending.at;
