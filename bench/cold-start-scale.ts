@@ -73,6 +73,24 @@ async function purgeQueues(cluster: LocalCluster): Promise<number> {
   }
 }
 
+/**
+ * Deletes a run's namespace and waits until it is gone, so that the next run starts in a cluster
+ * without another run's objects: crdfn's pipeline, as `crdfn dev` starts, records a
+ * NamespaceNotServed Event on every Greeting in a namespace it does not serve (cli/unserved.ts),
+ * which made a later run pay one POST per earlier object, and a Warning Event each.
+ */
+async function removeNamespace(cluster: LocalCluster, namespace: string, log: (l: string) => void): Promise<void> {
+  const api = createKubeApi({ connection: cluster.kubeConfig });
+  const ref = { group: "", version: "v1", plural: "namespaces", name: namespace };
+  const t0 = now();
+  await api.delete(ref).catch(() => undefined);
+  while ((await api.get(ref)) !== undefined) {
+    if (now() - t0 > 600_000) throw new Error(`namespace ${namespace} not gone 600 s after its deletion`);
+    await sleep(1000);
+  }
+  log(`  ${namespace} deleted in ${((now() - t0) / 1000).toFixed(0)} s`);
+}
+
 /** Events recorded in the cluster by the time all are Ready, by "type reason (namespace)", with one message each. */
 async function eventsIn(cluster: LocalCluster): Promise<Record<string, { count: number; example: string }>> {
   const api = createKubeApi({ connection: cluster.kubeConfig });
@@ -327,6 +345,7 @@ async function runOne(
     watch.stop();
     // crdfn as deployed admits Greetings only where it serves; the next run's namespace is another.
     if (system === "crdfn") await deletePolicies(cluster, servedNamespacesPolicyOf(greeting, [namespace]));
+    await removeNamespace(cluster, namespace, log);
   }
 }
 
