@@ -8,7 +8,7 @@
 // /metrics, the Ready count over time, and crdfn's bridge and function process CPU-profiled.
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
 import { Command, InvalidArgumentError, Option } from "commander";
 import { installCrds } from "../cli/local/install-crds.ts";
 import { DEFAULT_RECEIVE_LOOPS } from "../cli/local/pipeline.ts";
@@ -19,6 +19,8 @@ import { packageRoot } from "../emulator/paths.ts";
 import { startReaper, type Reaper } from "../emulator/reaper.ts";
 import type { LocalCluster } from "../emulator/types.ts";
 import greeting from "../examples/greeting/operator.ts";
+import { GetQueueAttributesCommand, PurgeQueueCommand } from "@aws-sdk/client-sqs";
+import { sqsClient } from "../clients/sqs-client.ts";
 import { createKubeApi } from "../functions/runtime/kube-api-http.ts";
 import { areaOf, functionOf, readProfile, selfTime, type Share } from "./cpu-profile.ts";
 import { forEachBounded } from "./drive.ts";
@@ -34,13 +36,80 @@ const CREATE_CONCURRENCY = 64;
 const PUBLISHED = "crdfn_bridge_events_published_total";
 const now = (): number => performance.now();
 
-/** Events the bridge's queue accepted, over every `type` label of its counter. */
-async function publishedCount(metricsUrl: string): Promise<number> {
+/** Events the bridge's queue accepted, by the `type` label of its counter (ADDED, MODIFIED…). */
+async function publishedByType(metricsUrl: string): Promise<Record<string, number>> {
   const text = await (await fetch(metricsUrl)).text();
-  let n = 0;
-  for (const line of text.split("\n"))
-    if (line.startsWith(`${PUBLISHED}{`) || line.startsWith(`${PUBLISHED} `)) n += Number(line.slice(line.lastIndexOf(" ") + 1)) || 0;
-  return n;
+  const by: Record<string, number> = {};
+  for (const line of text.split("\n")) {
+    if (!line.startsWith(`${PUBLISHED}{`) && !line.startsWith(`${PUBLISHED} `)) continue;
+    const type = /type="([^"]*)"/.exec(line)?.[1] ?? "";
+    by[type] = (by[type] ?? 0) + (Number(line.slice(line.lastIndexOf(" ") + 1)) || 0);
+  }
+  return by;
+}
+
+/** Events the bridge's queue accepted, of every type. */
+const publishedCount = async (metricsUrl: string): Promise<number> => Object.values(await publishedByType(metricsUrl)).reduce((a, b) => a + b, 0);
+
+/**
+ * Empties the event queues before a crdfn run: a bridge that stops sends what it still held (the
+ * last run's), and this run's functions would otherwise handle those messages about objects of a
+ * namespace they do not serve (a NamespaceNotServed Warning Event and a GET each). Returns how many
+ * messages were left.
+ */
+async function purgeQueues(cluster: LocalCluster): Promise<number> {
+  const sqs = sqsClient(cluster.sqs);
+  try {
+    let left = 0;
+    for (const url of [cluster.sqs.queues.fifo, cluster.sqs.queues.fifoDlq]) {
+      const { Attributes } = await sqs.send(
+        new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"] }),
+      );
+      left += Object.values(Attributes ?? {}).reduce((n, v) => n + Number(v), 0);
+      await sqs.send(new PurgeQueueCommand({ QueueUrl: url }));
+    }
+    return left;
+  } finally {
+    sqs.destroy();
+  }
+}
+
+/**
+ * Deletes a run's namespace and waits until it is gone, so that the next run starts in a cluster
+ * without another run's objects: crdfn's pipeline, as `crdfn dev` starts, records a
+ * NamespaceNotServed Event on every Greeting in a namespace it does not serve (cli/unserved.ts),
+ * which made a later run pay one POST per earlier object, and a Warning Event each.
+ */
+async function removeNamespace(cluster: LocalCluster, namespace: string, log: (l: string) => void): Promise<void> {
+  const api = createKubeApi({ connection: cluster.kubeConfig });
+  const ref = { group: "", version: "v1", plural: "namespaces", name: namespace };
+  const t0 = now();
+  await api.delete(ref).catch(() => undefined);
+  while ((await api.get(ref)) !== undefined) {
+    if (now() - t0 > 600_000) throw new Error(`namespace ${namespace} not gone 600 s after its deletion`);
+    await sleep(1000);
+  }
+  log(`  ${namespace} deleted in ${((now() - t0) / 1000).toFixed(0)} s`);
+}
+
+/** Events recorded in the cluster by the time all are Ready, by "type reason (namespace)", with one message each. */
+async function eventsIn(cluster: LocalCluster): Promise<Record<string, { count: number; example: string }>> {
+  const api = createKubeApi({ connection: cluster.kubeConfig });
+  const events = await api.list({ group: "", version: "v1", plural: "events" });
+  const by: Record<string, { count: number; example: string }> = {};
+  for (const e of events as Array<{ type?: string; reason?: string; message?: string; count?: number; metadata: { namespace?: string } }>) {
+    const key = `${e.type ?? ""} ${e.reason ?? ""} (${e.metadata.namespace ?? ""})`;
+    const seen = by[key] ?? { count: 0, example: (e.message ?? "").slice(0, 300) };
+    seen.count += e.count ?? 1;
+    by[key] = seen;
+  }
+  return by;
+}
+
+/** The crdfn child's reconciles and its poller's queue requests by command, so far. */
+async function childCounts(url: string): Promise<{ reconciles: number; queueRequests: Record<string, number> }> {
+  const counts = (await (await fetch(url)).json()) as { reconciles: number; queueRequests: Record<string, number> };
+  return { reconciles: counts.reconciles, queueRequests: counts.queueRequests };
 }
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const r2 = (x: number): number => Math.round(x * 100) / 100;
@@ -50,19 +119,23 @@ interface Options {
   systems: SystemName[];
   profile: boolean;
   receiveLoops?: number;
+  baseline?: string;
+  variant?: Record<string, string>;
   timeout: number;
   json?: string;
 }
 
-/** A crdfn run with settings of its own: the same run's "before" of a product change. */
+/** A crdfn run with settings of its own, or from another checkout: the same run's "before" of a product change. */
 interface Variant {
   name: string;
   env: Record<string, string>;
+  /** The checkout it runs from (--baseline); default this one. */
+  root?: string;
 }
 
 export interface ColdRun {
   system: SystemName;
-  /** crdfn with other settings (--receive-loops), else absent. */
+  /** crdfn with other settings (--receive-loops) or from another checkout (--baseline), else absent. */
   variant?: string;
   objects: number;
   namespace: string;
@@ -88,6 +161,12 @@ export interface ColdRun {
   /** The API server's requests between spawn and all Ready, by "VERB resource", and per object. */
   requests: RequestCounts;
   requestsPerObject: RequestCounts;
+  /** crdfn: events its bridge published by type (ADDED, MODIFIED, RESYNC), reconciles its functions ran, and its poller's queue requests by command, at all Ready. */
+  published?: Record<string, number>;
+  reconciles?: number;
+  queueRequests?: Record<string, number>;
+  /** Events recorded in the cluster by all Ready (a failed reconcile records a Warning), by type, reason and namespace. */
+  events?: Record<string, { count: number; example: string }>;
   /** crdfn with --profile: top self time per process (`bridge`, `functions`), by function and by area. */
   profiles?: Record<string, { file: string; totalMs: number; byFunction: Share[]; byArea: Share[] }>;
 }
@@ -140,6 +219,10 @@ async function runOne(
   log(`${label}, ${objects}: creating the Greetings in ${namespace} before it runs…`);
   const createSeconds = await createGreetings(cluster, namespace, objects, log);
   log(`  created in ${createSeconds.toFixed(1)} s`);
+  if (system === "crdfn") {
+    const left = await purgeQueues(cluster);
+    if (left > 0) log(`  purged ${left} messages an earlier run's bridge sent as it stopped`);
+  }
   const watch = new StatusWatch(cluster.kubeConfig, namespace, now);
   await watch.start();
   const profileDir = o.profile && system === "crdfn" ? mkdtempSync(join(tmpdir(), "crdfn-coldscale-prof-")) : undefined;
@@ -192,6 +275,7 @@ async function runOne(
       readyTimeoutSeconds: o.timeout,
       ...(profileDir === undefined ? {} : { cpuProfileDir: profileDir }),
       ...(variant === undefined ? {} : { env: variant.env }),
+      ...(variant?.root === undefined ? {} : { root: variant.root }),
     });
     Object.assign(pids, running.clusterSide, running.offCluster);
     metricsUrl = running.bridgeMetricsUrl;
@@ -207,6 +291,9 @@ async function runOne(
     samplePeaks();
     const machine = machineTicks();
     const requests = requestDelta(requestsBefore, await scrapeRequestCounts(cluster.kubeConfig));
+    const published = metricsUrl === undefined ? undefined : await publishedByType(metricsUrl).catch(() => undefined);
+    const counts = running.queueRequestsUrl === undefined ? undefined : await childCounts(running.queueRequestsUrl).catch(() => undefined);
+    const events = await eventsIn(cluster).catch((e: unknown) => (log(`  Events not read: ${(e as Error).message}`), undefined));
     const cpu: Record<string, number> = {};
     for (const [k, pid] of Object.entries(pids)) cpu[k] = r2((cpuSeconds(pid) ?? 0) - (cpuBefore[k] ?? 0));
     if (allPublished === null && metricsUrl !== undefined) {
@@ -235,6 +322,9 @@ async function runOne(
       peakRssMiB: Object.fromEntries(Object.entries(peak).map(([k, b]) => [k, Math.round(b / 1048576)])),
       requests,
       requestsPerObject: Object.fromEntries(Object.entries(requests).map(([k, n]) => [k, r2(n / objects)])),
+      ...(published === undefined ? {} : { published }),
+      ...(counts === undefined ? {} : counts),
+      ...(events === undefined ? {} : { events }),
     };
     await running.stop();
     running = undefined;
@@ -256,6 +346,7 @@ async function runOne(
     watch.stop();
     // crdfn as deployed admits Greetings only where it serves; the next run's namespace is another.
     if (system === "crdfn") await deletePolicies(cluster, servedNamespacesPolicyOf(greeting, [namespace]));
+    await removeNamespace(cluster, namespace, log);
   }
 }
 
@@ -288,6 +379,11 @@ export function formatColdReport(runs: readonly ColdRun[]): string {
       .filter(([, v]) => v >= 0.01)
       .sort((a, b) => b[1] - a[1]);
     out.push(`  API requests per object: ${reqs.map(([k, v]) => `${k} ${v}`).join(", ")}`);
+    if (r.events !== undefined && Object.keys(r.events).length > 0) out.push(`  Events: ${JSON.stringify(r.events)}`);
+    if (r.published !== undefined)
+      out.push(
+        `  events published: ${JSON.stringify(r.published)}; reconciles ${r.reconciles ?? "–"}; queue requests ${JSON.stringify(r.queueRequests ?? {})}`,
+      );
     for (const [part, p] of Object.entries(r.profiles ?? {})) {
       out.push(`  ${part} profile (${(p.totalMs / 1000).toFixed(1)} s sampled; ${p.file}):`);
       out.push(
@@ -318,6 +414,20 @@ async function coldScale(o: Options, log: (l: string) => void): Promise<{ path: 
       // Each size starts with the next system, so neither always runs on the emptier etcd.
       const order = o.systems.map((_, k) => o.systems[(k + i) % o.systems.length] as SystemName);
       for (const system of order) {
+        // The baseline first, on the emptier etcd: a change measured after it is not flattered.
+        if (system === "crdfn" && o.baseline !== undefined) {
+          const baseline: Variant = { name: `baseline ${basename(o.baseline)}`, env: {}, root: o.baseline };
+          runs.push(await runOne(system, baseline, n, cluster, controllerRuntime, reaper, o, log));
+        }
+        if (system === "crdfn" && o.variant !== undefined) {
+          const settings: Variant = {
+            name: Object.entries(o.variant)
+              .map(([k, v]) => `${k}=${v}`)
+              .join(" "),
+            env: o.variant,
+          };
+          runs.push(await runOne(system, settings, n, cluster, controllerRuntime, reaper, o, log));
+        }
         runs.push(await runOne(system, undefined, n, cluster, controllerRuntime, reaper, o, log));
         if (system === "crdfn" && o.receiveLoops !== undefined) {
           const loops: Variant = { name: `${o.receiveLoops} receive loops`, env: { [RECEIVE_LOOPS_ENV]: String(o.receiveLoops) } };
@@ -370,6 +480,27 @@ function coldScaleCommand(): Command {
       if (!Number.isInteger(n) || n < 1 || n > 64) throw new InvalidArgumentError("--receive-loops must be a whole number from 1 to 64");
       return n;
     })
+    .option(
+      "--baseline <dir>",
+      "also run crdfn from another checkout of it, before this one, in the same run (e.g. `git archive <commit> | tar -x -C <dir>` with node_modules linked): a change's before and after under the same load",
+      (dir) => {
+        const root = resolve(dir);
+        if (!existsSync(join(root, "bench", "peers", "crdfn-child.ts")))
+          throw new InvalidArgumentError(`--baseline ${dir}: not a crdfn checkout (no bench/peers/crdfn-child.ts)`);
+        if (!existsSync(join(root, "node_modules"))) throw new InvalidArgumentError(`--baseline ${dir}: has no node_modules (link this checkout's)`);
+        return root;
+      },
+    )
+    .option(
+      "--variant <settings>",
+      "also run crdfn with these settings (KEY=VALUE,…: environment variables of its bridge and functions), before it, in the same run",
+      (text) => {
+        const pairs = text.split(",").map((p) => p.trim().split("="));
+        if (pairs.some((p) => p.length !== 2 || !/^[A-Z][A-Z0-9_]*$/.test(p[0] ?? "")))
+          throw new InvalidArgumentError("--variant must be KEY=VALUE pairs, comma-separated");
+        return Object.fromEntries(pairs) as Record<string, string>;
+      },
+    )
     .option(
       "--timeout <seconds>",
       "give up on a run not all Ready by then (also the systems' own start timeout)",

@@ -6,16 +6,14 @@ import type { ChildKey } from "../core/event.ts";
 import { fenceOf } from "../core/fence.ts";
 import { appliedHashOf, childToken, type ChildMark } from "../core/reconciled.ts";
 import { fingerprint, lastContentWriteWasApply, lastWriteOf, statusFingerprint, type WatchedObject } from "./watched-object.ts";
-import type { ChildIndex, ParentTracker } from "./parent-tracker.ts";
+import { OWN_CHILD_HOLD_MS, type ChildIndex, type ParentTracker } from "./parent-tracker.ts";
 import type { ResolvedResource, Via } from "./sink.ts";
 import { keyOf, splitKey } from "../core/resource-path.ts";
 import { Tracker, type Entry, type TrackerOptions } from "./tracker.ts";
 
-/**
- * How long an announcement caused by the function's own new child waits at most for the parent's
- * status write, which ends the wait and gives it the newest body (publisher).
- */
-export const OWN_CHILD_HOLD_MS = 5000;
+// How long an announcement of the function's own new child waits at most for the parent's status
+// write: the parent's tracker holds one for as long when that write records what it has not seen yet.
+export { OWN_CHILD_HOLD_MS } from "./parent-tracker.ts";
 
 /**
  * How long a child's disappearance waits at most before its parent is announced, so that a prune
@@ -150,16 +148,23 @@ export class ChildTracker extends Tracker<ChildEntry> implements ChildIndex {
       // parent's status (parents are listed first).
       if (owner === undefined || owner.tracker.recordsReconciled(owner.key) || !this.#writtenSinceParentSaw(obj, owner)) return;
     } else if (!this.changed(prev, next) && prev?.sfp === next.sfp) return;
-    // A child's modification by the function's own apply is the answer to its parent's last
-    // event: not news. Its appearance is, even the function's own: the next event then carries
-    // its key (so it can be pruned); that announcement waits a moment for the parent's status write.
-    // A change of its status is always someone else's (its controller's): the function never writes it.
-    if (!appeared && ownWrite && prev?.sfp === next.sfp) return;
     const cause = `child:${m.uid}:${m.resourceVersion}`;
-    if (owner !== undefined) await owner.tracker.reannounce(owner.key, "child", cause, appeared && ownWrite ? { holdMs: OWN_CHILD_HOLD_MS } : {});
     // Adopted away or orphaned: the former owner must notice its child is no longer its own.
     if (prev?.owner !== undefined && (prev.owner.tracker !== owner?.tracker || prev.owner.key !== owner.key))
       await prev.owner.tracker.reannounce(prev.owner.key, "child", cause);
+    if (owner === undefined) return;
+    // A change of its status is always someone else's (its controller's): the function never writes
+    // it, nor records it, so it is news. Any other change that leaves the children exactly as the
+    // parent's status records them (the function's own apply, seen after its status write) is not:
+    // it answers a held announcement too.
+    const statusChanged = !appeared && prev?.sfp !== next.sfp;
+    if (!statusChanged && owner.tracker.recordsChildren(owner.key)) return owner.tracker.withdrawHeld(owner.key);
+    // A child's modification by the function's own apply is the answer to its parent's last
+    // event: not news. Its appearance is, even the function's own, until the parent's status
+    // write records it: that announcement waits a moment for it (and is dropped if it does); if
+    // it never does, the next event carries the child's key from the index, so it can be pruned.
+    if (!appeared && ownWrite && !statusChanged) return;
+    await owner.tracker.reannounce(owner.key, "child", cause, appeared && ownWrite ? { holdMs: OWN_CHILD_HOLD_MS } : {});
   }
 
   #writtenSinceParentSaw(obj: WatchedObject, owner: NonNullable<ChildEntry["owner"]>): boolean {
@@ -179,7 +184,10 @@ export class ChildTracker extends Tracker<ChildEntry> implements ChildIndex {
     if (prev === undefined) return;
     this.entries.delete(key);
     this.#index(key, prev, undefined);
-    if (prev.owner) await prev.owner.tracker.reannounce(prev.owner.key, "child", `child-gone:${m.uid}`, { holdMs: GONE_CHILD_HOLD_MS });
+    if (prev.owner === undefined) return;
+    // The function's prune, seen after its status write recorded the children it left: not news.
+    if (prev.owner.tracker.recordsChildren(prev.owner.key)) return prev.owner.tracker.withdrawHeld(prev.owner.key);
+    await prev.owner.tracker.reannounce(prev.owner.key, "child", `child-gone:${m.uid}`, { holdMs: GONE_CHILD_HOLD_MS });
   }
 
   protected async vanished(key: string, entry: ChildEntry): Promise<void> {

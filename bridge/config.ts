@@ -102,6 +102,12 @@ export const bridgeConfigSchema = z
     /** Bodies waiting to be published, at most (memory bound); beyond it events go keys only. */
     maxPendingBodyBytes: positiveInt(1024 * 1024, 1024 * 1024 * 1024).default(32 * 1024 * 1024),
     /**
+     * A starting bridge keeps the listed bodies of the objects that need work, per watched
+     * resource, until their children are listed and they are announced, at most this many bytes
+     * (memory bound): their first reconciles need not read them. Beyond it, keys only. 0: none.
+     */
+    maxInitialBodyBytes: positiveInt(0, 256 * 1024 * 1024).default(8 * 1024 * 1024),
+    /**
      * Re-announce every object this often, spread evenly over the period; 0 (the default) turns
      * resync off: a settled object is never announced again unless it changes, one of its children
      * does, or it asked to be (status.nextReconcile). Per resource: resources[].resyncSeconds.
@@ -239,6 +245,7 @@ const envSettings: ReadonlyArray<[string, string[], (s: string) => unknown]> = [
   ["CRDFN_LABEL_SELECTOR", ["labelSelector"], String],
   ["CRDFN_BODIES", ["bodies"], String],
   ["CRDFN_MAX_BODY_BYTES", ["maxBodyBytes"], String],
+  ["CRDFN_MAX_INITIAL_BODY_BYTES", ["maxInitialBodyBytes"], String],
   ["CRDFN_RESYNC_SECONDS", ["resyncSeconds"], String],
   ["CRDFN_SKIP_STATUS_ONLY", ["skipStatusOnly"], String],
   ["CRDFN_CHILD_STATUS", ["childStatus"], String],

@@ -179,7 +179,11 @@ export class Engine {
       onFailed: this.#onFailed(readiness.label),
     });
     readiness.syncing(logger);
-    const parent = new ParentTracker(resolved, this.#trackerOptions, { bodies: ref.bodies ?? config.bodies, maxBodyBytes: config.maxBodyBytes });
+    const parent = new ParentTracker(resolved, this.#trackerOptions, {
+      bodies: ref.bodies ?? config.bodies,
+      maxBodyBytes: config.maxBodyBytes,
+      initialBodyBytes: config.maxInitialBodyBytes,
+    });
     for (const kind of owned) parent.owns(await kind.tracker);
     for (const kind of read) parent.reads(await kind.tracker);
     this.parents.push(parent);

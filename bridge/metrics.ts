@@ -6,6 +6,7 @@ export interface BridgeMetrics {
   published: Counter<"type">;
   publishFailures: Counter<"reason">;
   sendRequests: Counter;
+  withdrawn: Counter;
   watchRestarts: Counter<"resource" | "reason">;
   discoveryFailures: Counter<"resource" | "code">;
   relists: Counter<"resource" | "reason">;
@@ -37,6 +38,11 @@ export function createBridgeMetrics(registry: Registry): BridgeMetrics {
     sendRequests: new Counter({
       name: "crdfn_bridge_send_requests_total",
       help: "SendMessageBatch requests made (each a billed SQS request; events ÷ requests is the batch fill)",
+      registers,
+    }),
+    withdrawn: new Counter({
+      name: "crdfn_bridge_announcements_withdrawn_total",
+      help: "Held announcements of the function's own child writes dropped unsent: its status write recorded the children as they are",
       registers,
     }),
     watchRestarts: new Counter({

@@ -1,6 +1,7 @@
 // The watched resources' objects: what the bridge remembers of each — uid, resourceVersion,
-// generation, a fingerprint and when it is due, never a body — and the decision of what to
-// announce when an object (or a child of one: child-tracker.ts) changes, or falls due.
+// generation, a fingerprint and when it is due, never a body (but, while a new bridge starts, the
+// listed bodies of what needs work, within a budget) — and the decision of what to announce when
+// an object (or a child of one: child-tracker.ts) changes, or falls due.
 //
 // The bridge tells the function what it knows: an announcement carries the object as the watch
 // delivered it (when it has it at hand and it is small enough) and the keys of its current
@@ -41,6 +42,12 @@ export interface ParentOptions {
   /** Put the object in its announcements (up to maxBodyBytes). */
   bodies: boolean;
   maxBodyBytes: number;
+  /**
+   * A new bridge's first list: bodies of the objects needing work, kept (as JSON) until the
+   * children's keys are known and they are announced, at most this many bytes; the rest are
+   * announced by their keys (their functions read them). Default 0: none kept.
+   */
+  initialBodyBytes?: number;
 }
 
 /** A referenced kind's tracker (reference-tracker.ts), as a parent tracker tells it what an object read. */
@@ -56,6 +63,13 @@ export interface ChildIndex {
   marksOf(parent: ParentTracker, parentKey: string): ChildMark[];
   countOf(parent: ParentTracker, parentKey: string): number;
 }
+
+/**
+ * How long an announcement caused by the function's own new child waits at most for the parent's
+ * status write, which ends the wait (or, recording the child, drops it) — and how long a status
+ * write that records children the index does not show yet waits for their watch events.
+ */
+export const OWN_CHILD_HOLD_MS = 5000;
 
 const NO_FINALIZERS: readonly string[] = [];
 const sameList = (a: readonly string[], b: readonly string[]): boolean => a.length === b.length && a.every((x, i) => x === b[i]);
@@ -101,6 +115,9 @@ export class ParentTracker extends Tracker<ParentEntry> {
   readonly #reads: ReferenceIndex[] = [];
   /** Objects its first list found needing work, announced once the children's keys are known; undefined after. */
   #initialWork: Set<string> | undefined = new Set();
+  /** Bodies of initial work as listed (JSON, within initialBodyBytes): their first reconciles need not read them. */
+  readonly #initialBodies = new Map<string, string>();
+  #initialBodyBytes = 0;
 
   constructor(resource: ResolvedResource, options: TrackerOptions, parentOptions: ParentOptions = { bodies: true, maxBodyBytes: 64 * 1024 }) {
     super(resource, options);
@@ -203,15 +220,15 @@ export class ParentTracker extends Tracker<ParentEntry> {
     // A new bridge knows nothing of what was announced before it: it announces what needs work,
     // once its children's keys are known (releaseInitialWork).
     if (via === "list" && prev === undefined && this.#initialWork !== undefined) {
-      if (needsWork(obj, next, this.options.functionFieldManager)) this.#initialWork.add(key);
+      if (needsWork(obj, next, this.options.functionFieldManager)) {
+        this.#initialWork.add(key);
+        this.#keepInitialBody(key, obj);
+      }
       return this.#schedule(key, next, obj);
     }
     const announce = via === "list" && prev === undefined ? needsWork(obj, next, this.options.functionFieldManager) : this.#parentChanged(prev, next, obj);
     if (!announce) {
-      // Not news (the function's own status write, most often); an announcement still waiting
-      // to be sent gets this newer body, so its reconcile need not read the object again.
-      if (this.#parentOptions.bodies)
-        await this.options.announce(this.#publishKey(key), this.#event(key, next, "MODIFIED", "watch", obj), "", { onlyIfPending: true });
+      await this.#statusWritten(key, prev, next, obj);
       return this.#schedule(key, next, obj);
     }
     // What its status has due is superseded too: the reconcile this announces records it afresh.
@@ -219,6 +236,30 @@ export class ParentTracker extends Tracker<ParentEntry> {
     if (due !== undefined) next.handled = due.at;
     const type = prev === undefined || prev.uid !== next.uid ? "ADDED" : "MODIFIED";
     await this.#announce(key, next, type, via, "", {}, obj);
+  }
+
+  /**
+   * A change that is not news (the function's own status write, most often). An announcement still
+   * waiting to be sent gets this newer body, so its reconcile need not read the object again —
+   * unless the status records the children as the index knows them: then a held announcement of
+   * the function's own child writes is answered, and dropped (no second reconcile of a new object).
+   * A newly recorded set the index does not show is announced, held: the child's watch may lag
+   * (its event then matches the record and withdraws it), or a child changed after the function
+   * read it, which is news once the hold ends.
+   */
+  async #statusWritten(key: string, prev: ParentEntry | undefined, next: ParentEntry, obj: WatchedObject): Promise<void> {
+    const publishKey = this.#publishKey(key);
+    const bodies = this.#parentOptions.bodies;
+    if (this.recordsChildren(key)) {
+      await this.options.announce(publishKey, this.#event(key, next, "MODIFIED", "watch", obj), "", { withdrawHeld: true, onlyIfPending: bodies });
+      return;
+    }
+    const recorded = next.reconciled?.children;
+    if (recorded !== undefined && prev?.uid === next.uid && prev.reconciled?.children !== recorded) {
+      await this.#announce(key, next, "MODIFIED", "child", `recorded:${next.rv}`, { holdMs: OWN_CHILD_HOLD_MS }, obj);
+      return;
+    }
+    if (bodies) await this.options.announce(publishKey, this.#event(key, next, "MODIFIED", "watch", obj), "", { onlyIfPending: true });
   }
 
   /**
@@ -282,11 +323,37 @@ export class ParentTracker extends Tracker<ParentEntry> {
     }
     for (const key of work) {
       const entry = this.entries.get(key);
-      if (entry !== undefined) await this.#announce(key, entry, "ADDED", "list", "");
+      const json = this.#initialBodies.get(key);
+      // Only the version the entry holds: a body is never older than the event that carries it.
+      const listed = json === undefined ? undefined : (JSON.parse(json) as WatchedObject);
+      if (entry !== undefined) await this.#announce(key, entry, "ADDED", "list", "", {}, listed?.metadata.resourceVersion === entry.rv ? listed : undefined);
     }
+    this.#initialBodies.clear();
+    this.#initialBodyBytes = 0;
   }
 
-  /** Every announcement of an object supersedes what it had due: its reconcile records the schedule afresh. */
+  /** Keeps a listed body of initial work while initialBodyBytes allows. */
+  #keepInitialBody(key: string, obj: WatchedObject): void {
+    const budget = this.#parentOptions.initialBodyBytes ?? 0;
+    if (!this.#parentOptions.bodies || budget === 0) return;
+    const body = announcedBody(obj, this.#parentOptions.maxBodyBytes);
+    const json = body === undefined ? undefined : JSON.stringify(body);
+    if (json === undefined || this.#initialBodyBytes + json.length > budget) return;
+    this.#initialBodies.set(key, json);
+    this.#initialBodyBytes += json.length;
+  }
+
+  #dropInitialBody(key: string): void {
+    const json = this.#initialBodies.get(key);
+    if (json === undefined) return;
+    this.#initialBodies.delete(key);
+    this.#initialBodyBytes -= json.length;
+  }
+
+  /**
+   * Every announcement of an object supersedes what it had due and the first list's verdict: its
+   * reconcile records the schedule afresh. A held one does not, since it may yet be withdrawn.
+   */
   async #announce(
     key: string,
     entry: ParentEntry,
@@ -296,7 +363,11 @@ export class ParentTracker extends Tracker<ParentEntry> {
     options: AnnounceOptions = {},
     obj?: WatchedObject,
   ): Promise<void> {
-    this.#initialWork?.delete(key);
+    if (options.holdMs !== undefined && options.holdMs > 0) {
+      await this.options.announce(this.#publishKey(key), this.#event(key, entry, type, reason, obj), cause, options);
+      return;
+    }
+    if (this.#initialWork?.delete(key)) this.#dropInitialBody(key);
     if (entry.pending !== undefined) {
       this.#due.clear(key);
       entry.handled = entry.pending.at;
@@ -349,6 +420,23 @@ export class ParentTracker extends Tracker<ParentEntry> {
   /** Whether the object's status records what its function reconciled (then its children are weighed by digest). */
   recordsReconciled(key: string): boolean {
     return this.entries.get(key)?.reconciled !== undefined;
+  }
+
+  /**
+   * Whether the object's status records its children exactly as the index knows them now: the
+   * function's last reconcile left these, so no change among them is news to it.
+   */
+  recordsChildren(key: string): boolean {
+    const recorded = this.entries.get(key)?.reconciled;
+    // The count first: a parent of thousands of children is not digested at each child's event.
+    return recorded !== undefined && recorded.childCount === this.#childCount(key) && recorded.children === childrenDigest(this.#marksOf(key));
+  }
+
+  /** A child change its status already records: a held announcement of the object is answered, and dropped. */
+  async withdrawHeld(key: string): Promise<void> {
+    const entry = this.entries.get(key);
+    if (entry === undefined) return;
+    await this.options.announce(this.#publishKey(key), this.#event(key, entry, "MODIFIED", "child"), "", { withdrawHeld: true });
   }
 
   /** Its current children, as the index knows them, in the form the function records them. */

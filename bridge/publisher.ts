@@ -48,6 +48,11 @@ interface Pending {
   notBefore: number;
   /** The size of the body it carries. */
   bodyBytes: number;
+  /**
+   * Every announcement it stands for was held (the function's own child writes, a child gone):
+   * nothing in it is news once the function's status records the children as they are.
+   */
+  held: boolean;
 }
 
 /** 32 MiB: 500 waiting objects of 64 KiB, or every one of 1000 at a typical few KiB. */
@@ -87,6 +92,8 @@ export class Publisher {
    * waits while the buffer is full.
    */
   async offer(key: string, event: KeyEvent, cause: string, options: AnnounceOptions = {}): Promise<void> {
+    if (options.withdrawHeld && this.#withdrawHeld(key)) return;
+    if (options.withdrawHeld && !options.onlyIfPending) return;
     if (options.onlyIfPending && !this.#pending.has(key)) return;
     while (!this.#closed && !this.#pending.has(key) && this.pendingCount >= this.#options.maxPending) {
       await new Promise<void>((resolve) => this.#roomWaiters.push(resolve));
@@ -120,6 +127,8 @@ export class Publisher {
     };
     // What a hold waits for (the function's status write) arrives as a body update: the wait is over.
     const notBefore = options.onlyIfPending ? 0 : options.holdMs ? this.#options.now() + options.holdMs : 0;
+    // A body update adds no news; anything announced without a hold does.
+    const held = options.onlyIfPending ? existing?.held === true : (existing?.held ?? true) && options.holdMs !== undefined && options.holdMs > 0;
     this.#pending.set(key, {
       key,
       event,
@@ -129,8 +138,21 @@ export class Publisher {
       since: existing?.since ?? this.#options.now(),
       notBefore: existing && !options.onlyIfPending ? Math.min(existing.notBefore, notBefore) : notBefore,
       bodyBytes,
+      held,
     });
     this.#pump();
+  }
+
+  /** Drops the object's waiting announcement if it stands only for held child changes; whether it did. */
+  #withdrawHeld(key: string): boolean {
+    const existing = this.#pending.get(key);
+    if (existing === undefined || !existing.held) return false;
+    this.#pending.delete(key);
+    this.#bodyBytes -= existing.bodyBytes;
+    this.#options.metrics.withdrawn.inc();
+    this.#pump();
+    if (this.#isIdle()) this.#wake(this.#idleWaiters);
+    return true;
   }
 
   /** Waits until everything buffered has been accepted by the queue, or the deadline passes. */

@@ -33,6 +33,12 @@ export interface AnnounceOptions {
   onlyIfPending?: boolean;
   /** Wait this long before sending, for what usually follows (the function's status write). */
   holdMs?: number;
+  /**
+   * The function's status records the object's children as the index now knows them: a waiting
+   * announcement that stands only for held child changes (holdMs) is answered, and dropped. One
+   * that says more stays, brought up to date only with `onlyIfPending`.
+   */
+  withdrawHeld?: boolean;
 }
 
 /** Hands an event to the publisher; `cause` keeps distinct announcements of one version apart. */

@@ -12,7 +12,7 @@ import { fakeClock, type FakeClock } from "../test/support/fake-clock.ts";
 const crontabs = { group: "stable.example.com", version: "v1", plural: "crontabs", kind: "CronTab", namespaced: true };
 const cronjobs = { group: "batch", version: "v1", plural: "cronjobs", kind: "CronJob", namespaced: true };
 
-function setup(skipStatusOnly = true, settings: { clock?: FakeClock; functionFieldManager?: string; initial?: boolean } = {}) {
+function setup(skipStatusOnly = true, settings: { clock?: FakeClock; functionFieldManager?: string; initial?: boolean; initialBodyBytes?: number } = {}) {
   const clock = settings.clock ?? fakeClock();
   const out: Array<{ key: string; event: KeyEvent; cause: string; options: AnnounceOptions | undefined }> = [];
   const options: TrackerOptions = {
@@ -23,7 +23,11 @@ function setup(skipStatusOnly = true, settings: { clock?: FakeClock; functionFie
     announce: (key, event, cause, opts) => Promise.resolve(void out.push({ key, event, cause, options: opts })),
     ...(settings.functionFieldManager ? { functionFieldManager: settings.functionFieldManager } : {}),
   };
-  const parents = new ParentTracker(crontabs, options);
+  const parents = new ParentTracker(crontabs, options, {
+    bodies: true,
+    maxBodyBytes: 64 * 1024,
+    ...(settings.initialBodyBytes === undefined ? {} : { initialBodyBytes: settings.initialBodyBytes }),
+  });
   const children = new ChildTracker(cronjobs, true, options);
   parents.owns(children);
   // Past a new bridge's first list, unless the test is about it.
@@ -274,6 +278,40 @@ describe("a new bridge's first list announces what needs work", () => {
       out.find((o) => o.event.name === "fresh")?.event.children?.map((c) => [c.kind, c.name, c.uid]),
       [["CronJob", "fresh-job", "uid-fresh-job"]],
     );
+  });
+
+  it("a new bridge's first announcements carry the listed bodies within initialBodyBytes, never a body older than the event", async () => {
+    const one = JSON.stringify(ct("a", "1")).length;
+    // Room for two bodies: the third object needing work goes by its keys.
+    const { announced, parents } = setup(true, { initial: true, functionFieldManager: "crdfn", initialBodyBytes: 2 * one + 10 });
+    await parents.upsert(ct("a", "1"), "list", 1);
+    await parents.upsert(ct("b", "2"), "list", 1);
+    await parents.upsert(ct("c", "3"), "list", 1);
+    // Changed while the children were listed: announced at once, with the newer body.
+    await parents.upsert(ct("b", "4", { replicas: 2 }), "watch", 1);
+    // Its status only: still initial work, but the kept body is now older than the object.
+    await parents.upsert(ct("a", "5", { replicas: 1 }, { phase: "x" }), "watch", 1);
+    await parents.releaseInitialWork();
+    const rvOfBody = (e: KeyEvent) => (e.object?.metadata as { resourceVersion?: string } | undefined)?.resourceVersion ?? null;
+    assert.deepEqual(Object.fromEntries(announced().map((o) => [o.event.name, rvOfBody(o.event)])), { a: null, b: "4", c: null });
+    assert.equal(announced().find((o) => o.event.name === "a")?.event.resourceVersion, "5");
+    // With b announced before, its room is free again: a budget of one body carries the first listed.
+    const roomy = setup(true, { initial: true, functionFieldManager: "crdfn", initialBodyBytes: one });
+    await roomy.parents.upsert(ct("a", "1"), "list", 1);
+    await roomy.parents.upsert(ct("c", "3"), "list", 1);
+    await roomy.parents.releaseInitialWork();
+    assert.deepEqual(
+      roomy.out.map((o) => [o.event.name, o.event.object === undefined]),
+      [
+        ["a", false],
+        ["c", true],
+      ],
+    );
+    // Without a budget, keys only.
+    const none = setup(true, { initial: true, functionFieldManager: "crdfn" });
+    await none.parents.upsert(ct("a", "1"), "list", 1);
+    await none.parents.releaseInitialWork();
+    assert.equal(none.out[0]?.event.object, undefined);
   });
 
   it("a new bridge weighs what each status records the function reconciled: metadata at once, children once listed", async () => {

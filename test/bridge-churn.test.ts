@@ -11,6 +11,8 @@ import { metricValue } from "./support/metrics.ts";
 import { parallel } from "./support/promises.ts";
 import { type Expected, mismatches, orderViolations, QueueReader } from "./support/queue-reader.ts";
 import { TEST_EVENT_KEY } from "./support/event-key.ts";
+import { childMarkOf, reconciledRecord } from "../core/reconciled.ts";
+import { eventually } from "./support/eventually.ts";
 
 describe("bridge: churn against a real API server and ElasticMQ", { timeout: 240_000 }, () => {
   let env: Awaited<ReturnType<typeof startBridgeEnvironment>>;
@@ -20,7 +22,7 @@ describe("bridge: churn against a real API server and ElasticMQ", { timeout: 240
   let reader: QueueReader;
 
   before(async () => {
-    env = await startBridgeEnvironment({ file: import.meta.filename, namespaces: ["churn", "long", "children", "resync"] });
+    env = await startBridgeEnvironment({ file: import.meta.filename, namespaces: ["churn", "long", "children", "resync", "held"] });
     ({ cluster, sqs } = env);
     reader = new QueueReader(sqs, cluster.sqs.queues.fifo);
     bridge = startBridge(bridgeConfig(cluster), { eventKey: TEST_EVENT_KEY, kubeConfig: cluster.kubeConfig, sqs, logger: testLogger() });
@@ -165,6 +167,108 @@ describe("bridge: churn against a real API server and ElasticMQ", { timeout: 240
     );
     await reader.until(() => (reader.byName(ns).get("parent")?.length ?? 0) >= 4, 20_000);
     assert.equal((await observed()) - observedBefore, 1, "an unlabelled child is not watched: only the labelled one after it was observed");
+  });
+
+  describe("the function's own new child, written as the function writes it (apply as crdfn, then a status write recording it)", () => {
+    const merge = "application/merge-patch+json";
+    const jobsPath = (ns: string, name = "") => `/apis/batch/v1/namespaces/${ns}/cronjobs${name ? `/${name}` : ""}`;
+    const observed = (resource: string) => metricValue(bridge.registry, "crdfn_bridge_events_observed_total", { resource });
+    const events = (ns: string, name: string) => reader.byName(ns).get(name) ?? [];
+    const said = (ns: string, name: string) => events(ns, name).map((e) => `${e.type} ${e.reason}`);
+    /** A parent created and announced once; its uid. */
+    const announcedParent = async (ns: string, name: string): Promise<string> => {
+      const created = await ok(kube(cluster.kubeConfig, "POST", crontabPath(ns), crontab(name)), `create ${name}`);
+      await reader.until(() => events(ns, name).length === 1, 20_000);
+      return (created.body.metadata as { uid: string }).uid;
+    };
+    /** The function's apply of a suspended CronJob controlled by `parent`: the API server's answer. */
+    const applyJob = async (ns: string, parent: string, uid: string, name: string, manager = "crdfn") =>
+      (
+        await ok(
+          kube(
+            cluster.kubeConfig,
+            "PATCH",
+            `${jobsPath(ns, name)}?fieldManager=${manager}&force=true`,
+            {
+              apiVersion: "batch/v1",
+              kind: "CronJob",
+              metadata: {
+                name,
+                labels: { "crdfn.io/parent-uid": uid },
+                annotations: { "crdfn.io/applied-hash": `h-${name}` },
+                ownerReferences: [{ apiVersion: "stable.example.com/v1", kind: "CronTab", name: parent, uid, controller: true, blockOwnerDeletion: true }],
+              },
+              spec: {
+                schedule: "*/5 * * * *",
+                suspend: true,
+                jobTemplate: { spec: { template: { spec: { restartPolicy: "Never", containers: [{ name: "c", image: "busybox" }] } } } },
+              },
+            },
+            "application/apply-patch+yaml",
+          ),
+          `apply ${name}`,
+        )
+      ).body as never;
+    /** The function's status write after its reconcile left `left`: the record of those children. */
+    const recordStatus = async (ns: string, name: string, left: unknown[]) => {
+      const current = (await ok(kube(cluster.kubeConfig, "GET", crontabPath(ns, name)), `get ${name}`)).body as never;
+      const reconciled = reconciledRecord(
+        current,
+        left.map((c) => childMarkOf(c as never, "crdfn")),
+      );
+      await ok(
+        kube(cluster.kubeConfig, "PATCH", `${crontabPath(ns, name)}/status?fieldManager=crdfn`, { status: { observedGeneration: 1, reconciled } }, merge),
+        `status ${name}`,
+      );
+    };
+
+    it(
+      "is not announced back once the status write records it; its key is in the parent's next event; anyone else's changes are",
+      { timeout: 60_000 },
+      async () => {
+        const ns = cluster.ns("held");
+        const uid = await announcedParent(ns, "own");
+        const [jobs, crontabs] = [await observed("cronjobs.batch"), await observed("crontabs.stable.example.com")];
+        const child = await applyJob(ns, "own", uid, "own-job");
+        await recordStatus(ns, "own", [child]);
+        // Both writes seen by the bridge (its two watches, in either order), then a change of the
+        // parent's own: had the child's announcement been sent or still be held, it would be in
+        // the queue before this one or merged into it (as reason "child").
+        await eventually(async () => {
+          assert.ok((await observed("cronjobs.batch")) > jobs && (await observed("crontabs.stable.example.com")) > crontabs);
+        });
+        await ok(kube(cluster.kubeConfig, "PATCH", crontabPath(ns, "own"), { metadata: { labels: { tier: "gold" } } }, merge), "label own");
+        await reader.until(() => events(ns, "own").length >= 2, 20_000);
+        await reader.until(() => bridge.pendingCount() === 0, 20_000);
+        assert.deepEqual(said(ns, "own"), ["ADDED watch", "MODIFIED watch"], "one announcement for the new object, one for its own change");
+        assert.deepEqual(
+          events(ns, "own")[1]?.children?.map((c) => c.name),
+          ["own-job"],
+          "the next event carries the child's key (a later reconcile that no longer wants it prunes it)",
+        );
+
+        // Someone else creates a child, edits the function's, deletes it: each is news.
+        await applyJob(ns, "own", uid, "stray-job", "someone");
+        await reader.until(() => events(ns, "own").length >= 3, 20_000);
+        await ok(kube(cluster.kubeConfig, "PATCH", `${jobsPath(ns, "own-job")}?fieldManager=kubectl-edit`, { spec: { schedule: "1 * * * *" } }, merge), "edit");
+        await reader.until(() => events(ns, "own").length >= 4, 20_000);
+        await ok(kube(cluster.kubeConfig, "DELETE", jobsPath(ns, "own-job")), "delete own-job");
+        await reader.until(() => events(ns, "own").length >= 5, 20_000);
+        assert.deepEqual(said(ns, "own").slice(2), ["MODIFIED child", "MODIFIED child", "MODIFIED child"]);
+      },
+    );
+
+    it("is announced when no status write records it (the function's status write failed), once the hold ends", { timeout: 60_000 }, async () => {
+      const ns = cluster.ns("held");
+      const uid = await announcedParent(ns, "unrecorded");
+      await applyJob(ns, "unrecorded", uid, "unrecorded-job");
+      await reader.until(() => events(ns, "unrecorded").length >= 2, 30_000);
+      assert.deepEqual(said(ns, "unrecorded"), ["ADDED watch", "MODIFIED child"]);
+      assert.deepEqual(
+        events(ns, "unrecorded")[1]?.children?.map((c) => c.name),
+        ["unrecorded-job"],
+      );
+    });
   });
 
   it("resync re-announces every object as RESYNC on its period, past FIFO deduplication", { timeout: 30_000 }, async () => {

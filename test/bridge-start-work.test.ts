@@ -1,7 +1,9 @@
 // A bridge that starts (a restart, a takeover) announces exactly what needs work, judged by what
 // the functions recorded in each object's status (core/reconciled.ts): not every object after a
 // resync stamp or a label-only change, and every parent whose children changed while no bridge
-// ran. And a parent of any size: more children than an event can carry keys for (about 1,500) are
+// ran. A running bridge does not announce a function's own new children back to their parent
+// once its status write records them (one reconcile per new object), and a child the parent's
+// next reconcile no longer wants still reaches it and is pruned. And a parent of any size: more children than an event can carry keys for (about 1,500) are
 // reconciled and half of them pruned: 2,000 here, CRDFN_TEST_BIG_CHILDREN=5000 for the issue's
 // scale (5,000 took 163–346 s to create and 90 s to prune half on 2 cores at load 7–17, more than
 // the rest of this file). Real API server, real queue, the real bridge and the functions' poller.
@@ -177,6 +179,36 @@ describe("a bridge start announces exactly what needs work", { timeout: 1_500_00
       );
       assert.ok(repairedMs <= 10_000, `repaired in ${repairedMs} ms (≤ 10 s)`);
       assert.deepEqual(others, [], "no settled object is reconciled");
+    },
+  );
+
+  it(
+    "a new object is reconciled once (its own new children are not announced back), and a child its next reconcile no longer wants is pruned",
+    { timeout: 300_000 },
+    async () => {
+      await settled(pipeline(), 120_000);
+      const key = `${env.cluster.namespace}/once`;
+      const exists = async (name: string) => (await kube(env.cluster.kubeConfig, "GET", cmPath(name))).status === 200;
+      let mark = env.logs.length;
+      let announced = await published();
+      await fleets().create("once", { count: 2 });
+      await waitFor(
+        "once: Ready with its two ConfigMaps",
+        async () => ready(await fleets().get("once"))?.status === "True" && (await exists("once-1")),
+        120_000,
+      );
+      await settled(pipeline(), 120_000);
+      assert.equal(handledSince(mark).get(key), 1, "one reconcile created both children and recorded them");
+      assert.equal((await published()) - announced, 1, "one announcement: its creation");
+
+      // The next event carries both children's keys from the bridge's index: the one no longer wanted is pruned.
+      [mark, announced] = [env.logs.length, await published()];
+      await fleets().patchSpec("once", { count: 1 });
+      await waitFor("once-1 pruned", async () => !(await exists("once-1")) && (await fleets().get("once"))?.status?.observedGeneration === 2, 120_000);
+      await settled(pipeline(), 120_000);
+      assert.ok(await exists("once-0"));
+      assert.equal(handledSince(mark).get(key), 1, "the prune, which its status write recorded, is not announced back");
+      assert.equal((await published()) - announced, 1);
     },
   );
 

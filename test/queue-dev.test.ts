@@ -88,7 +88,7 @@ describe("the Queue example in crdfn dev", { timeout: 360_000 }, () => {
   });
 
   it("re-creates the queue when it is deleted by hand, at the next tick of its 30 s timer", async () => {
-    // Settled first (the ConfigMap's appearance reconciles it once more): then only the timer is left.
+    // Settled first (no announcement of its new ConfigMap still held): then only the timer is left.
     await quiet();
     const url = await urlOf();
     const seen = output.length;

@@ -38,6 +38,8 @@ export interface StartOptions {
   cpuProfileDir?: string;
   /** crdfn only: settings for its bridge and functions, as environment variables (a variant's). */
   env?: Record<string, string>;
+  /** crdfn only: the checkout to run it from (a variant's: the commit before a change); default this one. */
+  root?: string;
 }
 
 export interface RunningSystem {
@@ -199,7 +201,7 @@ export async function startCrdfnChild(
     {
       name: "crdfn",
       command: process.execPath,
-      args: ["--conditions=crdfn-source", ...profile, join(packageRoot, "bench", "peers", "crdfn-child.ts")],
+      args: ["--conditions=crdfn-source", ...profile, join(start.root ?? packageRoot, "bench", "peers", "crdfn-child.ts")],
       logFile,
       env: {
         ...env,
