@@ -5,8 +5,8 @@
 // keys come with the event (the bridge's keys-only index of the children that carry crdfn's label
 // and a controller reference to the parent), and the children of kinds marked `observe` are read
 // by name. Keys may be a moment old: a child created a moment ago may be missing (it is applied
-// again, which changes nothing, and its appearance announces the parent once more, so a prune
-// it needs comes one reconcile later), a child gone a moment ago may still be listed (its read
+// again, which changes nothing; the bridge's index has it from its watch event on, so the
+// parent's next event names it, and a prune it needs comes one reconcile later), a child gone a moment ago may still be listed (its read
 // or delete answers 404). An event without keys (a parent with more children than an event can
 // carry, or a v1 event) is answered by one labelled LIST per owned kind marked `list` (the
 // function may list only those), paginated, which gives the same keys (and the observed kinds'
