@@ -72,7 +72,7 @@ function countedApi(api: KubeApi): { api: KubeApi; counts: Map<string, number> }
 const total = (counts: Map<string, number>): number => [...counts.values()].reduce((a, b) => a + b, 0);
 const show = (counts: Map<string, number>): string => [...counts].map(([verb, n]) => `${verb} ${n}`).join(", ");
 
-describe("a bridge start announces exactly what needs work", { timeout: 1_500_000 }, () => {
+describe("a bridge start announces exactly what needs work", { timeout: 3_600_000 }, () => {
   let env: Env;
   let poller: Poller;
   let bridge: RunningBridge | undefined;
@@ -214,7 +214,8 @@ describe("a bridge start announces exactly what needs work", { timeout: 1_500_00
 
   it(
     `a parent of ${BIG} children (more keys than an event carries) is reconciled, then pruned to ${BIG / 2}`,
-    { timeout: 900_000, skip: BIG === 0 && "CRDFN_TEST_BIG_CHILDREN=0" },
+    // Safety nets, not bounds: 2,000 children took 170 s at load 9 and 694 s at load ~30.
+    { timeout: 2_400_000, skip: BIG === 0 && "CRDFN_TEST_BIG_CHILDREN=0" },
     async () => {
       const children = async (): Promise<number> => {
         const uid = (await fleets().get("big"))?.metadata?.uid ?? "none";
@@ -239,7 +240,7 @@ describe("a bridge start announces exactly what needs work", { timeout: 1_500_00
       const since = (): Map<string, number> => new Map([...counts].map(([verb, n]) => [verb, n - (before.get(verb) ?? 0)]));
       const t0 = Date.now();
       await fleets().create("big", { count: BIG });
-      await waitFor(`${BIG} children and Ready`, async () => ready(await fleets().get("big"))?.status === "True" && (await children()) === BIG, 600_000);
+      await waitFor(`${BIG} children and Ready`, async () => ready(await fleets().get("big"))?.status === "True" && (await children()) === BIG, 1_200_000);
       await settled(pipeline(), 300_000);
       const created = since();
       console.log(`# ${BIG} children: reconciled in ${((Date.now() - t0) / 1000).toFixed(1)} s, ${total(created)} API requests (${show(created)})`);
@@ -250,7 +251,7 @@ describe("a bridge start announces exactly what needs work", { timeout: 1_500_00
       await waitFor(
         `pruned to ${BIG / 2}`,
         async () => (await children()) === BIG / 2 && (await fleets().get("big"))?.status?.observedGeneration === 2,
-        600_000,
+        900_000,
       );
       await settled(pipeline(), 300_000);
       const pruned = since();
