@@ -48,7 +48,7 @@ export interface RunningBridge {
   readiness(): string[];
   isLeader(): boolean;
   registry: Registry;
-  /** Objects waiting to be published (for tests and the bench). */
+  /** Objects waiting to be published, the start window's waiting among them (for tests and the bench). */
   pendingCount(): number;
   /** Objects with a reconcile scheduled (status.nextReconcile in the future). */
   scheduledCount(): number;
@@ -127,7 +127,7 @@ export function startBridge(config: BridgeConfig, deps: BridgeDeps): RunningBrid
     readiness: () => [...problems.lines(), ...terms.readiness(elector ? "standby: not the leader" : "stopped")],
     isLeader: () => (elector === undefined ? true : elector.isLeader),
     registry,
-    pendingCount: () => terms.engine?.publisher.pendingCount ?? 0,
+    pendingCount: () => (terms.engine ? terms.engine.publisher.pendingCount + terms.engine.startWaiting : 0),
     scheduledCount: () => terms.engine?.parents.reduce((n, p) => n + p.scheduled, 0) ?? 0,
     resync: (filter) => terms.engine?.resync(filter) ?? Promise.resolve(0),
     async stop(flushTimeoutMs = 10_000) {

@@ -108,6 +108,12 @@ export const bridgeConfigSchema = z
      */
     maxInitialBodyBytes: positiveInt(0, 256 * 1024 * 1024).default(8 * 1024 * 1024),
     /**
+     * A starting bridge announces what its first lists found needing work at most this many at a
+     * time, the next as each is answered by its status write (bridge/start-window.ts), so a cold
+     * start over many objects keeps the queue shallow. 0: all at once.
+     */
+    startWindow: positiveInt(0, 1_000_000).default(1000),
+    /**
      * Re-announce every object this often, spread evenly over the period; 0 (the default) turns
      * resync off: a settled object is never announced again unless it changes, one of its children
      * does, or it asked to be (status.nextReconcile). Per resource: resources[].resyncSeconds.
@@ -246,6 +252,7 @@ const envSettings: ReadonlyArray<[string, string[], (s: string) => unknown]> = [
   ["CRDFN_BODIES", ["bodies"], String],
   ["CRDFN_MAX_BODY_BYTES", ["maxBodyBytes"], String],
   ["CRDFN_MAX_INITIAL_BODY_BYTES", ["maxInitialBodyBytes"], String],
+  ["CRDFN_START_WINDOW", ["startWindow"], String],
   ["CRDFN_RESYNC_SECONDS", ["resyncSeconds"], String],
   ["CRDFN_SKIP_STATUS_ONLY", ["skipStatusOnly"], String],
   ["CRDFN_CHILD_STATUS", ["childStatus"], String],

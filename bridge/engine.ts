@@ -22,9 +22,16 @@ import { refusalLine } from "./refusal.ts";
 import { ResourceReadiness, type ResourceState } from "./resource-readiness.ts";
 import { resyncEvery, resyncNow, type ResyncFilter } from "./resync.ts";
 import { SharedKinds } from "./shared-kinds.ts";
+import { StartWindow } from "./start-window.ts";
 import type { Announce } from "./sink.ts";
 import type { TrackerOptions } from "./tracker.ts";
 import type { QueueTransport } from "./transport.ts";
+
+/**
+ * How long a first-list announcement holds its start-window slot without an answer: past it, its
+ * reconcile is taken as failed or slow (dead-lettered, the function down), and the next goes.
+ */
+const START_WINDOW_TIMEOUT_MS = 60_000;
 
 /** What an engine works with: built by startBridge, the same for every term. */
 export interface EngineDeps {
@@ -70,6 +77,8 @@ export class Engine {
   /** Per watched resource: its own first list is done (or it is not served), which its shared kinds wait for. */
   readonly #listedOwn: Map<WatchedResource, Deferred>;
   readonly #done: Promise<void>;
+  /** Paces the announcements of every resource's first list (start-window.ts). */
+  readonly #startWindow: StartWindow;
 
   constructor(config: BridgeConfig, deps: EngineDeps) {
     const { logger, metrics, problems } = deps;
@@ -89,6 +98,15 @@ export class Engine {
       now: () => deps.clock().getTime(),
       timers: deps.timers,
       eventKey: deps.eventKey,
+    });
+    this.#startWindow = new StartWindow({
+      size: config.startWindow,
+      timeoutMs: START_WINDOW_TIMEOUT_MS,
+      timers: deps.timers,
+      onChange: (waiting, open) => {
+        metrics.startWaiting.set(waiting);
+        metrics.startOpen.set(open);
+      },
     });
     this.#trackerOptions = {
       cluster: config.cluster,
@@ -121,6 +139,11 @@ export class Engine {
     this.#done = done;
   }
 
+  /** What the first lists found needing work and the start window has not announced yet. */
+  get startWaiting(): number {
+    return this.#startWindow.waiting;
+  }
+
   /** Announces the known objects again (all, one resource's, or one object); resolves with how many. */
   resync(filter: ResyncFilter | undefined): Promise<number> {
     return resyncNow(this.parents, filter, this.#deps.clock);
@@ -129,6 +152,7 @@ export class Engine {
   /** Stops watching, flushes what is buffered (up to `flushTimeoutMs`), and waits for the reflectors to end. */
   async stop(flushTimeoutMs: number): Promise<void> {
     this.#stopping.abort();
+    this.#startWindow.stop();
     for (const parent of this.parents) parent.stop();
     // Flush before waiting for the reflectors: one may be parked in a full buffer, and only
     // progress (or close) frees it.
@@ -183,6 +207,7 @@ export class Engine {
       bodies: ref.bodies ?? config.bodies,
       maxBodyBytes: config.maxBodyBytes,
       initialBodyBytes: config.maxInitialBodyBytes,
+      startWindow: this.#startWindow,
     });
     for (const kind of owned) parent.owns(await kind.tracker);
     for (const kind of read) parent.reads(await kind.tracker);

@@ -11,6 +11,8 @@ export interface BridgeMetrics {
   discoveryFailures: Counter<"resource" | "code">;
   relists: Counter<"resource" | "reason">;
   pending: Gauge;
+  startWaiting: Gauge;
+  startOpen: Gauge;
   queueLag: Gauge;
   publishDelay: Histogram;
   objects: Gauge<"resource">;
@@ -64,6 +66,16 @@ export function createBridgeMetrics(registry: Registry): BridgeMetrics {
       registers,
     }),
     pending: new Gauge({ name: "crdfn_bridge_pending_events", help: "Objects waiting to be announced (bounded by maxPending)", registers }),
+    startWaiting: new Gauge({
+      name: "crdfn_bridge_start_waiting_objects",
+      help: "Objects a starting bridge's first lists found needing work, not yet announced (bridge/start-window.ts)",
+      registers,
+    }),
+    startOpen: new Gauge({
+      name: "crdfn_bridge_start_open_objects",
+      help: "A starting bridge's announcements of its first lists' work not yet answered by a status write (at most CRDFN_START_WINDOW)",
+      registers,
+    }),
     queueLag: new Gauge({ name: "crdfn_bridge_queue_lag_seconds", help: "Age of the oldest change not yet accepted by the queue", registers }),
     publishDelay: new Histogram({
       name: "crdfn_bridge_publish_delay_seconds",

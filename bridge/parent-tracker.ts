@@ -18,6 +18,7 @@ import { childrenDigest, metadataDigest, reconciledOf, type ChildMark, type Reco
 import { referencesOf, type ReferenceRecord } from "../core/references.ts";
 import { announceReason, nextReconcileOf } from "../core/schedule.ts";
 import { DueSchedule } from "./due-schedule.ts";
+import type { StartWindow } from "./start-window.ts";
 import { finalizersManagedBy, fingerprint, lastWriteOf, type WatchedObject } from "./watched-object.ts";
 import type { AnnounceOptions, ResolvedResource, Via } from "./sink.ts";
 import { groupOf, keyOf, splitKey } from "../core/resource-path.ts";
@@ -48,6 +49,8 @@ export interface ParentOptions {
    * announced by their keys (their functions read them). Default 0: none kept.
    */
   initialBodyBytes?: number;
+  /** Paces the first list's announcements (start-window.ts), shared by the bridge's resources; none: all at once. */
+  startWindow?: StartWindow;
 }
 
 /** A referenced kind's tracker (reference-tracker.ts), as a parent tracker tells it what an object read. */
@@ -118,6 +121,8 @@ export class ParentTracker extends Tracker<ParentEntry> {
   /** Bodies of initial work as listed (JSON, within initialBodyBytes): their first reconciles need not read them. */
   readonly #initialBodies = new Map<string, string>();
   #initialBodyBytes = 0;
+  /** Initial work handed to the start window and not yet announced (a change of its own announces it first). */
+  readonly #startQueued = new Set<string>();
 
   constructor(resource: ResolvedResource, options: TrackerOptions, parentOptions: ParentOptions = { bodies: true, maxBodyBytes: 64 * 1024 }) {
     super(resource, options);
@@ -217,6 +222,7 @@ export class ParentTracker extends Tracker<ParentEntry> {
       ...(prev?.uid === m.uid && prev.pending !== undefined ? { pending: prev.pending } : {}),
     };
     this.entries.set(key, next);
+    if (prev !== undefined) this.#answered(key, prev, next, obj);
     // A new bridge knows nothing of what was announced before it: it announces what needs work,
     // once its children's keys are known (releaseInitialWork).
     if (via === "list" && prev === undefined && this.#initialWork !== undefined) {
@@ -321,15 +327,45 @@ export class ParentTracker extends Tracker<ParentEntry> {
     for (const [key, entry] of this.entries) {
       if (entry.reconciled !== undefined && !work.has(key) && entry.reconciled.children !== childrenDigest(this.#marksOf(key))) work.add(key);
     }
+    const window = this.#parentOptions.startWindow;
+    for (const key of work) this.#startQueued.add(key);
     for (const key of work) {
-      const entry = this.entries.get(key);
-      const json = this.#initialBodies.get(key);
-      // Only the version the entry holds: a body is never older than the event that carries it.
-      const listed = json === undefined ? undefined : (JSON.parse(json) as WatchedObject);
-      if (entry !== undefined) await this.#announce(key, entry, "ADDED", "list", "", {}, listed?.metadata.resourceVersion === entry.rv ? listed : undefined);
+      if (window === undefined) await this.#releaseOne(key);
+      else window.add(this.#publishKey(key), () => this.#releaseOne(key));
     }
-    this.#initialBodies.clear();
-    this.#initialBodyBytes = 0;
+  }
+
+  /** Announces one object of the first list's work, unless a change of its own announced it meanwhile. */
+  async #releaseOne(key: string): Promise<void> {
+    if (!this.#startQueued.delete(key)) return;
+    const entry = this.entries.get(key);
+    const json = this.#initialBodies.get(key);
+    this.#dropInitialBody(key);
+    if (entry === undefined) {
+      this.#parentOptions.startWindow?.settle(this.#publishKey(key));
+      return;
+    }
+    // Only the version the entry holds: a body is never older than the event that carries it.
+    const listed = json === undefined ? undefined : (JSON.parse(json) as WatchedObject);
+    await this.#announce(key, entry, "ADDED", "list", "", {}, listed?.metadata.resourceVersion === entry.rv ? listed : undefined);
+  }
+
+  /**
+   * Frees the start window's slot of an object its first list announced once its function answers:
+   * a status write of the function's, or a status that no longer needs work. One still waiting
+   * that its function answers (a message from before this bridge) leaves the line unannounced.
+   */
+  #answered(key: string, prev: ParentEntry, next: ParentEntry, obj: WatchedObject): void {
+    const window = this.#parentOptions.startWindow;
+    if (window === undefined) return;
+    const id = this.#publishKey(key);
+    const written = prev.uid !== next.uid || next.statusWrittenMs > prev.statusWrittenMs;
+    if (this.#startQueued.has(key)) {
+      if (!written) return;
+      this.#startQueued.delete(key);
+      this.#dropInitialBody(key);
+      window.settle(id);
+    } else if (window.isOpen(id) && (written || !needsWork(obj, next, this.options.functionFieldManager))) window.settle(id);
   }
 
   /** Keeps a listed body of initial work while initialBodyBytes allows. */
@@ -368,6 +404,10 @@ export class ParentTracker extends Tracker<ParentEntry> {
       return;
     }
     if (this.#initialWork?.delete(key)) this.#dropInitialBody(key);
+    if (this.#startQueued.delete(key)) {
+      this.#dropInitialBody(key);
+      this.#parentOptions.startWindow?.settle(this.#publishKey(key));
+    }
     if (entry.pending !== undefined) {
       this.#due.clear(key);
       entry.handled = entry.pending.at;
@@ -381,6 +421,8 @@ export class ParentTracker extends Tracker<ParentEntry> {
     const key = keyOf(m.namespace, m.name);
     this.entries.delete(key);
     this.#due.clear(key);
+    this.#startQueued.delete(key);
+    this.#parentOptions.startWindow?.settle(this.#publishKey(key));
     await this.#refer(key, undefined);
     const e = { uid: m.uid, rv: m.resourceVersion, generation: m.generation ?? 0 };
     await this.options.announce(this.#publishKey(key), this.#event(key, e, "DELETED", "watch"), "deleted");
@@ -388,6 +430,8 @@ export class ParentTracker extends Tracker<ParentEntry> {
 
   protected async vanished(key: string, entry: ParentEntry): Promise<void> {
     this.#due.clear(key);
+    this.#startQueued.delete(key);
+    this.#parentOptions.startWindow?.settle(this.#publishKey(key));
     await this.#refer(key, undefined);
     // Its last known version was announced already; "deleted" keeps this one from being deduplicated away.
     await this.options.announce(this.#publishKey(key), this.#event(key, entry, "DELETED", "relist"), "deleted");

@@ -16,12 +16,13 @@ import { defineOperator, type Operator } from "../core/operator.ts";
 import { metadataDigest, reconciledOf } from "../core/reconciled.ts";
 import { PARENT_UID_LABEL } from "../core/event.ts";
 import type { Poller } from "../functions/adapters/poller.ts";
+import type { Runtime } from "../functions/runtime/runtime.ts";
 import { createKubeApi } from "../functions/runtime/kube-api-http.ts";
 import type { KubeApi } from "../functions/runtime/kube-api.ts";
 import { kube, ok } from "./support/kube-requests.ts";
 import { metricValue } from "./support/metrics.ts";
 import { parallel } from "./support/promises.ts";
-import { settled } from "./support/settled.ts";
+import { queueDepth, settled } from "./support/settled.ts";
 import { crApi, pollerFor, ready, runtimeFor, startEnv, startTestBridge, waitFor, type Env } from "./support/functions-environment.ts";
 
 /** Settled objects beside what a test changes; CRDFN_TEST_START_OBJECTS for another scale. */
@@ -75,6 +76,7 @@ const show = (counts: Map<string, number>): string => [...counts].map(([verb, n]
 describe("a bridge start announces exactly what needs work", { timeout: 3_600_000 }, () => {
   let env: Env;
   let poller: Poller;
+  let runtime: Runtime;
   let bridge: RunningBridge | undefined;
   let counts: Map<string, number>;
   const fleets = () => crApi(env, fleet);
@@ -108,7 +110,8 @@ describe("a bridge start announces exactly what needs work", { timeout: 3_600_00
     env = await startEnv([fleet], { file: import.meta.filename });
     const counted = countedApi(createKubeApi({ connection: env.identities!.functionConnection(fleet) }));
     counts = counted.counts;
-    poller = pollerFor(env, runtimeFor(env, fleet, { api: counted.api }), "queue", 4);
+    runtime = runtimeFor(env, fleet, { api: counted.api });
+    poller = pollerFor(env, runtime, "queue", 4);
     bridge = await startTestBridge(env, "startwork.example.com/v1/fleets>v1/configmaps");
     const t0 = Date.now();
     await parallel(names, 20, async (name) =>
@@ -143,6 +146,49 @@ describe("a bridge start announces exactly what needs work", { timeout: 3_600_00
       assert.ok(announced <= 10, `${announced} announcements after ${what} (≤ 10)`);
     }
   });
+
+  it(
+    `a takeover with all ${OBJECTS} objects needing work keeps the queue at the start window's depth; each object is reconciled once`,
+    { timeout: 900_000 },
+    async () => {
+      const WINDOW = 100;
+      await poller.stop();
+      await bridge?.stop();
+      bridge = undefined;
+      // A label-only change to every object while no bridge runs: each needs work at the next start.
+      await parallel(names, 20, async (name) =>
+        ok(kube(env.cluster.kubeConfig, "PATCH", path(name), { metadata: { labels: { tier: "silver" } } }, mergePatch), name),
+      );
+      const mark = env.logs.length;
+      bridge = await startTestBridge(env, "startwork.example.com/v1/fleets>v1/configmaps", { settings: { CRDFN_START_WINDOW: String(WINDOW) } });
+      /** The start window's gauges: open (announced, unanswered) and waiting. */
+      const gauges = async () => [
+        await metricValue(bridge!.registry, "crdfn_bridge_start_open_objects"),
+        await metricValue(bridge!.registry, "crdfn_bridge_start_waiting_objects"),
+      ];
+      try {
+        // No function runs: nothing answers, so the window stays full and the rest wait in the bridge, not in the queue.
+        await waitFor(
+          "the window full",
+          async () => (await gauges())[0] === WINDOW && (await queueDepth(env.sqs, env.cluster.sqs.queues.fifo)) === WINDOW,
+          120_000,
+        );
+        assert.deepEqual(await gauges(), [WINDOW, OBJECTS - WINDOW]);
+      } finally {
+        poller = pollerFor(env, runtime, "queue", 4);
+      }
+      await waitFor(`${OBJECTS} fleets record the change`, async () => (await recordedNow()) === OBJECTS, 600_000);
+      await settled(pipeline(), 300_000);
+      const handled = handledSince(mark);
+      const twice = [...handled].filter(([, n]) => n !== 1);
+      console.log(
+        `# a takeover of ${OBJECTS} objects needing work through a window of ${WINDOW}: ${await published()} announcements, ${handled.size} objects reconciled`,
+      );
+      assert.equal(handled.size, OBJECTS);
+      assert.deepEqual(twice, [], "each object reconciled once");
+      assert.deepEqual(await gauges(), [0, 0]);
+    },
+  );
 
   it(
     "drift while no bridge ran (one child deleted, another edited by someone else) is repaired within 10 s of a bridge leading; the settled rest: 0 messages",

@@ -119,7 +119,11 @@ export async function installCrd(api: KubeApi, op: Operator<unknown>): Promise<v
  * The real bridge on the environment's FIFO queue, watching `resources` (CRDFN_RESOURCES syntax),
  * no resync; as the admin, or `asDeployed`: with its own ServiceAccount's token, watching the served namespace.
  */
-export async function startTestBridge(env: Env, resources: string, o: { asDeployed?: boolean } = {}): Promise<RunningBridge> {
+export async function startTestBridge(
+  env: Env,
+  resources: string,
+  o: { asDeployed?: boolean; settings?: Record<string, string> } = {},
+): Promise<RunningBridge> {
   const { sqs: q } = env.cluster;
   const config = loadBridgeConfig({
     CRDFN_CLUSTER: CLUSTER,
@@ -131,6 +135,7 @@ export async function startTestBridge(env: Env, resources: string, o: { asDeploy
     CRDFN_HTTP_PORT: "0",
     AWS_REGION: q.region,
     AWS_ENDPOINT_URL_SQS: q.endpoint,
+    ...o.settings,
   });
   if (o.asDeployed && !env.identities) throw new Error("startTestBridge asDeployed: the environment has no identities");
   const kubeConfig = o.asDeployed && env.identities ? env.identities.bridgeConnection : env.cluster.kubeConfig;
