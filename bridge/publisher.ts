@@ -92,8 +92,8 @@ export class Publisher {
    * waits while the buffer is full.
    */
   async offer(key: string, event: KeyEvent, cause: string, options: AnnounceOptions = {}): Promise<void> {
-    if (options.withdrawHeld && this.#withdrawHeld(key)) return;
-    if (options.withdrawHeld && !options.onlyIfPending) return;
+    // A withdrawal ends here, unless it also brings a waiting (not withdrawn) event up to date.
+    if (options.withdrawHeld && (this.#withdrawHeld(key) || !options.onlyIfPending)) return;
     if (options.onlyIfPending && !this.#pending.has(key)) return;
     while (!this.#closed && !this.#pending.has(key) && this.pendingCount >= this.#options.maxPending) {
       await new Promise<void>((resolve) => this.#roomWaiters.push(resolve));
