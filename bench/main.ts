@@ -4,7 +4,9 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { Command, InvalidArgumentError } from "commander";
 import { parse } from "yaml";
-import { runPipelineBench } from "./pipeline.ts";
+import type { FunctionTarget } from "../cli/local/dev-target.ts";
+import { cloudRunChangeCost, formatCloudRunCost } from "./cloudrun-cost.ts";
+import { runPipelineBench, type BenchResult } from "./pipeline.ts";
 import { changeCost, checkTargets, formatCost, formatReport, type DeployedFunction } from "./report.ts";
 import { packageRoot } from "../emulator/paths.ts";
 
@@ -19,6 +21,21 @@ function deployedFunction(): DeployedFunction {
   return { memoryMiB: memorySize, architecture };
 }
 
+/** The rated phase priced for its target: SQS and Lambda, or Pub/Sub and Cloud Run functions. */
+function priced(result: BenchResult): { cost: unknown; text: string } {
+  if (result.params.target === "cloudrun") {
+    const cost = cloudRunChangeCost(result);
+    return { cost, text: formatCloudRunCost(cost) };
+  }
+  const cost = changeCost(result, deployedFunction());
+  return { cost, text: formatCost(cost) };
+}
+
+const targetName = (text: string): FunctionTarget => {
+  if (text !== "lambda" && text !== "cloudrun") throw new InvalidArgumentError("--target must be lambda or cloudrun");
+  return text;
+};
+
 const positive =
   (what: string) =>
   (text: string): number => {
@@ -30,8 +47,16 @@ const positive =
 function benchCommand(): Command {
   return new Command("npm run bench --")
     .description(
-      "benchmark the whole local pipeline (API server, bridge process, ElasticMQ, poller, functions): spec-write → status latency " +
-        "at a fixed rate, reconciles/s at full load, the raw status-patch ceiling of the same API server, API calls per reconcile, bridge RSS",
+      "benchmark the whole local pipeline (API server, bridge process, queue, functions) as `crdfn dev --target <target>` runs it: " +
+        "spec-write → status latency at a fixed rate, reconciles/s at full load, the raw status-patch ceiling of the same API server, " +
+        "API calls per reconcile, bridge RSS, and what a change costs at list prices",
+    )
+    .option(
+      "--target <target>",
+      "lambda: ElasticMQ and the poller; cloudrun: the Pub/Sub emulator, the push deliverer and functions-framework, " +
+        "setup and rated phases only (what a change costs is measured at a steady rate)",
+      targetName,
+      "lambda" as FunctionTarget,
     )
     .option("--objects <n>", "Greetings to create", positive("--objects"), 1000)
     .option("--rate <n>", "spec changes per second in the rated phase", positive("--rate"), 50)
@@ -42,27 +67,39 @@ function benchCommand(): Command {
       positive("--concurrency"),
       32,
     )
-    .option("--receive-loops <n>", "concurrent receive loops of the local poller on the FIFO queue (default: as crdfn dev)", positive("--receive-loops"))
+    .option(
+      "--receive-loops <n>",
+      "concurrent receive loops of the local poller on the FIFO queue (default: as crdfn dev; lambda target only)",
+      positive("--receive-loops"),
+    )
     .option("--json <path>", "where to write the results (default bench-results/pipeline-<timestamp>.json)")
-    .action(async (o: { objects: number; rate: number; duration: number; concurrency: number; receiveLoops?: number; json?: string }) => {
-      const deployed = deployedFunction();
-      const result = await runPipelineBench({
-        objects: o.objects,
-        rate: o.rate,
-        durationSeconds: o.duration,
-        concurrency: o.concurrency,
-        ...(o.receiveLoops === undefined ? {} : { receiveLoops: o.receiveLoops }),
-        log: (line) => console.error(line),
-      });
-      const targets = checkTargets(result);
-      const cost = changeCost(result, deployed);
-      console.log(formatReport(result, targets));
-      console.log(`\n${formatCost(cost)}`);
-      const path = o.json ?? join(packageRoot, "bench-results", `pipeline-${result.startedAt.replace(/[:.]/g, "-")}.json`);
-      mkdirSync(dirname(path), { recursive: true });
-      writeFileSync(path, `${JSON.stringify({ ...result, targets, cost }, null, 2)}\n`);
-      console.log(`\nresults: ${path}`);
-    });
+    .action(
+      async (o: { target: FunctionTarget; objects: number; rate: number; duration: number; concurrency: number; receiveLoops?: number; json?: string }) => {
+        if (o.target === "cloudrun" && o.receiveLoops !== undefined) {
+          console.error("--receive-loops sets the local poller's loops: the lambda target's, not cloudrun's");
+          process.exitCode = 2;
+          return;
+        }
+        const result = await runPipelineBench({
+          target: o.target,
+          objects: o.objects,
+          rate: o.rate,
+          durationSeconds: o.duration,
+          concurrency: o.concurrency,
+          ...(o.receiveLoops === undefined ? {} : { receiveLoops: o.receiveLoops }),
+          log: (line) => console.error(line),
+        });
+        const targets = checkTargets(result);
+        const { cost, text } = priced(result);
+        console.log(formatReport(result, targets));
+        console.log(`\n${text}`);
+        const path =
+          o.json ?? join(packageRoot, "bench-results", `pipeline-${o.target === "lambda" ? "" : `${o.target}-`}${result.startedAt.replace(/[:.]/g, "-")}.json`);
+        mkdirSync(dirname(path), { recursive: true });
+        writeFileSync(path, `${JSON.stringify({ ...result, targets, cost }, null, 2)}\n`);
+        console.log(`\nresults: ${path}`);
+      },
+    );
 }
 
 await benchCommand().parseAsync(process.argv);

@@ -1,26 +1,31 @@
-// `crdfn bench`: the whole local pipeline under load — real API server and etcd, ElasticMQ,
-// the bridge as its own process, the local poller and the example operators' functions —
-// measured from a spec write to the status that reports it, next to the raw ceiling of the
-// same API server (a tight loop of status patches).
+// `npm run bench`: the whole local pipeline under load — real API server and etcd, the bridge as
+// its own process, the example operators' functions, and the queue of a target: ElasticMQ and the
+// local poller (AWS's), or the Pub/Sub emulator, the push deliverer and functions-framework (Cloud
+// Run's: bench-target.ts) — measured from a spec write to the status that reports it, next to the
+// raw ceiling of the same API server (a tight loop of status patches). The Cloud Run target runs
+// the setup and rated phases only: what a change costs is measured at a steady rate.
 import { cpus, loadavg } from "node:os";
 import { pino } from "pino";
+import type { FunctionTarget } from "../cli/local/dev-target.ts";
 import { DEFAULT_RECEIVE_LOOPS, startPipeline, type ReconcileRecord } from "../cli/local/pipeline.ts";
 import { BRIDGE_NODE_OPTIONS } from "../deploy/bridge.ts";
 import type { Operator } from "../core/operator.ts";
-import { startCluster } from "../emulator/cluster.ts";
-import { sqsClient } from "../clients/sqs-client.ts";
+import type { PushRecord } from "../emulator/pubsub-push.ts";
 import cronTab from "../examples/crontab/operator.ts";
 import greeting from "../examples/greeting/operator.ts";
 import { createKubeApi } from "../functions/runtime/kube-api-http.ts";
+import { startBenchTarget } from "./bench-target.ts";
 import { atRate, changeTimer, forEachBounded, inFlight, measureRawCeiling } from "./drive.ts";
 import { Greetings, objectName } from "./greetings.ts";
 import { clusterPids } from "./proc.ts";
-import { untilQueuesEmpty } from "./queue-depth.ts";
-import { ResourceSampler, type BridgeMemory, type PhaseCpu } from "./resources.ts";
+import { summarizePushes, type PushSummary } from "./pushes.ts";
+import { ResourceSampler, type BridgeMemory, type Mark, type PhaseCpu } from "./resources.ts";
 import { summarizeCounts, summarizeLatency, type CountSummary, type LatencySummary } from "./stats.ts";
 import { StatusWatch } from "./status-watch.ts";
 
 export interface BenchOptions {
+  /** Where the functions run: the poller on ElasticMQ (default) or push from the Pub/Sub emulator. */
+  target?: FunctionTarget;
   objects: number;
   /** Spec changes per second in the rated phase. */
   rate: number;
@@ -28,7 +33,7 @@ export interface BenchOptions {
   durationSeconds: number;
   /** Changes in flight in the closed loop, status patches in flight for the raw ceiling, writers at full load. */
   concurrency: number;
-  /** Concurrent receive loops of the local poller on the FIFO queue (default: the pipeline's). */
+  /** Concurrent receive loops of the local poller on the FIFO queue (default: the pipeline's; the Lambda target's only). */
   receiveLoops?: number;
   /** Progress lines for people. */
   log: (line: string) => void;
@@ -44,21 +49,8 @@ interface ReconcileStats {
   handlerLatency: LatencySummary;
 }
 
-export interface BenchResult {
-  startedAt: string;
-  finishedAt: string;
-  machine: { cpus: number; node: string; loadAvgStart: number[]; loadAvgEnd: number[] };
-  params: { objects: number; rate: number; durationSeconds: number; concurrency: number; receiveLoops: number };
-  /** `drainSeconds`: from all Ready until the queues were empty (the children's announcements). */
-  setup: ReconcileStats & { createSeconds: number; allReadySeconds: number; drainSeconds: number; cpu: PhaseCpu };
-  rated: ReconcileStats & {
-    writes: number;
-    writeErrors: number;
-    offeredRatePerSecond: number;
-    unobserved: number;
-    latency: LatencySummary;
-    cpu: PhaseCpu;
-  };
+/** The phases under load (closed loop, raw ceiling, full load): the Lambda target's. */
+export interface LoadPhases {
   closedLoop: ReconcileStats & {
     changes: number;
     writeErrors: number;
@@ -74,6 +66,26 @@ export interface BenchResult {
   ratioToRaw: number;
   /** Closed-loop reconciles/s divided by raw status patches/s (no writers competing). */
   closedLoopRatioToRaw: number;
+}
+
+export interface BenchResult extends Partial<LoadPhases> {
+  startedAt: string;
+  finishedAt: string;
+  machine: { cpus: number; node: string; loadAvgStart: number[]; loadAvgEnd: number[] };
+  /** `receiveLoops`: the Lambda target's poller; the Cloud Run target's push deliverer runs as crdfn dev runs it. */
+  params: { target: FunctionTarget; objects: number; rate: number; durationSeconds: number; concurrency: number; receiveLoops?: number };
+  /** `drainSeconds`: from all Ready until the queues were empty (the children's announcements). */
+  setup: ReconcileStats & { createSeconds: number; allReadySeconds: number; drainSeconds: number; cpu: PhaseCpu; pushes?: PushSummary };
+  /** `pushes`: the Cloud Run target's push requests. */
+  rated: ReconcileStats & {
+    writes: number;
+    writeErrors: number;
+    offeredRatePerSecond: number;
+    unobserved: number;
+    latency: LatencySummary;
+    cpu: PhaseCpu;
+    pushes?: PushSummary;
+  };
   /** The bridge process as its image runs it: the bundle, under the deployment's NODE_OPTIONS. */
   bridge: BridgeMemory & { nodeOptions: string };
 }
@@ -99,39 +111,42 @@ export async function runPipelineBench(o: BenchOptions): Promise<BenchResult> {
   const startedAt = new Date().toISOString();
   const loadAvgStart = loadavg();
   const records: Record<Phase, Pick<ReconcileRecord, "outcome" | "latencyMs">[]> = { setup: [], rated: [], closed: [], raw: [], full: [] };
+  const pushes: Record<Phase, PushRecord[]> = { setup: [], rated: [], closed: [], raw: [], full: [] };
   let phase: Phase = "setup";
+  const targetName = o.target ?? "lambda";
 
-  o.log("starting the local cluster…");
-  const cluster = await startCluster({ log: () => {} });
-  const cleanup: Array<() => Promise<void> | void> = [() => cluster.stop()];
+  o.log(`starting the local cluster and the ${targetName} target's queue…`);
+  const target = await startBenchTarget(targetName, (p) => pushes[phase].push(p));
+  const { cluster } = target;
+  const cleanup: Array<() => Promise<void> | void> = [() => target.stop()];
   try {
     const logger = pino({ level: "warn" }, pino.destination(2));
-    const queueRequests: Record<string, number> = {};
     const pipeline = await startPipeline({
       cluster,
-      queue: cluster.sqs,
+      ...target.pipeline,
       operators: [greeting, cronTab] as ReadonlyArray<Operator<unknown>>,
       logger,
       bridgeProcess: true,
       identities: { namespaces: [NAMESPACE] },
       receiveLoops: o.receiveLoops ?? DEFAULT_RECEIVE_LOOPS,
-      onQueueRequest: (command) => (queueRequests[command] = (queueRequests[command] ?? 0) + 1),
       onReconcile: (r) => {
         if (r.kind === "Greeting") records[phase].push({ outcome: r.outcome, latencyMs: r.latencyMs });
       },
     });
     cleanup.unshift(() => pipeline.stop());
-    const servers = clusterPids(Number(new URL(cluster.server).port));
-    const sampler = new ResourceSampler(pipeline.bridgeProcess.pid, `http://127.0.0.1:${pipeline.bridgeProcess.httpPort}/metrics`, { ...servers }, () => ({
-      ...queueRequests,
-    }));
+    const servers = { ...clusterPids(Number(new URL(cluster.server).port)), ...target.queueServer };
+    const metricsUrl = `http://127.0.0.1:${pipeline.bridgeProcess.httpPort}/metrics`;
+    const sampler = new ResourceSampler(pipeline.bridgeProcess.pid, metricsUrl, servers, () => target.requests(), target.bridgeSends);
     sampler.start();
     cleanup.unshift(() => sampler.stop());
 
-    const { queues } = cluster.sqs;
-    const sqs = sqsClient(cluster.sqs);
-    cleanup.unshift(() => sqs.destroy());
-    const quiet = () => untilQueuesEmpty(sqs, [queues.fifo], QUIET_TIMEOUT_MS);
+    const quiet = () => target.quiet(metricsUrl, QUIET_TIMEOUT_MS);
+    /** The Cloud Run target's pushes and the bridge's publishes from a phase's mark until the queue is at rest (the phase's tail included). */
+    const pushSummary = async (p: Phase, since: Mark) => {
+      if (targetName !== "cloudrun") return {};
+      const c = await sampler.since(since);
+      return { pushes: summarizePushes(pushes[p], { publishCalls: c.queueRequests[target.bridgeSends] ?? 0, messages: c.bridgeMessages }) };
+    };
     const greetings = new Greetings(createKubeApi({ connection: cluster.kubeConfig }), NAMESPACE);
     await greetings.createNamespace();
     const watch = new StatusWatch(cluster.kubeConfig, NAMESPACE, now);
@@ -158,7 +173,14 @@ export async function runPipelineBench(o: BenchOptions): Promise<BenchResult> {
     const allReadySeconds = (now() - t0) / 1000;
     o.log(`  all Ready in ${allReadySeconds.toFixed(1)} s`);
     const drainSeconds = await quiet();
-    const setup = { createSeconds, allReadySeconds, drainSeconds, ...reconcileStats(records.setup), cpu: await sampler.since(mark) };
+    const setup = {
+      createSeconds,
+      allReadySeconds,
+      drainSeconds,
+      ...reconcileStats(records.setup),
+      cpu: await sampler.since(mark),
+      ...(await pushSummary("setup", mark)),
+    };
 
     const change = changeTimer({ greetings, watch, names, now, timeoutMs: OBSERVE_TIMEOUT_MS });
 
@@ -180,6 +202,28 @@ export async function runPipelineBench(o: BenchOptions): Promise<BenchResult> {
     };
 
     await quiet();
+    const ratedPhase = { ...rated, ...(await pushSummary("rated", mark)) };
+    const base = {
+      startedAt,
+      params: {
+        target: targetName,
+        objects: o.objects,
+        rate: o.rate,
+        durationSeconds: o.durationSeconds,
+        concurrency: Math.min(o.concurrency, o.objects),
+        ...(targetName === "lambda" ? { receiveLoops: o.receiveLoops ?? DEFAULT_RECEIVE_LOOPS } : {}),
+      },
+      setup,
+      rated: ratedPhase,
+    };
+    const finish = (load: Partial<LoadPhases>): BenchResult => ({
+      ...base,
+      ...load,
+      finishedAt: new Date().toISOString(),
+      machine: { cpus: cpus().length, node: process.version, loadAvgStart, loadAvgEnd: loadavg() },
+      bridge: { ...sampler.memory(), nodeOptions: BRIDGE_NODE_OPTIONS },
+    });
+    if (targetName === "cloudrun") return finish({});
 
     // 3. Closed loop: `concurrency` changes in flight, each on its own objects, a new one as
     //    soon as the last one's status is observed: latency and throughput when busy.
@@ -262,26 +306,13 @@ export async function runPipelineBench(o: BenchOptions): Promise<BenchResult> {
       cpu: await sampler.since(mark),
     };
 
-    return {
-      startedAt,
-      finishedAt: new Date().toISOString(),
-      machine: { cpus: cpus().length, node: process.version, loadAvgStart, loadAvgEnd: loadavg() },
-      params: {
-        objects: o.objects,
-        rate: o.rate,
-        durationSeconds: o.durationSeconds,
-        concurrency: workers,
-        receiveLoops: o.receiveLoops ?? DEFAULT_RECEIVE_LOOPS,
-      },
-      setup,
-      rated,
+    return finish({
       closedLoop,
       rawCeiling,
       fullLoad,
       ratioToRaw: Math.round((fullLoad.reconcilesPerSecond / rawCeiling.patchesPerSecond) * 1000) / 1000,
       closedLoopRatioToRaw: Math.round((closedLoop.reconcilesPerSecond / rawCeiling.patchesPerSecond) * 1000) / 1000,
-      bridge: { ...sampler.memory(), nodeOptions: BRIDGE_NODE_OPTIONS },
-    };
+    });
   } finally {
     o.log("stopping…");
     for (const step of cleanup) await step();

@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { cpuSeconds, machineTicks, metricValues, rssBytes } from "./proc.ts";
+import { cpuSeconds, machineTicks, metricSum, metricValues, rssBytes } from "./proc.ts";
 
 describe("process probes", () => {
   it("reads this process's RSS and CPU time, and the machine's ticks", () => {
@@ -22,5 +22,16 @@ describe("process probes", () => {
       process_resident_memory_bytes: 61440000,
       nodejs_heap_size_used_bytes: 25000000,
     });
+  });
+
+  it("sums a labelled counter over its label sets", () => {
+    const text = [
+      "# HELP crdfn_bridge_events_published_total Key events accepted by the queue",
+      'crdfn_bridge_events_published_total{type="MODIFIED"} 12',
+      'crdfn_bridge_events_published_total{type="ADDED"} 3',
+      "crdfn_bridge_events_published_totalx 100",
+    ].join("\n");
+    assert.equal(metricSum(text, "crdfn_bridge_events_published_total"), 15);
+    assert.equal(metricSum(text, "crdfn_bridge_pending_events"), 0);
   });
 });

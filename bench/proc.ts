@@ -45,7 +45,18 @@ export const BRIDGE_METRICS = {
   publishDelaySum: "crdfn_bridge_publish_delay_seconds_sum",
   publishDelayCount: "crdfn_bridge_publish_delay_seconds_count",
   sendRequests: "crdfn_bridge_send_requests_total",
+  published: "crdfn_bridge_events_published_total",
+  pending: "crdfn_bridge_pending_events",
 } as const;
+
+/** A metric's value summed over all its label sets (a counter by type), in a Prometheus text exposition. */
+export function metricSum(text: string, name: string): number {
+  let sum = 0;
+  for (const line of text.split("\n")) {
+    if (line.startsWith(`${name} `) || line.startsWith(`${name}{`)) sum += Number(line.slice(line.lastIndexOf(" ") + 1)) || 0;
+  }
+  return sum;
+}
 
 /** Values of the named, unlabelled metrics in a Prometheus text exposition. */
 export function metricValues(text: string, names: readonly string[]): Record<string, number> {
@@ -93,6 +104,17 @@ export function clusterPids(apiPort: number): ClusterPids {
   const mq = all.find((p) => p.args.includes(conf));
   if (mq !== undefined) found.elasticMq = mq.pid;
   return found;
+}
+
+/** The Pub/Sub emulator (infra/pubsub/main.go) serving `host` (host:port), found by its -addr flag. */
+export function pubSubEmulatorPid(host: string): number | undefined {
+  for (const d of readdirSync("/proc")) {
+    if (!/^\d+$/.test(d)) continue;
+    const args = commandLine(d);
+    const i = args.indexOf("-addr");
+    if (i >= 0 && args[i + 1] === host) return Number(d);
+  }
+  return undefined;
 }
 
 /** The ElasticMQ process listening on `port`, found by the config file its command line names. */

@@ -26,11 +26,14 @@ export interface PhaseCpu {
   machineBusyPercent: number;
   /** Mean time from the bridge observing a change to the queue accepting its event. */
   bridgePublishDelayMs: number | null;
+  /** Key events the queue accepted from the bridge in the phase (its publish delay's count). */
+  bridgeMessages: number;
   /** Requests to the queue in the phase: the bridge's sends, and the poller's and functions' by command. */
   queueRequests: Record<string, number>;
 }
 
-interface Mark {
+/** Where a phase's CPU and counts start from. */
+export interface Mark {
   wall: number;
   processes: Record<string, number>;
   bench: NodeJS.CpuUsage;
@@ -44,18 +47,30 @@ export class ResourceSampler {
   readonly #metricsUrl: string;
   readonly #others: Record<string, number>;
   readonly #queueRequests: () => Record<string, number>;
+  readonly #sendsName: string;
   #maxRss = 0;
   #maxMetricRss: number | null = null;
   #maxHeap: number | null = null;
   #lastMetrics: Record<string, number> = {};
   readonly #timers: NodeJS.Timeout[] = [];
 
-  /** `others`: more processes whose CPU use to report per phase, by name; `queueRequests`: this process's requests to the queue so far. */
-  constructor(pid: number, metricsUrl: string, others: Record<string, number>, queueRequests: () => Record<string, number> = () => ({})) {
+  /**
+   * `others`: more processes whose CPU use to report per phase, by name; `queueRequests`: this
+   * process's requests to the queue so far; `sendsName`: what the bridge's send counter is called
+   * among them (a SendMessageBatch on SQS, a publish call on Pub/Sub).
+   */
+  constructor(
+    pid: number,
+    metricsUrl: string,
+    others: Record<string, number>,
+    queueRequests: () => Record<string, number> = () => ({}),
+    sendsName = "bridge SendMessageBatch",
+  ) {
     this.#pid = pid;
     this.#metricsUrl = metricsUrl;
     this.#others = others;
     this.#queueRequests = queueRequests;
+    this.#sendsName = sendsName;
   }
 
   start(): void {
@@ -102,7 +117,7 @@ export class ResourceSampler {
       bench: process.cpuUsage(),
       machine: machineTicks(),
       publish: sum === undefined || count === undefined ? undefined : { sum, count },
-      queueRequests: { "bridge SendMessageBatch": this.#lastMetrics[SENDS] ?? 0, ...this.#queueRequests() },
+      queueRequests: { [this.#sendsName]: this.#lastMetrics[SENDS] ?? 0, ...this.#queueRequests() },
     };
   }
 
@@ -121,6 +136,7 @@ export class ResourceSampler {
       queueRequests,
       percentOfOneCore,
       machineBusyPercent: Math.round(((end.machine.busy - start.machine.busy) / Math.max(1, end.machine.total - start.machine.total)) * 1000) / 10,
+      bridgeMessages: published,
       bridgePublishDelayMs: published > 0 && end.publish && start.publish ? Math.round(((end.publish.sum - start.publish.sum) / published) * 10000) / 10 : null,
     };
   }

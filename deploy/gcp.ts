@@ -37,6 +37,11 @@ export interface GcpOperator {
 export const PUSH_POLICY = { maxDeliveryAttempts: 5, minimumBackoffSeconds: 5, maximumBackoffSeconds: 600 } as const;
 /** A function's request timeout; push waits the ack deadline for an answer, so that is longer. */
 const FUNCTION_TIMEOUT_SECONDS = 60;
+/**
+ * Each function's memory (a Kubernetes quantity, as the Cloud Functions v2 API reads it). Its CPU
+ * is left unset, so Cloud Run derives it from the memory; the benchmark prices both (bench/cost.ts).
+ */
+export const FUNCTION_MEMORY = "256M";
 const ACK_DEADLINE_SECONDS = 90;
 const DEAD_LETTER_RETENTION = "1209600s"; // 14 days, as the SQS dead-letter queues keep theirs
 const EVENT_RETENTION = "604800s"; // 7 days, Pub/Sub's longest default
@@ -384,7 +389,7 @@ function functionOf(operator: GcpOperator["operator"], entryPoint: string, s: Cl
       ingress_settings: "ALLOW_ALL",
       max_instance_count: g.maxInstances,
       timeout_seconds: FUNCTION_TIMEOUT_SECONDS,
-      available_memory: "256M",
+      available_memory: FUNCTION_MEMORY,
       environment_variables: {
         CRDFN_CLUSTERS: "${jsonencode(local.clusters)}",
         CRDFN_PUBSUB_TOPIC: ref("google_pubsub_topic", events),

@@ -44,6 +44,28 @@ export interface PushDelivererOptions {
   /** Requests in flight at once, across keys. Default 10. */
   maxOutstanding?: number;
   log?: (line: string) => void;
+  /** Told about each push request once it is answered (or fails): what `npm run bench -- --target cloudrun` counts and prices. */
+  onPush?: (push: PushRecord) => void;
+}
+
+/** One push request, as Pub/Sub would bill it and Cloud Run would serve it. */
+export interface PushRecord {
+  /** Which delivery of its message this was (1: the first; more: a redelivery after a refusal). */
+  attempt: number;
+  /** The endpoint answered with an acknowledging status. */
+  acked: boolean;
+  /** Wall time of the HTTP request, from sending it to its answer (or failure). */
+  ms: number;
+  /** The message's data, attribute keys and values, and ordering key, in bytes: the part of Pub/Sub's billed size that varies. */
+  bytes: number;
+}
+
+/** What of a message Pub/Sub bills by size, besides a fixed timestamp and its id (cost.ts adds those). */
+function messageBytes(m: protos.google.pubsub.v1.IPubsubMessage | null | undefined): number {
+  if (!m) return 0;
+  const data = typeof m.data === "string" ? Buffer.byteLength(m.data, "base64") : (m.data?.length ?? 0);
+  const attributes = Object.entries(m.attributes ?? {}).reduce((n, [k, v]) => n + Buffer.byteLength(k) + Buffer.byteLength(v), 0);
+  return data + attributes + Buffer.byteLength(m.orderingKey ?? "");
 }
 
 export interface PushDeliverer {
@@ -137,15 +159,18 @@ export async function startPushDeliverer(o: PushDelivererOptions): Promise<PushD
     try {
       await client.modifyAckDeadline({ subscription: name, ackIds: [ackId], ackDeadlineSeconds: leaseSeconds });
       const req = pushRequest(rm, name, topic, format);
+      const sent = performance.now();
       const answer = await post(endpoint, req, timeoutSeconds, abort.signal);
-      if (typeof answer === "number" && ACK_STATUSES.has(answer)) {
+      const acked = typeof answer === "number" && ACK_STATUSES.has(answer);
+      const attempt = rm.deliveryAttempt || (attempts.get(id) ?? 0) + 1;
+      o.onPush?.({ attempt, acked, ms: performance.now() - sent, bytes: messageBytes(rm.message) });
+      if (acked) {
         await client.acknowledge({ subscription: name, ackIds: [ackId] });
         attempts.delete(id);
         counts.acked++;
         return;
       }
       counts.refused++;
-      const attempt = rm.deliveryAttempt || (attempts.get(id) ?? 0) + 1;
       attempts.set(id, attempt);
       const delay = Math.ceil(retryDelaySeconds(policy, attempt));
       log(`push ${id}${key ? ` (key ${key})` : ""} attempt ${attempt}: ${answer}; again in ${delay}s`);
@@ -199,6 +224,11 @@ export async function startPushDeliverer(o: PushDelivererOptions): Promise<PushD
     } catch (e) {
       reserved -= room;
       throw e;
+    } finally {
+      // The room this pull reserved is free again: the pull loop may be waiting for it. (An
+      // immediate pull started as the last request in flight ended holds all the room while the
+      // loop looks; coming back empty, it must wake the loop, or nothing is pulled again.)
+      wake?.();
     }
   }
 

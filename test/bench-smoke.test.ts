@@ -39,7 +39,7 @@ describe("npm run bench (smoke)", { timeout: 150_000 }, () => {
         ["machine", "params", "setup", "rated", "closedLoop", "rawCeiling", "fullLoad", "ratioToRaw", "closedLoopRatioToRaw", "bridge", "targets", "cost"],
         "result",
       );
-      assert.deepEqual(r.params, { objects: 20, rate: 10, durationSeconds: 3, concurrency: 20, receiveLoops: 4 });
+      assert.deepEqual(r.params, { target: "lambda", objects: 20, rate: 10, durationSeconds: 3, concurrency: 20, receiveLoops: 4 });
 
       const setup = hasKeys(r.setup, ["createSeconds", "allReadySeconds", "drainSeconds", "cpu", ...reconcileKeys], "setup");
       assert.ok((setup.reconciles as number) >= 20, "every Greeting was reconciled at creation");
@@ -52,7 +52,7 @@ describe("npm run bench (smoke)", { timeout: 150_000 }, () => {
       const latency = hasKeys(rated.latency, latencyKeys, "rated.latency");
       assert.equal((latency.samples as number) + (rated.unobserved as number), writes, "every write is a sample or counted unobserved");
       assert.ok((latency.p50Ms as number) > 0 && (latency.p50Ms as number) <= (latency.p99Ms as number));
-      const cpu = hasKeys(rated.cpu, cpuKeys, "rated.cpu");
+      const cpu = hasKeys(rated.cpu, [...cpuKeys, "bridgeMessages"], "rated.cpu");
       hasKeys(cpu.percentOfOneCore, ["bridge", "apiServer", "etcd", "elasticMq", "bench"], "rated.cpu.percentOfOneCore");
       const calls = hasKeys(rated.apiCallsPerReconcile, ["mean", "min", "max", "histogram"], "rated.apiCallsPerReconcile");
       assert.ok((calls.mean as number) >= 1);
@@ -81,6 +81,39 @@ describe("npm run bench (smoke)", { timeout: 150_000 }, () => {
       assert.ok((usage.functionMsPerChange as number) > 0 && (usage.memoryMiB as number) > 0);
       const million = hasKeys(cost.perMillionChanges, ["sqs", "lambdaRequests", "lambdaDuration", "total", "gbSecondsPerChange"], "cost.perMillionChanges");
       assert.ok((million.total as number) > 0 && (cost.breakEvenChangesPerSecond as number) > 0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("--target cloudrun: the setup and rated phases on Pub/Sub and push, every publish and push counted and priced", { timeout: 150_000 }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), "crdfn-bench-smoke-"));
+    try {
+      const json = join(dir, "out.json");
+      const { stdout } = await run(
+        process.execPath,
+        ["bench/main.ts", "--target", "cloudrun", "--objects", "20", "--rate", "10", "--duration", "3", "--json", json],
+        { cwd: packageRoot, timeout: 140_000 },
+      );
+      assert.match(stdout, /per million changes: Pub\/Sub \$[\d.]+ \+ Cloud Run requests \$[\d.]+ \+ vCPU-s \$[\d.]+ \+ GiB-s \$[\d.]+ = \$[\d.]+/);
+      const r = hasKeys(JSON.parse(readFileSync(json, "utf8")), ["machine", "params", "setup", "rated", "bridge", "targets", "cost"], "result");
+      assert.equal((r.params as { target: string }).target, "cloudrun");
+      assert.ok(!("closedLoop" in r) && !("fullLoad" in r), "the phases under load are the lambda target's");
+      const rated = hasKeys(r.rated, ["writes", "unobserved", "pushes", ...reconcileKeys], "rated");
+      const pushes = hasKeys(
+        rated.pushes,
+        ["bridge", "requests", "firstAttempts", "redeliveries", "acked", "requestLatency", "billedMs", "billedBytes"],
+        "rated.pushes",
+      );
+      const bridge = hasKeys(pushes.bridge, ["publishCalls", "messages"], "rated.pushes.bridge");
+      // Everything the bridge published in the phase was pushed (the count runs until the queue is at rest).
+      assert.ok((bridge.messages as number) > 0 && (pushes.firstAttempts as number) >= (bridge.messages as number), JSON.stringify(pushes));
+      assert.equal(pushes.requests, (pushes.firstAttempts as number) + (pushes.redeliveries as number));
+      assert.ok((pushes.billedBytes as number) >= 1000 * pushes.requests, "at least Pub/Sub's minimum per request");
+      assert.ok((pushes.billedMs as number) >= 100 * pushes.requests, "each push billed at least one 100 ms step");
+      const cost = hasKeys(r.cost, ["usage", "perMillionChanges", "pod", "podMonthly", "breakEvenChangesPerSecond", "prices"], "cost");
+      hasKeys(cost.usage, ["publishesPerChange", "pushesPerChange", "billedBytesPerRequest", "billedMsPerChange", "vcpu", "memoryGiB"], "cost.usage");
+      assert.ok((cost.breakEvenChangesPerSecond as number) > 0);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -12,7 +12,7 @@ import { getTestServer } from "@google-cloud/functions-framework/testing";
 import { pubSubPublisher, type PubSubEntry } from "../bridge/pubsub-transport.ts";
 import { startLocalPubSub, type LocalPubSub } from "../emulator/pubsub.ts";
 import { pubSubRepublisher } from "../functions/adapters/pubsub-republish.ts";
-import { startPushDeliverer, type PushDeliverer } from "../emulator/pubsub-push.ts";
+import { startPushDeliverer, type PushDeliverer, type PushRecord } from "../emulator/pubsub-push.ts";
 import { createPubSubResources } from "../emulator/pubsub-resources.ts";
 import { pubSubClient } from "../clients/pubsub-client.ts";
 import { eventually } from "./support/eventually.ts";
@@ -170,7 +170,8 @@ describe("Pub/Sub emulator, transport and push deliverer", { timeout: 240_000 },
   it("dead-letters a message refused 5 times, with backoff between attempts; its key waits for it, then carries on", async () => {
     const endpoint = await recordingEndpoint((body) => body === "p-1");
     const res = await createPubSubResources(pubsub, { prefix: "poison-", pushEndpoint: endpoint.url, minimumBackoffSeconds: 1, maximumBackoffSeconds: 2 });
-    const deliverer = await startPushDeliverer({ pubsub, subscription: res.subscription });
+    const pushes: PushRecord[] = [];
+    const deliverer = await startPushDeliverer({ pubsub, subscription: res.subscription, onPush: (p) => pushes.push(p) });
     const transport = publisherTo(res.topic);
     cleanups.push(
       () => deliverer.stop(),
@@ -206,6 +207,31 @@ describe("Pub/Sub emulator, transport and push deliverer", { timeout: 240_000 },
     // The endpoint has answered p-3; the deliverer counts its acknowledgement once the emulator has taken it.
     await eventually(() => assert.equal(deliverer.counts.acked, 6, "everything else acknowledged once"));
     assert.equal(deliverer.counts.refused, 5);
+    // What the benchmark counts: a record per request the endpoint received, with its attempt and answer.
+    assert.equal(pushes.length, endpoint.arrivals.length);
+    assert.deepEqual(
+      pushes.filter((p) => !p.acked).map((p) => p.attempt),
+      [1, 2, 3, 4, 5],
+    );
+    assert.ok(pushes.filter((p) => p.acked).every((p) => p.attempt === 1));
+    // "p-1" and its key "p": 3 bytes of data, 1 of ordering key, no attributes.
+    assert.ok(pushes.every((p) => p.bytes === 4 && p.ms > 0));
+  });
+
+  it("after a burst larger than its requests in flight, delivers what is published later (the pull loop is woken when room frees)", async () => {
+    const endpoint = await recordingEndpoint(() => false);
+    const res = await createPubSubResources(pubsub, { prefix: "burst-", pushEndpoint: endpoint.url });
+    const deliverer = await startPushDeliverer({ pubsub, subscription: res.subscription, maxOutstanding: 2 });
+    const transport = publisherTo(res.topic);
+    cleanups.push(
+      () => deliverer.stop(),
+      () => transport.close(),
+      () => endpoint.close(),
+    );
+    assert.ok((await transport.publish(seq("k", 8).map((body) => ({ body, orderingKey: body })))).every((o) => o.ok));
+    await eventually(() => assert.equal(deliverer.counts.acked, 8));
+    assert.ok((await transport.publish([{ body: "later", orderingKey: "later" }])).every((o) => o.ok));
+    await eventually(() => assert.deepEqual(endpoint.bodiesOf("later"), ["later"]), { timeoutMs: 30_000 });
   });
 
   it("transport: a failed ordered publish is reported per entry and its key resumed, so the retry goes through in order", async () => {

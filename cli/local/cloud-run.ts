@@ -13,7 +13,7 @@ import type { Operator } from "../../core/operator.ts";
 import { operatorName } from "../../deploy/rbac.ts";
 import { pubSubNamesOf, type PubSubNames } from "../../deploy/queue-names.ts";
 import type { LocalPubSub } from "../../emulator/pubsub.ts";
-import { startPushDeliverer, type PushDeliverer } from "../../emulator/pubsub-push.ts";
+import { startPushDeliverer, type PushDeliverer, type PushRecord } from "../../emulator/pubsub-push.ts";
 import { createPubSubResources } from "../../emulator/pubsub-resources.ts";
 import { pubSubClient } from "../../clients/pubsub-client.ts";
 import { httpHandler } from "../../functions/adapters/http.ts";
@@ -35,6 +35,8 @@ export interface LocalCloudRunOptions {
   logger: Logger;
   /** Told about each refused push (which delivery, when the next). */
   log?: (line: string) => void;
+  /** Told about every push request the deliverers make (the benchmark counts and times them). */
+  onPush?: (push: PushRecord) => void;
 }
 
 export interface LocalCloudRun {
@@ -97,7 +99,14 @@ export async function startLocalCloudRun(o: LocalCloudRunOptions): Promise<Local
       const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
       urls.set(n, url);
       deliverers.push(
-        await startPushDeliverer({ pubsub: client, subscription: made.subscription, endpoint: url, format: "push", ...(o.log ? { log: o.log } : {}) }),
+        await startPushDeliverer({
+          pubsub: client,
+          subscription: made.subscription,
+          endpoint: url,
+          format: "push",
+          ...(o.log ? { log: o.log } : {}),
+          ...(o.onPush ? { onPush: o.onPush } : {}),
+        }),
       );
     }
   } catch (e) {

@@ -24,6 +24,7 @@ import type { LocalPubSub } from "../../emulator/pubsub.ts";
 import { operatorName } from "../../deploy/rbac.ts";
 import { pubSubNamesOf } from "../../deploy/queue-names.ts";
 import { LOCAL_PUBSUB_PREFIX, startLocalCloudRun } from "./cloud-run.ts";
+import type { PushRecord } from "../../emulator/pubsub-push.ts";
 import { startPoller } from "../../functions/adapters/poller.ts";
 import { crdName, crdOf } from "../../deploy/crd.ts";
 import { installCrds } from "./install-crds.ts";
@@ -123,6 +124,8 @@ export interface PipelineOptions {
   identities?: false | { namespaces?: readonly string[]; project?: string; stateDir?: string };
   /** Told the name of every request the poller and the functions make to the queue (the benchmark counts them). */
   onQueueRequest?: (command: string) => void;
+  /** Cloud Run's target: told about every push request the local deliverer makes (the benchmark counts and times them). */
+  onPush?: (push: PushRecord) => void;
 }
 
 export interface Reloaded {
@@ -399,6 +402,7 @@ async function startCloudRunConsumer(o: PipelineOptions, pubsub: LocalPubSub, ru
     runtimeOf: (op) => runtimes.get(op.resource.kind)!,
     logger: o.logger.child({ part: "functions" }),
     log: (line) => o.logger.info({ part: "push" }, line),
+    ...(o.onPush ? { onPush: o.onPush } : {}),
   });
 }
 
