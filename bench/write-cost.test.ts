@@ -2,7 +2,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { APPLIED_HASH_ANNOTATION, PARENT_GENERATION_ANNOTATION, PARENT_UID_LABEL } from "../core/event.ts";
 import type { KubeObject } from "../functions/runtime/kube-api.ts";
-import { asAnnounced, comparisons, kindList, lessIdle, writeRequest, type KindResult, type Target } from "./write-cost.ts";
+import { addTally, asAnnounced, comparisons, kindList, resultOf, writeRequest, type KindResult, type Tally, type Target } from "./write-cost.ts";
 
 const now = new Date("2026-11-25T12:00:00Z");
 const greeting: KubeObject = {
@@ -95,10 +95,32 @@ describe("bench:writecost's results", () => {
     loadAvgEnd: [1],
   });
 
-  it("takes the servers' idle CPU over the kind's wall time off each request", () => {
-    const r = lessIdle(result("status PUT", 5, 1), { round: 1, apiServerMsPerSecond: 20, etcdMsPerSecond: 5 });
-    assert.equal(r.apiServerMsPerRequestLessIdle, 4.6); // 20 ms/s × 2 s / 100 requests = 0.4
-    assert.equal(r.etcdMsPerRequestLessIdle, 0.9);
+  it("sums a kind's chunks into one result per request, from the first chunk's load to the last's", () => {
+    const chunk = (requests: number, api: number, load: number): Tally => ({
+      requests,
+      failures: 0,
+      stored: requests,
+      wallSeconds: 1,
+      apiServerSeconds: api,
+      etcdSeconds: api / 10,
+      loadAvgStart: [load],
+      loadAvgEnd: [load + 1],
+    });
+    const r = resultOf(2, "child SSA create", addTally(addTally(undefined, chunk(100, 0.5, 3)), { ...chunk(300, 1.5, 7), failures: 1, firstFailure: "409" }));
+    assert.deepEqual(r, {
+      round: 2,
+      kind: "child SSA create",
+      sentBy: "crdfn",
+      requests: 400,
+      failures: 1,
+      stored: 400,
+      firstFailure: "409",
+      wallSeconds: 2,
+      apiServerMsPerRequest: 5,
+      etcdMsPerRequest: 0.5,
+      loadAvgStart: [3],
+      loadAvgEnd: [8],
+    });
   });
 
   it("compares each alternative with what its system sends, over the rounds' mean, and leaves out a comparison whose kinds did not run", () => {

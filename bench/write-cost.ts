@@ -3,8 +3,9 @@
 // controller-runtime). On the embedded control plane, N Greetings (examples/greeting's CRD) get
 // one write of each kind, one kind after another, `--concurrency` in flight over the admin
 // kubeconfig and the HTTP client the functions use; the servers' CPU comes from /proc before and
-// after each kind, and with nothing sent for 5 s before each round (their idle CPU, which the
-// table also subtracts). Each write is sent as its system sends it: crdfn's status PUT and child
+// after each kind (with --chunk, after each kind's share of a chunk of objects, the kinds
+// interleaved), and with nothing sent for 5 s before each round (their idle CPU, reported, not
+// subtracted: one 5-second sample is too noisy on a shared machine). Each write is sent as its system sends it: crdfn's status PUT and child
 // apply as functions/runtime/kube-api-http.ts does, controller-runtime's status merge patch and
 // child POST as client-go does, and the planned merge patch carrying metadata.resourceVersion.
 // Only the admin writes, so crdfn's admission policy (which matches the function's identity) is
@@ -176,9 +177,6 @@ export interface KindResult {
   wallSeconds: number;
   apiServerMsPerRequest: number;
   etcdMsPerRequest: number;
-  /** The same, less what the server spent over the kind's wall time with nothing sent (the round's Idle). */
-  apiServerMsPerRequestLessIdle?: number;
-  etcdMsPerRequestLessIdle?: number;
   loadAvgStart: number[];
   loadAvgEnd: number[];
 }
@@ -209,25 +207,14 @@ export function comparisons(results: readonly KindResult[]): string[] {
   ];
 }
 
-/** `r` with its CPU per request less the servers' idle CPU over its wall time. */
-export function lessIdle(r: KindResult, idle: Idle): KindResult {
-  const idleMs = (msPerSecond: number) => (msPerSecond * r.wallSeconds) / r.requests;
-  return {
-    ...r,
-    apiServerMsPerRequestLessIdle: r2(r.apiServerMsPerRequest - idleMs(idle.apiServerMsPerSecond)),
-    etcdMsPerRequestLessIdle: r2(r.etcdMsPerRequest - idleMs(idle.etcdMsPerSecond)),
-  };
-}
-
 export function formatTable(results: readonly KindResult[]): string {
   const load = (l: number[]) => (l[0] ?? 0).toFixed(1);
-  const ms = (raw: number, net: number | undefined) => `${raw.toFixed(2)}${net === undefined ? "" : ` (${net.toFixed(2)})`}`;
   const rows = results.map(
     (r) =>
-      `| ${r.round} | ${r.kind} | ${r.sentBy} | ${r.requests} | ${r.wallSeconds.toFixed(1)} | ${ms(r.apiServerMsPerRequest, r.apiServerMsPerRequestLessIdle)} | ${ms(r.etcdMsPerRequest, r.etcdMsPerRequestLessIdle)} | ${r.stored} | ${r.failures} | ${load(r.loadAvgStart)} → ${load(r.loadAvgEnd)} |`,
+      `| ${r.round} | ${r.kind} | ${r.sentBy} | ${r.requests} | ${r.wallSeconds.toFixed(1)} | ${r.apiServerMsPerRequest.toFixed(2)} | ${r.etcdMsPerRequest.toFixed(2)} | ${r.stored} | ${r.failures} | ${load(r.loadAvgStart)} → ${load(r.loadAvgEnd)} |`,
   );
   return [
-    "| round | kind | sent by | requests | wall s | API server ms/request (less idle) | etcd ms/request (less idle) | stored | failures | load avg |",
+    "| round | kind | sent by | requests | wall s | API server ms/request | etcd ms/request | stored | failures | load avg |",
     "|---|---|---|---|---|---|---|---|---|---|",
     ...rows,
   ].join("\n");
@@ -256,19 +243,64 @@ async function idleCpu(round: number, pids: { apiServer: number; etcd: number },
 interface Options {
   kinds: WriteKind[];
   objects: number;
+  /** Objects per chunk when the kinds are interleaved; undefined: all N, one kind after another. */
+  chunk?: number;
   concurrency: number;
   rounds: number;
   json?: string;
 }
 
-async function runKind(
+/** What one kind's writes to some of the objects cost: summed over a round's chunks. */
+export interface Tally {
+  requests: number;
+  failures: number;
+  stored: number;
+  firstFailure?: string;
+  wallSeconds: number;
+  apiServerSeconds: number;
+  etcdSeconds: number;
+  loadAvgStart: number[];
+  loadAvgEnd: number[];
+}
+
+/** Two tallies of one kind as one: the earlier's start, the later's end. */
+export function addTally(a: Tally | undefined, b: Tally): Tally {
+  if (a === undefined) return b;
+  return {
+    requests: a.requests + b.requests,
+    failures: a.failures + b.failures,
+    stored: a.stored + b.stored,
+    ...((a.firstFailure ?? b.firstFailure) === undefined ? {} : { firstFailure: a.firstFailure ?? b.firstFailure }),
+    wallSeconds: a.wallSeconds + b.wallSeconds,
+    apiServerSeconds: a.apiServerSeconds + b.apiServerSeconds,
+    etcdSeconds: a.etcdSeconds + b.etcdSeconds,
+    loadAvgStart: a.loadAvgStart,
+    loadAvgEnd: b.loadAvgEnd,
+  };
+}
+
+export function resultOf(round: number, kind: WriteKind, t: Tally): KindResult {
+  const { apiServerSeconds, etcdSeconds, ...rest } = t;
+  return {
+    round,
+    kind,
+    sentBy: SENT_BY[kind],
+    ...rest,
+    wallSeconds: r2(t.wallSeconds),
+    apiServerMsPerRequest: r2((apiServerSeconds * 1000) / Math.max(1, t.requests)),
+    etcdMsPerRequest: r2((etcdSeconds * 1000) / Math.max(1, t.requests)),
+  };
+}
+
+/** One write of `kind` to each of `targets`, `concurrency` in flight, with the servers' CPU before and after. */
+async function runChunk(
   http: KubeHttp,
   kind: WriteKind,
-  targets: Target[],
+  targets: readonly Target[],
   round: number,
-  o: Options,
+  concurrency: number,
   pids: { apiServer: number; etcd: number },
-): Promise<KindResult> {
+): Promise<Tally> {
   const loadAvgStart = loadavg();
   const api0 = cpuSeconds(pids.apiServer) ?? 0;
   const etcd0 = cpuSeconds(pids.etcd) ?? 0;
@@ -276,7 +308,7 @@ async function runKind(
   let failures = 0;
   let stored = 0;
   let firstFailure: string | undefined;
-  await forEachBounded(targets.length, o.concurrency, async (i) => {
+  await forEachBounded(targets.length, concurrency, async (i) => {
     const t = targets[i]!;
     const req = writeRequest(kind, t, round, new Date());
     try {
@@ -293,22 +325,38 @@ async function runKind(
       firstFailure ??= e instanceof Error ? e.message : String(e);
     }
   });
-  const wallSeconds = (performance.now() - t0) / 1000;
-  const perRequest = (s0: number, pid: number) => r2((((cpuSeconds(pid) ?? 0) - s0) * 1000) / targets.length);
   return {
-    round,
-    kind,
-    sentBy: SENT_BY[kind],
     requests: targets.length,
     failures,
     stored,
     ...(firstFailure === undefined ? {} : { firstFailure }),
-    wallSeconds: r2(wallSeconds),
-    apiServerMsPerRequest: perRequest(api0, pids.apiServer),
-    etcdMsPerRequest: perRequest(etcd0, pids.etcd),
+    wallSeconds: (performance.now() - t0) / 1000,
+    apiServerSeconds: (cpuSeconds(pids.apiServer) ?? 0) - api0,
+    etcdSeconds: (cpuSeconds(pids.etcd) ?? 0) - etcd0,
     loadAvgStart,
     loadAvgEnd: loadavg(),
   };
+}
+
+/**
+ * One round: every kind once per object. With `chunk` < N the objects are taken `chunk` at a
+ * time, every kind in order on each chunk, so that a change in the machine's load during the
+ * round falls on every kind alike; each kind's figures are summed over the chunks.
+ */
+async function runRound(
+  http: KubeHttp,
+  targets: readonly Target[],
+  round: number,
+  o: Options,
+  pids: { apiServer: number; etcd: number },
+): Promise<KindResult[]> {
+  const tallies = new Map<WriteKind, Tally>();
+  const size = o.chunk ?? targets.length;
+  for (let from = 0; from < targets.length; from += size) {
+    const chunk = targets.slice(from, from + size);
+    for (const kind of o.kinds) tallies.set(kind, addTally(tallies.get(kind), await runChunk(http, kind, chunk, round, o.concurrency, pids)));
+  }
+  return o.kinds.map((kind) => resultOf(round, kind, tallies.get(kind)!));
 }
 
 async function writeCost(o: Options, log: (l: string) => void): Promise<{ path: string; results: KindResult[]; idle: Idle[] }> {
@@ -335,15 +383,14 @@ async function writeCost(o: Options, log: (l: string) => void): Promise<{ path: 
     // Every timed status write changes a status already there, as a re-reconcile's does; the
     // first one (a cold start's) also adds the status and its managedFields entry.
     log("writing each Greeting's first status (not timed)…");
-    await runKind(http, "status PUT", targets, 0, o, { apiServer, etcd });
+    await runChunk(http, "status PUT", targets, 0, o.concurrency, { apiServer, etcd });
     for (let round = 1; round <= o.rounds; round++) {
       const quiet = await idleCpu(round, { apiServer, etcd }, IDLE_MS);
       log(`round ${round}: with nothing sent, the API server uses ${quiet.apiServerMsPerSecond} ms and etcd ${quiet.etcdMsPerSecond} ms of CPU per second`);
       idle.push(quiet);
-      for (const kind of o.kinds) {
-        const r = lessIdle(await runKind(http, kind, targets, round, o, { apiServer, etcd }), quiet);
+      for (const r of await runRound(http, targets, round, o, { apiServer, etcd })) {
         log(
-          `  round ${round}, ${kind}: ${r.wallSeconds.toFixed(1)} s, API server ${r.apiServerMsPerRequest} ms, etcd ${r.etcdMsPerRequest} ms per request, ${r.stored} stored, ${r.failures} failures (load ${r.loadAvgStart[0]?.toFixed(1)} → ${r.loadAvgEnd[0]?.toFixed(1)})`,
+          `  round ${round}, ${r.kind}: ${r.wallSeconds.toFixed(1)} s, API server ${r.apiServerMsPerRequest} ms, etcd ${r.etcdMsPerRequest} ms per request, ${r.stored} stored, ${r.failures} failures (load ${r.loadAvgStart[0]?.toFixed(1)} → ${r.loadAvgEnd[0]?.toFixed(1)})`,
         );
         if (r.firstFailure !== undefined) log(`    first failure: ${r.firstFailure}`);
         results.push(r);
@@ -391,6 +438,12 @@ function writeCostCommand(): Command {
     )
     .addOption(new Option("--objects <n>", "Greetings written to, each once per kind and round").argParser(wholeNumber("--objects")).default(2000))
     .addOption(new Option("--concurrency <n>", "requests in flight").argParser(wholeNumber("--concurrency")).default(8))
+    .addOption(
+      new Option(
+        "--chunk <n>",
+        "interleave the kinds: every kind on this many objects, then on the next as many (default: all N, one kind after another)",
+      ).argParser(wholeNumber("--chunk")),
+    )
     .addOption(new Option("--rounds <n>", "times the whole sequence of kinds is run").argParser(wholeNumber("--rounds")).default(2))
     .addOption(
       new Option("--kinds <list>", "the write kinds to run, comma-separated, in this order (e.g. reversed, to see whether the order matters)")
@@ -406,7 +459,9 @@ function writeCostCommand(): Command {
       const load = loadavg()
         .map((l) => l.toFixed(2))
         .join(" ");
-      console.log(`bench:writecost — ${o.objects} objects, ${o.concurrency} in flight, ${o.rounds} rounds; load average ${load} at start`);
+      console.log(
+        `bench:writecost — ${o.objects} objects, ${o.concurrency} in flight, ${o.rounds} rounds, ${o.chunk === undefined ? "one kind after another" : `kinds interleaved by ${o.chunk} objects`}; load average ${load} at start`,
+      );
       const { path, results, idle } = await writeCost(o, (line) => console.error(line));
       for (const q of idle) console.log(`round ${q.round}, nothing sent: API server ${q.apiServerMsPerSecond} ms/s, etcd ${q.etcdMsPerSecond} ms/s of CPU`);
       console.log(formatTable(results));
