@@ -2,7 +2,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { APPLIED_HASH_ANNOTATION, PARENT_GENERATION_ANNOTATION, PARENT_UID_LABEL } from "../core/event.ts";
 import type { KubeObject } from "../functions/runtime/kube-api.ts";
-import { addTally, asAnnounced, comparisons, kindList, resultOf, writeRequest, type KindResult, type Tally, type Target } from "./write-cost.ts";
+import { addTally, asAnnounced, comparisons, kindList, resultOf, writeRequest, writesOf, type KindResult, type Tally, type Target } from "./write-cost.ts";
 
 const now = new Date("2026-11-25T12:00:00Z");
 const greeting: KubeObject = {
@@ -69,6 +69,12 @@ describe("bench:writecost's requests", () => {
     assert.match(annotations[APPLIED_HASH_ANNOTATION] ?? "", /^[0-9a-f]{32}$/);
   });
 
+  it("the function's children are ConfigMaps of their own, and its status differs from the admin's, so that each sender's write stores", () => {
+    assert.equal(writeRequest("child SSA create", target(), 1, now, "function").path, "/api/v1/namespaces/ns/configmaps/g-r1-fn-apply");
+    const statusOf = (sender: "admin" | "function") => (writeRequest("status PUT", target(), 1, now, sender).body as KubeObject).status;
+    assert.notDeepEqual(statusOf("function"), statusOf("admin"), "the function's status PUT after the admin's changes the object");
+  });
+
   it("the unchanged apply repeats the create's body; the changed one changes the data and so the applied hash", () => {
     const create = writeRequest("child SSA create", target(), 1, now).body as KubeObject;
     assert.deepEqual(writeRequest("child SSA unchanged", target(), 1, now).body, create);
@@ -81,9 +87,10 @@ describe("bench:writecost's requests", () => {
 });
 
 describe("bench:writecost's results", () => {
-  const result = (kind: KindResult["kind"], api: number, etcd = 1): KindResult => ({
+  const result = (kind: KindResult["kind"], api: number, etcd = 1, sender: KindResult["sender"] = "admin"): KindResult => ({
     round: 1,
     kind,
+    sender,
     sentBy: "",
     requests: 100,
     failures: 0,
@@ -106,10 +113,15 @@ describe("bench:writecost's results", () => {
       loadAvgStart: [load],
       loadAvgEnd: [load + 1],
     });
-    const r = resultOf(2, "child SSA create", addTally(addTally(undefined, chunk(100, 0.5, 3)), { ...chunk(300, 1.5, 7), failures: 1, firstFailure: "409" }));
+    const r = resultOf(
+      2,
+      { kind: "child SSA create", sender: "function" },
+      addTally(addTally(undefined, chunk(100, 0.5, 3)), { ...chunk(300, 1.5, 7), failures: 1, firstFailure: "409" }),
+    );
     assert.deepEqual(r, {
       round: 2,
       kind: "child SSA create",
+      sender: "function",
       sentBy: "crdfn",
       requests: 400,
       failures: 1,
@@ -134,6 +146,23 @@ describe("bench:writecost's results", () => {
     assert.deepEqual(lines, [
       "status, API server / etcd ms per request: status PUT 5 / etcd 1; status merge PATCH + rv 4 (-20 %) / etcd 1; status merge PATCH 6 (+20 %) / etcd 1",
     ]);
+  });
+
+  it("adds the function's line when crdfn's kinds also ran as the function", () => {
+    const lines = comparisons([result("status PUT", 5), result("status PUT", 6, 1.5, "function"), result("child POST create", 3, 0.5, "function")]);
+    assert.deepEqual(lines, ["as the function against as the admin, API server / etcd ms per request: status PUT 6 against 5 (+1 ms) / etcd 1.5 against 1"]);
+  });
+
+  it("--as-function sends each of crdfn's own kinds as the function right after the admin", () => {
+    assert.deepEqual(writesOf(["status merge PATCH", "status PUT", "child POST create", "child SSA create"], true), [
+      { kind: "status merge PATCH", sender: "admin" },
+      { kind: "status PUT", sender: "admin" },
+      { kind: "status PUT", sender: "function" },
+      { kind: "child POST create", sender: "admin" },
+      { kind: "child SSA create", sender: "admin" },
+      { kind: "child SSA create", sender: "function" },
+    ]);
+    assert.deepEqual(writesOf(["status PUT"], false), [{ kind: "status PUT", sender: "admin" }]);
   });
 
   it("--kinds takes known kinds in the order given, and an apply of an existing child only after its create", () => {

@@ -5,17 +5,21 @@
 // kubeconfig and the HTTP client the functions use; the servers' CPU comes from /proc before and
 // after each kind (with --chunk, after each kind's share of a chunk of objects, the kinds
 // interleaved), and with nothing sent for 5 s before each round (their idle CPU, reported, not
-// subtracted: one 5-second sample is too noisy on a shared machine). Each write is sent as its system sends it: crdfn's status PUT and child
-// apply as functions/runtime/kube-api-http.ts does, controller-runtime's status merge patch and
-// child POST as client-go does, and the planned merge patch carrying metadata.resourceVersion.
-// Only the admin writes, so crdfn's admission policy (which matches the function's identity) is
-// not evaluated here: that cost is not in these numbers.
+// subtracted: one 5-second sample is too noisy on a shared machine). Each write is sent as its
+// system sends it: crdfn's status PUT and child apply as functions/runtime/kube-api-http.ts
+// does, controller-runtime's status merge patch and child POST as client-go does (but in JSON,
+// where controller-runtime sends built-in kinds as protobuf), and the planned merge patch
+// carrying metadata.resourceVersion.
+// The admin sends them all; with --as-function, crdfn's own kinds are also sent by its function as
+// deployed (its ServiceAccount token, Role and admission policy), so that what the identity costs
+// shows beside what the kind costs.
 import { createHash } from "node:crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
 import { dirname, join } from "node:path";
 import { Command, InvalidArgumentError, Option } from "commander";
 import { KubeHttp } from "../clients/kube-http.ts";
+import { applyDevIdentities, type DevIdentities } from "../cli/local/dev-identities.ts";
 import { installCrds } from "../cli/local/install-crds.ts";
 import { canonicalJson } from "../core/canonical-json.ts";
 import { APPLIED_HASH_ANNOTATION, PARENT_GENERATION_ANNOTATION, PARENT_UID_LABEL } from "../core/event.ts";
@@ -54,6 +58,30 @@ export const SENT_BY: Record<WriteKind, string> = {
   "child SSA unchanged": "crdfn, re-reconcile",
   "child SSA changed": "crdfn, spec change",
 };
+
+/**
+ * Who sends a write: the admin (the kubeconfig's client certificate, every check short-circuited
+ * for system:masters), or, with --as-function, crdfn's function as deployed (its ServiceAccount's
+ * token, its Role, its admission policy's CEL: cli/local/dev-identities.ts).
+ */
+export type Sender = "admin" | "function";
+
+/** The kinds crdfn's function sends today, which --as-function also sends as the function (its Role allows no status patch). */
+export const FUNCTION_SENDS: readonly WriteKind[] = ["status PUT", "child SSA create", "child SSA unchanged", "child SSA changed"];
+
+/** One write of a round: a kind and its sender. */
+export interface Write {
+  kind: WriteKind;
+  sender: Sender;
+}
+
+/** A round's writes in order: each kind as the admin, and right after it as the function when `asFunction` and the function sends it. */
+export function writesOf(kinds: readonly WriteKind[], asFunction: boolean): Write[] {
+  return kinds.flatMap((kind): Write[] => [
+    { kind, sender: "admin" },
+    ...(asFunction && FUNCTION_SENDS.includes(kind) ? [{ kind, sender: "function" as const }] : []),
+  ]);
+}
 
 /** crdfn's field manager (core/operator.ts's default), which its status PUT and apply name. */
 const FIELD_MANAGER = "crdfn";
@@ -120,11 +148,12 @@ const messageOf = (o: KubeObject): string => {
 };
 
 /** The request of one write of `kind` to `t`'s Greeting in round `round`, exactly as its sender sends it. */
-export function writeRequest(kind: WriteKind, t: Target, round: number, now: Date): WriteRequest {
+export function writeRequest(kind: WriteKind, t: Target, round: number, now: Date, sender: Sender = "admin"): WriteRequest {
   const o = t.object;
   const ref = { ...EXAMPLE_GREETING, namespace: o.metadata.namespace, name: o.metadata.name };
-  const status = statusFor(o, `${kind}, round ${round}`, now);
-  const child = (verb: string) => `${o.metadata.name}-r${round}-${verb}`;
+  // Each sender's status differs from the one before it, or the write would change nothing.
+  const status = statusFor(o, `${kind}${sender === "function" ? " as the function" : ""}, round ${round}`, now);
+  const child = (verb: string) => `${o.metadata.name}-r${round}${sender === "function" ? "-fn" : ""}-${verb}`;
   const configMaps = { group: "", version: "v1", plural: "configmaps", namespace: o.metadata.namespace };
   const apply = (body: KubeObject): WriteRequest => ({
     method: "PATCH",
@@ -168,6 +197,7 @@ export function writeRequest(kind: WriteKind, t: Target, round: number, now: Dat
 export interface KindResult {
   round: number;
   kind: WriteKind;
+  sender: Sender;
   sentBy: string;
   requests: number;
   failures: number;
@@ -186,8 +216,8 @@ const mean = (xs: readonly number[]): number => xs.reduce((s, x) => s + x, 0) / 
 
 /** One line per comparison (status writes; child creates; unchanged against changed apply), over the rounds' mean API server and etcd CPU per request. */
 export function comparisons(results: readonly KindResult[]): string[] {
-  const cost = (kind: WriteKind) => {
-    const of = results.filter((r) => r.kind === kind);
+  const cost = (kind: WriteKind, sender: Sender = "admin") => {
+    const of = results.filter((r) => r.kind === kind && r.sender === sender);
     return { api: mean(of.map((r) => r.apiServerMsPerRequest)), etcd: mean(of.map((r) => r.etcdMsPerRequest)) };
   };
   const vs = (kind: WriteKind, base: WriteKind) => {
@@ -196,14 +226,23 @@ export function comparisons(results: readonly KindResult[]): string[] {
     const pct = kind === base || b.api === 0 ? "" : ` (${a.api >= b.api ? "+" : ""}${Math.round(((a.api - b.api) / b.api) * 100)} %)`;
     return `${kind} ${r2(a.api)}${pct} / etcd ${r2(a.etcd)}`;
   };
+  const ran = (kind: WriteKind, sender: Sender = "admin") => results.some((r) => r.kind === kind && r.sender === sender);
   const line = (what: string, base: WriteKind, others: WriteKind[]) =>
-    [base, ...others].every((k) => results.some((r) => r.kind === k))
-      ? [`${what}, API server / etcd ms per request: ${[base, ...others].map((k) => vs(k, base)).join("; ")}`]
-      : [];
+    [base, ...others].every((k) => ran(k)) ? [`${what}, API server / etcd ms per request: ${[base, ...others].map((k) => vs(k, base)).join("; ")}`] : [];
   return [
     ...line("status", "status PUT", ["status merge PATCH + rv", "status merge PATCH"]),
     ...line("child create", "child POST create", ["child SSA create"]),
     ...line("child apply of an existing ConfigMap", "child SSA unchanged", ["child SSA changed"]),
+    ...(FUNCTION_SENDS.some((k) => ran(k, "function"))
+      ? [
+          `as the function against as the admin, API server / etcd ms per request: ${FUNCTION_SENDS.filter((k) => ran(k) && ran(k, "function"))
+            .map((k) => {
+              const [f, a] = [cost(k, "function"), cost(k)];
+              return `${k} ${r2(f.api)} against ${r2(a.api)} (${f.api >= a.api ? "+" : ""}${r2(f.api - a.api)} ms) / etcd ${r2(f.etcd)} against ${r2(a.etcd)}`;
+            })
+            .join("; ")}`,
+        ]
+      : []),
   ];
 }
 
@@ -211,7 +250,7 @@ export function formatTable(results: readonly KindResult[]): string {
   const load = (l: number[]) => (l[0] ?? 0).toFixed(1);
   const rows = results.map(
     (r) =>
-      `| ${r.round} | ${r.kind} | ${r.sentBy} | ${r.requests} | ${r.wallSeconds.toFixed(1)} | ${r.apiServerMsPerRequest.toFixed(2)} | ${r.etcdMsPerRequest.toFixed(2)} | ${r.stored} | ${r.failures} | ${load(r.loadAvgStart)} → ${load(r.loadAvgEnd)} |`,
+      `| ${r.round} | ${r.kind}${r.sender === "function" ? ", as the function" : ""} | ${r.sentBy} | ${r.requests} | ${r.wallSeconds.toFixed(1)} | ${r.apiServerMsPerRequest.toFixed(2)} | ${r.etcdMsPerRequest.toFixed(2)} | ${r.stored} | ${r.failures} | ${load(r.loadAvgStart)} → ${load(r.loadAvgEnd)} |`,
   );
   return [
     "| round | kind | sent by | requests | wall s | API server ms/request | etcd ms/request | stored | failures | load avg |",
@@ -247,6 +286,7 @@ interface Options {
   chunk?: number;
   concurrency: number;
   rounds: number;
+  asFunction: boolean;
   json?: string;
 }
 
@@ -279,11 +319,12 @@ export function addTally(a: Tally | undefined, b: Tally): Tally {
   };
 }
 
-export function resultOf(round: number, kind: WriteKind, t: Tally): KindResult {
+export function resultOf(round: number, { kind, sender }: Write, t: Tally): KindResult {
   const { apiServerSeconds, etcdSeconds, ...rest } = t;
   return {
     round,
     kind,
+    sender,
     sentBy: SENT_BY[kind],
     ...rest,
     wallSeconds: r2(t.wallSeconds),
@@ -295,7 +336,7 @@ export function resultOf(round: number, kind: WriteKind, t: Tally): KindResult {
 /** One write of `kind` to each of `targets`, `concurrency` in flight, with the servers' CPU before and after. */
 async function runChunk(
   http: KubeHttp,
-  kind: WriteKind,
+  { kind, sender }: Write,
   targets: readonly Target[],
   round: number,
   concurrency: number,
@@ -310,7 +351,7 @@ async function runChunk(
   let firstFailure: string | undefined;
   await forEachBounded(targets.length, concurrency, async (i) => {
     const t = targets[i]!;
-    const req = writeRequest(kind, t, round, new Date());
+    const req = writeRequest(kind, t, round, new Date(), sender);
     try {
       const answer = (await http.json(req.method, req.path, { body: req.body, contentType: req.contentType, query: req.query })) as KubeObject;
       const status = kind.startsWith("status");
@@ -344,19 +385,24 @@ async function runChunk(
  * round falls on every kind alike; each kind's figures are summed over the chunks.
  */
 async function runRound(
-  http: KubeHttp,
+  clients: Record<Sender, KubeHttp | undefined>,
   targets: readonly Target[],
   round: number,
   o: Options,
   pids: { apiServer: number; etcd: number },
 ): Promise<KindResult[]> {
-  const tallies = new Map<WriteKind, Tally>();
+  const writes = writesOf(o.kinds, o.asFunction);
+  const tallies = new Map<Write, Tally>();
   const size = o.chunk ?? targets.length;
   for (let from = 0; from < targets.length; from += size) {
     const chunk = targets.slice(from, from + size);
-    for (const kind of o.kinds) tallies.set(kind, addTally(tallies.get(kind), await runChunk(http, kind, chunk, round, o.concurrency, pids)));
+    for (const w of writes) {
+      const http = clients[w.sender];
+      if (http === undefined) throw new Error(`no client for the ${w.sender}`);
+      tallies.set(w, addTally(tallies.get(w), await runChunk(http, w, chunk, round, o.concurrency, pids)));
+    }
   }
-  return o.kinds.map((kind) => resultOf(round, kind, tallies.get(kind)!));
+  return writes.map((w) => resultOf(round, w, tallies.get(w)!));
 }
 
 async function writeCost(o: Options, log: (l: string) => void): Promise<{ path: string; results: KindResult[]; idle: Idle[] }> {
@@ -365,6 +411,7 @@ async function writeCost(o: Options, log: (l: string) => void): Promise<{ path: 
   const cluster = await startCluster({ log: () => {} });
   const results: KindResult[] = [];
   const idle: Idle[] = [];
+  let identities: DevIdentities | undefined;
   try {
     await installCrds(cluster.kubeConfig, [greeting] as ReadonlyArray<Operator<unknown>>);
     const { apiServer, etcd } = clusterPids(Number(new URL(cluster.server).port));
@@ -372,6 +419,20 @@ async function writeCost(o: Options, log: (l: string) => void): Promise<{ path: 
     const api = createKubeApi({ connection: cluster.kubeConfig });
     const http = new KubeHttp({ connection: cluster.kubeConfig });
     const namespace = `writecost-${Date.now()}`;
+    if (o.asFunction) {
+      log("applying crdfn's identities, Role and admission policies for the Greeting operator, as deployed…");
+      identities = await applyDevIdentities({
+        kubeConfig: cluster.kubeConfig,
+        operators: [greeting] as ReadonlyArray<Operator<unknown>>,
+        namespaces: [namespace],
+        project: "writecost",
+        log,
+      });
+    }
+    const clients: Record<Sender, KubeHttp | undefined> = {
+      admin: http,
+      function: identities === undefined ? undefined : new KubeHttp({ connection: identities.functionConnection(greeting) }),
+    };
     const greetings = new Greetings(api, namespace);
     await greetings.createNamespace();
     log(`creating ${o.objects} Greetings in ${namespace}…`);
@@ -383,20 +444,21 @@ async function writeCost(o: Options, log: (l: string) => void): Promise<{ path: 
     // Every timed status write changes a status already there, as a re-reconcile's does; the
     // first one (a cold start's) also adds the status and its managedFields entry.
     log("writing each Greeting's first status (not timed)…");
-    await runChunk(http, "status PUT", targets, 0, o.concurrency, { apiServer, etcd });
+    await runChunk(http, { kind: "status PUT", sender: "admin" }, targets, 0, o.concurrency, { apiServer, etcd });
     for (let round = 1; round <= o.rounds; round++) {
       const quiet = await idleCpu(round, { apiServer, etcd }, IDLE_MS);
       log(`round ${round}: with nothing sent, the API server uses ${quiet.apiServerMsPerSecond} ms and etcd ${quiet.etcdMsPerSecond} ms of CPU per second`);
       idle.push(quiet);
-      for (const r of await runRound(http, targets, round, o, { apiServer, etcd })) {
+      for (const r of await runRound(clients, targets, round, o, { apiServer, etcd })) {
         log(
-          `  round ${round}, ${r.kind}: ${r.wallSeconds.toFixed(1)} s, API server ${r.apiServerMsPerRequest} ms, etcd ${r.etcdMsPerRequest} ms per request, ${r.stored} stored, ${r.failures} failures (load ${r.loadAvgStart[0]?.toFixed(1)} → ${r.loadAvgEnd[0]?.toFixed(1)})`,
+          `  round ${round}, ${r.kind}${r.sender === "function" ? " as the function" : ""}: ${r.wallSeconds.toFixed(1)} s, API server ${r.apiServerMsPerRequest} ms, etcd ${r.etcdMsPerRequest} ms per request, ${r.stored} stored, ${r.failures} failures (load ${r.loadAvgStart[0]?.toFixed(1)} → ${r.loadAvgEnd[0]?.toFixed(1)})`,
         );
         if (r.firstFailure !== undefined) log(`    first failure: ${r.firstFailure}`);
         results.push(r);
       }
     }
   } finally {
+    identities?.stop();
     await cluster.stop();
   }
   const path = o.json ?? join(packageRoot, "bench-results", `writecost-${startedAt.replace(/[:.]/g, "-")}.json`);
@@ -449,6 +511,11 @@ function writeCostCommand(): Command {
       new Option("--kinds <list>", "the write kinds to run, comma-separated, in this order (e.g. reversed, to see whether the order matters)")
         .argParser(kindList)
         .default([...WRITE_KINDS], WRITE_KINDS.join(",")),
+    )
+    .option(
+      "--as-function",
+      `also send crdfn's own kinds (${FUNCTION_SENDS.join(", ")}) as its function as deployed: its ServiceAccount token, Role and admission policy, each right after the same kind as the admin`,
+      false,
     )
     .option("--json <path>", "where to write the results (default bench-results/writecost-<timestamp>.json)")
     .addHelpText(
