@@ -60,8 +60,8 @@ export const SENT_BY: Record<WriteKind, string> = {
 };
 
 /**
- * Who sends a write: the admin (the kubeconfig's client certificate, every check short-circuited
- * for system:masters), or, with --as-function, crdfn's function as deployed (its ServiceAccount's
+ * Who sends a write: the admin (the kubeconfig's client certificate, authorized at once as
+ * system:masters), or, with --as-function, crdfn's function as deployed (its ServiceAccount's
  * token, its Role, its admission policy's CEL: cli/local/dev-identities.ts).
  */
 export type Sender = "admin" | "function";
