@@ -2,27 +2,14 @@
 // time per change, priced at GCP's list prices (cost.ts) for the function as deploy/gcp.ts
 // deploys it, and set against the same always-on pod as the AWS side.
 import { FUNCTION_MEMORY } from "../deploy/gcp.ts";
-import {
-  GCP_LIST_PRICES,
-  breakEvenChangesPerSecond,
-  costOfMillionChangesOnGcp,
-  defaultFunctionCpu,
-  podMonthlyCost,
-  quantityBytes,
-  type CloudRunMillionChanges,
-  type CloudRunUsage,
-  type PodSize,
-} from "./cost.ts";
+import { GCP_LIST_PRICES, costOfMillionChangesOnGcp, defaultFunctionCpu, quantityBytes, type CloudRunMillionChanges, type CloudRunUsage } from "./cost.ts";
 import type { BenchResult } from "./pipeline.ts";
-import { CONTROLLER_POD } from "./report.ts";
+import { againstThePod, formatPodLine, type AgainstThePod } from "./report.ts";
 
-export interface CloudRunChangeCost {
+export interface CloudRunChangeCost extends AgainstThePod {
   /** Measured in the rated phase, per spec change written; the function's size as deployed. */
   usage: CloudRunUsage & { memory: string; wallMsPerChange: number };
   perMillionChanges: CloudRunMillionChanges;
-  pod: PodSize;
-  podMonthly: number;
-  breakEvenChangesPerSecond: number;
   prices: { asOf: string; source: string };
 }
 
@@ -48,15 +35,7 @@ export function cloudRunChangeCost(r: BenchResult): CloudRunChangeCost {
     wallMsPerChange: (pushes.requestLatency.meanMs * pushes.requests) / changes,
   };
   const perMillionChanges = costOfMillionChangesOnGcp(usage);
-  const podMonthly = podMonthlyCost(CONTROLLER_POD);
-  return {
-    usage,
-    perMillionChanges,
-    pod: CONTROLLER_POD,
-    podMonthly,
-    breakEvenChangesPerSecond: breakEvenChangesPerSecond(podMonthly, perMillionChanges.total),
-    prices: { asOf: GCP_LIST_PRICES.asOf, source: GCP_LIST_PRICES.source },
-  };
+  return { usage, perMillionChanges, ...againstThePod(perMillionChanges.total), prices: { asOf: GCP_LIST_PRICES.asOf, source: GCP_LIST_PRICES.source } };
 }
 
 /** The cost lines under the report's table. */
@@ -69,7 +48,6 @@ export function formatCloudRunCost(c: CloudRunChangeCost): string {
     `  per change: ${u.publishesPerChange.toFixed(2)} Pub/Sub publishes + ${u.pushesPerChange.toFixed(2)} pushes of ${Math.round(u.billedBytesPerRequest)} billed bytes each; ` +
       `${u.wallMsPerChange.toFixed(1)} ms of push requests, billed ${u.billedMsPerChange.toFixed(0)} ms (each rounded up to 100 ms) at ${u.vcpu} vCPU / ${u.memory}`,
     `  per million changes: Pub/Sub ${$(m.pubSub)} + Cloud Run requests ${$(m.cloudRunRequests)} + vCPU-s ${$(m.cloudRunCpu)} + GiB-s ${$(m.cloudRunMemory)} = ${$(m.total)}`,
-    `  one always-on controller pod (${c.pod.vcpu} vCPU / ${c.pod.memoryGiB} GiB, Fargate ${c.pod.architecture}, as on the AWS side): ${$(c.podMonthly)} a month = ` +
-      `${c.breakEvenChangesPerSecond.toFixed(2)} changes/s of the above, steady, all month`,
+    formatPodLine(c, ", as on the AWS side"),
   ].join("\n");
 }

@@ -40,15 +40,33 @@ export interface DeployedFunction {
 /** The always-on controller a change's spend is set against: 0.25 vCPU with Fargate's least memory for it. */
 export const CONTROLLER_POD: PodSize = { vcpu: 0.25, memoryGiB: 0.5, architecture: "x86_64" };
 
-export interface ChangeCost {
-  /** Measured in the rated phase (a steady change rate), per spec change written. */
-  usage: ChangeUsage;
-  /** Dollars per million changes. */
-  perMillionChanges: MillionChanges;
+/** A change's spend set against the always-on pod: what the pod costs a month, and the rate at which the changes cost as much. */
+export interface AgainstThePod {
   pod: PodSize;
   podMonthly: number;
   /** Changes per second, steady, at which the changes cost what the pod does. */
   breakEvenChangesPerSecond: number;
+}
+
+/** `perMillionChanges` dollars per million changes, on either provider, set against CONTROLLER_POD. */
+export function againstThePod(perMillionChanges: number): AgainstThePod {
+  const podMonthly = podMonthlyCost(CONTROLLER_POD);
+  return { pod: CONTROLLER_POD, podMonthly, breakEvenChangesPerSecond: breakEvenChangesPerSecond(podMonthly, perMillionChanges) };
+}
+
+/** The pod's line under a cost report; `aside` says more of the pod. */
+export function formatPodLine(c: AgainstThePod, aside = ""): string {
+  return (
+    `  one always-on controller pod (${c.pod.vcpu} vCPU / ${c.pod.memoryGiB} GiB, Fargate ${c.pod.architecture}${aside}): $${c.podMonthly.toFixed(2)} a month = ` +
+    `${c.breakEvenChangesPerSecond.toFixed(2)} changes/s of the above, steady, all month`
+  );
+}
+
+export interface ChangeCost extends AgainstThePod {
+  /** Measured in the rated phase (a steady change rate), per spec change written. */
+  usage: ChangeUsage;
+  /** Dollars per million changes. */
+  perMillionChanges: MillionChanges;
   prices: { asOf: string; source: string };
 }
 
@@ -68,15 +86,7 @@ export function changeCost(r: BenchResult, deployed: DeployedFunction): ChangeCo
     ...deployed,
   };
   const perMillionChanges = costOfMillionChanges(usage);
-  const podMonthly = podMonthlyCost(CONTROLLER_POD);
-  return {
-    usage,
-    perMillionChanges,
-    pod: CONTROLLER_POD,
-    podMonthly,
-    breakEvenChangesPerSecond: breakEvenChangesPerSecond(podMonthly, perMillionChanges.total),
-    prices: { asOf: AWS_LIST_PRICES.asOf, source: AWS_LIST_PRICES.source },
-  };
+  return { usage, perMillionChanges, ...againstThePod(perMillionChanges.total), prices: { asOf: AWS_LIST_PRICES.asOf, source: AWS_LIST_PRICES.source } };
 }
 
 /** The cost lines under the report's table. */
@@ -89,8 +99,7 @@ export function formatCost(c: ChangeCost): string {
     `  per change: ${u.queueRequestsPerChange.toFixed(2)} SQS FIFO requests, ${u.invocationsPerChange.toFixed(2)} invocations (batches of one, the upper bound), ` +
       `${u.functionMsPerChange.toFixed(1)} ms in the function at ${u.memoryMiB} MiB ${u.architecture} = ${m.gbSecondsPerChange.toFixed(6)} GB-s`,
     `  per million changes: SQS ${$(m.sqs)} + Lambda requests ${$(m.lambdaRequests)} + Lambda duration ${$(m.lambdaDuration)} = ${$(m.total)}`,
-    `  one always-on controller pod (${c.pod.vcpu} vCPU / ${c.pod.memoryGiB} GiB, Fargate ${c.pod.architecture}): ${$(c.podMonthly)} a month = ` +
-      `${c.breakEvenChangesPerSecond.toFixed(2)} changes/s of the above, steady, all month`,
+    formatPodLine(c),
   ].join("\n");
 }
 

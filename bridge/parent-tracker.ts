@@ -357,7 +357,8 @@ export class ParentTracker extends Tracker<ParentEntry> {
    */
   #answered(key: string, prev: ParentEntry, next: ParentEntry, obj: WatchedObject): void {
     const window = this.#parentOptions.startWindow;
-    if (window === undefined) return;
+    // Past a start, every watch event passes here: nothing to free, and no key to build.
+    if (window === undefined || (window.open === 0 && this.#startQueued.size === 0)) return;
     const id = this.#publishKey(key);
     const written = prev.uid !== next.uid || next.statusWrittenMs > prev.statusWrittenMs;
     if (this.#startQueued.has(key)) {
