@@ -281,8 +281,16 @@ async function runOne(
     metricsUrl = running.bridgeMetricsUrl;
     const startSeconds = since();
     log(`  ready as it reports it after ${startSeconds.toFixed(1)} s; ${ready()} Ready so far`);
+    let checked = since();
     while (ready() < objects) {
       if (since() > o.timeout) throw new Error(`${system}: only ${ready()} of ${objects} Greetings Ready after ${o.timeout} s (log: ${running.logFile})`);
+      // A process of the system that died (a bridge out of heap) stops the run now, not at the timeout.
+      if (since() - checked > 1) {
+        checked = since();
+        const dead = Object.entries(pids).find(([, pid]) => cpuSeconds(pid) === undefined);
+        if (dead !== undefined)
+          throw new Error(`${system}: its ${dead[0]} (pid ${dead[1]}) exited with ${ready()} of ${objects} Greetings Ready (log: ${running.logFile})`);
+      }
       await sleep(20);
     }
     note();

@@ -18,7 +18,7 @@ import { childrenDigest, metadataDigest, reconciledOf, type ChildMark, type Reco
 import { referencesOf, type ReferenceRecord } from "../core/references.ts";
 import { announceReason, nextReconcileOf } from "../core/schedule.ts";
 import { DueSchedule } from "./due-schedule.ts";
-import type { StartWindow } from "./start-window.ts";
+import type { StartLine, StartWindow } from "./start-window.ts";
 import { finalizersManagedBy, fingerprint, lastWriteOf, type WatchedObject } from "./watched-object.ts";
 import type { AnnounceOptions, ResolvedResource, Via } from "./sink.ts";
 import { groupOf, keyOf, splitKey } from "../core/resource-path.ts";
@@ -121,8 +121,13 @@ export class ParentTracker extends Tracker<ParentEntry> {
   /** Bodies of initial work as listed (JSON, within initialBodyBytes): their first reconciles need not read them. */
   readonly #initialBodies = new Map<string, string>();
   #initialBodyBytes = 0;
-  /** Initial work handed to the start window and not yet announced (a change of its own announces it first). */
-  readonly #startQueued = new Set<string>();
+  /**
+   * Initial work not yet announced (a change of its own announces it first): waiting in the start
+   * window's line, in list order, or taken by the window and its announcement not yet run. Only
+   * the keys the entries hold: the line costs a set entry per object, not a closure.
+   */
+  readonly #startWaiting = new Set<string>();
+  readonly #startTaken = new Set<string>();
 
   constructor(resource: ResolvedResource, options: TrackerOptions, parentOptions: ParentOptions = { bodies: true, maxBodyBytes: 64 * 1024 }) {
     super(resource, options);
@@ -327,17 +332,55 @@ export class ParentTracker extends Tracker<ParentEntry> {
     for (const [key, entry] of this.entries) {
       if (entry.reconciled !== undefined && !work.has(key) && entry.reconciled.children !== childrenDigest(this.#marksOf(key))) work.add(key);
     }
+    for (const key of work) this.#startWaiting.add(key);
+    const line = this.#startLine();
     const window = this.#parentOptions.startWindow;
-    for (const key of work) this.#startQueued.add(key);
-    for (const key of work) {
-      if (window === undefined) await this.#releaseOne(key);
-      else window.add(this.#publishKey(key), () => this.#releaseOne(key));
-    }
+    if (window !== undefined) return window.add(line);
+    for (let next = line.take(); next !== undefined; next = line.take()) await next.release();
+  }
+
+  /**
+   * The line of initial work as the start window takes from it. One iterator for the line's life:
+   * taking from a fresh iterator each time would walk the deleted entries at the set's front again.
+   */
+  #startLine(): StartLine {
+    const waiting = this.#startWaiting;
+    const cursor = waiting.values();
+    return {
+      get size() {
+        return waiting.size;
+      },
+      take: () => {
+        const next = cursor.next();
+        if (next.done === true) return undefined;
+        const key = next.value;
+        waiting.delete(key);
+        this.#startTaken.add(key);
+        return { id: this.#publishKey(key), release: () => this.#releaseOne(key) };
+      },
+    };
+  }
+
+  /** Takes an object's initial work out of the start, announced otherwise or gone; true if it was still to be announced. */
+  #leaveStart(key: string): boolean {
+    const queued = this.#startWaiting.delete(key) || this.#startTaken.delete(key);
+    if (!queued) return false;
+    this.#dropInitialBody(key);
+    this.#parentOptions.startWindow?.settle(this.#publishKey(key));
+    return true;
+  }
+
+  /** An object gone: out of the start's line, or its slot freed. */
+  #goneFromStart(key: string): void {
+    const window = this.#parentOptions.startWindow;
+    if (this.#leaveStart(key) || window === undefined || window.open === 0) return;
+    const id = this.#publishKey(key);
+    if (window.isOpen(id)) window.settle(id);
   }
 
   /** Announces one object of the first list's work, unless a change of its own announced it meanwhile. */
   async #releaseOne(key: string): Promise<void> {
-    if (!this.#startQueued.delete(key)) return;
+    if (!this.#startTaken.delete(key)) return;
     const entry = this.entries.get(key);
     const json = this.#initialBodies.get(key);
     this.#dropInitialBody(key);
@@ -358,15 +401,14 @@ export class ParentTracker extends Tracker<ParentEntry> {
   #answered(key: string, prev: ParentEntry, next: ParentEntry, obj: WatchedObject): void {
     const window = this.#parentOptions.startWindow;
     // Past a start, every watch event passes here: nothing to free, and no key to build.
-    if (window === undefined || (window.open === 0 && this.#startQueued.size === 0)) return;
-    const id = this.#publishKey(key);
+    if (window === undefined || (window.open === 0 && this.#startWaiting.size === 0 && this.#startTaken.size === 0)) return;
     const written = prev.uid !== next.uid || next.statusWrittenMs > prev.statusWrittenMs;
-    if (this.#startQueued.has(key)) {
-      if (!written) return;
-      this.#startQueued.delete(key);
-      this.#dropInitialBody(key);
-      window.settle(id);
-    } else if (window.isOpen(id) && (written || !needsWork(obj, next, this.options.functionFieldManager))) window.settle(id);
+    if (this.#startWaiting.has(key) || this.#startTaken.has(key)) {
+      if (written) this.#leaveStart(key);
+      return;
+    }
+    const id = this.#publishKey(key);
+    if (window.isOpen(id) && (written || !needsWork(obj, next, this.options.functionFieldManager))) window.settle(id);
   }
 
   /** Keeps a listed body of initial work while initialBodyBytes allows. */
@@ -405,10 +447,7 @@ export class ParentTracker extends Tracker<ParentEntry> {
       return;
     }
     if (this.#initialWork?.delete(key)) this.#dropInitialBody(key);
-    if (this.#startQueued.delete(key)) {
-      this.#dropInitialBody(key);
-      this.#parentOptions.startWindow?.settle(this.#publishKey(key));
-    }
+    this.#leaveStart(key);
     if (entry.pending !== undefined) {
       this.#due.clear(key);
       entry.handled = entry.pending.at;
@@ -422,8 +461,7 @@ export class ParentTracker extends Tracker<ParentEntry> {
     const key = keyOf(m.namespace, m.name);
     this.entries.delete(key);
     this.#due.clear(key);
-    this.#startQueued.delete(key);
-    this.#parentOptions.startWindow?.settle(this.#publishKey(key));
+    this.#goneFromStart(key);
     await this.#refer(key, undefined);
     const e = { uid: m.uid, rv: m.resourceVersion, generation: m.generation ?? 0 };
     await this.options.announce(this.#publishKey(key), this.#event(key, e, "DELETED", "watch"), "deleted");
@@ -431,8 +469,7 @@ export class ParentTracker extends Tracker<ParentEntry> {
 
   protected async vanished(key: string, entry: ParentEntry): Promise<void> {
     this.#due.clear(key);
-    this.#startQueued.delete(key);
-    this.#parentOptions.startWindow?.settle(this.#publishKey(key));
+    this.#goneFromStart(key);
     await this.#refer(key, undefined);
     // Its last known version was announced already; "deleted" keeps this one from being deduplicated away.
     await this.options.announce(this.#publishKey(key), this.#event(key, entry, "DELETED", "relist"), "deleted");

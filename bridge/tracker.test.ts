@@ -186,6 +186,24 @@ describe("a child's change announces its controller owner", () => {
     );
   });
 
+  it("a parent's children as its events carry them, as they come and go: one, two, one, none", async () => {
+    const { out, parents, children } = setup();
+    await parents.upsert(ct("p", "5"), "list", 1);
+    const carried = () => (out.at(-1)?.event.children ?? []).map((c) => c.name).sort();
+    await children.upsert(cj("one", "6", "p"), "watch");
+    assert.deepEqual(carried(), ["one"]);
+    await children.upsert(cj("two", "7", "p"), "watch");
+    assert.deepEqual(carried(), ["one", "two"]);
+    await children.remove(cj("one", "8", "p"));
+    assert.deepEqual(carried(), ["two"]);
+    // Adopted away: the former owner's event no longer carries it.
+    await children.upsert(cj("two", "9", undefined), "watch");
+    assert.deepEqual(carried(), []);
+    await children.upsert(cj("two", "10", "p"), "watch");
+    await children.upsert(cj("two", "11", "p", { lastScheduleTime: "now" }), "watch");
+    assert.deepEqual(carried(), ["two"], "a child's own change leaves it indexed once");
+  });
+
   it("an orphaned child announces its former owner; a child of an unknown parent announces nothing", async () => {
     const { out, parents, children } = setup();
     await parents.upsert(ct("p", "5"), "list", 1);

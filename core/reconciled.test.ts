@@ -1,7 +1,9 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { childMarkOf, childrenDigest, childToken, metadataDigest, reconciledOf, reconciledRecord } from "./reconciled.ts";
-import { fingerprint } from "./object-fingerprint.ts";
+import { createHash } from "node:crypto";
+import { canonicalJson } from "./canonical-json.ts";
+import { digest, fingerprint } from "./object-fingerprint.ts";
 
 const parent = (labels: Record<string, string>, annotations: Record<string, string>, generation = 1) => ({
   metadata: { name: "p", uid: "u", resourceVersion: "9", generation, labels, annotations },
@@ -19,6 +21,13 @@ const applied = (manager: string, operation = "Apply") => ({
 });
 
 describe("what the function records it reconciled", () => {
+  it("a digest is the first 16 characters of the SHA-256's base64url, as statuses written by earlier versions record it", () => {
+    for (const value of [{}, { a: [1, "x"] }, "text", null]) {
+      const whole = createHash("sha256").update(canonicalJson(value)).digest("base64url");
+      assert.equal(digest(value), whole.slice(0, 16));
+    }
+  });
+
   it("the metadata digest changes with a label, an annotation (a resync stamp) or the generation, not with status or the resourceVersion", () => {
     const base = metadataDigest(parent({ a: "1" }, {}));
     assert.equal(

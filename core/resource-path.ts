@@ -26,7 +26,9 @@ export function groupVersionPath(ref: Pick<GroupVersionResource, "group" | "vers
  * cluster-scoped one. The bridge's index, the children's keys in a key event and the runtime's
  * observed children and references all key by it.
  */
-export const keyOf = (namespace: string | undefined, name: string): string => `${namespace ?? ""}/${name}`;
+// join, not a template: it makes a flat string, where a template's concatenation stays a 32-byte
+// pair of pieces in front of it once flattened, and the bridge keeps a key per object of each kind.
+export const keyOf = (namespace: string | undefined, name: string): string => [namespace ?? "", name].join("/");
 
 /** The namespace (undefined when cluster-scoped) and name of a key made by keyOf. */
 export const splitKey = (key: string): [string | undefined, string] => {

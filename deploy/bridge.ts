@@ -148,13 +148,6 @@ export function bridgeLeaseRbacOf(s: DeploySettings): Manifest[] {
 }
 
 /**
- * The bridge container's NODE_OPTIONS (`crdfn dev` and the benchmarks run its process with them
- * too). The bridge keeps ~3 MiB per 10k objects. A capped old space makes V8 collect before the
- * heap grows; a small young generation keeps those collections cheap (without it GC took most of
- * a core at full load) and the RSS low: semi-space 2 instead of 8 MiB, peak RSS 123 → 103 MiB at
- * 1k objects, 126 → 119 at 10k, sync no slower (npm run bench:bridge).
- */
-/**
  * The Secret (in the bridge's namespace) whose `key` holds this cluster's event key, `<kid>:<secret>`:
  * the bridge signs every event with it. Created by the user (docs/security.md) and never
  * generated: a key in infra/generated/ would be committed with it.
@@ -162,6 +155,14 @@ export function bridgeLeaseRbacOf(s: DeploySettings): Manifest[] {
 export const bridgeEventKeySecretName = (s: DeploySettings): string => `${bridgeName(s)}-event-key`;
 export const EVENT_KEY_SECRET_KEY = "key";
 
+/**
+ * The bridge container's NODE_OPTIONS (`crdfn dev` and the benchmarks run its process with them
+ * too). Its index keeps about 0.9 KiB per object with one child (451 B the parent, 484 the child:
+ * `npm run bench:trackermem`), so 100k of each take ~90 MiB of the 128. A capped old space makes
+ * V8 collect before the heap grows; a small young generation keeps those collections cheap
+ * (without it GC took most of a core at full load) and the RSS low: semi-space 2 instead of 8 MiB,
+ * peak RSS 123 → 103 MiB at 1k objects, 126 → 119 at 10k, sync no slower (npm run bench:bridge).
+ */
 export const BRIDGE_NODE_OPTIONS = "--max-old-space-size=128 --max-semi-space-size=2";
 
 export function bridgeDeploymentOf(s: DeploySettings): Manifest {
