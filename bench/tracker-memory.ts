@@ -66,7 +66,7 @@ function greeting(i: number, uid: string, statusWritten: boolean): WatchedObject
       ],
     },
     spec: { message: `hello ${i}` },
-  } as WatchedObject;
+  };
 }
 
 /** The Greeting as its function left it: Ready, with the record of `applied`. */
@@ -80,7 +80,7 @@ function reconciledGreeting(i: number, uid: string, applied: WatchedObject): Wat
       phase: "Ready",
       reconciled: reconciledRecord(g, [childMarkOf(applied, "crdfn")]),
     },
-  } as WatchedObject;
+  };
 }
 
 /** The ConfigMap the function applied for Greeting i. */
@@ -104,7 +104,7 @@ function child(i: number, parentUid: string): WatchedObject {
       ],
     },
     data: { message: `hello ${i}` },
-  } as WatchedObject;
+  };
 }
 
 /** The object as a list's page delivers it: parsed from JSON, every string flat. */

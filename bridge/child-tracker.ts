@@ -41,7 +41,7 @@ function withoutKey(owned: Owned | undefined, key: string): Owned | undefined {
   if (owned === undefined || owned === key) return undefined;
   if (typeof owned === "string") return owned;
   owned.delete(key);
-  return owned.size === 1 ? (owned.values().next().value as string) : owned.size === 0 ? undefined : owned;
+  return owned.size === 1 ? owned.values().next().value : owned.size === 0 ? undefined : owned;
 }
 
 interface ChildEntry extends Entry {
