@@ -354,8 +354,6 @@ async function runOne(
     watch.stop();
     // crdfn as deployed admits Greetings only where it serves; the next run's namespace is another.
     if (system === "crdfn") await deletePolicies(cluster, servedNamespacesPolicyOf(greeting, [namespace]));
-    // A run measured stays measured: a namespace slow to go is said, not thrown over its results.
-    await removeNamespace(cluster, namespace, log).catch((e: unknown) => log(`  ${(e as Error).message}; the next run may share the cluster with its objects`));
   }
 }
 
@@ -417,6 +415,19 @@ async function coldScale(o: Options, log: (l: string) => void): Promise<{ path: 
   const cluster = await startCluster({ log: () => {} });
   const reaper = startReaper();
   const runs: ColdRun[] = [];
+  let left: string | undefined;
+  /**
+   * One run, after the last one's namespace is gone (its objects would weigh on this run's etcd).
+   * The last run's goes with the cluster: deleting 200k objects took longer than 10 minutes.
+   */
+  const measured = async (system: SystemName, variant: Variant | undefined, n: number): Promise<void> => {
+    // A run measured stays measured: a namespace slow to go is said, not thrown over the results.
+    if (left !== undefined)
+      await removeNamespace(cluster, left, log).catch((e: unknown) => log(`  ${(e as Error).message}; this run shares the cluster with its objects`));
+    const run = await runOne(system, variant, n, cluster, controllerRuntime, reaper, o, log);
+    left = run.namespace;
+    runs.push(run);
+  };
   try {
     await installCrds(cluster.kubeConfig, [greeting] as ReadonlyArray<Operator<unknown>>);
     for (const [i, n] of o.objects.entries()) {
@@ -426,7 +437,7 @@ async function coldScale(o: Options, log: (l: string) => void): Promise<{ path: 
         // The baseline first, on the emptier etcd: a change measured after it is not flattered.
         if (system === "crdfn" && o.baseline !== undefined) {
           const baseline: Variant = { name: `baseline ${basename(o.baseline)}`, env: {}, root: o.baseline };
-          runs.push(await runOne(system, baseline, n, cluster, controllerRuntime, reaper, o, log));
+          await measured(system, baseline, n);
         }
         if (system === "crdfn" && o.variant !== undefined) {
           const settings: Variant = {
@@ -435,12 +446,12 @@ async function coldScale(o: Options, log: (l: string) => void): Promise<{ path: 
               .join(" "),
             env: o.variant,
           };
-          runs.push(await runOne(system, settings, n, cluster, controllerRuntime, reaper, o, log));
+          await measured(system, settings, n);
         }
-        runs.push(await runOne(system, undefined, n, cluster, controllerRuntime, reaper, o, log));
+        await measured(system, undefined, n);
         if (system === "crdfn" && o.receiveLoops !== undefined) {
           const loops: Variant = { name: `${o.receiveLoops} receive loops`, env: { [RECEIVE_LOOPS_ENV]: String(o.receiveLoops) } };
-          runs.push(await runOne(system, loops, n, cluster, controllerRuntime, reaper, o, log));
+          await measured(system, loops, n);
         }
       }
     }
