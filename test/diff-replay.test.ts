@@ -1,7 +1,7 @@
 // `crdfn diff` and `crdfn replay`, run as a person runs them (their own process, operator files on
 // disk), on the embedded cluster: diff names exactly what a changed operator would change, writes
 // nothing and exits 1, prints nothing and exits 0 for the deployed code, and lists a throwing
-// object as failing; replay reproduces a dead letter's throw with its stack, and after the fix
+// object as failing; replay reproduces an object's and a dead letter's throw with its stack, and after the fix
 // `--apply` makes the object Ready and empties the dead-letter queue, on SQS and on Pub/Sub.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
@@ -157,6 +157,21 @@ describe("crdfn diff and crdfn replay", { timeout: 600_000 }, () => {
     assert.equal(r.code, 1, `${r.stdout}\n${r.stderr}`);
     assert.match(r.stdout, new RegExp(`^Greeting ${env.cluster.namespace}/boom\\n {2}! would fail: ReconcileError: cannot greet boom$`, "m"));
     assert.match(r.stdout, /^1 object\(s\): 0 would change .* 1 would fail, 0 unchanged/m);
+  });
+
+  it("replay kind/name (from the object, with --kubeconfig) shows its inputs and the throw with its stack, and writes nothing", async () => {
+    const { KUBECONFIG: kubeconfig, ...withoutKubeconfig } = env.cluster.env;
+    const r = await crdfn(["replay", "greeting/boom", "-n", env.cluster.namespace, "--operator", files.deployed, "--kubeconfig", kubeconfig ?? ""], {
+      ...withoutKubeconfig,
+      KUBECONFIG: "",
+    });
+    show("replay, from the object", r);
+    assert.equal(r.code, 1, `${r.stdout}\n${r.stderr}`);
+    assert.match(r.stdout, /spec:\n\s+message: boom/, "the inputs are printed");
+    assert.match(r.stdout, /reconcile threw:\n {4}Error: cannot greet boom\n {8}at (?:Object\.)?reconcile \(.*deployed\.ts:\d+:\d+\)/, r.stdout + r.stderr);
+    assert.match(r.stdout, /^outcome: retry-later/m);
+    assert.ok(!(await versions()).has("configmap/boom-greeting"), "a dry run writes nothing");
+    assert.notEqual(ready(await crApi(env, await loadOperator(files.deployed)).get("boom"))?.status, "True");
   });
 
   it("replay --dead-letter (SQS) shows the throw with its stack; after the fix, --apply makes it Ready and empties the dead-letter queue", async () => {

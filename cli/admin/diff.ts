@@ -188,7 +188,7 @@ export function diffCommand(): Command {
       "after",
       "\nExit status: 0 nothing would change, 1 something would change or fail, 2 a setup error (like kubectl diff).\n" +
         "Needs: get/list on the operator's kind, its owned and referenced kinds; and the write verbs the function\n" +
-        "has (patch on children, update on status, delete), since a dry run is authorized as the write it stands for.\n" +
+        "has (patch and create on children, update on status, delete), since a dry run is authorized as the write it stands for.\n" +
         "\nExamples:\n  $ crdfn diff --operator operator.ts                 # every object, every namespace\n" +
         "  $ crdfn diff greeting/hello -n default --operator operator.ts\n" +
         "  $ crdfn diff --operator operator.ts && serverless deploy   # deploy only what changes nothing",

@@ -78,7 +78,7 @@ const messageOf = (i: Item): QueueMessage => ({
   }),
   receiveCount: 1,
 });
-const run = (items: Item[], handle: (m: QueueMessage) => Outcome, circuits?: ReturnType<typeof createCircuits>) => {
+const run = (items: Item[], handle: (m: QueueMessage) => Outcome | Promise<Outcome>, circuits?: ReturnType<typeof createCircuits>) => {
   const seen: string[] = [];
   const runtime = fakeRuntime((m) => (seen.push(m.id), handle(m)));
   const result = settleBatch(items, {
@@ -88,6 +88,8 @@ const run = (items: Item[], handle: (m: QueueMessage) => Outcome, circuits?: Ret
     ...(circuits ? { circuits } : {}),
     policy: (outcome, delivery) => settlementOf(outcome, delivery.message, policy()),
     log,
+    // The circuit's clock is the test's: a wait passes no time of its own, it only lets the probe answer.
+    pause: () => new Promise((r) => setImmediate(r)),
   });
   return { seen, result };
 };
@@ -113,7 +115,7 @@ describe("a batch", () => {
     assert.deepEqual(seen, ["x", "y"]);
   });
 
-  it("defers untried while the cluster's circuit is open, but lets one probe through; a success closes it", async () => {
+  it("defers untried while the cluster's circuit is open, but lets one probe through; a success closes it, and what waited behind it goes ahead", async () => {
     let t = 0;
     const circuits = createCircuits({ clock: () => new Date(t), logger: log });
     const down = run(
@@ -127,9 +129,19 @@ describe("a batch", () => {
     t += 60_000;
     const up = run([item("c1", "C"), item("d1", "D")], () => ({ result: "success", apiCalls: 1 }) as Outcome, circuits);
     const probe = new Map([...(await up.result)].map(([i, s]) => [i.id, s.outcome.result]));
-    assert.deepEqual(up.seen.length, 1, "one probe at a time");
-    assert.ok([...probe.values()].includes("success") && [...probe.values()].includes("unavailable"));
+    assert.deepEqual(up.seen, ["c1", "d1"], "one probe at a time; the other waited for its answer");
+    assert.deepEqual([...probe.values()], ["success", "success"], "nothing deferred once the probe succeeded");
     assert.equal(circuits.waitMs(), 0, "a successful probe closes the circuit");
+  });
+
+  it("a message behind a probe that fails waits no longer than ADMISSION_WAIT_MS, then is deferred", async () => {
+    const circuits = createCircuits({ clock: () => new Date(0), logger: log });
+    await run([item("a1", "A")], () => ({ result: "unavailable", detail: "down", apiCalls: 1 }) as Outcome, circuits).result;
+    // The circuit's clock stands still, so only the waits' own count can end them.
+    const again = run([item("b1", "B"), item("c1", "C")], () => ({ result: "unavailable", detail: "down", apiCalls: 1 }) as Outcome, circuits);
+    const results = [...(await again.result).values()].map((s) => s.settlement.action);
+    assert.deepEqual(again.seen, [], "the circuit stays open past the wait: nothing tried");
+    assert.deepEqual(results, ["hold", "hold"], "both deferred in their groups");
   });
 
   it("one cluster's outage does not hold back another cluster's messages", async () => {

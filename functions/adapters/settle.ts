@@ -16,12 +16,16 @@
 //    open (Lambda cannot stop its event source); after the open period ONE message probes
 //    (half-open); success closes it, failure re-opens it for twice as long, up to 2 s: probing is
 //    one request, and the sooner a returned server is noticed the sooner work resumes.
+//  * a message that finds its circuit probing, or due to probe within ADMISSION_WAIT_MS, waits in
+//    its batch for the answer instead of being deferred for seconds at once: after an outage the
+//    messages received beside the probe go ahead the moment it succeeds.
 // The circuit is kept small on purpose: the open period is core/backoff.ts's, spread ±20 % so
 // that functions probing one server do not probe together.
 import { createHash } from "node:crypto";
 import type { Logger } from "pino";
 import { DEFERRALS_ATTRIBUTE, DEFERRED_SINCE_ATTRIBUTE, type Delivery, type QueueMessage } from "../runtime/delivery.ts";
 import { messageHandled, type Outcome } from "../runtime/outcome.ts";
+import { setTimeout as sleep } from "node:timers/promises";
 import { backoffMs } from "../../core/backoff.ts";
 
 export { DEFERRALS_ATTRIBUTE, DEFERRED_SINCE_ATTRIBUTE };
@@ -103,12 +107,20 @@ export interface BatchOptions<M> {
   circuits?: Circuits;
   policy: (outcome: Outcome, delivery: Delivery) => Settlement;
   log: Logger;
+  /** How a message waits for its circuit (tests pass one that returns at once). Default: a timer. */
+  pause?: (ms: number) => Promise<unknown>;
 }
+
+/**
+ * The longest a message waits in its batch for its circuit to admit it before it is deferred:
+ * the circuit's longest open period (2 s) with its jitter (+20 %), and a little over.
+ */
+export const ADMISSION_WAIT_MS = 2500;
 
 /**
  * Runs a batch: each FIFO group in order, groups in parallel (a group is one object: core/event.ts
  * messageGroupId). While a cluster's circuit is open its messages are deferred untried (but for
- * one probe). Behind a message that stays pending in its group the rest of that group is deleted
+ * one probe, whose answer the others wait for, briefly). Behind a message that stays pending in its group the rest of that group is deleted
  * untried: each event only names the object, and the pending one reconciles its current state.
  * Messages without a group (not FIFO) are each their own.
  */
@@ -145,11 +157,10 @@ export async function settleBatch<M>(items: readonly M[], batch: BatchOptions<M>
  * One received event through its cluster's circuit: deferred untried while it is open (but for
  * the probe). A refused message never reaches an API server: its outcome is already decided.
  */
-async function attempt(delivery: Delivery, batch: Pick<BatchOptions<unknown>, "runtime" | "circuits" | "log">): Promise<Outcome> {
+async function attempt(delivery: Delivery, batch: Pick<BatchOptions<unknown>, "runtime" | "circuits" | "log" | "pause">): Promise<Outcome> {
   if (!delivery.ok) return delivery.outcome;
   const circuit = batch.circuits?.of(delivery.event.cluster);
-  const admission = circuit?.admit() ?? "closed";
-  if (typeof admission === "number") return { result: "unavailable", detail: "deferred while the API server is unavailable" };
+  if (circuit && !(await admitted(circuit, batch.pause ?? sleep))) return { result: "unavailable", detail: "deferred while the API server is unavailable" };
   let outcome: Outcome & { apiCalls?: number };
   try {
     outcome = await batch.runtime.handle(delivery);
@@ -159,6 +170,18 @@ async function attempt(delivery: Delivery, batch: Pick<BatchOptions<unknown>, "r
   }
   if (circuit) report(circuit, outcome);
   return outcome;
+}
+
+/** Whether the circuit admits the message (closed, or as its probe) within ADMISSION_WAIT_MS of waiting. */
+async function admitted(circuit: Circuit, pause: (ms: number) => Promise<unknown>): Promise<boolean> {
+  let waited = 0;
+  for (;;) {
+    const admission = circuit.admit();
+    if (typeof admission !== "number") return true;
+    if (waited + admission > ADMISSION_WAIT_MS) return false;
+    await pause(admission);
+    waited += admission;
+  }
 }
 
 /**
