@@ -5,8 +5,7 @@
 // once its status write records them (one reconcile per new object), and a child the parent's
 // next reconcile no longer wants still reaches it and is pruned. And a parent of any size: more children than an event can carry keys for (about 1,500) are
 // reconciled and half of them pruned: 2,000 here, CRDFN_TEST_BIG_CHILDREN=5000 for the issue's
-// scale (5,000 took 163–346 s to create and 90 s to prune half on 2 cores at load 7–17, more than
-// the rest of this file). Real API server, real queue, the real bridge and the functions' poller.
+// scale (its figures: docs/operations.md, "Known limits"). Real API server, real queue, the real bridge and the functions' poller.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
