@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { pino } from "pino";
 import type { QueueMessage } from "../runtime/delivery.ts";
 import type { Outcome } from "../runtime/outcome.ts";
-import { createCircuits } from "./settle.ts";
+import { ADMISSION_WAIT_MS, createCircuits } from "./settle.ts";
 import { DEFERRALS_ATTRIBUTE, DEFERRED_SINCE_ATTRIBUTE, settleBatch, settlementOf, type SettlePolicy } from "./settle.ts";
 import { fakeRuntime } from "../../test/support/fake-runtime.ts";
 
@@ -134,14 +134,54 @@ describe("a batch", () => {
     assert.equal(circuits.waitMs(), 0, "a successful probe closes the circuit");
   });
 
-  it("a message behind a probe that fails waits no longer than ADMISSION_WAIT_MS, then is deferred", async () => {
+  it("a message that finds the circuit open and no probe under way is deferred at once, without waiting", async () => {
     const circuits = createCircuits({ clock: () => new Date(0), logger: log });
     await run([item("a1", "A")], () => ({ result: "unavailable", detail: "down", apiCalls: 1 }) as Outcome, circuits).result;
-    // The circuit's clock stands still, so only the waits' own count can end them.
-    const again = run([item("b1", "B"), item("c1", "C")], () => ({ result: "unavailable", detail: "down", apiCalls: 1 }) as Outcome, circuits);
-    const results = [...(await again.result).values()].map((s) => s.settlement.action);
-    assert.deepEqual(again.seen, [], "the circuit stays open past the wait: nothing tried");
-    assert.deepEqual(results, ["hold", "hold"], "both deferred in their groups");
+    const pauses: number[] = [];
+    const runtime = fakeRuntime(() => ({ result: "success" }));
+    const open = await settleBatch([item("b1", "B")], {
+      deliveryOf: (i) => runtime.receive(messageOf(i)),
+      groupOf: (i) => i.group,
+      runtime,
+      circuits,
+      policy: (outcome, delivery) => settlementOf(outcome, delivery.message, policy()),
+      log,
+      pause: (ms) => Promise.resolve(pauses.push(ms)),
+    });
+    assert.deepEqual(
+      [...open.values()].map((s) => s.settlement.action),
+      ["hold"],
+    );
+    assert.deepEqual(pauses, [], "another cluster's work in the batch is not held up by a down one");
+  });
+
+  it("behind a probe that does not answer, a message waits ADMISSION_WAIT_MS at most, then is deferred untried", async () => {
+    let t = 0;
+    const circuits = createCircuits({ clock: () => new Date(t), logger: log });
+    await run([item("a1", "A")], () => ({ result: "unavailable", detail: "down", apiCalls: 1 }) as Outcome, circuits).result;
+    t += 60_000;
+    const handled: string[] = [];
+    let waited = 0;
+    const runtime = fakeRuntime((m) => {
+      handled.push(m.id);
+      // The probe (a hung server) answers only after the other message has given up waiting.
+      return new Promise<Outcome>((r) => setTimeout(() => r({ result: "unavailable", detail: "timeout" }), 100));
+    });
+    const settled = await settleBatch([item("p1", "P"), item("q1", "Q")], {
+      deliveryOf: (i) => runtime.receive(messageOf(i)),
+      groupOf: (i) => i.group,
+      runtime,
+      circuits,
+      policy: (outcome, delivery) => settlementOf(outcome, delivery.message, policy()),
+      log,
+      pause: (ms) => Promise.resolve((waited += ms)),
+    });
+    assert.deepEqual(handled, ["p1"], "only the probe was tried");
+    assert.deepEqual(
+      [...settled.values()].map((s) => s.settlement.action),
+      ["hold", "hold"],
+    );
+    assert.ok(waited <= ADMISSION_WAIT_MS && waited >= ADMISSION_WAIT_MS - 250, `waited ${waited} ms`);
   });
 
   it("one cluster's outage does not hold back another cluster's messages", async () => {

@@ -16,9 +16,10 @@
 //    open (Lambda cannot stop its event source); after the open period ONE message probes
 //    (half-open); success closes it, failure re-opens it for twice as long, up to 2 s: probing is
 //    one request, and the sooner a returned server is noticed the sooner work resumes.
-//  * a message that finds its circuit probing, or due to probe within ADMISSION_WAIT_MS, waits in
-//    its batch for the answer instead of being deferred for seconds at once: after an outage the
-//    messages received beside the probe go ahead the moment it succeeds.
+//  * a message that finds its circuit probing waits in its batch, up to ADMISSION_WAIT_MS, for the
+//    probe's answer instead of being deferred for seconds at once: after an outage the messages
+//    received beside the probe go ahead the moment it succeeds. A circuit open and not probing
+//    defers at once, so a batch holding another cluster's work is never held up by a down one.
 // The circuit is kept small on purpose: the open period is core/backoff.ts's, spread ±20 % so
 // that functions probing one server do not probe together.
 import { createHash } from "node:crypto";
@@ -111,10 +112,7 @@ export interface BatchOptions<M> {
   pause?: (ms: number) => Promise<unknown>;
 }
 
-/**
- * The longest a message waits in its batch for its circuit to admit it before it is deferred:
- * the circuit's longest open period (2 s) with its jitter (+20 %), and a little over.
- */
+/** The longest a message waits in its batch for its circuit's probe to answer before it is deferred. */
 export const ADMISSION_WAIT_MS = 2500;
 
 /**
@@ -172,13 +170,13 @@ async function attempt(delivery: Delivery, batch: Pick<BatchOptions<unknown>, "r
   return outcome;
 }
 
-/** Whether the circuit admits the message (closed, or as its probe) within ADMISSION_WAIT_MS of waiting. */
+/** Whether the circuit admits the message (closed, or as its probe), waiting only on a probe under way, up to ADMISSION_WAIT_MS. */
 async function admitted(circuit: Circuit, pause: (ms: number) => Promise<unknown>): Promise<boolean> {
   let waited = 0;
   for (;;) {
     const admission = circuit.admit();
     if (typeof admission !== "number") return true;
-    if (waited + admission > ADMISSION_WAIT_MS) return false;
+    if (!circuit.isProbing() || waited + admission > ADMISSION_WAIT_MS) return false;
     await pause(admission);
     waited += admission;
   }
@@ -236,6 +234,8 @@ export interface Circuit {
   /** How long a message deferred now should wait, in seconds. */
   deferSeconds(): number;
   isOpen(): boolean;
+  /** A probe is under way: its answer decides, soon, whether the circuit closes. */
+  isProbing(): boolean;
   /** Open and not yet due for a probe: ms until it is; else 0. No side effect (admit() has some). */
   waitMs(): number;
 }
@@ -294,6 +294,7 @@ export function createCircuit(options: CircuitOptions): Circuit {
       return Math.round(Math.min(20, Math.max(3, (1.5 * openMs) / 1000)) * (0.8 + Math.random() * 0.4));
     },
     isOpen: () => openMs !== 0,
+    isProbing: () => probing,
     waitMs: () => (openMs === 0 ? 0 : Math.max(0, openUntil - now())),
   };
 }
