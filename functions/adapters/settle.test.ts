@@ -78,7 +78,13 @@ const messageOf = (i: Item): QueueMessage => ({
   }),
   receiveCount: 1,
 });
-const run = (items: Item[], handle: (m: QueueMessage) => Outcome | Promise<Outcome>, circuits?: ReturnType<typeof createCircuits>) => {
+/** `pause`: how a message waits for its circuit; by default it only lets the probe answer (the circuit's clock is the test's). */
+const run = (
+  items: Item[],
+  handle: (m: QueueMessage) => Outcome | Promise<Outcome>,
+  circuits?: ReturnType<typeof createCircuits>,
+  pause: (ms: number) => Promise<unknown> = () => new Promise((r) => setImmediate(r)),
+) => {
   const seen: string[] = [];
   const runtime = fakeRuntime((m) => (seen.push(m.id), handle(m)));
   const result = settleBatch(items, {
@@ -88,8 +94,7 @@ const run = (items: Item[], handle: (m: QueueMessage) => Outcome | Promise<Outco
     ...(circuits ? { circuits } : {}),
     policy: (outcome, delivery) => settlementOf(outcome, delivery.message, policy()),
     log,
-    // The circuit's clock is the test's: a wait passes no time of its own, it only lets the probe answer.
-    pause: () => new Promise((r) => setImmediate(r)),
+    pause,
   });
   return { seen, result };
 };
@@ -138,16 +143,12 @@ describe("a batch", () => {
     const circuits = createCircuits({ clock: () => new Date(0), logger: log });
     await run([item("a1", "A")], () => ({ result: "unavailable", detail: "down", apiCalls: 1 }) as Outcome, circuits).result;
     const pauses: number[] = [];
-    const runtime = fakeRuntime(() => ({ result: "success" }));
-    const open = await settleBatch([item("b1", "B")], {
-      deliveryOf: (i) => runtime.receive(messageOf(i)),
-      groupOf: (i) => i.group,
-      runtime,
+    const open = await run(
+      [item("b1", "B")],
+      () => ({ result: "success" }),
       circuits,
-      policy: (outcome, delivery) => settlementOf(outcome, delivery.message, policy()),
-      log,
-      pause: (ms) => Promise.resolve(pauses.push(ms)),
-    });
+      (ms) => Promise.resolve(pauses.push(ms)),
+    ).result;
     assert.deepEqual(
       [...open.values()].map((s) => s.settlement.action),
       ["hold"],
@@ -160,22 +161,16 @@ describe("a batch", () => {
     const circuits = createCircuits({ clock: () => new Date(t), logger: log });
     await run([item("a1", "A")], () => ({ result: "unavailable", detail: "down", apiCalls: 1 }) as Outcome, circuits).result;
     t += 60_000;
-    const handled: string[] = [];
     let waited = 0;
-    const runtime = fakeRuntime((m) => {
-      handled.push(m.id);
+    const batch = run(
+      [item("p1", "P"), item("q1", "Q")],
       // The probe (a hung server) answers only after the other message has given up waiting.
-      return new Promise<Outcome>((r) => setTimeout(() => r({ result: "unavailable", detail: "timeout" }), 100));
-    });
-    const settled = await settleBatch([item("p1", "P"), item("q1", "Q")], {
-      deliveryOf: (i) => runtime.receive(messageOf(i)),
-      groupOf: (i) => i.group,
-      runtime,
+      () => new Promise<Outcome>((r) => setTimeout(() => r({ result: "unavailable", detail: "timeout" }), 100)),
       circuits,
-      policy: (outcome, delivery) => settlementOf(outcome, delivery.message, policy()),
-      log,
-      pause: (ms) => Promise.resolve((waited += ms)),
-    });
+      (ms) => Promise.resolve((waited += ms)),
+    );
+    const settled = await batch.result;
+    const handled = batch.seen;
     assert.deepEqual(handled, ["p1"], "only the probe was tried");
     assert.deepEqual(
       [...settled.values()].map((s) => s.settlement.action),
