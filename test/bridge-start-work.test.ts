@@ -3,9 +3,10 @@
 // resync stamp or a label-only change, and every parent whose children changed while no bridge
 // ran. A running bridge does not announce a function's own new children back to their parent
 // once its status write records them (one reconcile per new object), and a child the parent's
-// next reconcile no longer wants still reaches it and is pruned. And a parent of any size: more children than an event can carry keys for (about 1,500) are
-// reconciled and half of them pruned: 2,000 here, CRDFN_TEST_BIG_CHILDREN=5000 for the issue's
-// scale (its figures: docs/operations.md, "Known limits"). Real API server, real queue, the real bridge and the functions' poller.
+// next reconcile no longer wants still reaches it and is pruned. And a parent of any size: more
+// children than an event can carry keys for (about 1,500) are reconciled and half of them pruned:
+// 2,000 here, CRDFN_TEST_BIG_CHILDREN=5000 for the issue's scale (its figures: docs/operations.md,
+// "Known limits"). Real API server, real queue, the real bridge and the functions' poller.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";

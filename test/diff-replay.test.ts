@@ -1,8 +1,9 @@
 // `crdfn diff` and `crdfn replay`, run as a person runs them (their own process, operator files on
 // disk), on the embedded cluster: diff names exactly what a changed operator would change, writes
 // nothing and exits 1, prints nothing and exits 0 for the deployed code, and lists a throwing
-// object as failing; replay reproduces an object's and a dead letter's throw with its stack, and after the fix
-// `--apply` makes the object Ready and empties the dead-letter queue, on SQS and on Pub/Sub.
+// object as failing; replay reproduces an object's and a dead letter's throw with its stack, and
+// after the fix `--apply` makes the object Ready and empties the dead-letter queue, on SQS and on
+// Pub/Sub.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";

@@ -170,8 +170,7 @@ describe("a batch", () => {
       (ms) => Promise.resolve((waited += ms)),
     );
     const settled = await batch.result;
-    const handled = batch.seen;
-    assert.deepEqual(handled, ["p1"], "only the probe was tried");
+    assert.deepEqual(batch.seen, ["p1"], "only the probe was tried");
     assert.deepEqual(
       [...settled.values()].map((s) => s.settlement.action),
       ["hold", "hold"],

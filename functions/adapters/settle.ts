@@ -23,10 +23,10 @@
 // The circuit is kept small on purpose: the open period is core/backoff.ts's, spread ±20 % so
 // that functions probing one server do not probe together.
 import { createHash } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
 import { DEFERRALS_ATTRIBUTE, DEFERRED_SINCE_ATTRIBUTE, type Delivery, type QueueMessage } from "../runtime/delivery.ts";
 import { messageHandled, type Outcome } from "../runtime/outcome.ts";
-import { setTimeout as sleep } from "node:timers/promises";
 import { backoffMs } from "../../core/backoff.ts";
 
 export { DEFERRALS_ATTRIBUTE, DEFERRED_SINCE_ATTRIBUTE };
@@ -118,8 +118,9 @@ export const ADMISSION_WAIT_MS = 2500;
 /**
  * Runs a batch: each FIFO group in order, groups in parallel (a group is one object: core/event.ts
  * messageGroupId). While a cluster's circuit is open its messages are deferred untried (but for
- * one probe, whose answer the others wait for, briefly). Behind a message that stays pending in its group the rest of that group is deleted
- * untried: each event only names the object, and the pending one reconciles its current state.
+ * one probe, whose answer the others wait for, briefly). Behind a message that stays pending in
+ * its group the rest of that group is deleted untried: each event only names the object, and the
+ * pending one reconciles its current state.
  * Messages without a group (not FIFO) are each their own.
  */
 export async function settleBatch<M>(items: readonly M[], batch: BatchOptions<M>): Promise<Map<M, { outcome: Outcome; settlement: Settlement }>> {
@@ -170,7 +171,7 @@ async function attempt(delivery: Delivery, batch: Pick<BatchOptions<unknown>, "r
   return outcome;
 }
 
-/** Whether the circuit admits the message (closed, or as its probe), waiting only on a probe under way, up to ADMISSION_WAIT_MS. */
+/** Whether the circuit admits the message (closed, or as its probe); it waits only on a probe under way, up to ADMISSION_WAIT_MS. */
 async function admitted(circuit: Circuit, pause: (ms: number) => Promise<unknown>): Promise<boolean> {
   let waited = 0;
   for (;;) {
