@@ -5,7 +5,7 @@
 // each function running as its generated identity. The examples reconcile; ten rapid updates
 // of one object converge on the last spec, in order and one reconcile at a time; a failure the
 // object cannot record reaches the dead-letter topic after 5 deliveries, and a redrive brings it
-// back once the cause is fixed.
+// back once the cause is fixed; a forged event published to the topic reaches it too, unhandled.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import {
@@ -24,7 +24,9 @@ import { startPipeline, type ProcessPipeline, type ReconcileRecord } from "../cl
 import { LOCAL_PUBSUB_PREFIX } from "../cli/local/cloud-run.ts";
 import { pubSubAdmin, type PubSubAdmin } from "../cli/admin/pubsub-admin.ts";
 import { DEV_FUNCTIONS_NAMESPACE } from "../cli/local/dev-identities.ts";
-import { messageGroupId } from "../core/event.ts";
+import { encodeKeyEvent, messageGroupId, type KeyEvent } from "../core/event.ts";
+import { signKeyEvent } from "../core/event-auth.ts";
+import { pubSubPublisher } from "../bridge/pubsub-transport.ts";
 import type { Operator } from "../core/operator.ts";
 import { functionRbacOf } from "../deploy/rbac.ts";
 import { pubSubNamesOf } from "../deploy/queue-names.ts";
@@ -240,5 +242,63 @@ describe("Cloud Run path: bridge → Pub/Sub → push → functions-framework", 
       { timeoutMs: 60_000 },
     );
     assert.deepEqual(await admin.peek(names("greeting").deadLetterSubscription, 10), [], "the dead-letter subscription is empty");
+  });
+
+  it("a forged event published to the operator's topic is refused on every delivery and reaches the dead-letter topic; nothing is written", async () => {
+    // Whoever may publish to the topic is not thereby the bridge: a body with the object's real
+    // uid and resourceVersion and a made-up spec, unsigned or signed with another key.
+    const FORGED = "FORGED-BY-TOPIC-PUBLISHER";
+    await apply({ apiVersion: "example.com/v1", kind: "Greeting", metadata: { name: "forge-target", namespace: "default" }, spec: { message: "mine" } });
+    const target = await eventually(async () => {
+      const cr = await greetingNamed("forge-target");
+      assert.equal(ready(cr)?.status, "True");
+      return cr as Cr & { metadata: { uid: string; resourceVersion: string; generation: number } };
+    });
+    const childBefore = (await configMap(configMapName("forge-target")))?.metadata?.resourceVersion;
+    const made: KeyEvent = {
+      v: 2,
+      cluster: "local",
+      group: "example.com",
+      version: "v1",
+      plural: "greetings",
+      kind: "Greeting",
+      namespace: "default",
+      name: "forge-target",
+      uid: target.metadata.uid,
+      resourceVersion: target.metadata.resourceVersion,
+      generation: target.metadata.generation,
+      type: "MODIFIED",
+      observedAt: new Date().toISOString(),
+      object: { ...target, metadata: { ...target.metadata }, spec: { message: FORGED } },
+    };
+    const attacks = [made, signKeyEvent(made, { kid: "attacker", secret: Buffer.alloc(32, 0x66) })];
+    const publisher = pubSubPublisher({ apiEndpoint: pubsub.host });
+    try {
+      const sent = await publisher.publish(
+        names("greeting").topic,
+        // The attacker picks the ordering key too: the second in a key of its own is delivered beside the first.
+        attacks.map((e, i) => ({ body: encodeKeyEvent(e), orderingKey: i === 0 ? messageGroupId(e) : "attacker" })),
+      );
+      assert.ok(
+        sent.every((o) => o.ok),
+        JSON.stringify(sent),
+      );
+    } finally {
+      await publisher.close();
+    }
+    const dead = await eventually(
+      async () => {
+        const letters = (await admin.peek(names("greeting").deadLetterSubscription, 10)).filter((l) => l.body.includes(FORGED));
+        assert.equal(letters.length, attacks.length);
+        return letters;
+      },
+      { timeoutMs: 120_000, intervalMs: 1000 },
+    );
+    assert.equal(dead.length, 2, "both attacks dead-lettered");
+    const cm = await configMap(configMapName("forge-target"));
+    assert.equal(cm?.data?.message, "mine", "the child keeps the owner's spec");
+    assert.equal(cm?.metadata?.resourceVersion, childBefore, "the child was never written");
+    assert.equal(ready(await greetingNamed("forge-target"))?.status, "True");
+    for (const l of dead) await (await admin.hold(names("greeting").deadLetterSubscription, l.id))?.remove();
   });
 });

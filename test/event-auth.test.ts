@@ -1,7 +1,8 @@
 // Whoever may send to the queue is not thereby the bridge. A body sent straight to the
 // queue — forged with a real uid and resourceVersion and no MAC or a MAC made with another key,
 // or a genuine signed event from the bridge with its spec changed — is dead-lettered on the
-// poller, Lambda and Cloud Run (CloudEvent push) paths, with one log line naming the cluster and
+// poller and Lambda paths and refused on Cloud Run's (CloudEvent push; its dead-letter topic:
+// test/cloudrun-pipeline.test.ts), with one log line naming the cluster and
 // the object, and the child is never written. A genuine event keeps a verifying MAC when it is
 // re-sent for a deferral and when `crdfn dlq redrive` moves it back from the dead-letter queue.
 import { after, before, describe, it } from "node:test";
@@ -21,6 +22,7 @@ import { cloudEventHandler } from "../functions/adapters/http.ts";
 import { lambdaHandler } from "../functions/adapters/lambda.ts";
 import { resendRequest } from "../functions/adapters/settle.ts";
 import { TEST_EVENT_KEY, TEST_EVENT_KEYS } from "./support/event-key.ts";
+import { startLambdaEventSource } from "./support/lambda-event-source.ts";
 import {
   CLUSTER,
   crApi,
@@ -157,37 +159,29 @@ describe("a forged or altered event body is never trusted", { timeout: 240_000 }
     for (const m of dead) await env.sqs.send(new DeleteMessageCommand({ QueueUrl: env.cluster.sqs.queues.fifoDlq, ReceiptHandle: m.ReceiptHandle }));
   });
 
-  it("Lambda: each attack, in the batch the event source hands over, is reported failed and nothing is written", async () => {
+  it("Lambda: each attack, in the batch the event source hands over, is reported failed, reaches the dead-letter queue, and nothing is written", async () => {
     await purgeAll(env);
     const before = await world();
     const { fifo, fifoDlq } = env.cluster.sqs.queues;
-    const handled = new Set<string>();
-    // One at a time: the attacks share the victim's FIFO group, which hands out one message while
-    // another is in flight. Visible again after 1 s, each is moved to the dead-letter queue by the
-    // next receive, as its one receive was spent.
-    for (const [what, e] of attacks()) {
-      // Its own group: a message the poller's case left in flight in the victim's (a deferral held
-      // on a loaded machine) would hold that group past this wait.
-      await send(e, `lambda ${what}`, `lambda-attacks-${what.replace(/[^A-Za-z0-9]/g, "-")}`);
-      let batch: Message[] = [];
-      await waitFor(
-        `the attack "${what}" received`,
-        async () => (batch = (await receiveAll(env, fifo, 1)).filter((m) => !handled.has(m.MessageId ?? ""))).length > 0,
-        60_000,
-      );
-      for (const m of batch) handled.add(m.MessageId ?? "");
-      const response = await lambdaHandler(op)(lambdaEvent(batch, fifo), lambdaContext);
-      assert.deepEqual(
-        response.batchItemFailures.map((f) => f.itemIdentifier),
-        batch.map((m) => m.MessageId),
-        what,
-      );
-      assert.deepEqual(await world(), before, `${what}: child and status untouched`);
+    // Each in a group of its own: a message the poller's case left in flight in the victim's (a
+    // deferral held on a loaded machine) would hold that group past this wait.
+    for (const [what, e] of attacks()) await send(e, `lambda ${what}`, `lambda-attacks-${what.replace(/[^A-Za-z0-9]/g, "-")}`);
+    // Lambda's event source as AWS runs it: a failed record stays, made visible again at once by
+    // the handler, and its next receive (one allowed here) moves it to the dead-letter queue.
+    const source = startLambdaEventSource(env.sqs, fifo, lambdaHandler(op), 1, 30);
+    let dead: Message[] = [];
+    try {
+      await waitFor("three attacks in the dead-letter queue", async () => (dead = [...dead, ...(await receiveAll(env, fifoDlq, 60))]).length >= 3, 90_000);
+    } finally {
+      await source.stop();
     }
-    // Each was reported failed: Lambda leaves it to the queue's redrive policy, which the poller's
-    // case above shows moving the attacks to the dead-letter queue.
-    await purgeAll(env);
-    void fifoDlq;
+    assert.equal(dead.length, 3);
+    assert.ok(
+      dead.every((m) => m.Body?.includes(FORGED)),
+      "exactly the attacks were dead-lettered",
+    );
+    assert.deepEqual(await world(), before, "child and status untouched");
+    for (const m of dead) await env.sqs.send(new DeleteMessageCommand({ QueueUrl: fifoDlq, ReceiptHandle: m.ReceiptHandle }));
   });
 
   it("Cloud Run (a Pub/Sub push to the CloudEvent function): each attack is refused, nothing is written; the genuine event is accepted", async () => {

@@ -126,6 +126,18 @@ export function cloudEventHandler(served: Served, deps: HttpDeps = {}): (event: 
     const h = host();
     if (h instanceof ConfigError) throw h;
     const a = await answerPush(h, fromCloudEvent(event));
-    if (a.status !== 200) throw new Error(`${a.outcome.result}: ${a.outcome.detail ?? ""}`);
+    if (a.status !== 200) throw new NotHandled(`${a.outcome.result}: ${a.outcome.detail ?? ""}`);
   };
+}
+
+/**
+ * Thrown so that functions-framework answers non-2xx and Pub/Sub redelivers (or dead-letters).
+ * The runtime has already logged why; functions-framework prints `stack`, so it is one line, not a trace.
+ */
+class NotHandled extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "NotHandled";
+    this.stack = `message not handled: ${message}`;
+  }
 }
