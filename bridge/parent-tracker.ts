@@ -18,6 +18,7 @@ import { childrenDigest, metadataDigest, reconciledOf, type ChildMark, type Reco
 import { referencesOf, type ReferenceRecord } from "../core/references.ts";
 import { announceReason, nextReconcileOf } from "../core/schedule.ts";
 import { DueSchedule } from "./due-schedule.ts";
+import { TimerTurns, TURN_RECHECK_MS, type Recorded } from "./timer-turns.ts";
 import type { StartLine, StartWindow } from "./start-window.ts";
 import { finalizersManagedBy, fingerprint, lastWriteOf, type WatchedObject } from "./watched-object.ts";
 import type { AnnounceOptions, ResolvedResource, Via } from "./sink.ts";
@@ -97,6 +98,13 @@ function needsWork(obj: WatchedObject, entry: ParentEntry, functionFieldManager:
   return lastWriteOf(obj, (e) => e.subresource !== "status" && e.manager !== functionFieldManager) > statusWrittenMs;
 }
 
+/** What the object's status records that answers an announcement (timer-turns.ts). */
+function recordedOf(obj: WatchedObject): Recorded {
+  const status = (obj as { status?: { observedGeneration?: unknown } }).status;
+  const observed = status?.observedGeneration;
+  return { at: nextReconcileOf(status)?.at, observedGeneration: typeof observed === "number" ? observed : undefined };
+}
+
 /** What a status records of the function's last reconcile, as a ParentEntry holds it. */
 function reconciledEntry(status: unknown): Pick<ParentEntry, "reconciled"> {
   const reconciled = reconciledOf(status);
@@ -113,6 +121,8 @@ function announcedBody(obj: WatchedObject, maxBytes: number): KeyEvent["object"]
 export class ParentTracker extends Tracker<ParentEntry> {
   readonly #includeStatus: boolean;
   readonly #due: DueSchedule;
+  /** Fair turns for its objects' timers under a backlog. */
+  readonly #turns: TimerTurns;
   readonly #parentOptions: ParentOptions;
   readonly #children: ChildIndex[] = [];
   readonly #reads: ReferenceIndex[] = [];
@@ -134,6 +144,7 @@ export class ParentTracker extends Tracker<ParentEntry> {
     this.#includeStatus = !options.skipStatusOnly;
     this.#parentOptions = parentOptions;
     this.#due = new DueSchedule({ now: () => options.now().getTime(), timers: options.timers, onDue: (key) => void this.#fire(key) });
+    this.#turns = new TimerTurns(() => options.now().getTime());
   }
 
   /** Its owned kinds' trackers, whose keys its announcements carry. */
@@ -227,6 +238,7 @@ export class ParentTracker extends Tracker<ParentEntry> {
       ...(prev?.uid === m.uid && prev.pending !== undefined ? { pending: prev.pending } : {}),
     };
     this.entries.set(key, next);
+    this.#turns.seen(key, () => recordedOf(obj));
     if (prev !== undefined) this.#answered(key, prev, next, obj);
     // A new bridge knows nothing of what was announced before it: it announces what needs work,
     // once its children's keys are known (releaseInitialWork).
@@ -246,6 +258,7 @@ export class ParentTracker extends Tracker<ParentEntry> {
     const due = nextReconcileOf((obj as { status?: unknown }).status);
     if (due !== undefined) next.handled = due.at;
     const type = prev === undefined || prev.uid !== next.uid ? "ADDED" : "MODIFIED";
+    if (recordedOf(obj).observedGeneration !== next.generation) this.#turns.sent(key, { generation: next.generation });
     await this.#announce(key, next, type, via, "", {}, obj);
   }
 
@@ -299,24 +312,31 @@ export class ParentTracker extends Tracker<ParentEntry> {
       return;
     }
     const atMs = Date.parse(next.at);
-    if (atMs > this.options.now().getTime()) {
+    const now = this.options.now().getTime();
+    if (atMs > now || this.#turns.mustWait(key)) {
       entry.pending = { at: next.at, reason: announceReason(next) };
-      this.#due.set(key, atMs);
+      this.#due.set(key, Math.max(atMs, now + (atMs > now ? 0 : TURN_RECHECK_MS)));
       return;
     }
     entry.handled = next.at;
     delete entry.pending;
     this.#due.clear(key);
+    this.#turns.sent(key, { at: next.at });
     await this.options.announce(this.#publishKey(key), this.#event(key, entry, "RESYNC", announceReason(next), obj), `due:${next.at}`);
   }
 
-  /** The schedule fired: announce the object for the reason its status gives. */
+  /** The schedule fired: announce the object for the reason its status gives, or wait its turn. */
   async #fire(key: string): Promise<void> {
     const entry = this.entries.get(key);
     const pending = entry?.pending;
     if (entry === undefined || pending === undefined) return;
+    if (this.#turns.mustWait(key)) {
+      this.#due.set(key, this.options.now().getTime() + TURN_RECHECK_MS);
+      return;
+    }
     entry.handled = pending.at;
     delete entry.pending;
+    this.#turns.sent(key, { at: pending.at });
     await this.options.announce(this.#publishKey(key), this.#event(key, entry, "RESYNC", pending.reason), `due:${pending.at}`);
   }
 
@@ -461,6 +481,7 @@ export class ParentTracker extends Tracker<ParentEntry> {
     const key = keyOf(m.namespace, m.name);
     this.entries.delete(key);
     this.#due.clear(key);
+    this.#turns.gone(key);
     this.#goneFromStart(key);
     await this.#refer(key, undefined);
     const e = { uid: m.uid, rv: m.resourceVersion, generation: m.generation ?? 0 };
@@ -469,6 +490,7 @@ export class ParentTracker extends Tracker<ParentEntry> {
 
   protected async vanished(key: string, entry: ParentEntry): Promise<void> {
     this.#due.clear(key);
+    this.#turns.gone(key);
     this.#goneFromStart(key);
     await this.#refer(key, undefined);
     // Its last known version was announced already; "deleted" keeps this one from being deduplicated away.
