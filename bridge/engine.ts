@@ -115,6 +115,7 @@ export class Engine {
       now: deps.clock,
       timers: deps.timers,
       ...(config.functionFieldManager ? { functionFieldManager: config.functionFieldManager } : {}),
+      onTimerHeld: () => metrics.timersHeld.inc(),
     };
     const onRefused = (e: ApiError | undefined): void => problems.set("credential", e && refusalLine(e, deps.credentialSource));
     this.#reflectors = { http, pageSize: config.listPageSize, silenceMs: config.watchSilenceSeconds * 1000, logger, metrics, signal: stopping, onRefused };

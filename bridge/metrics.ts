@@ -7,6 +7,7 @@ export interface BridgeMetrics {
   publishFailures: Counter<"reason">;
   sendRequests: Counter;
   withdrawn: Counter;
+  timersHeld: Counter;
   watchRestarts: Counter<"resource" | "reason">;
   discoveryFailures: Counter<"resource" | "code">;
   relists: Counter<"resource" | "reason">;
@@ -40,6 +41,11 @@ export function createBridgeMetrics(registry: Registry): BridgeMetrics {
     sendRequests: new Counter({
       name: "crdfn_bridge_send_requests_total",
       help: "SendMessageBatch requests made (each a billed SQS request; events ÷ requests is the batch fill)",
+      registers,
+    }),
+    timersHeld: new Counter({
+      name: "crdfn_bridge_timers_held_total",
+      help: "Times a due timer waited its turn: another object's announcement had waited unanswered 10 s (a backlog)",
       registers,
     }),
     withdrawn: new Counter({

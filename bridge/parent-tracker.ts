@@ -331,6 +331,7 @@ export class ParentTracker extends Tracker<ParentEntry> {
     const pending = entry?.pending;
     if (entry === undefined || pending === undefined) return;
     if (this.#turns.mustWait(key)) {
+      this.options.onTimerHeld?.();
       this.#due.set(key, this.options.now().getTime() + TURN_RECHECK_MS);
       return;
     }

@@ -30,6 +30,8 @@ export interface TrackerOptions {
    * the parent again for nothing. Unset: every change announces.
    */
   functionFieldManager?: string;
+  /** Called each time a due timer waits its turn (timer-turns.ts). */
+  onTimerHeld?: () => void;
 }
 
 /** Whether a key lies in a namespace scope (undefined: every namespace). */

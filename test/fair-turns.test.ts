@@ -89,12 +89,14 @@ describe("fair turns under a backlog", { timeout: 300_000 }, () => {
     const bridge: RunningBridge = await startTestBridge(env, "test.crdfn.dev/v1/fairtickers");
     const poller: Poller = pollerFor(env, slow(runtimeFor(env, ticker), 100, seen), "queue", 1);
     let from = 0;
+    let held = 0;
     try {
       for (let i = 0; i < OBJECTS; i++) await crs.create(`t${i}`, {});
       // Every object reconciled once: from here on each is a timer chain.
       await waitFor("every object reconciled once", () => Promise.resolve(new Set(seen.map((s) => s.name)).size === OBJECTS), 120_000);
       from = Date.now();
       await new Promise((r) => setTimeout(r, RUN_MS));
+      held = (await bridge.registry.getSingleMetric("crdfn_bridge_timers_held_total")?.get())?.values[0]?.value ?? 0;
     } finally {
       await poller.stop();
       await bridge.stop(1000);
@@ -112,8 +114,9 @@ describe("fair turns under a backlog", { timeout: 300_000 }, () => {
     // queued (at most one each) to be handled at the measured rate, then for its own.
     const bound = TURN_WAIT_MS + (2 * OBJECTS * 1000) / throughput + 5000;
     console.log(
-      `# ${window.length} reconciles in ${((until - from) / 1000).toFixed(1)} s (${throughput.toFixed(1)}/s) for ${OBJECTS} objects asking 1/s; longest wait ${longest} ms (bound ${Math.round(bound)} ms); per object: ${JSON.stringify([...gaps])}`,
+      `# ${window.length} reconciles in ${((until - from) / 1000).toFixed(1)} s (${throughput.toFixed(1)}/s) for ${OBJECTS} objects asking 1/s; longest wait ${longest} ms (bound ${Math.round(bound)} ms); timers held ${held} times; per object: ${JSON.stringify([...gaps])}`,
     );
     assert.ok(longest <= bound, `every object had its turn within ${Math.round(bound)} ms (longest ${longest} ms)`);
+    assert.ok(held > 0, "the bridge's metric counts the timers it held");
   });
 });
