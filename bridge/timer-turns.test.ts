@@ -24,11 +24,13 @@ describe("TimerTurns", () => {
     assert.equal(turns.unanswered, 0);
   });
 
-  it("holds the others' timers once one waits past the limit, and frees them when it is answered", () => {
+  it("holds the others' timers once one waits past the limit while a later one was answered, and frees them when it is answered", () => {
     const { turns, advance } = setup();
     turns.sent("late", { at: "t1" });
     advance(1000);
     turns.sent("early", { at: "t1" });
+    turns.sent("served", { at: "t1" });
+    turns.seen("served", due("t2"));
     advance(TURN_WAIT_MS - 1000);
     assert.equal(turns.mustWait("early"), true);
     assert.equal(turns.mustWait("other"), true);
@@ -37,6 +39,17 @@ describe("TimerTurns", () => {
     assert.equal(turns.mustWait("other"), true, "the same due time is no answer");
     turns.seen("late", due(undefined));
     assert.equal(turns.mustWait("other"), false, "answered: the timers go on (the next oldest has waited less)");
+  });
+
+  it("holds nothing while nothing is answered: no function runs, so nobody is passed over", () => {
+    const { turns, advance } = setup();
+    turns.sent("a", { at: "t1" });
+    advance(1000);
+    turns.sent("b", { at: "t1" });
+    advance(TURN_WAIT_MS * 5);
+    assert.equal(turns.mustWait("c"), false);
+    turns.seen("a", due("t2"));
+    assert.equal(turns.mustWait("c"), false, "b was sent after the one answered: not passed over");
   });
 
   it("a re-sent announcement counts from its own sending", () => {
@@ -51,11 +64,20 @@ describe("TimerTurns", () => {
   it("forgets an announcement never answered (dead-lettered) and one whose object is gone", () => {
     const { turns, advance } = setup();
     turns.sent("dead", { at: "t1" });
-    advance(TURN_FORGET_MS + 1);
+    advance(1);
+    turns.sent("served", { at: "t1" });
+    turns.seen("served", due("t2"));
+    advance(TURN_WAIT_MS);
+    assert.equal(turns.mustWait("b"), true);
+    advance(TURN_FORGET_MS);
     assert.equal(turns.mustWait("b"), false);
     assert.equal(turns.unanswered, 0);
     turns.sent("deleted", { at: "t1" });
+    advance(1);
+    turns.sent("served", { at: "t1" });
+    turns.seen("served", due("t2"));
     advance(TURN_WAIT_MS);
+    assert.equal(turns.mustWait("b"), true);
     turns.gone("deleted");
     assert.equal(turns.mustWait("b"), false);
   });
@@ -63,6 +85,9 @@ describe("TimerTurns", () => {
   it("a change not yet observed is answered when its generation is", () => {
     const { turns, advance } = setup();
     turns.sent("new", { generation: 1 });
+    advance(1);
+    turns.sent("served", { at: "t1" });
+    turns.seen("served", due("t2"));
     advance(TURN_WAIT_MS);
     turns.seen("new", () => ({ at: undefined, observedGeneration: undefined }));
     assert.equal(turns.mustWait("b"), true, "not reconciled yet: the timers wait");

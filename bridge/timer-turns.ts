@@ -3,8 +3,10 @@
 // receive), so when timers ask for more reconciles than the functions give, the groups served
 // first tick on and the others wait without end. The bridge schedules every timer, so it is the
 // one place that can share the turns: while one object's announcement has gone unanswered past
-// TURN_WAIT_MS, no other object's timer is announced; the queue then drains what waits, the late
-// groups with it. Changes of the objects themselves are never held.
+// TURN_WAIT_MS though one sent after it was answered (the queue serves others first), no other
+// object's timer is announced; the queue then drains what waits, the late groups with it. When
+// nothing is answered (no function runs, or all are down) nobody is passed over, and the timers
+// fire on time. Changes of the objects themselves are never held.
 //
 // Only announcements whose answer shows on the object are weighed: a timer's (its reconcile
 // records the next due time afresh: a different one, or none) and a change's whose generation is
@@ -33,6 +35,8 @@ const answers = (w: Awaited, r: Recorded): boolean => ("at" in w ? r.at !== w.at
 export class TimerTurns {
   /** Announcements not yet answered: key → what answers it and when it went out; oldest first. */
   readonly #sent = new Map<string, { awaited: Awaited; sentMs: number }>();
+  /** When the latest announcement answered so far was sent: one unanswered from before it was passed over. */
+  #answeredSentMs = -Infinity;
   readonly #now: () => number;
   readonly #waitMs: number;
   readonly #forgetMs: number;
@@ -57,14 +61,16 @@ export class TimerTurns {
   /** The object was seen; `recorded` reads its status (lazily: most objects have nothing unanswered). */
   seen(key: string, recorded: () => Recorded): void {
     const s = this.#sent.get(key);
-    if (s !== undefined && answers(s.awaited, recorded())) this.#sent.delete(key);
+    if (s === undefined || !answers(s.awaited, recorded())) return;
+    this.#sent.delete(key);
+    this.#answeredSentMs = Math.max(this.#answeredSentMs, s.sentMs);
   }
 
   gone(key: string): void {
     this.#sent.delete(key);
   }
 
-  /** Whether `key`'s timer waits its turn: another object's has gone unanswered for TURN_WAIT_MS. */
+  /** Whether `key`'s timer waits its turn: another object's has gone unanswered for TURN_WAIT_MS, passed over by a later one. */
   mustWait(key: string): boolean {
     const now = this.#now();
     // Oldest first: the first one not forgotten decides.
@@ -74,7 +80,7 @@ export class TimerTurns {
         this.#sent.delete(k);
         continue;
       }
-      if (k !== key) return age >= this.#waitMs;
+      if (k !== key) return age >= this.#waitMs && s.sentMs < this.#answeredSentMs;
     }
     return false;
   }
