@@ -50,7 +50,7 @@ function settledStatus(generation: number, next?: { at: string; reason: string }
   };
 }
 
-describe("bridge: the schedule across a failover", { timeout: 360_000 + IDLE_SECONDS * 1000 }, () => {
+describe("bridge: the schedule across a failover", { timeout: 510_000 + IDLE_SECONDS * 1000 }, () => {
   let env: Awaited<ReturnType<typeof startBridgeEnvironment>>;
   let cluster: TestCluster;
   let sqs: SQSClient;
@@ -66,7 +66,7 @@ describe("bridge: the schedule across a failover", { timeout: 360_000 + IDLE_SEC
 
   it(
     `leader SIGKILL with ${OBJECTS} settled objects, ${PENDING} of them with a retry or requeue due: each fires within its due time + 15 s, ≤ 10 others are announced, and idle sends nothing`,
-    { timeout: 240_000 + IDLE_SECONDS * 1000 },
+    { timeout: 390_000 + IDLE_SECONDS * 1000 },
     async () => {
       const ns = cluster.ns("failover");
       const names = Array.from({ length: OBJECTS }, (_, i) => `ct-${i}`);
@@ -102,7 +102,8 @@ describe("bridge: the schedule across a failover", { timeout: 360_000 + IDLE_SEC
           ),
         );
       try {
-        await until(async () => (await leaseHolder(cluster, lease)) !== "", 30_000, "a leader");
+        // Two processes starting: a hang detector, not a speed bar (over 30 s beside another suite at load 20–35).
+        await until(async () => (await leaseHolder(cluster, lease)) !== "", 180_000, "a leader");
         const leaderId = await leaseHolder(cluster, lease);
         const leader = replicas.get(leaderId)!;
         const standby = replicas.get(leaderId === "replica-a" ? "replica-b" : "replica-a")!;

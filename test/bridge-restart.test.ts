@@ -11,12 +11,15 @@ import { kube, ok, rvOf } from "./support/kube-requests.ts";
 import { metricValue } from "./support/metrics.ts";
 import { parallel, withTimeout } from "./support/promises.ts";
 import { type Expected, mismatches, orderViolations, QueueReader } from "./support/queue-reader.ts";
+
+/** A hang detector, not a speed bar: a bridge's first sync of 500 objects took over 30 s beside another suite at load 20–35. */
+const SYNC_LIMIT_MS = 180_000;
 import { TEST_EVENT_KEY } from "./support/event-key.ts";
 
 const HOLD = "test.crdfn.dev/hold";
 const mergePatch = "application/merge-patch+json";
 
-describe("bridge: restarts and 410 Gone", { timeout: 300_000 }, () => {
+describe("bridge: restarts and 410 Gone", { timeout: 900_000 }, () => {
   let env: Awaited<ReturnType<typeof startBridgeEnvironment>>;
   let cluster: TestCluster;
   let sqs: SQSClient;
@@ -31,7 +34,7 @@ describe("bridge: restarts and 410 Gone", { timeout: 300_000 }, () => {
 
   after(async () => env?.stop());
 
-  it("killed with SIGKILL in the middle of churn and restarted: every object's latest state is published (0 lost)", { timeout: 150_000 }, async () => {
+  it("killed with SIGKILL in the middle of churn and restarted: every object's latest state is published (0 lost)", { timeout: 600_000 }, async () => {
     const ns = cluster.ns("killed");
     const kc = cluster.kubeConfig;
     // No function answers here, so a start window would hold all but its first objects for its
@@ -40,7 +43,7 @@ describe("bridge: restarts and 410 Gone", { timeout: 300_000 }, () => {
     const first = spawnBridge(env);
     let second: BridgeProcess | undefined;
     try {
-      await withTimeout(first.synced, 30_000, () => `first bridge sync; logs: ${first.logs.join("\n")}`);
+      await withTimeout(first.synced, SYNC_LIMIT_MS, () => `first bridge sync; logs: ${first.logs.join("\n")}`);
 
       const names = Array.from({ length: 500 }, (_, i) => `ct-${i}`);
       const expected = new Map<string, Expected>();
@@ -82,7 +85,7 @@ describe("bridge: restarts and 410 Gone", { timeout: 300_000 }, () => {
       await parallel(names.slice(100, 200), 20, async (name) =>
         set(name, await ok(kube(kc, "PATCH", crontabPath(ns, name), { spec: { replicas: 4 } }, mergePatch), `update ${name}`)),
       );
-      await withTimeout(second.synced, 30_000, () => `second bridge sync; logs: ${restarted.logs.join("\n")}`);
+      await withTimeout(second.synced, SYNC_LIMIT_MS, () => `second bridge sync; logs: ${restarted.logs.join("\n")}`);
       await parallel(names.slice(300, 350), 20, async (name, i) => {
         const r = await ok(kube(kc, "DELETE", crontabPath(ns, name)), `delete ${name}`);
         if (i % 10 === 0) set(name, r);
@@ -109,7 +112,7 @@ describe("bridge: restarts and 410 Gone", { timeout: 300_000 }, () => {
 
   it(
     "a forced 410 (watch from a resourceVersion the API server no longer has): relist, 0 lost, DELETED for objects removed while away",
-    { timeout: 150_000 },
+    { timeout: 300_000 },
     async () => {
       const ns = cluster.ns("gone");
       const kc = cluster.kubeConfig;
@@ -130,7 +133,7 @@ describe("bridge: restarts and 410 Gone", { timeout: 300_000 }, () => {
         registry,
       });
       try {
-        await withTimeout(bridge.ready, 30_000, "bridge sync");
+        await withTimeout(bridge.ready, SYNC_LIMIT_MS, "bridge sync");
         await reader.until(() => mismatches(reader.byName(ns), expected).length === 0, 30_000);
 
         // The bridge goes away; the world changes without it.
