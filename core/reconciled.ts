@@ -79,14 +79,3 @@ export function childrenDigest(children: readonly ChildMark[]): string {
 export function reconciledRecord(obj: AnyObject, children: readonly ChildMark[]): Reconciled {
   return { metadata: metadataDigest(obj), children: childrenDigest(children), childCount: children.length };
 }
-
-/** The OpenAPI schema of the field, for the generated CRD's status. */
-export const RECONCILED_OPENAPI = {
-  type: "object",
-  required: ["metadata", "children", "childCount"],
-  properties: {
-    metadata: { type: "string", maxLength: 32 },
-    children: { type: "string", maxLength: 32 },
-    childCount: { type: "integer", minimum: 0 },
-  },
-} as const;

@@ -24,7 +24,7 @@ export const referenceRecordSchema = z.strictObject({
 
 export type ReferenceRecord = z.infer<typeof referenceRecordSchema>;
 
-const referencesSchema = z.array(referenceRecordSchema).max(MAX_REFERENCES);
+export const referencesSchema = z.array(referenceRecordSchema).max(MAX_REFERENCES);
 
 /** The references a status records; [] when none (or a malformed list: nothing to index). */
 export function referencesOf(status: unknown): ReferenceRecord[] {
@@ -32,20 +32,3 @@ export function referencesOf(status: unknown): ReferenceRecord[] {
   const parsed = referencesSchema.safeParse((status as Record<string, unknown>)[REFERENCES_FIELD]);
   return parsed.success ? parsed.data : [];
 }
-
-/** The OpenAPI schema of the field, for the generated CRD's status. */
-export const REFERENCES_OPENAPI = {
-  type: "array",
-  maxItems: MAX_REFERENCES,
-  items: {
-    type: "object",
-    required: ["apiVersion", "kind", "name"],
-    properties: {
-      apiVersion: { type: "string", maxLength: 100 },
-      kind: { type: "string", maxLength: 63 },
-      namespace: { type: "string", maxLength: 63 },
-      name: { type: "string", maxLength: 253 },
-      resourceVersion: { type: "string", maxLength: 32 },
-    },
-  },
-} as const;

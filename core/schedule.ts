@@ -39,14 +39,3 @@ export const announceReason = (next: NextReconcile): string => next.reason.toLow
  * at a second. A new generation is never held back by it: the bridge announces it at once.
  */
 export const RETRY_BACKOFF = { initialMs: 1000, maxMs: 300_000, jitter: 0.1 } as const;
-
-/** The OpenAPI schema of the field, for the generated CRD's status. */
-export const NEXT_RECONCILE_OPENAPI = {
-  type: "object",
-  required: ["at", "reason"],
-  properties: {
-    at: { type: "string", format: "date-time" },
-    reason: { type: "string", enum: [...nextReasons] },
-    attempts: { type: "integer", minimum: 1 },
-  },
-} as const;

@@ -4,9 +4,10 @@ import { stringify } from "yaml";
 import { ConfigError } from "../core/config-error.ts";
 import { crdSchemaOf } from "./crd-schema.ts";
 import type { Operator, PrinterColumn, ResourceDefinition } from "../core/operator.ts";
-import { NEXT_RECONCILE_FIELD, NEXT_RECONCILE_OPENAPI } from "../core/schedule.ts";
-import { REFERENCES_FIELD, REFERENCES_OPENAPI } from "../core/references.ts";
-import { RECONCILED_FIELD, RECONCILED_OPENAPI } from "../core/reconciled.ts";
+import { z } from "zod";
+import { NEXT_RECONCILE_FIELD, nextReconcileSchema } from "../core/schedule.ts";
+import { REFERENCES_FIELD, referencesSchema } from "../core/references.ts";
+import { RECONCILED_FIELD, reconciledSchema } from "../core/reconciled.ts";
 
 type Json = Record<string, unknown>;
 
@@ -33,17 +34,24 @@ export function statusSchemaOf(operator: Operator<unknown>): Json {
   if (!operator.status) return { type: "object", "x-kubernetes-preserve-unknown-fields": true };
   const user = crdSchemaOf(operator.status, "status", "output");
   const { required: _required, ...rest } = user;
+  const runtime = runtimeStatusSchema();
   return {
     ...rest,
     properties: {
       ...(user.properties as Json | undefined),
       observedGeneration: { type: "integer", format: "int64", minimum: 0 },
       conditions: { type: "array", items: CONDITION_SCHEMA, "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"] },
-      [NEXT_RECONCILE_FIELD]: structuredClone(NEXT_RECONCILE_OPENAPI),
-      [RECONCILED_FIELD]: structuredClone(RECONCILED_OPENAPI),
-      ...(operator.reads.length > 0 ? { [REFERENCES_FIELD]: structuredClone(REFERENCES_OPENAPI) } : {}),
+      [NEXT_RECONCILE_FIELD]: runtime[NEXT_RECONCILE_FIELD],
+      [RECONCILED_FIELD]: runtime[RECONCILED_FIELD],
+      ...(operator.reads.length > 0 ? { [REFERENCES_FIELD]: runtime[REFERENCES_FIELD] } : {}),
     },
   };
+}
+
+/** The runtime's own status fields, from the zod schemas both sides parse them with: one truth for the API server's validation and theirs. */
+function runtimeStatusSchema(): Json {
+  const fields = z.object({ [NEXT_RECONCILE_FIELD]: nextReconcileSchema, [RECONCILED_FIELD]: reconciledSchema, [REFERENCES_FIELD]: referencesSchema });
+  return crdSchemaOf(fields, "status", "output").properties as Json;
 }
 
 const READY_COLUMN: PrinterColumn = {

@@ -92,10 +92,8 @@ export default defineOperator({
     version: "v1",
     plural: "${n.plural}",
     kind: "${n.kind}",
-    printerColumns: [
-      { name: "Lines", type: "integer", jsonPath: ".status.lines" },
-      { name: "Ready", type: "string", jsonPath: '.status.conditions[?(@.type=="Ready")].status' },
-    ],
+    // kubectl get's columns; crdfn adds Ready, Age and (-o wide) Reason, Attempts and Next.
+    printerColumns: [{ name: "Lines", type: "integer", jsonPath: ".status.lines" }],
   },
   // Validated on every reconcile; the CRD's OpenAPI schema is generated from it.
   spec: z.object({

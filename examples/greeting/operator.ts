@@ -28,10 +28,10 @@ export default defineOperator({
     plural: "greetings",
     kind: "Greeting",
     shortNames: ["greet"],
+    // crdfn adds Ready, Age and (-o wide) Reason, Attempts and Next.
     printerColumns: [
       { name: "Message", type: "string", jsonPath: ".spec.message" },
       { name: "Phase", type: "string", jsonPath: ".status.phase" },
-      { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" },
     ],
   },
   spec: greetingSpec,

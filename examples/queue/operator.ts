@@ -109,11 +109,8 @@ export default defineOperator({
     version: "v1",
     plural: "queues",
     kind: "Queue",
-    printerColumns: [
-      { name: "URL", type: "string", jsonPath: ".status.url" },
-      { name: "Ready", type: "string", jsonPath: '.status.conditions[?(@.type=="Ready")].status' },
-      { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" },
-    ],
+    // crdfn adds Ready, Age and (-o wide) Reason, Attempts and Next.
+    printerColumns: [{ name: "URL", type: "string", jsonPath: ".status.url" }],
   },
   spec: queueSpec,
   status: queueStatus,
