@@ -31,6 +31,7 @@ import { deletePolicies } from "./peers/run.ts";
 import { RECEIVE_LOOPS_ENV, SYSTEMS, startSystem, type SystemName } from "./peers/systems.ts";
 import { clusterPids, cpuSeconds, machineTicks, rssBytes } from "./proc.ts";
 import { StatusWatch } from "./status-watch.ts";
+import { runBench } from "./command-line.ts";
 
 const CREATE_CONCURRENCY = 64;
 const PUBLISHED = "crdfn_bridge_events_published_total";
@@ -543,11 +544,4 @@ function coldScaleCommand(): Command {
     });
 }
 
-if (import.meta.main) {
-  try {
-    await coldScaleCommand().parseAsync(process.argv);
-  } catch (e) {
-    console.error(`bench:coldscale: ${e instanceof Error ? e.message : String(e)}`);
-    process.exitCode = 1;
-  }
-}
+if (import.meta.main) await runBench("bench:coldscale", coldScaleCommand());

@@ -9,6 +9,7 @@ import { cloudRunChangeCost, formatCloudRunCost } from "./cloudrun-cost.ts";
 import { runPipelineBench, type BenchResult } from "./pipeline.ts";
 import { changeCost, checkTargets, formatCost, formatReport, type DeployedFunction } from "./report.ts";
 import { packageRoot } from "../emulator/paths.ts";
+import { runBench, wholeNumber } from "./command-line.ts";
 
 /** The function's memory and architecture as this checkout deploys it: what its GB-seconds are priced at. */
 function deployedFunction(): DeployedFunction {
@@ -36,14 +37,6 @@ const targetName = (text: string): FunctionTarget => {
   return text;
 };
 
-const positive =
-  (what: string) =>
-  (text: string): number => {
-    const n = Number(text);
-    if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`${what} must be a whole number ≥ 1`);
-    return n;
-  };
-
 function benchCommand(): Command {
   return new Command("npm run bench --")
     .description(
@@ -58,19 +51,19 @@ function benchCommand(): Command {
       targetName,
       "lambda" as FunctionTarget,
     )
-    .option("--objects <n>", "Greetings to create", positive("--objects"), 1000)
-    .option("--rate <n>", "spec changes per second in the rated phase", positive("--rate"), 50)
-    .option("--duration <seconds>", "length of each measured phase", positive("--duration"), 20)
+    .option("--objects <n>", "Greetings to create", wholeNumber("--objects"), 1000)
+    .option("--rate <n>", "spec changes per second in the rated phase", wholeNumber("--rate"), 50)
+    .option("--duration <seconds>", "length of each measured phase", wholeNumber("--duration"), 20)
     .option(
       "--concurrency <n>",
       "changes in flight (closed loop), status patches in flight (raw ceiling), spec writers (full load)",
-      positive("--concurrency"),
+      wholeNumber("--concurrency"),
       32,
     )
     .option(
       "--receive-loops <n>",
       "concurrent receive loops of the local poller on the FIFO queue (default: as crdfn dev; lambda target only)",
-      positive("--receive-loops"),
+      wholeNumber("--receive-loops"),
     )
     .option("--json <path>", "where to write the results (default bench-results/pipeline-<timestamp>.json)")
     .action(
@@ -102,4 +95,4 @@ function benchCommand(): Command {
     );
 }
 
-await benchCommand().parseAsync(process.argv);
+await runBench("bench", benchCommand());

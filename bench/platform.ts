@@ -8,7 +8,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, totalmem } from "node:os";
 import { dirname, join } from "node:path";
-import { Command, InvalidArgumentError } from "commander";
+import { Command } from "commander";
 import { installCrds } from "../cli/local/install-crds.ts";
 import { sqsClient } from "../clients/sqs-client.ts";
 import { startCluster } from "../emulator/cluster.ts";
@@ -18,6 +18,7 @@ import { buildControllerRuntime, missingToolchains } from "./peers/build.ts";
 import { platformKinds, platformOperators } from "./platform/kinds.ts";
 import { checkBars, formatPlatformReport } from "./platform/report.ts";
 import { openWatches, runPlatform, type PlatformRun } from "./platform/run.ts";
+import { printReport, runBench, wholeNumber } from "./command-line.ts";
 
 interface Options {
   kinds: number;
@@ -30,14 +31,6 @@ interface Options {
 }
 
 const QUICK = { kinds: 10, objects: 5, rate: 10, duration: 5, idle: 10 };
-
-const positive =
-  (what: string) =>
-  (text: string): number => {
-    const n = Number(text);
-    if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`${what} must be a whole number ≥ 1`);
-    return n;
-  };
 
 /** `quick`: QUICK's figures for every option not given on the command line. */
 export async function runPlatformBench(
@@ -111,27 +104,14 @@ function platformCommand(): Command {
         "at a fixed rate spread over the kinds, API requests per change, watches held open on the API server, SQS requests per change; " +
         "checked against the issue's bars (RSS ≤ 0.3×, idle CPU ≤ 0.5×, API requests equal, p50 ≤ 1.5×, fewer watches, ≤ 1.0 SQS request per change)",
     )
-    .option("--kinds <n>", "kinds (and controller-runtime processes)", positive("--kinds"), 10)
-    .option("--objects <n>", "objects per kind", positive("--objects"), 1000)
-    .option("--rate <n>", "spec changes per second in the rated phase, spread over the kinds", positive("--rate"), 50)
-    .option("--duration <seconds>", "length of the rated phase", positive("--duration"), 30)
-    .option("--idle <seconds>", "length of the idle window (CPU, RSS and watches with nothing changing)", positive("--idle"), 300)
+    .option("--kinds <n>", "kinds (and controller-runtime processes)", wholeNumber("--kinds"), 10)
+    .option("--objects <n>", "objects per kind", wholeNumber("--objects"), 1000)
+    .option("--rate <n>", "spec changes per second in the rated phase, spread over the kinds", wholeNumber("--rate"), 50)
+    .option("--duration <seconds>", "length of the rated phase", wholeNumber("--duration"), 30)
+    .option("--idle <seconds>", "length of the idle window (CPU, RSS and watches with nothing changing)", wholeNumber("--idle"), 300)
     .option("--quick", `a smoke: ${JSON.stringify(QUICK)} unless given`)
     .option("--json <path>", "where to write the results (default bench-results/platform-<timestamp>.json)")
-    .action(async (o: Options, cmd: Command) => {
-      const { path, report } = await runPlatformBench(
-        o,
-        (line) => console.error(line),
-        (k) => cmd.getOptionValueSource(k) === "cli",
-      );
-      console.log(report);
-      console.log(`\nresults: ${path}`);
-    });
+    .action(printReport<Options>(runPlatformBench));
 }
 
-try {
-  await platformCommand().parseAsync(process.argv);
-} catch (e) {
-  console.error(`bench:platform: ${e instanceof Error ? e.message : String(e)}`);
-  process.exitCode = 1;
-}
+await runBench("bench:platform", platformCommand());

@@ -18,6 +18,7 @@ import type { TrackerOptions } from "../bridge/tracker.ts";
 import type { WatchedObject } from "../bridge/watched-object.ts";
 import { digest } from "../core/object-fingerprint.ts";
 import { childMarkOf, reconciledRecord } from "../core/reconciled.ts";
+import { runBench } from "./command-line.ts";
 
 const NAMESPACE = "cold-crdfn-100000";
 const greetings = { group: "example.com", version: "v1", plural: "greetings", kind: "Greeting", namespaced: true };
@@ -221,11 +222,4 @@ const command = new Command("npm run bench:trackermem --")
     }
   });
 
-if (import.meta.main) {
-  try {
-    await command.parseAsync(process.argv);
-  } catch (e) {
-    console.error(`bench:trackermem: ${e instanceof Error ? e.message : String(e)}`);
-    process.exitCode = 1;
-  }
-}
+if (import.meta.main) await runBench("bench:trackermem", command);

@@ -35,6 +35,7 @@ import { READY, successStatus } from "../functions/runtime/status.ts";
 import { forEachBounded } from "./drive.ts";
 import { EXAMPLE_GREETING, Greetings, objectName } from "./greetings.ts";
 import { clusterPids, cpuSeconds } from "./proc.ts";
+import { runBench, wholeNumber } from "./command-line.ts";
 
 /** The write kinds, in the order each round runs them. */
 export const WRITE_KINDS = [
@@ -471,14 +472,6 @@ async function writeCost(o: Options, log: (l: string) => void): Promise<{ path: 
   return { path, results, idle };
 }
 
-const wholeNumber =
-  (flag: string) =>
-  (text: string): number => {
-    const n = Number(text);
-    if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`${flag} must be a whole number ≥ 1`);
-    return n;
-  };
-
 /** `--kinds`: names from WRITE_KINDS, in the order to run them; an apply of an existing child needs its create before it. */
 export function kindList(text: string): WriteKind[] {
   const names = text.split(",").map((k) => k.trim());
@@ -537,11 +530,4 @@ function writeCostCommand(): Command {
     });
 }
 
-if (import.meta.main) {
-  try {
-    await writeCostCommand().parseAsync(process.argv);
-  } catch (e) {
-    console.error(`bench:writecost: ${e instanceof Error ? e.message : String(e)}`);
-    process.exitCode = 1;
-  }
-}
+if (import.meta.main) await runBench("bench:writecost", writeCostCommand());

@@ -16,14 +16,7 @@ import { buildControllerRuntime, ensureKopfVenv, missingToolchains } from "./bui
 import { formatPeersReport, medians, ratios } from "./report.ts";
 import { runOnce, type RunResult } from "./run.ts";
 import { SYSTEMS, type SystemName } from "./systems.ts";
-
-const positive =
-  (what: string) =>
-  (text: string): number => {
-    const n = Number(text);
-    if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`${what} must be a whole number ≥ 1`);
-    return n;
-  };
+import { printReport, runBench, wholeNumber } from "../command-line.ts";
 
 const systemList = (text: string): SystemName[] => {
   const names = text.split(",").map((s) => s.trim());
@@ -141,11 +134,11 @@ function peersCommand(): Command {
       "crdfn next to controller-runtime (1 and 8 workers) and kopf (default, tuned), the example Greeting's reconcile on one embedded cluster: " +
         "setup time, latency at a fixed rate, changes/s in a closed loop, the raw status-patch ceiling, CPU per change (cluster-side, off-cluster), API requests per change, peak RSS",
     )
-    .option("--objects <n>", "Greetings per run", positive("--objects"), 1000)
-    .option("--rate <n>", "spec changes per second in the rated phase", positive("--rate"), 50)
-    .option("--duration <seconds>", "length of each measured phase", positive("--duration"), 30)
-    .option("--concurrency <n>", "changes in flight (closed loop) and status patches in flight (raw ceiling)", positive("--concurrency"), 32)
-    .option("--rounds <n>", "runs of every system, interleaved", positive("--rounds"), 2)
+    .option("--objects <n>", "Greetings per run", wholeNumber("--objects"), 1000)
+    .option("--rate <n>", "spec changes per second in the rated phase", wholeNumber("--rate"), 50)
+    .option("--duration <seconds>", "length of each measured phase", wholeNumber("--duration"), 30)
+    .option("--concurrency <n>", "changes in flight (closed loop) and status patches in flight (raw ceiling)", wholeNumber("--concurrency"), 32)
+    .option("--rounds <n>", "runs of every system, interleaved", wholeNumber("--rounds"), 2)
     .addOption(new Option("--systems <list>", `comma-separated (${SYSTEMS.join(",")})`).argParser(systemList).default([...SYSTEMS]))
     .option(
       "--max-load <load>",
@@ -157,23 +150,10 @@ function peersCommand(): Command {
       },
       Math.max(0.5, cpus().length * 0.25),
     )
-    .option("--quiet-wait <seconds>", "how long to wait for that before running anyway", positive("--quiet-wait"), 300)
+    .option("--quiet-wait <seconds>", "how long to wait for that before running anyway", wholeNumber("--quiet-wait"), 300)
     .option("--quick", `a smoke: ${JSON.stringify(QUICK)} unless given`)
     .option("--json <path>", "where to write the results (default bench-results/peers-<timestamp>.json)")
-    .action(async (o: Options, cmd: Command) => {
-      const { path, report } = await runPeers(
-        o,
-        (line) => console.error(line),
-        (k) => cmd.getOptionValueSource(k) === "cli",
-      );
-      console.log(report);
-      console.log(`\nresults: ${path}`);
-    });
+    .action(printReport<Options>(runPeers));
 }
 
-try {
-  await peersCommand().parseAsync(process.argv);
-} catch (e) {
-  console.error(`bench:peers: ${e instanceof Error ? e.message : String(e)}`);
-  process.exitCode = 1;
-}
+await runBench("bench:peers", peersCommand());
