@@ -26,6 +26,7 @@ describe("a bridge on Pub/Sub whose topic does not exist", () => {
     const transport: QueueTransport = {
       noun: "topic",
       maxBatch: 100,
+      lingerMs: 0,
       send: () => Promise.reject(new TransportError("Topic not found", { reason: "NOT_FOUND", status: 5, missing: true })),
       exists: () => Promise.resolve(false),
       close: () => Promise.resolve(),

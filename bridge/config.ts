@@ -152,6 +152,8 @@ export const bridgeConfigSchema = z
     /** Distinct objects waiting to be published before the watch is paused (memory bound). */
     maxPending: positiveInt(10, 1_000_000).default(1000),
     publishConcurrency: positiveInt(1, 64).default(4),
+    /** Under a steady stream, a part-filled send waits up to this for more (publisher.ts). Unset: the transport's (SQS 40 ms, Pub/Sub 0). */
+    sendLingerMs: positiveInt(0, 1000).optional(),
     listPageSize: positiveInt(10, 10_000).default(500),
     /** A watch that has said nothing (not even a bookmark) for this long is presumed dead. */
     watchSilenceSeconds: positiveInt(5, 3600).default(90),
@@ -266,6 +268,7 @@ const envSettings: ReadonlyArray<[string, string[], (s: string) => unknown]> = [
   ["CRDFN_LEASE_DURATION_SECONDS", ["lease", "durationSeconds"], String],
   ["CRDFN_MAX_PENDING", ["maxPending"], String],
   ["CRDFN_PUBLISH_CONCURRENCY", ["publishConcurrency"], String],
+  ["CRDFN_SEND_LINGER_MS", ["sendLingerMs"], String],
   ["CRDFN_LIST_PAGE_SIZE", ["listPageSize"], String],
   ["CRDFN_WATCH_SILENCE_SECONDS", ["watchSilenceSeconds"], String],
   ["CRDFN_LOG_LEVEL", ["logLevel"], String],

@@ -93,6 +93,7 @@ export class Engine {
       maxPending: config.maxPending,
       maxPendingBodyBytes: config.maxPendingBodyBytes,
       concurrency: config.publishConcurrency,
+      ...(config.sendLingerMs === undefined ? {} : { lingerMs: config.sendLingerMs }),
       logger,
       metrics,
       now: () => deps.clock().getTime(),

@@ -29,6 +29,7 @@ function pipeline() {
   const transport: QueueTransport = {
     noun: "queue",
     maxBatch: 10,
+    lingerMs: 0,
     send(_destination, messages) {
       for (const m of messages) sent.push(JSON.parse(m.body) as KeyEvent);
       return Promise.resolve(messages.map(() => ({ ok: true as const })));

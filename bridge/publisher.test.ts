@@ -10,12 +10,13 @@ import { TEST_EVENT_KEY } from "../test/support/event-key.ts";
 import { fakeClock, type FakeClock } from "../test/support/fake-clock.ts";
 
 /** A queue that records each batch it is sent and answers only when the test says so. */
-function heldQueue() {
+function heldQueue(lingerMs = 0) {
   const batches: string[][] = [];
   const answers: Array<() => void> = [];
   const transport: QueueTransport = {
     noun: "queue",
     maxBatch: 10,
+    lingerMs,
     send(_destination, messages) {
       batches.push(messages.map((m) => (JSON.parse(m.body) as KeyEvent).name));
       return new Promise<SendResult[]>((resolve) => answers.push(() => resolve(messages.map(() => ({ ok: true })))));
@@ -91,6 +92,44 @@ describe("publisher batching", () => {
     }
     assert.equal(await publisher.flush(0), true, "nothing left to send");
     assert.equal(queue.batches.flat().length, 35, "every object published once");
+  });
+});
+
+describe("publisher linger", () => {
+  it("under a steady stream sends at most one part-filled batch per linger; a lone change after a quiet spell goes at once; a stop waits for nothing", async () => {
+    const queue = heldQueue(40);
+    const clock = fakeClock();
+    const publisher = publisherOn(queue, clock);
+    await publisher.offer("a", event("a"), "watch");
+    assert.deepEqual(queue.batches, [["a"]], "the first change of a quiet queue goes at once");
+    queue.answerNext();
+    await settle();
+    // A change every 20 ms (50 changes/s), each request answered at once.
+    for (const [i, n] of ["b", "c", "d", "e"].entries()) {
+      clock.advance(i === 0 ? 10 : 20);
+      await publisher.offer(n, event(n), "watch");
+      await settle();
+    }
+    // b at 10, c at 30 wait for 40 ms after a's send; d at 50 and e at 70 for 40 ms after theirs.
+    assert.deepEqual(queue.batches, [["a"], ["b", "c"]]);
+    queue.answerNext();
+    clock.advance(10);
+    await settle();
+    assert.deepEqual(queue.batches, [["a"], ["b", "c"], ["d", "e"]]);
+    queue.answerNext();
+    await settle();
+    clock.advance(1000);
+    await publisher.offer("f", event("f"), "watch");
+    assert.deepEqual(queue.batches.at(-1), ["f"], "after a quiet second, at once");
+    queue.answerNext();
+    await settle();
+    await publisher.offer("g", event("g"), "watch");
+    assert.equal(queue.batches.length, 4, "g lingers");
+    const flushed = publisher.flush(1000);
+    await settle();
+    assert.deepEqual(queue.batches.at(-1), ["g"], "stopping: sent without lingering");
+    queue.answerNext();
+    assert.equal(await flushed, true);
   });
 });
 

@@ -27,6 +27,8 @@ export interface PublisherOptions {
   /** Bytes of object bodies waiting at most; above it new events go without their body (the function reads it). */
   maxPendingBodyBytes?: number;
   concurrency: number;
+  /** Overrides the transport's linger (transport.lingerMs). */
+  lingerMs?: number;
   logger: Logger;
   metrics: BridgeMetrics;
   now: () => number;
@@ -74,6 +76,10 @@ export class Publisher {
   /** Cancels the timer that ends the earliest hold, if one is set. */
   #cancelHold: (() => void) | undefined;
   #holdAt = Infinity;
+  /** When the last request went out: a part-filled batch goes at most once per linger (transport.lingerMs). */
+  #sentAt = -Infinity;
+  /** Stopping: nothing lingers. */
+  #flushing = false;
   #closed = false;
 
   constructor(options: PublisherOptions) {
@@ -160,6 +166,7 @@ export class Publisher {
     if (this.#isIdle()) return true;
     // Nothing waits any longer for what might follow: the bridge is stopping.
     for (const p of this.#pending.values()) p.notBefore = 0;
+    this.#flushing = true;
     this.#pump();
     let cancel: () => void = () => undefined;
     const idle = new Promise<boolean>((resolve) => this.#idleWaiters.push(() => resolve(true)));
@@ -231,6 +238,14 @@ export class Publisher {
       // and a busy one gets fewer, fuller requests (each costs a billed SQS request, or ~2.7 ms
       // of ElasticMQ's CPU: `npm run bench`). Full batches (initial sync) still use every slot.
       if (batch.length < this.#options.transport.maxBatch && this.#batches > 0) break;
+      // And under a steady stream, at most one part-filled batch per linger: a lone change after a
+      // quiet spell goes at once, while at 50 changes/s a request carries a few.
+      const lingerUntil = this.#sentAt + (this.#options.lingerMs ?? this.#options.transport.lingerMs);
+      if (batch.length < this.#options.transport.maxBatch && now < lingerUntil && !this.#flushing) {
+        this.#wakeAt(lingerUntil);
+        break;
+      }
+      this.#sentAt = now;
       for (const p of batch) {
         this.#pending.delete(p.key);
         this.#bodyBytes -= p.bodyBytes;

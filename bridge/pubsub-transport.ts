@@ -140,6 +140,8 @@ export function pubSubTransport(publisher: PubSubPublisher): QueueTransport {
     noun: "topic",
     // The library splits a batch into a request per ordering key; 100 bounds what one batch holds back.
     maxBatch: 100,
+    // The client sends one Publish per ordering key, and a batch holds each object once: waiting fills nothing.
+    lingerMs: 0,
     async send(topic, messages) {
       const outcomes = await publisher.publish(
         topic,

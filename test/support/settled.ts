@@ -50,9 +50,7 @@ export async function settled(p: Pipeline, stallMs = 60_000): Promise<void> {
     const mark = `${left.join(",")}/${await observed(p)}`;
     if (mark !== progress) [progress, since] = [mark, Date.now()];
     else if (Date.now() - since > stallMs)
-      throw new Error(
-        `the pipeline made no progress in ${stallMs} ms and did not settle: ${left[0]} to publish, ${left[1]} scheduled, ${depth} in the queue`,
-      );
+      throw new Error(`the pipeline made no progress in ${stallMs} ms and did not settle: ${left[0]} to publish, ${left[1]} scheduled, ${depth} in the queue`);
     await new Promise((r) => setTimeout(r, 250));
   }
 }
