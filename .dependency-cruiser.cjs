@@ -26,6 +26,17 @@ const notTest = "\\.test\\.ts$";
 /** cli/'s top floor: the entry, the command tree and the commands outside admin/ and generate/. */
 const cliTop = "^cli/(main|program|[^/]+-command)\\.ts$";
 const cliFolders = ["local", "admin", "generate"];
+/**
+ * Nothing under `from` imports anything under `to` (paths as regular expressions). `tests`: false
+ * leaves the tests under `from` free to (they may compose what production may not).
+ */
+const forbid = (name, from, to, comment, { tests = true } = {}) => ({
+  name,
+  ...(comment === undefined ? {} : { comment }),
+  severity: "error",
+  from: tests ? { path: from } : { path: from, pathNot: notTest },
+  to: { path: to },
+});
 /** A folder of cli/'s middle floor imports neither a command nor the other two folders. */
 const cliFolder = (name, folder, comment) => ({
   name,
@@ -51,60 +62,14 @@ module.exports = {
       from: { path: "^(core|deploy)/", pathNot: notTest },
       to: { path: nodeIo, dependencyTypesNot: ["type-only"] },
     },
-    {
-      name: "core-imports-no-layer",
-      severity: "error",
-      from: { path: "^core/" },
-      to: { path: "^(deploy|clients|bridge|functions|emulator|cli|examples|test|bench)/" },
-    },
-    {
-      name: "deploy-imports-core-only",
-      comment: "What is generated follows from the operator definition alone, never from how the bridge or the functions happen to work.",
-      severity: "error",
-      from: { path: "^deploy/" },
-      to: { path: "^(clients|bridge|functions|emulator|cli|examples|test|bench)/" },
-    },
-    {
-      name: "production-not-deploy",
-      comment: "The bridge and the functions run from their settings and the event contract; what generates their deploy files ships only with the CLI.",
-      severity: "error",
-      from: { path: "^(clients|bridge|functions)/" },
-      to: { path: "^deploy/" },
-    },
-    {
-      name: "clients-are-shared",
-      comment: "clients/ serves both sides, so it depends on neither.",
-      severity: "error",
-      from: { path: "^clients/" },
-      to: { path: "^(bridge|functions|emulator|cli|examples|test|bench)/" },
-    },
-    {
-      name: "bridge-not-functions",
-      comment: "The bridge and the functions meet only through the event contract in core/.",
-      severity: "error",
-      from: { path: "^bridge/" },
-      to: { path: "^functions/" },
-    },
-    {
-      name: "functions-not-bridge",
-      severity: "error",
-      from: { path: "^functions/" },
-      to: { path: "^bridge/" },
-    },
-    {
-      name: "production-not-dev-tooling",
-      comment: "What ships (bridge, functions) must not depend on the emulator, the CLI, examples or tests.",
-      severity: "error",
-      from: { path: "^(clients|bridge|functions)/", pathNot: notTest },
-      to: { path: "^(emulator|cli|examples|test|bench)/" },
-    },
-    {
-      name: "emulator-is-infrastructure-only",
-      comment: "The local servers know nothing of the bridge, the functions or what is generated; they share only core's one-line errors and clients/' queue clients.",
-      severity: "error",
-      from: { path: "^emulator/" },
-      to: { path: "^(deploy|bridge|functions|cli|examples|test|bench)/" },
-    },
+    forbid("core-imports-no-layer", "^core/", "^(deploy|clients|bridge|functions|emulator|cli|examples|test|bench)/"),
+    forbid("deploy-imports-core-only", "^deploy/", "^(clients|bridge|functions|emulator|cli|examples|test|bench)/", "What is generated follows from the operator definition alone, never from how the bridge or the functions happen to work."),
+    forbid("production-not-deploy", "^(clients|bridge|functions)/", "^deploy/", "The bridge and the functions run from their settings and the event contract; what generates their deploy files ships only with the CLI."),
+    forbid("clients-are-shared", "^clients/", "^(bridge|functions|emulator|cli|examples|test|bench)/", "clients/ serves both sides, so it depends on neither."),
+    forbid("bridge-not-functions", "^bridge/", "^functions/", "The bridge and the functions meet only through the event contract in core/."),
+    forbid("functions-not-bridge", "^functions/", "^bridge/"),
+    forbid("production-not-dev-tooling", "^(clients|bridge|functions)/", "^(emulator|cli|examples|test|bench)/", "What ships (bridge, functions) must not depend on the emulator, the CLI, examples or tests.", { tests: false }),
+    forbid("emulator-is-infrastructure-only", "^emulator/", "^(deploy|bridge|functions|cli|examples|test|bench)/", "The local servers know nothing of the bridge, the functions or what is generated; they share only core's one-line errors and clients/' queue clients."),
     {
       name: "examples-use-the-public-api",
       comment: "An example is a user's operator: it imports crdfn's public entry points, nothing else of crdfn.",
@@ -119,20 +84,8 @@ module.exports = {
       from: { path: "^examples/", pathNot: notTest },
       to: { path: framework, dependencyTypes: ["local"] },
     },
-    {
-      name: "framework-not-examples",
-      comment: "The framework works for any operator; only tests and benchmarks name the examples.",
-      severity: "error",
-      from: { path: "^(core|deploy|clients|bridge|functions|emulator|cli)/", pathNot: notTest },
-      to: { path: "^examples/" },
-    },
-    {
-      name: "cli-ships",
-      comment: "The CLI is published; benchmarks, tests and examples are not.",
-      severity: "error",
-      from: { path: "^cli/", pathNot: notTest },
-      to: { path: "^(examples|test|bench)/" },
-    },
+    forbid("framework-not-examples", "^(core|deploy|clients|bridge|functions|emulator|cli)/", "^examples/", "The framework works for any operator; only tests and benchmarks name the examples.", { tests: false }),
+    forbid("cli-ships", "^cli/", "^(examples|test|bench)/", "The CLI is published; benchmarks, tests and examples are not.", { tests: false }),
     {
       name: "cli-plumbing-is-the-ground-floor",
       comment:
