@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { TimerTurns, TURN_FORGET_MS, TURN_WAIT_MS, type Recorded } from "./timer-turns.ts";
+import { TimerTurns, TURN_FORGET_MS, TURN_MAX_WEIGHED, TURN_WAIT_MS, type Recorded } from "./timer-turns.ts";
 
 const due =
   (at: string | undefined): (() => Recorded) =>
@@ -93,5 +93,14 @@ describe("TimerTurns", () => {
     assert.equal(turns.mustWait("b"), true, "not reconciled yet: the timers wait");
     turns.seen("new", () => ({ at: "t1", observedGeneration: 1 }));
     assert.equal(turns.mustWait("b"), false);
+  });
+
+  it("weighs at most TURN_MAX_WEIGHED announcements, the oldest, and forgets as it goes: no function running costs no memory per object", () => {
+    const { turns, advance } = setup();
+    for (let i = 0; i < TURN_MAX_WEIGHED + 500; i++) turns.sent(`o${i}`, { generation: 1 });
+    assert.equal(turns.unanswered, TURN_MAX_WEIGHED);
+    advance(TURN_FORGET_MS + 1);
+    turns.sent("late", { generation: 1 });
+    assert.equal(turns.unanswered, 1, "the forgotten went as the next one came");
   });
 });

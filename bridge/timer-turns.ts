@@ -20,6 +20,11 @@ export const TURN_WAIT_MS = 10_000;
 export const TURN_FORGET_MS = 120_000;
 /** How often a held timer looks again. */
 export const TURN_RECHECK_MS = 500;
+/**
+ * Announcements weighed at most: what decides is the oldest, so past this the newest go unweighed
+ * (a flood of changes with no function running would otherwise keep one entry per object).
+ */
+export const TURN_MAX_WEIGHED = 10_000;
 
 /** What an announcement waits for: the status to record another due time than `at`, or to observe `generation`. */
 export type Awaited = { at: string } | { generation: number };
@@ -55,6 +60,8 @@ export class TimerTurns {
   /** An announcement of `key` went out, answered by `awaited`; it counts from now. */
   sent(key: string, awaited: Awaited): void {
     this.#sent.delete(key);
+    this.#forgetOld(this.#now());
+    if (this.#sent.size >= TURN_MAX_WEIGHED) return;
     this.#sent.set(key, { awaited, sentMs: this.#now() });
   }
 
@@ -70,18 +77,20 @@ export class TimerTurns {
     this.#sent.delete(key);
   }
 
+  /** Drops what has waited past TURN_FORGET_MS, oldest first. */
+  #forgetOld(now: number): void {
+    for (const [k, s] of this.#sent) {
+      if (now - s.sentMs <= this.#forgetMs) return;
+      this.#sent.delete(k);
+    }
+  }
+
   /** Whether `key`'s timer waits its turn: another object's has gone unanswered for TURN_WAIT_MS, passed over by a later one. */
   mustWait(key: string): boolean {
     const now = this.#now();
-    // Oldest first: the first one not forgotten decides.
-    for (const [k, s] of this.#sent) {
-      const age = now - s.sentMs;
-      if (age > this.#forgetMs) {
-        this.#sent.delete(k);
-        continue;
-      }
-      if (k !== key) return age >= this.#waitMs && s.sentMs < this.#answeredSentMs;
-    }
+    this.#forgetOld(now);
+    // Oldest first: the first one decides.
+    for (const [k, s] of this.#sent) if (k !== key) return now - s.sentMs >= this.#waitMs && s.sentMs < this.#answeredSentMs;
     return false;
   }
 }
