@@ -14,6 +14,7 @@ import { tmpdir } from "node:os";
 import { delimiter, dirname, join, sep } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { SERVERLESS_OFFLINE } from "./support/serverless-package.ts";
+import { buildOnceInto } from "../emulator/build-once.ts";
 import { packageRoot } from "../emulator/paths.ts";
 
 const repoRoots = [packageRoot, realpathSync(join(packageRoot, "node_modules"))].map((p) => realpathSync(p));
@@ -38,16 +39,29 @@ function run(cmd: string, args: string[], cwd: string, env: NodeJS.ProcessEnv): 
   return r.stdout;
 }
 
-/** The npm package node@<major>, installed once into <tmp>/crdfn-node<major>; its binary. */
-function cachedNode(major: number): string {
+/**
+ * The npm package node@<major>, installed once into <tmp>/crdfn-node<major>; its binary. Suites
+ * running side by side share it: the install is serialized and renamed into place (an npm install
+ * into a folder another one is filling removes what that one wrote).
+ */
+async function cachedNode(major: number): Promise<string> {
   const dir = join(tmpdir(), `crdfn-node${major}`);
-  const bin = join(dir, "node_modules", "node", "bin", "node");
-  if (!existsSync(bin)) {
-    mkdirSync(dir, { recursive: true });
-    writeFileSync(join(dir, "package.json"), JSON.stringify({ name: `node${major}`, private: true }));
-    run("npm", ["install", "--no-audit", "--no-fund", `node@${major}`], dir, userEnv(process.execPath));
-  }
-  return bin;
+  const binIn = (root: string) => join(root, "node_modules", "node", "bin", "node");
+  await buildOnceInto({
+    what: `node@${major}`,
+    dir,
+    complete: () => existsSync(binIn(dir)),
+    staleLockMs: 10 * 60_000,
+    pollMs: 1000,
+    log: () => {},
+    build: (tmp) => {
+      writeFileSync(join(tmp, "package.json"), JSON.stringify({ name: `node${major}`, private: true }));
+      run("npm", ["install", "--no-audit", "--no-fund", `node@${major}`], tmp, userEnv(process.execPath));
+      assert.ok(existsSync(binIn(tmp)), `npm install node@${major} left no ${binIn(tmp)}`);
+      return Promise.resolve();
+    },
+  });
+  return binIn(dir);
 }
 
 /** Every symbolic link under dir, and where it really points. */
@@ -61,12 +75,12 @@ function symlinks(dir: string): Array<[string, string]> {
 }
 
 /** A Node older than crdfn's minimum: the machine's own `node` when it is one, else node@20. */
-function oldNode(): string {
+async function oldNode(): Promise<string> {
   const outside = (process.env.PATH ?? "").split(delimiter).filter((p) => p !== "" && !inRepo(existsSync(p) ? realpathSync(p) : p));
   const system = outside.map((dir) => join(dir, "node")).find((bin) => existsSync(bin));
   const version = system ? spawnSync(system, ["--version"], { encoding: "utf8" }).stdout.trim() : "";
   const [major = 99, minor = 0] = version.replace(/^v/, "").split(".").map(Number);
-  return system && (major < 22 || (major === 22 && minor < 18)) ? system : cachedNode(20);
+  return system && (major < 22 || (major === 22 && minor < 18)) ? system : await cachedNode(20);
 }
 
 const duKiB = (path: string): number => Number(spawnSync("du", ["-sk", path], { encoding: "utf8" }).stdout.split("\t")[0]);
@@ -101,10 +115,10 @@ describe("crdfn installed from its tarball into a project outside the repository
     }
   };
 
-  before(() => {
+  before(async () => {
     work = mkdtempSync(join(realpathSync(tmpdir()), "crdfn-install-"));
     assert.ok(!inRepo(work), `${work} must be outside the repository`);
-    env24 = userEnv(cachedNode(24));
+    env24 = userEnv(await cachedNode(24));
   });
   after(() => {
     // Only if a failed assertion left it running.
@@ -329,8 +343,8 @@ describe("crdfn installed from its tarball into a project outside the repository
 
   describe("under a Node older than 22.18", () => {
     let envOld: NodeJS.ProcessEnv;
-    before(() => {
-      envOld = userEnv(oldNode());
+    before(async () => {
+      envOld = userEnv(await oldNode());
     });
 
     it("crdfn says in one line which Node it needs, and npm install and npm test refuse", () => {
@@ -356,8 +370,8 @@ describe("crdfn installed from its tarball into a project outside the repository
 
   describe("the same install under Node 22", () => {
     let env22: NodeJS.ProcessEnv;
-    before(() => {
-      env22 = userEnv(cachedNode(22));
+    before(async () => {
+      env22 = userEnv(await cachedNode(22));
       assert.match(run("node", ["--version"], project, env22), /^v22\./);
     });
 
