@@ -163,9 +163,7 @@ describe("never backwards: a stale snapshot is never applied", { timeout: 900_00
     const pollers = [pollerOn(env.cluster.sqs.queues.fifo, viaPoller), pollerOn(effectsQueues.fifo, effectsViaPoller)];
     poller = { stop: async () => void (await Promise.all(pollers.map((p) => p.stop()))) };
     const handler = lambdaHandler(viaLambda, { runtime: recorder.wrap(runtimeFor(env, viaLambda)), sqs: env.sqs, logger: env.logger, clock: () => new Date() });
-    // The deployed queue's visibility (180 s): a burst's batch of one group, re-read after each 409 on
-    // a loaded machine, can outlast the local queue's 30 s, as no real invocation could.
-    source = startLambdaEventSource(env.sqs, lambdaQueues.fifo, handler, 3, 180);
+    source = startLambdaEventSource(env.sqs, lambdaQueues.fifo, handler, 3);
     pipeline = await startPipeline({
       cluster: env.cluster,
       pubsub,

@@ -3,24 +3,34 @@
 // side, as Lambda runs several invocations of one FIFO queue (never two of one message group).
 import { DeleteMessageBatchCommand, ReceiveMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import type { Context, SQSBatchResponse, SQSEvent } from "aws-lambda";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { parse } from "yaml";
+import { packageRoot } from "../../emulator/paths.ts";
 import { lambdaEvent } from "./functions-environment.ts";
+
+/** The repository's serverless.yml's custom.visibilityTimeoutSeconds (180), as crdfn generates it. */
+const DEPLOYED_VISIBILITY_SECONDS = Number(
+  (parse(readFileSync(join(packageRoot, "serverless.yml"), "utf8")) as { custom: { visibilityTimeoutSeconds: number } }).custom.visibilityTimeoutSeconds,
+);
 
 export interface EventSource {
   stop(): Promise<void>;
 }
 
 /**
- * `visibilityTimeoutSeconds`: what the generated stack gives the queue (serverless.yml
- * custom.visibilityTimeoutSeconds, 180: ≥ 6 × the function timeout, so Lambda never hands out a
- * message again while the invocation that holds it runs). Unset: the local queue's own 30 s,
- * which a batch on a loaded machine can outlast, as no real invocation could.
+ * `visibilityTimeoutSeconds`: what a received batch is hidden for. Default, the generated stack's
+ * (serverless.yml custom.visibilityTimeoutSeconds, 180: ≥ 6 × the function timeout, so Lambda
+ * never hands out a message again while the invocation that holds it runs). The local queue's own
+ * 30 s is one a batch can outlast on a loaded machine, as no real invocation could: a test that
+ * wants a dropped record back sooner passes its own.
  */
 export function startLambdaEventSource(
   sqs: SQSClient,
   queueUrl: string,
   handler: (event: SQSEvent, context: Context) => Promise<SQSBatchResponse>,
   concurrency = 1,
-  visibilityTimeoutSeconds?: number,
+  visibilityTimeoutSeconds = DEPLOYED_VISIBILITY_SECONDS,
 ): EventSource {
   const abort = new AbortController();
   const loop = async (): Promise<void> => {
@@ -33,7 +43,7 @@ export function startLambdaEventSource(
             WaitTimeSeconds: 1,
             MessageSystemAttributeNames: ["All"],
             MessageAttributeNames: ["All"],
-            ...(visibilityTimeoutSeconds === undefined ? {} : { VisibilityTimeout: visibilityTimeoutSeconds }),
+            VisibilityTimeout: visibilityTimeoutSeconds,
           }),
         )
         .catch((error: unknown) => {
