@@ -95,9 +95,13 @@ describe("a bridge start announces exactly what needs work", { timeout: 3_600_00
   const recordedNow = async (): Promise<number> =>
     (await listed()).filter((o) => o.status?.observedGeneration === o.metadata.generation && reconciledOf(o.status)?.metadata === metadataDigest(o)).length;
   /** The reconciles the functions handled since `mark` (an index into their log), by object. */
-  const handledSince = (mark: number): Map<string, number> => {
-    const by = new Map<string, number>();
-    for (const l of env.logs.slice(mark)) if (l.msg === "handled" && typeof l.object === "string") by.set(l.object, (by.get(l.object) ?? 0) + 1);
+  const handledSince = (mark: number): Map<string, number> => new Map([...outcomesSince(mark)].map(([object, outcomes]) => [object, outcomes.length]));
+  /** Each object's handlings since `mark`, in order: "success", "retry" (receive 2)… */
+  const outcomesSince = (mark: number): Map<string, string[]> => {
+    const by = new Map<string, string[]>();
+    for (const l of env.logs.slice(mark))
+      if (l.msg === "handled" && typeof l.object === "string")
+        by.set(l.object, [...(by.get(l.object) ?? []), `${String(l.outcome)} (receive ${String(l.receiveCount)})`]);
     return by;
   };
   /** Stops the running bridge and starts another (a takeover: a fresh list, as a new leader's); resolves once it is synced. */
@@ -179,13 +183,19 @@ describe("a bridge start announces exactly what needs work", { timeout: 3_600_00
       }
       await waitFor(`${OBJECTS} fleets record the change`, async () => (await recordedNow()) === OBJECTS, 600_000);
       await settled(pipeline(), 300_000);
-      const handled = handledSince(mark);
-      const twice = [...handled].filter(([, n]) => n !== 1);
+      const outcomes = outcomesSince(mark);
+      const announcements = await published();
+      const retried = [...outcomes].filter(([, o]) => o.length > 1);
       console.log(
-        `# a takeover of ${OBJECTS} objects needing work through a window of ${WINDOW}: ${await published()} announcements, ${handled.size} objects reconciled`,
+        `# a takeover of ${OBJECTS} objects needing work through a window of ${WINDOW}: ${announcements} announcements, ${outcomes.size} objects reconciled` +
+          (retried.length > 0 ? `; handled again after a failed attempt: ${JSON.stringify(retried)}` : ""),
       );
-      assert.equal(handled.size, OBJECTS);
-      assert.deepEqual(twice, [], "each object reconciled once");
+      assert.equal(outcomes.size, OBJECTS);
+      assert.equal(announcements, OBJECTS, "each object announced once");
+      // Once: one successful reconcile each. A request that timed out on a loaded machine is
+      // retried (an outage, not the object's fault); a second announcement or a success twice is the fault.
+      const notOnce = [...outcomes].filter(([, o]) => o.filter((x) => x.startsWith("success")).length !== 1 || !o.at(-1)?.startsWith("success"));
+      assert.deepEqual(notOnce, [], "each object reconciled once");
       assert.deepEqual(await gauges(), [0, 0]);
     },
   );
