@@ -29,11 +29,14 @@ import { buildControllerRuntime, missingToolchains } from "./peers/build.ts";
 import { requestDelta, scrapeRequestCounts, type RequestCounts } from "./peers/api-requests.ts";
 import { deletePolicies } from "./peers/run.ts";
 import { RECEIVE_LOOPS_ENV, SYSTEMS, startSystem, type SystemName } from "./peers/systems.ts";
-import { clusterPids, cpuSeconds, machineTicks, rssBytes } from "./proc.ts";
+import { clusterPids, cpuSeconds, machineTicks, pinToCpus, rssBytes } from "./proc.ts";
 import { StatusWatch } from "./status-watch.ts";
 import { runBench } from "./command-line.ts";
 
 const CREATE_CONCURRENCY = 64;
+// --split: what a cluster's nodes run, and what runs elsewhere in production (SQS, Lambda; the bench's driver).
+const CLUSTER_CPU = "0";
+const OFF_CLUSTER_CPU = "1";
 const PUBLISHED = "crdfn_bridge_events_published_total";
 const now = (): number => performance.now();
 
@@ -124,6 +127,8 @@ interface Options {
   variant?: Record<string, string>;
   timeout: number;
   json?: string;
+  /** Cluster side on CPU 0, the off-cluster side (ElasticMQ, poller and functions, this driver) on CPU 1. */
+  split: boolean;
 }
 
 /** A crdfn run with settings of its own, or from another checkout: the same run's "before" of a product change. */
@@ -228,6 +233,12 @@ async function runOne(
   await watch.start();
   const profileDir = o.profile && system === "crdfn" ? mkdtempSync(join(tmpdir(), "crdfn-coldscale-prof-")) : undefined;
   const control = clusterPids(Number(new URL(cluster.server).port));
+  if (o.split) {
+    for (const pid of [control.apiServer, control.etcd, control.controllerManager]) if (pid !== undefined) pinToCpus(pid, CLUSTER_CPU);
+    if (control.elasticMq !== undefined) pinToCpus(control.elasticMq, OFF_CLUSTER_CPU);
+    // The system's processes inherit this one's binding as they are spawned; the off-cluster ones move after.
+    pinToCpus(process.pid, CLUSTER_CPU);
+  }
   const base = { apiServer: control.apiServer ?? 0, etcd: control.etcd ?? 0, ...(system === "crdfn" ? { elasticMq: control.elasticMq ?? 0 } : {}) };
   const cpuBefore = Object.fromEntries(Object.entries(base).map(([k, pid]) => [k, cpuSeconds(pid) ?? 0]));
   const requestsBefore = await scrapeRequestCounts(cluster.kubeConfig);
@@ -279,6 +290,7 @@ async function runOne(
       ...(variant?.root === undefined ? {} : { root: variant.root }),
     });
     Object.assign(pids, running.clusterSide, running.offCluster);
+    if (o.split) for (const pid of [...Object.values(running.offCluster), process.pid]) pinToCpus(pid, OFF_CLUSTER_CPU);
     metricsUrl = running.bridgeMetricsUrl;
     const startSeconds = since();
     log(`  ready as it reports it after ${startSeconds.toFixed(1)} s; ${ready()} Ready so far`);
@@ -531,6 +543,11 @@ function coldScaleCommand(): Command {
         return n;
       },
       3600,
+    )
+    .option(
+      "--split",
+      "run the cluster side (etcd, kube-apiserver, kube-controller-manager, the bridge or operator) on CPU 0 and what production runs off the cluster (ElasticMQ, the poller and functions, this driver) on CPU 1, for every system",
+      false,
     )
     .option("--json <path>", "where to write the results (default bench-results/coldscale-<timestamp>.json)")
     .addHelpText(

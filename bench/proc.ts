@@ -1,4 +1,5 @@
 // What the kernel and a Prometheus endpoint say about processes: memory, CPU time, machine load.
+import { execFileSync } from "node:child_process";
 import { readFileSync, readdirSync } from "node:fs";
 import { dirname } from "node:path";
 
@@ -80,6 +81,7 @@ export interface ClusterPids {
   apiServer?: number;
   etcd?: number;
   elasticMq?: number;
+  controllerManager?: number;
 }
 
 /**
@@ -103,6 +105,9 @@ export function clusterPids(apiPort: number): ClusterPids {
   const conf = `-Dconfig.file=${dirname(dataDir)}/elasticmq/elasticmq.conf`;
   const mq = all.find((p) => p.args.includes(conf));
   if (mq !== undefined) found.elasticMq = mq.pid;
+  const kubeconfig = `--kubeconfig=${dirname(dataDir)}/kubeconfig`;
+  const cm = all.find((p) => (p.args[0] ?? "").endsWith("kube-controller-manager") && p.args.includes(kubeconfig));
+  if (cm !== undefined) found.controllerManager = cm.pid;
   return found;
 }
 
@@ -131,4 +136,12 @@ export function elasticMqPid(port: number): number | undefined {
     }
   }
   return undefined;
+}
+
+/**
+ * Binds a process and all its threads to the given CPUs (`taskset -a -p`); the processes it
+ * spawns afterwards inherit the binding. Linux only, as the rest of this file.
+ */
+export function pinToCpus(pid: number, cpuList: string): void {
+  execFileSync("taskset", ["-a", "-p", "-c", cpuList, String(pid)], { stdio: "ignore" });
 }
