@@ -11,11 +11,14 @@ import { ServerReadiness, type ReadyzAnswer } from "./server-readiness.ts";
 
 export { ApiError, ApiNotReady, KubeUnreachable, isServerOutage } from "./kube-errors.ts";
 
+/** How long a request waits for the server by default: past it, the server is taken to be unavailable. */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 15_000;
+
 export interface KubeAccess {
   connection: KubeConnection;
   /** When set, its bearer token replaces whatever the kubeconfig's user would send. */
   token?: () => Promise<string>;
-  /** How long a request may wait for the server (a watch: only for its response headers). Default 15 s. */
+  /** How long a request may wait for the server (a watch: only for its response headers). Default DEFAULT_REQUEST_TIMEOUT_MS. */
   timeoutMs?: number;
   /** For the window after the server's return (server-readiness.ts). Default Date.now. */
   now?: () => number;
@@ -52,7 +55,7 @@ export class KubeHttp {
     if (server === undefined) throw new Error("the kubeconfig has no current cluster");
     this.#access = access;
     this.#server = new URL(server);
-    this.#timeoutMs = access.timeoutMs ?? 15_000;
+    this.#timeoutMs = access.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
     this.#agent = this.#plain ? new http.Agent({ keepAlive: true }) : new https.Agent({ keepAlive: true });
     this.#readiness = new ServerReadiness({ anonymous: () => this.#readyz(false), authenticated: () => this.#readyz(true), now: access.now ?? Date.now });
   }

@@ -41,4 +41,23 @@ describe("Lambda handler on a FIFO batch", () => {
     assert.ok(!seen.includes("a2"), "a2 was never tried: a1's retry reconciles the object");
     assert.ok(seen.indexOf("c1") < seen.indexOf("c2"), "in order within a group");
   });
+
+  it("a record not yet started when less than a request's timeout is left of the invocation is returned untried, not cut off", async () => {
+    // Each reconcile takes 12 s of a 30 s function timeout: a2, next in its group, would start with 6 s left.
+    let remainingMs = 30_000;
+    const seen: string[] = [];
+    const runtime = fakeRuntime((m) => {
+      seen.push(m.body);
+      remainingMs -= 12_000;
+      return { result: "success" as const, apiCalls: 1 };
+    });
+    const handler = lambdaHandler(greeting, { runtime });
+    const event = { Records: [record("a1", "A"), record("b1", "B"), record("a2", "A")] } as unknown as SQSEvent;
+    const response = await handler(event, { getRemainingTimeInMillis: () => remainingMs } as Context);
+    assert.deepEqual(seen.sort(), ["a1", "b1"]);
+    assert.deepEqual(
+      response.batchItemFailures.map((f) => f.itemIdentifier),
+      ["a2"],
+    );
+  });
 });

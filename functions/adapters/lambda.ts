@@ -9,6 +9,7 @@ import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda"
 import { pino, type Logger } from "pino";
 import { buildFromEnv, type Served } from "../runtime/entry.ts";
 import { ConfigError } from "../../core/config-error.ts";
+import { DEFAULT_REQUEST_TIMEOUT_MS } from "../../clients/kube-http.ts";
 import { fromLambdaRecord } from "../../clients/queue-message.ts";
 import type { Runtime } from "../runtime/runtime.ts";
 import { givenSqsClient, type SqsClientSource } from "../runtime/sqs-client.ts";
@@ -81,7 +82,7 @@ export function lambdaHandler(served: Served, deps: LambdaDeps = {}): SqsLambdaH
   // Built on the first invocation, not at import (config errors then surface as a failed
   // invocation with one clear line), and kept for warm invocations, circuit included.
   let host: Host | undefined;
-  return async (event) => {
+  return async (event, context) => {
     // Metrics (EMF) once per invocation, however it ends: disposed when this function returns.
     using _metrics = { [Symbol.dispose]: () => host?.runtime.flushMetrics?.() };
     let h: Host;
@@ -103,6 +104,7 @@ export function lambdaHandler(served: Served, deps: LambdaDeps = {}): SqsLambdaH
       runtime: h.runtime,
       circuits: h.circuits,
       log: h.logger,
+      ...startableIn(context),
       policy: (outcome, delivery) =>
         settlementOf(outcome, delivery.message, {
           limit,
@@ -118,6 +120,22 @@ export function lambdaHandler(served: Served, deps: LambdaDeps = {}): SqsLambdaH
     );
     return { batchItemFailures: failed.filter((id): id is string => id !== undefined).map((itemIdentifier) => ({ itemIdentifier })) };
   };
+}
+
+/**
+ * What a reconcile started now may need to finish: one API request's timeout (a hung API server
+ * answers nothing) and the settling after it. Past that point of the function's timeout a record
+ * is deferred untried: cut off by the timeout it would come back only after the queue's
+ * visibility timeout, with a receive spent.
+ */
+const START_MARGIN_MS = DEFAULT_REQUEST_TIMEOUT_MS + 5000;
+
+/** The batch's `startable`, from the invocation's context; none where the context has no clock (a test's). */
+function startableIn(context: Context | undefined): { startable?: () => boolean } {
+  if (typeof context?.getRemainingTimeInMillis !== "function") return {};
+  // A function timeout shorter than twice the margin still starts records in its first half.
+  const margin = Math.min(START_MARGIN_MS, context.getRemainingTimeInMillis() / 2);
+  return { startable: () => context.getRemainingTimeInMillis() > margin };
 }
 
 /** The queue every record of a batch came from (one event source mapping, one queue). */

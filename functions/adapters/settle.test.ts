@@ -113,6 +113,27 @@ describe("a batch", () => {
     assert.ok(seen.indexOf("a1") < seen.indexOf("a2"));
   });
 
+  it("with too little of the invocation's time left, a message is deferred untried and the circuit stays closed", async () => {
+    const circuits = createCircuits({ clock: () => new Date(0), logger: log });
+    let handled = 0;
+    const runtime = fakeRuntime(() => (handled++, { result: "success" }));
+    const settled = await settleBatch([item("a1", "A")], {
+      deliveryOf: (i) => runtime.receive(messageOf(i)),
+      groupOf: (i) => i.group,
+      runtime,
+      circuits,
+      policy: (outcome, delivery) => settlementOf(outcome, delivery.message, policy()),
+      log,
+      startable: () => false,
+    });
+    assert.deepEqual(
+      [...settled.values()].map((s) => s.settlement),
+      [{ action: "hold", seconds: 3 }],
+    );
+    assert.equal(handled, 0);
+    assert.equal(circuits.waitMs(), 0, "the API server did nothing wrong: its circuit is not opened");
+  });
+
   it("a malformed message does not hold back the rest of its group", async () => {
     const { seen, result } = run([item("x", "G"), item("y", "G")], (m) => (m.id === "x" ? { result: "dead-letter", detail: "bad" } : { result: "success" }));
     const settled = [...(await result).values()].map((s) => s.settlement.action);

@@ -110,6 +110,12 @@ export interface BatchOptions<M> {
   log: Logger;
   /** How a message waits for its circuit (tests pass one that returns at once). Default: a timer. */
   pause?: (ms: number) => Promise<unknown>;
+  /**
+   * Whether a message may still be started: false once too little of the invocation's time is
+   * left for a reconcile to finish (Lambda's function timeout), so that what is not started is
+   * deferred and settled, not cut off by the timeout with a receive spent. Default: always.
+   */
+  startable?: () => boolean;
 }
 
 /** The longest a message waits in its batch for its circuit's probe to answer before it is deferred. */
@@ -156,8 +162,10 @@ export async function settleBatch<M>(items: readonly M[], batch: BatchOptions<M>
  * One received event through its cluster's circuit: deferred untried while it is open (but for
  * the probe). A refused message never reaches an API server: its outcome is already decided.
  */
-async function attempt(delivery: Delivery, batch: Pick<BatchOptions<unknown>, "runtime" | "circuits" | "log" | "pause">): Promise<Outcome> {
+async function attempt(delivery: Delivery, batch: Pick<BatchOptions<unknown>, "runtime" | "circuits" | "log" | "pause" | "startable">): Promise<Outcome> {
   if (!delivery.ok) return delivery.outcome;
+  // Deferred as an outage is (a fresh copy near the receive limit), but the circuit is not told: the API server did nothing wrong.
+  if (batch.startable?.() === false) return { result: "unavailable", detail: "deferred untried: too little of the invocation's time is left to finish it" };
   const circuit = batch.circuits?.of(delivery.event.cluster);
   if (circuit && !(await admitted(circuit, batch.pause ?? sleep))) return { result: "unavailable", detail: "deferred while the API server is unavailable" };
   let outcome: Outcome & { apiCalls?: number };
