@@ -7,7 +7,7 @@
 // Beside the time: CPU seconds per process from /proc, the API server's requests by verb from its
 // /metrics, the Ready count over time, and crdfn's bridge and function process CPU-profiled.
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from "node:fs";
-import { cpus, loadavg, tmpdir } from "node:os";
+import { availableParallelism, cpus, loadavg, tmpdir } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
 import { Command, InvalidArgumentError, Option } from "commander";
 import { installCrds } from "../cli/local/install-crds.ts";
@@ -554,7 +554,10 @@ function coldScaleCommand(): Command {
       "after",
       "\nExample (10k only, both systems, about 10 minutes on 2 cores):\n  npm run bench:coldscale -- --objects 10000 --systems crdfn,controller-runtime(8)",
     )
-    .action(async (o: Options) => {
+    .action(async (o: Options, command: Command) => {
+      // Checked before the cluster starts, not found by taskset minutes into the run.
+      if (o.split && availableParallelism() < 2)
+        command.error(`--split needs 2 CPUs to put the cluster side on one of them; this process may use ${availableParallelism()}`);
       const { path, report } = await coldScale(o, (line) => console.error(line));
       console.log(report);
       console.log(`\nresults: ${path}`);
