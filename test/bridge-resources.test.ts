@@ -9,7 +9,7 @@ import type { SQSClient } from "@aws-sdk/client-sqs";
 import { Registry } from "prom-client";
 import { startBridge, type RunningBridge } from "../bridge/bridge.ts";
 import { serveHealth, type HealthServer } from "../bridge/health-server.ts";
-import { writeFileSync, mkdtempSync } from "node:fs";
+import { writeFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { bridgeConfig, bridgeEnv, spawnBridge, startBridgeEnvironment, testLogger, type BridgeProcess } from "./support/bridge-environment.ts";
@@ -154,6 +154,7 @@ describe("bridge: resources watched independently; configuration errors in one l
     } finally {
       p.child.kill("SIGTERM");
       await p.exited;
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 

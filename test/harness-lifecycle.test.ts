@@ -2,11 +2,11 @@
 // kube-apiserver, kube-controller-manager or java behind, and no temp folder.
 import assert from "node:assert/strict";
 import { spawn, execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
-import { describe, it } from "node:test";
+import { describe, it, type TestContext } from "node:test";
 import { ReceiveMessageCommand, SendMessageCommand } from "@aws-sdk/client-sqs";
 import { controlPlaneBinaries } from "../emulator/binaries.ts";
 import { startCluster } from "../emulator/cluster.ts";
@@ -14,6 +14,13 @@ import { sqsClient } from "../clients/sqs-client.ts";
 import { elasticMqClasspath } from "../emulator/elasticmq.ts";
 import { SetupError } from "../emulator/errors.ts";
 import { eventually } from "./support/eventually.ts";
+
+/** A cache folder with nothing built in it, removed when the test ends. */
+function emptyCacheDir(t: TestContext): string {
+  const dir = mkdtempSync(join(tmpdir(), "crdfn-cache-"));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
 
 /** Processes whose command line mentions the environment's temp folder (every server gets paths in it). */
 function processesUsing(dir: string): string[] {
@@ -71,8 +78,8 @@ describe("environment lifecycle", { timeout: 120_000 }, () => {
     }
   });
 
-  it("names the alternative in one line when Go is missing", async () => {
-    const env = { PATH: "/nonexistent", CRDFN_CACHE_DIR: mkdtempSync(join(tmpdir(), "crdfn-cache-")) };
+  it("names the alternative in one line when Go is missing", async (t) => {
+    const env = { PATH: "/nonexistent", CRDFN_CACHE_DIR: emptyCacheDir(t) };
     const err = await controlPlaneBinaries({ env, log: () => {} }).then(
       () => assert.fail("built without Go"),
       (e: unknown) => e,
@@ -82,8 +89,8 @@ describe("environment lifecycle", { timeout: 120_000 }, () => {
     assert.equal(err.message.includes("\n"), false);
   });
 
-  it("names the alternative in one line when Java is missing", () => {
-    const env = { PATH: "/nonexistent", CRDFN_CACHE_DIR: mkdtempSync(join(tmpdir(), "crdfn-cache-")) };
+  it("names the alternative in one line when Java is missing", (t) => {
+    const env = { PATH: "/nonexistent", CRDFN_CACHE_DIR: emptyCacheDir(t) };
     assert.throws(
       () => elasticMqClasspath(env, () => {}),
       (e: unknown) => e instanceof SetupError && /^Java is not installed.*CRDFN_SQS_ENDPOINT/.test(e.message) && !e.message.includes("\n"),
