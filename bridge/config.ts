@@ -244,42 +244,48 @@ const list = (s: string): string[] =>
     .map((x) => x.trim())
     .filter((x) => x !== "");
 
-/** Each environment variable, the config path it sets and how its text becomes a value. */
-const envSettings: ReadonlyArray<[string, string[], (s: string) => unknown]> = [
-  ["CRDFN_CLUSTER", ["cluster"], String],
-  ["CRDFN_QUEUE_URL", ["queue", "url"], String],
-  ["CRDFN_PUBSUB_TOPIC", ["queue", "topic"], String],
-  ["PUBSUB_EMULATOR_HOST", ["pubsub", "emulatorHost"], String],
-  ["CRDFN_RESOURCES", ["resources"], parseResourceList],
-  ["CRDFN_NAMESPACES", ["namespaces"], list],
-  ["CRDFN_LABEL_SELECTOR", ["labelSelector"], String],
-  ["CRDFN_BODIES", ["bodies"], String],
-  ["CRDFN_MAX_BODY_BYTES", ["maxBodyBytes"], String],
-  ["CRDFN_MAX_INITIAL_BODY_BYTES", ["maxInitialBodyBytes"], String],
-  ["CRDFN_START_WINDOW", ["startWindow"], String],
-  ["CRDFN_RESYNC_SECONDS", ["resyncSeconds"], String],
-  ["CRDFN_SKIP_STATUS_ONLY", ["skipStatusOnly"], String],
-  ["CRDFN_CHILD_STATUS", ["childStatus"], String],
-  ["CRDFN_FUNCTION_FIELD_MANAGER", ["functionFieldManager"], String],
-  ["CRDFN_HTTP_PORT", ["httpPort"], String],
-  ["CRDFN_LEASE_NAME", ["lease", "name"], String],
-  ["CRDFN_LEASE_NAMESPACE", ["lease", "namespace"], String],
-  ["CRDFN_LEASE_IDENTITY", ["lease", "identity"], String],
-  ["CRDFN_LEASE_DURATION_SECONDS", ["lease", "durationSeconds"], String],
-  ["CRDFN_MAX_PENDING", ["maxPending"], String],
-  ["CRDFN_PUBLISH_CONCURRENCY", ["publishConcurrency"], String],
-  ["CRDFN_SEND_LINGER_MS", ["sendLingerMs"], String],
-  ["CRDFN_LIST_PAGE_SIZE", ["listPageSize"], String],
-  ["CRDFN_WATCH_SILENCE_SECONDS", ["watchSilenceSeconds"], String],
-  ["CRDFN_LOG_LEVEL", ["logLevel"], String],
-  ["CRDFN_KUBE_SERVER", ["kube", "server"], String],
-  ["CRDFN_KUBE_CA_FILE", ["kube", "caFile"], String],
-  ["CRDFN_KUBE_TOKEN_FILE", ["kube", "tokenFile"], String],
-  ["AWS_REGION", ["aws", "region"], String],
-  ["AWS_ENDPOINT_URL_SQS", ["aws", "endpoint"], String],
-];
+/** Each environment variable and the config path (dotted) it sets. */
+const envSettings: Readonly<Record<string, string>> = {
+  CRDFN_CLUSTER: "cluster",
+  CRDFN_QUEUE_URL: "queue.url",
+  CRDFN_PUBSUB_TOPIC: "queue.topic",
+  PUBSUB_EMULATOR_HOST: "pubsub.emulatorHost",
+  CRDFN_RESOURCES: "resources",
+  CRDFN_NAMESPACES: "namespaces",
+  CRDFN_LABEL_SELECTOR: "labelSelector",
+  CRDFN_BODIES: "bodies",
+  CRDFN_MAX_BODY_BYTES: "maxBodyBytes",
+  CRDFN_MAX_INITIAL_BODY_BYTES: "maxInitialBodyBytes",
+  CRDFN_START_WINDOW: "startWindow",
+  CRDFN_RESYNC_SECONDS: "resyncSeconds",
+  CRDFN_SKIP_STATUS_ONLY: "skipStatusOnly",
+  CRDFN_CHILD_STATUS: "childStatus",
+  CRDFN_FUNCTION_FIELD_MANAGER: "functionFieldManager",
+  CRDFN_HTTP_PORT: "httpPort",
+  CRDFN_LEASE_NAME: "lease.name",
+  CRDFN_LEASE_NAMESPACE: "lease.namespace",
+  CRDFN_LEASE_IDENTITY: "lease.identity",
+  CRDFN_LEASE_DURATION_SECONDS: "lease.durationSeconds",
+  CRDFN_MAX_PENDING: "maxPending",
+  CRDFN_PUBLISH_CONCURRENCY: "publishConcurrency",
+  CRDFN_SEND_LINGER_MS: "sendLingerMs",
+  CRDFN_LIST_PAGE_SIZE: "listPageSize",
+  CRDFN_WATCH_SILENCE_SECONDS: "watchSilenceSeconds",
+  CRDFN_LOG_LEVEL: "logLevel",
+  CRDFN_KUBE_SERVER: "kube.server",
+  CRDFN_KUBE_CA_FILE: "kube.caFile",
+  CRDFN_KUBE_TOKEN_FILE: "kube.tokenFile",
+  AWS_REGION: "aws.region",
+  AWS_ENDPOINT_URL_SQS: "aws.endpoint",
+};
 
-export const envVariableNames = envSettings.map(([name]) => name);
+/** How a variable's text becomes a value, where it is not the text itself. */
+const envParsers: Readonly<Record<string, (text: string) => unknown>> = {
+  CRDFN_RESOURCES: parseResourceList,
+  CRDFN_NAMESPACES: list,
+};
+
+export const envVariableNames = Object.keys(envSettings);
 
 function setPath(target: Record<string, unknown>, path: string[], value: unknown): void {
   let node = target;
@@ -300,12 +306,12 @@ export function loadBridgeConfig(env: NodeJS.ProcessEnv, fileContent: unknown = 
   const raw = structuredClone(fileContent) as Record<string, unknown>;
   const fromEnv = new Map<string, string>();
   const problems: string[] = [];
-  for (const [name, path, convert] of envSettings) {
+  for (const [name, dotted] of Object.entries(envSettings)) {
     const text = env[name];
     if (text === undefined || text === "") continue;
     try {
-      setPath(raw, path, convert(text));
-      fromEnv.set(path.join("."), name);
+      setPath(raw, dotted.split("."), (envParsers[name] ?? String)(text));
+      fromEnv.set(dotted, name);
     } catch (e) {
       problems.push(`${name}: ${(e as Error).message}`);
     }
@@ -323,7 +329,7 @@ export function loadBridgeConfig(env: NodeJS.ProcessEnv, fileContent: unknown = 
       .map((p) => (/^\d+$/.test(p) ? `[${p}]` : `.${p}`))
       .join("")
       .replace(/^\./, "");
-    const missingEnv = envSettings.find(([, p]) => `${p.join(".")}.`.startsWith(`${path.join(".")}.`))?.[0];
+    const missingEnv = Object.entries(envSettings).find(([, dotted]) => `${dotted}.`.startsWith(`${path.join(".")}.`))?.[0];
     const name =
       source !== undefined
         ? `${source}${path.length > 1 && source === "CRDFN_RESOURCES" ? ` (${where})` : ""}`

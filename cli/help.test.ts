@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { Command } from "commander";
+import { envVariableNames } from "../bridge/config.ts";
 import { program } from "./program.ts";
 
 function helpOf(cmd: Command): string {
@@ -43,4 +44,12 @@ describe("crdfn --help", () => {
       );
     });
   }
+
+  it("crdfn bridge: every flag names, in brackets, a variable the bridge reads", () => {
+    const bridge = commands.find(([n]) => n === "bridge")?.[1];
+    assert.ok(bridge);
+    const named = [...helpOf(bridge).matchAll(/\[([A-Z][A-Z0-9_]+)\]/g)].map((m) => m[1] ?? "");
+    assert.equal(named.length, 12, named.join(", "));
+    for (const name of named) assert.ok(name === "CRDFN_CONFIG_FILE" || envVariableNames.includes(name), `${name} is not read by the bridge`);
+  });
 });
