@@ -60,22 +60,18 @@ const READY_COLUMN: PrinterColumn = {
   jsonPath: '.status.conditions[?(@.type=="Ready")].status',
   description: "Ready condition set by the crdfn runtime",
 };
-const REASON_COLUMN: PrinterColumn = { name: "Reason", type: "string", jsonPath: '.status.conditions[?(@.type=="Ready")].reason', priority: 1 };
-const ATTEMPTS_COLUMN: PrinterColumn = {
-  name: "Attempts",
-  type: "integer",
-  jsonPath: `.status.${NEXT_RECONCILE_FIELD}.attempts`,
-  description: "Failed attempts of this generation so far",
+/** A column kubectl prints only with -o wide. */
+const wide = (name: string, type: PrinterColumn["type"], jsonPath: string, description?: string): PrinterColumn => ({
+  name,
+  type,
+  jsonPath,
+  ...(description === undefined ? {} : { description }),
   priority: 1,
-};
+});
+const REASON_COLUMN = wide("Reason", "string", '.status.conditions[?(@.type=="Ready")].reason');
+const ATTEMPTS_COLUMN = wide("Attempts", "integer", `.status.${NEXT_RECONCILE_FIELD}.attempts`, "Failed attempts of this generation so far");
 // A string, not a date: kubectl prints a date column as an age, and a time to come has none.
-const NEXT_COLUMN: PrinterColumn = {
-  name: "Next",
-  type: "string",
-  jsonPath: `.status.${NEXT_RECONCILE_FIELD}.at`,
-  description: "When the object is reconciled again (a retry, requeueAfterSeconds)",
-  priority: 1,
-};
+const NEXT_COLUMN = wide("Next", "string", `.status.${NEXT_RECONCILE_FIELD}.at`, "When the object is reconciled again (a retry, requeueAfterSeconds)");
 const AGE_COLUMN: PrinterColumn = { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" };
 
 /** The operator's columns with the runtime's Ready (and, with -o wide, Reason, Attempts and Next) before Age. */
