@@ -22,25 +22,25 @@ export interface ContextOptions {
 }
 
 /**
- * The context reconcile receives. With the operator (as a unit test should pass it), `children.of`
+ * A context builder's two forms. With the operator (as a unit test should pass it), `children.of`
  * and `references.of` are the runtime's: a kind the operator does not observe (owns with
- * `observe: true`) or read (`reads`) throws, and so does a kind given here that it does not. Without
- * it, only the kinds given here are known, and any other throws.
+ * `observe: true`) or read (`reads`) throws, and so does a kind given here that it does not. With
+ * the options alone, only the kinds given are known, and any other throws.
  */
-export function reconcileContext<Spec, SpecInput, Status extends Record<string, unknown>>(
-  operator: Operator<Spec, SpecInput, Status>,
-  opts?: ContextOptions,
-): ReconcileContext;
-/** @deprecated Pass the operator first: `reconcileContext(operator, { now, children, references })`. */
-export function reconcileContext(opts?: ContextOptions): ReconcileContext;
-export function reconcileContext(first?: object, second?: ContextOptions): ReconcileContext {
+export interface ContextBuilder<Options, Context> {
+  <Spec, SpecInput, Status extends Record<string, unknown>>(operator: Operator<Spec, SpecInput, Status>, opts?: Options): Context;
+  (opts?: Options): Context;
+}
+
+/** The context reconcile receives. */
+export const reconcileContext: ContextBuilder<ContextOptions, ReconcileContext> = (first?: object, second?: ContextOptions) => {
   const [operator, opts = {}] = split(first, second);
   return {
     now: opts.now ?? new Date(0),
     children: operator ? childrenOf(operator, opts.children ?? {}) : givenOnly("children", opts.children ?? {}),
-    references: operator ? referencesOf(operator, opts.references ?? {}) : givenOnly("references", opts.references ?? {}),
+    references: referencesFor(operator, opts.references),
   };
-}
+};
 
 const isOperator = (v: unknown): v is Operator<unknown> => typeof v === "object" && v !== null && "reconcile" in v && "resource" in v;
 /** (operator, options) or (options): the operator, if any, and the options. */
@@ -62,6 +62,11 @@ function childrenOf(operator: Operator<unknown>, given: ObjectsByKind): Observed
     observed.set(owned, objects);
   }
   return observedChildren(operator, observed);
+}
+
+/** The runtime's `ctx.references` over the given objects, or, without the operator, only those. */
+function referencesFor(operator: Operator<unknown> | undefined, given: ObjectsByKind = {}): ReferencedObjects {
+  return operator ? referencesOf(operator, given) : givenOnly("references", given);
 }
 
 /** The runtime's `ctx.references` over the given objects. */
@@ -104,19 +109,12 @@ export interface EffectsContextOptions {
   env?: Record<string, string | undefined>;
 }
 
-/** The context effects receive; with the operator, `references.of` is the runtime's, as in reconcileContext. */
-export function effectsContext<Spec, SpecInput, Status extends Record<string, unknown>>(
-  operator: Operator<Spec, SpecInput, Status>,
-  opts?: EffectsContextOptions,
-): EffectsContext;
-/** Without the operator, only the referenced kinds given are known. */
-export function effectsContext(opts?: EffectsContextOptions): EffectsContext;
-export function effectsContext(first?: object, second?: EffectsContextOptions): EffectsContext {
+/** The context effects receive; `references.of` as in reconcileContext. */
+export const effectsContext: ContextBuilder<EffectsContextOptions, EffectsContext> = (first?: object, second?: EffectsContextOptions) => {
   const [operator, opts = {}] = split(first, second);
   const key = opts.idempotencyKey ?? (opts.object ? idempotencyKeyOf(opts.object.metadata.uid, opts.object.metadata.generation) : idempotencyKeyOf("test", 1));
-  const references = operator ? referencesOf(operator, opts.references ?? {}) : givenOnly("references", opts.references ?? {});
-  return { now: opts.now ?? new Date(0), idempotencyKey: key, references, env: opts.env ?? {} };
-}
+  return { now: opts.now ?? new Date(0), idempotencyKey: key, references: referencesFor(operator, opts.references), env: opts.env ?? {} };
+};
 
 /** The context finalize receives; `release` records nothing unless given. */
 export function finalizeContext(

@@ -8,4 +8,12 @@ export { testObject, TestObjectSpecError } from "./object.ts";
 export type { ObjectInput, TestObjectInput } from "./object.ts";
 export { createFakeKube, type FakeKube } from "./fake-kube.ts";
 export { reconcileWithRuntime, type RunOptions, type RunResult } from "./run.ts";
-export { effectsContext, finalizeContext, reconcileContext, type ContextOptions, type EffectsContextOptions, type ObjectsByKind } from "./context.ts";
+export {
+  effectsContext,
+  finalizeContext,
+  reconcileContext,
+  type ContextBuilder,
+  type ContextOptions,
+  type EffectsContextOptions,
+  type ObjectsByKind,
+} from "./context.ts";
