@@ -241,7 +241,7 @@ describe("crdfn diff and crdfn replay", { timeout: 600_000 }, () => {
       assert.equal(fixed.code, 0, `${fixed.stdout}\n${fixed.stderr}`);
       assert.equal(ready(await crs.get("boom-ps"))?.status, "True");
       const list = await crdfn(["dlq", "list"], on);
-      assert.match(list.stdout, /the dead-letter subscriptions are empty/, list.stdout + list.stderr);
+      assert.match(list.stdout, /the dead-letter subscription is empty: greeting/, list.stdout + list.stderr);
     } finally {
       await pubsub.close();
       await local.stop();

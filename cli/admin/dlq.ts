@@ -15,7 +15,7 @@ import { Command } from "commander";
 import { fromSqsMessage } from "../../clients/queue-message.ts";
 import { parseKeyEvent } from "../../core/event.ts";
 import { adminTarget, onPubSub, onQueue, type AdminTarget } from "./admin-target.ts";
-import { pubSubAdmin } from "./pubsub-admin.ts";
+import { pubSubAdmin, type PubSubAdmin } from "./pubsub-admin.ts";
 
 /** Receives up to `max` messages with a visibility timeout of `visibility` seconds. */
 async function receiveSome(sqs: SQSClient, queueUrl: string, max: number, visibility: number): Promise<Message[]> {
@@ -140,99 +140,112 @@ const settingsOption = [
   "a deployment's deploy settings: its operators' dead-letter queues (AWS credentials from the environment) or, target cloudrun, dead-letter subscriptions (application default credentials)",
 ] as const;
 
-/** The kinds moved, as "(2 Greeting, 1 CronTab)". */
-const kindsOf = (byKind: Map<string, number>): string => {
-  const kinds = [...byKind].map(([k, n]) => `${n} ${k}`).join(", ");
-  return kinds ? ` (${kinds})` : "";
-};
+/** One line per move: how many, from where to where, and of which kinds, as "(2 Greeting, 1 CronTab)". */
+function movedLine(moved: { count: number; byKind: Map<string, number> }, from: string, to: string): string {
+  const kinds = [...moved.byKind].map(([k, n]) => `${n} ${k}`).join(", ");
+  const last = (name: string) => name.split("/").pop();
+  return `redrove ${moved.count} message${moved.count === 1 ? "" : "s"} from ${last(from)} to ${last(to)}${kinds ? ` (${kinds})` : ""}`;
+}
 
-async function listPubSub(t: AdminTarget, max: number): Promise<void> {
-  const p = t.pubsub!;
-  const admin = await pubSubAdmin(p.connection);
+/** The operators with nothing dead-lettered, after the letters of the others. */
+function emptyLine(empty: string[], of: number, what: "queue" | "subscription"): string | undefined {
+  if (empty.length === 0) return undefined;
+  // A local queue pair may have no operator's name to show.
+  const names = empty.filter((n) => n !== "").join(", ");
+  const where = of === 1 ? `the dead-letter ${what} is empty` : empty.length === of ? `the dead-letter ${what}s are empty` : "empty";
+  return names ? `${where}: ${names}` : where;
+}
+
+/** What a subcommand does on each target, with its client (built and closed by onTarget). */
+interface DlqAction {
+  sqs(t: AdminTarget, sqs: SQSClient, max: number): Promise<void>;
+  pubsub(t: AdminTarget, admin: PubSubAdmin, pubsub: NonNullable<AdminTarget["pubsub"]>, max: number): Promise<void>;
+}
+
+async function onTarget(opts: { stateDir: string; settings?: string; max: number }, action: DlqAction): Promise<void> {
+  const t = await adminTarget(opts);
+  if (t.pubsub) {
+    const admin = await pubSubAdmin(t.pubsub.connection);
+    try {
+      return await action.pubsub(t, admin, t.pubsub, opts.max);
+    } finally {
+      await admin.close();
+    }
+  }
+  const sqs = t.sqs!;
   try {
+    await action.sqs(t, sqs, opts.max);
+  } finally {
+    sqs.destroy();
+  }
+}
+
+const list: DlqAction = {
+  async sqs(t, sqs, max) {
     const empty: string[] = [];
-    for (const { operator, names } of p.pairs) {
+    for (const { operator, deadLetters } of t.pairs) {
+      // Hidden for a few seconds so one listing does not show a message twice.
+      const messages = await onQueue(t, deadLetters, () => receiveSome(sqs, deadLetters, max, 5));
+      if (messages.length === 0) empty.push(operator);
+      for (const m of messages) console.log(`${operator ? `${operator}  ` : ""}${describeMessage(m)}`);
+    }
+    const line = emptyLine(empty, t.pairs.length, "queue");
+    if (line) console.log(line);
+  },
+  async pubsub(t, admin, pubsub, max) {
+    const empty: string[] = [];
+    for (const { operator, names } of pubsub.pairs) {
       const letters = await onPubSub(t, names.deadLetterSubscription, () => admin.peek(names.deadLetterSubscription, max));
       if (letters.length === 0) empty.push(operator);
       for (const l of letters) console.log(`${operator}  ${describeLetter(l.id, l.body, l.publishTime.getTime())}`);
     }
-    if (empty.length > 0) console.log(`${empty.length === p.pairs.length ? "the dead-letter subscriptions are empty" : "empty"}: ${empty.join(", ")}`);
-  } finally {
-    await admin.close();
-  }
-}
+    const line = emptyLine(empty, pubsub.pairs.length, "subscription");
+    if (line) console.log(line);
+  },
+};
 
-async function redrivePubSub(t: AdminTarget, max: number): Promise<void> {
-  const p = t.pubsub!;
-  const admin = await pubSubAdmin(p.connection);
-  try {
-    for (const { names } of p.pairs) {
-      const moved = await onPubSub(t, names.deadLetterSubscription, () => admin.redrive(names, max));
-      console.log(
-        `redrove ${moved.count} message${moved.count === 1 ? "" : "s"} from ${names.deadLetterSubscription.split("/").pop()} to ${names.topic.split("/").pop()}${kindsOf(moved.byKind)}`,
-      );
+const redriveAll: DlqAction = {
+  async sqs(t, sqs, max) {
+    for (const { deadLetters, events } of t.pairs) {
+      const moved = await onQueue(t, deadLetters, () => redrive(sqs, deadLetters, events, max));
+      console.log(movedLine(moved, deadLetters, events));
     }
-  } finally {
-    await admin.close();
-  }
-}
+  },
+  async pubsub(t, admin, pubsub, max) {
+    for (const { names } of pubsub.pairs) {
+      const moved = await onPubSub(t, names.deadLetterSubscription, () => admin.redrive(names, max));
+      console.log(movedLine(moved, names.deadLetterSubscription, names.topic));
+    }
+  },
+};
 
 export function dlqCommand(): Command {
   const dlq = new Command("dlq")
     .description("inspect and redrive the dead-letter queues")
     .addHelpText("after", "\nExamples:\n  $ crdfn dlq list\n  $ crdfn dlq redrive\n  $ crdfn dlq list --settings crdfn.deploy.yaml");
   // Both act on the same dead-letter queues: those of crdfn dev's state, or of a deployment.
-  const subcommand = (name: string, description: string, max: number, examples: string) =>
+  const subcommand = (name: string, description: string, max: number, examples: string, action: DlqAction) =>
     dlq
       .command(name)
       .description(description)
       .option("--state-dir <dir>", "where crdfn dev wrote env", ".crdfn")
       .option(...settingsOption)
       .option("--max <n>", "at most this many per dead-letter queue", (v) => Number(v), max)
-      .addHelpText("after", `\nExamples:\n${examples}`);
+      .addHelpText("after", `\nExamples:\n${examples}`)
+      .action((opts: { stateDir: string; settings?: string; max: number }) => onTarget(opts, action));
   subcommand(
     "list",
     "show the messages in every operator's dead-letter queue (they stay there)",
     50,
     "  $ crdfn dlq list\n  $ crdfn dlq list --max 5 --state-dir .crdfn\n  $ crdfn dlq list --settings crdfn.deploy.yaml",
-  ).action(async (o: { stateDir: string; settings?: string; max: number }) => {
-    const t = await adminTarget(o);
-    if (t.pubsub) return listPubSub(t, o.max);
-    const sqs = t.sqs!;
-    try {
-      const empty: string[] = [];
-      for (const { operator, deadLetters } of t.pairs) {
-        // Hidden for a few seconds so one listing does not show a message twice.
-        const messages = await onQueue(t, deadLetters, () => receiveSome(sqs, deadLetters, o.max, 5));
-        if (messages.length === 0) empty.push(operator);
-        for (const m of messages) console.log(`${operator ? `${operator}  ` : ""}${describeMessage(m)}`);
-      }
-      if (t.pairs.length === 1 && empty.length === 1) console.log("the dead-letter queue is empty");
-      else if (empty.length > 0) console.log(`${empty.length === t.pairs.length ? "the dead-letter queues are empty" : "empty"}: ${empty.join(", ")}`);
-    } finally {
-      sqs.destroy();
-    }
-  });
+    list,
+  );
   subcommand(
     "redrive",
     "move every dead-lettered message back to its operator's event queue, to be reconciled again",
     100_000,
     "  $ crdfn dlq redrive              # after fixing what made them fail\n  $ crdfn dlq redrive --max 10\n  $ crdfn dlq redrive --settings crdfn.deploy.yaml",
-  ).action(async (o: { stateDir: string; settings?: string; max: number }) => {
-    const t = await adminTarget(o);
-    if (t.pubsub) return redrivePubSub(t, o.max);
-    const sqs = t.sqs!;
-    try {
-      for (const { deadLetters, events } of t.pairs) {
-        const moved = await onQueue(t, deadLetters, () => redrive(sqs, deadLetters, events, o.max));
-        const kinds = [...moved.byKind].map(([k, n]) => `${n} ${k}`).join(", ");
-        console.log(
-          `redrove ${moved.count} message${moved.count === 1 ? "" : "s"} from ${deadLetters.split("/").pop()} to ${events.split("/").pop()}${kinds ? ` (${kinds})` : ""}`,
-        );
-      }
-    } finally {
-      sqs.destroy();
-    }
-  });
+    redriveAll,
+  );
   return dlq;
 }
