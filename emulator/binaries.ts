@@ -62,6 +62,12 @@ export interface BinaryOptions {
   log: (line: string) => void;
 }
 
+/** What a start-up not given them reads and reports to: this process's environment, and stderr. */
+export const withSetupDefaults = (opts: Partial<BinaryOptions>): BinaryOptions => ({
+  env: opts.env ?? process.env,
+  log: opts.log ?? ((line) => console.error(line)),
+});
+
 export async function controlPlaneBinaries({ env, log }: BinaryOptions): Promise<ControlPlaneBinaries> {
   const version = pinnedKubernetesVersion();
   if (env.CRDFN_BIN_DIR) return fromDir(env.CRDFN_BIN_DIR, "CRDFN_BIN_DIR", version);

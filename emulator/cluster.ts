@@ -1,11 +1,9 @@
 // One call that brings up a real local Kubernetes control plane and SQS-compatible queue:
 // what every integration test, `crdfn cluster up` and `crdfn dev` stand on.
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { KubeConfig } from "@kubernetes/client-node";
 import { sqsClient } from "../clients/sqs-client.ts";
-import { controlPlaneBinaries } from "./binaries.ts";
+import { controlPlaneBinaries, withSetupDefaults } from "./binaries.ts";
 import { startApiServer, startControllerManager, startEtcd } from "./controlplane.ts";
 import { elasticMqClasspath, startElasticMq } from "./elasticmq.ts";
 import { writeKubeconfig } from "./kubeconfig.ts";
@@ -13,7 +11,7 @@ import { createPki } from "./pki.ts";
 import { freePort } from "./ports.ts";
 import type { RunningServer } from "./process.ts";
 import { ensureQueues, queueDefinitions, queueEnv, queueUrlsAt } from "./queues.ts";
-import { startReaper } from "./reaper.ts";
+import { startScratch } from "./reaper.ts";
 import { supervise } from "./supervisor.ts";
 import type { LocalCluster, SqsEnvironment, StartOptions } from "./types.ts";
 
@@ -24,8 +22,7 @@ export const REGION = "us-east-1";
 const LOCAL_CREDENTIALS = { accessKeyId: "local", secretAccessKey: "local" };
 
 export async function startCluster(opts: StartOptions = {}): Promise<LocalCluster> {
-  const env = opts.env ?? process.env;
-  const log = opts.log ?? ((line: string) => console.error(line));
+  const { env, log } = withSetupDefaults(opts);
   const withQueue = opts.queue ?? true;
   /** A server as started, or kept running (opts.supervise) by starting it again the same way. */
   const kept = async (start: () => Promise<RunningServer>): Promise<RunningServer> => {
@@ -42,15 +39,13 @@ export async function startCluster(opts: StartOptions = {}): Promise<LocalCluste
     log(`no kube-controller-manager in ${bins.source}: owned children will not be garbage-collected`);
   }
 
-  const dir = mkdtempSync(join(tmpdir(), "crdfn-"));
-  const reaper = startReaper();
-  reaper.trackDir(dir);
+  const scratch = startScratch("crdfn");
+  const { dir, reaper } = scratch;
   const servers: RunningServer[] = [];
   const stopAll = async () => {
     // Reverse order: nothing should outlive what it depends on.
     for (const s of servers.splice(0).reverse()) await s.stop();
-    rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
-    await reaper.release();
+    await scratch.remove();
   };
 
   try {

@@ -3,14 +3,13 @@
 // runtime interface client (lambda-ric.ts) as its bootstrap, loading the handler from the task
 // root exactly as a Lambda Node runtime does (the handler string, .mjs resolution, the
 // Runtime API's answers). For tests and benchmarks of a packaged bundle.
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { withSetupDefaults, type BinaryOptions } from "./binaries.ts";
 import { join } from "node:path";
 import { lambdaRic } from "./lambda-ric.ts";
 import { lambdaRieBinary } from "./lambda-rie.ts";
 import { freePort } from "./ports.ts";
 import { logTail, startServer, type RunningServer } from "./process.ts";
-import { startReaper } from "./reaper.ts";
+import { startScratch } from "./reaper.ts";
 
 /** RIE's invoke path: what Lambda's Invoke API is, for one function. */
 export const INVOKE_PATH = "/2015-03-31/functions/function/invocations";
@@ -43,22 +42,20 @@ export interface LocalLambda {
 }
 
 /** Builds or finds RIE and the runtime interface client (first run: minutes, with progress). */
-export async function localLambdaRuntime(o: { env: NodeJS.ProcessEnv; log: (line: string) => void }): Promise<{ rie: string; ric: string }> {
+export async function localLambdaRuntime(o: BinaryOptions): Promise<{ rie: string; ric: string }> {
   const [rie, ric] = await Promise.all([lambdaRieBinary(o), lambdaRic(o)]);
   return { rie, ric };
 }
 
 export async function startLocalLambda(o: LocalLambdaOptions): Promise<LocalLambda> {
-  const env = o.env ?? process.env;
-  const { rie, ric } = await localLambdaRuntime({ env, log: o.log ?? ((line) => console.error(line)) });
-  const dir = mkdtempSync(join(tmpdir(), "crdfn-lambda-"));
-  const reaper = startReaper();
-  reaper.trackDir(dir);
+  const { env, log } = withSetupDefaults(o);
+  const { rie, ric } = await localLambdaRuntime({ env, log });
+  const scratch = startScratch("crdfn-lambda");
+  const { dir, reaper } = scratch;
   let server: RunningServer | undefined;
   const stop = async () => {
     await server?.stop(2000);
-    rmSync(dir, { recursive: true, force: true });
-    await reaper.release();
+    await scratch.remove();
   };
   try {
     const [invokePort, runtimeApiPort] = [await freePort(), await freePort()];

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { closeSync, openSync, readFileSync } from "node:fs";
-import type { Reaper } from "./reaper.ts";
+import { freePort } from "./ports.ts";
+import { startScratch, type Reaper } from "./reaper.ts";
 import { SetupError } from "./errors.ts";
 
 export interface ServerSpec {
@@ -103,4 +104,35 @@ export async function startServer(spec: ServerSpec, reaper: Reaper): Promise<Run
     if (!gone) process.kill(-pid, sig);
   };
   return { name: spec.name, pid, logFile: spec.logFile, stop, exited, signal };
+}
+
+/** A server of its own in a scratch folder, on a free port. */
+export interface EmbeddedServer {
+  port: number;
+  server: RunningServer;
+  /** Stops the server and removes its folder; once, however often called. */
+  stop: () => Promise<void>;
+}
+
+/** Starts one server with `start`; a start that fails leaves nothing behind. */
+export async function startEmbedded(
+  prefix: string,
+  start: (at: { dir: string; port: number; reaper: Reaper }) => Promise<RunningServer>,
+): Promise<EmbeddedServer> {
+  const scratch = startScratch(prefix);
+  let server: RunningServer | undefined;
+  let stopped: Promise<void> | undefined;
+  const stop = () =>
+    (stopped ??= (async () => {
+      await server?.stop();
+      await scratch.remove();
+    })());
+  try {
+    const port = await freePort();
+    server = await start({ dir: scratch.dir, port, reaper: scratch.reaper });
+    return { port, server, stop };
+  } catch (e) {
+    await stop();
+    throw e;
+  }
 }

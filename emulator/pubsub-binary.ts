@@ -1,6 +1,7 @@
 // The Pub/Sub emulator binary: the fake of Google's Go client (pstest), served by the pinned
 // wrapper module in infra/pubsub, built once with `go build` from the Go module proxy and
 // cached outside the repo by a hash of that pin (go-build.ts, as the control plane is).
+import type { BinaryOptions } from "./binaries.ts";
 import { join } from "node:path";
 import { pinnedBinary, pinnedModuleVersion } from "./go-build.ts";
 import { packageRoot } from "./paths.ts";
@@ -13,7 +14,7 @@ export const pinnedPstestVersion = (): string =>
   pinnedModuleVersion(moduleDir, /^\s*(?:require\s+)?cloud\.google\.com\/go\/pubsub\/v2 (v\d+\.\d+\.\d+)/m, "cloud.google.com/go/pubsub/v2");
 
 /** Path of the emulator binary: CRDFN_BIN_DIR's when it holds one, else the cached build (built on first use). */
-export function pubSubEmulatorBinary(o: { env: NodeJS.ProcessEnv; log: (line: string) => void }): Promise<string> {
+export function pubSubEmulatorBinary(o: BinaryOptions): Promise<string> {
   const version = pinnedPstestVersion();
   return pinnedBinary(
     {

@@ -26,13 +26,12 @@
 // them); a message neither acknowledged nor outstanding 10 minutes after it was published is
 // dropped (Pub/Sub keeps 7 days by default); a dead-lettered message keeps its id and gets no
 // CloudPubSubDeadLetter* attributes.
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { withSetupDefaults, type BinaryOptions } from "./binaries.ts";
+import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { pinnedPstestVersion, pubSubEmulatorBinary } from "./pubsub-binary.ts";
-import { freePort } from "./ports.ts";
-import { startServer, type RunningServer } from "./process.ts";
-import { startReaper, type Reaper } from "./reaper.ts";
+import { startEmbedded, startServer, type RunningServer } from "./process.ts";
+import type { Reaper } from "./reaper.ts";
 
 /** The project of every local topic and subscription (the emulator accepts any). */
 export const LOCAL_PUBSUB_PROJECT = "crdfn-local";
@@ -79,32 +78,14 @@ export interface LocalPubSub {
  * A running Pub/Sub emulator: the one CRDFN_PUBSUB_EMULATOR_HOST names, or an embedded pstest
  * (built on first use). It holds nothing until topics are created (see pubsub-resources.ts).
  */
-export async function startLocalPubSub(opts: { env?: NodeJS.ProcessEnv; log?: (line: string) => void } = {}): Promise<LocalPubSub> {
-  const env = opts.env ?? process.env;
-  const log = opts.log ?? ((line: string) => console.error(line));
+export async function startLocalPubSub(opts: Partial<BinaryOptions> = {}): Promise<LocalPubSub> {
+  const { env, log } = withSetupDefaults(opts);
   const external = env.CRDFN_PUBSUB_EMULATOR_HOST;
   if (external) return local(external, "external", () => Promise.resolve());
   const binary = await pubSubEmulatorBinary({ env, log });
-  const dir = mkdtempSync(join(tmpdir(), "crdfn-pubsub-"));
-  const reaper = startReaper();
-  reaper.trackDir(dir);
-  let server: RunningServer | undefined;
-  let stopped: Promise<void> | undefined;
-  const stop = () =>
-    (stopped ??= (async () => {
-      await server?.stop();
-      rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
-      await reaper.release();
-    })());
-  try {
-    const port = await freePort();
-    log("starting the Pub/Sub emulator…");
-    server = await startPubSubEmulator({ binary, dir, port, reaper });
-    return local(`127.0.0.1:${port}`, pinnedPstestVersion(), stop);
-  } catch (e) {
-    await stop();
-    throw e;
-  }
+  log("starting the Pub/Sub emulator…");
+  const { port, stop } = await startEmbedded("crdfn-pubsub", (at) => startPubSubEmulator({ binary, ...at }));
+  return local(`127.0.0.1:${port}`, pinnedPstestVersion(), stop);
 }
 
 function local(host: string, version: string, stop: () => Promise<void>): LocalPubSub {

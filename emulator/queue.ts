@@ -1,14 +1,11 @@
 // The queue alone, for a cluster the emulator did not start (`crdfn dev --kubeconfig`): an
 // embedded ElasticMQ with the crdfn queues, or the existing endpoint CRDFN_SQS_ENDPOINT names.
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { withSetupDefaults, type BinaryOptions } from "./binaries.ts";
 import { join } from "node:path";
 import { REGION, sqsEnvironment } from "./cluster.ts";
 import { elasticMqClasspath, startElasticMq } from "./elasticmq.ts";
-import { freePort } from "./ports.ts";
-import type { RunningServer } from "./process.ts";
+import { startEmbedded } from "./process.ts";
 import { queueDefinitions, queueEnv } from "./queues.ts";
-import { startReaper } from "./reaper.ts";
 import type { SqsEnvironment } from "./types.ts";
 
 export interface LocalQueue {
@@ -19,9 +16,8 @@ export interface LocalQueue {
   stop(): Promise<void>;
 }
 
-export async function startLocalQueue(opts: { env?: NodeJS.ProcessEnv; log?: (line: string) => void } = {}): Promise<LocalQueue> {
-  const env = opts.env ?? process.env;
-  const log = opts.log ?? ((line: string) => console.error(line));
+export async function startLocalQueue(opts: Partial<BinaryOptions> = {}): Promise<LocalQueue> {
+  const { env, log } = withSetupDefaults(opts);
   const defs = queueDefinitions();
   const external = env.CRDFN_SQS_ENDPOINT;
   if (external) {
@@ -29,24 +25,15 @@ export async function startLocalQueue(opts: { env?: NodeJS.ProcessEnv; log?: (li
     return { sqs, env: queueEnv(sqs), stop: () => Promise.resolve() };
   }
   const classpath = elasticMqClasspath(env, log);
-  const dir = mkdtempSync(join(tmpdir(), "crdfn-queue-"));
-  const reaper = startReaper();
-  reaper.trackDir(dir);
-  let server: RunningServer | undefined;
-  const stop = async () => {
-    await server?.stop();
-    server = undefined;
-    rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
-    await reaper.release();
-  };
+  log("starting ElasticMQ…");
+  const embedded = await startEmbedded("crdfn-queue", ({ dir, port, reaper }) =>
+    startElasticMq({ classpath, dir: join(dir, "elasticmq"), port, queues: defs, reaper, region: REGION }),
+  );
   try {
-    const port = await freePort();
-    log("starting ElasticMQ…");
-    server = await startElasticMq({ classpath, dir: join(dir, "elasticmq"), port, queues: defs, reaper, region: REGION });
-    const sqs = await sqsEnvironment(`http://127.0.0.1:${port}`, false, defs);
-    return { sqs, env: queueEnv(sqs), stop };
+    const sqs = await sqsEnvironment(`http://127.0.0.1:${embedded.port}`, false, defs);
+    return { sqs, env: queueEnv(sqs), stop: embedded.stop };
   } catch (e) {
-    await stop();
+    await embedded.stop();
     throw e;
   }
 }

@@ -1,4 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { packageRoot } from "./paths.ts";
 
@@ -33,6 +35,28 @@ export function startReaper(): Reaper {
       child.ref();
       stdin.end();
       await exited;
+    },
+  };
+}
+
+/** A temporary folder for embedded servers, removed by the reaper (with the servers it tracks) should this process die. */
+export interface Scratch {
+  dir: string;
+  reaper: Reaper;
+  /** Removes the folder and releases the reaper: once the servers in it have stopped. */
+  remove(): Promise<void>;
+}
+
+export function startScratch(prefix: string): Scratch {
+  const dir = mkdtempSync(join(tmpdir(), `${prefix}-`));
+  const reaper = startReaper();
+  reaper.trackDir(dir);
+  return {
+    dir,
+    reaper,
+    remove: async () => {
+      rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
+      await reaper.release();
     },
   };
 }
