@@ -1,4 +1,4 @@
-// `npm run bench:coldscale`: a cold start at scale (issue 33). N Greetings (examples/greeting)
+// `npm run bench:coldscale`: a cold start at scale. N Greetings (examples/greeting)
 // are created in a fresh namespace before any operator runs; then the system is started for that
 // namespace and timed from its spawn to every Greeting Ready (status reports its generation
 // reconciled, seen by a watch). crdfn runs as the local stack runs it (cli/local/pipeline.ts: the

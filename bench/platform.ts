@@ -1,4 +1,4 @@
-// `npm run bench:platform`: the platform team's bill (issue 33). Ten Greeting-shaped kinds, each
+// `npm run bench:platform`: the platform team's bill. Ten Greeting-shaped kinds, each
 // with its operator owning one ConfigMap per object, run on one embedded cluster twice, one system
 // after the other: crdfn as ONE project (one bridge for the ten kinds; its functions off-cluster)
 // and ten controller-runtime operators, one process per kind. Side by side: cluster-side RSS, idle
@@ -99,7 +99,7 @@ export async function runPlatformBench(
 function platformCommand(): Command {
   return new Command("npm run bench:platform --")
     .description(
-      "the platform's bill (issue 33): N Greeting-shaped kinds, each owning a ConfigMap per object, served by crdfn as one project (one bridge) " +
+      "the platform's bill: N Greeting-shaped kinds, each owning a ConfigMap per object, served by crdfn as one project (one bridge) " +
         "and by N controller-runtime operators, one after the other on one embedded cluster: cluster-side RSS, idle CPU, p50 and CPU per change " +
         "at a fixed rate spread over the kinds, API requests per change, watches held open on the API server, SQS requests per change; " +
         "checked against the issue's bars (RSS ≤ 0.3×, idle CPU ≤ 0.5×, API requests equal, p50 ≤ 1.5×, fewer watches, ≤ 1.0 SQS request per change)",

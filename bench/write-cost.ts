@@ -1,4 +1,4 @@
-// `npm run bench:writecost`: what each kind of write costs the API server and etcd (issue 33: a
+// `npm run bench:writecost`: what each kind of write costs the API server and etcd (a
 // cold start costs the API server 12.5 ms of CPU per object under crdfn against 8.2 under
 // controller-runtime). On the embedded control plane, N Greetings (examples/greeting's CRD) get
 // one write of each kind, one kind after another, `--concurrency` in flight over the admin

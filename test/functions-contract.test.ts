@@ -1,4 +1,4 @@
-// The reconcile contract end to end (issues 9 and 10.1): real kube-apiserver + kube-controller-manager
+// The reconcile contract end to end: real kube-apiserver + kube-controller-manager
 // + ElasticMQ + the real bridge + the local functions. Every reconcile is triggered by the bridge.
 import { signedForTest } from "./support/event-key.ts";
 import { after, before, describe, it } from "node:test";

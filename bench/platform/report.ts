@@ -1,4 +1,4 @@
-// bench:platform's verdict: issue 33's bars checked on the two systems' runs, and the table a
+// bench:platform's verdict: the platform team's bars checked on the two systems' runs, and the table a
 // person reads (markdown, so docs/performance.md takes it as printed), with the load averages.
 import type { PlatformRun } from "./run.ts";
 
@@ -19,7 +19,7 @@ const f = (n: number | null | undefined, digits = 1): string => (n === null || n
 export const EQUAL_REQUESTS_SLACK = 0.1;
 
 /**
- * The issue's bars: cluster-side RSS ≤ 0.3× (peak, what a memory limit must allow), idle CPU ≤ 0.5×,
+ * The bars: cluster-side RSS ≤ 0.3× (peak, what a memory limit must allow), idle CPU ≤ 0.5×,
  * API requests per change no more than controller-runtime's, p50 ≤ 1.5×, fewer watches; and on the
  * SQS path ≤ 1.0 queue request per change with the rate sustained (every change written and seen).
  */
