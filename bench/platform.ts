@@ -4,7 +4,7 @@
 // and ten controller-runtime operators, one process per kind. Side by side: cluster-side RSS, idle
 // CPU, latency and CPU per change at a fixed rate spread over the kinds, API requests per change,
 // watches held open on the API server, and crdfn's queue requests per change; checked against
-// the bars. A tool of this checkout (it builds the Go operator), not of the published CLI.
+// the bars of docs/performance.md. A tool of this checkout (it builds the Go operator), not of the published CLI.
 import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, totalmem } from "node:os";
 import { dirname, join } from "node:path";
@@ -102,7 +102,7 @@ function platformCommand(): Command {
       "the platform's bill: N Greeting-shaped kinds, each owning a ConfigMap per object, served by crdfn as one project (one bridge) " +
         "and by N controller-runtime operators, one after the other on one embedded cluster: cluster-side RSS, idle CPU, p50 and CPU per change " +
         "at a fixed rate spread over the kinds, API requests per change, watches held open on the API server, SQS requests per change; " +
-        "checked against the issue's bars (RSS ≤ 0.3×, idle CPU ≤ 0.5×, API requests equal, p50 ≤ 1.5×, fewer watches, ≤ 1.0 SQS request per change)",
+        "checked against the bars of docs/performance.md (RSS ≤ 0.3×, idle CPU ≤ 0.5×, API requests equal, p50 ≤ 1.5×, fewer watches, ≤ 1.0 SQS request per change)",
     )
     .option("--kinds <n>", "kinds (and controller-runtime processes)", wholeNumber("--kinds"), 10)
     .option("--objects <n>", "objects per kind", wholeNumber("--objects"), 1000)

@@ -56,7 +56,7 @@ function run(
 describe("bench:platform's bars", () => {
   const cr = run("controller-runtime", { peak: 400, idle: 0.4, requests: 2, p50: 20, watches: 20, queue: null });
 
-  it("pass where crdfn meets each of the issue's bars", () => {
+  it("pass where crdfn meets each of the bars of docs/performance.md", () => {
     const bars = checkBars(run("crdfn", { peak: 100, idle: 0.1, requests: 2.05, p50: 29, watches: 11, queue: 0.8 }), cr);
     assert.deepEqual(
       bars.map((b) => [b.name, b.pass]),
