@@ -15,9 +15,9 @@
 // bridge's longest wait before it lists a kind again that a starting server did not yet serve
 // (2 s: its 404 is the server's, before it has loaded the CRDs).
 //
-// Scale: the hang lasts 45 s (CRDFN_TEST_HANG_SECONDS=300: the 300 s), 10 tickers per
+// Scale: the hang lasts 45 s (CRDFN_TEST_HANG_SECONDS=300: five minutes), 10 tickers per
 // consumer (CRDFN_TEST_HANG_TICKERS); the restart's outage 10 s, once (CRDFN_TEST_HANG_RESTARTS=5
-// measures the median of five). Longer hangs only repeat the
+// measures a median of five). Longer hangs only repeat the
 // cycle: the probe times out after 15 s, deferrals re-send before a message's last receive.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
@@ -57,7 +57,7 @@ const paths = [
 
 const HANG_MS = Number(process.env.CRDFN_TEST_HANG_SECONDS ?? 45) * 1000;
 const RESTART_OUTAGE_MS = 10_000;
-/** CRDFN_TEST_HANG_RESTARTS=5: the median of five restarts. */
+/** CRDFN_TEST_HANG_RESTARTS=5: a median of five restarts. */
 const RESTARTS = Number(process.env.CRDFN_TEST_HANG_RESTARTS ?? 1);
 const TICKERS = Number(process.env.CRDFN_TEST_HANG_TICKERS ?? 10);
 /** The change after the outage may take this many times its latency before it… */

@@ -1,6 +1,6 @@
 // `npm run bench:platform --quick` end to end: builds the Go operator, runs crdfn (one bridge for
 // ten kinds) and ten controller-runtime operators with tiny numbers on one cluster, and writes
-// every measure the issue asks for. Skipped, saying why, without Go.
+// every measure of docs/performance.md's platform table. Skipped, saying why, without Go.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";

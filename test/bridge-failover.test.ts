@@ -24,7 +24,7 @@ const OBJECTS = 1000;
 const PENDING = 100;
 /** The replicas' lease (the default is 8 s): a standby leads within about this long after a SIGKILL. */
 const LEASE_SECONDS = 5;
-/** How long the settled cluster is watched for messages; CRDFN_TEST_IDLE_SECONDS=600 for the issue's 10 minutes. */
+/** How long the settled cluster is watched for messages; CRDFN_TEST_IDLE_SECONDS=600 for 10 minutes. */
 const IDLE_SECONDS = Number(process.env.CRDFN_TEST_IDLE_SECONDS ?? 30);
 
 async function leaseHolder(cluster: LocalCluster, name: string): Promise<string> {

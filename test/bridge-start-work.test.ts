@@ -5,7 +5,7 @@
 // once its status write records them (one reconcile per new object), and a child the parent's
 // next reconcile no longer wants still reaches it and is pruned. And a parent of any size: more
 // children than an event can carry keys for (about 1,500) are reconciled and half of them pruned:
-// 2,000 here, CRDFN_TEST_BIG_CHILDREN=5000 for the issue's scale (its figures: docs/operations.md,
+// 2,000 here, CRDFN_TEST_BIG_CHILDREN=5000 for 5,000 (its figures: docs/operations.md,
 // "Known limits"). Real API server, real queue, the real bridge and the functions' poller.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
@@ -27,7 +27,7 @@ import { crApi, pollerFor, ready, runtimeFor, startEnv, startTestBridge, waitFor
 
 /** Settled objects beside what a test changes; CRDFN_TEST_START_OBJECTS for another scale. */
 const OBJECTS = Number(process.env.CRDFN_TEST_START_OBJECTS ?? 1000);
-/** Over the ~1,500 child keys an event carries; CRDFN_TEST_BIG_CHILDREN=5000 for the issue's scale. */
+/** Over the ~1,500 child keys an event carries; CRDFN_TEST_BIG_CHILDREN=5000 for 5,000. */
 const BIG = Number(process.env.CRDFN_TEST_BIG_CHILDREN ?? 2000);
 const mergePatch = "application/merge-patch+json";
 

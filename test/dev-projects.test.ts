@@ -8,7 +8,7 @@
 // short-lived tokens sit in its state folder and are gone after a kill -9 of dev.
 //
 // CRDFN_TEST_DEV_PROJECTS_RECONNECTS (default 2) sets how many forced reconnects each bridge
-// goes through; the five minutes is about 10 on this machine.
+// goes through; five minutes of them is about 10 on this machine.
 import assert from "node:assert/strict";
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";

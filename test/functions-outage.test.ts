@@ -13,8 +13,8 @@
 // three times: the same path (circuit open, deferral, re-send, probe, recovery) that production
 // runs through with thousands of objects and outages of minutes or hours, which only repeat the
 // cycle (up to the 6 h deferral limit). Lambda's event source cannot pause, so its budget runs
-// out faster still. CRDFN_TEST_OUTAGE_SECONDS=200 CRDFN_TEST_OUTAGE_OBJECTS=200 runs the issue's
-// original scale (200 s, 400 events per consumer).
+// out faster still. CRDFN_TEST_OUTAGE_SECONDS=200 CRDFN_TEST_OUTAGE_OBJECTS=200 runs a
+// larger scale (200 s, 400 events per consumer).
 import { signedForTest } from "./support/event-key.ts";
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
