@@ -20,9 +20,12 @@ const overrides: Readonly<Record<string, string>> = {
   "--log-level <level>": "trace | debug | info | warn | error",
 };
 
+/** "--queue-url <url>": "queue-url". */
+const nameOf = (flag: string): string => flag.slice(2, flag.indexOf(" "));
+
 /** CRDFN_ and the flag's name (--queue-url: CRDFN_QUEUE_URL); --config sets CRDFN_CONFIG_FILE. */
 function envOf(flag: string): string {
-  const name = flag.slice(2).split(" ")[0] ?? "";
+  const name = nameOf(flag);
   return name === "config" ? "CRDFN_CONFIG_FILE" : `CRDFN_${name.toUpperCase().replace(/-/g, "_")}`;
 }
 
@@ -41,7 +44,7 @@ export function bridgeCommand(): Command {
   cmd.action(async (opts: Record<string, string | undefined>) => {
     const env: NodeJS.ProcessEnv = { ...process.env };
     for (const flag of Object.keys(overrides)) {
-      const key = flag.slice(2, flag.indexOf(" ")).replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
+      const key = nameOf(flag).replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
       const value = opts[key];
       if (value !== undefined) env[envOf(flag)] = value;
     }

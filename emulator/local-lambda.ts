@@ -3,8 +3,8 @@
 // runtime interface client (lambda-ric.ts) as its bootstrap, loading the handler from the task
 // root exactly as a Lambda Node runtime does (the handler string, .mjs resolution, the
 // Runtime API's answers). For tests and benchmarks of a packaged bundle.
-import { withSetupDefaults, type BinaryOptions } from "./binaries.ts";
 import { join } from "node:path";
+import { withSetupDefaults, type BinaryOptions } from "./binaries.ts";
 import { lambdaRic } from "./lambda-ric.ts";
 import { lambdaRieBinary } from "./lambda-rie.ts";
 import { freePort } from "./ports.ts";

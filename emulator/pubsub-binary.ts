@@ -1,8 +1,8 @@
 // The Pub/Sub emulator binary: the fake of Google's Go client (pstest), served by the pinned
 // wrapper module in infra/pubsub, built once with `go build` from the Go module proxy and
 // cached outside the repo by a hash of that pin (go-build.ts, as the control plane is).
-import type { BinaryOptions } from "./binaries.ts";
 import { join } from "node:path";
+import type { BinaryOptions } from "./binaries.ts";
 import { pinnedBinary, pinnedModuleVersion } from "./go-build.ts";
 import { packageRoot } from "./paths.ts";
 

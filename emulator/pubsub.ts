@@ -26,9 +26,9 @@
 // them); a message neither acknowledged nor outstanding 10 minutes after it was published is
 // dropped (Pub/Sub keeps 7 days by default); a dead-lettered message keeps its id and gets no
 // CloudPubSubDeadLetter* attributes.
-import { withSetupDefaults, type BinaryOptions } from "./binaries.ts";
 import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { withSetupDefaults, type BinaryOptions } from "./binaries.ts";
 import { pinnedPstestVersion, pubSubEmulatorBinary } from "./pubsub-binary.ts";
 import { startEmbedded, startServer, type RunningServer } from "./process.ts";
 import type { Reaper } from "./reaper.ts";

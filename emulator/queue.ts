@@ -1,7 +1,7 @@
 // The queue alone, for a cluster the emulator did not start (`crdfn dev --kubeconfig`): an
 // embedded ElasticMQ with the crdfn queues, or the existing endpoint CRDFN_SQS_ENDPOINT names.
-import { withSetupDefaults, type BinaryOptions } from "./binaries.ts";
 import { join } from "node:path";
+import { withSetupDefaults, type BinaryOptions } from "./binaries.ts";
 import { REGION, sqsEnvironment } from "./cluster.ts";
 import { elasticMqClasspath, startElasticMq } from "./elasticmq.ts";
 import { startEmbedded } from "./process.ts";
