@@ -7,7 +7,7 @@
 // Beside the time: CPU seconds per process from /proc, the API server's requests by verb from its
 // /metrics, the Ready count over time, and crdfn's bridge and function process CPU-profiled.
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from "node:fs";
-import { availableParallelism, cpus, loadavg, tmpdir } from "node:os";
+import { cpus, loadavg, tmpdir } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
 import { Command, InvalidArgumentError, Option } from "commander";
 import { installCrds } from "../cli/local/install-crds.ts";
@@ -29,14 +29,11 @@ import { buildControllerRuntime, missingToolchains } from "./peers/build.ts";
 import { requestDelta, scrapeRequestCounts, type RequestCounts } from "./peers/api-requests.ts";
 import { deletePolicies } from "./peers/run.ts";
 import { RECEIVE_LOOPS_ENV, SYSTEMS, startSystem, type SystemName } from "./peers/systems.ts";
-import { clusterPids, cpuSeconds, machineTicks, pinToCpus, rssBytes } from "./proc.ts";
+import { clusterPids, cpuSeconds, machineTicks, rssBytes, splitAfterStart, splitBeforeStart, splitRefusal } from "./proc.ts";
 import { StatusWatch } from "./status-watch.ts";
 import { runBench } from "./command-line.ts";
 
 const CREATE_CONCURRENCY = 64;
-// --split: what a cluster's nodes run, and what runs elsewhere in production (SQS, Lambda; the bench's driver).
-const CLUSTER_CPU = "0";
-const OFF_CLUSTER_CPU = "1";
 const PUBLISHED = "crdfn_bridge_events_published_total";
 const now = (): number => performance.now();
 
@@ -233,12 +230,7 @@ async function runOne(
   await watch.start();
   const profileDir = o.profile && system === "crdfn" ? mkdtempSync(join(tmpdir(), "crdfn-coldscale-prof-")) : undefined;
   const control = clusterPids(Number(new URL(cluster.server).port));
-  if (o.split) {
-    for (const pid of [control.apiServer, control.etcd, control.controllerManager]) if (pid !== undefined) pinToCpus(pid, CLUSTER_CPU);
-    if (control.elasticMq !== undefined) pinToCpus(control.elasticMq, OFF_CLUSTER_CPU);
-    // The system's processes inherit this one's binding as they are spawned; the off-cluster ones move after.
-    pinToCpus(process.pid, CLUSTER_CPU);
-  }
+  if (o.split) splitBeforeStart(control);
   const base = { apiServer: control.apiServer ?? 0, etcd: control.etcd ?? 0, ...(system === "crdfn" ? { elasticMq: control.elasticMq ?? 0 } : {}) };
   const cpuBefore = Object.fromEntries(Object.entries(base).map(([k, pid]) => [k, cpuSeconds(pid) ?? 0]));
   const requestsBefore = await scrapeRequestCounts(cluster.kubeConfig);
@@ -290,7 +282,7 @@ async function runOne(
       ...(variant?.root === undefined ? {} : { root: variant.root }),
     });
     Object.assign(pids, running.clusterSide, running.offCluster);
-    if (o.split) for (const pid of [...Object.values(running.offCluster), process.pid]) pinToCpus(pid, OFF_CLUSTER_CPU);
+    if (o.split) splitAfterStart(Object.values(running.offCluster));
     metricsUrl = running.bridgeMetricsUrl;
     const startSeconds = since();
     log(`  ready as it reports it after ${startSeconds.toFixed(1)} s; ${ready()} Ready so far`);
@@ -555,9 +547,8 @@ function coldScaleCommand(): Command {
       "\nExample (10k only, both systems, about 10 minutes on 2 cores):\n  npm run bench:coldscale -- --objects 10000 --systems crdfn,controller-runtime(8)",
     )
     .action(async (o: Options, command: Command) => {
-      // Checked before the cluster starts, not found by taskset minutes into the run.
-      if (o.split && availableParallelism() < 2)
-        command.error(`--split needs 2 CPUs to put the cluster side on one of them; this process may use ${availableParallelism()}`);
+      const refusal = o.split ? splitRefusal() : undefined;
+      if (refusal !== undefined) command.error(refusal);
       const { path, report } = await coldScale(o, (line) => console.error(line));
       console.log(report);
       console.log(`\nresults: ${path}`);

@@ -19,6 +19,7 @@ import { platformKinds, platformOperators } from "./platform/kinds.ts";
 import { checkBars, formatPlatformReport } from "./platform/report.ts";
 import { openWatches, runPlatform, type PlatformRun } from "./platform/run.ts";
 import { printReport, runBench, wholeNumber } from "./command-line.ts";
+import { splitRefusal } from "./proc.ts";
 
 interface Options {
   kinds: number;
@@ -26,6 +27,7 @@ interface Options {
   rate: number;
   duration: number;
   idle: number;
+  split: boolean;
   quick?: boolean;
   json?: string;
 }
@@ -38,6 +40,8 @@ export async function runPlatformBench(
   log: (line: string) => void,
   given: (key: keyof typeof QUICK) => boolean = () => false,
 ): Promise<{ path: string; report: string }> {
+  const refusal = o.split ? splitRefusal() : undefined;
+  if (refusal !== undefined) throw new Error(refusal);
   const p: Options = { ...o };
   if (o.quick) for (const [k, v] of Object.entries(QUICK) as [keyof typeof QUICK, number][]) if (!given(k)) p[k] = v;
   const missing = missingToolchains().filter((m) => m.startsWith("go"));
@@ -66,7 +70,7 @@ export async function runPlatformBench(
       }
       await new Promise((r) => setTimeout(r, 1000));
     }
-    const options = { objectsPerKind: p.objects, rate: p.rate, ratedSeconds: p.duration, idleSeconds: p.idle, log };
+    const options = { objectsPerKind: p.objects, rate: p.rate, ratedSeconds: p.duration, idleSeconds: p.idle, split: p.split, log };
     // One system at a time: the API server's counters and watch gauge have no client label, so
     // what each system asked of it is told apart by time alone.
     runs.push(await runPlatform("crdfn", kinds, cluster, sqs, controllerRuntime.path, reaper, options));
@@ -82,7 +86,7 @@ export async function runPlatformBench(
     startedAt,
     finishedAt: new Date().toISOString(),
     machine: { cpus: cpus().length, memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version, loadAvgEnd: loadavg() },
-    params: { kinds: p.kinds, objectsPerKind: p.objects, rate: p.rate, ratedSeconds: p.duration, idleSeconds: p.idle, quick: Boolean(o.quick) },
+    params: { kinds: p.kinds, objectsPerKind: p.objects, rate: p.rate, ratedSeconds: p.duration, idleSeconds: p.idle, split: p.split, quick: Boolean(o.quick) },
     build: controllerRuntime,
     runs,
     bars,
@@ -91,7 +95,8 @@ export async function runPlatformBench(
   mkdirSync(dirname(path), { recursive: true });
   writeFileSync(path, `${JSON.stringify(result, null, 2)}\n`);
   const header =
-    `bench:platform — ${p.kinds} kinds × ${p.objects} objects, ${p.rate} changes/s for ${p.duration} s, idle ${p.idle} s; ` +
+    `bench:platform — ${p.kinds} kinds × ${p.objects} objects, ${p.rate} changes/s for ${p.duration} s, idle ${p.idle} s` +
+    `${p.split ? " (--split: the cluster side on CPU 0; ElasticMQ, the poller and functions, and the driver on CPU 1)" : ""}; ` +
     `${result.machine.cpus} cores, node ${process.version}, ${startedAt}`;
   return { path, report: `${header}\n\n${formatPlatformReport(crdfn, cr, bars)}` };
 }
@@ -109,6 +114,11 @@ function platformCommand(): Command {
     .option("--rate <n>", "spec changes per second in the rated phase, spread over the kinds", wholeNumber("--rate"), 50)
     .option("--duration <seconds>", "length of the rated phase", wholeNumber("--duration"), 30)
     .option("--idle <seconds>", "length of the idle window (CPU, RSS and watches with nothing changing)", wholeNumber("--idle"), 300)
+    .option(
+      "--split",
+      "run the cluster side (etcd, kube-apiserver, kube-controller-manager, the bridge or the operators) on CPU 0 and what production runs off the cluster (ElasticMQ, the poller and functions, this driver) on CPU 1, for both systems",
+      false,
+    )
     .option("--quick", `a smoke: ${JSON.stringify(QUICK)} unless given`)
     .option("--json <path>", "where to write the results (default bench-results/platform-<timestamp>.json)")
     .action(printReport<Options>(runPlatformBench));

@@ -1,6 +1,7 @@
 // What the kernel and a Prometheus endpoint say about processes: memory, CPU time, machine load.
 import { execFileSync } from "node:child_process";
 import { readFileSync, readdirSync } from "node:fs";
+import { availableParallelism } from "node:os";
 import { dirname } from "node:path";
 
 /** Resident set size of a process in bytes (VmRSS), or undefined once it is gone. */
@@ -144,4 +145,28 @@ export function elasticMqPid(port: number): number | undefined {
  */
 export function pinToCpus(pid: number, cpuList: string): void {
   execFileSync("taskset", ["-a", "-p", "-c", cpuList, String(pid)], { stdio: "ignore" });
+}
+
+// --split: what a cluster's nodes run (etcd, kube-apiserver, kube-controller-manager, the bridge
+// or the operators) on CPU 0, what runs elsewhere in production (SQS, Lambda; the bench's
+// driver) on CPU 1, so every system gets the same one core for its cluster side.
+const CLUSTER_CPU = "0";
+const OFF_CLUSTER_CPU = "1";
+
+/** Why --split cannot run here (checked before the cluster starts, not found by taskset minutes in), or undefined. */
+export function splitRefusal(): string | undefined {
+  const n = availableParallelism();
+  return n < 2 ? `--split needs 2 CPUs to put the cluster side on one of them; this process may use ${n}` : undefined;
+}
+
+/** Before a system starts: the control plane on the cluster's CPU, ElasticMQ off it, and this process on it, so what it spawns inherits the binding. */
+export function splitBeforeStart(control: ClusterPids): void {
+  for (const pid of [control.apiServer, control.etcd, control.controllerManager]) if (pid !== undefined) pinToCpus(pid, CLUSTER_CPU);
+  if (control.elasticMq !== undefined) pinToCpus(control.elasticMq, OFF_CLUSTER_CPU);
+  pinToCpus(process.pid, CLUSTER_CPU);
+}
+
+/** Once it runs: its off-cluster processes (the poller and functions) and this driver move off the cluster's CPU. */
+export function splitAfterStart(offCluster: Iterable<number>): void {
+  for (const pid of [...offCluster, process.pid]) pinToCpus(pid, OFF_CLUSTER_CPU);
 }

@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { operatorRequests, parseOpenWatches, parseRequestCounts, requestDelta } from "./api-requests.ts";
+import { operatorRequests, parseOpenWatches, parseRequestCounts, parseRequestSeconds, requestDelta, serverMsPerRequest } from "./api-requests.ts";
 
 const metrics = (greetings: number, status: number) => `# HELP apiserver_request_total Counter of apiserver requests
 # TYPE apiserver_request_total counter
@@ -20,6 +20,17 @@ describe("API server request counts", () => {
     const delta = requestDelta(parseRequestCounts(metrics(10, 4)), parseRequestCounts(metrics(15, 9)));
     assert.deepEqual(delta, { "PATCH greetings": 5, "PUT greetings/status": 5 });
     assert.equal(operatorRequests({ ...delta, "PUT leases": 3 }), 10);
+  });
+
+  it("the server's own time: seconds summed the same way, a mean per request of each key asked for", () => {
+    const text = `apiserver_request_duration_seconds_sum{component="apiserver",dry_run="",group="",resource="configmaps",scope="resource",subresource="",verb="APPLY",version="v1"} 0.5
+apiserver_request_duration_seconds_sum{component="apiserver",dry_run="",group="",resource="configmaps",scope="resource",subresource="",verb="APPLY",version="v1"} 0.25
+apiserver_request_duration_seconds_count{component="apiserver",resource="configmaps",verb="APPLY"} 99
+apiserver_request_total{code="200",resource="configmaps",verb="APPLY"} 150
+`;
+    const seconds = parseRequestSeconds(text);
+    assert.deepEqual(seconds, { "APPLY configmaps": 0.75 });
+    assert.deepEqual(serverMsPerRequest(parseRequestCounts(text), seconds, ["APPLY configmaps", "PUT leases"]), { "APPLY configmaps": 5 });
   });
 
   it("counts only the named resources when given", () => {

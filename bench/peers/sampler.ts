@@ -2,7 +2,7 @@
 // busy share, and the API server's request counters, between marks: one run's costs.
 import type { KubeConfig } from "@kubernetes/client-node";
 import { cpuSeconds, machineTicks, rssBytes, type MachineTicks } from "../proc.ts";
-import { requestDelta, scrapeRequestCounts, type RequestCounts } from "./api-requests.ts";
+import { parseRequestCounts, parseRequestSeconds, requestDelta, scrapeMetrics, type RequestCounts } from "./api-requests.ts";
 
 export interface Mark {
   wall: number;
@@ -10,6 +10,7 @@ export interface Mark {
   driver: NodeJS.CpuUsage;
   machine: MachineTicks;
   requests: RequestCounts;
+  serverSeconds: RequestCounts;
 }
 
 export interface Usage {
@@ -18,6 +19,8 @@ export interface Usage {
   cpuSeconds: Record<string, number>;
   machineBusyPercent: number;
   requests: RequestCounts;
+  /** Seconds the API server spent on those requests, by the same keys. */
+  serverSeconds: RequestCounts;
 }
 
 const r3 = (x: number): number => Math.round(x * 1000) / 1000;
@@ -56,13 +59,14 @@ export class Sampler {
   }
 
   async mark(): Promise<Mark> {
-    const requests = await scrapeRequestCounts(this.#kubeConfig);
+    const metrics = await scrapeMetrics(this.#kubeConfig);
     return {
       wall: performance.now(),
       cpu: Object.fromEntries(Object.entries(this.#pids).map(([name, pid]) => [name, cpuSeconds(pid) ?? 0])),
       driver: process.cpuUsage(),
       machine: machineTicks(),
-      requests,
+      requests: parseRequestCounts(metrics),
+      serverSeconds: parseRequestSeconds(metrics),
     };
   }
 
@@ -77,6 +81,7 @@ export class Sampler {
       cpuSeconds: cpu,
       machineBusyPercent: Math.round(((end.machine.busy - start.machine.busy) / Math.max(1, end.machine.total - start.machine.total)) * 1000) / 10,
       requests: requestDelta(start.requests, end.requests),
+      serverSeconds: requestDelta(start.serverSeconds, end.serverSeconds),
     };
   }
 }

@@ -45,6 +45,7 @@ function run(
       offClusterCpuMsPerChange: system === "crdfn" ? 8 : 0,
       apiRequestsPerChange: o.requests,
       requests: {},
+      serverMsPerRequest: { "APPLY configmaps": 4.2 },
       queueRequests: o.queue === null ? null : { "bridge SendMessageBatch": 500, ReceiveMessage: 400, DeleteMessageBatch: 300 },
       queueRequestsPerChange: o.queue,
       pipeline: o.queue === null ? null : { reconciles: 1500, functionMsPerReconcile: 40, bridgePublishDelayMs: 12 },
@@ -97,6 +98,7 @@ describe("bench:platform's bars", () => {
     assert.match(text, /1\.00 2\.00 3\.00 \/ 2\.00 2\.00 2\.00 \/ 4\.00 5\.00 6\.00/);
     assert.match(text, /controller-runtime \(10 processes\)/);
     assert.match(text, /1500 \/ 40\.0 ms \/ 12\.0 ms/);
+    assert.match(text, /mean ms per request +\| APPLY configmaps 4\.2 /);
   });
 });
 

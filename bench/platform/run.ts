@@ -12,11 +12,11 @@ import type { LocalCluster } from "../../emulator/types.ts";
 import { createKubeApi } from "../../functions/runtime/kube-api-http.ts";
 import { atRate, changeTimer, forEachBounded, type ChangeCounts } from "../drive.ts";
 import { Greetings } from "../greetings.ts";
-import { BRIDGE_METRICS, clusterPids, cpuSeconds, metricValues, rssBytes } from "../proc.ts";
+import { BRIDGE_METRICS, clusterPids, cpuSeconds, metricValues, rssBytes, splitAfterStart, splitBeforeStart } from "../proc.ts";
 import { untilQueuesEmpty } from "../queue-depth.ts";
 import { summarizeLatency, type LatencySummary } from "../stats.ts";
 import { StatusWatch } from "../status-watch.ts";
-import { operatorRequests, parseOpenWatches, scrapeMetrics, type RequestCounts } from "../peers/api-requests.ts";
+import { operatorRequests, parseOpenWatches, scrapeMetrics, serverMsPerRequest, type RequestCounts } from "../peers/api-requests.ts";
 import { deletePolicies } from "../peers/run.ts";
 import { Sampler, type Usage } from "../peers/sampler.ts";
 import { platformObjectName, platformOperator, type PlatformKind } from "./kinds.ts";
@@ -27,6 +27,8 @@ export interface PlatformRunOptions {
   rate: number;
   ratedSeconds: number;
   idleSeconds: number;
+  /** The cluster side on CPU 0, the off-cluster side and this driver on CPU 1 (bench/proc.ts). */
+  split: boolean;
   log: (line: string) => void;
 }
 
@@ -87,6 +89,12 @@ export interface PlatformRun {
     /** On the kinds, their status, ConfigMaps and Events, less the driver's own spec writes; per change written, as the CPU figures. */
     apiRequestsPerChange: number;
     requests: RequestCounts;
+    /**
+     * The API server's own mean time per request on the kinds, their status, ConfigMaps and
+     * Events, the kinds folded into "<kinds>" (the driver's spec writes included): how much of a
+     * change's latency is the server's.
+     */
+    serverMsPerRequest: Record<string, number>;
     /** Every request to the queue (crdfn only): the bridge's sends from its /metrics, the poller's and functions' by command. */
     queueRequests: Record<string, number> | null;
     /** Per spec change written (as npm run bench counts it). */
@@ -141,6 +149,24 @@ async function pipelineCounts(bridgeMetricsUrl: string, childUrl: string): Promi
   };
 }
 
+/** Requests and server seconds on `resources`, the kinds folded into one key each, as mean ms per request. */
+function serverMs(u: Usage, resources: readonly string[], kinds: readonly PlatformKind[]): Record<string, number> {
+  const plurals = new Set(kinds.map((k) => k.plural));
+  const fold = (c: RequestCounts): RequestCounts => {
+    const out: RequestCounts = {};
+    for (const [key, v] of Object.entries(c)) {
+      const [verb = "", resource = ""] = key.split(" ");
+      if (!resources.includes(resource)) continue;
+      const [plural = "", sub] = resource.split("/");
+      const folded = `${verb} ${plurals.has(plural) ? "<kinds>" : plural}${sub ? `/${sub}` : ""}`;
+      out[folded] = (out[folded] ?? 0) + v;
+    }
+    return out;
+  };
+  const counts = fold(u.requests);
+  return serverMsPerRequest(counts, fold(u.serverSeconds), Object.keys(counts).sort());
+}
+
 export async function runPlatform(
   system: PlatformSystem,
   kinds: readonly PlatformKind[],
@@ -170,7 +196,10 @@ export async function runPlatform(
       await sleep(200);
     }
     o.log(`${system}: starting for ${kinds.length} kinds…`);
+    const control = clusterPids(Number(new URL(cluster.server).port));
+    if (o.split) splitBeforeStart(control);
     const running = await startPlatform(system, kinds, namespace, cluster, controllerRuntime, reaper);
+    if (o.split) splitAfterStart(Object.values(running.offCluster));
     let stopped = false;
     const stopSystem = async () => {
       if (!stopped) await running.stop();
@@ -186,7 +215,6 @@ export async function runPlatform(
         ),
       );
 
-    const control = clusterPids(Number(new URL(cluster.server).port));
     const controlPlane = { apiServer: control.apiServer ?? 0, etcd: control.etcd ?? 0 };
     const offCluster = system === "crdfn" ? { elasticMq: control.elasticMq ?? 0, ...running.offCluster } : running.offCluster;
     const sampler = new Sampler({ ...controlPlane, ...running.clusterSide, ...offCluster }, cluster.kubeConfig);
@@ -337,6 +365,7 @@ export async function runPlatform(
         offClusterCpuMsPerChange: per(Object.keys(offCluster)),
         apiRequestsPerChange: r2(Math.max(0, operatorRequests(rated.requests, resources) - writes) / changes),
         requests: rated.requests,
+        serverMsPerRequest: serverMs(rated, resources, kinds),
         queueRequests,
         queueRequestsPerChange: queueRequests === null ? null : r2(total(queueRequests) / Math.max(1, writes)),
         pipeline,
