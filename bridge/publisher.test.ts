@@ -24,7 +24,7 @@ function heldQueue(lingerMs = 0) {
     exists: () => Promise.resolve(true),
     close: () => Promise.resolve(),
   };
-  return { transport, batches, answerNext: () => answers.shift()?.() };
+  return { transport, batches, answerNext: () => answers.shift()?.(), waiting: () => answers.length };
 }
 
 const event = (name: string): KeyEvent => ({
@@ -96,38 +96,52 @@ describe("publisher batching", () => {
 });
 
 describe("publisher linger", () => {
-  it("under a steady stream sends at most one part-filled batch per linger; a lone change after a quiet spell goes at once; a stop waits for nothing", async () => {
+  it("a burst after a quiet spell goes at once; a steady stream faster than one per linger shares requests; a stop waits for nothing", async () => {
     const queue = heldQueue(40);
     const clock = fakeClock();
     const publisher = publisherOn(queue, clock);
-    await publisher.offer("a", event("a"), "watch");
-    assert.deepEqual(queue.batches, [["a"]], "the first change of a quiet queue goes at once");
-    queue.answerNext();
-    await settle();
-    // A change every 20 ms (50 changes/s), each request answered at once.
-    for (const [i, n] of ["b", "c", "d", "e"].entries()) {
-      clock.advance(i === 0 ? 10 : 20);
+    const answerAll = async () => {
+      for (await settle(); queue.waiting() > 0; await settle()) queue.answerNext();
+    };
+    // A change every 20 ms (50 changes/s), each request answered at once, in 10 ms steps.
+    const names = "abcdefghijklmnop".split("");
+    for (const [i, n] of names.entries()) {
+      if (i > 0) {
+        clock.advance(10);
+        await answerAll();
+        clock.advance(10);
+      }
       await publisher.offer(n, event(n), "watch");
-      await settle();
+      await answerAll();
     }
-    // b at 10, c at 30 wait for 40 ms after a's send; d at 50 and e at 70 for 40 ms after theirs.
-    assert.deepEqual(queue.batches, [["a"], ["b", "c"]]);
-    queue.answerNext();
-    clock.advance(10);
-    await settle();
-    assert.deepEqual(queue.batches, [["a"], ["b", "c"], ["d", "e"]]);
-    queue.answerNext();
-    await settle();
+    clock.advance(40);
+    await answerAll();
+    assert.deepEqual(queue.batches.flat(), names, "every change sent once, in order");
+    assert.deepEqual(queue.batches.slice(0, 4), [["a"], ["b"], ["c"], ["d"]], "the first few at once, one per request");
+    assert.deepEqual(
+      queue.batches.slice(-3),
+      [
+        ["k", "l"],
+        ["m", "n"],
+        ["o", "p"],
+      ],
+      "then two per request: one per 40 ms",
+    );
     clock.advance(1000);
-    await publisher.offer("f", event("f"), "watch");
-    assert.deepEqual(queue.batches.at(-1), ["f"], "after a quiet second, at once");
-    queue.answerNext();
+    await publisher.offer("q", event("q"), "watch");
+    assert.deepEqual(queue.batches.at(-1), ["q"], "after a quiet second, at once");
+    await answerAll();
+    for (const n of ["r", "s", "t"]) {
+      await publisher.offer(n, event(n), "watch");
+      await answerAll();
+    }
+    assert.deepEqual(queue.batches.slice(-4), [["q"], ["r"], ["s"], ["t"]], "a burst of four, each at once");
+    await publisher.offer("u", event("u"), "watch");
     await settle();
-    await publisher.offer("g", event("g"), "watch");
-    assert.equal(queue.batches.length, 4, "g lingers");
+    assert.deepEqual(queue.batches.at(-1), ["t"], "the fifth waits for its turn");
     const flushed = publisher.flush(1000);
     await settle();
-    assert.deepEqual(queue.batches.at(-1), ["g"], "stopping: sent without lingering");
+    assert.deepEqual(queue.batches.at(-1), ["u"], "stopping: sent without lingering");
     queue.answerNext();
     assert.equal(await flushed, true);
   });

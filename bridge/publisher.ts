@@ -15,6 +15,7 @@ import { signKeyEvent, type EventKey } from "../core/event-auth.ts";
 import type { BridgeMetrics } from "./metrics.ts";
 import type { Timers } from "./due-schedule.ts";
 import type { AnnounceOptions } from "./sink.ts";
+import { SendCredit } from "./send-credit.ts";
 import { TransportError, type OutgoingMessage, type QueueTransport } from "./transport.ts";
 
 export interface PublisherOptions {
@@ -76,14 +77,15 @@ export class Publisher {
   /** Cancels the timer that ends the earliest hold, if one is set. */
   #cancelHold: (() => void) | undefined;
   #holdAt = Infinity;
-  /** When the last request went out: a part-filled batch goes at most once per linger (transport.lingerMs). */
-  #sentAt = -Infinity;
+  /** When a part-filled batch may go (transport.lingerMs). */
+  readonly #credit: SendCredit;
   /** Stopping: nothing lingers. */
   #flushing = false;
   #closed = false;
 
   constructor(options: PublisherOptions) {
     this.#options = options;
+    this.#credit = new SendCredit(options.lingerMs ?? options.transport.lingerMs);
   }
 
   /** Objects not yet accepted by the queue: waiting or in flight. Never above maxPending. */
@@ -238,14 +240,14 @@ export class Publisher {
       // and a busy one gets fewer, fuller requests (each costs a billed SQS request, or ~2.7 ms
       // of ElasticMQ's CPU: `npm run bench`). Full batches (initial sync) still use every slot.
       if (batch.length < this.#options.transport.maxBatch && this.#batches > 0) break;
-      // And under a steady stream, at most one part-filled batch per linger: a lone change after a
-      // quiet spell goes at once, while at 50 changes/s a request carries a few.
-      const lingerUntil = this.#sentAt + (this.#options.lingerMs ?? this.#options.transport.lingerMs);
-      if (batch.length < this.#options.transport.maxBatch && now < lingerUntil && !this.#flushing) {
-        this.#wakeAt(lingerUntil);
+      // And part-filled batches go at most one per linger on average (send-credit.ts): a change
+      // after a quiet spell goes at once, while at 50 changes/s a request carries a few.
+      const dueAt = this.#credit.dueAt(now);
+      if (batch.length < this.#options.transport.maxBatch && dueAt > now && !this.#flushing) {
+        this.#wakeAt(dueAt);
         break;
       }
-      this.#sentAt = now;
+      this.#credit.spend(now);
       for (const p of batch) {
         this.#pending.delete(p.key);
         this.#bodyBytes -= p.bodyBytes;

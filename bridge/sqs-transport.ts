@@ -7,8 +7,9 @@ import { TransportError, type QueueTransport, type SendResult } from "./transpor
 /** SendMessageBatch takes 10 entries at most. */
 const MAX_BATCH = 10;
 /**
- * Each SendMessageBatch is a billed request, whatever it holds: under a steady stream of changes
- * a part-filled batch waits up to this for more (`npm run bench` at 50 changes/s: docs/performance.md).
+ * Each SendMessageBatch is a billed request, whatever it holds: part-filled batches go at most
+ * one per this many ms on average, so under a faster stream a request carries several
+ * (`npm run bench` at 50 changes/s: docs/performance.md).
  */
 export const SQS_LINGER_MS = 40;
 

@@ -27,8 +27,9 @@ export interface QueueTransport {
   /** Messages per request at most. */
   readonly maxBatch: number;
   /**
-   * How long a part-filled batch waits at most for more, while sends come closer together than
-   * this (publisher.ts): fewer, fuller requests when a request is what is billed. 0: never waits.
+   * Part-filled batches go at most one per this many ms on average, a few back to back after a
+   * quiet spell (send-credit.ts): under a faster stream, fewer, fuller requests when a request
+   * is what is billed. 0: never waits.
    */
   readonly lingerMs: number;
   /**
