@@ -137,10 +137,12 @@ export function formatPlatformReport(crdfn: PlatformRun, cr: PlatformRun, bars: 
           (r) => `${f(r.rated.clusterSideCpuMsPerChange, 2)} / ${f(r.rated.controlPlaneCpuMsPerChange, 2)} / ${f(r.rated.offClusterCpuMsPerChange, 2)}`,
         ),
         both("rated: API requests per change", (r) => f(r.rated.apiRequestsPerChange, 2)),
-        both("rated: the API server's mean ms per request", (r) =>
-          Object.entries(r.rated.serverMsPerRequest)
-            .map(([k, v]) => `${k} ${f(v)}`)
-            .join(", ") || "–",
+        both(
+          "rated: the API server's mean ms per request",
+          (r) =>
+            Object.entries(r.rated.serverMsPerRequest)
+              .map(([k, v]) => `${k} ${f(v)}`)
+              .join(", ") || "–",
         ),
         both("rated: reconciles run / ms inside the function / bridge publish delay (mean)", (r) =>
           r.rated.pipeline === null
