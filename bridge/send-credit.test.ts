@@ -3,11 +3,11 @@ import { describe, it } from "node:test";
 import { SEND_BURST, SendCredit } from "./send-credit.ts";
 
 /** Sends one change per `gapMs` for `n` changes, each as soon as its credit allows; the waits. */
-function stream(credit: SendCredit, gapMs: number, n: number, start = 0): number[] {
+function stream(credit: SendCredit, gapMs: number, n: number): number[] {
   const waits: number[] = [];
-  let free = start;
+  let free = 0;
   for (let i = 0; i < n; i++) {
-    const arrives = start + i * gapMs;
+    const arrives = i * gapMs;
     const goes = Math.max(arrives, free, credit.dueAt(Math.max(arrives, free)));
     credit.spend(goes);
     free = goes;

@@ -1,8 +1,9 @@
 // Requests the API server has served, from its own counter (apiserver_request_total), by verb and
 // resource: the difference between two scrapes is what everyone asked of it in between; and the
 // time it spent on them (apiserver_request_duration_seconds_sum, same keys), which tells how much
-// of a change's latency is the server's own. And the watches it holds open now (apiserver_longrunning_requests, verb WATCH; v1.34 has no
-// apiserver_registered_watchers), by resource.
+// of a change's latency is the server's own. And the watches it holds open now
+// (apiserver_longrunning_requests, verb WATCH; v1.34 has no apiserver_registered_watchers), by
+// resource.
 import type { KubeConfig } from "@kubernetes/client-node";
 import { kube } from "../../test/support/kube-requests.ts";
 

@@ -156,7 +156,8 @@ function serverMs(u: Usage, resources: readonly string[], kinds: readonly Platfo
     const out: RequestCounts = {};
     for (const [key, v] of Object.entries(c)) {
       const [verb = "", resource = ""] = key.split(" ");
-      if (!resources.includes(resource)) continue;
+      // A watch's "duration" is how long it stayed open, not time spent serving it.
+      if (verb === "WATCH" || !resources.includes(resource)) continue;
       const [plural = "", sub] = resource.split("/");
       const folded = `${verb} ${plurals.has(plural) ? "<kinds>" : plural}${sub ? `/${sub}` : ""}`;
       out[folded] = (out[folded] ?? 0) + v;
