@@ -16,7 +16,7 @@ export interface LocalQueue {
   stop(): Promise<void>;
 }
 
-export async function startLocalQueue(opts: Partial<BinaryOptions> = {}): Promise<LocalQueue> {
+export async function startLocalQueue(opts: Partial<BinaryOptions> & { jvmArgs?: readonly string[] } = {}): Promise<LocalQueue> {
   const { env, log } = withSetupDefaults(opts);
   const defs = queueDefinitions();
   const external = env.CRDFN_SQS_ENDPOINT;
@@ -27,7 +27,7 @@ export async function startLocalQueue(opts: Partial<BinaryOptions> = {}): Promis
   const classpath = elasticMqClasspath(env, log);
   log("starting ElasticMQ…");
   const embedded = await startEmbedded("crdfn-queue", ({ dir, port, reaper }) =>
-    startElasticMq({ classpath, dir: join(dir, "elasticmq"), port, queues: defs, reaper, region: REGION }),
+    startElasticMq({ classpath, dir: join(dir, "elasticmq"), port, queues: defs, reaper, region: REGION, ...(opts.jvmArgs ? { jvmArgs: opts.jvmArgs } : {}) }),
   );
   try {
     const sqs = await sqsEnvironment(`http://127.0.0.1:${embedded.port}`, false, defs);
