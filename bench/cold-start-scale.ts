@@ -29,7 +29,7 @@ import { buildControllerRuntime, missingToolchains } from "./peers/build.ts";
 import { requestDelta, scrapeRequestCounts, type RequestCounts } from "./peers/api-requests.ts";
 import { deletePolicies } from "./peers/run.ts";
 import { RECEIVE_LOOPS_ENV, SYSTEMS, startSystem, type SystemName } from "./peers/systems.ts";
-import { clusterPids, cpuSeconds, machineTicks, rssBytes, splitAfterStart, splitBeforeStart, splitRefusal } from "./proc.ts";
+import { busyPercent, clusterPids, coreTicks, cpuSeconds, machineTicks, rssBytes, splitAfterStart, splitBeforeStart, splitRefusal } from "./proc.ts";
 import { StatusWatch } from "./status-watch.ts";
 import { runBench } from "./command-line.ts";
 
@@ -160,6 +160,10 @@ export interface ColdRun {
   cpuSeconds: Record<string, number>;
   cpuMsPerObject: Record<string, number>;
   machineBusyPercent: number;
+  /** Each core's busy % over the run (cpu0, cpu1, …): with --split, cpu0 is the cluster's. */
+  coreBusyPercent?: number[];
+  /** Each core's busy % over each 5 s, as [seconds, cpu0 %, cpu1 %, …]. */
+  coreCurve?: number[][];
   peakRssMiB: Record<string, number>;
   /** The API server's requests between spawn and all Ready, by "VERB resource", and per object. */
   requests: RequestCounts;
@@ -235,6 +239,7 @@ async function runOne(
   const cpuBefore = Object.fromEntries(Object.entries(base).map(([k, pid]) => [k, cpuSeconds(pid) ?? 0]));
   const requestsBefore = await scrapeRequestCounts(cluster.kubeConfig);
   const machineBefore = machineTicks();
+  const coresBefore = coreTicks();
   const startedAt = new Date().toISOString();
   const loadAvgStart = loadavg();
   log(`${label}, ${objects}: starting it (load ${loadAvgStart.map((l) => l.toFixed(2)).join(" ")})…`);
@@ -247,6 +252,8 @@ async function runOne(
   const t0 = now();
   const since = () => (now() - t0) / 1000;
   const curve: Array<[number, number]> = [];
+  const coreCurve: number[][] = [];
+  let coresLast = coresBefore;
   const marks = { first: 0, half: 0, ninety: 0 };
   let allPublished: number | null = null;
   let metricsUrl: string | undefined;
@@ -263,6 +270,9 @@ async function runOne(
   const every5s = setInterval(() => {
     samplePeaks();
     curve.push([Math.round(since()), ready()]);
+    const cores = coreTicks();
+    coreCurve.push([Math.round(since()), ...cores.map((c, i) => busyPercent(coresLast[i] ?? c, c))]);
+    coresLast = cores;
     log(`  ${Math.round(since())} s: ${ready()}/${objects} Ready (load ${loadavg()[0]?.toFixed(2)})`);
   }, 5000);
   const published = setInterval(() => {
@@ -303,6 +313,7 @@ async function runOne(
     // Everything is counted at the moment the last object is Ready, before anything stops.
     samplePeaks();
     const machine = machineTicks();
+    const cores = coreTicks();
     const requests = requestDelta(requestsBefore, await scrapeRequestCounts(cluster.kubeConfig));
     const published = metricsUrl === undefined ? undefined : await publishedByType(metricsUrl).catch(() => undefined);
     const counts = running.queueRequestsUrl === undefined ? undefined : await childCounts(running.queueRequestsUrl).catch(() => undefined);
@@ -331,7 +342,9 @@ async function runOne(
       readyCurve: curve,
       cpuSeconds: cpu,
       cpuMsPerObject: Object.fromEntries(Object.entries(cpu).map(([k, s]) => [k, r2((s * 1000) / objects)])),
-      machineBusyPercent: Math.round(((machine.busy - machineBefore.busy) / Math.max(1, machine.total - machineBefore.total)) * 1000) / 10,
+      machineBusyPercent: busyPercent(machineBefore, machine),
+      coreBusyPercent: cores.map((c, i) => busyPercent(coresBefore[i] ?? c, c)),
+      coreCurve,
       peakRssMiB: Object.fromEntries(Object.entries(peak).map(([k, b]) => [k, Math.round(b / 1048576)])),
       requests,
       requestsPerObject: Object.fromEntries(Object.entries(requests).map(([k, n]) => [k, r2(n / objects)])),
@@ -362,6 +375,20 @@ async function runOne(
   }
 }
 
+/** Each core's busy % over the run, then by quarter of it: where a core saturated as the run went on. */
+function coreQuarters(r: ColdRun): string {
+  const whole = (r.coreBusyPercent ?? []).map((p, i) => `cpu${i} ${p} %`).join(", ");
+  const curve = r.coreCurve ?? [];
+  if (curve.length < 4) return whole;
+  const quarters = [0, 1, 2, 3].map((q) => {
+    const part = curve.slice(Math.floor((q * curve.length) / 4), Math.floor(((q + 1) * curve.length) / 4));
+    const cores = (part[0]?.length ?? 1) - 1;
+    const means = Array.from({ length: cores }, (_, i) => part.reduce((sum, row) => sum + (row[i + 1] ?? 0), 0) / part.length);
+    return means.map((m) => m.toFixed(0)).join("/");
+  });
+  return `${whole}; by quarter of the run (cpu0/cpu1/… %) ${quarters.join(", ")}`;
+}
+
 const pct = (x: number, of: number): string => (of > 0 ? `${((x / of) * 100).toFixed(0)} %` : "–");
 
 /** The table docs/performance.md shows, then per run what limits it. */
@@ -387,6 +414,7 @@ export function formatColdReport(runs: readonly ColdRun[]): string {
   }
   for (const r of runs) {
     out.push("", `${name(r)}, N = ${r.objects}: CPU ms per object ${JSON.stringify(r.cpuMsPerObject)}, peak RSS MiB ${JSON.stringify(r.peakRssMiB)}`);
+    if (r.coreBusyPercent !== undefined) out.push(`  cores busy: ${coreQuarters(r)}`);
     const reqs = Object.entries(r.requestsPerObject)
       .filter(([, v]) => v >= 0.01)
       .sort((a, b) => b[1] - a[1]);

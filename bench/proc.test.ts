@@ -1,6 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { cpuSeconds, machineTicks, metricSum, metricValues, rssBytes } from "./proc.ts";
+import { availableParallelism } from "node:os";
+import { busyPercent, coreTicks, cpuSeconds, machineTicks, metricSum, metricValues, rssBytes } from "./proc.ts";
 
 describe("process probes", () => {
   it("reads this process's RSS and CPU time, and the machine's ticks", () => {
@@ -9,6 +10,14 @@ describe("process probes", () => {
     const t = machineTicks();
     assert.ok(t.total > t.busy && t.busy > 0);
     assert.equal(rssBytes(2 ** 30), undefined);
+  });
+
+  it("reads each core's ticks, and how busy an interval was", () => {
+    const cores = coreTicks();
+    assert.ok(cores.length >= availableParallelism(), `${cores.length} cores read`);
+    for (const c of cores) assert.ok(c.total >= c.busy && c.busy >= 0);
+    assert.equal(busyPercent({ busy: 100, total: 400 }, { busy: 175, total: 500 }), 75);
+    assert.equal(busyPercent({ busy: 1, total: 2 }, { busy: 1, total: 2 }), 0);
   });
 
   it("picks unlabelled metrics out of a Prometheus exposition", () => {

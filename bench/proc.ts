@@ -34,13 +34,28 @@ export interface MachineTicks {
   total: number;
 }
 
-/** Machine-wide CPU ticks since boot, to tell how busy all cores were over an interval. */
-export function machineTicks(): MachineTicks {
-  const line = readFileSync("/proc/stat", "utf8").split("\n")[0] ?? "";
+function ticksOf(line: string): MachineTicks {
   const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0] = line.split(/\s+/).slice(1).map(Number);
   const busy = user + nice + system + irq + softirq + steal;
   return { busy, total: busy + idle + iowait };
 }
+
+/** Machine-wide CPU ticks since boot, to tell how busy all cores were over an interval. */
+export function machineTicks(): MachineTicks {
+  return ticksOf(readFileSync("/proc/stat", "utf8").split("\n")[0] ?? "");
+}
+
+/** Each core's CPU ticks since boot (cpu0, cpu1, …): which core of a `--split` run was the limit. */
+export function coreTicks(): MachineTicks[] {
+  return readFileSync("/proc/stat", "utf8")
+    .split("\n")
+    .filter((l) => /^cpu\d+ /.test(l))
+    .map(ticksOf);
+}
+
+/** How busy, in percent to one decimal, between two readings of the same ticks. */
+export const busyPercent = (before: MachineTicks, after: MachineTicks): number =>
+  Math.round(((after.busy - before.busy) / Math.max(1, after.total - before.total)) * 1000) / 10;
 
 /** The bridge's /metrics series the benchmarks read, named once for bench:peers and npm run bench alike. */
 export const BRIDGE_METRICS = {

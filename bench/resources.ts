@@ -1,7 +1,7 @@
 // Samples the bridge process (RSS from /proc, heap from its /metrics) while the benchmark runs,
 // and CPU use per phase of each part — the bridge, the API server, etcd, ElasticMQ and this
 // process (poller, functions, load) — and of the whole machine: where the time goes.
-import { BRIDGE_METRICS, cpuSeconds, machineTicks, metricValues, rssBytes, type MachineTicks } from "./proc.ts";
+import { BRIDGE_METRICS, busyPercent, cpuSeconds, machineTicks, metricValues, rssBytes, type MachineTicks } from "./proc.ts";
 
 const RSS = "process_resident_memory_bytes";
 const HEAP = "nodejs_heap_size_used_bytes";
@@ -135,7 +135,7 @@ export class ResourceSampler {
     return {
       queueRequests,
       percentOfOneCore,
-      machineBusyPercent: Math.round(((end.machine.busy - start.machine.busy) / Math.max(1, end.machine.total - start.machine.total)) * 1000) / 10,
+      machineBusyPercent: busyPercent(start.machine, end.machine),
       bridgeMessages: published,
       bridgePublishDelayMs: published > 0 && end.publish && start.publish ? Math.round(((end.publish.sum - start.publish.sum) / published) * 10000) / 10 : null,
     };

@@ -1,7 +1,7 @@
 // CPU seconds and peak RSS of named processes from /proc, the driver's own CPU, the machine's
 // busy share, and the API server's request counters, between marks: one run's costs.
 import type { KubeConfig } from "@kubernetes/client-node";
-import { cpuSeconds, machineTicks, rssBytes, type MachineTicks } from "../proc.ts";
+import { busyPercent, cpuSeconds, machineTicks, rssBytes, type MachineTicks } from "../proc.ts";
 import { parseRequestCounts, parseRequestSeconds, requestDelta, scrapeMetrics, type RequestCounts } from "./api-requests.ts";
 
 export interface Mark {
@@ -79,7 +79,7 @@ export class Sampler {
     return {
       seconds: r3((end.wall - start.wall) / 1000),
       cpuSeconds: cpu,
-      machineBusyPercent: Math.round(((end.machine.busy - start.machine.busy) / Math.max(1, end.machine.total - start.machine.total)) * 1000) / 10,
+      machineBusyPercent: busyPercent(start.machine, end.machine),
       requests: requestDelta(start.requests, end.requests),
       serverSeconds: requestDelta(start.serverSeconds, end.serverSeconds),
     };
