@@ -36,16 +36,29 @@ const program = new Command("bench:queuedepth")
 const opts = program.parse().opts<{ depths: string; bodyBytes: string; steady?: number; jvm?: string }>();
 const depths = opts.depths.split(",").map(Number);
 
+/** One SendMessageBatch of messages `first` … `first + count - 1`, each in a group of its own. */
+function sendBatch(sqs: SQSClient, url: string, tag: string, first: number, count: number, body: string): Promise<unknown> {
+  const entries = Array.from({ length: count }, (_, j) => ({
+    Id: `m${j}`,
+    MessageBody: body,
+    MessageGroupId: `${tag}-${first + j}`,
+    MessageDeduplicationId: `${tag}-${first + j}`,
+  }));
+  return sqs.send(new SendMessageBatchCommand({ QueueUrl: url, Entries: entries }));
+}
+
+/** One receive of up to ten, then one batch delete of what it took; how many that was. */
+async function takeBatch(sqs: SQSClient, url: string): Promise<number> {
+  const got = (await sqs.send(new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }))).Messages ?? [];
+  if (got.length > 0)
+    await sqs.send(new DeleteMessageBatchCommand({ QueueUrl: url, Entries: got.map((m, i) => ({ Id: `d${i}`, ReceiptHandle: m.ReceiptHandle ?? "" })) }));
+  return got.length;
+}
+
 async function fill(sqs: SQSClient, url: string, n: number, tag: string, body: string): Promise<void> {
   const batches: Promise<unknown>[] = [];
   for (let i = 0; i < n; i += 10) {
-    const entries = Array.from({ length: Math.min(10, n - i) }, (_, j) => ({
-      Id: `m${j}`,
-      MessageBody: body,
-      MessageGroupId: `${tag}-${i + j}`,
-      MessageDeduplicationId: `${tag}-${i + j}`,
-    }));
-    batches.push(sqs.send(new SendMessageBatchCommand({ QueueUrl: url, Entries: entries })));
+    batches.push(sendBatch(sqs, url, tag, i, Math.min(10, n - i), body));
     if (batches.length >= 8) await Promise.all(batches.splice(0));
   }
   await Promise.all(batches);
@@ -55,10 +68,10 @@ async function drain(sqs: SQSClient, url: string, n: number): Promise<void> {
   let received = 0;
   const loop = async (): Promise<void> => {
     while (received < n) {
-      const got = (await sqs.send(new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }))).Messages ?? [];
-      received += got.length;
-      if (got.length > 0)
-        await sqs.send(new DeleteMessageBatchCommand({ QueueUrl: url, Entries: got.map((m, i) => ({ Id: `d${i}`, ReceiptHandle: m.ReceiptHandle ?? "" })) }));
+      // Awaited first: `received += await …` would add to the count read before the wait,
+      // dropping what the other loops took meanwhile.
+      const took = await takeBatch(sqs, url);
+      received += took;
     }
   };
   await Promise.all([loop(), loop(), loop(), loop()]);
@@ -77,24 +90,16 @@ async function steady(sqs: SQSClient, url: string, n: number, body: string, pid:
         await new Promise((r) => setTimeout(r, 2));
         continue;
       }
-      const base = sent;
+      const first = sent;
       const count = Math.min(10, n - sent);
       sent += count;
-      const entries = Array.from({ length: count }, (_, j) => ({
-        Id: `m${j}`,
-        MessageBody: body,
-        MessageGroupId: `s${base + j}`,
-        MessageDeduplicationId: `s${base + j}`,
-      }));
-      await sqs.send(new SendMessageBatchCommand({ QueueUrl: url, Entries: entries }));
+      await sendBatch(sqs, url, "s", first, count, body);
     }
   };
   const take = async (): Promise<void> => {
     while (done < n) {
-      const got = (await sqs.send(new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }))).Messages ?? [];
-      if (got.length === 0) continue;
-      await sqs.send(new DeleteMessageBatchCommand({ QueueUrl: url, Entries: got.map((m, i) => ({ Id: `d${i}`, ReceiptHandle: m.ReceiptHandle ?? "" })) }));
-      done += got.length;
+      const took = await takeBatch(sqs, url);
+      done += took;
       while (done >= mark) {
         const c = cpuSeconds(pid) ?? 0;
         const now = performance.now();

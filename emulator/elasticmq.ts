@@ -93,8 +93,8 @@ export async function startElasticMq(o: ElasticMqOptions): Promise<RunningServer
         "-Xmx384m",
         "-XX:+UseSerialGC",
         // The JVM's full tiered compilation, not C1 alone (-XX:TieredStopAtLevel=1): it starts
-        // ~0.5 s slower, but a steady stream costs 1.8-1.9 ms of CPU per message against 2.9 ms,
-        // rising to 5.5 ms by 60,000 messages, under C1 (`npm run bench:queuedepth -- --steady`).
+        // ~0.5 s slower, but a steady stream costs about 2 ms of CPU per message where C1's cost
+        // grew from 3 to 5.5 ms over 60,000 messages (`npm run bench:queuedepth -- --steady`).
         "-Xshare:auto",
         ...(o.jvmArgs ?? []),
         `-Dconfig.file=${conf}`,
