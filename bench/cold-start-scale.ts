@@ -6,7 +6,7 @@
 // controller-runtime with 8 workers (bench/peers) on the same cluster, in its own namespace.
 // Beside the time: CPU seconds per process from /proc, the API server's requests by verb from its
 // /metrics, the Ready count over time, and crdfn's bridge and function process CPU-profiled.
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
 import { Command, InvalidArgumentError, Option } from "commander";
@@ -22,7 +22,7 @@ import greeting from "../examples/greeting/operator.ts";
 import { GetQueueAttributesCommand, PurgeQueueCommand } from "@aws-sdk/client-sqs";
 import { sqsClient } from "../clients/sqs-client.ts";
 import { createKubeApi } from "../functions/runtime/kube-api-http.ts";
-import { areaOf, functionOf, readProfile, selfTime, type Share } from "./cpu-profile.ts";
+import { crdfnProfiles, type ProfileSummary } from "./cpu-profile.ts";
 import { forEachBounded } from "./drive.ts";
 import { Greetings, objectName } from "./greetings.ts";
 import { buildControllerRuntime, missingToolchains } from "./peers/build.ts";
@@ -175,7 +175,7 @@ export interface ColdRun {
   /** Events recorded in the cluster by all Ready (a failed reconcile records a Warning), by type, reason and namespace. */
   events?: Record<string, { count: number; example: string }>;
   /** crdfn with --profile: top self time per process (`bridge`, `functions`), by function and by area. */
-  profiles?: Record<string, { file: string; totalMs: number; byFunction: Share[]; byArea: Share[] }>;
+  profiles?: Record<string, ProfileSummary>;
 }
 
 /** Creates N Greetings in a fresh namespace, 64 requests in flight, as bench:bridge creates its objects. */
@@ -194,21 +194,6 @@ async function createGreetings(cluster: LocalCluster, namespace: string, n: numb
     clearInterval(progress);
   }
   return (now() - t0) / 1000;
-}
-
-/** Self time of the one profile Node wrote into `dir` at exit, if it did. */
-function summarizeProfile(dir: string): { file: string; totalMs: number; byFunction: Share[]; byArea: Share[] } | undefined {
-  if (!existsSync(dir)) return undefined;
-  const file = readdirSync(dir).find((f) => f.endsWith(".cpuprofile"));
-  if (file === undefined) return undefined;
-  const profile = readProfile(join(dir, file));
-  const byFunction = selfTime(profile, functionOf);
-  return {
-    file: join(dir, file),
-    totalMs: byFunction.reduce((s, r) => s + r.ms, 0),
-    byFunction: byFunction.slice(0, 15),
-    byArea: selfTime(profile, (n) => areaOf(n.callFrame.url)).slice(0, 10),
-  };
 }
 
 async function runOne(
@@ -354,15 +339,7 @@ async function runOne(
     };
     await running.stop();
     running = undefined;
-    if (profileDir !== undefined) {
-      const profiles: NonNullable<ColdRun["profiles"]> = {};
-      for (const part of ["bridge", "functions"]) {
-        const p = summarizeProfile(join(profileDir, part));
-        if (p) profiles[part] = p;
-        else log(`  no CPU profile of the ${part} in ${join(profileDir, part)}`);
-      }
-      run.profiles = profiles;
-    }
+    if (profileDir !== undefined) run.profiles = crdfnProfiles(profileDir, log);
     return run;
   } finally {
     clearInterval(poll);

@@ -1,6 +1,7 @@
 // Where a `node --cpu-prof` profile spent its time: self time by function and by package.
 //   node bench/cpu-profile.ts <file.cpuprofile> [top=20]
-import { readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 
 export interface ProfileNode {
   id: number;
@@ -60,6 +61,40 @@ export function functionOf(n: ProfileNode): string {
 
 /** Reads a `.cpuprofile` file. */
 export const readProfile = (file: string): CpuProfile => JSON.parse(readFileSync(file, "utf8")) as CpuProfile;
+
+/** What a bench reports of a process's profile: its file, its total, the top self time by function and by area. */
+export interface ProfileSummary {
+  file: string;
+  totalMs: number;
+  byFunction: Share[];
+  byArea: Share[];
+}
+
+/** Self time of the one profile Node wrote into `dir` at exit (`--cpu-prof-dir`), if it did. */
+export function summarizeProfileDir(dir: string): ProfileSummary | undefined {
+  if (!existsSync(dir)) return undefined;
+  const file = readdirSync(dir).find((f) => f.endsWith(".cpuprofile"));
+  if (file === undefined) return undefined;
+  const profile = readProfile(join(dir, file));
+  const byFunction = selfTime(profile, functionOf);
+  return {
+    file: join(dir, file),
+    totalMs: byFunction.reduce((s, r) => s + r.ms, 0),
+    byFunction: byFunction.slice(0, 15),
+    byArea: selfTime(profile, (n) => areaOf(n.callFrame.url)).slice(0, 10),
+  };
+}
+
+/** crdfn's bridge and function process profiles (bench/peers/systems.ts writes them into `dir`/bridge and `dir`/functions). */
+export function crdfnProfiles(dir: string, log: (line: string) => void): Record<string, ProfileSummary> {
+  const out: Record<string, ProfileSummary> = {};
+  for (const part of ["bridge", "functions"]) {
+    const p = summarizeProfileDir(join(dir, part));
+    if (p) out[part] = p;
+    else log(`  no CPU profile of the ${part} in ${join(dir, part)}`);
+  }
+  return out;
+}
 
 function main(file: string, top: number): void {
   const profile = readProfile(file);

@@ -29,6 +29,7 @@ interface Options {
   idle: number;
   split: boolean;
   quick?: boolean;
+  profile?: boolean;
   json?: string;
 }
 
@@ -70,7 +71,15 @@ export async function runPlatformBench(
       }
       await new Promise((r) => setTimeout(r, 1000));
     }
-    const options = { objectsPerKind: p.objects, rate: p.rate, ratedSeconds: p.duration, idleSeconds: p.idle, split: p.split, log };
+    const options = {
+      objectsPerKind: p.objects,
+      rate: p.rate,
+      ratedSeconds: p.duration,
+      idleSeconds: p.idle,
+      split: p.split,
+      profile: Boolean(p.profile),
+      log,
+    };
     // One system at a time: the API server's counters and watch gauge have no client label, so
     // what each system asked of it is told apart by time alone.
     runs.push(await runPlatform("crdfn", kinds, cluster, sqs, controllerRuntime.path, reaper, options));
@@ -119,6 +128,7 @@ function platformCommand(): Command {
       "run the cluster side (etcd, kube-apiserver, kube-controller-manager, the bridge or the operators) on CPU 0 and what production runs off the cluster (ElasticMQ, the poller and functions, this driver) on CPU 1, for both systems",
       false,
     )
+    .option("--profile", "CPU-profile crdfn's bridge and function process over its whole run (node --cpu-prof); the top self time goes into the JSON")
     .option("--quick", `a smoke: ${JSON.stringify(QUICK)} unless given`)
     .option("--json <path>", "where to write the results (default bench-results/platform-<timestamp>.json)")
     .action(printReport<Options>(runPlatformBench));

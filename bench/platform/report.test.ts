@@ -33,6 +33,7 @@ function run(
     },
     rss: { clusterSidePeakMiB: o.peak, clusterSideIdleMiB: o.peak - 10, offClusterPeakMiB: system === "crdfn" ? 200 : 0, peakMiB: {} },
     rated: {
+      cpuMsPerChangeByProcess: {},
       ratePerSecond: 50,
       seconds: 30,
       writes: 1500,

@@ -136,6 +136,13 @@ export function formatPlatformReport(crdfn: PlatformRun, cr: PlatformRun, bars: 
           "rated: CPU ms per change, cluster side / API server+etcd / off-cluster",
           (r) => `${f(r.rated.clusterSideCpuMsPerChange, 2)} / ${f(r.rated.controlPlaneCpuMsPerChange, 2)} / ${f(r.rated.offClusterCpuMsPerChange, 2)}`,
         ),
+        both(
+          "rated: CPU ms per change by process",
+          (r) =>
+            Object.entries(r.rated.cpuMsPerChangeByProcess)
+              .map(([k, v]) => `${k} ${f(v, 2)}`)
+              .join(", ") || "–",
+        ),
         both("rated: API requests per change", (r) => f(r.rated.apiRequestsPerChange, 2)),
         both(
           "rated: the API server's mean ms per request",

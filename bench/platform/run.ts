@@ -3,13 +3,16 @@
 // are Ready; the system left alone for the idle window (CPU, RSS, watches held open on the API
 // server); then changes at a fixed rate spread over the kinds (latency, CPU, API and queue
 // requests per change); then the system stopped. The driver (this process) is the same for both.
-import { loadavg } from "node:os";
+import { mkdtempSync } from "node:fs";
+import { loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import { servedNamespacesPolicyOf } from "../../deploy/admission.ts";
 import type { Reaper } from "../../emulator/reaper.ts";
 import type { LocalCluster } from "../../emulator/types.ts";
 import { createKubeApi } from "../../functions/runtime/kube-api-http.ts";
+import { crdfnProfiles, type ProfileSummary } from "../cpu-profile.ts";
 import { atRate, changeTimer, forEachBounded, type ChangeCounts } from "../drive.ts";
 import { Greetings } from "../greetings.ts";
 import { BRIDGE_METRICS, clusterPids, cpuSeconds, metricValues, rssBytes, splitAfterStart, splitBeforeStart } from "../proc.ts";
@@ -29,6 +32,8 @@ export interface PlatformRunOptions {
   idleSeconds: number;
   /** The cluster side on CPU 0, the off-cluster side and this driver on CPU 1 (bench/proc.ts). */
   split: boolean;
+  /** crdfn's bridge and function process CPU-profiled over the whole run (`--profile`). */
+  profile?: boolean;
   log: (line: string) => void;
 }
 
@@ -86,6 +91,8 @@ export interface PlatformRun {
     clusterSideCpuMsPerChange: number;
     controlPlaneCpuMsPerChange: number;
     offClusterCpuMsPerChange: number;
+    /** The same, by process (the API server, etcd, the bridge or each operator, ElasticMQ, the functions). */
+    cpuMsPerChangeByProcess: Record<string, number>;
     /** On the kinds, their status, ConfigMaps and Events, less the driver's own spec writes; per change written, as the CPU figures. */
     apiRequestsPerChange: number;
     requests: RequestCounts;
@@ -107,6 +114,8 @@ export interface PlatformRun {
     pipeline: { reconciles: number; functionMsPerReconcile: number; bridgePublishDelayMs: number } | null;
     loadAvg: number[];
   };
+  /** crdfn with `--profile`: top self time of the bridge and the function process over the whole run. */
+  profiles?: Record<string, ProfileSummary>;
 }
 
 const OBSERVE_TIMEOUT_MS = 30_000;
@@ -199,7 +208,8 @@ export async function runPlatform(
     o.log(`${system}: starting for ${kinds.length} kinds…`);
     const control = clusterPids(Number(new URL(cluster.server).port));
     if (o.split) splitBeforeStart(control);
-    const running = await startPlatform(system, kinds, namespace, cluster, controllerRuntime, reaper);
+    const profileDir = o.profile && system === "crdfn" ? mkdtempSync(join(tmpdir(), "crdfn-platform-prof-")) : undefined;
+    const running = await startPlatform(system, kinds, namespace, cluster, controllerRuntime, reaper, profileDir);
     if (o.split) splitAfterStart(Object.values(running.offCluster));
     let stopped = false;
     const stopSystem = async () => {
@@ -334,6 +344,7 @@ export async function runPlatform(
     const peakMiB = sampler.peakRssMiB();
     const peaks = (names: Iterable<string>) => r1([...names].reduce((s, n) => s + (peakMiB[n] ?? 0), 0));
     await stopSystem();
+    const profiles = profileDir === undefined ? undefined : crdfnProfiles(profileDir, o.log);
     return {
       system,
       namespace,
@@ -364,6 +375,7 @@ export async function runPlatform(
         clusterSideCpuMsPerChange: per(clusterSideNames),
         controlPlaneCpuMsPerChange: per(Object.keys(controlPlane)),
         offClusterCpuMsPerChange: per(Object.keys(offCluster)),
+        cpuMsPerChangeByProcess: Object.fromEntries(Object.keys(rated.cpuSeconds).map((n) => [n, per([n])])),
         apiRequestsPerChange: r2(Math.max(0, operatorRequests(rated.requests, resources) - writes) / changes),
         requests: rated.requests,
         serverMsPerRequest: serverMs(rated, resources, kinds),
@@ -372,6 +384,7 @@ export async function runPlatform(
         pipeline,
         loadAvg: ratedLoad,
       },
+      ...(profiles === undefined ? {} : { profiles }),
     };
   } finally {
     for (const step of cleanup) await step();

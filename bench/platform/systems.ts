@@ -58,6 +58,8 @@ export async function startPlatform(
   cluster: LocalCluster,
   controllerRuntime: string,
   reaper: Reaper,
+  /** crdfn only: CPU-profile the bridge and the function process into this folder, written at stop. */
+  cpuProfileDir?: string,
 ): Promise<RunningPlatform> {
   const logDir = mkdtempSync(join(tmpdir(), "crdfn-platform-"));
   reaper.trackDir(logDir);
@@ -66,7 +68,15 @@ export async function startPlatform(
   const since = () => Math.round(performance.now() - t0) / 1000;
 
   if (system === "crdfn") {
-    const { server, ...child } = await startCrdfnChild(namespace, cluster, reaper, join(logDir, "crdfn.log"), env, kinds.length);
+    const { server, ...child } = await startCrdfnChild(
+      namespace,
+      cluster,
+      reaper,
+      join(logDir, "crdfn.log"),
+      env,
+      kinds.length,
+      cpuProfileDir === undefined ? {} : { cpuProfileDir },
+    );
     return {
       ...child,
       startSeconds: since(),
@@ -77,7 +87,8 @@ export async function startPlatform(
         operators: kinds.map((k) => k.kind),
       },
       async stop() {
-        await server.stop();
+        // A profiled process writes its profile as it exits: more time before SIGKILL.
+        await server.stop(cpuProfileDir === undefined ? undefined : 60_000);
         rmSync(logDir, { recursive: true, force: true });
       },
     };
