@@ -525,7 +525,11 @@ function coldScaleCommand(): Command {
       "--variant <settings>",
       "also run crdfn with these settings (KEY=VALUE,…: environment variables of its bridge and functions), before it, in the same run",
       (text) => {
-        const pairs = text.split(",").map((p) => p.trim().split("="));
+        // Split at each pair's first "=": a value may hold more (V8 flags: --max-semi-space-size=8).
+        const pairs = text.split(",").map((p) => {
+          const at = p.indexOf("=");
+          return at < 0 ? [p.trim()] : [p.slice(0, at).trim(), p.slice(at + 1).trim()];
+        });
         if (pairs.some((p) => p.length !== 2 || !/^[A-Z][A-Z0-9_]*$/.test(p[0] ?? "")))
           throw new InvalidArgumentError("--variant must be KEY=VALUE pairs, comma-separated");
         return Object.fromEntries(pairs) as Record<string, string>;
@@ -549,7 +553,8 @@ function coldScaleCommand(): Command {
     .option("--json <path>", "where to write the results (default bench-results/coldscale-<timestamp>.json)")
     .addHelpText(
       "after",
-      "\nExample (10k only, both systems, about 10 minutes on 2 cores):\n  npm run bench:coldscale -- --objects 10000 --systems crdfn,controller-runtime(8)",
+      "\nExample (10k only, both systems, about 10 minutes on 2 cores):\n  npm run bench:coldscale -- --objects 10000 --systems crdfn,controller-runtime(8)" +
+        "\nThe bridge with other V8 heap sizes first, then as shipped:\n  npm run bench:coldscale -- --objects 10000 --systems crdfn --split --variant CRDFN_PEERS_BRIDGE_NODE_OPTIONS=--max-semi-space-size=8",
     )
     .action(async (o: Options, command: Command) => {
       const refusal = o.split ? splitRefusal() : undefined;

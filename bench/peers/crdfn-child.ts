@@ -17,6 +17,7 @@ import type { LocalCluster } from "../../emulator/types.ts";
 import greeting from "../../examples/greeting/operator.ts";
 import { platformOperators } from "../platform/kinds.ts";
 import {
+  BRIDGE_NODE_OPTIONS_ENV,
   CLUSTER_ENV,
   cpuProfileFlags,
   NAMESPACE_ENV,
@@ -39,6 +40,8 @@ async function main(): Promise<void> {
   const control = { stop: notOurs, start: notOurs, pause: notOursNow, resume: notOursNow };
   const cluster: LocalCluster = { ...handle, kubeConfig, queue: control, apiServer: control, stop: notOurs };
   const kinds = Number(process.env[PLATFORM_KINDS_ENV] ?? 0);
+  const profileDir = process.env[PROFILE_DIR_ENV];
+  const bridgeNodeOptions = [process.env[BRIDGE_NODE_OPTIONS_ENV] ?? "", ...(profileDir ? cpuProfileFlags(profileDir) : [])].join(" ").trim();
   const queueRequests: Record<string, number> = {};
   const reconciles = { count: 0, ms: 0 };
   const counts = createServer((_req, res) => res.end(JSON.stringify({ queueRequests, reconciles: reconciles.count, reconcileMs: reconciles.ms })));
@@ -59,7 +62,7 @@ async function main(): Promise<void> {
     // The bridge lists and publishes every waiting object before it reports ready (bench:coldscale).
     ...(process.env[READY_TIMEOUT_ENV] ? { bridgeReadyTimeoutMs: Number(process.env[READY_TIMEOUT_ENV]) } : {}),
     ...(process.env[RECEIVE_LOOPS_ENV] ? { receiveLoops: Number(process.env[RECEIVE_LOOPS_ENV]) } : {}),
-    ...(process.env[PROFILE_DIR_ENV] ? { bridgeExtraNodeOptions: cpuProfileFlags(process.env[PROFILE_DIR_ENV]).join(" ") } : {}),
+    ...(bridgeNodeOptions ? { bridgeExtraNodeOptions: bridgeNodeOptions } : {}),
   });
   const queueRequestsPort = (counts.address() as AddressInfo).port;
   console.log(JSON.stringify({ bridgePid: pipeline.bridgeProcess.pid, bridgeHttpPort: pipeline.bridgeProcess.httpPort, queueRequestsPort }));

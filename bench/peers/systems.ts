@@ -22,6 +22,8 @@ export const NAMESPACE_ENV = "CRDFN_PEERS_NAMESPACE";
 export const PLATFORM_KINDS_ENV = "CRDFN_PEERS_PLATFORM_KINDS";
 /** A folder for `--cpu-prof` profiles of crdfn's bridge and function process (bench:coldscale). */
 export const PROFILE_DIR_ENV = "CRDFN_PEERS_PROFILE_DIR";
+/** V8 flags appended to the bridge's shipped NODE_OPTIONS (deploy/bridge.ts), last wins: a variant's heap sizes. */
+export const BRIDGE_NODE_OPTIONS_ENV = "CRDFN_PEERS_BRIDGE_NODE_OPTIONS";
 /** The crdfn child's poller: concurrent receive loops (cli/local/pipeline.ts receiveLoops; default its default). */
 export const RECEIVE_LOOPS_ENV = "CRDFN_PEERS_RECEIVE_LOOPS";
 /** How long the crdfn child's bridge may take to report its initial sync, in ms. */
