@@ -159,11 +159,14 @@ export const EVENT_KEY_SECRET_KEY = "key";
  * The bridge container's NODE_OPTIONS (`crdfn dev` and the benchmarks run its process with them
  * too). Its index keeps about 0.9 KiB per object with one child (451 B the parent, 484 the child:
  * `npm run bench:trackermem`), so 100k of each take ~90 MiB of the 128. A capped old space makes
- * V8 collect before the heap grows; a small young generation keeps those collections cheap
- * (without it GC took most of a core at full load) and the RSS low: semi-space 2 instead of 8 MiB,
- * peak RSS 123 → 103 MiB at 1k objects, 126 → 119 at 10k, sync no slower (npm run bench:bridge).
+ * V8 collect before the heap grows. The young generation is capped at 4 MiB a semi-space (V8's
+ * own cap is 16): at 8 MiB, peak RSS was 123 MiB against 103 at 2 MiB (1k objects); at 2 MiB a
+ * cold start of 10k objects spent 7.7–8.6 s of the bridge's main thread in GC against 5.2 s at
+ * 4 MiB and 4.2 s at 8, the peak RSS 136–139, 139 and 148–151 MiB; at 100k, 87.8 s at 2 MiB
+ * and 71.0 s at 4, 228 and 229 MiB (`npm run bench:coldscale -- --split`, docs/performance.md).
+ * The bridge's whole CPU per object was not shown to fall: the runs' noise is as large.
  */
-export const BRIDGE_NODE_OPTIONS = "--max-old-space-size=128 --max-semi-space-size=2";
+export const BRIDGE_NODE_OPTIONS = "--max-old-space-size=128 --max-semi-space-size=4";
 
 export function bridgeDeploymentOf(s: DeploySettings): Manifest {
   const name = bridgeName(s);
