@@ -50,6 +50,8 @@ describe("npm run bench:platform (smoke)", { timeout: 600_000 }, () => {
           } else {
             assert.equal(r.rated.queueRequests, null);
             assert.equal(Object.keys(r.rss.peakMiB).filter((k) => k.startsWith("op")).length, result.params.kinds, "one operator process per kind");
+            // As deployed, as crdfn's bridge and functions are: a ServiceAccount, not the admin.
+            assert.match(String(r.settings.identity), /^ServiceAccount crdfn-peers\/controller-runtime-greeting0s, ClusterRole /);
           }
         }
       } finally {

@@ -9,6 +9,7 @@ import { startServer, type RunningServer } from "../../emulator/process.ts";
 import type { Reaper } from "../../emulator/reaper.ts";
 import type { LocalCluster } from "../../emulator/types.ts";
 import { kopfOperator } from "./build.ts";
+import { kopfRules, kubebuilderRules, peerIdentity } from "./identity.ts";
 
 export const SYSTEMS = ["crdfn", "controller-runtime(1)", "controller-runtime(8)", "kopf(default)", "kopf(tuned)"] as const;
 export type SystemName = (typeof SYSTEMS)[number];
@@ -132,16 +133,19 @@ export async function startSystem(
     });
   }
 
+  // The example Greeting, as every peer reconciles it.
+  const greeting = { group: "example.com", plural: "greetings" };
   if (name.startsWith("controller-runtime")) {
     const workers = name === "controller-runtime(8)" ? 8 : 1;
     const args = ["--namespace", namespace, "--workers", String(workers), "--qps", "-1", "--burst", "1000"];
+    const identity = await peerIdentity(cluster, `controller-runtime-${workers}`, kubebuilderRules(greeting), reaper);
     const server = await startServer(
       {
         name,
         command: bin.controllerRuntime,
         args,
         logFile,
-        env,
+        env: { ...env, KUBECONFIG: identity.kubeconfigPath },
         ready: () => Promise.resolve(jsonLine(logFile, "synced") !== undefined),
         timeoutMs: timeoutMs(60),
       },
@@ -151,6 +155,7 @@ export async function startSystem(
       clusterSide: { operator: server.pid },
       offCluster: {},
       settings: {
+        identity: identity.describe,
         maxConcurrentReconciles: workers,
         qps: -1,
         burst: 1000,
@@ -163,6 +168,7 @@ export async function startSystem(
   }
 
   const profile = name === "kopf(tuned)" ? "tuned" : "default";
+  const identity = await peerIdentity(cluster, `kopf-${profile}`, kopfRules(greeting), reaper);
   const server = await startServer(
     {
       name,
@@ -170,7 +176,7 @@ export async function startSystem(
       args: ["-m", "kopf", "run", "--standalone", `--namespace=${namespace}`, ...(profile === "tuned" ? ["--quiet"] : []), kopfOperator],
       cwd: dirname(kopfOperator),
       logFile,
-      env: { ...env, CRDFN_KOPF_PROFILE: profile, PYTHONUNBUFFERED: "1" },
+      env: { ...env, KUBECONFIG: identity.kubeconfigPath, CRDFN_KOPF_PROFILE: profile, PYTHONUNBUFFERED: "1" },
       ready: () => Promise.resolve(jsonLine(logFile, "settings") !== undefined),
       timeoutMs: timeoutMs(60),
     },
@@ -180,7 +186,7 @@ export async function startSystem(
   return started(server, {
     clusterSide: { operator: server.pid },
     offCluster: {},
-    settings: { ...reported, cli: ["--standalone", "--namespace", ...(profile === "tuned" ? ["--quiet"] : [])] },
+    settings: { ...reported, identity: identity.describe, cli: ["--standalone", "--namespace", ...(profile === "tuned" ? ["--quiet"] : [])] },
   });
 }
 

@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { startServer } from "../../emulator/process.ts";
 import type { Reaper } from "../../emulator/reaper.ts";
 import type { LocalCluster } from "../../emulator/types.ts";
+import { kubebuilderRules, peerIdentity } from "../peers/identity.ts";
 import { jsonLine, startCrdfnChild } from "../peers/systems.ts";
 import type { PlatformKind } from "./kinds.ts";
 
@@ -94,6 +95,8 @@ export async function startPlatform(
     };
   }
 
+  // Ten kubebuilder projects: each its own ServiceAccount and generated ClusterRole.
+  const identities = await Promise.all(kinds.map((k) => peerIdentity(cluster, `controller-runtime-${k.plural}`, kubebuilderRules(k), reaper)));
   const servers = await Promise.all(
     kinds.map((k, i) => {
       const logFile = join(logDir, `${k.plural}.log`);
@@ -103,7 +106,7 @@ export async function startPlatform(
           command: controllerRuntime,
           args: operatorArgs(k, namespace),
           logFile,
-          env,
+          env: { ...env, KUBECONFIG: identities[i]!.kubeconfigPath },
           ready: () => Promise.resolve(jsonLine(logFile, "synced") !== undefined),
           timeoutMs: 120_000,
         },
@@ -118,6 +121,7 @@ export async function startPlatform(
     logDir,
     settings: {
       processes: kinds.length,
+      identity: identities[0]?.describe ?? "",
       args: operatorArgs(kinds[0] ?? { group: "…", version: "…", kind: "…", plural: "…", childLabel: "…", prefix: "…" }, namespace),
       maxConcurrentReconciles: 1,
       cache: "typed, one namespace; ConfigMaps only with the kind's label",
