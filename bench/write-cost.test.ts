@@ -2,7 +2,19 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { APPLIED_HASH_ANNOTATION, PARENT_GENERATION_ANNOTATION, PARENT_UID_LABEL } from "../core/event.ts";
 import type { KubeObject } from "../functions/runtime/kube-api.ts";
-import { addTally, asAnnounced, comparisons, kindList, resultOf, writeRequest, writesOf, type KindResult, type Tally, type Target } from "./write-cost.ts";
+import {
+  addTally,
+  asAnnounced,
+  comparisons,
+  kindList,
+  resultOf,
+  writeRequest,
+  writesOf,
+  type KindResult,
+  type Sender,
+  type Tally,
+  type Target,
+} from "./write-cost.ts";
 
 const now = new Date("2026-11-25T12:00:00Z");
 const greeting: KubeObject = {
@@ -69,10 +81,12 @@ describe("bench:writecost's requests", () => {
     assert.match(annotations[APPLIED_HASH_ANNOTATION] ?? "", /^[0-9a-f]{32}$/);
   });
 
-  it("the function's children are ConfigMaps of their own, and its status differs from the admin's, so that each sender's write stores", () => {
+  it("each sender's children are ConfigMaps of their own, and its status differs from the one before it, so that each sender's write stores", () => {
     assert.equal(writeRequest("child SSA create", target(), 1, now, "function").path, "/api/v1/namespaces/ns/configmaps/g-r1-fn-apply");
-    const statusOf = (sender: "admin" | "function") => (writeRequest("status PUT", target(), 1, now, sender).body as KubeObject).status;
-    assert.notDeepEqual(statusOf("function"), statusOf("admin"), "the function's status PUT after the admin's changes the object");
+    assert.equal(writeRequest("child SSA create", target(), 1, now, "unfenced").path, "/api/v1/namespaces/ns/configmaps/g-r1-un-apply");
+    const statusOf = (sender: Sender) => (writeRequest("status PUT", target(), 1, now, sender).body as KubeObject).status;
+    assert.notDeepEqual(statusOf("unfenced"), statusOf("admin"), "the unfenced status PUT after the admin's changes the object");
+    assert.notDeepEqual(statusOf("function"), statusOf("unfenced"), "the function's status PUT after the unfenced one changes the object");
   });
 
   it("the unchanged apply repeats the create's body; the changed one changes the data and so the applied hash", () => {
@@ -148,18 +162,26 @@ describe("bench:writecost's results", () => {
     ]);
   });
 
-  it("adds the function's line when crdfn's kinds also ran as the function", () => {
+  it("adds the function's line when crdfn's kinds also ran as the function, and the identity's and the policy's apart when they ran unfenced too", () => {
     const lines = comparisons([result("status PUT", 5), result("status PUT", 6, 1.5, "function"), result("child POST create", 3, 0.5, "function")]);
     assert.deepEqual(lines, ["as the function against as the admin, API server / etcd ms per request: status PUT 6 against 5 (+1 ms) / etcd 1.5 against 1"]);
+    const apart = comparisons([result("status PUT", 5), result("status PUT", 5.25, 1, "unfenced"), result("status PUT", 6, 1.5, "function")]);
+    assert.deepEqual(apart, [
+      "as the function against as the admin, API server / etcd ms per request: status PUT 6 against 5 (+1 ms) / etcd 1.5 against 1",
+      "the identity alone (unfenced against the admin), API server / etcd ms per request: status PUT 5.25 against 5 (+0.25 ms) / etcd 1 against 1",
+      "the admission policy alone (as the function against unfenced), API server / etcd ms per request: status PUT 6 against 5.25 (+0.75 ms) / etcd 1.5 against 1",
+    ]);
   });
 
-  it("--as-function sends each of crdfn's own kinds as the function right after the admin", () => {
+  it("--as-function sends each of crdfn's own kinds unfenced and as the function right after the admin", () => {
     assert.deepEqual(writesOf(["status merge PATCH", "status PUT", "child POST create", "child SSA create"], true), [
       { kind: "status merge PATCH", sender: "admin" },
       { kind: "status PUT", sender: "admin" },
+      { kind: "status PUT", sender: "unfenced" },
       { kind: "status PUT", sender: "function" },
       { kind: "child POST create", sender: "admin" },
       { kind: "child SSA create", sender: "admin" },
+      { kind: "child SSA create", sender: "unfenced" },
       { kind: "child SSA create", sender: "function" },
     ]);
     assert.deepEqual(writesOf(["status PUT"], false), [{ kind: "status PUT", sender: "admin" }]);

@@ -11,15 +11,21 @@
 // where controller-runtime sends built-in kinds as protobuf), and the planned merge patch
 // carrying metadata.resourceVersion.
 // The admin sends them all; with --as-function, crdfn's own kinds are also sent by its function as
-// deployed (its ServiceAccount token, Role and admission policy), so that what the identity costs
-// shows beside what the kind costs.
+// deployed (its ServiceAccount token, Role and admission policy), and by a ServiceAccount bound to
+// the same Role that the policy does not match, so that what the identity and what the policy
+// cost show apart, beside what the kind costs.
+import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
 import { dirname, join } from "node:path";
+import { promisify } from "node:util";
+import { stringify } from "yaml";
+import { serverConnection } from "../clients/kube-connection.ts";
 import { Command, InvalidArgumentError, Option } from "commander";
 import { KubeHttp } from "../clients/kube-http.ts";
-import { applyDevIdentities, type DevIdentities } from "../cli/local/dev-identities.ts";
+import { applyDevIdentities, DEV_FUNCTIONS_NAMESPACE, type DevIdentities } from "../cli/local/dev-identities.ts";
+import { operatorName } from "../deploy/rbac.ts";
 import { installCrds } from "../cli/local/install-crds.ts";
 import { canonicalJson } from "../core/canonical-json.ts";
 import { APPLIED_HASH_ANNOTATION, PARENT_GENERATION_ANNOTATION, PARENT_UID_LABEL } from "../core/event.ts";
@@ -63,9 +69,16 @@ export const SENT_BY: Record<WriteKind, string> = {
 /**
  * Who sends a write: the admin (the kubeconfig's client certificate, authorized at once as
  * system:masters), or, with --as-function, crdfn's function as deployed (its ServiceAccount's
- * token, its Role, its admission policy's CEL: cli/local/dev-identities.ts).
+ * token, its Role, its admission policy's CEL: cli/local/dev-identities.ts), and "unfenced": a
+ * ServiceAccount bound to the function's Role whom the policy's match condition does not name
+ * (a token and RBAC as the function's, no policy).
  */
-export type Sender = "admin" | "function";
+export type Sender = "admin" | "function" | "unfenced";
+
+/** The unfenced sender's ServiceAccount, beside the function's. */
+const UNFENCED_ACCOUNT = "writecost-unfenced";
+
+const senderSuffix: Record<Sender, string> = { admin: "", function: ", as the function", unfenced: ", unfenced" };
 
 /** The kinds crdfn's function sends today, which --as-function also sends as the function (its Role allows no status patch). */
 export const FUNCTION_SENDS: readonly WriteKind[] = ["status PUT", "child SSA create", "child SSA unchanged", "child SSA changed"];
@@ -76,11 +89,11 @@ export interface Write {
   sender: Sender;
 }
 
-/** A round's writes in order: each kind as the admin, and right after it as the function when `asFunction` and the function sends it. */
+/** A round's writes in order: each kind as the admin, and right after it, when `asFunction` and the function sends it, unfenced and as the function. */
 export function writesOf(kinds: readonly WriteKind[], asFunction: boolean): Write[] {
   return kinds.flatMap((kind): Write[] => [
     { kind, sender: "admin" },
-    ...(asFunction && FUNCTION_SENDS.includes(kind) ? [{ kind, sender: "function" as const }] : []),
+    ...(asFunction && FUNCTION_SENDS.includes(kind) ? (["unfenced", "function"] as const).map((sender) => ({ kind, sender })) : []),
   ]);
 }
 
@@ -153,8 +166,8 @@ export function writeRequest(kind: WriteKind, t: Target, round: number, now: Dat
   const o = t.object;
   const ref = { ...EXAMPLE_GREETING, namespace: o.metadata.namespace, name: o.metadata.name };
   // Each sender's status differs from the one before it, or the write would change nothing.
-  const status = statusFor(o, `${kind}${sender === "function" ? " as the function" : ""}, round ${round}`, now);
-  const child = (verb: string) => `${o.metadata.name}-r${round}${sender === "function" ? "-fn" : ""}-${verb}`;
+  const status = statusFor(o, `${kind}${senderSuffix[sender]}, round ${round}`, now);
+  const child = (verb: string) => `${o.metadata.name}-r${round}${{ admin: "", function: "-fn", unfenced: "-un" }[sender]}-${verb}`;
   const configMaps = { group: "", version: "v1", plural: "configmaps", namespace: o.metadata.namespace };
   const apply = (body: KubeObject): WriteRequest => ({
     method: "PATCH",
@@ -234,24 +247,26 @@ export function comparisons(results: readonly KindResult[]): string[] {
     ...line("status", "status PUT", ["status merge PATCH + rv", "status merge PATCH"]),
     ...line("child create", "child POST create", ["child SSA create"]),
     ...line("child apply of an existing ConfigMap", "child SSA unchanged", ["child SSA changed"]),
-    ...(FUNCTION_SENDS.some((k) => ran(k, "function"))
-      ? [
-          `as the function against as the admin, API server / etcd ms per request: ${FUNCTION_SENDS.filter((k) => ran(k) && ran(k, "function"))
-            .map((k) => {
-              const [f, a] = [cost(k, "function"), cost(k)];
-              return `${k} ${r2(f.api)} against ${r2(a.api)} (${f.api >= a.api ? "+" : ""}${r2(f.api - a.api)} ms) / etcd ${r2(f.etcd)} against ${r2(a.etcd)}`;
-            })
-            .join("; ")}`,
-        ]
-      : []),
+    ...senderLine(["function", "admin"], "as the function against as the admin"),
+    ...senderLine(["unfenced", "admin"], "the identity alone (unfenced against the admin)"),
+    ...senderLine(["function", "unfenced"], "the admission policy alone (as the function against unfenced)"),
   ];
+  function senderLine([a, b]: [Sender, Sender], what: string): string[] {
+    const kinds = FUNCTION_SENDS.filter((k) => ran(k, a) && ran(k, b));
+    if (kinds.length === 0) return [];
+    const each = kinds.map((k) => {
+      const [x, y] = [cost(k, a), cost(k, b)];
+      return `${k} ${r2(x.api)} against ${r2(y.api)} (${x.api >= y.api ? "+" : ""}${r2(x.api - y.api)} ms) / etcd ${r2(x.etcd)} against ${r2(y.etcd)}`;
+    });
+    return [`${what}, API server / etcd ms per request: ${each.join("; ")}`];
+  }
 }
 
 export function formatTable(results: readonly KindResult[]): string {
   const load = (l: number[]) => (l[0] ?? 0).toFixed(1);
   const rows = results.map(
     (r) =>
-      `| ${r.round} | ${r.kind}${r.sender === "function" ? ", as the function" : ""} | ${r.sentBy} | ${r.requests} | ${r.wallSeconds.toFixed(1)} | ${r.apiServerMsPerRequest.toFixed(2)} | ${r.etcdMsPerRequest.toFixed(2)} | ${r.stored} | ${r.failures} | ${load(r.loadAvgStart)} → ${load(r.loadAvgEnd)} |`,
+      `| ${r.round} | ${r.kind}${senderSuffix[r.sender]} | ${r.sentBy} | ${r.requests} | ${r.wallSeconds.toFixed(1)} | ${r.apiServerMsPerRequest.toFixed(2)} | ${r.etcdMsPerRequest.toFixed(2)} | ${r.stored} | ${r.failures} | ${load(r.loadAvgStart)} → ${load(r.loadAvgEnd)} |`,
   );
   return [
     "| round | kind | sent by | requests | wall s | API server ms/request | etcd ms/request | stored | failures | load avg |",
@@ -433,6 +448,7 @@ async function writeCost(o: Options, log: (l: string) => void): Promise<{ path: 
     const clients: Record<Sender, KubeHttp | undefined> = {
       admin: http,
       function: identities === undefined ? undefined : new KubeHttp({ connection: identities.functionConnection(greeting) }),
+      unfenced: identities === undefined ? undefined : await unfencedClient(cluster, namespace),
     };
     const greetings = new Greetings(api, namespace);
     await greetings.createNamespace();
@@ -452,7 +468,7 @@ async function writeCost(o: Options, log: (l: string) => void): Promise<{ path: 
       idle.push(quiet);
       for (const r of await runRound(clients, targets, round, o, { apiServer, etcd })) {
         log(
-          `  round ${round}, ${r.kind}${r.sender === "function" ? " as the function" : ""}: ${r.wallSeconds.toFixed(1)} s, API server ${r.apiServerMsPerRequest} ms, etcd ${r.etcdMsPerRequest} ms per request, ${r.stored} stored, ${r.failures} failures (load ${r.loadAvgStart[0]?.toFixed(1)} → ${r.loadAvgEnd[0]?.toFixed(1)})`,
+          `  round ${round}, ${r.kind}${senderSuffix[r.sender]}: ${r.wallSeconds.toFixed(1)} s, API server ${r.apiServerMsPerRequest} ms, etcd ${r.etcdMsPerRequest} ms per request, ${r.stored} stored, ${r.failures} failures (load ${r.loadAvgStart[0]?.toFixed(1)} → ${r.loadAvgEnd[0]?.toFixed(1)})`,
         );
         if (r.firstFailure !== undefined) log(`    first failure: ${r.firstFailure}`);
         results.push(r);
@@ -470,6 +486,34 @@ async function writeCost(o: Options, log: (l: string) => void): Promise<{ path: 
     `${JSON.stringify({ startedAt, finishedAt: new Date().toISOString(), machine: { cpus: cpus().length, node: process.version }, options: o, idle, results, summary }, null, 2)}\n`,
   );
   return { path, results, idle };
+}
+
+/**
+ * A ServiceAccount bound to the function's own Role in `namespace` (so RBAC answers it as it
+ * answers the function), whom the function's admission policy does not match: its writes cost
+ * the token and RBAC, not the policy's CEL.
+ */
+async function unfencedClient(cluster: Awaited<ReturnType<typeof startCluster>>, namespace: string): Promise<KubeHttp> {
+  const run = promisify(execFile);
+  const env = { ...process.env, KUBECONFIG: cluster.kubeconfigPath };
+  // deploy/rbac.ts's name for the function's Role in each served namespace.
+  const role = `crdfn-${operatorName(greeting as Operator<unknown>)}-function`;
+  const manifests = [
+    { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: UNFENCED_ACCOUNT, namespace: DEV_FUNCTIONS_NAMESPACE } },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "RoleBinding",
+      metadata: { name: UNFENCED_ACCOUNT, namespace },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: role },
+      subjects: [{ kind: "ServiceAccount", name: UNFENCED_ACCOUNT, namespace: DEV_FUNCTIONS_NAMESPACE }],
+    },
+  ];
+  const applied = run(cluster.kubectl, ["apply", "--server-side", "--field-manager=crdfn-bench", "-f", "-"], { env });
+  applied.child.stdin?.end(manifests.map((m) => stringify(m)).join("---\n"));
+  await applied;
+  const { stdout } = await run(cluster.kubectl, ["create", "token", UNFENCED_ACCOUNT, "-n", DEV_FUNCTIONS_NAMESPACE, "--duration=24h"], { env });
+  const token = stdout.trim();
+  return new KubeHttp({ connection: serverConnection({ server: cluster.server, caFile: cluster.caPath, token: () => Promise.resolve(token) }) });
 }
 
 /** `--kinds`: names from WRITE_KINDS, in the order to run them; an apply of an existing child needs its create before it. */
@@ -507,7 +551,7 @@ function writeCostCommand(): Command {
     )
     .option(
       "--as-function",
-      `also send crdfn's own kinds (${FUNCTION_SENDS.join(", ")}) as its function as deployed: its ServiceAccount token, Role and admission policy, each right after the same kind as the admin`,
+      `also send crdfn's own kinds (${FUNCTION_SENDS.join(", ")}) as its function as deployed (its ServiceAccount token, Role and admission policy), and as a ServiceAccount with the same Role that the policy does not match, each right after the same kind as the admin`,
       false,
     )
     .option("--json <path>", "where to write the results (default bench-results/writecost-<timestamp>.json)")
