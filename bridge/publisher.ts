@@ -11,7 +11,7 @@
 import type { Logger } from "pino";
 import { backoffMs, type BackoffPolicy } from "../core/backoff.ts";
 import { deduplicationId, encodeKeyEvent, messageGroupId, supersede, withinCap, type KeyEvent } from "../core/event.ts";
-import { signKeyEvent, type EventKey } from "../core/event-auth.ts";
+import { signKeyEvent, signingKey, type EventKey, type SigningKey } from "../core/event-auth.ts";
 import type { BridgeMetrics } from "./metrics.ts";
 import type { Timers } from "./due-schedule.ts";
 import type { AnnounceOptions } from "./sink.ts";
@@ -64,6 +64,8 @@ const BACKOFF: BackoffPolicy = { initialMs: 200, maxMs: 10_000, jitter: 0.5 };
 
 export class Publisher {
   readonly #options: PublisherOptions;
+  /** The event key with its secret imported once: every event is signed with it. */
+  readonly #signing: SigningKey;
   readonly #pending = new Map<string, Pending>();
   readonly #inflight = new Map<string, Pending>();
   #roomWaiters: Array<() => void> = [];
@@ -85,6 +87,7 @@ export class Publisher {
 
   constructor(options: PublisherOptions) {
     this.#options = options;
+    this.#signing = signingKey(options.eventKey);
     this.#credit = new SendCredit(options.lingerMs ?? options.transport.lingerMs);
   }
 
@@ -117,13 +120,13 @@ export class Publisher {
     // A parent too large for one message goes without its body, then without its children's keys.
     event = withinCap(event);
     // Signed as sent: what waits stays unsigned, since a newer announcement may still supersede it.
-    let body = encodeKeyEvent(signKeyEvent(event, this.#options.eventKey));
+    let body = encodeKeyEvent(signKeyEvent(event, this.#signing));
     let bodyBytes = event.object === undefined ? 0 : Buffer.byteLength(body, "utf8");
     if (bodyBytes > 0 && this.#bodyBytes + bodyBytes > (this.#options.maxPendingBodyBytes ?? DEFAULT_MAX_PENDING_BODY_BYTES)) {
       // Memory is bounded: past the budget the event names the object, and its function reads it.
       const { object: _dropped, ...keys } = event;
       event = keys;
-      body = encodeKeyEvent(signKeyEvent(event, this.#options.eventKey));
+      body = encodeKeyEvent(signKeyEvent(event, this.#signing));
       bodyBytes = 0;
     }
     this.#bodyBytes += bodyBytes;

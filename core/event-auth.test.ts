@@ -1,7 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { formatEventKey, parseEventKey, parseEventKeys, signKeyEvent, verifyKeyEvent, type EventKey } from "./event-auth.ts";
+import { formatEventKey, parseEventKey, parseEventKeys, signingKey, signKeyEvent, verifyKeyEvent, type EventKey } from "./event-auth.ts";
 import { encodeKeyEvent, parseKeyEvent, type KeyEvent } from "./event.ts";
 
 const eventKeyOf = (kid: string, fill: number): EventKey => ({ kid, secret: Buffer.alloc(32, fill) });
@@ -36,6 +36,15 @@ function received(e: KeyEvent): KeyEvent {
 }
 
 describe("event MAC", () => {
+  it("a key imported once signs as its bytes do: either verifies against either", () => {
+    const imported = signKeyEvent(event, signingKey(k1));
+    assert.deepEqual(imported, signKeyEvent(event, k1));
+    assert.ok(verifyKeyEvent(imported, ring(k1)).ok);
+    const parsed = parseEventKeys(formatEventKey(k1), "prod-a").get("prod-a")!;
+    assert.ok(verifyKeyEvent(signKeyEvent(event, k1), parsed).ok);
+    assert.ok(!verifyKeyEvent(signKeyEvent(event, signingKey(k2)), new Map([["k2", parsed.get("k1")!]])).ok);
+  });
+
   it("a signed event is v3, carries its kid and verifies after the queue, whatever order its keys come in", () => {
     const signed = signKeyEvent(event, k1);
     assert.equal(signed.v, 3);

@@ -6,7 +6,7 @@
 //
 // Keys as settings are `<kid>:<secret>`: a short key id (so keys can rotate: the functions accept
 // several, the bridge signs with one) and at least 32 random bytes in base64 or base64url.
-import { createHmac, timingSafeEqual } from "node:crypto";
+import { createHmac, createSecretKey, timingSafeEqual, type KeyObject } from "node:crypto";
 import { canonicalJson } from "./canonical-json.ts";
 import type { KeyEvent } from "./event.ts";
 
@@ -24,8 +24,21 @@ export interface EventKey {
   secret: Buffer;
 }
 
+/**
+ * A secret as signing and verifying take it: its bytes, or, where one key signs or verifies many
+ * events, a KeyObject made once (signingKey): HMAC with raw bytes imports the key again on every
+ * call, about 20 µs of a MAC's 28 (Node 24, a 1.2 kB event); with a KeyObject a MAC takes ~7 µs.
+ */
+export type EventSecret = Buffer | KeyObject;
+
+/** A key as signing takes it. */
+export interface SigningKey {
+  kid: string;
+  secret: EventSecret;
+}
+
 /** The keys a function accepts for one cluster, by kid. */
-export type EventKeyring = ReadonlyMap<string, Buffer>;
+export type EventKeyring = ReadonlyMap<string, EventSecret>;
 
 export type Verification =
   | { ok: true }
@@ -33,13 +46,13 @@ export type Verification =
   | { ok: false; why: "unsigned" | "unknown-key" | "mismatch"; message: string };
 
 /** The MAC of an event, over everything in it but the MAC itself. */
-function macOf(event: KeyEvent, secret: Buffer): Buffer {
+function macOf(event: KeyEvent, secret: EventSecret): Buffer {
   const { mac: _mac, ...signed } = event;
   return createHmac("sha256", secret).update(CONTEXT).update(canonicalJson(signed)).digest();
 }
 
 /** The event as the bridge sends it: a v3 event carrying its key id and MAC. */
-export function signKeyEvent(event: KeyEvent, key: EventKey): KeyEvent {
+export function signKeyEvent(event: KeyEvent, key: SigningKey): KeyEvent {
   const { mac: _old, ...unsigned } = event;
   const withKid: KeyEvent = { ...unsigned, v: SIGNED_EVENT_VERSION, kid: key.kid };
   return { ...withKid, mac: macOf(withKid, key.secret).toString("base64url") };
@@ -85,6 +98,11 @@ export function parseEventKey(text: string): EventKey {
   return { kid, secret };
 }
 
+/** `key` made ready to sign many events: its secret imported once. */
+export function signingKey(key: EventKey): SigningKey {
+  return { kid: key.kid, secret: createSecretKey(key.secret) };
+}
+
 /** A key as a setting holds it. */
 export function formatEventKey(key: EventKey): string {
   return `${key.kid}:${key.secret.toString("base64")}`;
@@ -95,8 +113,8 @@ export function formatEventKey(key: EventKey): string {
  * where one cluster is served. Returns cluster → kid → secret; `defaultCluster` takes the keys
  * without a cluster. Throws an Error naming the item (never its secret).
  */
-export function parseEventKeys(text: string, defaultCluster: string | undefined): Map<string, Map<string, Buffer>> {
-  const out = new Map<string, Map<string, Buffer>>();
+export function parseEventKeys(text: string, defaultCluster: string | undefined): Map<string, Map<string, KeyObject>> {
+  const out = new Map<string, Map<string, KeyObject>>();
   const items = text
     .split(",")
     .map((s) => s.trim())
@@ -114,9 +132,9 @@ export function parseEventKeys(text: string, defaultCluster: string | undefined)
     } catch (e) {
       throw new Error(`key ${i + 1} (cluster "${cluster}"): ${(e as Error).message}`);
     }
-    const ring = out.get(cluster) ?? new Map<string, Buffer>();
+    const ring = out.get(cluster) ?? new Map<string, KeyObject>();
     if (ring.has(key.kid)) throw new Error(`key id "${key.kid}" is given twice for cluster "${cluster}"`);
-    out.set(cluster, ring.set(key.kid, key.secret));
+    out.set(cluster, ring.set(key.kid, createSecretKey(key.secret)));
   });
   return out;
 }

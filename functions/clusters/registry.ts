@@ -121,7 +121,7 @@ export function loadEventKeyrings(text: string | undefined, clusters: ClusterReg
   if (text === undefined || text.trim() === "")
     return fail("required: the keys this function verifies its events with, as [<cluster>/]<kid>:<secret>, comma-separated (see docs/security.md)");
   const only = clusters.size === 1 ? [...clusters.keys()][0] : undefined;
-  let keys = new Map<string, Map<string, Buffer>>();
+  let keys = new Map<string, EventKeyring>();
   try {
     keys = parseEventKeys(text, only);
   } catch (e) {
