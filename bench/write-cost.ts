@@ -14,13 +14,10 @@
 // deployed (its ServiceAccount token, Role and admission policy), and by a ServiceAccount bound to
 // the same Role that the policy does not match, so that what the identity and what the policy
 // cost show apart, beside what the kind costs.
-import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
 import { dirname, join } from "node:path";
-import { promisify } from "node:util";
-import { stringify } from "yaml";
 import { serverConnection } from "../clients/kube-connection.ts";
 import { Command, InvalidArgumentError, Option } from "commander";
 import { KubeHttp } from "../clients/kube-http.ts";
@@ -39,6 +36,7 @@ import { createKubeApi } from "../functions/runtime/kube-api-http.ts";
 import type { KubeObject } from "../functions/runtime/kube-api.ts";
 import { READY, successStatus } from "../functions/runtime/status.ts";
 import { forEachBounded } from "./drive.ts";
+import { applyAsAdmin, serviceAccountToken } from "./peers/identity.ts";
 import { EXAMPLE_GREETING, Greetings, objectName } from "./greetings.ts";
 import { clusterPids, cpuSeconds } from "./proc.ts";
 import { runBench, wholeNumber } from "./command-line.ts";
@@ -494,8 +492,6 @@ async function writeCost(o: Options, log: (l: string) => void): Promise<{ path: 
  * the token and RBAC, not the policy's CEL.
  */
 async function unfencedClient(cluster: Awaited<ReturnType<typeof startCluster>>, namespace: string): Promise<KubeHttp> {
-  const run = promisify(execFile);
-  const env = { ...process.env, KUBECONFIG: cluster.kubeconfigPath };
   // deploy/rbac.ts's name for the function's Role in each served namespace.
   const role = `crdfn-${operatorName(greeting as Operator<unknown>)}-function`;
   const manifests = [
@@ -508,11 +504,8 @@ async function unfencedClient(cluster: Awaited<ReturnType<typeof startCluster>>,
       subjects: [{ kind: "ServiceAccount", name: UNFENCED_ACCOUNT, namespace: DEV_FUNCTIONS_NAMESPACE }],
     },
   ];
-  const applied = run(cluster.kubectl, ["apply", "--server-side", "--field-manager=crdfn-bench", "-f", "-"], { env });
-  applied.child.stdin?.end(manifests.map((m) => stringify(m)).join("---\n"));
-  await applied;
-  const { stdout } = await run(cluster.kubectl, ["create", "token", UNFENCED_ACCOUNT, "-n", DEV_FUNCTIONS_NAMESPACE, "--duration=24h"], { env });
-  const token = stdout.trim();
+  await applyAsAdmin(cluster, manifests);
+  const token = await serviceAccountToken(cluster, UNFENCED_ACCOUNT, DEV_FUNCTIONS_NAMESPACE);
   return new KubeHttp({ connection: serverConnection({ server: cluster.server, caFile: cluster.caPath, token: () => Promise.resolve(token) }) });
 }
 

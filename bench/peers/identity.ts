@@ -70,6 +70,25 @@ export interface PeerIdentity {
   describe: string;
 }
 
+type Admin = Pick<LocalCluster, "kubeconfigPath" | "kubectl">;
+
+/** Server-side applies `manifests` as the cluster's admin. */
+export async function applyAsAdmin(cluster: Admin, manifests: readonly object[]): Promise<void> {
+  const applied = run(cluster.kubectl, ["apply", "--server-side", "--field-manager=crdfn-bench", "-f", "-"], {
+    env: { ...process.env, KUBECONFIG: cluster.kubeconfigPath },
+  });
+  applied.child.stdin?.end(manifests.map((m) => stringify(m)).join("---\n"));
+  await applied;
+}
+
+/** A token of ServiceAccount `namespace/name`, good for the longest benchmark. */
+export async function serviceAccountToken(cluster: Admin, name: string, namespace: string): Promise<string> {
+  const { stdout } = await run(cluster.kubectl, ["create", "token", name, "-n", namespace, `--duration=${TOKEN_DURATION}`], {
+    env: { ...process.env, KUBECONFIG: cluster.kubeconfigPath },
+  });
+  return stdout.trim();
+}
+
 /**
  * Creates (or updates) ServiceAccount `name` in `namespace`, its ClusterRole `<name>-manager` with `rules` and
  * the binding, and writes a kubeconfig with a token for it, in a folder `reaper` removes.
@@ -94,11 +113,8 @@ export async function peerIdentity(
       subjects: [{ kind: "ServiceAccount", name, namespace }],
     },
   ];
-  const env = { ...process.env, KUBECONFIG: cluster.kubeconfigPath };
-  const applied = run(cluster.kubectl, ["apply", "--server-side", "--field-manager=crdfn-bench", "-f", "-"], { env });
-  applied.child.stdin?.end(manifests.map((m) => stringify(m)).join("---\n"));
-  await applied;
-  const { stdout } = await run(cluster.kubectl, ["create", "token", name, "-n", namespace, `--duration=${TOKEN_DURATION}`], { env });
+  await applyAsAdmin(cluster, manifests);
+  const token = await serviceAccountToken(cluster, name, namespace);
   const dir = mkdtempSync(join(tmpdir(), "crdfn-peer-identity-"));
   reaper.trackDir(dir);
   const kubeconfigPath = join(dir, "kubeconfig");
@@ -106,7 +122,7 @@ export async function peerIdentity(
     apiVersion: "v1",
     kind: "Config",
     clusters: [{ name: "bench", cluster: { server: cluster.server, "certificate-authority": cluster.caPath } }],
-    users: [{ name, user: { token: stdout.trim() } }],
+    users: [{ name, user: { token } }],
     contexts: [{ name, context: { cluster: "bench", user: name } }],
     "current-context": name,
   };
