@@ -493,7 +493,7 @@ async function writeCost(o: Options, log: (l: string) => void): Promise<{ path: 
  */
 async function unfencedClient(cluster: Awaited<ReturnType<typeof startCluster>>, namespace: string): Promise<KubeHttp> {
   // deploy/rbac.ts's name for the function's Role in each served namespace.
-  const role = `crdfn-${operatorName(greeting as Operator<unknown>)}-function`;
+  const role = `crdfn-${operatorName(greeting)}-function`;
   const manifests = [
     { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: UNFENCED_ACCOUNT, namespace: DEV_FUNCTIONS_NAMESPACE } },
     {
