@@ -18,11 +18,11 @@ import { createHash } from "node:crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
 import { dirname, join } from "node:path";
-import { serverConnection } from "../clients/kube-connection.ts";
 import { Command, InvalidArgumentError, Option } from "commander";
+import { serverConnection } from "../clients/kube-connection.ts";
 import { KubeHttp } from "../clients/kube-http.ts";
 import { applyDevIdentities, DEV_FUNCTIONS_NAMESPACE, type DevIdentities } from "../cli/local/dev-identities.ts";
-import { operatorName } from "../deploy/rbac.ts";
+import { functionRoleName } from "../deploy/rbac.ts";
 import { installCrds } from "../cli/local/install-crds.ts";
 import { canonicalJson } from "../core/canonical-json.ts";
 import { APPLIED_HASH_ANNOTATION, PARENT_GENERATION_ANNOTATION, PARENT_UID_LABEL } from "../core/event.ts";
@@ -492,8 +492,7 @@ async function writeCost(o: Options, log: (l: string) => void): Promise<{ path: 
  * the token and RBAC, not the policy's CEL.
  */
 async function unfencedClient(cluster: Awaited<ReturnType<typeof startCluster>>, namespace: string): Promise<KubeHttp> {
-  // deploy/rbac.ts's name for the function's Role in each served namespace.
-  const role = `crdfn-${operatorName(greeting)}-function`;
+  const role = functionRoleName(greeting);
   const manifests = [
     { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: UNFENCED_ACCOUNT, namespace: DEV_FUNCTIONS_NAMESPACE } },
     {

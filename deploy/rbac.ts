@@ -113,8 +113,11 @@ export function rbacRulesOf(operator: Operator<unknown>): PolicyRule[] {
   return [...cluster, ...namespaced];
 }
 
+/** The name of the function's Role in each served namespace, or of its ClusterRole. */
+export const functionRoleName = (operator: Operator<unknown>): string => `crdfn-${operatorName(operator)}-function`;
+
 /** A ClusterRole holding every rule (bind it to the functions' identity). */
-export function clusterRoleOf(operator: Operator<unknown>, name = `crdfn-${operatorName(operator)}-function`): Manifest {
+export function clusterRoleOf(operator: Operator<unknown>, name = functionRoleName(operator)): Manifest {
   return { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: { name }, rules: rbacRulesOf(operator) };
 }
 
@@ -125,7 +128,7 @@ export function clusterRoleOf(operator: Operator<unknown>, name = `crdfn-${opera
  */
 export function functionRbacOf(operator: Operator<unknown>, o: { functionsNamespace: string; namespaces: readonly string[] }): Manifest[] {
   const id = functionIdentity(operator, o.functionsNamespace);
-  const name = `crdfn-${operatorName(operator)}-function`;
+  const name = functionRoleName(operator);
   const subjects = [
     { kind: "ServiceAccount", name: id.serviceAccount, namespace: id.namespace },
     // The Lambda's IAM role, mapped by an EKS access entry to this group.
