@@ -107,7 +107,8 @@ describe("an operator written from the README", { timeout: 180_000 }, () => {
       assert.equal(motd.status?.observedGeneration, motd.metadata?.generation);
       assert.equal(motd.status?.conditions?.find((c) => c.type === "Ready")?.status, "True");
     });
-    assert.ok(records.some((r) => r.kind === "Motd" && r.name === "welcome" && r.outcome.result === "success"));
+    // The status is written inside the reconcile; its record is reported once the handler returns.
+    await eventually(() => assert.ok(records.some((r) => r.kind === "Motd" && r.name === "welcome" && r.outcome.result === "success")));
   });
 
   it("`crdfn status` in the project, no --operator, shows its objects: the operators crdfn.deploy.yaml lists", async () => {

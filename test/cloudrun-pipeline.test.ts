@@ -135,7 +135,8 @@ describe("Cloud Run path: bridge → Pub/Sub → push → functions-framework", 
       },
       { timeoutMs: 60_000 },
     );
-    assert.ok(records.some((r) => r.kind === "CronTab" && r.outcome.result === "success"));
+    // The status is written inside the reconcile; its record is reported once the handler returns.
+    await eventually(() => assert.ok(records.some((r) => r.kind === "CronTab" && r.outcome.result === "success")));
   });
 
   it("ten rapid updates of one object converge on the last spec, in order, one reconcile at a time", async () => {
