@@ -30,12 +30,14 @@ import type { ObjectStatus, Operator } from "../core/operator.ts";
 import { reconciledRecord } from "../core/reconciled.ts";
 import { resourcePath } from "../core/resource-path.ts";
 import { startCluster } from "../emulator/cluster.ts";
+import type { LocalCluster } from "../emulator/types.ts";
 import { packageRoot } from "../emulator/paths.ts";
 import greeting from "../examples/greeting/operator.ts";
 import { createKubeApi } from "../functions/runtime/kube-api-http.ts";
 import type { KubeObject } from "../functions/runtime/kube-api.ts";
 import { READY, successStatus } from "../functions/runtime/status.ts";
 import { forEachBounded } from "./drive.ts";
+import { profiled, type POLICY_FRAMES, type POLICY_SITES, type ProfileSummary } from "./api-server-profile.ts";
 import { applyAsAdmin, serviceAccountToken } from "./peers/identity.ts";
 import { EXAMPLE_GREETING, Greetings, objectName } from "./greetings.ts";
 import { clusterPids, cpuSeconds } from "./proc.ts";
@@ -221,6 +223,35 @@ export interface KindResult {
   etcdMsPerRequest: number;
   loadAvgStart: number[];
   loadAvgEnd: number[];
+  /** With --profile-api-server: the API server's CPU profile of these writes and the admission policy's share of it. */
+  apiServerProfile?: PolicyProfile;
+}
+
+/** Where the API server's CPU went on the admission policy, ms per request, from its profile (POLICY_FRAMES, POLICY_SITES). */
+export interface PolicyProfile {
+  file: string;
+  /** All the API server's CPU sampled, ms per request (the profile runs a few seconds past the writes: a little idle CPU is in it). */
+  sampledMsPerRequest: number;
+  msPerRequest: Record<keyof typeof POLICY_FRAMES | keyof typeof POLICY_SITES, number>;
+}
+
+/** A profile's seconds as ms per request of the `requests` it saw. */
+export function policyProfile(summary: ProfileSummary, requests: number): PolicyProfile {
+  const per = (seconds: number) => r2((seconds * 1000) / Math.max(1, requests));
+  const msPerRequest = Object.fromEntries(Object.entries(summary.seconds).map(([k, v]) => [k, per(v)])) as PolicyProfile["msPerRequest"];
+  return { file: summary.file, sampledMsPerRequest: per(summary.totalSeconds), msPerRequest };
+}
+
+/** One line of where the policy's CPU went, for a result that has a profile. */
+export function profileLine(r: KindResult): string | undefined {
+  const p = r.apiServerProfile;
+  if (p === undefined) return undefined;
+  const m = p.msPerRequest;
+  return (
+    `${r.kind}${senderSuffix[r.sender]}: API server sampled ${p.sampledMsPerRequest} ms per request, of which the admission policy ${m.policy} ` +
+    `(match conditions ${m.matchConditions}, validations ${m.validations}, messages ${m.messages}, audit annotations ${m.auditAnnotations}; ` +
+    `building CEL inputs ${m.activation} of it)`
+  );
 }
 
 const r2 = (x: number): number => Math.round(x * 100) / 100;
@@ -301,6 +332,7 @@ interface Options {
   concurrency: number;
   rounds: number;
   asFunction: boolean;
+  profileApiServer: boolean;
   json?: string;
 }
 
@@ -404,19 +436,33 @@ async function runRound(
   round: number,
   o: Options,
   pids: { apiServer: number; etcd: number },
+  profiling: { cluster: Pick<LocalCluster, "kubectl" | "kubeconfigPath">; dir: string } | undefined,
 ): Promise<KindResult[]> {
   const writes = writesOf(o.kinds, o.asFunction);
   const tallies = new Map<Write, Tally>();
+  const profiles = new Map<Write, PolicyProfile>();
   const size = o.chunk ?? targets.length;
   for (let from = 0; from < targets.length; from += size) {
     const chunk = targets.slice(from, from + size);
     for (const w of writes) {
       const http = clients[w.sender];
       if (http === undefined) throw new Error(`no client for the ${w.sender}`);
-      tallies.set(w, addTally(tallies.get(w), await runChunk(http, w, chunk, round, o.concurrency, pids)));
+      const send = () => runChunk(http, w, chunk, round, o.concurrency, pids);
+      if (profiling === undefined) {
+        tallies.set(w, addTally(tallies.get(w), await send()));
+        continue;
+      }
+      // --profile-api-server excludes --chunk: one chunk, one profile per write.
+      const file = join(profiling.dir, `${round}-${w.kind.replace(/\W+/g, "-")}-${w.sender}.pb.gz`);
+      const { result, summary } = await profiled(profiling.cluster, file, send);
+      tallies.set(w, result);
+      if (summary !== undefined) profiles.set(w, policyProfile(summary, result.requests));
     }
   }
-  return writes.map((w) => resultOf(round, w, tallies.get(w)!));
+  return writes.map((w) => {
+    const profile = profiles.get(w);
+    return { ...resultOf(round, w, tallies.get(w)!), ...(profile === undefined ? {} : { apiServerProfile: profile }) };
+  });
 }
 
 async function writeCost(o: Options, log: (l: string) => void): Promise<{ path: string; results: KindResult[]; idle: Idle[] }> {
@@ -464,11 +510,15 @@ async function writeCost(o: Options, log: (l: string) => void): Promise<{ path: 
       const quiet = await idleCpu(round, { apiServer, etcd }, IDLE_MS);
       log(`round ${round}: with nothing sent, the API server uses ${quiet.apiServerMsPerSecond} ms and etcd ${quiet.etcdMsPerSecond} ms of CPU per second`);
       idle.push(quiet);
-      for (const r of await runRound(clients, targets, round, o, { apiServer, etcd })) {
+      const profiling = o.profileApiServer ? { cluster, dir: `${resultsPath(o, startedAt).replace(/\.json$/, "")}-api-server` } : undefined;
+      if (profiling !== undefined) mkdirSync(profiling.dir, { recursive: true });
+      for (const r of await runRound(clients, targets, round, o, { apiServer, etcd }, profiling)) {
         log(
           `  round ${round}, ${r.kind}${senderSuffix[r.sender]}: ${r.wallSeconds.toFixed(1)} s, API server ${r.apiServerMsPerRequest} ms, etcd ${r.etcdMsPerRequest} ms per request, ${r.stored} stored, ${r.failures} failures (load ${r.loadAvgStart[0]?.toFixed(1)} → ${r.loadAvgEnd[0]?.toFixed(1)})`,
         );
         if (r.firstFailure !== undefined) log(`    first failure: ${r.firstFailure}`);
+        const profile = profileLine(r);
+        if (profile !== undefined) log(`    profile: ${profile}`);
         results.push(r);
       }
     }
@@ -476,7 +526,7 @@ async function writeCost(o: Options, log: (l: string) => void): Promise<{ path: 
     identities?.stop();
     await cluster.stop();
   }
-  const path = o.json ?? join(packageRoot, "bench-results", `writecost-${startedAt.replace(/[:.]/g, "-")}.json`);
+  const path = resultsPath(o, startedAt);
   mkdirSync(dirname(path), { recursive: true });
   const summary = comparisons(results);
   writeFileSync(
@@ -485,6 +535,10 @@ async function writeCost(o: Options, log: (l: string) => void): Promise<{ path: 
   );
   return { path, results, idle };
 }
+
+/** Where the results go (and, beside them, the API server's profiles). */
+const resultsPath = (o: Options, startedAt: string): string =>
+  o.json ?? join(packageRoot, "bench-results", `writecost-${startedAt.replace(/[:.]/g, "-")}.json`);
 
 /**
  * A ServiceAccount bound to the function's own Role in `namespace` (so RBAC answers it as it
@@ -546,6 +600,14 @@ function writeCostCommand(): Command {
       `also send crdfn's own kinds (${FUNCTION_SENDS.join(", ")}) as its function as deployed (its ServiceAccount token, Role and admission policy), and as a ServiceAccount with the same Role that the policy does not match, each right after the same kind as the admin`,
       false,
     )
+    .addOption(
+      new Option(
+        "--profile-api-server",
+        "profile the API server's CPU (Go's pprof) during each kind's writes, and say how much of it its admission policy took, and on what (needs go on PATH for the summary); files beside the results",
+      )
+        .default(false)
+        .conflicts("chunk"),
+    )
     .option("--json <path>", "where to write the results (default bench-results/writecost-<timestamp>.json)")
     .addHelpText(
       "after",
@@ -562,6 +624,7 @@ function writeCostCommand(): Command {
       for (const q of idle) console.log(`round ${q.round}, nothing sent: API server ${q.apiServerMsPerSecond} ms/s, etcd ${q.etcdMsPerSecond} ms/s of CPU`);
       console.log(formatTable(results));
       for (const line of comparisons(results)) console.log(line);
+      for (const line of results.map(profileLine).filter((l) => l !== undefined)) console.log(`profile: ${line}`);
       console.log(`load average ${loadavg()[0]!.toFixed(2)} at the end\nresults: ${path}`);
     });
 }

@@ -1,0 +1,29 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { POLICY_FRAMES, POLICY_SITES, summarise } from "./api-server-profile.ts";
+
+// As `go tool pprof -top -cum` prints an API server's profile (trimmed; names shortened where they do not matter).
+const top = `File: kube-apiserver
+Type: cpu
+Duration: 20.01s, Total samples = 27.88s (139.36%)
+Showing nodes accounting for 27.88s, 100% of 27.88s total
+      flat  flat%   sum%        cum   cum%
+         0     0%     0%      5.21s 18.69%  k8s.io/apiserver/pkg/admission/plugin/policy/validating.(*validator).Validate
+         0     0%     0%      2.72s  9.76%  k8s.io/apiserver/pkg/admission/plugin/cel.newActivation
+     0.02s  0.07%  0.07%      930ms  3.34%  k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions.(*matcher).Match
+         0     0%  0.07%      1.77s  6.35%  k8s.io/apiserver/pkg/admission/plugin/policy/validating.(*validator).Validate k8s.io/apiserver@v0.34.4/pkg/admission/plugin/policy/validating/validator.go:109
+         0     0%  0.07%      1.73s  6.21%  k8s.io/apiserver/pkg/admission/plugin/policy/validating.(*validator).Validate k8s.io/apiserver@v0.34.4/pkg/admission/plugin/policy/validating/validator.go:122
+`;
+
+describe("the API server's profile, summarised", () => {
+  it("reads the total and each frame's cumulative time, in seconds whatever the unit", () => {
+    const { totalSeconds, seconds } = summarise(top, POLICY_FRAMES);
+    assert.equal(totalSeconds, 27.88);
+    assert.deepEqual(seconds, { policy: 5.21, activation: 2.72, matchConditions: 0.93 });
+  });
+
+  it("reads a call site by its line, and a frame the profile lacks as 0", () => {
+    const { seconds } = summarise(top, POLICY_SITES);
+    assert.deepEqual(seconds, { validations: 1.77, messages: 1.73, auditAnnotations: 0 });
+  });
+});

@@ -1,0 +1,124 @@
+// The API server's CPU profile while a bench's requests run, and where its admission policies'
+// share of it goes. Go's own profiler (the API server serves /debug/pprof to the admin) is the
+// only view inside the server: /proc says how much CPU a request costs, not on what.
+// Profiles are taken back to back, `seconds` each, until the work is done (a pprof profile cannot
+// be stopped early), fetched with the cluster's own kubectl (`get --raw` writes the bytes as they
+// come: the JSON HTTP client of this repository reads text), merged and summarised with
+// `go tool pprof` when Go is on PATH (it is wherever the harness built the control plane).
+import { execFile, spawn } from "node:child_process";
+import { createWriteStream, rmSync } from "node:fs";
+import { promisify } from "node:util";
+import type { LocalCluster } from "../emulator/types.ts";
+
+const run = promisify(execFile);
+
+/** Functions whose cumulative time the summary reports (substrings of pprof's names). */
+export const POLICY_FRAMES = {
+  /** A ValidatingAdmissionPolicy's whole evaluation of a request: match conditions, validations, messages, audit annotations. */
+  policy: "policy/validating.(*validator).Validate",
+  /** Building the CEL inputs (object, oldObject, request to unstructured), once per expression list. */
+  activation: "admission/plugin/cel.newActivation",
+  /** The policy's match conditions. */
+  matchConditions: "matchconditions.(*matcher).Match",
+} as const;
+
+/**
+ * The policy's lists of expressions by the line of k8s.io/apiserver v0.34.4 (the pinned release:
+ * emulator/binaries.ts) that evaluates each; each builds its own CEL inputs (newActivation), the
+ * messages and audit annotations even when every validation passes.
+ */
+export const POLICY_SITES = {
+  validations: "policy/validating/validator.go:109",
+  messages: "policy/validating/validator.go:122",
+  auditAnnotations: "policy/validating/validator.go:196",
+} as const;
+
+export interface ProfileSummary {
+  /** The merged profile. */
+  file: string;
+  /** CPU seconds sampled in all. */
+  totalSeconds: number;
+  /** Cumulative seconds in each of POLICY_FRAMES and POLICY_SITES. */
+  seconds: Record<keyof typeof POLICY_FRAMES | keyof typeof POLICY_SITES, number>;
+}
+
+const UNIT: Record<string, number> = { ns: 1e-9, us: 1e-6, µs: 1e-6, ms: 1e-3, s: 1, min: 60, h: 3600 };
+const duration = (text: string): number => {
+  const m = /^([\d.]+)([a-zµ]+)$/.exec(text);
+  return m ? Number(m[1]) * (UNIT[m[2]!] ?? Number.NaN) : Number.NaN;
+};
+
+/** Reads `go tool pprof -top -cum` output: the total sampled and the cumulative time of each frame asked for (the first row naming it). */
+export function summarise<K extends string>(top: string, frames: Record<K, string>): { totalSeconds: number; seconds: Record<K, number> } {
+  const total = /Total samples = ([\d.]+[a-zµ]+)/.exec(top)?.[1];
+  const rows = top.split("\n").map((line) => line.trim().split(/\s+/));
+  const seconds = {} as Record<K, number>;
+  for (const [key, frame] of Object.entries(frames) as Array<[K, string]>) {
+    // flat flat% sum% cum cum% name…
+    const row = rows.find((r) => r.length >= 6 && r.slice(5).join(" ").includes(frame));
+    seconds[key] = row ? duration(row[3]!) : 0;
+  }
+  return { totalSeconds: total === undefined ? 0 : duration(total), seconds };
+}
+
+/** One profile of `seconds`, written to `file`. */
+async function profileOnce(cluster: Pick<LocalCluster, "kubectl" | "kubeconfigPath">, seconds: number, file: string): Promise<void> {
+  const child = spawn(cluster.kubectl, ["--kubeconfig", cluster.kubeconfigPath, "get", "--raw", `/debug/pprof/profile?seconds=${seconds}`], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const out = createWriteStream(file);
+  child.stdout.pipe(out);
+  let stderr = "";
+  child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+  const code = await new Promise<number | null>((resolve, reject) => {
+    child.on("error", reject);
+    child.on("close", resolve);
+  });
+  await new Promise((resolve) => out.close(resolve));
+  if (code !== 0) throw new Error(`the API server's CPU profile: kubectl exited ${code}: ${stderr.trim()}`);
+}
+
+/** Whether `go` runs: without it the profile is kept unmerged and unsummarised. */
+async function goWorks(): Promise<boolean> {
+  return run("go", ["version"]).then(
+    () => true,
+    () => false,
+  );
+}
+
+/**
+ * Runs `work` while the API server is profiled, `seconds` at a time; the profiles are merged into
+ * `file` (.pb.gz) and summarised. Without Go the parts are kept beside it (`file`.1, .2, …) and
+ * the summary is undefined.
+ */
+export async function profiled<T>(
+  cluster: Pick<LocalCluster, "kubectl" | "kubeconfigPath">,
+  file: string,
+  work: () => Promise<T>,
+  seconds = 5,
+): Promise<{ result: T; summary: ProfileSummary | undefined; parts: string[] }> {
+  let done = false;
+  const parts: string[] = [];
+  const loop = (async () => {
+    while (!done) {
+      const part = `${file}.${parts.length + 1}`;
+      parts.push(part);
+      await profileOnce(cluster, seconds, part);
+    }
+  })();
+  let result: T;
+  try {
+    result = await work();
+  } finally {
+    done = true;
+    await loop;
+  }
+  if (!(await goWorks())) return { result, summary: undefined, parts };
+  await run("go", ["tool", "pprof", "-proto", `-output=${file}`, ...parts]);
+  for (const p of parts) rmSync(p);
+  const top = async (...flags: string[]) =>
+    (await run("go", ["tool", "pprof", "-top", "-cum", "-nodecount=100000", ...flags, file], { maxBuffer: 64 * 1024 * 1024 })).stdout;
+  const byFunction = summarise(await top(), POLICY_FRAMES);
+  const byLine = summarise(await top("-lines"), POLICY_SITES);
+  return { result, summary: { file, totalSeconds: byFunction.totalSeconds, seconds: { ...byFunction.seconds, ...byLine.seconds } }, parts: [file] };
+}
