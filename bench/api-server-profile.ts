@@ -6,7 +6,8 @@
 // come: the JSON HTTP client of this repository reads text), merged and summarised with
 // `go tool pprof` when Go is on PATH (it is wherever the harness built the control plane).
 import { execFile, spawn } from "node:child_process";
-import { createWriteStream, rmSync } from "node:fs";
+import { createWriteStream, mkdirSync, rmSync } from "node:fs";
+import { dirname } from "node:path";
 import { promisify } from "node:util";
 import type { LocalCluster } from "../emulator/types.ts";
 
@@ -31,6 +32,26 @@ export const POLICY_SITES = {
   validations: "policy/validating/validator.go:109",
   messages: "policy/validating/validator.go:122",
   auditAnnotations: "policy/validating/validator.go:196",
+} as const;
+
+/**
+ * Where an operator's API-server CPU goes, by handler and by what requests share (cumulative, so
+ * they overlap: a watch is served inside the list handler, the policy runs inside a write's).
+ */
+export const HANDLER_FRAMES = {
+  create: "handlers.createHandler.func1",
+  /** Server-side applies and merge patches alike. */
+  patch: "handlers.PatchResource.func1",
+  update: "handlers.UpdateResource.func1",
+  get: "handlers.getResourceHandler.func1",
+  /** Lists and the watches served from the same handler. */
+  listAndWatch: "handlers.ListResource.func1",
+  watchServing: "handlers.(*WatchServer).HandleHTTP",
+  /** Each event's copy to every watcher of its kind, from the watch cache. */
+  watchFanOut: "cacher.(*cacheWatcher).process",
+  policy: POLICY_FRAMES.policy,
+  rbac: "rbac.(*RBACAuthorizer).Authorize",
+  gc: "runtime.gcBgMarkWorker",
 } as const;
 
 export interface ProfileSummary {
@@ -86,19 +107,20 @@ async function goWorks(): Promise<boolean> {
   );
 }
 
-/**
- * Runs `work` while the API server is profiled, `seconds` at a time; the profiles are merged into
- * `file` (.pb.gz) and summarised. Without Go the parts are kept beside it (`file`.1, .2, …) and
- * the summary is undefined.
- */
-export async function profiled<T>(
-  cluster: Pick<LocalCluster, "kubectl" | "kubeconfigPath">,
-  file: string,
-  work: () => Promise<T>,
-  seconds = 5,
-): Promise<{ result: T; summary: ProfileSummary | undefined; parts: string[] }> {
+/** A profile being taken, back to back, until stopped. */
+export interface ApiServerProfiling {
+  /** Waits for the profile under way to end, then merges and summarises (undefined without Go; the parts are kept). */
+  stop<F extends string, L extends string>(
+    frames: Record<F, string>,
+    lines?: Record<L, string>,
+  ): Promise<{ summary: (Omit<ProfileSummary, "seconds"> & { seconds: Record<F | L, number> }) | undefined; parts: string[] }>;
+}
+
+/** Starts profiling the API server, `seconds` per part, into `file` (.pb.gz) once stopped. */
+export function startApiServerProfile(cluster: Pick<LocalCluster, "kubectl" | "kubeconfigPath">, file: string, seconds = 5): ApiServerProfiling {
   let done = false;
   const parts: string[] = [];
+  mkdirSync(dirname(file), { recursive: true });
   const loop = (async () => {
     while (!done) {
       const part = `${file}.${parts.length + 1}`;
@@ -106,19 +128,37 @@ export async function profiled<T>(
       await profileOnce(cluster, seconds, part);
     }
   })();
+  return {
+    async stop(frames, lines) {
+      done = true;
+      await loop;
+      if (!(await goWorks())) return { summary: undefined, parts };
+      await run("go", ["tool", "pprof", "-proto", `-output=${file}`, ...parts]);
+      for (const p of parts) rmSync(p);
+      const top = async (...flags: string[]) =>
+        (await run("go", ["tool", "pprof", "-top", "-cum", "-nodecount=100000", ...flags, file], { maxBuffer: 64 * 1024 * 1024 })).stdout;
+      const byFunction = summarise(await top(), frames);
+      const byLine = lines === undefined ? undefined : summarise(await top("-lines"), lines);
+      const seconds = { ...byFunction.seconds, ...byLine?.seconds } as Record<keyof typeof frames | keyof NonNullable<typeof lines>, number>;
+      return { summary: { file, totalSeconds: byFunction.totalSeconds, seconds }, parts: [file] };
+    },
+  };
+}
+
+/** Runs `work` while the API server is profiled, and summarises the admission policy's share (POLICY_FRAMES, POLICY_SITES). */
+export async function profiled<T>(
+  cluster: Pick<LocalCluster, "kubectl" | "kubeconfigPath">,
+  file: string,
+  work: () => Promise<T>,
+  seconds = 5,
+): Promise<{ result: T; summary: ProfileSummary | undefined; parts: string[] }> {
+  const profiling = startApiServerProfile(cluster, file, seconds);
   let result: T;
   try {
     result = await work();
-  } finally {
-    done = true;
-    await loop;
+  } catch (e) {
+    await profiling.stop({}).catch(() => undefined);
+    throw e;
   }
-  if (!(await goWorks())) return { result, summary: undefined, parts };
-  await run("go", ["tool", "pprof", "-proto", `-output=${file}`, ...parts]);
-  for (const p of parts) rmSync(p);
-  const top = async (...flags: string[]) =>
-    (await run("go", ["tool", "pprof", "-top", "-cum", "-nodecount=100000", ...flags, file], { maxBuffer: 64 * 1024 * 1024 })).stdout;
-  const byFunction = summarise(await top(), POLICY_FRAMES);
-  const byLine = summarise(await top("-lines"), POLICY_SITES);
-  return { result, summary: { file, totalSeconds: byFunction.totalSeconds, seconds: { ...byFunction.seconds, ...byLine.seconds } }, parts: [file] };
+  return { result, ...(await profiling.stop(POLICY_FRAMES, POLICY_SITES)) };
 }

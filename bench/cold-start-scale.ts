@@ -23,6 +23,7 @@ import { GetQueueAttributesCommand, PurgeQueueCommand } from "@aws-sdk/client-sq
 import { sqsClient } from "../clients/sqs-client.ts";
 import { createKubeApi } from "../functions/runtime/kube-api-http.ts";
 import { crdfnProfiles, type ProfileSummary } from "./cpu-profile.ts";
+import { HANDLER_FRAMES, startApiServerProfile, type ApiServerProfiling } from "./api-server-profile.ts";
 import { forEachBounded } from "./drive.ts";
 import { Greetings, objectName } from "./greetings.ts";
 import { buildControllerRuntime, missingToolchains } from "./peers/build.ts";
@@ -119,6 +120,7 @@ interface Options {
   objects: number[];
   systems: SystemName[];
   profile: boolean;
+  profileApiServer: boolean;
   receiveLoops?: number;
   baseline?: string;
   variant?: Record<string, string>;
@@ -176,6 +178,34 @@ export interface ColdRun {
   events?: Record<string, { count: number; example: string }>;
   /** crdfn with --profile: top self time per process (`bridge`, `functions`), by function and by area. */
   profiles?: Record<string, ProfileSummary>;
+  /** With --profile-api-server: the API server's CPU profile from spawn to all Ready, ms per object by handler (HANDLER_FRAMES). */
+  apiServerProfile?: HandlerProfile;
+}
+
+export interface HandlerProfile {
+  file: string;
+  /** All the API server's CPU sampled, ms per object (a few seconds past all Ready are in it). */
+  sampledMsPerObject: number;
+  msPerObject: Record<keyof typeof HANDLER_FRAMES, number>;
+}
+
+/** A profile's seconds by handler as ms per object. */
+export function handlerProfile(file: string, totalSeconds: number, seconds: Record<keyof typeof HANDLER_FRAMES, number>, objects: number): HandlerProfile {
+  const per = (x: number) => r2((x * 1000) / objects);
+  return {
+    file,
+    sampledMsPerObject: per(totalSeconds),
+    msPerObject: Object.fromEntries(Object.entries(seconds).map(([k, v]) => [k, per(v)])) as HandlerProfile["msPerObject"],
+  };
+}
+
+/** crdfn's API-server CPU per object by handler against controller-runtime(8)'s, where both were profiled. */
+export function handlerComparison(n: number, crdfn: HandlerProfile, cr: HandlerProfile): string {
+  const each = (Object.keys(HANDLER_FRAMES) as Array<keyof typeof HANDLER_FRAMES>).map((k) => {
+    const [a, b] = [crdfn.msPerObject[k], cr.msPerObject[k]];
+    return `${k} ${a} against ${b} (${a >= b ? "+" : ""}${r2(a - b)})`;
+  });
+  return `N = ${n}: API server ms per object, crdfn against controller-runtime(8), profiled: all ${crdfn.sampledMsPerObject} against ${cr.sampledMsPerObject}; ${each.join(", ")}`;
 }
 
 /** Creates N Greetings in a fresh namespace, 64 requests in flight, as bench:bridge creates its objects. */
@@ -234,6 +264,13 @@ async function runOne(
   const samplePeaks = () => {
     for (const [k, pid] of Object.entries(pids)) peak[k] = Math.max(peak[k] ?? 0, rssBytes(pid) ?? 0);
   };
+  let apiProfiling: ApiServerProfiling | undefined = o.profileApiServer
+    ? startApiServerProfile(
+        cluster,
+        join(packageRoot, "bench-results", `coldscale-api-server-${label.replace(/[^a-z0-9]+/g, "-")}-${objects}-${startedAt.replace(/[:.]/g, "-")}.pb.gz`),
+        10,
+      )
+    : undefined;
   const t0 = now();
   const since = () => (now() - t0) / 1000;
   const curve: Array<[number, number]> = [];
@@ -337,6 +374,12 @@ async function runOne(
       ...(counts === undefined ? {} : counts),
       ...(events === undefined ? {} : { events }),
     };
+    if (apiProfiling !== undefined) {
+      const { summary, parts } = await apiProfiling.stop(HANDLER_FRAMES);
+      apiProfiling = undefined;
+      if (summary === undefined) log(`  the API server's profile is not summarised (no go on PATH): ${parts.join(", ")}`);
+      else run.apiServerProfile = handlerProfile(summary.file, summary.totalSeconds, summary.seconds, objects);
+    }
     await running.stop();
     running = undefined;
     if (profileDir !== undefined) run.profiles = crdfnProfiles(profileDir, log);
@@ -345,6 +388,7 @@ async function runOne(
     clearInterval(poll);
     clearInterval(every5s);
     clearInterval(published);
+    await apiProfiling?.stop({}).catch(() => undefined);
     await running?.stop();
     watch.stop();
     // crdfn as deployed admits Greetings only where it serves; the next run's namespace is another.
@@ -385,6 +429,7 @@ export function formatColdReport(runs: readonly ColdRun[]): string {
     const c = runs.find((r) => r.objects === n && r.system === "crdfn" && r.variant === undefined);
     const cr = runs.find((r) => r.objects === n && r.system === "controller-runtime(8)");
     if (c && cr) out.push(`N = ${n}: crdfn ÷ controller-runtime(8) = ${(c.allReadySeconds / cr.allReadySeconds).toFixed(2)}`);
+    if (c?.apiServerProfile && cr?.apiServerProfile) out.push(handlerComparison(n, c.apiServerProfile, cr.apiServerProfile));
     for (const v of runs.filter((r) => r.objects === n && r.system === "crdfn" && r.variant !== undefined)) {
       if (c) out.push(`N = ${n}: crdfn (${v.variant}) ÷ crdfn = ${(v.allReadySeconds / c.allReadySeconds).toFixed(2)}`);
     }
@@ -392,6 +437,14 @@ export function formatColdReport(runs: readonly ColdRun[]): string {
   for (const r of runs) {
     out.push("", `${name(r)}, N = ${r.objects}: CPU ms per object ${JSON.stringify(r.cpuMsPerObject)}, peak RSS MiB ${JSON.stringify(r.peakRssMiB)}`);
     if (r.coreBusyPercent !== undefined) out.push(`  cores busy: ${coreQuarters(r)}`);
+    if (r.apiServerProfile !== undefined)
+      out.push(
+        `  API server profile (${r.apiServerProfile.file}): ${r.apiServerProfile.sampledMsPerObject} ms per object sampled; ${Object.entries(
+          r.apiServerProfile.msPerObject,
+        )
+          .map(([k, v]) => `${k} ${v}`)
+          .join(", ")}`,
+      );
     const reqs = Object.entries(r.requestsPerObject)
       .filter(([, v]) => v >= 0.01)
       .sort((a, b) => b[1] - a[1]);
@@ -505,6 +558,11 @@ function coldScaleCommand(): Command {
         .default(["crdfn", "controller-runtime(8)"]),
     )
     .option("--no-profile", "no CPU profiles of crdfn's bridge and function process")
+    .option(
+      "--profile-api-server",
+      "also profile the API server's CPU (Go's pprof) from each system's spawn to all Ready, and compare where it goes by handler (needs go on PATH for the summary)",
+      false,
+    )
     .option("--receive-loops <n>", `also run crdfn with this many receive loops in its poller (default ${DEFAULT_RECEIVE_LOOPS}), in the same run`, (t) => {
       const n = Number(t);
       if (!Number.isInteger(n) || n < 1 || n > 64) throw new InvalidArgumentError("--receive-loops must be a whole number from 1 to 64");
