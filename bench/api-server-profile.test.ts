@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { POLICY_FRAMES, POLICY_SITES, summarise } from "./api-server-profile.ts";
+import { POLICY_FRAMES, POLICY_SITES, REQUEST_CATEGORIES, summarise, traceCategories } from "./api-server-profile.ts";
 
 // As `go tool pprof -top -cum` prints an API server's profile (trimmed; names shortened where they do not matter).
 const top = `File: kube-apiserver
@@ -25,5 +25,42 @@ describe("the API server's profile, summarised", () => {
   it("reads a call site by its line, and a frame the profile lacks as 0", () => {
     const { seconds } = summarise(top, POLICY_SITES);
     assert.deepEqual(seconds, { validations: 1.77, messages: 1.73, auditAnnotations: 0 });
+  });
+});
+
+// As `go tool pprof -traces` prints samples: a separator, the sample's time and its leaf, then its callers.
+const traces = `File: kube-apiserver
+Type: cpu
+-----------+-------------------------------------------------------
+      20ms   runtime.mallocgc
+             k8s.io/apiserver/pkg/admission/plugin/cel.newActivation
+             k8s.io/apiserver/pkg/admission/plugin/policy/validating.(*validator).Validate
+             k8s.io/apiserver/pkg/endpoints/handlers.(*patcher).patchResource.func2
+             k8s.io/apiserver/pkg/endpoints/handlers/finisher.finishRequest.func1
+-----------+-------------------------------------------------------
+      30ms   k8s.io/apiserver/pkg/storage/etcd3.(*store).updateState
+             k8s.io/apiserver/pkg/endpoints/handlers.(*patcher).patchResource.func2
+             k8s.io/apiserver/pkg/endpoints/handlers/finisher.finishRequest.func1
+-----------+-------------------------------------------------------
+     1.5s   k8s.io/apiextensions-apiserver/pkg/registry/customresource.(*StatusREST).Update
+             k8s.io/apiextensions-apiserver/pkg/apiserver.(*crdHandler).serveStatus.UpdateResource.func2.5
+-----------+-------------------------------------------------------
+      10ms   runtime.scanobject
+             runtime.gcBgMarkWorker
+-----------+-------------------------------------------------------
+      10ms   syscall.Syscall
+-----------+-------------------------------------------------------
+`;
+
+describe("the API server's samples by category", () => {
+  it("counts each sample once, in the first category a frame of its stack matches", () => {
+    const { totalSeconds, seconds } = traceCategories(traces, REQUEST_CATEGORIES);
+    assert.equal(Math.round(totalSeconds * 1000), 1570);
+    assert.equal(Math.round(seconds.policy! * 1000), 20, "the policy before the patch it runs in");
+    assert.equal(Math.round(seconds.patch! * 1000), 30);
+    assert.equal(Math.round(seconds.update! * 1000), 1500, "a custom resource's status PUT, by apiextensions' handler");
+    assert.equal(Math.round(seconds.gc! * 1000), 10);
+    assert.equal(Math.round(seconds.other! * 1000), 10);
+    assert.equal(seconds.create, 0);
   });
 });

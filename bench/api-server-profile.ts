@@ -35,24 +35,48 @@ export const POLICY_SITES = {
 } as const;
 
 /**
- * Where an operator's API-server CPU goes, by handler and by what requests share (cumulative, so
- * they overlap: a watch is served inside the list handler, the policy runs inside a write's).
+ * Where an operator's API-server CPU goes: each sample in the first category whose pattern a
+ * frame of its stack matches, so every sample is counted once. A write's storage work runs in a
+ * goroutine of its own (handlers/finisher), named after the handler that started it; a custom
+ * resource's handlers are apiextensions' (crdHandler.serveStatus.UpdateResource…).
  */
-export const HANDLER_FRAMES = {
-  create: "handlers.createHandler.func1",
-  /** Server-side applies and merge patches alike. */
-  patch: "handlers.PatchResource.func1",
-  update: "handlers.UpdateResource.func1",
-  get: "handlers.getResourceHandler.func1",
-  /** Lists and the watches served from the same handler. */
-  listAndWatch: "handlers.ListResource.func1",
-  watchServing: "handlers.(*WatchServer).HandleHTTP",
-  /** Each event's copy to every watcher of its kind, from the watch cache. */
-  watchFanOut: "cacher.(*cacheWatcher).process",
-  policy: POLICY_FRAMES.policy,
-  rbac: "rbac.(*RBACAuthorizer).Authorize",
-  gc: "runtime.gcBgMarkWorker",
-} as const;
+export const REQUEST_CATEGORIES: ReadonlyArray<readonly [string, RegExp]> = [
+  ["policy", /validating\.\(\*validator\)\.Validate/],
+  ["gc", /runtime\.(gcBgMarkWorker|bgsweep|bgscavenge)/],
+  ["watch serving", /WatchServer\)\.HandleHTTP|serveWatch/],
+  ["create", /CreateResource|createHandler|CreateNamedResource/],
+  ["patch", /PatchResource|\(\*patcher\)/],
+  ["update", /UpdateResource/],
+  ["get", /GetResource|getResourceHandler/],
+  ["list", /ListResource/],
+  ["watch fan-out", /cacheWatcher|dispatchEvent/],
+  ["watch cache", /watchCache|etcd3\.\(\*watchChan|etcd3\.\(\*watcher/],
+  ["authentication", /authenticat/i],
+  ["authorization", /authoriz/i],
+  ["HTTP and TLS", /net\/http|crypto\/tls/],
+  ["etcd client", /go\.etcd\.io|google\.golang\.org\/grpc/],
+];
+
+/** Reads `go tool pprof -traces` output: seconds per category (REQUEST_CATEGORIES' order decides), "other" for the rest, and the total. */
+export function traceCategories(
+  traces: string,
+  categories: ReadonlyArray<readonly [string, RegExp]>,
+): { totalSeconds: number; seconds: Record<string, number> } {
+  const seconds: Record<string, number> = Object.fromEntries([...categories.map(([name]) => [name, 0] as const), ["other", 0] as const]);
+  let totalSeconds = 0;
+  for (const block of traces.split(/^-+\+-+$/m)) {
+    const lines = block.split("\n").filter((l) => l.trim() !== "");
+    const head = /^\s*([\d.]+[a-zµ]+)\s+(.*)$/.exec(lines[0] ?? "");
+    if (head === null) continue;
+    const d = duration(head[1]!);
+    if (!Number.isFinite(d)) continue;
+    totalSeconds += d;
+    const stack = [head[2]!, ...lines.slice(1)].join("\n");
+    const category = categories.find(([, pattern]) => pattern.test(stack))?.[0] ?? "other";
+    seconds[category] = (seconds[category] ?? 0) + d;
+  }
+  return { totalSeconds, seconds };
+}
 
 export interface ProfileSummary {
   /** The merged profile. */
@@ -114,6 +138,10 @@ export interface ApiServerProfiling {
     frames: Record<F, string>,
     lines?: Record<L, string>,
   ): Promise<{ summary: (Omit<ProfileSummary, "seconds"> & { seconds: Record<F | L, number> }) | undefined; parts: string[] }>;
+  /** The same, each sample counted once in its first matching category (traceCategories). */
+  stopByCategory(
+    categories: ReadonlyArray<readonly [string, RegExp]>,
+  ): Promise<{ summary: (Omit<ProfileSummary, "seconds"> & { seconds: Record<string, number> }) | undefined; parts: string[] }>;
 }
 
 /** Starts profiling the API server, `seconds` per part, into `file` (.pb.gz) once stopped. */
@@ -128,19 +156,28 @@ export function startApiServerProfile(cluster: Pick<LocalCluster, "kubectl" | "k
       await profileOnce(cluster, seconds, part);
     }
   })();
+  /** Ends the loop and merges the parts into `file`; false without Go (the parts are kept). */
+  const merged = async (): Promise<boolean> => {
+    done = true;
+    await loop;
+    if (!(await goWorks())) return false;
+    await run("go", ["tool", "pprof", "-proto", `-output=${file}`, ...parts]);
+    for (const p of parts) rmSync(p);
+    return true;
+  };
+  const pprof = async (...flags: string[]) => (await run("go", ["tool", "pprof", ...flags, file], { maxBuffer: 1024 * 1024 * 1024 })).stdout;
   return {
     async stop(frames, lines) {
-      done = true;
-      await loop;
-      if (!(await goWorks())) return { summary: undefined, parts };
-      await run("go", ["tool", "pprof", "-proto", `-output=${file}`, ...parts]);
-      for (const p of parts) rmSync(p);
-      const top = async (...flags: string[]) =>
-        (await run("go", ["tool", "pprof", "-top", "-cum", "-nodecount=100000", ...flags, file], { maxBuffer: 64 * 1024 * 1024 })).stdout;
+      if (!(await merged())) return { summary: undefined, parts };
+      const top = (...flags: string[]) => pprof("-top", "-cum", "-nodecount=100000", ...flags);
       const byFunction = summarise(await top(), frames);
       const byLine = lines === undefined ? undefined : summarise(await top("-lines"), lines);
       const seconds = { ...byFunction.seconds, ...byLine?.seconds } as Record<keyof typeof frames | keyof NonNullable<typeof lines>, number>;
       return { summary: { file, totalSeconds: byFunction.totalSeconds, seconds }, parts: [file] };
+    },
+    async stopByCategory(categories) {
+      if (!(await merged())) return { summary: undefined, parts };
+      return { summary: { file, ...traceCategories(await pprof("-traces"), categories) }, parts: [file] };
     },
   };
 }

@@ -23,7 +23,7 @@ import { GetQueueAttributesCommand, PurgeQueueCommand } from "@aws-sdk/client-sq
 import { sqsClient } from "../clients/sqs-client.ts";
 import { createKubeApi } from "../functions/runtime/kube-api-http.ts";
 import { crdfnProfiles, type ProfileSummary } from "./cpu-profile.ts";
-import { HANDLER_FRAMES, startApiServerProfile, type ApiServerProfiling } from "./api-server-profile.ts";
+import { REQUEST_CATEGORIES, startApiServerProfile, type ApiServerProfiling } from "./api-server-profile.ts";
 import { forEachBounded } from "./drive.ts";
 import { Greetings, objectName } from "./greetings.ts";
 import { buildControllerRuntime, missingToolchains } from "./peers/build.ts";
@@ -178,7 +178,7 @@ export interface ColdRun {
   events?: Record<string, { count: number; example: string }>;
   /** crdfn with --profile: top self time per process (`bridge`, `functions`), by function and by area. */
   profiles?: Record<string, ProfileSummary>;
-  /** With --profile-api-server: the API server's CPU profile from spawn to all Ready, ms per object by handler (HANDLER_FRAMES). */
+  /** With --profile-api-server: the API server's CPU profile from spawn to all Ready, ms per object by category (REQUEST_CATEGORIES). */
   apiServerProfile?: HandlerProfile;
 }
 
@@ -186,23 +186,23 @@ export interface HandlerProfile {
   file: string;
   /** All the API server's CPU sampled, ms per object (a few seconds past all Ready are in it). */
   sampledMsPerObject: number;
-  msPerObject: Record<keyof typeof HANDLER_FRAMES, number>;
+  msPerObject: Record<string, number>;
 }
 
 /** A profile's seconds by handler as ms per object. */
-export function handlerProfile(file: string, totalSeconds: number, seconds: Record<keyof typeof HANDLER_FRAMES, number>, objects: number): HandlerProfile {
+export function handlerProfile(file: string, totalSeconds: number, seconds: Record<string, number>, objects: number): HandlerProfile {
   const per = (x: number) => r2((x * 1000) / objects);
   return {
     file,
     sampledMsPerObject: per(totalSeconds),
-    msPerObject: Object.fromEntries(Object.entries(seconds).map(([k, v]) => [k, per(v)])) as HandlerProfile["msPerObject"],
+    msPerObject: Object.fromEntries(Object.entries(seconds).map(([k, v]) => [k, per(v)])),
   };
 }
 
 /** crdfn's API-server CPU per object by handler against controller-runtime(8)'s, where both were profiled. */
 export function handlerComparison(n: number, crdfn: HandlerProfile, cr: HandlerProfile): string {
-  const each = (Object.keys(HANDLER_FRAMES) as Array<keyof typeof HANDLER_FRAMES>).map((k) => {
-    const [a, b] = [crdfn.msPerObject[k], cr.msPerObject[k]];
+  const each = [...REQUEST_CATEGORIES.map(([k]) => k), "other"].map((k) => {
+    const [a, b] = [crdfn.msPerObject[k] ?? 0, cr.msPerObject[k] ?? 0];
     return `${k} ${a} against ${b} (${a >= b ? "+" : ""}${r2(a - b)})`;
   });
   return `N = ${n}: API server ms per object, crdfn against controller-runtime(8), profiled: all ${crdfn.sampledMsPerObject} against ${cr.sampledMsPerObject}; ${each.join(", ")}`;
@@ -375,7 +375,7 @@ async function runOne(
       ...(events === undefined ? {} : { events }),
     };
     if (apiProfiling !== undefined) {
-      const { summary, parts } = await apiProfiling.stop(HANDLER_FRAMES);
+      const { summary, parts } = await apiProfiling.stopByCategory(REQUEST_CATEGORIES);
       apiProfiling = undefined;
       if (summary === undefined) log(`  the API server's profile is not summarised (no go on PATH): ${parts.join(", ")}`);
       else run.apiServerProfile = handlerProfile(summary.file, summary.totalSeconds, summary.seconds, objects);
