@@ -13,7 +13,6 @@ import { Command, InvalidArgumentError, Option } from "commander";
 import { installCrds } from "../cli/local/install-crds.ts";
 import { DEFAULT_RECEIVE_LOOPS } from "../cli/local/pipeline.ts";
 import type { Operator } from "../core/operator.ts";
-import { servedNamespacesPolicyOf } from "../deploy/admission.ts";
 import { startCluster } from "../emulator/cluster.ts";
 import { packageRoot } from "../emulator/paths.ts";
 import { startReaper, type Reaper } from "../emulator/reaper.ts";
@@ -28,7 +27,7 @@ import { forEachBounded } from "./drive.ts";
 import { Greetings, objectName } from "./greetings.ts";
 import { buildControllerRuntime, missingToolchains } from "./peers/build.ts";
 import { requestDelta, scrapeRequestCounts, type RequestCounts } from "./peers/api-requests.ts";
-import { deletePolicies } from "./peers/run.ts";
+import { crdfnPolicies, deletePolicies } from "./peers/run.ts";
 import { RECEIVE_LOOPS_ENV, SYSTEMS, startSystem, type SystemName } from "./peers/systems.ts";
 import { busyPercent, clusterPids, coreTicks, cpuSeconds, machineTicks, rssBytes, splitAfterStart, splitBeforeStart, splitRefusal } from "./proc.ts";
 import { StatusWatch } from "./status-watch.ts";
@@ -391,8 +390,9 @@ async function runOne(
     await apiProfiling?.stop({}).catch(() => undefined);
     await running?.stop();
     watch.stop();
-    // crdfn as deployed admits Greetings only where it serves; the next run's namespace is another.
-    if (system === "crdfn") await deletePolicies(cluster, servedNamespacesPolicyOf(greeting, [namespace]));
+    // crdfn as deployed admits Greetings only where it serves, and fences its function's writes
+    // everywhere; the next run's namespace is another, and its system pays neither.
+    if (system === "crdfn") await deletePolicies(cluster, crdfnPolicies(greeting, namespace));
   }
 }
 

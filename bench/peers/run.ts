@@ -6,7 +6,9 @@ import { loadavg } from "node:os";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import { untilAdmissionInForce } from "../../cli/local/admission-in-force.ts";
 import { KubeHttp } from "../../clients/kube-http.ts";
-import { servedNamespacesPolicyOf } from "../../deploy/admission.ts";
+import { admissionPolicyOf, servedNamespacesPolicyOf } from "../../deploy/admission.ts";
+import { DEV_FUNCTIONS_NAMESPACE } from "../../cli/local/dev-identities.ts";
+import type { Operator } from "../../core/operator.ts";
 import type { Reaper } from "../../emulator/reaper.ts";
 import greeting from "../../examples/greeting/operator.ts";
 import type { LocalCluster } from "../../emulator/types.ts";
@@ -108,9 +110,10 @@ export async function runOnce(
       stopped = true;
     };
     cleanup.unshift(stopSystem);
-    // crdfn runs as deployed: its admission policy admits Greetings only in the namespaces it
-    // serves, this run's. The next system's run is in another namespace, so the policy goes with the run.
-    if (system === "crdfn") cleanup.push(() => deletePolicies(cluster, servedNamespacesPolicyOf(greeting, [namespace])));
+    // crdfn runs as deployed: its admission policies admit Greetings only in the namespaces it
+    // serves, this run's, and fence its function's writes. The next system's run is in another
+    // namespace and should not pay crdfn's fence, so the policies go with the run.
+    if (system === "crdfn") cleanup.push(() => deletePolicies(cluster, crdfnPolicies(greeting, namespace)));
     const control = clusterPids(Number(new URL(cluster.server).port));
     const controlPlane = { apiServer: control.apiServer ?? 0, etcd: control.etcd ?? 0 };
     const offCluster = system === "crdfn" ? { elasticMq: control.elasticMq ?? 0, ...running.offCluster } : running.offCluster;
@@ -269,6 +272,18 @@ export async function runOnce(
     for (const step of cleanup) await step();
   }
 }
+
+/**
+ * The admission policies a crdfn run leaves in the cluster (names are what deletePolicies needs):
+ * its kind's served namespaces, and its function's fence. The fence matches every namespace (it
+ * refuses the function's writes outside the served ones), so left in place its match condition
+ * would run for the next system's writes too: about 0.1 ms of API-server CPU each
+ * (docs/performance.md, where the policy's CPU goes).
+ */
+export const crdfnPolicies = (operator: Operator<unknown>, namespace: string): Array<Record<string, unknown>> => [
+  ...admissionPolicyOf(operator, { functionsNamespace: DEV_FUNCTIONS_NAMESPACE, namespaces: [namespace], denied: [] }),
+  ...servedNamespacesPolicyOf(operator, [namespace]),
+];
 
 /** Deletes admission policies and their bindings, and waits until the API server no longer applies them. */
 export async function deletePolicies(cluster: LocalCluster, manifests: ReadonlyArray<Record<string, unknown>>): Promise<void> {

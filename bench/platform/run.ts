@@ -8,7 +8,6 @@ import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { SQSClient } from "@aws-sdk/client-sqs";
-import { servedNamespacesPolicyOf } from "../../deploy/admission.ts";
 import type { Reaper } from "../../emulator/reaper.ts";
 import type { LocalCluster } from "../../emulator/types.ts";
 import { createKubeApi } from "../../functions/runtime/kube-api-http.ts";
@@ -20,7 +19,7 @@ import { untilQueuesEmpty } from "../queue-depth.ts";
 import { summarizeLatency, type LatencySummary } from "../stats.ts";
 import { StatusWatch } from "../status-watch.ts";
 import { operatorRequests, parseOpenWatches, scrapeMetrics, serverMsPerRequest, type RequestCounts } from "../peers/api-requests.ts";
-import { deletePolicies } from "../peers/run.ts";
+import { crdfnPolicies, deletePolicies } from "../peers/run.ts";
 import { Sampler, type Usage } from "../peers/sampler.ts";
 import { platformObjectName, platformOperator, type PlatformKind } from "./kinds.ts";
 import { startPlatform, type PlatformSystem } from "./systems.ts";
@@ -217,12 +216,13 @@ export async function runPlatform(
       stopped = true;
     };
     cleanup.unshift(stopSystem);
-    // crdfn as deployed admits its kinds only in the namespaces it serves; the next system's run is in another.
+    // crdfn as deployed admits its kinds only in the namespaces it serves, and fences its functions'
+    // writes everywhere; the next system's run is in another namespace, and pays neither.
     if (system === "crdfn")
       cleanup.push(() =>
         deletePolicies(
           cluster,
-          kinds.flatMap((k) => servedNamespacesPolicyOf(platformOperator(k), [namespace])),
+          kinds.flatMap((k) => crdfnPolicies(platformOperator(k), namespace)),
         ),
       );
 
