@@ -1,6 +1,9 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { POLICY_FRAMES, POLICY_SITES, REQUEST_CATEGORIES, summarise, traceCategories } from "./api-server-profile.ts";
+import { mkdtempSync, readdirSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { POLICY_FRAMES, POLICY_SITES, REQUEST_CATEGORIES, startApiServerProfile, summarise, traceCategories } from "./api-server-profile.ts";
 
 // As `go tool pprof -top -cum` prints an API server's profile (trimmed; names shortened where they do not matter).
 const top = `File: kube-apiserver
@@ -62,5 +65,16 @@ describe("the API server's samples by category", () => {
     assert.equal(Math.round(seconds.gc! * 1000), 10);
     assert.equal(Math.round(seconds.other! * 1000), 10);
     assert.equal(seconds.create, 0);
+  });
+});
+
+describe("profiling the API server", () => {
+  it("lets the work it measures run on when a profile fails, and says why at the stop", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "crdfn-profile-test-"));
+    // A kubectl that fails at once, as one would against a server that refuses the admin's profile.
+    const profiling = startApiServerProfile({ kubectl: "false", kubeconfigPath: join(dir, "kubeconfig") }, join(dir, "p.pb.gz"));
+    await new Promise((r) => setTimeout(r, 200));
+    await assert.rejects(profiling.stopByCategory(REQUEST_CATEGORIES), /the API server's CPU profile: kubectl exited 1/);
+    assert.deepEqual(readdirSync(dir), ["p.pb.gz.1"], "one part was tried, and the loop stopped");
   });
 });

@@ -149,17 +149,22 @@ export function startApiServerProfile(cluster: Pick<LocalCluster, "kubectl" | "k
   let done = false;
   const parts: string[] = [];
   mkdirSync(dirname(file), { recursive: true });
+  // A failed part ends the loop; its error is the stop's, so the run it measures is not cut short.
+  let failure: Error | undefined;
   const loop = (async () => {
     while (!done) {
       const part = `${file}.${parts.length + 1}`;
       parts.push(part);
       await profileOnce(cluster, seconds, part);
     }
-  })();
+  })().catch((e: unknown) => {
+    failure = e instanceof Error ? e : new Error(String(e));
+  });
   /** Ends the loop and merges the parts into `file`; false without Go (the parts are kept). */
   const merged = async (): Promise<boolean> => {
     done = true;
     await loop;
+    if (failure !== undefined) throw failure;
     if (!(await goWorks())) return false;
     await run("go", ["tool", "pprof", "-proto", `-output=${file}`, ...parts]);
     for (const p of parts) rmSync(p);
