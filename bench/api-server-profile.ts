@@ -78,14 +78,15 @@ export function traceCategories(
   return { totalSeconds, seconds };
 }
 
-export interface ProfileSummary {
-  /** The merged profile. */
+/** A merged profile, summarised: CPU seconds in all and by the keys asked for. */
+export interface ApiServerProfile<K extends string = string> {
   file: string;
-  /** CPU seconds sampled in all. */
   totalSeconds: number;
-  /** Cumulative seconds in each of POLICY_FRAMES and POLICY_SITES. */
-  seconds: Record<keyof typeof POLICY_FRAMES | keyof typeof POLICY_SITES, number>;
+  seconds: Record<K, number>;
 }
+
+/** The admission policy's share of a profile (POLICY_FRAMES, POLICY_SITES). */
+export type PolicySeconds = ApiServerProfile<keyof typeof POLICY_FRAMES | keyof typeof POLICY_SITES>;
 
 const UNIT: Record<string, number> = { ns: 1e-9, us: 1e-6, µs: 1e-6, ms: 1e-3, s: 1, min: 60, h: 3600 };
 const duration = (text: string): number => {
@@ -133,15 +134,15 @@ async function goWorks(): Promise<boolean> {
 
 /** A profile being taken, back to back, until stopped. */
 export interface ApiServerProfiling {
-  /** Waits for the profile under way to end, then merges and summarises (undefined without Go; the parts are kept). */
+  /** Waits for the profile under way to end, then merges and summarises by frame (`summarise`); undefined without Go (the parts are kept). */
   stop<F extends string, L extends string>(
     frames: Record<F, string>,
-    lines?: Record<L, string>,
-  ): Promise<{ summary: (Omit<ProfileSummary, "seconds"> & { seconds: Record<F | L, number> }) | undefined; parts: string[] }>;
+    lines: Record<L, string>,
+  ): Promise<{ summary: ApiServerProfile<F | L> | undefined; parts: string[] }>;
   /** The same, each sample counted once in its first matching category (traceCategories). */
-  stopByCategory(
-    categories: ReadonlyArray<readonly [string, RegExp]>,
-  ): Promise<{ summary: (Omit<ProfileSummary, "seconds"> & { seconds: Record<string, number> }) | undefined; parts: string[] }>;
+  stopByCategory(categories: ReadonlyArray<readonly [string, RegExp]>): Promise<{ summary: ApiServerProfile | undefined; parts: string[] }>;
+  /** Ends the loop once the profile under way ends, neither merging nor summarising (the measured work failed). */
+  abandon(): Promise<void>;
 }
 
 /** Starts profiling the API server, `seconds` per part, into `file` (.pb.gz) once stopped. */
@@ -160,10 +161,13 @@ export function startApiServerProfile(cluster: Pick<LocalCluster, "kubectl" | "k
   })().catch((e: unknown) => {
     failure = e instanceof Error ? e : new Error(String(e));
   });
-  /** Ends the loop and merges the parts into `file`; false without Go (the parts are kept). */
-  const merged = async (): Promise<boolean> => {
+  const ended = async (): Promise<void> => {
     done = true;
     await loop;
+  };
+  /** Ends the loop and merges the parts into `file`; false without Go (the parts are kept). */
+  const merged = async (): Promise<boolean> => {
+    await ended();
     if (failure !== undefined) throw failure;
     if (!(await goWorks())) return false;
     await run("go", ["tool", "pprof", "-proto", `-output=${file}`, ...parts]);
@@ -176,14 +180,14 @@ export function startApiServerProfile(cluster: Pick<LocalCluster, "kubectl" | "k
       if (!(await merged())) return { summary: undefined, parts };
       const top = (...flags: string[]) => pprof("-top", "-cum", "-nodecount=100000", ...flags);
       const byFunction = summarise(await top(), frames);
-      const byLine = lines === undefined ? undefined : summarise(await top("-lines"), lines);
-      const seconds = { ...byFunction.seconds, ...byLine?.seconds } as Record<keyof typeof frames | keyof NonNullable<typeof lines>, number>;
-      return { summary: { file, totalSeconds: byFunction.totalSeconds, seconds }, parts: [file] };
+      const byLine = summarise(await top("-lines"), lines);
+      return { summary: { file, totalSeconds: byFunction.totalSeconds, seconds: { ...byFunction.seconds, ...byLine.seconds } }, parts: [file] };
     },
     async stopByCategory(categories) {
       if (!(await merged())) return { summary: undefined, parts };
       return { summary: { file, ...traceCategories(await pprof("-traces"), categories) }, parts: [file] };
     },
+    abandon: ended,
   };
 }
 
@@ -193,13 +197,13 @@ export async function profiled<T>(
   file: string,
   work: () => Promise<T>,
   seconds = 5,
-): Promise<{ result: T; summary: ProfileSummary | undefined; parts: string[] }> {
+): Promise<{ result: T; summary: PolicySeconds | undefined; parts: string[] }> {
   const profiling = startApiServerProfile(cluster, file, seconds);
   let result: T;
   try {
     result = await work();
   } catch (e) {
-    await profiling.stop({}).catch(() => undefined);
+    await profiling.abandon();
     throw e;
   }
   return { result, ...(await profiling.stop(POLICY_FRAMES, POLICY_SITES)) };

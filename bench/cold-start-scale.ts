@@ -178,18 +178,18 @@ export interface ColdRun {
   /** crdfn with --profile: top self time per process (`bridge`, `functions`), by function and by area. */
   profiles?: Record<string, ProfileSummary>;
   /** With --profile-api-server: the API server's CPU profile from spawn to all Ready, ms per object by category (REQUEST_CATEGORIES). */
-  apiServerProfile?: HandlerProfile;
+  apiServerProfile?: CategoryProfile;
 }
 
-export interface HandlerProfile {
+export interface CategoryProfile {
   file: string;
   /** All the API server's CPU sampled, ms per object (a few seconds past all Ready are in it). */
   sampledMsPerObject: number;
   msPerObject: Record<string, number>;
 }
 
-/** A profile's seconds by handler as ms per object. */
-export function handlerProfile(file: string, totalSeconds: number, seconds: Record<string, number>, objects: number): HandlerProfile {
+/** A profile's seconds by category as ms per object. */
+export function categoryProfile(file: string, totalSeconds: number, seconds: Record<string, number>, objects: number): CategoryProfile {
   const per = (x: number) => r2((x * 1000) / objects);
   return {
     file,
@@ -198,8 +198,8 @@ export function handlerProfile(file: string, totalSeconds: number, seconds: Reco
   };
 }
 
-/** crdfn's API-server CPU per object by handler against controller-runtime(8)'s, where both were profiled. */
-export function handlerComparison(n: number, crdfn: HandlerProfile, cr: HandlerProfile): string {
+/** crdfn's API-server CPU per object by category against controller-runtime(8)'s, where both were profiled. */
+export function categoryComparison(n: number, crdfn: CategoryProfile, cr: CategoryProfile): string {
   const each = [...REQUEST_CATEGORIES.map(([k]) => k), "other"].map((k) => {
     const [a, b] = [crdfn.msPerObject[k] ?? 0, cr.msPerObject[k] ?? 0];
     return `${k} ${a} against ${b} (${a >= b ? "+" : ""}${r2(a - b)})`;
@@ -377,7 +377,7 @@ async function runOne(
       const { summary, parts } = await apiProfiling.stopByCategory(REQUEST_CATEGORIES);
       apiProfiling = undefined;
       if (summary === undefined) log(`  the API server's profile is not summarised (no go on PATH): ${parts.join(", ")}`);
-      else run.apiServerProfile = handlerProfile(summary.file, summary.totalSeconds, summary.seconds, objects);
+      else run.apiServerProfile = categoryProfile(summary.file, summary.totalSeconds, summary.seconds, objects);
     }
     await running.stop();
     running = undefined;
@@ -387,7 +387,7 @@ async function runOne(
     clearInterval(poll);
     clearInterval(every5s);
     clearInterval(published);
-    await apiProfiling?.stop({}).catch(() => undefined);
+    await apiProfiling?.abandon();
     await running?.stop();
     watch.stop();
     // crdfn as deployed admits Greetings only where it serves, and fences its function's writes
@@ -429,7 +429,7 @@ export function formatColdReport(runs: readonly ColdRun[]): string {
     const c = runs.find((r) => r.objects === n && r.system === "crdfn" && r.variant === undefined);
     const cr = runs.find((r) => r.objects === n && r.system === "controller-runtime(8)");
     if (c && cr) out.push(`N = ${n}: crdfn ÷ controller-runtime(8) = ${(c.allReadySeconds / cr.allReadySeconds).toFixed(2)}`);
-    if (c?.apiServerProfile && cr?.apiServerProfile) out.push(handlerComparison(n, c.apiServerProfile, cr.apiServerProfile));
+    if (c?.apiServerProfile && cr?.apiServerProfile) out.push(categoryComparison(n, c.apiServerProfile, cr.apiServerProfile));
     for (const v of runs.filter((r) => r.objects === n && r.system === "crdfn" && r.variant !== undefined)) {
       if (c) out.push(`N = ${n}: crdfn (${v.variant}) ÷ crdfn = ${(v.allReadySeconds / c.allReadySeconds).toFixed(2)}`);
     }
@@ -560,7 +560,7 @@ function coldScaleCommand(): Command {
     .option("--no-profile", "no CPU profiles of crdfn's bridge and function process")
     .option(
       "--profile-api-server",
-      "also profile the API server's CPU (Go's pprof) from each system's spawn to all Ready, and compare where it goes by handler (needs go on PATH for the summary)",
+      "also profile the API server's CPU (Go's pprof) from each system's spawn to all Ready, and compare where it goes by category: the policy, each handler, the watches, GC (needs go on PATH for the summary)",
       false,
     )
     .option("--receive-loops <n>", `also run crdfn with this many receive loops in its poller (default ${DEFAULT_RECEIVE_LOOPS}), in the same run`, (t) => {

@@ -37,7 +37,7 @@ import { createKubeApi } from "../functions/runtime/kube-api-http.ts";
 import type { KubeObject } from "../functions/runtime/kube-api.ts";
 import { READY, successStatus } from "../functions/runtime/status.ts";
 import { forEachBounded } from "./drive.ts";
-import { profiled, type POLICY_FRAMES, type POLICY_SITES, type ProfileSummary } from "./api-server-profile.ts";
+import { profiled, type POLICY_FRAMES, type POLICY_SITES, type PolicySeconds } from "./api-server-profile.ts";
 import { applyAsAdmin, serviceAccountToken } from "./peers/identity.ts";
 import { EXAMPLE_GREETING, Greetings, objectName } from "./greetings.ts";
 import { clusterPids, cpuSeconds } from "./proc.ts";
@@ -236,7 +236,7 @@ export interface PolicyProfile {
 }
 
 /** A profile's seconds as ms per request of the `requests` it saw. */
-export function policyProfile(summary: ProfileSummary, requests: number): PolicyProfile {
+export function policyProfile(summary: PolicySeconds, requests: number): PolicyProfile {
   const per = (seconds: number) => r2((seconds * 1000) / Math.max(1, requests));
   const msPerRequest = Object.fromEntries(Object.entries(summary.seconds).map(([k, v]) => [k, per(v)])) as PolicyProfile["msPerRequest"];
   return { file: summary.file, sampledMsPerRequest: per(summary.totalSeconds), msPerRequest };
@@ -511,7 +511,6 @@ async function writeCost(o: Options, log: (l: string) => void): Promise<{ path: 
       log(`round ${round}: with nothing sent, the API server uses ${quiet.apiServerMsPerSecond} ms and etcd ${quiet.etcdMsPerSecond} ms of CPU per second`);
       idle.push(quiet);
       const profiling = o.profileApiServer ? { cluster, dir: `${resultsPath(o, startedAt).replace(/\.json$/, "")}-api-server` } : undefined;
-      if (profiling !== undefined) mkdirSync(profiling.dir, { recursive: true });
       for (const r of await runRound(clients, targets, round, o, { apiServer, etcd }, profiling)) {
         log(
           `  round ${round}, ${r.kind}${senderSuffix[r.sender]}: ${r.wallSeconds.toFixed(1)} s, API server ${r.apiServerMsPerRequest} ms, etcd ${r.etcdMsPerRequest} ms per request, ${r.stored} stored, ${r.failures} failures (load ${r.loadAvgStart[0]?.toFixed(1)} → ${r.loadAvgEnd[0]?.toFixed(1)})`,
