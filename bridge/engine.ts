@@ -23,7 +23,6 @@ import { ResourceReadiness, type ResourceState } from "./resource-readiness.ts";
 import { resyncEvery, resyncNow, type ResyncFilter } from "./resync.ts";
 import { SharedKinds } from "./shared-kinds.ts";
 import { StartWindow } from "./start-window.ts";
-import type { Announce } from "./sink.ts";
 import type { TrackerOptions } from "./tracker.ts";
 import type { QueueTransport } from "./transport.ts";
 
@@ -112,7 +111,7 @@ export class Engine {
     this.#trackerOptions = {
       cluster: config.cluster,
       skipStatusOnly: config.skipStatusOnly,
-      announce: announceTo(this.publisher, logger),
+      announce: (key, event, cause, options) => this.publisher.offer(key, event, cause, options),
       now: deps.clock,
       timers: deps.timers,
       ...(config.functionFieldManager ? { functionFieldManager: config.functionFieldManager } : {}),
@@ -224,16 +223,4 @@ export class Engine {
     });
     await Promise.all(running);
   }
-}
-
-/** Hands a tracker's announcement to the publisher. */
-function announceTo(publisher: Publisher, logger: Logger): Announce {
-  return async (key, event, cause, options) => {
-    try {
-      await publisher.offer(key, event, cause, options);
-    } catch (e) {
-      // Only a name the contract cannot carry gets here; no retry would ever fix it.
-      logger.error({ object: key, err: (e as Error).message.slice(0, 300) }, "object cannot be announced under the event contract");
-    }
-  };
 }

@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { pino } from "pino";
 import { Registry } from "prom-client";
-import type { KeyEvent } from "../core/event.ts";
+import { MAX_EVENT_BYTES, type KeyEvent } from "../core/event.ts";
+import { verifyKeyEvent } from "../core/event-auth.ts";
 import { createBridgeMetrics } from "./metrics.ts";
 import { Publisher } from "./publisher.ts";
 import type { QueueTransport, SendResult } from "./transport.ts";
@@ -166,5 +167,61 @@ describe("publisher holds", () => {
     assert.deepEqual(queue.batches, [["a"], ["b"]], "nothing came: sent when the hold ends");
     queue.answerNext();
     assert.equal(await publisher.flush(1000), true);
+  });
+});
+
+describe("publisher signing", () => {
+  /** A queue that answers at once and keeps every message body it was sent. */
+  function recordingQueue() {
+    const bodies: string[] = [];
+    const transport: QueueTransport = {
+      noun: "queue",
+      maxBatch: 10,
+      lingerMs: 0,
+      send(_destination, messages) {
+        bodies.push(...messages.map((m) => m.body));
+        return Promise.resolve(messages.map(() => ({ ok: true })));
+      },
+      exists: () => Promise.resolve(true),
+      close: () => Promise.resolve(),
+    };
+    return { transport, bodies };
+  }
+
+  it("sends every event signed, under the size cap with its signature, and drops with a log line one the contract cannot carry", async () => {
+    const queue = recordingQueue();
+    const lines: string[] = [];
+    const clock = fakeClock();
+    const publisher = new Publisher({
+      transport: queue.transport,
+      destinationOf: () => "q.fifo",
+      maxPending: 100,
+      concurrency: 1,
+      logger: pino({ level: "error" }, { write: (line: string) => void lines.push(line) }),
+      metrics: createBridgeMetrics(new Registry()),
+      now: () => clock.nowMs(),
+      timers: clock.timers,
+      eventKey: TEST_EVENT_KEY,
+    });
+    const metadata = { name: "big", uid: "uid-big", resourceVersion: "1" };
+    const bare = { ...event("big"), v: 2 as const, object: { metadata, blob: "" } };
+    // Fits the cap unsigned, not once its kid and MAC are added.
+    const blob = "x".repeat(MAX_EVENT_BYTES - Buffer.byteLength(JSON.stringify(bare)) - 20);
+    await publisher.offer("big", { ...bare, object: { metadata, blob } }, "watch");
+    await publisher.offer("bad", { ...event("bad"), name: "Not a name!" }, "watch");
+    await publisher.offer("ok", event("ok"), "watch");
+    assert.equal(await publisher.flush(1000), true, "nothing is left waiting");
+    const sent = queue.bodies.map((b) => ({ bytes: Buffer.byteLength(b), event: JSON.parse(b) as KeyEvent }));
+    assert.deepEqual(
+      sent.map((s) => s.event.name),
+      ["big", "ok"],
+    );
+    for (const s of sent) {
+      assert.ok(s.bytes <= MAX_EVENT_BYTES, `${s.event.name}: ${s.bytes} bytes`);
+      assert.deepEqual(verifyKeyEvent(s.event, new Map([[TEST_EVENT_KEY.kid, TEST_EVENT_KEY.secret]])), { ok: true });
+    }
+    assert.equal(sent[0]!.event.object, undefined, "the body that did not fit with its signature stayed behind");
+    assert.equal(lines.length, 1);
+    assert.match(lines[0]!, /"object":"bad".*cannot be announced under the event contract/);
   });
 });

@@ -110,7 +110,7 @@ export class StartWindow {
           id,
           timers.after(timeoutMs, () => this.settle(id), true),
         );
-      // The announce path logs its own failures (engine.ts announceTo); a throw past it frees the slot.
+      // The publisher logs what it cannot send (publisher.ts #ready); a throw past it frees the slot.
       this.#chain = this.#chain.then(release).catch(() => this.settle(id));
     }
   }

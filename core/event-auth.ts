@@ -51,6 +51,13 @@ function macOf(event: KeyEvent, secret: EventSecret): Buffer {
   return createHmac("sha256", secret).update(CONTEXT).update(canonicalJson(signed)).digest();
 }
 
+/** A MAC's length in base64url: HMAC-SHA256's 32 bytes. */
+const MAC_CHARS = 43;
+
+/** The bytes signing adds to a serialized event (its kid and mac members): what a sender reserves under the size cap. */
+export const signatureBytes = (kid: string): number =>
+  Buffer.byteLength(JSON.stringify({ kid, mac: "m".repeat(MAC_CHARS) }), "utf8") - "{}".length + ",".length;
+
 /** The event as the bridge sends it: a v3 event carrying its key id and MAC. */
 export function signKeyEvent(event: KeyEvent, key: SigningKey): KeyEvent {
   const { mac: _old, ...unsigned } = event;

@@ -51,17 +51,38 @@ describe("key events", () => {
       appliedHash: "0123456789abcdef0123456789abcdef",
     });
     const small = { ...event("watch"), v: 2 as const, object, children: [key(1)] };
-    assert.deepEqual(withinCap(small), small, "what fits is left alone");
+    assert.deepEqual(withinCap(small), { event: small, bytes: Buffer.byteLength(JSON.stringify(small)) }, "what fits is left alone");
     const some = Array.from({ length: 300 }, (_, i) => key(i));
-    const bodyOff = withinCap({ ...small, children: some });
+    const { event: bodyOff } = withinCap({ ...small, children: some });
     assert.equal(bodyOff.object, undefined);
     assert.equal(bodyOff.children?.length, 300);
     for (const n of [1500, 5000]) {
-      const keysOff = withinCap({ ...small, children: Array.from({ length: n }, (_, i) => key(i)) });
+      const { event: keysOff } = withinCap({ ...small, children: Array.from({ length: n }, (_, i) => key(i)) });
       assert.equal(keysOff.object, undefined);
       assert.equal(keysOff.children, undefined, `${n} children`);
       assert.ok(Buffer.byteLength(encodeKeyEvent(keysOff)) < 1024);
     }
+  });
+
+  it("keeps the room a sender reserves: an event that fits only without it goes without its body", () => {
+    const object = { metadata: { name: "g", uid: "u-1", resourceVersion: "12" }, blob: "" };
+    const bare = { ...event("watch"), v: 2 as const, object };
+    const fill = MAX_EVENT_BYTES - Buffer.byteLength(JSON.stringify(bare)) - 10;
+    const nearlyFull = { ...bare, object: { ...object, blob: "x".repeat(fill) } };
+    assert.equal(withinCap(nearlyFull).event.object, nearlyFull.object, "fits with no room reserved");
+    const reserved = withinCap(nearlyFull, 60);
+    assert.equal(reserved.event.object, undefined, "does not fit once 60 bytes are kept free");
+    assert.equal(reserved.bytes, Buffer.byteLength(JSON.stringify(reserved.event)) + 60, "its size counts the room kept");
+  });
+
+  it("encodes what the contract carries, checking the body's identity without parsing the body", () => {
+    const object = { apiVersion: "v1", kind: "X", metadata: { name: "g", uid: "u-1", resourceVersion: "12", labels: { a: "b" } }, spec: { n: [1, 2] } };
+    const carried = { ...event("watch"), v: 2 as const, object };
+    assert.deepEqual(JSON.parse(encodeKeyEvent(carried)), carried, "the body goes whole");
+    assert.throws(() => encodeKeyEvent({ ...carried, object: { ...object, metadata: { ...object.metadata, uid: "u-2" } } }), /announced version/);
+    assert.throws(() => encodeKeyEvent({ ...carried, object: { ...object, metadata: { name: "g", uid: "u-1" } } } as unknown as KeyEvent), /resourceVersion/);
+    assert.throws(() => encodeKeyEvent({ ...carried, name: "Not a name!" }), /name/);
+    assert.throws(() => encodeKeyEvent({ ...carried, object: { ...object, blob: "x".repeat(MAX_EVENT_BYTES) } }), /at most 245760 bytes/);
   });
 
   it("a newer announcement without a body keeps the waiting one's body of the same version", () => {

@@ -11,6 +11,8 @@ import { zodLine } from "./config-error.ts";
 export const MAX_EVENT_BYTES = 240 * 1024;
 /** Largest the naming part may be (everything but the object and the children's keys). */
 export const MAX_KEY_BYTES = 1024;
+const EVENT_TOO_LARGE = `a key event must serialize to at most ${MAX_EVENT_BYTES} bytes`;
+const bytesOf = (e: unknown): number => Buffer.byteLength(JSON.stringify(e), "utf8");
 /** The label every child carries, naming its parent's uid: the bridge watches children with it. */
 export const PARENT_UID_LABEL = "crdfn.io/parent-uid";
 /** A hash of a child as the function last applied it: equal hashes, nothing to apply. */
@@ -134,12 +136,10 @@ export const keyEventSchema = keySchema
     message: "object must be the announced version (uid and resourceVersion)",
     path: ["object"],
   })
-  .refine(({ object: _object, children: _children, ...naming }) => Buffer.byteLength(JSON.stringify(naming), "utf8") <= MAX_KEY_BYTES, {
+  .refine(({ object: _object, children: _children, ...naming }) => bytesOf(naming) <= MAX_KEY_BYTES, {
     message: `the naming part of a key event must serialize to at most ${MAX_KEY_BYTES} bytes`,
   })
-  .refine((e) => Buffer.byteLength(JSON.stringify(e), "utf8") <= MAX_EVENT_BYTES, {
-    message: `a key event must serialize to at most ${MAX_EVENT_BYTES} bytes`,
-  });
+  .refine((e) => bytesOf(e) <= MAX_EVENT_BYTES, { message: EVENT_TOO_LARGE });
 
 export type KeyEvent = z.infer<typeof keyEventSchema>;
 
@@ -176,29 +176,56 @@ export function supersede(waiting: KeyEvent, newer: KeyEvent): KeyEvent {
 const OWN_CHANGE_REASONS: ReadonlySet<string> = new Set(["watch", "list", "relist"]);
 const ownChangeOnly = (e: Pick<KeyEvent, "reason">): boolean => e.reason !== undefined && OWN_CHANGE_REASONS.has(e.reason);
 
-const bytesOf = (e: KeyEvent): number => Buffer.byteLength(JSON.stringify(e), "utf8");
 /** More children's keys than this never fit in an event: each serializes to 100 bytes at least (a one-letter name, a 36-character uid). */
 export const MAX_CHILD_KEYS = Math.floor(MAX_EVENT_BYTES / 100);
+
+/** An event and the bytes it serializes to, with the room its sender reserved (withinCap). */
+export interface SizedEvent {
+  event: KeyEvent;
+  bytes: number;
+}
 
 /**
  * The event as the contract can carry it: without the body when body and keys exceed
  * MAX_EVENT_BYTES (the function reads the object), and without the children's keys too when the
  * keys alone exceed it (`children` absent: unknown, and the function lists them by the parent
- * label). A parent of any size is announced; only its naming part must fit.
+ * label). A parent of any size is announced; only its naming part must fit. `reserveBytes`: room
+ * for what is added before it is sent (a signature: core/event-auth.ts signatureBytes).
  */
-export function withinCap(event: KeyEvent): KeyEvent {
+export function withinCap(event: KeyEvent, reserveBytes = 0): SizedEvent {
+  const cap = MAX_EVENT_BYTES - reserveBytes;
   const tooManyChildren = (event.children?.length ?? 0) > MAX_CHILD_KEYS;
-  if (!tooManyChildren && bytesOf(event) <= MAX_EVENT_BYTES) return event;
+  if (!tooManyChildren) {
+    const bytes = bytesOf(event);
+    if (bytes <= cap) return { event, bytes: bytes + reserveBytes };
+  }
   const { object: _body, children, ...naming } = event;
   if (!tooManyChildren && children !== undefined) {
     const keysOnly = { ...naming, children };
-    if (bytesOf(keysOnly) <= MAX_EVENT_BYTES) return keysOnly;
+    const bytes = bytesOf(keysOnly);
+    if (bytes <= cap) return { event: keysOnly, bytes: bytes + reserveBytes };
   }
-  return naming;
+  return { event: naming, bytes: bytesOf(naming) + reserveBytes };
 }
 
+/**
+ * The event as sent, checked against the contract. The body is checked for its identity only
+ * (name, uid, resourceVersion: what the schema asks of it): it is the API server's own JSON and
+ * most of the event, and parsing it whole copied it, then serialized it twice more for the size
+ * checks, for every event the bridge sent (a tenth of its CPU in a cold start: bench:coldscale
+ * --cpu-prof). Throws what keyEventSchema.parse throws, or an Error when too large.
+ */
 export function encodeKeyEvent(event: KeyEvent): string {
-  return JSON.stringify(keyEventSchema.parse(event));
+  const { object } = event;
+  const metadata = object?.metadata as { name?: unknown; uid?: unknown; resourceVersion?: unknown } | undefined;
+  keyEventSchema.parse(
+    object === undefined
+      ? event
+      : { ...event, object: { metadata: metadata && { name: metadata.name, uid: metadata.uid, resourceVersion: metadata.resourceVersion } } },
+  );
+  const body = JSON.stringify(event);
+  if (Buffer.byteLength(body, "utf8") > MAX_EVENT_BYTES) throw new Error(EVENT_TOO_LARGE);
+  return body;
 }
 
 /** Identity of the object an event names, stable across its lifetime (not its uid: a re-created object is the same key). */
