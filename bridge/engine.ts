@@ -106,6 +106,7 @@ export class Engine {
       onChange: (waiting, open) => {
         metrics.startWaiting.set(waiting);
         metrics.startOpen.set(open);
+        this.publisher.startWork(waiting + open > 0);
       },
     });
     this.#trackerOptions = {

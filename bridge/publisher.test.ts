@@ -5,7 +5,7 @@ import { Registry } from "prom-client";
 import { MAX_EVENT_BYTES, type KeyEvent } from "../core/event.ts";
 import { verifyKeyEvent } from "../core/event-auth.ts";
 import { createBridgeMetrics } from "./metrics.ts";
-import { Publisher } from "./publisher.ts";
+import { Publisher, START_LINGER_MS } from "./publisher.ts";
 import type { QueueTransport, SendResult } from "./transport.ts";
 import { TEST_EVENT_KEY } from "../test/support/event-key.ts";
 import { fakeClock, type FakeClock } from "../test/support/fake-clock.ts";
@@ -145,6 +145,47 @@ describe("publisher linger", () => {
     assert.deepEqual(queue.batches.at(-1), ["u"], "stopping: sent without lingering");
     queue.answerNext();
     assert.equal(await flushed, true);
+  });
+});
+
+describe("publisher start work", () => {
+  it("while a starting bridge announces its first lists, part-filled requests go one per START_LINGER_MS; then one per linger again", async () => {
+    const queue = heldQueue(40);
+    const clock = fakeClock();
+    const publisher = publisherOn(queue, clock);
+    const answerAll = async () => {
+      for (await settle(); queue.waiting() > 0; await settle()) queue.answerNext();
+    };
+    /** 100 objects/s for `ms`, each request answered at once; the sizes of the requests sent meanwhile. */
+    const stream = async (prefix: string, ms: number): Promise<number[]> => {
+      const before = queue.batches.length;
+      for (let t = 0; t < ms; t += 10) {
+        await publisher.offer(`${prefix}${t}`, event(`${prefix}${t}`), "list");
+        await answerAll();
+        clock.advance(10);
+        await answerAll();
+      }
+      return queue.batches.slice(before).map((b) => b.length);
+    };
+    publisher.startWork(true);
+    const starting = await stream("s", 2000);
+    publisher.startWork(false);
+    clock.advance(1000);
+    await answerAll();
+    const after = await stream("c", 2000);
+    // The first few go at once either way (the burst); then the pace shows: a full batch goes
+    // at once, and at 100 objects/s one fills within START_LINGER_MS.
+    assert.ok(START_LINGER_MS >= 100);
+    assert.ok(
+      starting.slice(4).every((n) => n >= 9),
+      `full or nearly full while starting: ${starting.join(",")}`,
+    );
+    assert.ok(
+      after.slice(4).every((n) => n <= 5),
+      `one per 40 ms after: ${after.join(",")}`,
+    );
+    assert.equal(queue.batches.flat().length, 400, "every object sent once");
+    assert.equal(await publisher.flush(1000), true);
   });
 });
 

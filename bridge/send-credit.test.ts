@@ -40,6 +40,16 @@ describe("send credit", () => {
     );
   });
 
+  it("a new pace keeps what was earned and refills at the new rate from then on", () => {
+    const credit = new SendCredit(40);
+    for (let i = 0; i < SEND_BURST; i++) credit.spend(0);
+    assert.equal(credit.pace(20, 250), true, "half a token earned at 40 ms");
+    assert.equal(credit.dueAt(20), 20 + 125, "the other half at 250 ms a token");
+    assert.equal(credit.pace(20, 250), false, "the same pace changes nothing");
+    assert.equal(credit.pace(145, 40), true);
+    assert.equal(credit.dueAt(145), 145);
+  });
+
   it("0 never holds anything", () => {
     const credit = new SendCredit(0);
     for (let i = 0; i < 100; i++) {

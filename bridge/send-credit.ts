@@ -11,13 +11,22 @@
 export const SEND_BURST = 4;
 
 export class SendCredit {
-  readonly #everyMs: number;
+  #everyMs: number;
   #tokens = SEND_BURST;
   #at: number | undefined;
 
   /** `everyMs` ≤ 0: no limit. */
   constructor(everyMs: number) {
     this.#everyMs = everyMs;
+  }
+
+  /** From `now` on, one token per `everyMs` (what was earned until now stays); whether that changed the pace. */
+  pace(now: number, everyMs: number): boolean {
+    if (everyMs === this.#everyMs) return false;
+    this.#tokens = this.#tokensAt(now);
+    if (this.#at !== undefined) this.#at = now;
+    this.#everyMs = everyMs;
+    return true;
   }
 
   /** When a part-filled send may go: `now`, or the time its token is due. */
