@@ -48,6 +48,11 @@ const event = (name: string): KeyEvent => ({
 /** One turn of the event loop: the queue's answer, and the publisher's reaction to it, run. */
 const settle = () => new Promise((r) => setImmediate(r));
 
+/** Answers every request the queue holds, and those the answers set off, until none waits. */
+async function answerEverything(queue: ReturnType<typeof heldQueue>): Promise<void> {
+  for (await settle(); queue.waiting() > 0; await settle()) queue.answerNext();
+}
+
 /** A publisher on `queue`, with a clock that moves only when the test says so. */
 function publisherOn(queue: ReturnType<typeof heldQueue>, clock: FakeClock = fakeClock()): Publisher {
   return new Publisher({
@@ -101,9 +106,7 @@ describe("publisher linger", () => {
     const queue = heldQueue(40);
     const clock = fakeClock();
     const publisher = publisherOn(queue, clock);
-    const answerAll = async () => {
-      for (await settle(); queue.waiting() > 0; await settle()) queue.answerNext();
-    };
+    const answerAll = () => answerEverything(queue);
     // A change every 20 ms (50 changes/s), each request answered at once, in 10 ms steps.
     const names = "abcdefghijklmnop".split("");
     for (const [i, n] of names.entries()) {
@@ -153,9 +156,7 @@ describe("publisher start work", () => {
     const queue = heldQueue(40);
     const clock = fakeClock();
     const publisher = publisherOn(queue, clock);
-    const answerAll = async () => {
-      for (await settle(); queue.waiting() > 0; await settle()) queue.answerNext();
-    };
+    const answerAll = () => answerEverything(queue);
     /** 100 objects/s for `ms`, each request answered at once; the sizes of the requests sent meanwhile. */
     const stream = async (prefix: string, ms: number): Promise<number[]> => {
       const before = queue.batches.length;
