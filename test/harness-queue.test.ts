@@ -191,7 +191,7 @@ describe("local SQS queue", { timeout: 120_000 }, () => {
       await eventually(() => assert.equal(handled.size, 80), { timeoutMs: 30_000 });
       assert.ok(most > 10, `one loop has ten in hand at most; ${most} were`);
       assert.ok(most <= 40, `four loops have forty at most; ${most} were`);
-      // Drained: each added loop ends at its first empty receive, and one loop polls on alone.
+      // Drained: each added loop ends at a receive under half a batch, and one loop polls on alone.
       await delay(2500);
       const quietFrom = receives;
       await delay(3000);

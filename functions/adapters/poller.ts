@@ -26,7 +26,7 @@ export interface PollerOptions {
   /**
    * While receives come back full (a backlog), more loops per queue, up to this many: as Lambda's
    * event source adds pollers and concurrent batches while messages wait, and drops them when the
-   * queue is drained. A loop added so ends at its first empty receive. Default: the loops named
+   * queue is drained. A loop added so ends after a receive under half a batch. Default: the loops named
    * in queueUrls, no more.
    */
   maxLoopsPerQueue?: number;
@@ -109,7 +109,7 @@ interface LoopOptions extends PollerOptions {
   circuits: Circuits;
   facts: (queueUrl: string) => Promise<QueueFacts>;
   deleter: DeleteBatcher;
-  /** Added for a backlog (maxLoopsPerQueue): ends at its first empty receive. */
+  /** Added for a backlog (maxLoopsPerQueue): ends after a receive under half a batch. */
   added: boolean;
   /** A receive came back full. */
   onFull: () => void;
@@ -151,11 +151,17 @@ async function pollLoop(queueUrl: string, opts: LoopOptions, signal: AbortSignal
       await sleep(retryInMs, signal);
       continue;
     }
+    // A full receive says messages wait: another loop may help. One under half full says few
+    // do, and a loop added for a backlog ends once it has handled what it took. (Ending only at
+    // an empty receive kept loops added in a burst for good: under a steady 50 changes/s a
+    // receive is seldom empty, and twelve loops' reconciles queued at the API server.)
+    const batchSize = opts.batchSize ?? 10;
+    const drained = messages.length < batchSize / 2;
+    if (messages.length === batchSize) opts.onFull();
     if (messages.length === 0) {
       if (opts.added) return;
       continue;
     }
-    if (messages.length === (opts.batchSize ?? 10)) opts.onFull();
     const facts = await opts.facts(queueUrl);
     // Hidden for as long as they are handled, as Lambda's event source keeps them (its function
     // timeout is below the visibility timeout): a slow reconcile must not let its message be
@@ -169,6 +175,7 @@ async function pollLoop(queueUrl: string, opts: LoopOptions, signal: AbortSignal
       await stopHeartbeat();
     }
     await settle(queueUrl, settled, opts, log);
+    if (opts.added && drained) return;
   }
 }
 
