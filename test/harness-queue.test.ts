@@ -4,13 +4,11 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import {
-  CreateQueueCommand,
   DeleteMessageCommand,
   GetQueueAttributesCommand,
   GetQueueUrlCommand,
   QueueDoesNotExist,
   ReceiveMessageCommand,
-  SendMessageBatchCommand,
   SendMessageCommand,
   type Message,
 } from "@aws-sdk/client-sqs";
@@ -18,7 +16,6 @@ import { startCluster, type LocalCluster } from "../emulator/cluster.ts";
 import { sqsClient } from "../clients/sqs-client.ts";
 import { MAX_RECEIVE_COUNT } from "../emulator/queues.ts";
 import { pino } from "pino";
-import { setTimeout as delay } from "node:timers/promises";
 import { startPoller } from "../functions/adapters/poller.ts";
 import { givenSqsClient } from "../functions/runtime/sqs-client.ts";
 import { eventually } from "./support/eventually.ts";
@@ -143,62 +140,5 @@ describe("local SQS queue", { timeout: 120_000 }, () => {
     await poller.stop();
     assert.deepEqual(await counts(), before, "every handled message was deleted");
     assert.equal(new Set(handled).size, 25, "none was handed over twice");
-  });
-
-  it("the local poller adds loops for a backlog, up to its most, and drops them once the queue is drained", async () => {
-    const q = (await sqs.send(new CreateQueueCommand({ QueueName: "backlog.fifo", Attributes: { FifoQueue: "true", VisibilityTimeout: "30" } }))).QueueUrl!;
-    for (let b = 0; b < 8; b++)
-      await sqs.send(
-        new SendMessageBatchCommand({
-          QueueUrl: q,
-          Entries: Array.from({ length: 10 }, (_, i) => ({
-            Id: String(i),
-            MessageBody: `b${b}-${i}`,
-            MessageGroupId: `b${b}-${i}`,
-            MessageDeduplicationId: `backlog-${b}-${i}`,
-          })),
-        }),
-      );
-    // The receives this poller bills, read from its own client.
-    const own = sqsClient(cluster.sqs);
-    let receives = 0;
-    own.middlewareStack.add(
-      (next, context) => (args) => {
-        if (context.commandName === "ReceiveMessageCommand") receives++;
-        return next(args);
-      },
-      { step: "initialize" },
-    );
-    let inHand = 0;
-    let most = 0;
-    const handled = new Set<string>();
-    const runtime = fakeRuntime(async (m) => {
-      most = Math.max(most, ++inHand);
-      await delay(300);
-      inHand--;
-      handled.add(m.body);
-      return { result: "success" as const };
-    });
-    const poller = startPoller({
-      sqs: givenSqsClient(own),
-      queueUrls: [q],
-      maxLoopsPerQueue: 4,
-      runtime,
-      waitTimeSeconds: 1,
-      logger: pino({ level: "silent" }),
-    });
-    try {
-      await eventually(() => assert.equal(handled.size, 80), { timeoutMs: 30_000 });
-      assert.ok(most > 10, `one loop has ten in hand at most; ${most} were`);
-      assert.ok(most <= 40, `four loops have forty at most; ${most} were`);
-      // Drained: each added loop ends at a receive under half a batch, and one loop polls on alone.
-      await delay(2500);
-      const quietFrom = receives;
-      await delay(3000);
-      assert.ok(receives - quietFrom <= 4, `one loop long-polls about once a second: ${receives - quietFrom} receives in 3 s`);
-    } finally {
-      await poller.stop();
-      own.destroy();
-    }
   });
 });

@@ -54,13 +54,6 @@ export interface ReconcileRecord {
 }
 
 export const DEFAULT_RECEIVE_LOOPS = 4;
-/**
- * Receive loops the poller grows to while receives come back full, as Lambda's event source adds
- * concurrent batches for a backlog. A cold start of 10,000 objects kept four loops' batches waiting
- * on each one's slowest reconcile, the cluster's core 81 % busy in its first quarter: with twelve,
- * all Ready came 23 % sooner (`npm run bench:coldscale -- --receive-loops 12`, docs/performance.md).
- */
-export const MAX_RECEIVE_LOOPS = 12;
 
 /** The Kubernetes side: whatever a kubeconfig reaches (a LocalCluster is one). */
 export interface PipelineCluster {
@@ -118,8 +111,7 @@ export interface PipelineOptions {
    * one queue at once. The queue never hands out a message of a group (an object) while
    * another of that group is in flight, so per-object order holds. One loop waits for the
    * slowest reconcile of each batch before receiving again, which caps a busy machine at a few
-   * dozen reconciles/s (see `npm run bench`). Default DEFAULT_RECEIVE_LOOPS; while receives come
-   * back full the poller adds loops up to MAX_RECEIVE_LOOPS (or this, if more).
+   * dozen reconciles/s (see `npm run bench`). Default DEFAULT_RECEIVE_LOOPS.
    */
   receiveLoops?: number;
   /**
@@ -382,7 +374,6 @@ function startSqsConsumer(o: PipelineOptions, queue: SqsEnvironment, sqs: SQSCli
   return startPoller({
     sqs: givenSqsClient(sqs),
     queueUrls: Array.from({ length: o.receiveLoops ?? DEFAULT_RECEIVE_LOOPS }, () => queue.queues.fifo),
-    maxLoopsPerQueue: MAX_RECEIVE_LOOPS,
     runtime: observed(current, o.onReconcile),
     waitTimeSeconds: 1,
     logger: o.logger.child({ part: "poller" }),

@@ -23,13 +23,6 @@ export interface PollerOptions {
   sqs: SqsClientSource;
   /** The queues to consume (one loop each; name a queue several times for concurrent loops). */
   queueUrls: string[];
-  /**
-   * While receives come back full (a backlog), more loops per queue, up to this many: as Lambda's
-   * event source adds pollers and concurrent batches while messages wait, and drops them when the
-   * queue is drained. A loop added so ends after a receive under half a batch. Default: the loops named
-   * in queueUrls, no more.
-   */
-  maxLoopsPerQueue?: number;
   /** Judges each message once (receive) and handles what it received. */
   runtime: Pick<Runtime, "receive" | "handle">;
   /** 1–10. Default 10. */
@@ -78,27 +71,11 @@ export function startPoller(opts: PollerOptions): Poller {
       new DeleteBatcher({ sqs: opts.sqs, queueUrl, windowMs: opts.deleteWindowMs ?? 50, logger: opts.logger }),
     ]),
   );
-  const running = new Set<Promise<void>>();
-  const loopsOf = new Map<string, number>();
-  const named = new Map<string, number>();
-  for (const url of opts.queueUrls) named.set(url, (named.get(url) ?? 0) + 1);
-  const start = (url: string, added: boolean): void => {
-    loopsOf.set(url, (loopsOf.get(url) ?? 0) + 1);
-    const loop = pollLoop(url, { ...opts, clock, circuits, facts, deleter: deleters.get(url)!, added, onFull: () => grow(url) }, abort.signal).finally(() => {
-      running.delete(loop);
-      loopsOf.set(url, (loopsOf.get(url) ?? 1) - 1);
-    });
-    running.add(loop);
-  };
-  const grow = (url: string): void => {
-    if (!abort.signal.aborted && (loopsOf.get(url) ?? 0) < Math.max(opts.maxLoopsPerQueue ?? 0, named.get(url) ?? 0)) start(url, true);
-  };
-  for (const url of opts.queueUrls) start(url, false);
+  const loops = opts.queueUrls.map((url) => pollLoop(url, { ...opts, clock, circuits, facts, deleter: deleters.get(url)! }, abort.signal));
   return {
     async stop() {
       abort.abort();
-      // A loop may have added another while the first ones finished.
-      while (running.size > 0) await Promise.all([...running]);
+      await Promise.all(loops);
       await Promise.all([...deleters.values()].map((d) => d.drain()));
     },
   };
@@ -109,10 +86,6 @@ interface LoopOptions extends PollerOptions {
   circuits: Circuits;
   facts: (queueUrl: string) => Promise<QueueFacts>;
   deleter: DeleteBatcher;
-  /** Added for a backlog (maxLoopsPerQueue): ends after a receive under half a batch. */
-  added: boolean;
-  /** A receive came back full. */
-  onFull: () => void;
 }
 
 async function pollLoop(queueUrl: string, opts: LoopOptions, signal: AbortSignal): Promise<void> {
@@ -151,17 +124,7 @@ async function pollLoop(queueUrl: string, opts: LoopOptions, signal: AbortSignal
       await sleep(retryInMs, signal);
       continue;
     }
-    // A full receive says messages wait: another loop may help. One under half full says few
-    // do, and a loop added for a backlog ends once it has handled what it took. (Ending only at
-    // an empty receive kept loops added in a burst for good: under a steady 50 changes/s a
-    // receive is seldom empty, and twelve loops' reconciles queued at the API server.)
-    const batchSize = opts.batchSize ?? 10;
-    const drained = messages.length < batchSize / 2;
-    if (messages.length === batchSize) opts.onFull();
-    if (messages.length === 0) {
-      if (opts.added) return;
-      continue;
-    }
+    if (messages.length === 0) continue;
     const facts = await opts.facts(queueUrl);
     // Hidden for as long as they are handled, as Lambda's event source keeps them (its function
     // timeout is below the visibility timeout): a slow reconcile must not let its message be
@@ -175,7 +138,6 @@ async function pollLoop(queueUrl: string, opts: LoopOptions, signal: AbortSignal
       await stopHeartbeat();
     }
     await settle(queueUrl, settled, opts, log);
-    if (opts.added && drained) return;
   }
 }
 
