@@ -38,12 +38,13 @@ const PUBLISHED = "crdfn_bridge_events_published_total";
 const SEND_REQUESTS = "crdfn_bridge_send_requests_total";
 const now = (): number => performance.now();
 
-/** A counter of the bridge's metrics summed by one label's value ("" for none). */
+/** A counter of the bridge's metrics summed by one label's value (all under "" when `label` is ""). */
 function counterBy(text: string, name: string, label: string): Record<string, number> {
   const by: Record<string, number> = {};
+  const labelValue = new RegExp(`[{,]${label}="([^"]*)"`);
   for (const line of text.split("\n")) {
     if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
-    const value = new RegExp(`${label}="([^"]*)"`).exec(line)?.[1] ?? "";
+    const value = label === "" ? "" : (labelValue.exec(line)?.[1] ?? "");
     by[value] = (by[value] ?? 0) + (Number(line.slice(line.lastIndexOf(" ") + 1)) || 0);
   }
   return by;

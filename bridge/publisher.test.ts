@@ -265,5 +265,11 @@ describe("publisher signing", () => {
     assert.equal(sent[0]!.event.object, undefined, "the body that did not fit with its signature stayed behind");
     assert.equal(lines.length, 1);
     assert.match(lines[0]!, /"object":"bad".*cannot be announced under the event contract/);
+    // Held, then dropped by the flush itself while nothing else waited: the flush still ends.
+    await publisher.offer("bad", { ...event("bad"), name: "Not a name!" }, "child", { holdMs: 60_000 });
+    const flushed = publisher.flush(1000);
+    await settle();
+    clock.advance(1000);
+    assert.equal(await flushed, true);
   });
 });

@@ -84,6 +84,8 @@ export class Publisher {
   readonly #signing: SigningKey;
   /** What signing adds to an event: kept free under the size cap. */
   readonly #signatureBytes: number;
+  /** The linger as set (options.lingerMs, else the transport's). */
+  readonly #lingerMs: number;
   readonly #pending = new Map<string, Pending>();
   readonly #inflight = new Map<string, Pending>();
   #roomWaiters: Array<() => void> = [];
@@ -107,7 +109,8 @@ export class Publisher {
     this.#options = options;
     this.#signing = signingKey(options.eventKey);
     this.#signatureBytes = signatureBytes(options.eventKey.kid);
-    this.#credit = new SendCredit(options.lingerMs ?? options.transport.lingerMs);
+    this.#lingerMs = options.lingerMs ?? options.transport.lingerMs;
+    this.#credit = new SendCredit(this.#lingerMs);
   }
 
   /**
@@ -115,7 +118,7 @@ export class Publisher {
    * batches then go at most one per START_LINGER_MS, where the transport lingers at all.
    */
   startWork(active: boolean): void {
-    const linger = this.#options.lingerMs ?? this.#options.transport.lingerMs;
+    const linger = this.#lingerMs;
     if (this.#credit.pace(this.#options.now(), active && linger > 0 ? Math.max(linger, START_LINGER_MS) : linger)) this.#pump();
   }
 
@@ -192,6 +195,8 @@ export class Publisher {
       this.#pending.delete(p.key);
       this.#bodyBytes -= p.bodyBytes;
       this.#options.logger.error({ object: p.key, err: (e as Error).message.slice(0, 300) }, "object cannot be announced under the event contract");
+      // It may have been all that waited: a flush waiting for idle is done.
+      if (this.#isIdle()) this.#wake(this.#idleWaiters);
       return false;
     }
   }
@@ -215,6 +220,8 @@ export class Publisher {
     for (const p of this.#pending.values()) p.notBefore = 0;
     this.#flushing = true;
     this.#pump();
+    // The pump may have dropped all that waited (#ready).
+    if (this.#isIdle()) return true;
     let cancel: () => void = () => undefined;
     const idle = new Promise<boolean>((resolve) => this.#idleWaiters.push(() => resolve(true)));
     const late = new Promise<boolean>((resolve) => (cancel = this.#options.timers.after(timeoutMs, () => resolve(false))));
