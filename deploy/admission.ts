@@ -1,8 +1,8 @@
-// What RBAC cannot say, the API server enforces with a ValidatingAdmissionPolicy (CEL, GA since
-// Kubernetes 1.30) per operator, matching only that operator's function identity:
+// What RBAC cannot say, the API server enforces with ValidatingAdmissionPolicies (CEL, GA since
+// Kubernetes 1.30), two per operator, each matching only that operator's function identity:
 //   * never a write in kube-system, the bridge's or the functions' namespace, nor in a namespace
-//     the operator does not serve;
-//   * an object of an owned kind may be created or changed only with a controller owner reference
+//     the operator does not serve (the namespace policy);
+//   * (the ownership policy) an object of an owned kind may be created or changed only with a controller owner reference
 //     to the operator's kind, and changed or deleted only if the object already stored is
 //     controlled by that same parent (the same uid; or the same name, an earlier object of it,
 //     deleted since) — so neither a forged object, nor a take-over of another controller's, nor
@@ -28,21 +28,55 @@ const list = (xs: readonly string[]): string => `[${xs.map(lit).join(", ")}]`;
 const anyOf = (xs: string[]): string => (xs.length === 0 ? "false" : xs.map((x) => `(${x})`).join(" || "));
 const isResource = (group: string, plural: string): string => `request.resource.group == ${lit(group)} && request.resource.resource == ${lit(plural)}`;
 
-/** The policy's (and its binding's) name. */
+/** The ownership policy's (and its binding's) name: what the function may do to an owned kind. */
 export const admissionPolicyName = (operator: Operator<unknown>): string => `crdfn-${operatorName(operator)}-function`;
+/** The namespace policy's (and its binding's) name: where the function may never write. */
+export const namespacePolicyName = (operator: Operator<unknown>): string => `crdfn-${operatorName(operator)}-function-namespaces`;
 
+const NAME_LABEL = "kubernetes.io/metadata.name";
+const WRITES = ["CREATE", "UPDATE", "DELETE"];
+
+// Two policies rather than one matching every write, because the API server pays for a policy on
+// every request its matchConstraints select, whoever sends it: it builds the CEL inputs (object,
+// oldObject, the request, each converted by reflection) once for the match conditions and again
+// for the validations, the messages and the audit annotations (k8s.io/apiserver v0.34). Selected by
+// kind and namespace, the function's status write and Events, which only the namespace rule
+// concerns, are selected by neither in a namespace it may write in (docs/performance.md, "Where
+// the policy's CPU goes"), and nobody else's writes pay the match condition outside the two.
 export function admissionPolicyOf(
   operator: Operator<unknown>,
   o: { functionsNamespace: string; namespaces: readonly string[]; denied: readonly string[] },
 ): Manifest[] {
-  const id = functionIdentity(operator, o.functionsNamespace);
-  const who = `the ${operatorName(operator)} function`;
+  return [...ownershipPolicyOf(operator, o), ...namespacePolicyOf(operator, o)];
+}
+
+const policyAndBinding = (name: string, spec: Manifest): Manifest[] => [
+  { apiVersion: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicy", metadata: { name }, spec: { failurePolicy: "Fail", ...spec } },
+  {
+    apiVersion: "admissionregistration.k8s.io/v1",
+    kind: "ValidatingAdmissionPolicyBinding",
+    metadata: { name },
+    spec: { policyName: name, validationActions: ["Deny"] },
+  },
+];
+
+/** Only this function's identities: the ServiceAccount and the Lambda role's group. */
+function isTheFunction(operator: Operator<unknown>, functionsNamespace: string): Manifest[] {
+  const id = functionIdentity(operator, functionsNamespace);
+  return [{ name: "is-the-function", expression: `request.userInfo.username == ${lit(id.username)} || ${lit(id.group)} in request.userInfo.groups` }];
+}
+
+/**
+ * Writes of an owned kind (and its subresources), in the served namespaces or cluster-scoped:
+ * elsewhere the namespace policy refuses the function whatever it writes.
+ */
+function ownershipPolicyOf(operator: Operator<unknown>, o: { functionsNamespace: string; namespaces: readonly string[] }): Manifest[] {
+  if (operator.owns.length === 0) return [];
   const { group, kind } = operator.resource;
   const fn = operatorName(operator);
   const controllers = (obj: string) =>
     `${obj} == null || !has(${obj}.metadata.ownerReferences) ? [] : ${obj}.metadata.ownerReferences.filter(r, has(r.controller) && r.controller)`;
   const ours = (list: string) => `${list}.exists(r, r.kind == ${lit(kind)} && r.apiVersion.startsWith(${lit(`${group}/`)}))`;
-  const name = admissionPolicyName(operator);
   // A child's fence as CEL reads it; -1 when absent or not a number (core/fence.ts's fenceOf).
   const fence = (obj: string) => {
     const value = `${obj}.metadata.annotations[${lit(PARENT_GENERATION_ANNOTATION)}]`;
@@ -52,9 +86,75 @@ export function admissionPolicyOf(
   // The messages are core/ownership.ts's, built in CEL: the runtime recognises them as ChildConflict.
   const [createHead, createTail] = refusal.create(fn, "\u0000", kind).split("\u0000");
   const [changeHead, changeMid, changeTail] = refusal.change(fn, "\u0000", "\u0000", kind).split("\u0000");
-  // A cluster-scoped request (its own cluster-scoped resource's status, a cluster-scoped child)
-  // carries no namespace key at all: reading request.namespace there is an error, which
-  // failurePolicy Fail turns into a denial. The namespace checks apply to namespaced requests only.
+  const byGroup = new Map<string, Set<string>>();
+  for (const k of operator.owns) byGroup.set(k.group, (byGroup.get(k.group) ?? new Set()).add(k.plural).add(`${k.plural}/*`));
+  return policyAndBinding(admissionPolicyName(operator), {
+    matchConstraints: {
+      resourceRules: [...byGroup].map(([g, resources]) => ({ apiGroups: [g], apiVersions: ["*"], resources: [...resources].sort(), operations: WRITES })),
+      // A cluster-scoped child is never skipped by a namespace selector.
+      ...(o.namespaces.length > 0 ? { namespaceSelector: { matchExpressions: [{ key: NAME_LABEL, operator: "In", values: [...o.namespaces] }] } } : {}),
+    },
+    matchConditions: isTheFunction(operator, o.functionsNamespace),
+    variables: [
+      { name: "shared", expression: anyOf(operator.shares.map((s) => `${isResource(s.group, s.plural)} && request.name == ${lit(s.name)}`)) },
+      { name: "adoptable", expression: anyOf(operator.owns.filter((k) => k.adopt).map((k) => isResource(k.group, k.plural))) },
+      { name: "newControllers", expression: controllers("object") },
+      { name: "oldControllers", expression: controllers("oldObject") },
+      { name: "newIsOurs", expression: `${ours("variables.newControllers")} || (variables.shared && size(variables.newControllers) == 0)` },
+      { name: "oldIsOurs", expression: ours("variables.oldControllers") },
+      // The same parent: its uid, or its name (an earlier object of that name, deleted since: a name holds one object at a time).
+      { name: "sameParent", expression: "variables.oldControllers.exists(o, variables.newControllers.exists(n, n.uid == o.uid || n.name == o.name))" },
+      // The fence holds only under one parent: a re-created parent's generations start again.
+      { name: "sameUid", expression: "variables.oldControllers.exists(o, variables.newControllers.exists(n, n.uid == o.uid))" },
+      { name: "oldFence", expression: fence("oldObject") },
+      { name: "newFence", expression: fence("object") },
+    ],
+    validations: [
+      {
+        expression: "request.operation == 'DELETE' || variables.newIsOurs",
+        messageExpression: `${lit(createHead ?? "")} + request.resource.resource + ${lit(createTail ?? "")}`,
+        reason: "Forbidden",
+      },
+      {
+        expression:
+          "request.operation == 'CREATE' || " +
+          "(size(variables.oldControllers) == 0 && (variables.shared || (variables.adoptable && request.operation == 'UPDATE'))) || " +
+          "(variables.oldIsOurs && (request.operation == 'DELETE' || variables.sameParent))",
+        messageExpression: `${lit(changeHead ?? "")} + request.resource.resource + ${lit(changeMid ?? "")} + request.name + ${lit(changeTail ?? "")}`,
+        reason: "Forbidden",
+      },
+      {
+        // The fence: core/fence.ts's fenceVerdict. The runtime reads this refusal as a conflict.
+        expression: "request.operation != 'UPDATE' || variables.oldFence < 0 || !variables.sameUid || variables.newFence >= variables.oldFence",
+        messageExpression:
+          `${lit(staleHead ?? "")} + request.resource.resource + ${lit(staleMid ?? "")} + request.name + ${lit(staleStored ?? "")} + ` +
+          `string(variables.oldFence) + ${lit(staleTail ?? "")} + string(variables.newFence)`,
+        reason: "Forbidden",
+      },
+    ],
+  });
+}
+
+/**
+ * Any namespaced write of the function's where it may never write: a denied namespace, or one it
+ * does not serve. The selector leaves out exactly the namespaces where both rules pass, so a
+ * write there is not matched at all.
+ */
+function namespacePolicyOf(
+  operator: Operator<unknown>,
+  o: { functionsNamespace: string; namespaces: readonly string[]; denied: readonly string[] },
+): Manifest[] {
+  const writable = o.namespaces.filter((n) => !o.denied.includes(n));
+  const selector =
+    o.namespaces.length > 0
+      ? writable.length > 0
+        ? { namespaceSelector: { matchExpressions: [{ key: NAME_LABEL, operator: "NotIn", values: writable }] } }
+        : {}
+      : o.denied.length > 0
+        ? { namespaceSelector: { matchExpressions: [{ key: NAME_LABEL, operator: "In", values: [...o.denied] }] } }
+        : undefined;
+  if (selector === undefined) return [];
+  const who = `the ${operatorName(operator)} function`;
   const validations: Manifest[] = [
     {
       expression: `variables.requestNamespace == '' || !(variables.requestNamespace in ${list(o.denied)})`,
@@ -69,70 +169,18 @@ export function admissionPolicyOf(
       reason: "Forbidden",
     });
   }
-  validations.push(
-    {
-      expression: "!variables.owned || request.operation == 'DELETE' || variables.newIsOurs",
-      messageExpression: `${lit(createHead ?? "")} + request.resource.resource + ${lit(createTail ?? "")}`,
-      reason: "Forbidden",
+  return policyAndBinding(namespacePolicyName(operator), {
+    matchConstraints: {
+      resourceRules: [{ apiGroups: ["*"], apiVersions: ["*"], resources: ["*/*"], operations: WRITES, scope: "Namespaced" }],
+      ...selector,
     },
-    {
-      expression:
-        "!variables.owned || request.operation == 'CREATE' || " +
-        "(size(variables.oldControllers) == 0 && (variables.shared || (variables.adoptable && request.operation == 'UPDATE'))) || " +
-        "(variables.oldIsOurs && (request.operation == 'DELETE' || variables.sameParent))",
-      messageExpression: `${lit(changeHead ?? "")} + request.resource.resource + ${lit(changeMid ?? "")} + request.name + ${lit(changeTail ?? "")}`,
-      reason: "Forbidden",
-    },
-    {
-      // The fence: core/fence.ts's fenceVerdict. The runtime reads this refusal as a conflict.
-      expression:
-        "!variables.owned || request.operation != 'UPDATE' || variables.oldFence < 0 || !variables.sameUid || variables.newFence >= variables.oldFence",
-      messageExpression:
-        `${lit(staleHead ?? "")} + request.resource.resource + ${lit(staleMid ?? "")} + request.name + ${lit(staleStored ?? "")} + ` +
-        `string(variables.oldFence) + ${lit(staleTail ?? "")} + string(variables.newFence)`,
-      reason: "Forbidden",
-    },
-  );
-  const policy: Manifest = {
-    apiVersion: "admissionregistration.k8s.io/v1",
-    kind: "ValidatingAdmissionPolicy",
-    metadata: { name },
-    spec: {
-      failurePolicy: "Fail",
-      matchConstraints: {
-        resourceRules: [{ apiGroups: ["*"], apiVersions: ["*"], resources: ["*/*"], operations: ["CREATE", "UPDATE", "DELETE"] }],
-      },
-      // Only this function's identities: the ServiceAccount and the Lambda role's group.
-      matchConditions: [
-        { name: "is-the-function", expression: `request.userInfo.username == ${lit(id.username)} || ${lit(id.group)} in request.userInfo.groups` },
-      ],
-      variables: [
-        // Not "namespace": a CEL reserved word, refused as a variable name.
-        { name: "requestNamespace", expression: "has(request.namespace) ? request.namespace : ''" },
-        { name: "owned", expression: anyOf(operator.owns.map((k) => isResource(k.group, k.plural))) },
-        { name: "shared", expression: anyOf(operator.shares.map((s) => `${isResource(s.group, s.plural)} && request.name == ${lit(s.name)}`)) },
-        { name: "adoptable", expression: anyOf(operator.owns.filter((k) => k.adopt).map((k) => isResource(k.group, k.plural))) },
-        { name: "newControllers", expression: controllers("object") },
-        { name: "oldControllers", expression: controllers("oldObject") },
-        { name: "newIsOurs", expression: `${ours("variables.newControllers")} || (variables.shared && size(variables.newControllers) == 0)` },
-        { name: "oldIsOurs", expression: ours("variables.oldControllers") },
-        // The same parent: its uid, or its name (an earlier object of that name, deleted since: a name holds one object at a time).
-        { name: "sameParent", expression: "variables.oldControllers.exists(o, variables.newControllers.exists(n, n.uid == o.uid || n.name == o.name))" },
-        // The fence holds only under one parent: a re-created parent's generations start again.
-        { name: "sameUid", expression: "variables.oldControllers.exists(o, variables.newControllers.exists(n, n.uid == o.uid))" },
-        { name: "oldFence", expression: fence("oldObject") },
-        { name: "newFence", expression: fence("object") },
-      ],
-      validations,
-    },
-  };
-  const binding: Manifest = {
-    apiVersion: "admissionregistration.k8s.io/v1",
-    kind: "ValidatingAdmissionPolicyBinding",
-    metadata: { name },
-    spec: { policyName: name, validationActions: ["Deny"] },
-  };
-  return [policy, binding];
+    matchConditions: isTheFunction(operator, o.functionsNamespace),
+    // Not "namespace": a CEL reserved word, refused as a variable name. A request without a
+    // namespace key (a Namespace object's own) would make `request.namespace` an error, which
+    // failurePolicy Fail turns into a denial.
+    variables: [{ name: "requestNamespace", expression: "has(request.namespace) ? request.namespace : ''" }],
+    validations,
+  });
 }
 
 /**

@@ -550,7 +550,15 @@ describe("crdfn generate for Cloud Run functions (offline)", { timeout: 240_000 
       );
       assert.match(err.stderr, /crdfn: the greeting function may write configmaps only with a controller owner reference to its Greeting/);
       const docs = parseAllDocuments(g.files.get("functions/greeting-gke.yaml")!).map((d) => d.toJSON() as { kind: string });
-      assert.deepEqual(docs.map((d) => d.kind).sort(), ["RoleBinding", "RoleBinding", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"]);
+      // Its bindings to the function's Role in the two served namespaces, and both function policies (ownership; namespaces) for its Google identity.
+      assert.deepEqual(docs.map((d) => d.kind).sort(), [
+        "RoleBinding",
+        "RoleBinding",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
+        "ValidatingAdmissionPolicyBinding",
+      ]);
     });
   });
 });
