@@ -18,8 +18,10 @@ import { packageRoot } from "../emulator/paths.ts";
 import { startReaper, type Reaper } from "../emulator/reaper.ts";
 import type { LocalCluster } from "../emulator/types.ts";
 import greeting from "../examples/greeting/operator.ts";
-import { GetQueueAttributesCommand, PurgeQueueCommand } from "@aws-sdk/client-sqs";
+import { DeleteQueueCommand, GetQueueAttributesCommand, PurgeQueueCommand } from "@aws-sdk/client-sqs";
+import { KubeHttp } from "../clients/kube-http.ts";
 import { sqsClient } from "../clients/sqs-client.ts";
+import { ensureQueues, queueDefinitions } from "../emulator/queues.ts";
 import { createKubeApi } from "../functions/runtime/kube-api-http.ts";
 import { crdfnProfiles, type ProfileSummary } from "./cpu-profile.ts";
 import { REQUEST_CATEGORIES, startApiServerProfile, type ApiServerProfiling } from "./api-server-profile.ts";
@@ -29,7 +31,19 @@ import { buildControllerRuntime, missingToolchains } from "./peers/build.ts";
 import { requestDelta, scrapeRequestCounts, type RequestCounts } from "./peers/api-requests.ts";
 import { crdfnPolicies, deletePolicies } from "./peers/run.ts";
 import { RECEIVE_LOOPS_ENV, SYSTEMS, startSystem, type SystemName } from "./peers/systems.ts";
-import { busyPercent, clusterPids, coreTicks, cpuSeconds, machineTicks, rssBytes, splitAfterStart, splitBeforeStart, splitRefusal } from "./proc.ts";
+import {
+  busyPercent,
+  clusterPids,
+  coreTicks,
+  cpuSeconds,
+  elasticMqPid,
+  machineTicks,
+  rssBytes,
+  splitAfterStart,
+  splitBeforeStart,
+  splitRefusal,
+} from "./proc.ts";
+import { stream } from "./queue-stream.ts";
 import { StatusWatch } from "./status-watch.ts";
 import { runBench } from "./command-line.ts";
 
@@ -86,17 +100,63 @@ async function purgeQueues(cluster: LocalCluster): Promise<number> {
  * without another run's objects: crdfn's pipeline, as `crdfn dev` starts, records a
  * NamespaceNotServed Event on every Greeting in a namespace it does not serve (cli/unserved.ts),
  * which made a later run pay one POST per earlier object, and a Warning Event each.
+ *
+ * The ConfigMaps go first, and then it waits until nobody GETs ConfigMaps any more: once the
+ * Greetings went with ConfigMaps still behind them, the API server went on serving GETs of
+ * ConfigMaps that no system asked for, 0.3-0.5 per object, into the next run, whichever system
+ * that was (kube-controller-manager's garbage collector, checking each dependent of a deleted
+ * owner at its client's own rate, is the likely sender).
  */
 async function removeNamespace(cluster: LocalCluster, namespace: string, log: (l: string) => void): Promise<void> {
   const api = createKubeApi({ connection: cluster.kubeConfig });
   const ref = { group: "", version: "v1", plural: "namespaces", name: namespace };
   const t0 = now();
+  const gets = async () => (await scrapeRequestCounts(cluster.kubeConfig))["GET configmaps"] ?? 0;
+  const getsBefore = await gets();
+  const children = await new KubeHttp({ connection: cluster.kubeConfig, timeoutMs: 600_000 }).request("DELETE", `/api/v1/namespaces/${namespace}/configmaps`);
+  if (children.status >= 300) log(`  deleting ${namespace}'s ConfigMaps first: HTTP ${children.status} ${children.text.slice(0, 200)}`);
   await api.delete(ref).catch(() => undefined);
   while ((await api.get(ref)) !== undefined) {
     if (now() - t0 > 600_000) throw new Error(`namespace ${namespace} not gone 600 s after its deletion`);
     await sleep(1000);
   }
-  log(`  ${namespace} deleted in ${((now() - t0) / 1000).toFixed(0)} s`);
+  const gone = now();
+  let [last, still] = [await gets(), now()];
+  while (now() - still < QUIET_MS && now() - gone < 600_000) {
+    await sleep(1000);
+    const n = await gets();
+    if (n !== last) [last, still] = [n, now()];
+  }
+  log(
+    `  ${namespace} deleted in ${((gone - t0) / 1000).toFixed(0)} s; ${last - getsBefore} GETs of ConfigMaps meanwhile, ` +
+      `the last ${((still - gone) / 1000).toFixed(0)} s after it was gone`,
+  );
+}
+
+/** How long no GET of a ConfigMap must come before the next run starts. */
+const QUIET_MS = 10_000;
+
+/**
+ * Streams WARM_QUEUE_MESSAGES through a scratch queue of ElasticMQ before any system runs: its
+ * JVM compiles as it goes (a message cost 3.8 ms of its CPU in the first 10,000 and about 2 after,
+ * bench:queuedepth --steady), which made crdfn's first run in a bench slower than a later one by
+ * ElasticMQ's compiling alone; SQS has no such start.
+ */
+async function warmQueue(cluster: LocalCluster, n: number, log: (l: string) => void): Promise<void> {
+  const sqs = sqsClient(cluster.sqs);
+  const pid = elasticMqPid(Number(new URL(cluster.sqs.endpoint).port));
+  const [cpu, t] = [pid === undefined ? 0 : (cpuSeconds(pid) ?? 0), now()];
+  const queues = await ensureQueues(sqs, queueDefinitions("coldscale-warmup"));
+  try {
+    await stream(sqs, queues.fifo, n, { body: "x".repeat(1500), tag: "warm", window: 200 });
+  } finally {
+    for (const url of [queues.fifo, queues.fifoDlq]) await sqs.send(new DeleteQueueCommand({ QueueUrl: url })).catch(() => undefined);
+    sqs.destroy();
+  }
+  const used = pid === undefined ? undefined : (cpuSeconds(pid) ?? 0) - cpu;
+  log(
+    `ElasticMQ warmed with ${n} messages in ${((now() - t) / 1000).toFixed(0)} s${used === undefined ? "" : ` (${((used * 1000) / n).toFixed(2)} ms of its CPU each)`}`,
+  );
 }
 
 /** Events recorded in the cluster by the time all are Ready, by "type reason (namespace)", with one message each. */
@@ -133,6 +193,8 @@ interface Options {
   json?: string;
   /** Cluster side on CPU 0, the off-cluster side (ElasticMQ, poller and functions, this driver) on CPU 1. */
   split: boolean;
+  /** Messages streamed through ElasticMQ before the first run (0: none). */
+  warmQueue: number;
 }
 
 /** A crdfn run with settings of its own, or from another checkout: the same run's "before" of a product change. */
@@ -506,6 +568,7 @@ async function coldScale(o: Options, log: (l: string) => void): Promise<{ path: 
   };
   try {
     await installCrds(cluster.kubeConfig, [greeting] as ReadonlyArray<Operator<unknown>>);
+    if (o.systems.includes("crdfn") && o.warmQueue > 0) await warmQueue(cluster, o.warmQueue, log);
     for (const [i, n] of o.objects.entries()) {
       // Each size starts with the next system, so neither always runs on the emptier etcd.
       const order = o.systems.map((_, k) => o.systems[(k + i) % o.systems.length] as SystemName);
@@ -620,6 +683,16 @@ function coldScaleCommand(): Command {
       "--split",
       "run the cluster side (etcd, kube-apiserver, kube-controller-manager, the bridge or operator) on CPU 0 and what production runs off the cluster (ElasticMQ, the poller and functions, this driver) on CPU 1, for every system",
       false,
+    )
+    .option(
+      "--warm-queue <n>",
+      "messages to stream through ElasticMQ before the first run, so that its JVM has compiled what every crdfn run uses (0: none)",
+      (t) => {
+        const n = Number(t);
+        if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError("--warm-queue must be a whole number ≥ 0");
+        return n;
+      },
+      20_000,
     )
     .option("--json <path>", "where to write the results (default bench-results/coldscale-<timestamp>.json)")
     .addHelpText(

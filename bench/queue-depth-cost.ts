@@ -7,12 +7,13 @@
 // instead streams N messages through a queue kept shallow (200 sent and not yet deleted, as the
 // bridge's start window keeps it) and prints the CPU per message of each 10,000: what a long
 // cold start costs the stand-in as it goes on.
-import { DeleteMessageBatchCommand, ReceiveMessageCommand, SendMessageBatchCommand, type SQSClient } from "@aws-sdk/client-sqs";
+import type { SQSClient } from "@aws-sdk/client-sqs";
 import { loadavg } from "node:os";
 import { Command, InvalidArgumentError, Option } from "commander";
 import { sqsClient } from "../clients/sqs-client.ts";
 import { startLocalQueue } from "../emulator/queue.ts";
 import { cpuSeconds, elasticMqPid } from "./proc.ts";
+import { sendBatch, stream, takeBatch } from "./queue-stream.ts";
 
 const STEADY_WINDOW = 200;
 const STEADY_BLOCK = 10_000;
@@ -36,25 +37,6 @@ const program = new Command("bench:queuedepth")
 const opts = program.parse().opts<{ depths: string; bodyBytes: string; steady?: number; jvm?: string }>();
 const depths = opts.depths.split(",").map(Number);
 
-/** One SendMessageBatch of messages `first` … `first + count - 1`, each in a group of its own. */
-function sendBatch(sqs: SQSClient, url: string, tag: string, first: number, count: number, body: string): Promise<unknown> {
-  const entries = Array.from({ length: count }, (_, j) => ({
-    Id: `m${j}`,
-    MessageBody: body,
-    MessageGroupId: `${tag}-${first + j}`,
-    MessageDeduplicationId: `${tag}-${first + j}`,
-  }));
-  return sqs.send(new SendMessageBatchCommand({ QueueUrl: url, Entries: entries }));
-}
-
-/** One receive of up to ten, then one batch delete of what it took; how many that was. */
-async function takeBatch(sqs: SQSClient, url: string): Promise<number> {
-  const got = (await sqs.send(new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }))).Messages ?? [];
-  if (got.length > 0)
-    await sqs.send(new DeleteMessageBatchCommand({ QueueUrl: url, Entries: got.map((m, i) => ({ Id: `d${i}`, ReceiptHandle: m.ReceiptHandle ?? "" })) }));
-  return got.length;
-}
-
 async function fill(sqs: SQSClient, url: string, n: number, tag: string, body: string): Promise<void> {
   const batches: Promise<unknown>[] = [];
   for (let i = 0; i < n; i += 10) {
@@ -77,29 +59,16 @@ async function drain(sqs: SQSClient, url: string, n: number): Promise<void> {
   await Promise.all([loop(), loop(), loop(), loop()]);
 }
 
-/** Sends n messages, at most STEADY_WINDOW ahead of the deletes; four loops receive and delete. */
+/** Streams n messages at most STEADY_WINDOW deep, printing ElasticMQ's rate and CPU per message of each STEADY_BLOCK. */
 async function steady(sqs: SQSClient, url: string, n: number, body: string, pid: number): Promise<void> {
-  let sent = 0;
-  let done = 0;
   let mark = STEADY_BLOCK;
   let cpu = cpuSeconds(pid) ?? 0;
   let t = performance.now();
-  const send = async (): Promise<void> => {
-    while (sent < n) {
-      if (sent - done >= STEADY_WINDOW) {
-        await new Promise((r) => setTimeout(r, 2));
-        continue;
-      }
-      const first = sent;
-      const count = Math.min(10, n - sent);
-      sent += count;
-      await sendBatch(sqs, url, "s", first, count, body);
-    }
-  };
-  const take = async (): Promise<void> => {
-    while (done < n) {
-      const took = await takeBatch(sqs, url);
-      done += took;
+  await stream(sqs, url, n, {
+    body,
+    tag: "s",
+    window: STEADY_WINDOW,
+    onTaken: (done) => {
       while (done >= mark) {
         const c = cpuSeconds(pid) ?? 0;
         const now = performance.now();
@@ -108,9 +77,8 @@ async function steady(sqs: SQSClient, url: string, n: number, body: string, pid:
         t = now;
         mark += STEADY_BLOCK;
       }
-    }
-  };
-  await Promise.all([send(), take(), take(), take(), take()]);
+    },
+  });
 }
 
 const jvmArgs = opts.jvm?.split(" ").filter(Boolean) ?? [];
