@@ -33,7 +33,10 @@ export const admissionPolicyName = (operator: Operator<unknown>): string => `crd
 /** The namespace policy's (and its binding's) name: where the function may never write. */
 export const namespacePolicyName = (operator: Operator<unknown>): string => `crdfn-${operatorName(operator)}-function-namespaces`;
 
-const NAME_LABEL = "kubernetes.io/metadata.name";
+/** A policy's selection of namespaces by name (the label the API server puts on every namespace). */
+const namespaces = (operator: "In" | "NotIn", names: readonly string[]): Manifest => ({
+  namespaceSelector: { matchExpressions: [{ key: "kubernetes.io/metadata.name", operator, values: [...names] }] },
+});
 const WRITES = ["CREATE", "UPDATE", "DELETE"];
 
 // Two policies rather than one matching every write, because the API server pays for a policy on
@@ -92,7 +95,7 @@ function ownershipPolicyOf(operator: Operator<unknown>, o: { functionsNamespace:
     matchConstraints: {
       resourceRules: [...byGroup].map(([g, resources]) => ({ apiGroups: [g], apiVersions: ["*"], resources: [...resources].sort(), operations: WRITES })),
       // A cluster-scoped child is never skipped by a namespace selector.
-      ...(o.namespaces.length > 0 ? { namespaceSelector: { matchExpressions: [{ key: NAME_LABEL, operator: "In", values: [...o.namespaces] }] } } : {}),
+      ...(o.namespaces.length > 0 ? namespaces("In", o.namespaces) : {}),
     },
     matchConditions: isTheFunction(operator, o.functionsNamespace),
     variables: [
@@ -144,16 +147,16 @@ function namespacePolicyOf(
   operator: Operator<unknown>,
   o: { functionsNamespace: string; namespaces: readonly string[]; denied: readonly string[] },
 ): Manifest[] {
-  const writable = o.namespaces.filter((n) => !o.denied.includes(n));
-  const selector =
-    o.namespaces.length > 0
-      ? writable.length > 0
-        ? { namespaceSelector: { matchExpressions: [{ key: NAME_LABEL, operator: "NotIn", values: writable }] } }
-        : {}
-      : o.denied.length > 0
-        ? { namespaceSelector: { matchExpressions: [{ key: NAME_LABEL, operator: "In", values: [...o.denied] }] } }
-        : undefined;
-  if (selector === undefined) return [];
+  let selector: Manifest;
+  if (o.namespaces.length === 0) {
+    // Serving every namespace: only the denied ones are refused.
+    if (o.denied.length === 0) return [];
+    selector = namespaces("In", o.denied);
+  } else {
+    // Serving some: every namespace but those served and not denied (every one, if none is left).
+    const writable = o.namespaces.filter((n) => !o.denied.includes(n));
+    selector = writable.length > 0 ? namespaces("NotIn", writable) : {};
+  }
   const who = `the ${operatorName(operator)} function`;
   const validations: Manifest[] = [
     {
