@@ -137,7 +137,7 @@ async function removeNamespace(cluster: LocalCluster, namespace: string, log: (l
 const QUIET_MS = 10_000;
 
 /**
- * Streams WARM_QUEUE_MESSAGES through a scratch queue of ElasticMQ before any system runs: its
+ * Streams n messages (--warm-queue) through a scratch queue of ElasticMQ before any system runs: its
  * JVM compiles as it goes (a message cost 3.8 ms of its CPU in the first 10,000 and about 2 after,
  * bench:queuedepth --steady), which made crdfn's first run in a bench slower than a later one by
  * ElasticMQ's compiling alone; SQS has no such start.

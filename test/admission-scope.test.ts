@@ -74,6 +74,13 @@ describe("the admission policies' scope, by attack with the function's real toke
       JSON.stringify({ ...parent(op, p.metadata.namespace, p.metadata.name), metadata: p.metadata, status: { phase: "Ready" } }),
     );
 
+  /** The attack was refused by an admission policy, in these words. */
+  const refusedByPolicy = async (what: string, attack: Promise<unknown>, words: RegExp): Promise<void> => {
+    const d = await denied(attack);
+    assert.equal(d.by, "admission policy", what);
+    assert.match(d.message, words, what);
+  };
+
   before(async () => {
     cluster = await testCluster({ file: import.meta.filename, namespaces: ["guarded", "other", "fns"] });
     admin = adminKubectl(cluster);
@@ -138,11 +145,7 @@ describe("the admission policies' scope, by attack with the function's real toke
         /may write configmaps only with a controller owner reference/,
       ],
     ];
-    for (const [what, attack, words] of attacks) {
-      const d = await denied(attack());
-      assert.equal(d.by, "admission policy", what);
-      assert.match(d.message, words, what);
-    }
+    for (const [what, attack, words] of attacks) await refusedByPolicy(what, attack(), words);
     // The state of the world: only the allowed writes landed.
     const status = JSON.parse(await admin(["get", "notes", "-n", open, "mine", "-o", "json"])) as { status?: { phase?: string } };
     assert.equal(status.status?.phase, "Ready");
@@ -163,14 +166,9 @@ describe("the admission policies' scope, by attack with the function's real toke
     const theirs = await create(oneNamespace, other, "theirs");
     await writeStatus(k, oneNamespace, mine);
     await k(["create", "-f", "-"], JSON.stringify(child(oneNamespace, mine, open, "mine-memo")));
-    for (const [what, attack] of [
-      [`status of ${other}/theirs`, () => writeStatus(k, oneNamespace, theirs)],
-      [`a child in ${other}`, () => k(["create", "-f", "-"], JSON.stringify(child(oneNamespace, theirs, other, "theirs-memo")))],
-    ] as const) {
-      const d = await denied(attack());
-      assert.equal(d.by, "admission policy", what);
-      assert.match(d.message, new RegExp(`does not serve namespace ${other}`), what);
-    }
+    const words = new RegExp(`does not serve namespace ${other}`);
+    await refusedByPolicy(`status of ${other}/theirs`, writeStatus(k, oneNamespace, theirs), words);
+    await refusedByPolicy(`a child in ${other}`, k(["create", "-f", "-"], JSON.stringify(child(oneNamespace, theirs, other, "theirs-memo"))), words);
     await assert.rejects(admin(["get", "configmap", "theirs-memo", "-n", other]), /NotFound/);
     await admin(["get", "configmap", "mine-memo", "-n", open]);
   });
