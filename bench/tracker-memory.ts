@@ -10,6 +10,7 @@ import { spawnSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { Command, InvalidArgumentError } from "commander";
 import { ChildTracker } from "../bridge/child-tracker.ts";
+import { KeptBodies } from "../bridge/kept-bodies.ts";
 import { loadBridgeConfig } from "../bridge/config.ts";
 import { systemTimers } from "../bridge/due-schedule.ts";
 import { ParentTracker } from "../bridge/parent-tracker.ts";
@@ -118,6 +119,8 @@ interface Measured {
   total: number;
   announced: number;
   waiting: number;
+  /** Bytes of the listed bodies kept for the first announcements, outside the heap, once listed. */
+  kept: number;
 }
 
 /** One start of N objects: the first lists, then their work released, measured after each. */
@@ -142,11 +145,12 @@ async function measure(objects: number, settled: boolean): Promise<Measured> {
   // Flat, as JSON.parse makes them: randomUUID builds a chain of pieces, which the trackers'
   // hashing would flatten and free mid-measurement.
   const uids = Array.from({ length: objects }, () => JSON.parse(`"${randomUUID()}"`) as string);
+  const kept = new KeptBodies(config.maxInitialBodyBytes);
   const base = heap();
   const parents = new ParentTracker(greetings, options, {
     bodies: config.bodies,
     maxBodyBytes: config.maxBodyBytes,
-    initialBodyBytes: config.maxInitialBodyBytes,
+    initialBodies: kept,
     startWindow: window,
   });
   const children = new ChildTracker(configMaps, false, options);
@@ -158,6 +162,7 @@ async function measure(objects: number, settled: boolean): Promise<Measured> {
     await parents.upsert(wire(settled ? reconciledGreeting(i, uid, child(i, uid)) : greeting(i, uid, false)), "list", parentsEpoch);
   }
   const afterParents = heap();
+  const keptBytes = kept.bytes;
   const childrenEpoch = children.beginList();
   for (let i = 0; i < objects; i++) await children.upsert(wire(child(i, uids[i] ?? "")), "list", childrenEpoch);
   const afterChildren = heap();
@@ -175,6 +180,7 @@ async function measure(objects: number, settled: boolean): Promise<Measured> {
     total: afterRelease - base,
     announced,
     waiting,
+    kept: keptBytes,
   };
 }
 
@@ -204,8 +210,10 @@ const command = new Command("npm run bench:trackermem --")
     console.log(
       `${o.objects} Greetings, one ConfigMap each; retained heap after a full collection (Node ${process.version}), each start in a process of its own`,
     );
-    console.log("| start | per parent (B) | per child (B) | start line (MiB) | index in all (MiB) | announced / waiting |");
-    console.log("|---|---|---|---|---|---|");
+    console.log(
+      "| start | per parent (B) | per child (B) | start line (MiB) | index in all (MiB) | announced / waiting | listed bodies kept outside the heap (MiB) |",
+    );
+    console.log("|---|---|---|---|---|---|---|");
     for (const settled of [true, false]) {
       const child = spawnSync(
         process.execPath,
@@ -217,7 +225,7 @@ const command = new Command("npm run bench:trackermem --")
       if (child.status !== 0) throw new Error(`the ${settled ? "settled" : "cold"} start failed: ${child.stderr}`);
       const m = JSON.parse(child.stdout.trim().split("\n").at(-1) ?? "{}") as Measured;
       console.log(
-        `| ${settled ? "all settled" : "cold: none reconciled"} | ${m.perParent.toFixed(0)} | ${m.perChild.toFixed(0)} | ${mib(m.line)} | ${mib(m.total)} | ${m.announced} / ${m.waiting} |`,
+        `| ${settled ? "all settled" : "cold: none reconciled"} | ${m.perParent.toFixed(0)} | ${m.perChild.toFixed(0)} | ${mib(m.line)} | ${mib(m.total)} | ${m.announced} / ${m.waiting} | ${mib(m.kept)} |`,
       );
     }
   });

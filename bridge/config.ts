@@ -102,11 +102,12 @@ export const bridgeConfigSchema = z
     /** Bodies waiting to be published, at most (memory bound); beyond it events go keys only. */
     maxPendingBodyBytes: positiveInt(1024 * 1024, 1024 * 1024 * 1024).default(32 * 1024 * 1024),
     /**
-     * A starting bridge keeps the listed bodies of the objects that need work, per watched
-     * resource, until their children are listed and they are announced, at most this many bytes
-     * (memory bound): their first reconciles need not read them. Beyond it, keys only. 0: none.
+     * A starting bridge keeps the listed bodies of the objects that need work until their
+     * children are listed and they are announced, at most this many bytes for all its resources
+     * together (memory bound): their first reconciles need not read them. Beyond it, keys only.
+     * 0: none. 32 MiB holds 100,000 Greetings' bodies (8 MiB held 30 %: 69,639 GETs at N = 100,000).
      */
-    maxInitialBodyBytes: positiveInt(0, 256 * 1024 * 1024).default(8 * 1024 * 1024),
+    maxInitialBodyBytes: positiveInt(0, 256 * 1024 * 1024).default(32 * 1024 * 1024),
     /**
      * A starting bridge announces what its first lists found needing work at most this many at a
      * time, the next as each is answered by its status write (bridge/start-window.ts), so a cold

@@ -14,6 +14,7 @@ import { queueRouter } from "./destinations.ts";
 import { resolveResource } from "./discovery.ts";
 import type { Timers } from "./due-schedule.ts";
 import type { BridgeMetrics } from "./metrics.ts";
+import { KeptBodies } from "./kept-bodies.ts";
 import { ParentTracker } from "./parent-tracker.ts";
 import type { Problems } from "./problems.ts";
 import { Publisher } from "./publisher.ts";
@@ -78,6 +79,8 @@ export class Engine {
   readonly #done: Promise<void>;
   /** Paces the announcements of every resource's first list (start-window.ts). */
   readonly #startWindow: StartWindow;
+  /** What every resource's first list may keep of the bodies it announces later. */
+  readonly #initialBodies: KeptBodies;
 
   constructor(config: BridgeConfig, deps: EngineDeps) {
     const { logger, metrics, problems } = deps;
@@ -99,6 +102,7 @@ export class Engine {
       timers: deps.timers,
       eventKey: deps.eventKey,
     });
+    this.#initialBodies = new KeptBodies(config.maxInitialBodyBytes);
     this.#startWindow = new StartWindow({
       size: config.startWindow,
       timeoutMs: START_WINDOW_TIMEOUT_MS,
@@ -208,7 +212,7 @@ export class Engine {
     const parent = new ParentTracker(resolved, this.#trackerOptions, {
       bodies: ref.bodies ?? config.bodies,
       maxBodyBytes: config.maxBodyBytes,
-      initialBodyBytes: config.maxInitialBodyBytes,
+      initialBodies: this.#initialBodies,
       startWindow: this.#startWindow,
     });
     for (const kind of owned) parent.owns(await kind.tracker);

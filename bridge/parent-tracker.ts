@@ -18,6 +18,7 @@ import { childrenDigest, metadataDigest, reconciledOf, type ChildMark, type Reco
 import { referencesOf, type ReferenceRecord } from "../core/references.ts";
 import { announceReason, nextReconcileOf } from "../core/schedule.ts";
 import { DueSchedule } from "./due-schedule.ts";
+import type { KeptBodies } from "./kept-bodies.ts";
 import { TimerTurns, TURN_RECHECK_MS, type Recorded } from "./timer-turns.ts";
 import type { StartLine, StartWindow } from "./start-window.ts";
 import { finalizersManagedBy, fingerprint, lastWriteOf, type WatchedObject } from "./watched-object.ts";
@@ -46,10 +47,10 @@ export interface ParentOptions {
   maxBodyBytes: number;
   /**
    * A new bridge's first list: bodies of the objects needing work, kept (as JSON) until the
-   * children's keys are known and they are announced, at most this many bytes; the rest are
-   * announced by their keys (their functions read them). Default 0: none kept.
+   * children's keys are known and they are announced, in this store, shared by the bridge's
+   * resources; the rest are announced by their keys (their functions read them). None: none kept.
    */
-  initialBodyBytes?: number;
+  initialBodies?: KeptBodies;
   /** Paces the first list's announcements (start-window.ts), shared by the bridge's resources; none: all at once. */
   startWindow?: StartWindow;
 }
@@ -128,9 +129,8 @@ export class ParentTracker extends Tracker<ParentEntry> {
   readonly #reads: ReferenceIndex[] = [];
   /** Objects its first list found needing work, announced once the children's keys are known; undefined after. */
   #initialWork: Set<string> | undefined = new Set();
-  /** Bodies of initial work as listed (JSON, within initialBodyBytes): their first reconciles need not read them. */
-  readonly #initialBodies = new Map<string, string>();
-  #initialBodyBytes = 0;
+  /** Handles of the bodies of initial work as listed, kept in initialBodies: their first reconciles need not read them. */
+  readonly #initialBodies = new Map<string, number>();
   /**
    * Initial work not yet announced (a change of its own announces it first): waiting in the start
    * window's line, in list order, or taken by the window and its announcement not yet run. Only
@@ -403,8 +403,7 @@ export class ParentTracker extends Tracker<ParentEntry> {
   async #releaseOne(key: string): Promise<void> {
     if (!this.#startTaken.delete(key)) return;
     const entry = this.entries.get(key);
-    const json = this.#initialBodies.get(key);
-    this.#dropInitialBody(key);
+    const json = this.#takeInitialBody(key);
     if (entry === undefined) {
       this.#parentOptions.startWindow?.settle(this.#publishKey(key));
       return;
@@ -432,22 +431,28 @@ export class ParentTracker extends Tracker<ParentEntry> {
     if (window.isOpen(id) && (written || !needsWork(obj, next, this.options.functionFieldManager))) window.settle(id);
   }
 
-  /** Keeps a listed body of initial work while initialBodyBytes allows. */
+  /** Keeps a listed body of initial work while the store has room. */
   #keepInitialBody(key: string, obj: WatchedObject): void {
-    const budget = this.#parentOptions.initialBodyBytes ?? 0;
-    if (!this.#parentOptions.bodies || budget === 0) return;
+    const store = this.#parentOptions.initialBodies;
+    if (!this.#parentOptions.bodies || store === undefined || store.limit === 0) return;
+    this.#dropInitialBody(key);
     const body = announcedBody(obj, this.#parentOptions.maxBodyBytes);
-    const json = body === undefined ? undefined : JSON.stringify(body);
-    if (json === undefined || this.#initialBodyBytes + json.length > budget) return;
-    this.#initialBodies.set(key, json);
-    this.#initialBodyBytes += json.length;
+    const handle = body === undefined ? undefined : store.keep(JSON.stringify(body));
+    if (handle !== undefined) this.#initialBodies.set(key, handle);
+  }
+
+  #takeInitialBody(key: string): string | undefined {
+    const handle = this.#initialBodies.get(key);
+    if (handle === undefined) return undefined;
+    this.#initialBodies.delete(key);
+    return this.#parentOptions.initialBodies!.take(handle);
   }
 
   #dropInitialBody(key: string): void {
-    const json = this.#initialBodies.get(key);
-    if (json === undefined) return;
+    const handle = this.#initialBodies.get(key);
+    if (handle === undefined) return;
     this.#initialBodies.delete(key);
-    this.#initialBodyBytes -= json.length;
+    this.#parentOptions.initialBodies!.drop(handle);
   }
 
   /**

@@ -4,6 +4,7 @@ import type { KeyEvent } from "../core/event.ts";
 import type { WatchedObject } from "./watched-object.ts";
 import { childMarkOf, reconciledRecord } from "../core/reconciled.ts";
 import { ChildTracker, OWN_CHILD_HOLD_MS } from "./child-tracker.ts";
+import { KeptBodies } from "./kept-bodies.ts";
 import { ParentTracker } from "./parent-tracker.ts";
 import type { AnnounceOptions } from "./sink.ts";
 import type { TrackerOptions } from "./tracker.ts";
@@ -12,7 +13,7 @@ import { fakeClock, type FakeClock } from "../test/support/fake-clock.ts";
 const crontabs = { group: "stable.example.com", version: "v1", plural: "crontabs", kind: "CronTab", namespaced: true };
 const cronjobs = { group: "batch", version: "v1", plural: "cronjobs", kind: "CronJob", namespaced: true };
 
-function setup(skipStatusOnly = true, settings: { clock?: FakeClock; functionFieldManager?: string; initial?: boolean; initialBodyBytes?: number } = {}) {
+function setup(skipStatusOnly = true, settings: { clock?: FakeClock; functionFieldManager?: string; initial?: boolean; initialBodies?: KeptBodies } = {}) {
   const clock = settings.clock ?? fakeClock();
   const out: Array<{ key: string; event: KeyEvent; cause: string; options: AnnounceOptions | undefined }> = [];
   const options: TrackerOptions = {
@@ -26,7 +27,7 @@ function setup(skipStatusOnly = true, settings: { clock?: FakeClock; functionFie
   const parents = new ParentTracker(crontabs, options, {
     bodies: true,
     maxBodyBytes: 64 * 1024,
-    ...(settings.initialBodyBytes === undefined ? {} : { initialBodyBytes: settings.initialBodyBytes }),
+    ...(settings.initialBodies === undefined ? {} : { initialBodies: settings.initialBodies }),
   });
   const children = new ChildTracker(cronjobs, true, options);
   parents.owns(children);
@@ -298,10 +299,10 @@ describe("a new bridge's first list announces what needs work", () => {
     );
   });
 
-  it("a new bridge's first announcements carry the listed bodies within initialBodyBytes, never a body older than the event", async () => {
+  it("a new bridge's first announcements carry the listed bodies within their budget, never a body older than the event", async () => {
     const one = JSON.stringify(ct("a", "1")).length;
     // Room for two bodies: the third object needing work goes by its keys.
-    const { announced, parents } = setup(true, { initial: true, functionFieldManager: "crdfn", initialBodyBytes: 2 * one + 10 });
+    const { announced, parents } = setup(true, { initial: true, functionFieldManager: "crdfn", initialBodies: new KeptBodies(2 * one + 10) });
     await parents.upsert(ct("a", "1"), "list", 1);
     await parents.upsert(ct("b", "2"), "list", 1);
     await parents.upsert(ct("c", "3"), "list", 1);
@@ -314,7 +315,7 @@ describe("a new bridge's first list announces what needs work", () => {
     assert.deepEqual(Object.fromEntries(announced().map((o) => [o.event.name, rvOfBody(o.event)])), { a: null, b: "4", c: null });
     assert.equal(announced().find((o) => o.event.name === "a")?.event.resourceVersion, "5");
     // With b announced before, its room is free again: a budget of one body carries the first listed.
-    const roomy = setup(true, { initial: true, functionFieldManager: "crdfn", initialBodyBytes: one });
+    const roomy = setup(true, { initial: true, functionFieldManager: "crdfn", initialBodies: new KeptBodies(one) });
     await roomy.parents.upsert(ct("a", "1"), "list", 1);
     await roomy.parents.upsert(ct("c", "3"), "list", 1);
     await roomy.parents.releaseInitialWork();
@@ -330,6 +331,27 @@ describe("a new bridge's first list announces what needs work", () => {
     await none.parents.upsert(ct("a", "1"), "list", 1);
     await none.parents.releaseInitialWork();
     assert.equal(none.out[0]?.event.object, undefined);
+  });
+
+  it("the bridge's resources keep listed bodies in one store, and free it as they announce", async () => {
+    const one = JSON.stringify(ct("a", "1")).length;
+    const store = new KeptBodies(2 * one + 10);
+    const first = setup(true, { initial: true, functionFieldManager: "crdfn", initialBodies: store });
+    const second = setup(true, { initial: true, functionFieldManager: "crdfn", initialBodies: store });
+    await first.parents.upsert(ct("a", "1"), "list", 1);
+    await second.parents.upsert(ct("b", "2"), "list", 1);
+    // The store is full: the third, listed by either resource, goes by its keys.
+    await second.parents.upsert(ct("c", "3"), "list", 1);
+    await first.parents.releaseInitialWork();
+    assert.equal(store.bytes, 2 * one + 10, "b is still kept");
+    await second.parents.releaseInitialWork();
+    assert.equal(store.bytes, 0, "every body announced, nothing held");
+    const carried = (out: typeof first.out) => out.map((o) => [o.event.name, o.event.object]);
+    assert.deepEqual(carried(first.out), [["a", ct("a", "1")]]);
+    assert.deepEqual(carried(second.out), [
+      ["b", ct("b", "2")],
+      ["c", undefined],
+    ]);
   });
 
   it("a new bridge weighs what each status records the function reconciled: metadata at once, children once listed", async () => {
