@@ -35,6 +35,15 @@ describe("KeptBodies", () => {
     assert.equal(store.take(again), "w".repeat(45));
   });
 
+  it("hands out safe integers from its last slot", () => {
+    const store = new KeptBodies(2 ** 30, 8);
+    const handles: number[] = [];
+    for (let h = store.keep("12345678"); h !== undefined; h = store.keep("12345678")) handles.push(h);
+    assert.equal(handles.length, 2 ** 17, "as many chunks as a handle can name");
+    assert.ok(Number.isSafeInteger(handles.at(-1)));
+    assert.equal(store.take(handles.at(-1)!), "12345678");
+  });
+
   it("a store of 0 bytes keeps nothing", () => {
     assert.equal(new KeptBodies(0).keep("{}"), undefined);
   });

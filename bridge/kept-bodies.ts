@@ -8,8 +8,9 @@
 // the same order, so chunks empty in turn.
 
 const DEFAULT_CHUNK_BYTES = 256 * 1024;
-/** A handle packs chunk slot, offset and length, each within 2^18, into one safe integer. */
+/** A handle packs offset and length, each within 2^18, and a slot within 2^17: 53 bits, one safe integer. */
 const FIELD = 2 ** 18;
+const SLOTS = 2 ** 17;
 
 interface Chunk {
   readonly bytes: Buffer;
@@ -27,7 +28,7 @@ export class KeptBodies {
   constructor(limit: number, chunkBytes = DEFAULT_CHUNK_BYTES) {
     this.limit = limit;
     this.#chunkBytes = Math.min(chunkBytes, limit, FIELD - 1);
-    this.#chunks = new Array<Chunk | undefined>(this.#chunkBytes === 0 ? 0 : Math.min(Math.floor(limit / this.#chunkBytes), FIELD)).fill(undefined);
+    this.#chunks = new Array<Chunk | undefined>(this.#chunkBytes === 0 ? 0 : Math.min(Math.floor(limit / this.#chunkBytes), SLOTS)).fill(undefined);
   }
 
   /** Bytes of chunks held now. */
