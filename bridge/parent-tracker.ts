@@ -435,6 +435,7 @@ export class ParentTracker extends Tracker<ParentEntry> {
   #keepInitialBody(key: string, obj: WatchedObject): void {
     const store = this.#parentOptions.initialBodies;
     if (!this.#parentOptions.bodies || store === undefined || store.limit === 0) return;
+    // Gone and listed again within the first list, a key still holds its earlier body's room.
     this.#dropInitialBody(key);
     const body = announcedBody(obj, this.#parentOptions.maxBodyBytes);
     const handle = body === undefined ? undefined : store.keep(JSON.stringify(body));
