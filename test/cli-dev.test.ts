@@ -60,7 +60,8 @@ describe("crdfn dev", { timeout: 240_000 }, () => {
     const lines = (kind: string) => output.split("\n").filter((l) => l.startsWith(`✔ ${kind} `));
     await eventually(() => {
       assert.equal(lines("Greeting hello-world").length, 1);
-      assert.equal(lines("CronTab my-new-cron-object").length, 1);
+      // At least: a firing (below) may already have brought a second line.
+      assert.ok(lines("CronTab my-new-cron-object").length >= 1);
     });
     // Once the queues are at rest, nothing else came: the function's own finalizer and status
     // writes are not news, nor is its new child once its status write records it.
