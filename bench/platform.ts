@@ -28,6 +28,7 @@ interface Options {
   duration: number;
   idle: number;
   split: boolean;
+  queueInMemory?: boolean;
   quick?: boolean;
   profile?: boolean;
   json?: string;
@@ -53,7 +54,7 @@ export async function runPlatformBench(
   const kinds = platformKinds(p.kinds);
 
   log("starting the embedded cluster…");
-  const cluster = await startCluster({ log: () => {} });
+  const cluster = await startCluster({ log: () => {}, queueStorage: p.queueInMemory ? "memory" : "disk" });
   const reaper = startReaper();
   const sqs = sqsClient(cluster.sqs);
   const runs: PlatformRun[] = [];
@@ -95,7 +96,7 @@ export async function runPlatformBench(
     startedAt,
     finishedAt: new Date().toISOString(),
     machine: { cpus: cpus().length, memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version, loadAvgEnd: loadavg() },
-    params: { kinds: p.kinds, objectsPerKind: p.objects, rate: p.rate, ratedSeconds: p.duration, idleSeconds: p.idle, split: p.split, quick: Boolean(o.quick) },
+    params: { kinds: p.kinds, objectsPerKind: p.objects, rate: p.rate, ratedSeconds: p.duration, idleSeconds: p.idle, split: p.split, queueInMemory: Boolean(p.queueInMemory), quick: Boolean(o.quick) },
     build: controllerRuntime,
     runs,
     bars,
@@ -105,7 +106,8 @@ export async function runPlatformBench(
   writeFileSync(path, `${JSON.stringify(result, null, 2)}\n`);
   const header =
     `bench:platform — ${p.kinds} kinds × ${p.objects} objects, ${p.rate} changes/s for ${p.duration} s, idle ${p.idle} s` +
-    `${p.split ? " (--split: the cluster side on CPU 0; ElasticMQ, the poller and functions, and the driver on CPU 1)" : ""}; ` +
+    `${p.split ? " (--split: the cluster side on CPU 0; ElasticMQ, the poller and functions, and the driver on CPU 1)" : ""}` +
+    `${p.queueInMemory ? " (--queue-in-memory: ElasticMQ without its H2 store)" : ""}; ` +
     `${result.machine.cpus} cores, node ${process.version}, ${startedAt}`;
   return { path, report: `${header}\n\n${formatPlatformReport(crdfn, cr, bars)}` };
 }
@@ -127,6 +129,10 @@ function platformCommand(): Command {
       "--split",
       "run the cluster side (etcd, kube-apiserver, kube-controller-manager, the bridge or the operators) on CPU 0 and what production runs off the cluster (ElasticMQ, the poller and functions, this driver) on CPU 1, for both systems",
       false,
+    )
+    .option(
+      "--queue-in-memory",
+      "run ElasticMQ, crdfn's stand-in for SQS, without its H2 message store (as crdfn dev runs it: on disk), whose writes are most of its CPU on this machine's cores; SQS's durability costs no machine of yours",
     )
     .option("--profile", "CPU-profile crdfn's bridge and function process over its whole run (node --cpu-prof); the top self time goes into the JSON")
     .option("--quick", `a smoke: ${JSON.stringify(QUICK)} unless given`)

@@ -30,11 +30,12 @@ const program = new Command("bench:queuedepth")
     }),
   )
   .addOption(new Option("--jvm <options>", "JVM options added to ElasticMQ's, space-separated (e.g. -XX:TieredStopAtLevel=1)"))
+  .addOption(new Option("--in-memory", "ElasticMQ without its H2 message store (as crdfn dev runs it: on disk)"))
   .addHelpText(
     "after",
-    "\nExamples:\n  npm run bench:queuedepth -- --depths 1000,5000,10000\n  npm run bench:queuedepth -- --steady 60000 --jvm -XX:TieredStopAtLevel=1\n",
+    "\nExamples:\n  npm run bench:queuedepth -- --depths 1000,5000,10000\n  npm run bench:queuedepth -- --steady 60000 --jvm -XX:TieredStopAtLevel=1\n  npm run bench:queuedepth -- --steady 30000 --in-memory\n",
   );
-const opts = program.parse().opts<{ depths: string; bodyBytes: string; steady?: number; jvm?: string }>();
+const opts = program.parse().opts<{ depths: string; bodyBytes: string; steady?: number; jvm?: string; inMemory?: boolean }>();
 const depths = opts.depths.split(",").map(Number);
 
 async function fill(sqs: SQSClient, url: string, n: number, tag: string, body: string): Promise<void> {
@@ -82,7 +83,8 @@ async function steady(sqs: SQSClient, url: string, n: number, body: string, pid:
 }
 
 const jvmArgs = opts.jvm?.split(" ").filter(Boolean) ?? [];
-const queue = await startLocalQueue({ log: () => {}, jvmArgs });
+const storage = opts.inMemory ? "memory" : "disk";
+const queue = await startLocalQueue({ log: () => {}, jvmArgs, storage });
 try {
   const sqs = sqsClient({
     endpoint: queue.sqs.endpoint,
@@ -94,7 +96,8 @@ try {
   if (pid === undefined) throw new Error("the ElasticMQ process was not found");
   const body = "x".repeat(Number(opts.bodyBytes));
   const jvm = jvmArgs.length > 0 ? `, with ${jvmArgs.join(" ")}` : "";
-  console.log(`bench:queuedepth — ElasticMQ (H2 storage, as crdfn runs it${jvm}); load average ${loadavg()[0]!.toFixed(1)} at start`);
+  const kept = storage === "disk" ? "H2 storage, as crdfn runs it" : "messages in memory only";
+  console.log(`bench:queuedepth — ElasticMQ (${kept}${jvm}); load average ${loadavg()[0]!.toFixed(1)} at start`);
   if (opts.steady !== undefined) {
     console.log(`| messages deleted | messages/s over the last ${STEADY_BLOCK} | CPU ms per message |`);
     console.log("|---|---|---|");

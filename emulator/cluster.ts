@@ -53,7 +53,7 @@ export async function startCluster(opts: StartOptions = {}): Promise<LocalCluste
     const pki = await createPki(dir);
     const defs = queueDefinitions();
     const startQueue = classpath
-      ? () => kept(() => startElasticMq({ classpath, dir: join(dir, "elasticmq"), port: sqsPort, queues: defs, reaper, region: REGION }))
+      ? () => kept(() => startElasticMq({ classpath, dir: join(dir, "elasticmq"), port: sqsPort, queues: defs, reaper, region: REGION, storage: opts.queueStorage ?? "disk" }))
       : undefined;
 
     log(`starting etcd, kube-apiserver ${bins.kubernetesVersion}${startQueue ? " and ElasticMQ" : ""}…`);

@@ -10,6 +10,7 @@ import { cacheRoot, packageRoot } from "./paths.ts";
 import { startServer, type RunningServer } from "./process.ts";
 import { elasticMqQueuesConfig, type QueueDefinition } from "./queues.ts";
 import type { Reaper } from "./reaper.ts";
+import type { QueueStorage } from "./types.ts";
 
 const pomDir = join(packageRoot, "infra", "elasticmq");
 
@@ -62,6 +63,8 @@ export interface ElasticMqOptions {
   region: string;
   /** JVM options after the defaults (a benchmark's comparison; nothing else sets them). */
   jvmArgs?: readonly string[];
+  /** Default "disk"; "memory" only for a benchmark's stand-in for SQS. */
+  storage?: QueueStorage;
 }
 
 export async function startElasticMq(o: ElasticMqOptions): Promise<RunningServer> {
@@ -80,7 +83,7 @@ export async function startElasticMq(o: ElasticMqOptions): Promise<RunningServer
       // to its file up to WRITE_DELAY (500 ms) later: a SIGKILL in between lost acknowledged
       // messages. WRITE_DELAY=0 writes the MVStore on every commit (the OS page cache then holds
       // it: a killed process loses nothing; only a crash of the machine itself could).
-      `messages-storage { enabled = true, uri = "jdbc:h2:${join(o.dir, "messages")};WRITE_DELAY=0", driver-class = "org.h2.Driver", prune-data-on-init = false }`,
+      o.storage === "memory" ? `messages-storage { enabled = false }` : `messages-storage { enabled = true, uri = "jdbc:h2:${join(o.dir, "messages")};WRITE_DELAY=0", driver-class = "org.h2.Driver", prune-data-on-init = false }`,
       elasticMqQueuesConfig(o.queues),
     ].join("\n"),
   );

@@ -6,7 +6,7 @@ import { REGION, sqsEnvironment } from "./cluster.ts";
 import { elasticMqClasspath, startElasticMq } from "./elasticmq.ts";
 import { startEmbedded } from "./process.ts";
 import { queueDefinitions, queueEnv } from "./queues.ts";
-import type { SqsEnvironment } from "./types.ts";
+import type { QueueStorage, SqsEnvironment } from "./types.ts";
 
 export interface LocalQueue {
   sqs: SqsEnvironment;
@@ -16,7 +16,7 @@ export interface LocalQueue {
   stop(): Promise<void>;
 }
 
-export async function startLocalQueue(opts: Partial<BinaryOptions> & { jvmArgs?: readonly string[] } = {}): Promise<LocalQueue> {
+export async function startLocalQueue(opts: Partial<BinaryOptions> & { jvmArgs?: readonly string[]; storage?: QueueStorage } = {}): Promise<LocalQueue> {
   const { env, log } = withSetupDefaults(opts);
   const defs = queueDefinitions();
   const external = env.CRDFN_SQS_ENDPOINT;
@@ -27,7 +27,7 @@ export async function startLocalQueue(opts: Partial<BinaryOptions> & { jvmArgs?:
   const classpath = elasticMqClasspath(env, log);
   log("starting ElasticMQ…");
   const embedded = await startEmbedded("crdfn-queue", ({ dir, port, reaper }) =>
-    startElasticMq({ classpath, dir: join(dir, "elasticmq"), port, queues: defs, reaper, region: REGION, ...(opts.jvmArgs ? { jvmArgs: opts.jvmArgs } : {}) }),
+    startElasticMq({ classpath, dir: join(dir, "elasticmq"), port, queues: defs, reaper, region: REGION, storage: opts.storage ?? "disk", ...(opts.jvmArgs ? { jvmArgs: opts.jvmArgs } : {}) }),
   );
   try {
     const sqs = await sqsEnvironment(`http://127.0.0.1:${embedded.port}`, false, defs);

@@ -48,6 +48,14 @@ export interface ServerControl {
   resume(): void;
 }
 
+/**
+ * Where ElasticMQ keeps its messages: "disk" (an H2 file: stopping or killing it loses nothing,
+ * as SQS would), or "memory" (lost when it stops; a benchmark's stand-in for SQS, whose
+ * durability costs no machine of yours: the H2 writes are about 60 % of ElasticMQ's CPU per
+ * message in a steady stream, `npm run bench:queuedepth -- --steady`).
+ */
+export type QueueStorage = "disk" | "memory";
+
 export interface StartOptions {
   /**
    * Keep the servers running (`crdfn dev`, `crdfn cluster up`): one that exits on its own is
@@ -59,6 +67,8 @@ export interface StartOptions {
   controllerManager?: boolean;
   /** Start ElasticMQ (or use CRDFN_SQS_ENDPOINT). Default true. */
   queue?: boolean;
+  /** Where ElasticMQ keeps messages. Default "disk". */
+  queueStorage?: QueueStorage;
   /** Progress lines for people; tests pass a quiet logger. */
   log?: (line: string) => void;
   /** Environment to read settings from (KUBEBUILDER_ASSETS, CRDFN_BIN_DIR, CRDFN_SQS_ENDPOINT). Default process.env. */
