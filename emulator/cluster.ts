@@ -52,8 +52,9 @@ export async function startCluster(opts: StartOptions = {}): Promise<LocalCluste
     const [etcdPort, peerPort, apiPort, sqsPort] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
     const pki = await createPki(dir);
     const defs = queueDefinitions();
+    const storage = opts.queueStorage ?? "disk";
     const startQueue = classpath
-      ? () => kept(() => startElasticMq({ classpath, dir: join(dir, "elasticmq"), port: sqsPort, queues: defs, reaper, region: REGION, storage: opts.queueStorage ?? "disk" }))
+      ? () => kept(() => startElasticMq({ classpath, dir: join(dir, "elasticmq"), port: sqsPort, queues: defs, reaper, region: REGION, storage }))
       : undefined;
 
     log(`starting etcd, kube-apiserver ${bins.kubernetesVersion}${startQueue ? " and ElasticMQ" : ""}…`);

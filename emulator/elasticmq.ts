@@ -83,7 +83,9 @@ export async function startElasticMq(o: ElasticMqOptions): Promise<RunningServer
       // to its file up to WRITE_DELAY (500 ms) later: a SIGKILL in between lost acknowledged
       // messages. WRITE_DELAY=0 writes the MVStore on every commit (the OS page cache then holds
       // it: a killed process loses nothing; only a crash of the machine itself could).
-      o.storage === "memory" ? `messages-storage { enabled = false }` : `messages-storage { enabled = true, uri = "jdbc:h2:${join(o.dir, "messages")};WRITE_DELAY=0", driver-class = "org.h2.Driver", prune-data-on-init = false }`,
+      o.storage === "memory"
+        ? `messages-storage { enabled = false }`
+        : `messages-storage { enabled = true, uri = "jdbc:h2:${join(o.dir, "messages")};WRITE_DELAY=0", driver-class = "org.h2.Driver", prune-data-on-init = false }`,
       elasticMqQueuesConfig(o.queues),
     ].join("\n"),
   );

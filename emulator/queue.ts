@@ -27,7 +27,16 @@ export async function startLocalQueue(opts: Partial<BinaryOptions> & { jvmArgs?:
   const classpath = elasticMqClasspath(env, log);
   log("starting ElasticMQ…");
   const embedded = await startEmbedded("crdfn-queue", ({ dir, port, reaper }) =>
-    startElasticMq({ classpath, dir: join(dir, "elasticmq"), port, queues: defs, reaper, region: REGION, storage: opts.storage ?? "disk", ...(opts.jvmArgs ? { jvmArgs: opts.jvmArgs } : {}) }),
+    startElasticMq({
+      classpath,
+      dir: join(dir, "elasticmq"),
+      port,
+      queues: defs,
+      reaper,
+      region: REGION,
+      storage: opts.storage ?? "disk",
+      ...(opts.jvmArgs ? { jvmArgs: opts.jvmArgs } : {}),
+    }),
   );
   try {
     const sqs = await sqsEnvironment(`http://127.0.0.1:${embedded.port}`, false, defs);
