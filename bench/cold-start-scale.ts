@@ -195,6 +195,8 @@ interface Options {
   split: boolean;
   /** Messages streamed through ElasticMQ before the first run (0: none). */
   warmQueue: number;
+  /** ElasticMQ without its H2 message store (emulator/types.ts's QueueStorage). */
+  queueInMemory?: boolean;
 }
 
 /** A crdfn run with settings of its own, or from another checkout: the same run's "before" of a product change. */
@@ -550,7 +552,7 @@ async function coldScale(o: Options, log: (l: string) => void): Promise<{ path: 
   const startedAt = new Date().toISOString();
   const controllerRuntime = o.systems.some((s) => s.startsWith("controller-runtime")) ? buildControllerRuntime(log).path : "";
   log("starting the embedded cluster…");
-  const cluster = await startCluster({ log: () => {} });
+  const cluster = await startCluster({ log: () => {}, queueStorage: o.queueInMemory ? "memory" : "disk" });
   const reaper = startReaper();
   const runs: ColdRun[] = [];
   let left: string | undefined;
@@ -693,6 +695,10 @@ function coldScaleCommand(): Command {
         return n;
       },
       20_000,
+    )
+    .option(
+      "--queue-in-memory",
+      "run ElasticMQ, crdfn's stand-in for SQS, without its H2 message store (as crdfn dev runs it: on disk), about 60 % of its CPU per message; SQS's durability costs no machine of yours",
     )
     .option("--json <path>", "where to write the results (default bench-results/coldscale-<timestamp>.json)")
     .addHelpText(
