@@ -45,7 +45,7 @@ import {
 } from "./proc.ts";
 import { stream } from "./queue-stream.ts";
 import { StatusWatch } from "./status-watch.ts";
-import { runBench } from "./command-line.ts";
+import { QUEUE_IN_MEMORY_HELP, runBench } from "./command-line.ts";
 
 const CREATE_CONCURRENCY = 64;
 const PUBLISHED = "crdfn_bridge_events_published_total";
@@ -696,10 +696,7 @@ function coldScaleCommand(): Command {
       },
       20_000,
     )
-    .option(
-      "--queue-in-memory",
-      "run ElasticMQ, crdfn's stand-in for SQS, without its H2 message store (as crdfn dev runs it: on disk), about 60 % of its CPU per message; SQS's durability costs no machine of yours",
-    )
+    .option("--queue-in-memory", QUEUE_IN_MEMORY_HELP)
     .option("--json <path>", "where to write the results (default bench-results/coldscale-<timestamp>.json)")
     .addHelpText(
       "after",

@@ -18,7 +18,7 @@ import { buildControllerRuntime, missingToolchains } from "./peers/build.ts";
 import { platformKinds, platformOperators } from "./platform/kinds.ts";
 import { checkBars, formatPlatformReport } from "./platform/report.ts";
 import { openWatches, runPlatform, type PlatformRun } from "./platform/run.ts";
-import { printReport, runBench, wholeNumber } from "./command-line.ts";
+import { printReport, QUEUE_IN_MEMORY_HELP, runBench, wholeNumber } from "./command-line.ts";
 import { splitRefusal } from "./proc.ts";
 
 interface Options {
@@ -139,10 +139,7 @@ function platformCommand(): Command {
       "run the cluster side (etcd, kube-apiserver, kube-controller-manager, the bridge or the operators) on CPU 0 and what production runs off the cluster (ElasticMQ, the poller and functions, this driver) on CPU 1, for both systems",
       false,
     )
-    .option(
-      "--queue-in-memory",
-      "run ElasticMQ, crdfn's stand-in for SQS, without its H2 message store (as crdfn dev runs it: on disk), whose writes are most of its CPU on this machine's cores; SQS's durability costs no machine of yours",
-    )
+    .option("--queue-in-memory", QUEUE_IN_MEMORY_HELP)
     .option("--profile", "CPU-profile crdfn's bridge and function process over its whole run (node --cpu-prof); the top self time goes into the JSON")
     .option("--quick", `a smoke: ${JSON.stringify(QUICK)} unless given`)
     .option("--json <path>", "where to write the results (default bench-results/platform-<timestamp>.json)")
