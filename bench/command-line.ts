@@ -2,11 +2,11 @@
 // one line naming the bench (never a stack trace alone).
 import { InvalidArgumentError, type Command } from "commander";
 
-/** A commander option parser for a whole number ≥ 1; `flag` names the option in the error. */
 /** `--queue-in-memory`'s help, the same wherever a benchmark takes it (docs/performance.md, "The local queue's cost by depth"). */
 export const QUEUE_IN_MEMORY_HELP =
   "run ElasticMQ, crdfn's stand-in for SQS, without its H2 message store (as crdfn dev runs it: on disk), about 60 % of its CPU per message; SQS's durability costs no machine of yours";
 
+/** A commander option parser for a whole number ≥ 1; `flag` names the option in the error. */
 export const wholeNumber =
   (flag: string) =>
   (text: string): number => {
