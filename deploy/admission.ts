@@ -4,9 +4,11 @@
 //     the operator does not serve (the namespace policy);
 //   * (the ownership policy) an object of an owned kind may be created or changed only with a controller owner reference
 //     to the operator's kind, and changed or deleted only if the object already stored is
-//     controlled by that same parent (the same uid; or the same name, an earlier object of it,
-//     deleted since) — so neither a forged object, nor a take-over of another controller's, nor
-//     another parent's, passes. The function writes children without reading them, so this is
+//     controlled by that same parent (the same uid: a write never changes a child's controller,
+//     not even to another object of the same name, which the API server cannot tell from an
+//     earlier incarnation's; a re-created parent deletes its predecessor's child and creates its
+//     own) — so neither a forged object, nor a take-over of another controller's, nor another
+//     parent's, nor a fence lowered by way of a made-up controller, passes. The function writes children without reading them, so this is
 //     what keeps it from taking what is not its own (core/ownership.ts says the same in
 //     TypeScript, for the testing kit, in the same words). Exceptions: the operator's declared
 //     shared objects (by name) while no controller owns them, and an orphan of a kind declared
@@ -89,6 +91,7 @@ function ownershipPolicyOf(operator: Operator<unknown>, o: { functionsNamespace:
   // The messages are core/ownership.ts's, built in CEL: the runtime recognises them as ChildConflict.
   const [createHead, createTail] = refusal.create(fn, "\u0000", kind).split("\u0000");
   const [changeHead, changeMid, changeTail] = refusal.change(fn, "\u0000", "\u0000", kind).split("\u0000");
+  const [otherHead, otherMid, otherUid, otherTail] = refusal.otherIncarnation(fn, "\u0000", "\u0000", kind, "\u0000").split("\u0000");
   const byGroup = new Map<string, Set<string>>();
   for (const k of operator.owns) byGroup.set(k.group, (byGroup.get(k.group) ?? new Set()).add(k.plural).add(`${k.plural}/*`));
   return policyAndBinding(admissionPolicyName(operator), {
@@ -105,10 +108,11 @@ function ownershipPolicyOf(operator: Operator<unknown>, o: { functionsNamespace:
       { name: "oldControllers", expression: controllers("oldObject") },
       { name: "newIsOurs", expression: `${ours("variables.newControllers")} || (variables.shared && size(variables.newControllers) == 0)` },
       { name: "oldIsOurs", expression: ours("variables.oldControllers") },
-      // The same parent: its uid, or its name (an earlier object of that name, deleted since: a name holds one object at a time).
-      { name: "sameParent", expression: "variables.oldControllers.exists(o, variables.newControllers.exists(n, n.uid == o.uid || n.name == o.name))" },
-      // The fence holds only under one parent: a re-created parent's generations start again.
+      // The same parent is the same uid. The same name with another uid is another incarnation
+      // (deleted and re-created): refused in words of its own, so the runtime reads the parent
+      // to learn which of the two is live.
       { name: "sameUid", expression: "variables.oldControllers.exists(o, variables.newControllers.exists(n, n.uid == o.uid))" },
+      { name: "otherIncarnation", expression: "variables.oldControllers.exists(o, variables.newControllers.exists(n, n.name == o.name && n.uid != o.uid))" },
       { name: "oldFence", expression: fence("oldObject") },
       { name: "newFence", expression: fence("object") },
     ],
@@ -122,12 +126,18 @@ function ownershipPolicyOf(operator: Operator<unknown>, o: { functionsNamespace:
         expression:
           "request.operation == 'CREATE' || " +
           "(size(variables.oldControllers) == 0 && (variables.shared || (variables.adoptable && request.operation == 'UPDATE'))) || " +
-          "(variables.oldIsOurs && (request.operation == 'DELETE' || variables.sameParent))",
-        messageExpression: `${lit(changeHead ?? "")} + request.resource.resource + ${lit(changeMid ?? "")} + request.name + ${lit(changeTail ?? "")}`,
+          "(variables.oldIsOurs && (request.operation == 'DELETE' || variables.sameUid))",
+        messageExpression:
+          `variables.oldIsOurs && variables.otherIncarnation ? ` +
+          `${lit(otherHead ?? "")} + request.resource.resource + ${lit(otherMid ?? "")} + request.name + ${lit(otherUid ?? "")} + ` +
+          `oldObject.metadata.uid + ${lit(otherTail ?? "")} : ` +
+          `${lit(changeHead ?? "")} + request.resource.resource + ${lit(changeMid ?? "")} + request.name + ${lit(changeTail ?? "")}`,
         reason: "Forbidden",
       },
       {
         // The fence: core/fence.ts's fenceVerdict. The runtime reads this refusal as a conflict.
+        // A write that passed the rule above keeps its controller, so the fence holds for as long
+        // as the child exists under that parent; only an orphan adopted or a shared object has none.
         expression: "request.operation != 'UPDATE' || variables.oldFence < 0 || !variables.sameUid || variables.newFence >= variables.oldFence",
         messageExpression:
           `${lit(staleHead ?? "")} + request.resource.resource + ${lit(staleMid ?? "")} + request.name + ${lit(staleStored ?? "")} + ` +

@@ -5,18 +5,19 @@
 // the parent's generation, core/fence.ts), and the ones this parent applied before and no longer
 // returns are pruned, from a view proven current. Shared objects: a field manager per parent, so
 // server-side apply merges the contributions. Reading them before reconcile is reads.ts.
-import { PermanentError } from "../../core/errors.ts";
+import { PermanentError, TemporaryError } from "../../core/errors.ts";
 import { apiVersionOf, type DesiredObject, type ObservedChildren, type Operator, type ReconcileResult } from "../../core/operator.ts";
 import { createHash } from "node:crypto";
 import { canonicalJson } from "../../core/canonical-json.ts";
 import { ApiError } from "../../clients/kube-http.ts";
 import type { KubeApi, KubeObject, ResourceRef } from "./kube-api.ts";
 import { appliedHashOf, childMarkOf, childToken, type ChildMark } from "../../core/reconciled.ts";
-import { isOwnershipRefusal } from "../../core/ownership.ts";
+import { isOtherIncarnationRefusal, isOwnershipRefusal, refusedChildUid } from "../../core/ownership.ts";
 import { APPLIED_HASH_ANNOTATION, PARENT_GENERATION_ANNOTATION, PARENT_UID_LABEL, type ChildKey } from "../../core/event.ts";
-import { fenceOf, mustRaiseFence } from "../../core/fence.ts";
+import { fenceOf, isStaleRefusal, mustRaiseFence } from "../../core/fence.ts";
 import { keyOf } from "../../core/resource-path.ts";
 import type { EventContext } from "./event-context.ts";
+import { StaleView } from "./outcome.ts";
 
 type Owned = Operator["owns"][number];
 
@@ -134,9 +135,13 @@ export async function writeChildren(
   const planned = (result.children ?? []).map((c) => planChild(ctx, parent, c));
   // Every check before any write: a refused child leaves the others as they were.
   const known = await Promise.all(planned.map((p) => (keys?.get(p.owned)?.has(p.key) ? Promise.resolve(undefined) : unknownChild(ctx, p, observed))));
-  planned.forEach((p, i) => checkOwnership(ctx, parent, p, known[i]));
+  const verdicts = planned.map((p, i) => checkOwnership(ctx, parent, p, known[i]));
   const generation = parent.metadata.generation;
-  const raise = (fence: number | undefined) => mustRaiseFence(ctx.event.generation, generation, fence);
+  // A fence above the generation acted on is never left alone: either the view is stale (the
+  // apply is refused, and the parent read again) or the fence was raised past anything this
+  // parent wrote (applyChild reports it). Skipped, it would read as Ready.
+  const raise = (fence: number | undefined) =>
+    mustRaiseFence(ctx.event.generation, generation, fence) || (fence !== undefined && generation !== undefined && fence > generation);
   const left: ChildMark[] = [];
   const fieldManager = ctx.operator.fieldManager;
   for (const [i, p] of planned.entries()) {
@@ -148,11 +153,12 @@ export async function writeChildren(
       continue;
     }
     const there = known[i];
-    if (there && hashOf(there) === hashOf(p.body) && holds(there, p.body) && !raise(fenceOf(there))) {
+    if (there && verdicts[i] === "take-over") await takeOver(ctx, parent, p, there.metadata.uid ?? "");
+    else if (there && hashOf(there) === hashOf(p.body) && holds(there, p.body) && !raise(fenceOf(there))) {
       left.push(childMarkOf(there, fieldManager));
       continue;
     }
-    left.push(childMarkOf(await applyChild(ctx, p, generation), fieldManager));
+    left.push(childMarkOf(await applyChild(ctx, parent, p, fence), fieldManager));
   }
   for (const shared of result.shared ?? []) await applyShared(ctx, shared, parent);
   const wanted = new Set(planned.map((p) => `${p.owned.kind}|${p.key}`));
@@ -188,19 +194,76 @@ async function unknownChild(ctx: EventContext, p: PlannedChild, observed: Observ
 /**
  * Applies a child fenced with the parent generation it was computed from (outside the applied
  * hash: an unchanged child is still skipped). A refusal of the write because another controls the
- * object becomes ChildConflict, naming it; the fence's refusal is left to be read as a conflict.
+ * object becomes ChildConflict, naming it. The fence's refusal, and the refusal to move a child
+ * between two objects of the parent's name, are judged by a read of the parent (judgeRefusal);
+ * a child of an earlier object of this name is then deleted, and applied again: created.
+ * `fence`: the child's fence as last known, for the words of a report.
  */
-async function applyChild(ctx: EventContext, p: PlannedChild, generation: number | undefined): Promise<KubeObject> {
+async function applyChild(ctx: EventContext, parent: KubeObject, p: PlannedChild, fence: number | undefined): Promise<KubeObject> {
+  const generation = parent.metadata.generation;
   const annotations = {
     ...(p.body.metadata.annotations as Record<string, string>),
     ...(generation === undefined ? {} : { [PARENT_GENERATION_ANNOTATION]: String(generation) }),
   };
+  const apply = () => ctx.api.apply(p.ref, { ...p.body, metadata: { ...p.body.metadata, annotations } }, ctx.operator.fieldManager);
   try {
-    return await ctx.api.apply(p.ref, { ...p.body, metadata: { ...p.body.metadata, annotations } }, ctx.operator.fieldManager);
+    return await apply();
   } catch (e) {
-    if (e instanceof ApiError && isOwnershipRefusal(e))
-      throw new PermanentError(`${p.owned.kind} ${p.ref.namespace ? `${p.ref.namespace}/` : ""}${p.ref.name}: ${e.message}`, "ChildConflict");
-    throw e;
+    if (e instanceof ApiError && isOwnershipRefusal(e)) throw new PermanentError(`${childName(p)}: ${e.message}`, "ChildConflict");
+    if (!(e instanceof ApiError && (isStaleRefusal(e) || isOtherIncarnationRefusal(e)))) throw e;
+    const live = await ctx.api.get(ctx.ref);
+    await takeOver(ctx, parent, p, judgeRefusal(parent, p, e, fence, live, ctx.operator.resource.kind), live);
+    return await apply();
+  }
+}
+
+const childName = (p: PlannedChild): string => `${p.owned.kind} ${p.ref.namespace ? `${p.ref.namespace}/` : ""}${p.ref.name}`;
+
+/**
+ * The API server refused a child write of this parent's: its fence is higher, or another object of
+ * the parent's name controls it. Which of the view and the world is wrong, only a read of the
+ * parent (`live`) tells: another uid or a newer generation, and the view was stale (StaleView:
+ * read again and recompute; an earlier incarnation's event ends there, runtime.ts). Otherwise the
+ * view is the live parent, and the refusal is the child's: a fence above the live generation was
+ * raised past anything this parent wrote (its generations only grow), reported as FenceAhead
+ * until repaired; a child of another object of this name is an earlier incarnation's (a name
+ * holds one object at a time): its uid is returned, to be taken over.
+ */
+function judgeRefusal(parent: KubeObject, p: PlannedChild, refusal: ApiError, fence: number | undefined, live: KubeObject | undefined, kind: string): string {
+  const generation = parent.metadata.generation ?? 0;
+  if (!live || live.metadata.uid !== parent.metadata.uid || (live.metadata.generation ?? 0) > generation)
+    throw new StaleView(
+      `${childName(p)}: ${refusal.message}; the view acted on (uid ${parent.metadata.uid ?? "?"}, generation ${generation}) is not the live object`,
+    );
+  const self = `${kind.toLowerCase()}/${parent.metadata.name}${parent.metadata.namespace ? ` -n ${parent.metadata.namespace}` : ""}`;
+  const earlier = isOtherIncarnationRefusal(refusal) ? refusedChildUid(refusal.message) : undefined;
+  if (earlier !== undefined) return earlier;
+  if (isStaleRefusal(refusal))
+    throw new PermanentError(
+      `${childName(p)} carries ${PARENT_GENERATION_ANNOTATION} ${fence ?? "(unknown)"}, above this ${kind}'s generation ${generation}: ` +
+        `no write of this ${kind} set it (raised by hand or by a tool); run \`crdfn repair ${self}\` to lower it`,
+      "FenceAhead",
+    );
+  throw new PermanentError(`${childName(p)}: ${refusal.message}`, "ChildConflict");
+}
+
+/**
+ * A child controlled by an earlier object of the parent's name, deleted (uid precondition: exactly
+ * the object seen or refused) so that this parent's apply creates its own: a controller is never
+ * changed by a write (core/ownership.ts). Only for the live parent: the "earlier" object may be
+ * the live one and this view the earlier (an old event's carried body), so the parent is read
+ * first where the caller has not just read it.
+ */
+async function takeOver(ctx: EventContext, parent: KubeObject, p: PlannedChild, childUid: string, live?: KubeObject): Promise<void> {
+  const current = live ?? (await ctx.api.get(ctx.ref));
+  if (current?.metadata.uid !== parent.metadata.uid)
+    throw new StaleView(`${childName(p)}: controlled by another object of this name; this view (uid ${parent.metadata.uid ?? "?"}) is not the live object`);
+  ctx.log.info({ child: childName(p), childUid }, "taking over the child of an earlier object of this name: deleting it, then applying");
+  try {
+    await ctx.api.delete(p.ref, { uid: childUid });
+  } catch (e) {
+    // Gone already (its garbage collection came first): the apply creates it.
+    if (!(e instanceof ApiError && e.code === 404)) throw e;
   }
 }
 
@@ -250,14 +313,17 @@ function planChild(ctx: EventContext, parent: KubeObject, desired: DesiredObject
   return { ref, body, owned, key: keyOf(namespace, desired.metadata.name) };
 }
 
-/** Never apply onto an object this parent does not control: like controller-runtime, no stealing. */
-function checkOwnership(ctx: EventContext, parent: KubeObject, p: PlannedChild, there: KubeObject | undefined): void {
-  if (!there) return;
+/**
+ * Never apply onto an object this parent does not control: like controller-runtime, no stealing.
+ * "take-over": it is controlled by an earlier object of the parent's name (takeOver).
+ */
+function checkOwnership(ctx: EventContext, parent: KubeObject, p: PlannedChild, there: KubeObject | undefined): "write" | "take-over" {
+  if (!there) return "write";
   const ref = controllerRef(there);
   const controller = ref?.uid;
-  if (controller === parent.metadata.uid) return;
-  if (ref && earlierObjectOfThisName(ctx, parent, ref)) return;
-  if (controller === undefined && p.owned.adopt) return;
+  if (controller === parent.metadata.uid) return "write";
+  if (ref && earlierObjectOfThisName(ctx, parent, ref)) return "take-over";
+  if (controller === undefined && p.owned.adopt) return "write";
   const where = `${p.owned.kind} ${p.ref.namespace ? `${p.ref.namespace}/` : ""}${p.ref.name}`;
   const why = controller
     ? `is controlled by another object (uid ${controller})`
@@ -266,10 +332,10 @@ function checkOwnership(ctx: EventContext, parent: KubeObject, p: PlannedChild, 
 }
 
 /**
- * A controller reference to this parent's kind and name with another uid names an earlier object
- * of this name, deleted since (a name holds one object at a time and uids are never reused): its
- * child only waits for the garbage collector. A re-created parent takes it over at once instead
- * of reporting ChildConflict until the collector gets round to it.
+ * A controller reference to this parent's kind and name with another uid names another object of
+ * this name: an earlier one, deleted since, if this view is the live parent (takeOver checks):
+ * its child only waits for the garbage collector. A re-created parent takes it over at once
+ * instead of reporting ChildConflict until the collector gets round to it.
  */
 function earlierObjectOfThisName(ctx: EventContext, parent: KubeObject, ref: OwnerReference): boolean {
   const { apiVersion, resource } = ctx.operator;

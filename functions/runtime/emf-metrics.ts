@@ -45,6 +45,7 @@ export function createEmfMetrics(opts: EmfOptions): EmfMetrics {
           store({ cluster, controller: m.controller, result: r.result }).addMetric(METRIC.reconcileTotal, MetricUnit.Count, 1);
           if (r.error) perController.addMetric(METRIC.reconcileErrors, MetricUnit.Count, 1);
           if (r.terminal) perController.addMetric(METRIC.terminalErrors, MetricUnit.Count, 1);
+          if (m.outcome.result === "success" && m.outcome.earlierIncarnation) perController.addMetric(METRIC.earlierIncarnation, MetricUnit.Count, 1);
           perController.addMetric(METRIC.reconcileTime, MetricUnit.Seconds, m.seconds);
           perController.addMetric(METRIC.apiCalls, MetricUnit.Count, m.apiCalls);
           if (m.lagSeconds !== undefined) perController.addMetric(METRIC.eventLag, MetricUnit.Seconds, m.lagSeconds);

@@ -1,8 +1,9 @@
 // The runtime's measurements, named as controller-runtime names them (pkg/internal/controller/
-// metrics/metrics.go) so dashboards and alerts written for kubebuilder operators apply, plus two
-// of crdfn's own: API calls per reconcile (whether steady state stays at ≤ 3 calls) and queue lag
-// from the bridge's observedAt. Prometheus in prometheus-metrics.ts (the local poller, Cloud Run),
-// EMF on Lambda (emf-metrics.ts): this file loads neither, so a Lambda bundle carries no prom-client.
+// metrics/metrics.go) so dashboards and alerts written for kubebuilder operators apply, plus three
+// of crdfn's own: API calls per reconcile (whether steady state stays at ≤ 3 calls), queue lag
+// from the bridge's observedAt, and events of an earlier incarnation of their object. Prometheus
+// in prometheus-metrics.ts (the local poller, Cloud Run), EMF on Lambda (emf-metrics.ts): this
+// file loads neither, so a Lambda bundle carries no prom-client.
 import type { Outcome } from "./outcome.ts";
 
 export interface Measurement {
@@ -25,6 +26,8 @@ export const METRIC = {
   reconcileTime: "controller_runtime_reconcile_time_seconds",
   apiCalls: "crdfn_reconcile_api_calls",
   eventLag: "crdfn_event_lag_seconds",
+  /** Events whose object was deleted and re-created since: nothing done (functions/runtime/runtime.ts earlierIncarnation). */
+  earlierIncarnation: "crdfn_earlier_incarnation_events_total",
 } as const;
 
 export type ReconcileResultLabel = "success" | "error" | "requeue" | "requeue_after";

@@ -19,7 +19,8 @@ import { thrownMessage, UserCodeThrew } from "./user-code.ts";
  *   whole cluster (its circuit), both in functions/adapters/settle.ts.
  */
 export type Outcome =
-  | { result: "success"; detail?: string; requeue?: "after" }
+  /** `earlierIncarnation`: the event names an object of this name that is gone (deleted and re-created since): nothing was done. */
+  | { result: "success"; detail?: string; requeue?: "after"; earlierIncarnation?: true }
   | { result: "retry-later"; delaySeconds: number; detail: string }
   | { result: "permanent"; detail: string }
   | { result: "retry"; detail: string }
@@ -35,6 +36,17 @@ export type Verdict =
   | { kind: "later"; delaySeconds: number; reason: string; message: string }
   | { kind: "retry"; message: string }
   | { kind: "unavailable"; message: string };
+
+/**
+ * The view a reconcile acted on is no longer the object's: an API server's refusal showed it, and
+ * a read of the parent proved it (another uid, a newer generation). Like a 409: read and recompute.
+ */
+export class StaleView extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "StaleView";
+  }
+}
 
 /** An admission policy or webhook refused this write (403): about the object, not the credential. */
 const deniedByAdmission = (e: ApiError): boolean => e.code === 403 && /ValidatingAdmissionPolicy|admission webhook/.test(e.message);
@@ -56,7 +68,7 @@ export function isInfrastructureFailure(error: unknown): boolean {
 }
 
 export function classify(error: unknown): Verdict {
-  if (error instanceof ApiError && error.code === 409) return { kind: "conflict" };
+  if ((error instanceof ApiError && error.code === 409) || error instanceof StaleView) return { kind: "conflict" };
   // Our own policy's fence refused a child from an older generation of the parent: the view was
   // stale, like a 409, so re-read and recompute; never the object's failure.
   if (error instanceof ApiError && isStaleRefusal(error)) return { kind: "conflict" };

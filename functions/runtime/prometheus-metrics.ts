@@ -60,6 +60,11 @@ export function createRuntimeMetrics(registry: Registry, cluster = "default"): R
         registers: [registry],
       }),
   );
+  const earlier = get(
+    METRIC.earlierIncarnation,
+    (name) =>
+      new Counter({ name, help: "Key events of an object deleted and re-created since, left undone", labelNames: perController, registers: [registry] }),
+  );
   const seen = new Set<string>();
   return {
     observe(m) {
@@ -70,11 +75,13 @@ export function createRuntimeMetrics(registry: Registry, cluster = "default"): R
         for (const result of ["success", "error", "requeue", "requeue_after"]) total.inc({ ...labels, result }, 0);
         errors.inc(labels, 0);
         terminal.inc(labels, 0);
+        earlier.inc(labels, 0);
       }
       const r = resultOf(m.outcome);
       total.inc({ ...labels, result: r.result });
       if (r.error) errors.inc(labels);
       if (r.terminal) terminal.inc(labels);
+      if (m.outcome.result === "success" && m.outcome.earlierIncarnation) earlier.inc(labels);
       time.observe(labels, m.seconds);
       calls.observe(labels, m.apiCalls);
       if (m.lagSeconds !== undefined) lag.observe(labels, m.lagSeconds);

@@ -178,6 +178,9 @@ export async function reconcileEvent(ctx: EventContext, maxAttempts: number): Pr
       // read. After a 409, or a fence's refusal, the world moved: read etcd.
       const object = attempt === 1 ? (announced(ctx) ?? (await firstRead(ctx))) : await ctx.api.get(ctx.ref);
       if (!object) return { result: "success", detail: "object is gone" };
+      // A carried body is the event's own object (the schema says so); a read may find a later
+      // object of the same name. The event's work belongs to the object it names, gone now.
+      if (object.metadata.uid !== ctx.event.uid) return earlierIncarnation(ctx, object);
       return await reconcileObject(ctx, object);
     } catch (error) {
       const verdict = classify(error);
@@ -191,6 +194,17 @@ export async function reconcileEvent(ctx: EventContext, maxAttempts: number): Pr
     }
   }
   return failMessage(ctx, `still conflicting after ${maxAttempts} attempts`);
+}
+
+/**
+ * The event was written for an earlier object of this name (a dead letter redriven, a backlog that
+ * spans a delete and a create, a replay): its work went with that object. Not a dead letter: the
+ * live object has events of its own, and nothing is pending for the gone one.
+ */
+function earlierIncarnation(ctx: EventContext, live: KubeObject): Outcome {
+  const detail = `the event is for uid ${ctx.event.uid}, an earlier object of this name; the live one is uid ${live.metadata.uid ?? "?"}: nothing done`;
+  ctx.log.info({ eventUid: ctx.event.uid, liveUid: live.metadata.uid }, `event of an earlier incarnation: ${detail}`);
+  return { result: "success", detail, earlierIncarnation: true };
 }
 
 /** The object with its spec parsed by the operator's schema (PermanentError InvalidSpec otherwise). */
