@@ -10,6 +10,7 @@ import { diffCommand } from "./admin/diff.ts";
 import { dlqCommand } from "./admin/dlq.ts";
 import { generateCommand } from "./generate/generate.ts";
 import { initCommand } from "./generate/init.ts";
+import { repairCommand } from "./admin/repair.ts";
 import { replayCommand } from "./admin/replay.ts";
 import { resyncCommand } from "./admin/resync.ts";
 import { statusCommand } from "./admin/status.ts";
@@ -30,6 +31,7 @@ export function program(): Command {
     .addCommand(crdCommand())
     .addCommand(diffCommand())
     .addCommand(replayCommand())
+    .addCommand(repairCommand())
     .addCommand(generateCommand())
     .addCommand(bundleCommand())
     .addCommand(testCommand())
