@@ -3,6 +3,7 @@
 // API whose writes are server-side dry runs, so a child's diff is against what the API server
 // would store (its defaults, other managers' fields and admission included) and nothing is
 // written. Like `kubectl diff`: exit 1 when anything would change (or fail), 0 when nothing.
+import { join } from "node:path";
 import { Command } from "commander";
 import pino, { type Logger } from "pino";
 import type { Operator } from "../../core/operator.ts";
@@ -202,7 +203,16 @@ export function diffCommand(): Command {
         if (!Number.isInteger(concurrency) || concurrency < 1) throw new SetupError(`--concurrency ${opts.concurrency}: must be a whole number ≥ 1`);
         const [kind, name] = target === undefined ? [] : target.split("/", 2);
         const env = adminEnv(opts.stateDir);
-        const { kubeConfig } = loadKubeconfig(opts.kubeconfig ?? env.KUBECONFIG, opts.context, env);
+        // Named in the one line that refuses a missing or unreadable kubeconfig.
+        const from =
+          opts.kubeconfig !== undefined
+            ? "--kubeconfig"
+            : process.env.KUBECONFIG
+              ? "KUBECONFIG"
+              : env.KUBECONFIG
+                ? `KUBECONFIG in ${join(opts.stateDir, "env")}`
+                : undefined;
+        const { kubeConfig } = loadKubeconfig(opts.kubeconfig ?? env.KUBECONFIG, opts.context, env, from);
         const operators = opts.operator?.length ? await selectOperators(opts.operator, false) : await projectOperators(DEFAULT_SETTINGS);
         const started = Date.now();
         const diffs = await diffObjects({

@@ -14,6 +14,8 @@ import { reconcileEvent } from "../../functions/runtime/runtime.ts";
 import { childKeyOf, listOwnedBy } from "../../functions/runtime/children.ts";
 import type { Outcome } from "../../functions/runtime/outcome.ts";
 import { parentRef, type EventContext } from "../../functions/runtime/event-context.ts";
+import { SetupError } from "../../emulator/errors.ts";
+import { ApiError, KubeUnreachable } from "../../clients/kube-errors.ts";
 
 /** One write the reconcile made (or, on a dry-run API, would make), with what it would change. */
 export interface RecordedWrite {
@@ -55,6 +57,12 @@ export interface LocalRunOptions {
   /** Run the operator's effects and finalize (replay --apply); otherwise neither runs (effects are said to be skipped). */
   runEffects?: boolean;
   maxAttempts?: number;
+  /**
+   * The object was named by the person running the command (`crdfn replay greeting/hello`): its
+   * absence is a typo or the wrong namespace, refused as a SetupError. Otherwise (a dead letter's
+   * object, one listed a moment ago) it was deleted since: nothing is left to do, a success.
+   */
+  named?: boolean;
 }
 
 /** The objects of an operator's kind: all, in one namespace, or one by name. */
@@ -66,7 +74,7 @@ export async function listTargets(api: KubeApi, operator: Operator<unknown>, nam
     plural: resource.plural,
     ...(resource.scope === "Namespaced" && namespace ? { namespace } : {}),
   };
-  const items = await api.list(ref);
+  const items = await firstRead(() => api.list(ref));
   return items.map((o) => ({ ...o, apiVersion: apiVersionOf(resource.group, resource.version), kind: resource.kind }));
 }
 
@@ -79,8 +87,11 @@ export async function reconcileLocally(
   const writes: RecordedWrite[] = [];
   const api = recording(opts.api, writes);
   const ref = parentRef(operator, { name: object.metadata.name, ...(object.metadata.namespace ? { namespace: object.metadata.namespace } : {}) });
-  const read = await opts.api.get(ref);
-  if (read === undefined) return { outcome: { result: "success", detail: "object is gone" }, writes, effectsSkipped: false };
+  const read = await firstRead(() => opts.api.get(ref));
+  if (read === undefined) {
+    if (opts.named === true) throw notFound(operator, object.metadata);
+    return { outcome: { result: "success", detail: "object is gone" }, writes, effectsSkipped: false };
+  }
   let call: ReconcileCall | undefined;
   const watched: Operator<unknown> = {
     ...operator,
@@ -107,6 +118,31 @@ export async function reconcileLocally(
   const context: EventContext = { operator: watched, api, clock: opts.clock, log: opts.logger, event, ref, firstDelivery: true, env: opts.env ?? {} };
   const outcome = await reconcileEvent(context, opts.maxAttempts ?? 3);
   return { outcome, ...(call === undefined ? {} : { call }), writes, effectsSkipped: skipEffects };
+}
+
+/**
+ * A command's first request, where a server that does not answer or refuses the credential is the
+ * kubeconfig's problem, not the operator's: one line (a SetupError), not a stack.
+ */
+async function firstRead<T>(read: () => Promise<T>): Promise<T> {
+  try {
+    return await read();
+  } catch (e) {
+    if (e instanceof KubeUnreachable) throw new SetupError(`${e.message}: is the kubeconfig's server up?`);
+    if (e instanceof ApiError && (e.code === 401 || e.code === 403))
+      throw new SetupError(`the API server refused the kubeconfig's user (${e.code} ${e.reason}): ${e.message.split("\n")[0]}`);
+    throw e;
+  }
+}
+
+/** A named object that is not there, as `crdfn diff` and `crdfn replay` say it. */
+export function notFound(operator: Operator<unknown>, m: { name: string; namespace?: string | undefined }): SetupError {
+  const kind = operator.resource.kind.toLowerCase();
+  return new SetupError(
+    m.namespace === undefined
+      ? `${kind}/${m.name}: not found`
+      : `${kind}/${m.name}: not found in namespace ${m.namespace} (-n names another; kubectl get ${operator.resource.plural} -A lists them)`,
+  );
 }
 
 /** The observed children as data, by kind (only the kinds marked `observe` are given to reconcile). */

@@ -182,6 +182,7 @@ export function replayCommand(): Command {
             cluster: e?.cluster ?? "replay",
             env: process.env,
             runEffects: opts.apply === true,
+            named: e === undefined,
           });
           console.log(describeRun(op, object, run, opts.apply === true).join("\n"));
           const ok = run.outcome.result === "success";
