@@ -18,8 +18,9 @@ import {
 } from "./local/dev-target.ts";
 import { LOCAL_PUBSUB_PREFIX } from "./local/cloud-run.ts";
 import { operatorName } from "../deploy/rbac.ts";
+import { crdOf } from "../deploy/crd.ts";
 import type { Operator } from "../core/operator.ts";
-import { checkDistinct, exampleFiles, exampleLeftOut, exampleSamples, loadOperatorWithInputs, operatorFiles } from "./operators.ts";
+import { checkDistinct, devSettings, exampleFiles, exampleLeftOut, exampleSamples, loadOperatorWithInputs, operatorFiles } from "./operators.ts";
 import { startPipeline, type ReconcileRecord } from "./local/pipeline.ts";
 import { devEventKey } from "./local/event-key.ts";
 import { devProject } from "./local/dev-project.ts";
@@ -124,7 +125,7 @@ export function devCommand(): Command {
     .option("--no-install-crds", "with --kubeconfig: do not apply the operators' CRDs (they are installed already)")
     .option("--kind", `run against the kind cluster "${KIND_CLUSTER}" (needs Docker and kind; see infra/kind/)`)
     .option("--watch", "reload an operator when its file (or one it imports) changes, without restarting anything else")
-    .option("--namespace <ns...>", "the namespaces the operators serve, as namespaces: in crdfn.deploy.yaml (default: default)")
+    .option("--namespace <ns...>", "the namespaces the operators serve (default: namespaces: in ./crdfn.deploy.yaml, else default)")
     .option(
       "--project <name>",
       "names the dev bridge's identity crdfn-bridge-<name>, so projects in dev on one cluster keep each their own (default: project: in crdfn.deploy.yaml, else package.json's name)",
@@ -146,6 +147,8 @@ export function devCommand(): Command {
       refuseClusterRegistry();
       if (!TARGETS.includes(o.target as FunctionTarget)) throw new SetupError(`--target ${o.target}: must be ${TARGETS.join(" or ")}`);
       const say = (line: string) => console.log(line);
+      // The project's deploy settings, validated as `crdfn generate` validates them, before anything loads or starts.
+      const settings = devSettings();
       const examples = exampleFiles();
       const loaded = (
         await Promise.all(operatorFiles(o.operator, o.examples === true).map(async (file) => ({ file, ...(await loadOperatorWithInputs(file)) })))
@@ -157,6 +160,9 @@ export function devCommand(): Command {
       const files = loaded.map((l) => l.file);
       const operators = loaded.map((l) => l.operator);
       checkDistinct(operators);
+      // A schema with no CRD form is refused here, not after the control plane has started.
+      for (const op of operators) crdOf(op);
+      const namespaces = o.namespace ?? (settings?.namespaces.length ? settings.namespaces : ["default"]);
       // Resolved before anything starts: a bad name is refused at once.
       const project = devProject(process.cwd(), o.project).project;
       const examplesRunning = !o.operator || o.examples === true;
@@ -175,7 +181,7 @@ export function devCommand(): Command {
           functionLogLevel: o.logLevel,
           onReconcile: (r) => say(reconcileLine(r)),
           log: say,
-          identities: o.identities ? { namespaces: o.namespace ?? ["default"], project, stateDir: o.stateDir } : false,
+          identities: o.identities ? { namespaces, project, stateDir: o.stateDir } : false,
           eventKey: devEventKey(o.stateDir),
         });
         stopAll.unshift(() => pipeline.stop());

@@ -1,9 +1,9 @@
 // Loading operators: a module whose default export is defineOperator(...), written by a user
 // (any folder, TypeScript or JavaScript) or shipped as an example in this checkout.
 import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
+import { dirname, join, relative, resolve } from "node:path";
 import { parse } from "yaml";
-import { parseSettingsOperators } from "../deploy/settings.ts";
+import { parseDevSettings, parseSettingsOperators } from "../deploy/settings.ts";
 import type { Operator } from "../core/operator.ts";
 import { SetupError } from "../emulator/errors.ts";
 import { packageRoot } from "../emulator/paths.ts";
@@ -21,17 +21,59 @@ export async function loadOperator(file: string): Promise<Operator<unknown>> {
   return (await loadOperatorWithInputs(file)).operator;
 }
 
+/** A file as a person finds it from where they ran the command. */
+const shown = (file: string): string => {
+  const near = relative(process.cwd(), resolve(file));
+  return near === "" || near.startsWith("..") ? resolve(file) : near;
+};
+
+/** esbuild's refusal (a syntax or resolution error): its first message, at its file:line:column. */
+interface BuildFailure {
+  errors: Array<{ text: string; location: { file: string; line: number; column: number } | null }>;
+}
+const isBuildFailure = (e: unknown): e is BuildFailure => Array.isArray((e as Partial<BuildFailure> | undefined)?.errors);
+
+/**
+ * Where a throw at import happened, as `path:line:column` (through the bundle's source map): the
+ * frame in the operator's module, else the first outside node_modules (a file it imports).
+ */
+function throwSite(e: unknown, entry: string): string | undefined {
+  const stack = (e as { stack?: unknown } | undefined)?.stack;
+  if (typeof stack !== "string") return undefined;
+  const frames = [...stack.matchAll(/[\s(](?:file:\/\/)?(\/[^\s():]+):(\d+):(\d+)/g)].map((m) => ({ path: decodeURIComponent(m[1]!), at: `${m[2]}:${m[3]}` }));
+  const site = frames.find((f) => f.path === entry) ?? frames.find((f) => !f.path.includes("/node_modules/") && !f.path.endsWith(".crdfn.mjs"));
+  return site && `${shown(site.path)}:${site.at}`;
+}
+
 /** loadOperator, and the files it is built from (the module and what it imports). */
 export async function loadOperatorWithInputs(file: string): Promise<{ operator: Operator<unknown>; inputs: string[] }> {
-  if (!existsSync(file)) throw new SetupError(`--operator ${file}: no such file`);
+  // Named as the person named it: a --operator value, a command's argument, a settings entry.
+  if (!existsSync(file)) throw new SetupError(`${shown(file)}: no such file`);
   let loaded: { module: unknown; inputs: string[] };
+  // The source map of the bundle is read when it is imported, and only while they are enabled:
+  // a throw's frame then names the operator's own file and line.
+  const mapped = process.sourceMapsEnabled;
+  process.setSourceMapsEnabled(true);
   try {
     loaded = await importBundled(file);
   } catch (e) {
-    throw new SetupError(`--operator ${file}: cannot load it: ${(e as Error).message.split("\n").slice(0, 3).join(" ")}`);
+    if (isBuildFailure(e)) {
+      const first = e.errors[0];
+      const where = first?.location ? resolve(first.location.file) : resolve(file);
+      const at = first?.location ? `:${first.location.line}:${first.location.column + 1}` : "";
+      const by = where === resolve(file) ? "" : ` (imported by ${shown(file)})`;
+      throw new SetupError(`${shown(where)}${at}: ${first?.text ?? "esbuild failed"}${by}`);
+    }
+    if ((e as { code?: unknown }).code === "ERR_MODULE_NOT_FOUND")
+      throw new SetupError(`${shown(file)}: cannot load it: ${(e as Error).message.split("\n")[0]} (is the package installed?)`);
+    const site = throwSite(e, resolve(file));
+    const what = e instanceof Error ? `${e.name}: ${e.message.split("\n")[0]}` : String(e);
+    throw new SetupError(`${shown(file)}: threw while it was imported${site ? ` at ${site}` : ""}: ${what}`);
+  } finally {
+    process.setSourceMapsEnabled(mapped);
   }
   const mod = loaded.module as { default?: unknown };
-  if (!isOperator(mod.default)) throw new SetupError(`--operator ${file}: its default export is not defineOperator({...})`);
+  if (!isOperator(mod.default)) throw new SetupError(`${shown(file)}: its default export is not defineOperator({...})`);
   return { operator: mod.default, inputs: loaded.inputs };
 }
 
@@ -99,13 +141,22 @@ export async function selectOperators(files: string[] | undefined, withExamples:
  */
 export function settingsOperatorFiles(file: string): string[] {
   if (!existsSync(file)) return [];
-  let raw: unknown;
+  return parseSettingsOperators(settingsYaml(file), file).map((o) => resolve(dirname(file), o.module));
+}
+
+/** A deploy settings file's YAML, or a SetupError naming it. */
+function settingsYaml(file: string): unknown {
   try {
-    raw = parse(readFileSync(file, "utf8"));
+    return parse(readFileSync(file, "utf8"));
   } catch (e) {
     throw new SetupError(`${file}: not YAML: ${(e as Error).message.split("\n")[0]}`);
   }
-  return parseSettingsOperators(raw, file).map((o) => resolve(dirname(file), o.module));
+}
+
+/** What `crdfn dev` takes of ./crdfn.deploy.yaml (`file`, relative to the folder it runs in), validated; undefined when there is none. */
+export function devSettings(file: string = DEFAULT_SETTINGS): ReturnType<typeof parseDevSettings> | undefined {
+  if (!existsSync(file)) return undefined;
+  return parseDevSettings(settingsYaml(file), file);
 }
 
 /**

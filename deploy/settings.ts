@@ -6,6 +6,7 @@
 // (the default; SQS FIFO, Serverless Framework) or Cloud Run functions (Pub/Sub, Terraform).
 import { z } from "zod";
 import { ConfigError, parseSettings } from "../core/config-error.ts";
+import { nearestKey } from "./did-you-mean.ts";
 
 const dnsLabel = z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "must be a lower-case DNS label");
 const awsRegion = z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d$/, "must be an AWS region such as us-east-1");
@@ -163,6 +164,21 @@ export type Unknowable = keyof typeof UNKNOWABLE;
 const AWS_SQS_HOST = /^sqs\.([a-z0-9-]+)\.amazonaws\.com(\.cn)?$/;
 
 function parseRaw(input: unknown, source: string): z.output<typeof rawSchema> {
+  const parsed = rawSchema.safeParse(input ?? {});
+  const first = parsed.error?.issues[0];
+  // A key the file does not take: most often a typo of one it does, named in the same line.
+  if (first?.code === "unrecognized_keys") {
+    const where = first.path
+      .map((p) => (typeof p === "number" ? "[]" : `.${String(p)}`))
+      .join("")
+      .replace(/^\./, "");
+    const shown = first.path.map(String).join(".");
+    const keys = first.keys.map((k) => {
+      const near = nearestKey(k, where, deploySettingKeys());
+      return `"${k}"${near ? ` (did you mean ${near}?)` : ""}`;
+    });
+    throw new ConfigError(`${source}: ${shown || "(top)"}: Unrecognized key${keys.length > 1 ? "s" : ""}: ${keys.join(", ")}`);
+  }
   return parseSettings(rawSchema, input ?? {}, `${source}: `);
 }
 
@@ -244,6 +260,16 @@ function gcpOf(r: z.output<typeof rawSchema>, source: string): GcpSettings {
 /** Only the operator list (what `crdfn status` in a project needs), with no value crdfn cannot know required. */
 export function parseSettingsOperators(input: unknown, source: string): DeploySettings["operators"] {
   return parseRaw(input, source).operators;
+}
+
+/**
+ * What `crdfn dev` takes of a project's settings (the namespaces it serves, its project's name),
+ * the file validated as `crdfn generate` validates it, with no value crdfn cannot know required:
+ * `crdfn init` leaves them empty, and dev needs none of them.
+ */
+export function parseDevSettings(input: unknown, source: string): { namespaces: string[]; project?: string } {
+  const r = parseRaw(input, source);
+  return { namespaces: r.namespaces, ...(r.project === undefined ? {} : { project: r.project }) };
 }
 
 /** Only what locating the operators' queues needs (their modules, the project or prefix, the URL base), or on Cloud Run their topics. */
