@@ -30,7 +30,6 @@ export function startEtcd(bins: ControlPlaneBinaries, dir: string, clientPort: n
         "--log-level=warn",
       ],
       logFile: join(dir, "etcd.log"),
-      timeoutMs: 30_000,
       ready: async () => {
         const res = await fetch(`${client}/health`);
         return res.ok && ((await res.json()) as { health?: string }).health === "true";
@@ -76,7 +75,6 @@ export function startApiServer(o: ApiServerOptions): Promise<RunningServer> {
         "--v=1",
       ],
       logFile: join(o.dir, "kube-apiserver.log"),
-      timeoutMs: 90_000,
       ready: async () => (await httpsGet(`https://127.0.0.1:${o.port}/readyz`, o.pki)).status === 200,
     },
     o.reaper,
@@ -110,7 +108,6 @@ export function startControllerManager(o: ControllerManagerOptions): Promise<Run
         "--v=1",
       ],
       logFile: join(o.dir, "kube-controller-manager.log"),
-      timeoutMs: 60_000,
       // The ServiceAccount controller creating `default` in `default` shows its informers synced.
       ready: async () => (await httpsGet(`https://127.0.0.1:${o.apiPort}/api/v1/namespaces/default/serviceaccounts/default`, o.pki)).status === 200,
     },

@@ -109,7 +109,6 @@ export async function startElasticMq(o: ElasticMqOptions): Promise<RunningServer
       ],
       logFile: join(o.dir, "elasticmq.log"),
       cwd: o.dir,
-      timeoutMs: 60_000,
       ready: async () => {
         const res = await fetch(`${url}/?Action=ListQueues`);
         const body = await res.text();

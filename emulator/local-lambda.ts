@@ -97,7 +97,6 @@ export async function startLocalLambda(o: LocalLambdaOptions): Promise<LocalLamb
         cwd: o.taskRoot,
         // Any HTTP answer on its own address means it listens (the invoke path only takes POST).
         ready: async () => (await fetch(`${base}/`)).status > 0,
-        timeoutMs: 30_000,
       },
       reaper,
     );

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { closeSync, openSync, readFileSync } from "node:fs";
+import { closeSync, openSync, readFileSync, statSync } from "node:fs";
 import { freePort } from "./ports.ts";
 import { startScratch, type Reaper } from "./reaper.ts";
 import { SetupError } from "./errors.ts";
@@ -11,9 +11,45 @@ export interface ServerSpec {
   logFile: string;
   env?: NodeJS.ProcessEnv;
   cwd?: string;
-  /** Resolves true once the server answers; polled until `timeoutMs`. */
+  /** Resolves true once the server answers; polled for as long as the server makes progress. */
   ready: () => Promise<boolean>;
-  timeoutMs: number;
+  /**
+   * How long the server may go without progress while it starts (its log not growing, its
+   * process using no CPU) before it is given up. Default START_STALL_MS. Not a bound on the start
+   * itself: a loaded machine starts a server slowly, not never.
+   */
+  stallMs?: number;
+  /** A bound on the whole start, progress or not, for a caller that needs one (a benchmark's); none by default. */
+  timeoutMs?: number;
+}
+
+/**
+ * A starting server that neither writes to its log nor uses CPU for this long is stuck (a JVM or
+ * a kube-apiserver starting at a load of 40 still does one or the other every few seconds).
+ */
+export const START_STALL_MS = 120_000;
+
+/** CPU time a process and its waited-for children used, in clock ticks (Linux's /proc); undefined elsewhere. */
+function cpuTicks(pid: number): number | undefined {
+  try {
+    // After the command's name in parentheses (which may hold spaces): utime stime cutime cstime are fields 14–17.
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return fields.slice(11, 15).reduce((sum, f) => sum + Number(f), 0);
+  } catch {
+    return undefined;
+  }
+}
+
+/** What changes while a starting server makes progress: its log's size and its CPU time. */
+function progressMark(pid: number, logFile: string): string {
+  let size = -1;
+  try {
+    size = statSync(logFile).size;
+  } catch {
+    // Not written yet.
+  }
+  return `${size}/${cpuTicks(pid) ?? "?"}`;
 }
 
 export interface RunningServer {
@@ -41,8 +77,8 @@ export function logTail(file: string, lines = 30): string {
 
 /**
  * Starts a server in its own process group (so the reaper can end it and its children),
- * logging to a file, and waits until it answers. A server that exits or never answers
- * fails with the tail of its log.
+ * logging to a file, and waits until it answers, for as long as it makes progress. A server that
+ * exits, or makes no progress for `stallMs`, fails with the tail of its log.
  */
 export async function startServer(spec: ServerSpec, reaper: Reaper): Promise<RunningServer> {
   const log = openSync(spec.logFile, "a");
@@ -87,16 +123,27 @@ export async function startServer(spec: ServerSpec, reaper: Reaper): Promise<Run
     clearTimeout(escalate);
   };
 
-  const deadline = Date.now() + spec.timeoutMs;
+  const stallMs = spec.stallMs ?? START_STALL_MS;
+  let mark = progressMark(pid, spec.logFile);
+  const started = Date.now();
+  let since = started;
   for (;;) {
     if (gone) {
       const code = await exited;
       throw new SetupError(`${spec.name} exited (${code}) while starting; last lines of ${spec.logFile}:\n${logTail(spec.logFile)}`);
     }
     if (await spec.ready().catch(() => false)) break;
-    if (Date.now() > deadline) {
+    if (spec.timeoutMs !== undefined && Date.now() - started > spec.timeoutMs) {
       await stop(1000);
       throw new SetupError(`${spec.name} did not become ready within ${spec.timeoutMs / 1000}s; last lines of ${spec.logFile}:\n${logTail(spec.logFile)}`);
+    }
+    const now = progressMark(pid, spec.logFile);
+    if (now !== mark) [mark, since] = [now, Date.now()];
+    else if (Date.now() - since > stallMs) {
+      await stop(1000);
+      throw new SetupError(
+        `${spec.name} made no progress for ${Math.round(stallMs / 1000)}s while starting (alive, but its log and CPU time unchanged, and not answering); last lines of ${spec.logFile}:\n${logTail(spec.logFile)}`,
+      );
     }
     await sleep(100);
   }

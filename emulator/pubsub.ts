@@ -54,7 +54,6 @@ export async function startPubSubEmulator(o: PubSubEmulatorOptions): Promise<Run
       args: ["-addr", `127.0.0.1:${o.port}`],
       logFile,
       cwd: o.dir,
-      timeoutMs: 30_000,
       // infra/pubsub/main.go prints this line after the port is bound and before it serves.
       ready: () => Promise.resolve(readFileSync(logFile, "utf8").includes(`listening on 127.0.0.1:${o.port}`)),
     },

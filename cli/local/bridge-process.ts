@@ -28,7 +28,7 @@ export interface BridgeProcessOptions {
   logLevel: string;
   /** Node flags added after the deployment's NODE_OPTIONS (the cold-start benchmark's `--cpu-prof`). */
   extraNodeOptions?: string;
-  /** How long its initial sync may take before /readyz answers. Default 60 s. */
+  /** How long it may go without progress (its log, its CPU time) before /readyz answers. Default emulator/process.ts's START_STALL_MS. */
   readyTimeoutMs?: number;
 }
 
@@ -60,7 +60,7 @@ export async function spawnBridge(o: BridgeProcessOptions): Promise<BridgeProces
           NODE_OPTIONS: o.extraNodeOptions ? `${BRIDGE_NODE_OPTIONS} ${o.extraNodeOptions}` : BRIDGE_NODE_OPTIONS,
         },
         ready: async () => (await fetch(`http://127.0.0.1:${httpPort}/readyz`)).ok,
-        timeoutMs: o.readyTimeoutMs ?? 60_000,
+        ...(o.readyTimeoutMs === undefined ? {} : { stallMs: o.readyTimeoutMs }),
       },
       reaper,
     );
