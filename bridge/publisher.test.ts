@@ -7,7 +7,7 @@ import { verifyKeyEvent } from "../core/event-auth.ts";
 import { createBridgeMetrics } from "./metrics.ts";
 import { Publisher, START_LINGER_MS } from "./publisher.ts";
 import type { QueueTransport, SendResult } from "./transport.ts";
-import { TEST_EVENT_KEY } from "../test/support/event-key.ts";
+import { TEST_EVENT_KEY, testKeyring } from "../test/support/event-key.ts";
 import { fakeClock, type FakeClock } from "../test/support/fake-clock.ts";
 
 /** A queue that records each batch it is sent and answers only when the test says so. */
@@ -260,7 +260,10 @@ describe("publisher signing", () => {
     );
     for (const s of sent) {
       assert.ok(s.bytes <= MAX_EVENT_BYTES, `${s.event.name}: ${s.bytes} bytes`);
-      assert.deepEqual(verifyKeyEvent(s.event, new Map([[TEST_EVENT_KEY.kid, TEST_EVENT_KEY.secret]])), { ok: true });
+      // Signed with its operator's key, derived from the cluster's: no other operator's key verifies it, nor the cluster's.
+      assert.deepEqual(verifyKeyEvent(s.event, testKeyring(s.event)), { ok: true });
+      assert.equal(verifyKeyEvent(s.event, testKeyring("crontabs.stable.example.com")).ok, false);
+      assert.equal(verifyKeyEvent(s.event, new Map([[TEST_EVENT_KEY.kid, TEST_EVENT_KEY.secret]])).ok, false);
     }
     assert.equal(sent[0]!.event.object, undefined, "the body that did not fit with its signature stayed behind");
     assert.equal(lines.length, 1);

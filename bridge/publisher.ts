@@ -11,7 +11,7 @@
 import type { Logger } from "pino";
 import { backoffMs, type BackoffPolicy } from "../core/backoff.ts";
 import { deduplicationId, encodeKeyEvent, messageGroupId, supersede, withinCap, type KeyEvent } from "../core/event.ts";
-import { signatureBytes, signKeyEvent, signingKey, type EventKey, type SigningKey } from "../core/event-auth.ts";
+import { operatorKey, operatorResource, signatureBytes, signKeyEvent, signingKey, type EventKey, type SigningKey } from "../core/event-auth.ts";
 import type { BridgeMetrics } from "./metrics.ts";
 import type { Timers } from "./due-schedule.ts";
 import type { AnnounceOptions } from "./sink.ts";
@@ -35,7 +35,10 @@ export interface PublisherOptions {
   now: () => number;
   /** Sets the timers of backoff, holds and flush's deadline (due-schedule.ts). */
   timers: Timers;
-  /** The cluster's event key: every event is sent signed with it (core/event-auth.ts), so a function trusts its body. */
+  /**
+   * The cluster's event key: every event is sent signed with its operator's key, derived from it
+   * (core/event-auth.ts operatorKey), so that operator's function, and only it, trusts its body.
+   */
   eventKey: EventKey;
 }
 
@@ -80,8 +83,8 @@ const BACKOFF: BackoffPolicy = { initialMs: 200, maxMs: 10_000, jitter: 0.5 };
 
 export class Publisher {
   readonly #options: PublisherOptions;
-  /** The event key with its secret imported once: every event is signed with it. */
-  readonly #signing: SigningKey;
+  /** Each operator's key (by its resource) with its secret imported once, derived on the first of its events: signing is hot. */
+  readonly #signing = new Map<string, SigningKey>();
   /** What signing adds to an event: kept free under the size cap. */
   readonly #signatureBytes: number;
   /** The linger as set (options.lingerMs, else the transport's). */
@@ -107,7 +110,6 @@ export class Publisher {
 
   constructor(options: PublisherOptions) {
     this.#options = options;
-    this.#signing = signingKey(options.eventKey);
     this.#signatureBytes = signatureBytes(options.eventKey.kid);
     this.#lingerMs = options.lingerMs ?? options.transport.lingerMs;
     this.#credit = new SendCredit(this.#lingerMs);
@@ -176,6 +178,14 @@ export class Publisher {
     this.#pump();
   }
 
+  /** The key of the event's operator, derived and imported once per resource: signing is hot. */
+  #signingKeyOf(event: KeyEvent): SigningKey {
+    const resource = operatorResource(event);
+    let key = this.#signing.get(resource);
+    if (!key) this.#signing.set(resource, (key = signingKey(operatorKey(this.#options.eventKey, resource))));
+    return key;
+  }
+
   /**
    * Signs and serializes an entry as it first goes into a batch (signed as sent: a newer
    * announcement may still supersede what waits). False for an event the contract cannot carry
@@ -185,7 +195,7 @@ export class Publisher {
     if (p.message !== undefined) return true;
     try {
       p.message = {
-        body: encodeKeyEvent(signKeyEvent(p.event, this.#signing)),
+        body: encodeKeyEvent(signKeyEvent(p.event, this.#signingKeyOf(p.event))),
         stream: messageGroupId(p.event),
         deduplicationId: deduplicationId(p.event, p.cause),
         cluster: p.event.cluster,

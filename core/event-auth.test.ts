@@ -1,7 +1,20 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { formatEventKey, parseEventKey, parseEventKeys, signingKey, signKeyEvent, verifyKeyEvent, type EventKey } from "./event-auth.ts";
+import { hkdfSync } from "node:crypto";
+import {
+  deferralSeal,
+  formatEventKey,
+  operatorKey,
+  operatorResource,
+  parseEventKey,
+  parseEventKeys,
+  signingKey,
+  signKeyEvent,
+  verifyDeferralSeal,
+  verifyKeyEvent,
+  type EventKey,
+} from "./event-auth.ts";
 import { encodeKeyEvent, parseKeyEvent, type KeyEvent } from "./event.ts";
 
 const eventKeyOf = (kid: string, fill: number): EventKey => ({ kid, secret: Buffer.alloc(32, fill) });
@@ -40,9 +53,9 @@ describe("event MAC", () => {
     const imported = signKeyEvent(event, signingKey(k1));
     assert.deepEqual(imported, signKeyEvent(event, k1));
     assert.ok(verifyKeyEvent(imported, ring(k1)).ok);
-    const parsed = parseEventKeys(formatEventKey(k1), "prod-a").get("prod-a")!;
-    assert.ok(verifyKeyEvent(signKeyEvent(event, k1), parsed).ok);
-    assert.ok(!verifyKeyEvent(signKeyEvent(event, signingKey(k2)), new Map([["k2", parsed.get("k1")!]])).ok);
+    const [parsed] = parseEventKeys(formatEventKey(k1), "prod-a");
+    assert.ok(verifyKeyEvent(signKeyEvent(event, k1), new Map([["k1", parsed!.secret]])).ok);
+    assert.ok(!verifyKeyEvent(signKeyEvent(event, signingKey(k2)), new Map([["k2", parsed!.secret]])).ok);
   });
 
   it("a signed event is v3, carries its kid and verifies after the queue, whatever order its keys come in", () => {
@@ -141,12 +154,60 @@ describe("event key settings", () => {
       (e: Error) => /must be <kid>:<secret>/.test(e.message) && !e.message.includes(secret),
     );
   });
-  it("the functions' list: per cluster, several kids, the cluster part optional for the one cluster served", () => {
-    const keys = parseEventKeys(`a/k1:${secret}, a/k2:${secret},b/k1:${secret}`, undefined);
-    assert.deepEqual([...keys.keys()], ["a", "b"]);
-    assert.deepEqual([...keys.get("a")!.keys()], ["k1", "k2"]);
-    assert.deepEqual([...parseEventKeys(`k1:${secret}`, "default").keys()], ["default"]);
+  it("the functions' list: per cluster, several kids, the cluster part optional for the one cluster served, the operator's where one is", () => {
+    const keys = parseEventKeys(`a/k1:${secret}, a/k2:${secret},b/k1:${secret},b/greetings.example.com:k3:${secret}`, undefined);
+    assert.deepEqual(
+      keys.map((k) => [k.cluster, k.resource, k.kid]),
+      [
+        ["a", undefined, "k1"],
+        ["a", undefined, "k2"],
+        ["b", undefined, "k1"],
+        ["b", "greetings.example.com", "k3"],
+      ],
+    );
+    assert.deepEqual(
+      parseEventKeys(`k1:${secret}`, "default").map((k) => k.cluster),
+      ["default"],
+    );
     assert.throws(() => parseEventKeys(`k1:${secret}`, undefined), /key 1 names no cluster/);
     assert.throws(() => parseEventKeys(`a/k1:${secret},a/k1:${secret}`, undefined), /key id "k1" is given twice for cluster "a"/);
+    assert.throws(
+      () => parseEventKeys(`a/w.example.com:k1:${secret},a/w.example.com:k1:${secret}`, undefined),
+      /key id "k1" is given twice for operator w.example.com of cluster "a"/,
+    );
+    assert.throws(() => parseEventKeys(`a/x:y:k1:${secret}`, undefined), /must be \[<plural>.<group>:\]<kid>:<secret>/);
+  });
+});
+
+describe("keys per operator", () => {
+  const cluster = eventKeyOf("k1", 1);
+  it("are HKDF-SHA256 of the cluster key, the operator's resource the info: one per operator, the cluster key's kid", () => {
+    const greetings = operatorKey(cluster, "greetings.example.com");
+    assert.equal(greetings.kid, "k1");
+    assert.deepEqual(greetings.secret, Buffer.from(hkdfSync("sha256", cluster.secret, "crdfn.io/operator-event-key/v1", "greetings.example.com", 32)));
+    assert.notDeepEqual(greetings.secret, operatorKey(cluster, "crontabs.stable.example.com").secret);
+    assert.notDeepEqual(greetings.secret, cluster.secret);
+    assert.deepEqual(operatorKey(cluster, "greetings.example.com"), greetings, "the same everywhere: the bridge and a deploy derive alike");
+    assert.notDeepEqual(operatorKey(eventKeyOf("k1", 2), "greetings.example.com").secret, greetings.secret);
+    assert.equal(operatorResource({ group: "example.com", plural: "greetings" }), "greetings.example.com");
+    assert.throws(() => operatorKey(cluster, "Greetings/x"), /is not an operator's resource/);
+  });
+  it("one operator's key verifies its own events only", () => {
+    const greetings = operatorKey(cluster, "greetings.example.com");
+    const crontabs = operatorKey(cluster, "crontabs.stable.example.com");
+    const signed = signKeyEvent(event, greetings);
+    assert.deepEqual(verifyKeyEvent(received(signed), ring(greetings)), { ok: true });
+    assert.equal(verifyKeyEvent(received(signed), ring(crontabs)).ok, false);
+    assert.equal(verifyKeyEvent(received(signed), ring(cluster)).ok, false, "nor the cluster key: the bridge signs with the operator's");
+  });
+  it("a deferral's MAC binds its values to one event's MAC and key", () => {
+    const secret = Buffer.alloc(32, 3);
+    const seal = deferralSeal("mac-of-e", "1000", "2", secret);
+    assert.equal(verifyDeferralSeal("mac-of-e", "1000", "2", seal, secret), true);
+    assert.equal(verifyDeferralSeal("mac-of-e", "1001", "2", seal, secret), false);
+    assert.equal(verifyDeferralSeal("mac-of-e", "1000", "3", seal, secret), false);
+    assert.equal(verifyDeferralSeal("mac-of-f", "1000", "2", seal, secret), false);
+    assert.equal(verifyDeferralSeal("mac-of-e", "1000", "2", seal, Buffer.alloc(32, 4)), false);
+    assert.equal(verifyDeferralSeal("mac-of-e", "1000", "2", "short", secret), false);
   });
 });

@@ -470,7 +470,7 @@ describe("crdfn generate for Cloud Run functions (offline)", { timeout: 240_000 
         member: `serviceAccount:\${google_service_account.${op}.email}`,
       });
       assert.deepEqual(
-        [...loadEventKeyrings(`k1:${Buffer.alloc(32, 1).toString("base64")}`, registry).keys()],
+        [...loadEventKeyrings(`k1:${Buffer.alloc(32, 1).toString("base64")}`, registry, ["widgets.shop.example.com"]).keys()],
         ["prod"],
         "one key without a cluster part serves the one cluster",
       );

@@ -3,7 +3,7 @@
 // then denies every attack tried with the function's real identities (that token, and the Lambda
 // group impersonated) — by RBAC outside the served namespace, by the admission policy inside it.
 import { execFile } from "node:child_process";
-import { TEST_EVENT_KEYS, signedForTest } from "./support/event-key.ts";
+import { signedForTest, testRuntimeKeys } from "./support/event-key.ts";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -111,7 +111,7 @@ describe("crdfn generate → a real API server, attacked with the function's ide
         { clock: () => new Date() },
       ),
     );
-    const runtime = createRuntime(operator, { api, logger: pino({ level: "silent" }), clock: () => new Date(), eventKeys: TEST_EVENT_KEYS });
+    const runtime = createRuntime(operator, { api, logger: pino({ level: "silent" }), clock: () => new Date(), ...testRuntimeKeys(operator, "test") });
     await admin(
       ["apply", "--server-side", "-f", "-"],
       JSON.stringify({ apiVersion: "shop.example.com/v1", kind: "Widget", metadata: { name: "blue", namespace: SERVED }, spec: { color: "blue" } }),

@@ -1,6 +1,7 @@
 // Whoever may send to the queue is not thereby the bridge. A body sent straight to the
-// queue — forged with a real uid and resourceVersion and no MAC or a MAC made with another key,
-// or a genuine signed event from the bridge with its spec changed — is dead-lettered on the
+// queue — forged with a real uid and resourceVersion and no MAC, a MAC made with another key or
+// with the key of another operator of the cluster (taken from that operator's function), or a
+// genuine signed event from the bridge with its spec changed — is dead-lettered on the
 // poller and Lambda paths and refused on Cloud Run's (CloudEvent push; its dead-letter topic:
 // test/cloudrun-pipeline.test.ts), with one log line naming the cluster and
 // the object, and the child is never written. A genuine event keeps a verifying MAC when it is
@@ -21,7 +22,9 @@ import greeting, { configMapName } from "../examples/greeting/operator.ts";
 import { cloudEventHandler } from "../functions/adapters/http.ts";
 import { lambdaHandler } from "../functions/adapters/lambda.ts";
 import { resendRequest } from "../functions/adapters/settle.ts";
-import { TEST_EVENT_KEY, TEST_EVENT_KEYS } from "./support/event-key.ts";
+import { fromSqsMessage } from "../clients/queue-message.ts";
+import { DEFERRED_SINCE_ATTRIBUTE } from "../functions/runtime/delivery.ts";
+import { TEST_EVENT_KEY, testKeyring, testOperatorKey } from "./support/event-key.ts";
 import { startLambdaEventSource } from "./support/lambda-event-source.ts";
 import {
   CLUSTER,
@@ -55,13 +58,15 @@ describe("a forged or altered event body is never trusted", { timeout: 240_000 }
     const cr = await crs().get("victim");
     return { message: cm.data?.message, childVersion: cm.metadata?.resourceVersion, status: cr?.status };
   };
-  /** The three attacks, each on the victim's real uid and resourceVersion. */
+  /** The attacks, each on the victim's real uid and resourceVersion. */
   const attacks = (): Array<[string, KeyEvent]> => {
     const { kid: _kid, mac: _mac, ...unsigned } = genuine;
     const made = { ...unsigned, v: 2 as const, object: { ...genuine.object!, spec: { message: FORGED } } };
     return [
       ["no MAC", made],
       ["a MAC with another key", signKeyEvent(made, { kid: TEST_EVENT_KEY.kid, secret: Buffer.alloc(32, 0x66) })],
+      // What a leak of the CronTab function's environment gives: its operator's key, same kid.
+      ["a MAC with another operator's key", signKeyEvent(made, testOperatorKey("crontabs.stable.example.com"))],
       ["the bridge's event, its spec changed", { ...genuine, object: { ...genuine.object!, spec: { message: FORGED } } }],
     ];
   };
@@ -101,7 +106,8 @@ describe("a forged or altered event body is never trusted", { timeout: 240_000 }
     }
     assert.equal(genuine.v, 3);
     assert.equal(genuine.kid, TEST_EVENT_KEY.kid);
-    assert.deepEqual(verifyKeyEvent(genuine, TEST_EVENT_KEYS), { ok: true });
+    assert.deepEqual(verifyKeyEvent(genuine, testKeyring(op.resource)), { ok: true });
+    assert.equal(verifyKeyEvent(genuine, testKeyring("crontabs.stable.example.com")).ok, false, "signed with the Greetings' key, no other operator's");
     assert.equal((await child()).data?.message, "hello");
     // What the bridge announced after the function's writes, handled: the world at rest.
     const poller = pollerFor(env, runtimeFor(env, op), "queue");
@@ -123,8 +129,8 @@ describe("a forged or altered event body is never trusted", { timeout: 240_000 }
     let dead: Message[] = [];
     try {
       await waitFor(
-        "three attacks in the dead-letter queue",
-        async () => (dead = [...dead, ...(await receiveAll(env, env.cluster.sqs.queues.fifoDlq, 60))]).length >= 3,
+        "the attacks in the dead-letter queue",
+        async () => (dead = [...dead, ...(await receiveAll(env, env.cluster.sqs.queues.fifoDlq, 60))]).length >= attacks().length,
         90_000,
       );
     } finally {
@@ -140,7 +146,7 @@ describe("a forged or altered event body is never trusted", { timeout: 240_000 }
     // queue dead-letters it untried: still dead-lettered, the child still untouched, no line.
     const handed = new Set(lines.map((l) => l.messageId));
     assert.ok(
-      lines.length >= 1 && lines.length <= 3 && handed.size === lines.length,
+      lines.length >= 1 && lines.length <= attacks().length && handed.size === lines.length,
       `one line per attack handled:\n${env.logs
         .slice(from)
         .map((l) => JSON.stringify(l))
@@ -150,7 +156,7 @@ describe("a forged or altered event body is never trusted", { timeout: 240_000 }
       assert.match(String(l.msg), new RegExp(`^key event for Greeting ${env.cluster.namespace}/victim of cluster "${CLUSTER}" refused: MAC does not verify`));
       assert.ok(!JSON.stringify(l).includes(TEST_EVENT_KEY.secret.toString("base64")), "the key is never logged");
     }
-    if (lines.length === 3)
+    if (lines.length === attacks().length)
       assert.ok(
         lines.some((l) => /carries none \(a v2 event/.test(String(l.msg))),
         "the unsigned one says so",
@@ -171,11 +177,15 @@ describe("a forged or altered event body is never trusted", { timeout: 240_000 }
     const source = startLambdaEventSource(env.sqs, fifo, lambdaHandler(op), 1, 30);
     let dead: Message[] = [];
     try {
-      await waitFor("three attacks in the dead-letter queue", async () => (dead = [...dead, ...(await receiveAll(env, fifoDlq, 60))]).length >= 3, 90_000);
+      await waitFor(
+        "the attacks in the dead-letter queue",
+        async () => (dead = [...dead, ...(await receiveAll(env, fifoDlq, 60))]).length >= attacks().length,
+        90_000,
+      );
     } finally {
       await source.stop();
     }
-    assert.equal(dead.length, 3);
+    assert.equal(dead.length, attacks().length);
     assert.ok(
       dead.every((m) => m.Body?.includes(FORGED)),
       "exactly the attacks were dead-lettered",
@@ -222,8 +232,13 @@ describe("a forged or altered event body is never trusted", { timeout: 240_000 }
     await send(genuine, "to be deferred");
     let original: Message[] = [];
     await waitFor("the genuine event", async () => (original = await receiveAll(env, fifo, 60)).length > 0);
-    // Exactly what an adapter sends when it defers a message past its receive budget.
-    await env.sqs.send(new SendMessageCommand(resendRequest(fifo, original[0]!, { action: "resend", since: Date.now(), deferrals: 1, seconds: 0 })));
+    // Exactly what an adapter sends when it defers a message past its receive budget: its
+    // deferral attributes under the MAC the receiving runtime makes (settle.ts settleBatch).
+    const deferring = runtimeFor(env, op).receive(fromSqsMessage(original[0]!));
+    assert.ok(deferring.ok);
+    const since = Date.now();
+    const resend = { action: "resend" as const, since, deferrals: 1, seconds: 0, attributes: deferring.deferralAttributes(since, 1) };
+    await env.sqs.send(new SendMessageCommand(resendRequest(fifo, original[0]!, resend)));
     await env.sqs.send(new DeleteMessageCommand({ QueueUrl: fifo, ReceiptHandle: original[0]!.ReceiptHandle }));
     // And a genuine event in the dead-letter queue, moved back by `crdfn dlq redrive`.
     await env.sqs.send(
@@ -246,8 +261,12 @@ describe("a forged or altered event body is never trusted", { timeout: 240_000 }
         for (const m of await receiveAll(env, fifo, 30)) {
           const parsed = parseKeyEvent(m.Body ?? "");
           assert.ok(parsed.ok);
-          assert.deepEqual(verifyKeyEvent(parsed.event, TEST_EVENT_KEYS), { ok: true }, "a re-sent event keeps its proof");
+          assert.deepEqual(verifyKeyEvent(parsed.event, testKeyring(op.resource)), { ok: true }, "a re-sent event keeps its proof");
           const attributes = Object.fromEntries(Object.entries(m.MessageAttributes ?? {}).map(([k, v]) => [k, v.StringValue ?? ""]));
+          // The deferred copy's attributes verify (they are kept, so its deferral limit still counts from `since`).
+          const received = runtime.receive({ id: m.MessageId ?? "", body: m.Body ?? "", receiveCount: 1, attributes });
+          if (attributes[DEFERRED_SINCE_ATTRIBUTE] !== undefined)
+            assert.equal(received.ok && received.message.attributes?.[DEFERRED_SINCE_ATTRIBUTE], String(since));
           outcomes.push((await handleMessage(runtime, { id: m.MessageId ?? "", body: m.Body ?? "", receiveCount: 1, attributes })).result);
           await env.sqs.send(new DeleteMessageCommand({ QueueUrl: fifo, ReceiptHandle: m.ReceiptHandle }));
         }
@@ -257,7 +276,7 @@ describe("a forged or altered event body is never trusted", { timeout: 240_000 }
     );
     assert.deepEqual(outcomes, ["success", "success"]);
     assert.equal(env.logs.slice(from).filter((l) => typeof l.msg === "string" && l.msg.includes("MAC does not verify")).length, 0);
-    assert.ok(refusals().length <= 3, "only the poller's attacks were ever logged as refused (Lambda and push log to their own loggers)");
+    assert.ok(refusals().length <= attacks().length, "only the poller's attacks were ever logged as refused (Lambda and push log to their own loggers)");
     assert.equal((await child()).data?.message, "hello");
   });
 });

@@ -15,8 +15,8 @@ import { loadConfig } from "../functions/runtime/config.ts";
 import { createKubeApi } from "../functions/runtime/kube-api-http.ts";
 import type { KubeApi, KubeObject } from "../functions/runtime/kube-api.ts";
 import { handleMessage, createRuntime } from "../functions/runtime/runtime.ts";
-import { crApi, keyEventOf, ready, startEnv, type Env } from "./support/functions-environment.ts";
-import { TEST_EVENT_KEYS, signedForTest } from "./support/event-key.ts";
+import { CLUSTER, crApi, keyEventOf, ready, startEnv, type Env } from "./support/functions-environment.ts";
+import { signedForTest, testRuntimeKeys } from "./support/event-key.ts";
 
 const op = cronTab as Operator<unknown>;
 const SA = "crontab-functions";
@@ -60,7 +60,7 @@ describe("credentials with a least-privilege ServiceAccount", { timeout: 120_000
 
   /** Create → finalizer, children, status; delete → finalizer cleanup; all with `api` alone. */
   async function lifecycle(api: KubeApi, name: string): Promise<void> {
-    const runtime = createRuntime(op, { api, logger: pino({ level: "silent" }), clock, eventKeys: TEST_EVENT_KEYS });
+    const runtime = createRuntime(op, { api, logger: pino({ level: "silent" }), clock, ...testRuntimeKeys(op, CLUSTER) });
     const crs = crApi(env, op);
     const cr = await crs.create(name, { cronSpec: "0 1 * * *", image: "busybox:1.36" });
     const created = await handleMessage(runtime, { id: `${name}-1`, body: JSON.stringify(signedForTest(keyEventOf(op, cr))) });

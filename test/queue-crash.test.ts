@@ -11,8 +11,8 @@ import type { Operator } from "../core/operator.ts";
 import type { Poller } from "../functions/adapters/poller.ts";
 import { createKubeApi } from "../functions/runtime/kube-api-http.ts";
 import { createRuntime } from "../functions/runtime/runtime.ts";
-import { crApi, keyEventOf, pollerFor, publish, ready, receiveAll, startEnv, waitFor, type Env } from "./support/functions-environment.ts";
-import { TEST_EVENT_KEYS } from "./support/event-key.ts";
+import { CLUSTER, crApi, keyEventOf, pollerFor, publish, ready, receiveAll, startEnv, waitFor, type Env } from "./support/functions-environment.ts";
+import { testRuntimeKeys } from "./support/event-key.ts";
 
 const op = queue as Operator<unknown>;
 
@@ -56,7 +56,7 @@ describe("a function killed in the middle of its effect step", { timeout: 150_00
     const asDeployed = createKubeApi({ connection: env.identities!.functionConnection(op) });
     poller = pollerFor(
       env,
-      createRuntime(op, { api: asDeployed, logger: env.logger, clock: () => new Date(), env: env.cluster.env, eventKeys: TEST_EVENT_KEYS }),
+      createRuntime(op, { api: asDeployed, logger: env.logger, clock: () => new Date(), env: env.cluster.env, ...testRuntimeKeys(op, CLUSTER) }),
     );
     await waitFor("Ready=True after redelivery", async () => ready(await crs.get("crashy"))?.status === "True", 40_000);
 

@@ -14,12 +14,11 @@ import type { Logger } from "pino";
 import { z } from "zod";
 import { parseSettings } from "../../core/config-error.ts";
 import type { QueueMessage } from "../../clients/queue-message.ts";
-import { DEFERRALS_ATTRIBUTE, DEFERRED_SINCE_ATTRIBUTE } from "../runtime/delivery.ts";
 import type { Outcome } from "../runtime/outcome.ts";
 import type { Runtime } from "../runtime/runtime.ts";
 import type { Circuits } from "./settle.ts";
 import type { Republish } from "./pubsub-republish.ts";
-import { DEFAULT_MAX_DEFER_SECONDS, settleBatch, settlementOf, type Settlement } from "./settle.ts";
+import { DEFAULT_MAX_DEFER_SECONDS, deferralAttributesOf, settleBatch, settlementOf, type Settlement } from "./settle.ts";
 
 export interface PushHost {
   runtime: Runtime;
@@ -84,7 +83,7 @@ export async function answerPush(host: PushHost, message: QueueMessage): Promise
         await host.republish({
           body: message.body,
           ...(message.stream ? { orderingKey: message.stream } : {}),
-          attributes: { ...message.attributes, [DEFERRED_SINCE_ATTRIBUTE]: String(settlement.since), [DEFERRALS_ATTRIBUTE]: String(settlement.deferrals) },
+          attributes: { ...message.attributes, ...deferralAttributesOf(settlement) },
         });
         return answer(ACK);
       } catch (error) {

@@ -25,11 +25,11 @@
 import { createHash } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
-import { DEFERRALS_ATTRIBUTE, DEFERRED_SINCE_ATTRIBUTE, type Delivery, type QueueMessage } from "../runtime/delivery.ts";
+import { DEFERRAL_MAC_ATTRIBUTE, DEFERRALS_ATTRIBUTE, DEFERRED_SINCE_ATTRIBUTE, type Delivery, type QueueMessage } from "../runtime/delivery.ts";
 import { messageHandled, type Outcome } from "../runtime/outcome.ts";
 import { backoffMs } from "../../core/backoff.ts";
 
-export { DEFERRALS_ATTRIBUTE, DEFERRED_SINCE_ATTRIBUTE };
+export { DEFERRAL_MAC_ATTRIBUTE, DEFERRALS_ATTRIBUTE, DEFERRED_SINCE_ATTRIBUTE };
 
 /** Six hours: longer than any outage worth riding out unattended, far shorter than SQS's retention (4 days by default). */
 export const DEFAULT_MAX_DEFER_SECONDS = 6 * 3600;
@@ -41,8 +41,11 @@ export type Settlement =
   | { action: "delete" }
   /** Leave it in its group, visible again after `seconds` (this receive counts towards the dead-letter limit). */
   | { action: "hold"; seconds: number }
-  /** Deferred with a fresh receive budget: a copy goes into its own group, this one is deleted. */
-  | { action: "resend"; since: number; deferrals: number; seconds: number }
+  /**
+   * Deferred with a fresh receive budget: a copy goes into its own group, this one is deleted.
+   * `attributes`: the copy's deferral attributes with their MAC (delivery.ts), set by settleBatch.
+   */
+  | { action: "resend"; since: number; deferrals: number; seconds: number; attributes?: Record<string, string> }
   /** Visible again now: it can never be handled, and the redrive policy moves it to the dead-letter queue. */
   | { action: "release" };
 
@@ -149,7 +152,10 @@ export async function settleBatch<M>(items: readonly M[], batch: BatchOptions<M>
         }
         const delivery = batch.deliveryOf(item);
         const outcome = await attempt(delivery, batch);
-        const settlement = batch.policy(outcome, delivery);
+        const decided = batch.policy(outcome, delivery);
+        // The copy's deferral attributes steer its next delivery: under a MAC only the function can make.
+        const settlement =
+          decided.action === "resend" && delivery.ok ? { ...decided, attributes: delivery.deferralAttributes(decided.since, decided.deferrals) } : decided;
         settled.set(item, { outcome, settlement });
         pending = holdsTheGroup(settlement);
       }
@@ -191,10 +197,15 @@ async function admitted(circuit: Circuit, pause: (ms: number) => Promise<unknown
   }
 }
 
+/** The deferral attributes of a deferred message's copy: with their MAC (settleBatch), or bare where no received event gave one. */
+export function deferralAttributesOf(s: Extract<Settlement, { action: "resend" }>): Record<string, string> {
+  return s.attributes ?? { [DEFERRED_SINCE_ATTRIBUTE]: String(s.since), [DEFERRALS_ATTRIBUTE]: String(s.deferrals) };
+}
+
 /**
  * A deferred message's copy, into its own FIFO group (behind whatever waits there), with a fresh
  * receive count. Its deduplication id is new (the original's and the deferral count), its
- * attributes count the deferrals and keep when they began.
+ * attributes count the deferrals and keep when they began, under a MAC (delivery.ts).
  */
 export function resendRequest(
   queueUrl: string,
@@ -213,10 +224,12 @@ export function resendRequest(
             .digest("hex"),
         }
       : { DelaySeconds: s.seconds }),
-    MessageAttributes: {
-      [DEFERRED_SINCE_ATTRIBUTE]: { DataType: "Number", StringValue: String(s.since) },
-      [DEFERRALS_ATTRIBUTE]: { DataType: "Number", StringValue: String(s.deferrals) },
-    },
+    MessageAttributes: Object.fromEntries(
+      Object.entries(deferralAttributesOf(s)).map(([name, value]) => [
+        name,
+        { DataType: name === DEFERRAL_MAC_ATTRIBUTE ? "String" : "Number", StringValue: value },
+      ]),
+    ),
   };
 }
 

@@ -1,3 +1,4 @@
+import type { KeyObject } from "node:crypto";
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { loadConfig } from "../runtime/config.ts";
@@ -85,33 +86,63 @@ const errorOf = (f: () => unknown): string => {
 };
 
 describe("CRDFN_EVENT_KEYS", () => {
+  const G = ["greetings.example.com"];
   it("one cluster: keys without the cluster's part are its own; two kids while a key rotates", () => {
-    const keys = loadEventKeyrings(`old:${secret},new:${secret}`, one);
-    assert.deepEqual([...keys.get("prod")!.keys()], ["old", "new"]);
+    const keys = loadEventKeyrings(`old:${secret},new:${secret}`, one, G);
+    assert.deepEqual([...keys.get("prod")!.get("greetings.example.com")!.keys()], ["old", "new"]);
   });
   it("several clusters: each its own keys, and every cluster needs one", () => {
-    const keys = loadEventKeyrings(`a/k1:${secret},b/k1:${secret}`, two);
+    const keys = loadEventKeyrings(`a/k1:${secret},b/k1:${secret}`, two, G);
     assert.deepEqual([...keys.keys()], ["a", "b"]);
     assert.equal(
-      errorOf(() => loadEventKeyrings(`a/k1:${secret}`, two)),
-      'invalid setting CRDFN_EVENT_KEYS: no key for cluster "b"',
+      errorOf(() => loadEventKeyrings(`a/k1:${secret}`, two, G)),
+      'invalid setting CRDFN_EVENT_KEYS: no key for operator greetings.example.com of cluster "b"',
     );
     assert.equal(
-      errorOf(() => loadEventKeyrings(`a/k1:${secret},b/k1:${secret},c/k1:${secret}`, two)),
+      errorOf(() => loadEventKeyrings(`a/k1:${secret},b/k1:${secret},c/k1:${secret}`, two, G)),
       'invalid setting CRDFN_EVENT_KEYS: names cluster "c", which is not in the registry',
     );
     assert.match(
-      errorOf(() => loadEventKeyrings(`k1:${secret}`, two)),
+      errorOf(() => loadEventKeyrings(`k1:${secret}`, two, G)),
       /^invalid setting CRDFN_EVENT_KEYS: key 1 names no cluster/,
+    );
+  });
+  it("several operators in one process: each its own keys by its resource, the same kid for each; others' items not loaded", () => {
+    const other = Buffer.alloc(32, 9).toString("base64");
+    const ops = ["greetings.example.com", "crontabs.stable.example.com"];
+    const keys = loadEventKeyrings(
+      `greetings.example.com:k1:${secret},crontabs.stable.example.com:k1:${other},prod/crontabs.stable.example.com:k2:${other},widgets.example.com:k1:${other}`,
+      one,
+      ops,
+    );
+    const rings = keys.get("prod")!;
+    assert.deepEqual([...rings.keys()], ops, "widgets' key is not loaded: no operator here is widgets'");
+    assert.deepEqual([...rings.get("crontabs.stable.example.com")!.keys()], ["k1", "k2"]);
+    assert.notDeepEqual(
+      (rings.get("greetings.example.com")!.get("k1") as KeyObject).export(),
+      (rings.get("crontabs.stable.example.com")!.get("k1") as KeyObject).export(),
+      "one kid, a key per operator",
+    );
+    assert.equal(
+      errorOf(() => loadEventKeyrings(`greetings.example.com:k1:${secret}`, one, ops)),
+      'invalid setting CRDFN_EVENT_KEYS: no key for operator crontabs.stable.example.com of cluster "prod"',
+    );
+    assert.equal(
+      errorOf(() => loadEventKeyrings(`greetings.example.com:k1:${secret},k1:${secret}`, one, ops)),
+      'invalid setting CRDFN_EVENT_KEYS: key id "k1" is given both for operator greetings.example.com and for every operator of cluster "prod"',
+    );
+    assert.match(
+      errorOf(() => loadEventKeyrings(`Greetings:k1:${secret}`, one, ops)),
+      /^invalid setting CRDFN_EVENT_KEYS: key 1 \(cluster "prod"\): "Greetings" is not an operator's resource/,
     );
   });
   it("missing or bad: one line naming the setting, never the secret", () => {
     assert.match(
-      errorOf(() => loadEventKeyrings(undefined, one)),
+      errorOf(() => loadEventKeyrings(undefined, one, G)),
       /^invalid setting CRDFN_EVENT_KEYS: required: /,
     );
     const short = Buffer.alloc(8, 1).toString("base64");
-    const message = errorOf(() => loadEventKeyrings(`k1:${short}`, one));
+    const message = errorOf(() => loadEventKeyrings(`k1:${short}`, one, G));
     assert.match(message, /^invalid setting CRDFN_EVENT_KEYS: key 1 \(cluster "prod"\): the secret of key "k1" has 8 bytes/);
     assert.ok(!message.includes(short));
     assert.equal(message.split("\n").length, 1);

@@ -5,7 +5,8 @@
 import { z } from "zod";
 import { parse as parseYaml } from "yaml";
 import { ConfigError, zodLine } from "../../core/config-error.ts";
-import { parseEventKeys, type EventKeyring } from "../../core/event-auth.ts";
+import type { KeyObject } from "node:crypto";
+import { parseEventKeys, type EventKeyring, type ListedKey } from "../../core/event-auth.ts";
 import { clusterIdSchema } from "../../core/event.ts";
 import { awsRegionSchema, eksClusterNameSchema, type FunctionConfig } from "../runtime/config.ts";
 
@@ -107,27 +108,50 @@ export function singleClusterEntry(c: FunctionConfig): ClusterEntry {
 }
 
 // The keys a function fleet verifies events with: per cluster (a bridge that holds cluster A's key
-// cannot sign for cluster B), several per cluster while a key rotates. From ONE setting,
-// CRDFN_EVENT_KEYS: comma-separated `[<cluster>/]<kid>:<secret>`, the cluster's part left out
-// where one cluster is served. Every served cluster needs a key: an event no key verifies is
-// never handled, so a cluster without one would dead-letter everything.
+// cannot sign for cluster B) and per operator (the bridge signs each operator's events with a key
+// of its own, derived from the cluster's: core/event-auth.ts), several per operator while a key
+// rotates. From ONE setting, CRDFN_EVENT_KEYS: comma-separated
+// `[<cluster>/][<plural>.<group>:]<kid>:<secret>`, the cluster's part left out where one cluster is
+// served, the operator's where one operator is (an item without it is the key of every operator
+// the process serves: a function as deployed holds its own operator's key alone). Every served
+// operator of every served cluster needs a key: an event no key verifies is never handled. An
+// item for an operator not served here is not loaded.
 export const EVENT_KEYS_SETTING = "CRDFN_EVENT_KEYS";
 
-/** Cluster id → the keys its events may be signed with. Throws ConfigError in one line, never quoting a secret. */
-export function loadEventKeyrings(text: string | undefined, clusters: ClusterRegistry): ReadonlyMap<string, EventKeyring> {
+/** Cluster id → operator's resource (`<plural>.<group>`) → the keys its events may be signed with. */
+export type EventKeyrings = ReadonlyMap<string, ReadonlyMap<string, EventKeyring>>;
+
+/** The keyrings of the `resources` served, for each cluster of `clusters`. Throws ConfigError in one line, never quoting a secret. */
+export function loadEventKeyrings(text: string | undefined, clusters: ClusterRegistry, resources: readonly string[]): EventKeyrings {
   const fail = (why: string): never => {
     throw new ConfigError(`invalid setting ${EVENT_KEYS_SETTING}: ${why}`);
   };
   if (text === undefined || text.trim() === "")
-    return fail("required: the keys this function verifies its events with, as [<cluster>/]<kid>:<secret>, comma-separated (see docs/security.md)");
+    return fail(
+      "required: the keys this function verifies its events with, as [<cluster>/][<plural>.<group>:]<kid>:<secret>, comma-separated (see docs/security.md)",
+    );
   const only = clusters.size === 1 ? [...clusters.keys()][0] : undefined;
-  let keys = new Map<string, EventKeyring>();
+  let listed: ListedKey[] = [];
   try {
-    keys = parseEventKeys(text, only);
+    listed = parseEventKeys(text, only);
   } catch (e) {
     fail((e as Error).message);
   }
-  for (const cluster of keys.keys()) if (!clusters.has(cluster)) fail(`names cluster "${cluster}", which is not in the registry`);
-  for (const cluster of clusters.keys()) if (!keys.has(cluster)) fail(`no key for cluster "${cluster}"`);
-  return keys;
+  for (const { cluster } of listed) if (!clusters.has(cluster)) fail(`names cluster "${cluster}", which is not in the registry`);
+  const out = new Map<string, Map<string, Map<string, KeyObject>>>();
+  for (const cluster of clusters.keys()) {
+    const rings = new Map<string, Map<string, KeyObject>>();
+    for (const resource of resources) {
+      const ring = new Map<string, KeyObject>();
+      // An operator's own item first: it is the more specific.
+      for (const key of listed.filter((k) => k.cluster === cluster && k.resource === resource)) ring.set(key.kid, key.secret);
+      for (const key of listed.filter((k) => k.cluster === cluster && k.resource === undefined))
+        if (!ring.has(key.kid)) ring.set(key.kid, key.secret);
+        else fail(`key id "${key.kid}" is given both for operator ${resource} and for every operator of cluster "${cluster}"`);
+      if (ring.size === 0) fail(`no key for operator ${resource} of cluster "${cluster}"`);
+      rings.set(resource, ring);
+    }
+    out.set(cluster, rings);
+  }
+  return out;
 }

@@ -4,6 +4,7 @@ import { readFileSync } from "node:fs";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import { pino, type Logger } from "pino";
 import type { AwsCredentialIdentityProvider } from "@smithy/types";
+import { operatorResource } from "../../core/event-auth.ts";
 import type { Operator } from "../../core/operator.ts";
 import { loadClusterRegistry, loadEventKeyrings, type ClusterRegistry } from "../clusters/registry.ts";
 import { clusterAccess } from "../credentials/access.ts";
@@ -36,7 +37,12 @@ export function buildFromEnv(
   const operators = Array.isArray(served) ? (served as ReadonlyArray<Operator<unknown>>) : [served as Operator<unknown>];
   const config = loadConfig(env);
   const clusters = loadClusterRegistry(config, (path) => readFileSync(path, "utf8"));
-  const eventKeys = loadEventKeyrings(config.CRDFN_EVENT_KEYS, clusters);
+  // Each operator's own keys: one process may serve several (one queue), each verifying its own events only.
+  const eventKeys = loadEventKeyrings(
+    config.CRDFN_EVENT_KEYS,
+    clusters,
+    operators.map((operator) => operatorResource(operator.resource)),
+  );
   const clock = () => new Date();
   const logger = opts.logger ?? pino({ level: config.LOG_LEVEL });
   // Everything from the given environment (the SDK's chain would read process.env instead).
@@ -65,14 +71,22 @@ export function buildFromEnv(
   // metrics labelled with the cluster, and a runtime per operator over them.
   const buildCluster = async (cluster: string): Promise<Runtime> => {
     const entry = clusters.get(cluster);
-    const keys = eventKeys.get(cluster);
-    if (!entry || !keys) throw new Error(`cluster ${cluster} is not in the registry`);
+    const rings = eventKeys.get(cluster);
+    if (!entry || !rings) throw new Error(`cluster ${cluster} is not in the registry`);
     const api = createKubeApi(await clusterAccess(entry, { clock, awsCredentials, env, ...(config.AWS_REGION ? { region: config.AWS_REGION } : {}) }));
     const log = logger.child({ cluster });
     const metrics = metricsOf(cluster);
     return runtimeByResource(
       operators.map((operator) =>
-        createRuntime(operator, { api, ...(metrics ? { metrics } : {}), logger: log.child({ operator: operator.resource.kind }), clock, env, eventKeys: keys }),
+        createRuntime(operator, {
+          api,
+          ...(metrics ? { metrics } : {}),
+          logger: log.child({ operator: operator.resource.kind }),
+          clock,
+          env,
+          cluster,
+          eventKeys: rings.get(operatorResource(operator.resource))!,
+        }),
       ),
       log,
     );

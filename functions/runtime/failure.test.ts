@@ -8,7 +8,7 @@ import { ApiError } from "../../clients/kube-http.ts";
 import { createFakeKube, reconcileWithRuntime } from "../testing/index.ts";
 import type { KubeApi, KubeObject } from "./kube-api.ts";
 import { handleMessage, createRuntime } from "./runtime.ts";
-import { TEST_EVENT_KEYS, signedForTest } from "../../test/support/event-key.ts";
+import { signedForTest, testRuntimeKeys } from "../../test/support/event-key.ts";
 
 function failing(reconcile: () => unknown, status?: z.ZodType<Record<string, unknown>>) {
   return defineOperator({
@@ -116,7 +116,7 @@ describe("failures", () => {
     const api: KubeApi = { ...kube, replaceStatus: async (r, o, m) => (await kube.delete(ref), kube.replaceStatus(r, o, m)) };
     const runtime = createRuntime(
       failing(() => ({})),
-      { api, logger: pino({ level: "silent" }), clock: () => new Date(), eventKeys: TEST_EVENT_KEYS },
+      { api, logger: pino({ level: "silent" }), clock: () => new Date(), ...testRuntimeKeys({ resource: { group: "example.com", plural: "things" } }, "t") },
     );
     const event = {
       v: 1,
@@ -151,7 +151,7 @@ describe("failures", () => {
     const logger = pino({ level: "info" }, { write: (l: string) => void lines.push(JSON.parse(l) as Record<string, unknown>) });
     const runtime = createRuntime(
       failing(() => ({ status: { n: 1 } })),
-      { api, logger, clock: () => new Date(), eventKeys: TEST_EVENT_KEYS },
+      { api, logger, clock: () => new Date(), ...testRuntimeKeys({ resource: { group: "example.com", plural: "things" } }, "t") },
     );
     const event = {
       v: 1,

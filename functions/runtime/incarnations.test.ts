@@ -16,7 +16,7 @@ import { reconcileWithRuntime, type FakeKube } from "../testing/index.ts";
 import { asTheFunction } from "../testing/run.ts";
 import type { KubeObject } from "./kube-api.ts";
 import { handleMessage, createRuntime } from "./runtime.ts";
-import { TEST_EVENT_KEYS, signedForTest } from "../../test/support/event-key.ts";
+import { signedForTest, testRuntimeKeys } from "../../test/support/event-key.ts";
 
 type Spec = { image: string };
 const web = defineOperator<Spec>({
@@ -60,7 +60,7 @@ async function deliver(kube: FakeKube, event: KeyEvent, receiveCount = 1) {
     api: asTheFunction(kube, web),
     logger: pino({ level: "silent" }),
     clock: () => new Date("2026-01-01T00:00:00Z"),
-    eventKeys: TEST_EVENT_KEYS,
+    ...testRuntimeKeys(web, "test"),
   });
   return handleMessage(runtime, { id: `m-${event.resourceVersion}`, body: JSON.stringify(signedForTest(event)), receiveCount });
 }

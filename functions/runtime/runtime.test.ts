@@ -9,7 +9,7 @@ import { createFakeKube, reconcileWithRuntime } from "../testing/index.ts";
 import type { KubeApi, KubeObject } from "./kube-api.ts";
 import { handleMessage, createRuntime } from "./runtime.ts";
 import { pino } from "pino";
-import { TEST_EVENT_KEYS, signedForTest } from "../../test/support/event-key.ts";
+import { signedForTest, testRuntimeKeys } from "../../test/support/event-key.ts";
 
 type Spec = { message: string };
 const spec = z.object({ message: z.string().min(1) });
@@ -128,7 +128,7 @@ describe("runtime (through the in-memory API server)", () => {
         return kube.replaceStatus(r, o);
       },
     };
-    const runtime = createRuntime(greeter(), { api, logger: pino({ level: "silent" }), clock: () => new Date(), eventKeys: TEST_EVENT_KEYS });
+    const runtime = createRuntime(greeter(), { api, logger: pino({ level: "silent" }), clock: () => new Date(), ...testRuntimeKeys(greeter(), "t") });
     const event = {
       v: 1,
       cluster: "t",

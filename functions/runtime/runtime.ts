@@ -8,7 +8,7 @@
 //   from a current view: children.ts).
 // A message becomes a received event before it gets here (delivery.ts): the adapter judges it once.
 import type { Logger } from "pino";
-import type { EventKeyring } from "../../core/event-auth.ts";
+import { operatorResource as resourceKey, type EventKeyring } from "../../core/event-auth.ts";
 import { PermanentError } from "../../core/errors.ts";
 import type { CustomObject, Operator } from "../../core/operator.ts";
 import { reconciledRecord } from "../../core/reconciled.ts";
@@ -30,9 +30,11 @@ export interface RuntimeDeps {
   api: KubeApi;
   logger: Logger;
   clock: () => Date;
+  /** The cluster this runtime serves: an event of any other is dead-lettered. */
+  cluster: string;
   /**
-   * The keys of the cluster this runtime serves (functions/clusters/registry.ts): an event whose
-   * MAC none of them verifies is dead-lettered before anything reads its body.
+   * The keys of this operator's events in that cluster (functions/clusters/registry.ts): an event
+   * whose MAC none of them verifies is dead-lettered before anything reads its body.
    */
   eventKeys: EventKeyring;
   /** Attempts per message when writes hit 409 Conflict. Default 5. */
@@ -65,16 +67,18 @@ const refused = (delivery: Refused): HandledOutcome => ({ ...delivery.outcome, a
 /** One operator against one cluster's API server. */
 export function createRuntime<Spec>(typedOperator: Operator<Spec>, deps: RuntimeDeps): Runtime {
   const operator = typedOperator as Operator<unknown>;
-  const served: ServedEvents = { keysOf: () => deps.eventKeys, resources: [operator.resource] };
+  const own = resourceKey(operator.resource);
+  const served: ServedEvents = {
+    keysOf: (cluster, resource) => (cluster === deps.cluster && resource === own ? deps.eventKeys : undefined),
+    resources: [operator.resource],
+  };
   const reconcile = reconcilerFor(operator, deps);
   return { served, receive: createReceiver(served, deps.logger), handle: async (delivery) => (delivery.ok ? reconcile(delivery) : refused(delivery)) };
 }
 
-const resourceKey = (r: { group: string; plural: string }): string => (r.group === "" ? r.plural : `${r.plural}.${r.group}`);
-
 /**
  * Several runtimes behind one queue, each event to the runtime of the resource it names: one
- * process serving several operators. A cluster's events verify with any of its runtimes' keys.
+ * process serving several operators. An operator's events verify with its own runtime's keys only.
  */
 export function runtimeByResource(runtimes: readonly Runtime[], logger: Logger): Runtime {
   const [first] = runtimes;
@@ -82,10 +86,7 @@ export function runtimeByResource(runtimes: readonly Runtime[], logger: Logger):
   if (runtimes.length === 1) return first;
   const byResource = new Map(runtimes.flatMap((runtime) => runtime.served.resources.map((r) => [resourceKey(r), runtime] as const)));
   const served: ServedEvents = {
-    keysOf: (cluster) => {
-      const rings = runtimes.map((r) => r.served.keysOf(cluster)).filter((k) => k !== undefined);
-      return rings.length === 0 ? undefined : new Map(rings.flatMap((ring) => [...ring]));
-    },
+    keysOf: (cluster, resource) => byResource.get(resource)?.served.keysOf(cluster, resource),
     resources: [...byResource.values()].flatMap((r) => r.served.resources),
   };
   return {
@@ -102,12 +103,12 @@ export function runtimeByResource(runtimes: readonly Runtime[], logger: Logger):
  * cluster's next event.
  */
 export function runtimeByCluster(
-  keys: ReadonlyMap<string, EventKeyring>,
+  keys: ReadonlyMap<string, ReadonlyMap<string, EventKeyring>>,
   resources: ServedEvents["resources"],
   build: (cluster: string) => Promise<Runtime>,
   logger: Logger,
 ): Runtime {
-  const served: ServedEvents = { keysOf: (cluster) => keys.get(cluster), resources };
+  const served: ServedEvents = { keysOf: (cluster, resource) => keys.get(cluster)?.get(resource), resources };
   const built = new Map<string, Promise<Runtime>>();
   const runtimeOf = (cluster: string): Promise<Runtime> => {
     let runtime = built.get(cluster);

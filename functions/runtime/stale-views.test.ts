@@ -12,7 +12,7 @@ import { reconcileWithRuntime, type FakeKube } from "../testing/index.ts";
 import { asTheFunction, childKeys } from "../testing/run.ts";
 import type { KubeObject } from "./kube-api.ts";
 import { handleMessage, createRuntime } from "./runtime.ts";
-import { TEST_EVENT_KEYS, signedForTest } from "../../test/support/event-key.ts";
+import { signedForTest, testRuntimeKeys } from "../../test/support/event-key.ts";
 
 type Spec = { value: number; note?: string | undefined };
 /** The child holds the value only: a change of `note` leaves it as it is (its apply is skipped). */
@@ -56,7 +56,12 @@ function eventOf(kube: FakeKube, body: KubeObject): KeyEvent {
 /** Hands the runtime one message, as the function's identity; `fenced: false` plays an API server without the policy's fence. */
 async function deliver(kube: FakeKube, event: KeyEvent, o: { receiveCount?: number; fenced?: boolean } = {}) {
   const api = o.fenced === false ? kube.as(() => undefined) : asTheFunction(kube, valued);
-  const runtime = createRuntime(valued, { api, logger: pino({ level: "silent" }), clock: () => new Date("2026-01-01T00:00:00Z"), eventKeys: TEST_EVENT_KEYS });
+  const runtime = createRuntime(valued, {
+    api,
+    logger: pino({ level: "silent" }),
+    clock: () => new Date("2026-01-01T00:00:00Z"),
+    ...testRuntimeKeys(valued, "test"),
+  });
   return handleMessage(runtime, { id: `m-${event.resourceVersion}`, body: JSON.stringify(signedForTest(event)), receiveCount: o.receiveCount ?? 1 });
 }
 
@@ -141,7 +146,7 @@ describe("stale views", () => {
       api: asTheFunction(first.kube, op),
       logger: pino({ level: "silent" }),
       clock: () => new Date(),
-      eventKeys: TEST_EVENT_KEYS,
+      ...testRuntimeKeys(op, "test"),
     });
     const event = { ...eventOf(first.kube, stale), children: childKeys(first.kube, op, stale) };
     await handleMessage(runtime, { id: "stale", body: JSON.stringify(signedForTest(event)), receiveCount: 1 });

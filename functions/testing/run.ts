@@ -92,6 +92,7 @@ export async function reconcileWithRuntime<Spec>(
     logger: pino({ level: "silent" }),
     clock,
     env: options.env ?? {},
+    cluster: "test",
     eventKeys: new Map([[eventKey.kid, eventKey.secret]]),
   });
   // What the bridge would announce: the object as stored and the keys of its current children.

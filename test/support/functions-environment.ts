@@ -22,7 +22,7 @@ import { createRuntimeMetrics } from "../../functions/runtime/prometheus-metrics
 import { createRuntime, type Runtime } from "../../functions/runtime/runtime.ts";
 import { applyDevIdentities, type DevIdentities } from "../../cli/local/dev-identities.ts";
 import { testCluster, type TestCluster, type TestClusterOptions } from "./test-cluster.ts";
-import { signedForTest, TEST_EVENT_KEY, TEST_EVENT_KEYS } from "./event-key.ts";
+import { signedForTest, TEST_EVENT_KEY, testRuntimeKeys } from "./event-key.ts";
 
 export const CLUSTER = "test";
 
@@ -152,7 +152,7 @@ export function runtimeFor(env: Env, op: Operator<unknown>, opts: { api?: KubeAp
     logger: env.logger,
     metrics: createRuntimeMetrics(env.registry, CLUSTER),
     clock,
-    eventKeys: TEST_EVENT_KEYS,
+    ...testRuntimeKeys(op, CLUSTER),
   });
 }
 

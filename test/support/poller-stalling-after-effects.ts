@@ -11,7 +11,10 @@ import { apiAccess } from "./api-access.ts";
 import { loadConfig } from "../../functions/runtime/config.ts";
 import { createKubeApi } from "../../functions/runtime/kube-api-http.ts";
 import { createRuntime } from "../../functions/runtime/runtime.ts";
-import { TEST_EVENT_KEYS } from "./event-key.ts";
+import { testRuntimeKeys } from "./event-key.ts";
+
+/** The cluster the test's bridge names (functions-environment.ts CLUSTER). */
+const BRIDGE_CLUSTER = "test";
 
 const stalling = defineOperator({
   ...queue,
@@ -27,7 +30,7 @@ const stalling = defineOperator({
 const config = loadConfig(process.env);
 const clock = () => new Date();
 const api = createKubeApi(await apiAccess(config, { clock }));
-const runtime = createRuntime(stalling, { api, logger: pino({ level: "silent" }), clock, env: process.env, eventKeys: TEST_EVENT_KEYS });
+const runtime = createRuntime(stalling, { api, logger: pino({ level: "silent" }), clock, env: process.env, ...testRuntimeKeys(stalling, BRIDGE_CLUSTER) });
 startPoller({
   sqs: givenSqsClient(sqsClient({})),
   queueUrls: [config.CRDFN_QUEUE_URL ?? ""],

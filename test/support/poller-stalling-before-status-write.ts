@@ -10,7 +10,10 @@ import { apiAccess } from "./api-access.ts";
 import { loadConfig } from "../../functions/runtime/config.ts";
 import { createKubeApi } from "../../functions/runtime/kube-api-http.ts";
 import { createRuntime } from "../../functions/runtime/runtime.ts";
-import { TEST_EVENT_KEYS } from "./event-key.ts";
+import { testRuntimeKeys } from "./event-key.ts";
+
+/** The cluster the test's bridge names (functions-environment.ts CLUSTER). */
+const BRIDGE_CLUSTER = "test";
 
 const config = loadConfig(process.env);
 const clock = () => new Date();
@@ -25,6 +28,6 @@ const api = {
   },
 };
 const logger = pino({ level: "silent" });
-const runtime = createRuntime(greeting, { api, logger, clock, eventKeys: TEST_EVENT_KEYS });
+const runtime = createRuntime(greeting, { api, logger, clock, ...testRuntimeKeys(greeting, BRIDGE_CLUSTER) });
 startPoller({ sqs: givenSqsClient(sqsClient({})), queueUrls: [config.CRDFN_QUEUE_URL ?? ""], runtime, waitTimeSeconds: 1, visibilityTimeout: 3, logger });
 process.stdout.write("STARTED\n");
