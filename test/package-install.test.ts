@@ -8,10 +8,10 @@
 // `node` when that is older than 22.18, else node@20 the same way.
 import assert from "node:assert/strict";
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
-import { delimiter, dirname, join, sep } from "node:path";
+import { basename, delimiter, dirname, join, sep } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { SERVERLESS_OFFLINE } from "./support/serverless-package.ts";
 import { buildOnceInto } from "../emulator/build-once.ts";
@@ -180,8 +180,8 @@ describe("crdfn installed from its tarball into a project outside the repository
     ]);
     assert.equal(
       (JSON.parse(readFileSync(join(project, "package.json"), "utf8")) as { dependencies: Record<string, string> }).dependencies.crdfn,
-      `file:${tarball}`,
-      "--crdfn: the project depends on the tarball",
+      `file:../crdfn/${basename(tarball)}`,
+      "--crdfn: the project depends on the tarball, by a path relative to itself",
     );
     timed("npm install", () => run("sh", ["-c", npmInstall], cwd, env));
     assert.deepEqual(install.slice(4), ["npm test", "npm run dev"]);
@@ -205,6 +205,22 @@ describe("crdfn installed from its tarball into a project outside the repository
   it("passes the new project's reconcile unit test (npm test) and type check", () => {
     assert.match(run("npm", ["test"], project, env24), /[#ℹ] pass 2\n[#ℹ] fail 0\n/);
     run("npm", ["run", "typecheck"], project, env24);
+  });
+
+  it("moved to another folder with the tarball beside it, still installs (offline, from the tarball) and passes its test", () => {
+    // The project and the folder crdfn the README packs into, as a user moves or commits them: no absolute path holds either.
+    const moved = join(work, "moved");
+    mkdirSync(join(moved, "crdfn"), { recursive: true });
+    cpSync(tarball, join(moved, "crdfn", basename(tarball)));
+    cpSync(project, join(moved, "motd"), { recursive: true, filter: (src) => !src.includes(`${sep}node_modules`) });
+    const env = { ...env24, npm_config_offline: "true", npm_config_audit: "false", npm_config_fund: "false" };
+    run("npm", ["install"], join(moved, "motd"), env);
+    assert.equal(
+      realpathSync(createRequire(join(moved, "motd", "package.json")).resolve("crdfn/package.json")),
+      join(moved, "motd", "node_modules", "crdfn", "package.json"),
+    );
+    assert.match(run("npm", ["test"], join(moved, "motd"), env24), /[#ℹ] pass 2\n[#ℹ] fail 0\n/);
+    rmSync(moved, { recursive: true, force: true });
   });
 
   it("fails npm test when no test ran", () => {

@@ -54,11 +54,14 @@ describe("crdfn init", () => {
     assert.deepEqual(projectNames("my-app"), { name: "my-app", kind: "MyApp", plural: "myapps", variable: "myApp" });
   });
 
-  it("turns a local tarball given to --crdfn into an absolute file: dependency", () => {
+  it("turns a local tarball given to --crdfn into a file: dependency relative to the project, so the two move together", () => {
     writeFileSync(join(work, "crdfn-9.9.9.tgz"), "");
     const made = initProject("tarball", { cwd: work, crdfn: "./crdfn-9.9.9.tgz" });
     const pkg = JSON.parse(readFileSync(join(made.dir, "package.json"), "utf8")) as { dependencies: Record<string, string> };
-    assert.equal(pkg.dependencies.crdfn, `file:${join(work, "crdfn-9.9.9.tgz")}`);
+    assert.equal(pkg.dependencies.crdfn, "file:../crdfn-9.9.9.tgz");
+    const nested = initProject("apps/nested", { cwd: work, crdfn: `file:${join(work, "crdfn-9.9.9.tgz")}` });
+    const nestedPkg = JSON.parse(readFileSync(join(nested.dir, "package.json"), "utf8")) as { dependencies: Record<string, string> };
+    assert.equal(nestedPkg.dependencies.crdfn, "file:../../crdfn-9.9.9.tgz", "an absolute path given is written relative too");
     assert.equal(initProject("ranged", { cwd: work, crdfn: "^2.0.0" }).dir, join(work, "ranged"));
   });
 

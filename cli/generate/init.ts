@@ -1,6 +1,6 @@
 // `crdfn init [dir]`: a new operator project the user owns (files from init-templates.ts).
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
-import { basename, join, relative, resolve } from "node:path";
+import { basename, join, relative, resolve, sep } from "node:path";
 import { Command } from "commander";
 import { SetupError } from "../../emulator/errors.ts";
 import { packageRoot, packageVersion } from "../../emulator/paths.ts";
@@ -18,15 +18,18 @@ export function nameProblem(name: string, taken: string[]): string | undefined {
   return undefined;
 }
 
-/** The new project's dependency versions: crdfn's own, so a project starts on what it was made with. */
-export function projectVersions(crdfn: string | undefined, cwd: string): ProjectVersions {
+/**
+ * The new project's dependency versions: crdfn's own, so a project starts on what it was made with.
+ * `project`: the project's folder, which a local crdfn's path is written relative to (default `cwd`).
+ */
+export function projectVersions(crdfn: string | undefined, cwd: string, project = cwd): ProjectVersions {
   const manifest = JSON.parse(readFileSync(join(packageRoot, "package.json"), "utf8")) as {
     dependencies: Record<string, string>;
     peerDependencies: Record<string, string>;
     devDependencies?: Record<string, string>;
   };
   return {
-    crdfn: dependencySpec(crdfn ?? `^${packageVersion}`, cwd),
+    crdfn: dependencySpec(crdfn ?? `^${packageVersion}`, cwd, project),
     zod: manifest.peerDependencies.zod!,
     typescript: manifest.devDependencies?.typescript ?? "^6.0.0",
     typesNode: "^22.18.0",
@@ -36,11 +39,17 @@ export function projectVersions(crdfn: string | undefined, cwd: string): Project
   };
 }
 
-/** A local tarball or folder given on the command line becomes an absolute file: spec. */
-function dependencySpec(spec: string, cwd: string): string {
+/**
+ * A local tarball or folder given on the command line (relative to `cwd`) becomes a file: spec
+ * relative to the project, as `npm install <path>` writes one: the project and the tarball can be
+ * moved (or committed) together, where an absolute path ties the project to one machine's folder.
+ */
+function dependencySpec(spec: string, cwd: string, project: string): string {
   const local = spec.startsWith("file:") ? spec.slice(5) : spec;
   const looksLocal = spec.startsWith("file:") || /^\.{0,2}[\\/]/.test(spec) || spec.endsWith(".tgz");
-  return looksLocal && existsSync(resolve(cwd, local)) ? `file:${resolve(cwd, local)}` : spec;
+  if (!looksLocal || !existsSync(resolve(cwd, local))) return spec;
+  const path = relative(project, resolve(cwd, local)).split(sep).join("/");
+  return `file:${path.startsWith(".") ? path : `./${path}`}`;
 }
 
 export interface InitResult {
@@ -51,7 +60,7 @@ export interface InitResult {
 export function initProject(dir: string, o: { crdfn?: string; cwd: string }): InitResult {
   const target = resolve(o.cwd, dir);
   const name = basename(target);
-  const versions = projectVersions(o.crdfn, o.cwd);
+  const versions = projectVersions(o.crdfn, o.cwd, target);
   const problem = nameProblem(name, ["crdfn", "zod", "typescript"]);
   if (problem) throw new SetupError(`init: ${problem}`);
   if (existsSync(target) && (!statSync(target).isDirectory() || readdirSync(target).length > 0)) {
