@@ -3,7 +3,8 @@
 // in-cluster use, the group an EKS access entry maps the Lambda's IAM role to) get exactly their
 // resource, its status, their owned kinds and events — proven with SubjectAccessReviews, and by
 // running each operator with nothing but its ServiceAccount's token.
-import { TEST_EVENT_KEY_ENV, signedForTest } from "./support/event-key.ts";
+import { signedForTest, testOperatorKey } from "./support/event-key.ts";
+import { formatEventKey } from "../core/event-auth.ts";
 import { execFile } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -324,7 +325,7 @@ describe("Kubernetes deploy manifests", { timeout: 240_000 }, () => {
         CRDFN_KUBE_SERVER: cluster.server,
         CRDFN_KUBE_CA_FILE: cluster.caPath,
         CRDFN_KUBE_TOKEN: token,
-        CRDFN_EVENT_KEYS: TEST_EVENT_KEY_ENV.CRDFN_EVENT_KEYS,
+        CRDFN_EVENT_KEYS: formatEventKey(testOperatorKey(op.resource)),
         LOG_LEVEL: "silent",
       },
     });

@@ -4,7 +4,8 @@
 // object's status and its children (namespaced and cluster-scoped) under the generated admission
 // policy, which still refuses what it must.
 import assert from "node:assert/strict";
-import { TEST_EVENT_KEY, TEST_EVENT_KEY_ENV } from "./support/event-key.ts";
+import { TEST_EVENT_KEY, testOperatorKey } from "./support/event-key.ts";
+import { formatEventKey } from "../core/event-auth.ts";
 import { after, before, describe, it } from "node:test";
 import { parse } from "yaml";
 import { startCluster, type LocalCluster } from "../emulator/cluster.ts";
@@ -309,7 +310,8 @@ describe("two projects' deploy files on one cluster; a cluster-scoped operator u
             CRDFN_KUBE_SERVER: cluster.server,
             CRDFN_KUBE_CA_FILE: cluster.caPath,
             CRDFN_KUBE_TOKEN: tokens.get(op.resource.kind) ?? "",
-            CRDFN_EVENT_KEYS: TEST_EVENT_KEY_ENV.CRDFN_EVENT_KEYS,
+            // As deployed: each function its own operator's key.
+            CRDFN_EVENT_KEYS: formatEventKey(testOperatorKey(op.resource)),
           }),
           waitTimeSeconds: 1,
         });

@@ -4,7 +4,7 @@
 // are then unzipped and run.
 import { execFile } from "node:child_process";
 import { formatEventKey } from "../core/event-auth.ts";
-import { signedForTest, TEST_EVENT_KEY } from "./support/event-key.ts";
+import { signedForTest, testFunctionKeys, testOperatorKey } from "./support/event-key.ts";
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -288,7 +288,7 @@ describe("serverless package (offline)", { timeout: 300_000 }, () => {
             CRDFN_KUBE_AUTH: "token",
             CRDFN_KUBE_SERVER: "https://127.0.0.1:9",
             CRDFN_KUBE_TOKEN: "unused",
-            CRDFN_EVENT_KEYS: formatEventKey(TEST_EVENT_KEY),
+            CRDFN_EVENT_KEYS: testFunctionKeys(...operators.map((o) => o.resource)),
             LOG_LEVEL: "silent",
             AWS_REGION: "us-east-1",
           },
@@ -344,7 +344,7 @@ describe("serverless package (offline)", { timeout: 300_000 }, () => {
         env: {
           PATH: process.env.PATH ?? "",
           CRDFN_CLUSTERS: JSON.stringify({ dev: { auth: "kubeconfig" } }),
-          CRDFN_EVENT_KEYS: `dev/${formatEventKey(TEST_EVENT_KEY)}`,
+          CRDFN_EVENT_KEYS: `dev/${formatEventKey(testOperatorKey(greeting.resource))}`,
           LOG_LEVEL: "error",
           AWS_REGION: "us-east-1",
         },

@@ -14,7 +14,8 @@ import { DeleteMessageCommand, SendMessageCommand, type Message } from "@aws-sdk
 import type { Operator } from "../core/operator.ts";
 import greeting, { configMapName } from "../examples/greeting/operator.ts";
 import { localLambdaRuntime, startLocalLambda, type LocalLambda } from "../emulator/local-lambda.ts";
-import { TEST_EVENT_KEY_ENV } from "./support/event-key.ts";
+import { testOperatorKey } from "./support/event-key.ts";
+import { formatEventKey } from "../core/event-auth.ts";
 import { applyDevIdentities, type DevIdentities } from "../cli/local/dev-identities.ts";
 import {
   announcedEvent,
@@ -123,7 +124,7 @@ describe("the packaged Lambda in the real Lambda runtime (RIE + aws-lambda-ric)"
       ...fn.variables,
       CRDFN_CLUSTER: CLUSTER,
       ...identities!.functionEnv(op),
-      CRDFN_EVENT_KEYS: TEST_EVENT_KEY_ENV.CRDFN_EVENT_KEYS,
+      CRDFN_EVENT_KEYS: formatEventKey(testOperatorKey(op.resource)),
       AWS_ENDPOINT_URL_SQS: sqs.endpoint,
       AWS_ACCESS_KEY_ID: sqs.accessKeyId,
       AWS_SECRET_ACCESS_KEY: sqs.secretAccessKey,

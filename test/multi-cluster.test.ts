@@ -25,7 +25,8 @@ import type { Runtime } from "../functions/runtime/runtime.ts";
 import { installCrd, ready, waitFor, type Cr } from "./support/functions-environment.ts";
 import { queueDepth } from "./support/settled.ts";
 import { testCluster, type TestCluster } from "./support/test-cluster.ts";
-import { formatEventKey, signKeyEvent, type EventKey } from "../core/event-auth.ts";
+import { formatEventKey, type EventKey } from "../core/event-auth.ts";
+import { signedForTest, testOperatorKey } from "./support/event-key.ts";
 
 const op = greeting as Operator<unknown>;
 /** The same namespace name in both clusters: this file's own. */
@@ -44,9 +45,10 @@ interface Side {
 
 describe("one function host, two clusters", { timeout: 600_000 }, () => {
   const sides = {} as Record<"a" | "b", Side>;
-  // A key per cluster: each bridge holds its own, the function fleet both.
+  // A key per cluster: each bridge holds its own, the function fleet the operator's key of each.
   const keys: Record<"a" | "b", EventKey> = { a: { kid: "ka", secret: Buffer.alloc(32, 0xa) }, b: { kid: "kb", secret: Buffer.alloc(32, 0xb) } };
-  const signedAs = (cluster: "a" | "b", e: KeyEvent): KeyEvent => signKeyEvent(e, keys[cluster]);
+  /** As cluster `cluster`'s bridge signs: with the operator's key under that cluster's key. */
+  const signedAs = (cluster: "a" | "b", e: KeyEvent): KeyEvent => signedForTest(e, keys[cluster]);
   let sqs: SQSClient;
   let poller: Poller | undefined;
   const logs: Array<Record<string, unknown>> = [];
@@ -145,7 +147,8 @@ describe("one function host, two clusters", { timeout: 600_000 }, () => {
       {
         ...a.env,
         CRDFN_CLUSTERS: JSON.stringify({ a: { auth: "kubeconfig", kubeconfig: a.kubeconfigPath }, b: { auth: "kubeconfig", kubeconfig: b.kubeconfigPath } }),
-        CRDFN_EVENT_KEYS: `a/${formatEventKey(keys.a)},b/${formatEventKey(keys.b)}`,
+        // Each cluster's key of this operator (the bridges hold the clusters' keys).
+        CRDFN_EVENT_KEYS: `a/${formatEventKey(testOperatorKey(op.resource, keys.a))},b/${formatEventKey(testOperatorKey(op.resource, keys.b))}`,
       },
       { metrics: (cluster) => createRuntimeMetrics(registry, cluster), logger },
     );
