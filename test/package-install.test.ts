@@ -290,11 +290,18 @@ describe("crdfn installed from its tarball into a project outside the repository
       [["prod", "crdfn-system", "crdfn-bridge-motd"]],
     );
     const zip = join(project, ".serverless", "motd.zip");
-    // As scaffolded: `npm run package`, no param given, no AWS account (its stage's params reach nothing).
-    const { AWS_ACCESS_KEY_ID: _id, AWS_SECRET_ACCESS_KEY: _secret, ...noAccount } = SERVERLESS_OFFLINE;
-    const scripted = timed("npm run package", () => spawnSync("npm", ["run", "package"], { cwd: project, env: { ...env24, ...noAccount }, encoding: "utf8" }));
+    // As scaffolded: `npm run package`, no param given, no AWS account (its stage's params reach
+    // nothing), and nothing in the environment turning telemetry off: the script itself does.
+    const { AWS_ACCESS_KEY_ID: _id, AWS_SECRET_ACCESS_KEY: _secret, SLS_TELEMETRY_DISABLED: _t, SLS_NOTIFICATIONS_MODE: _n, ...noAccount } = SERVERLESS_OFFLINE;
+    const home = mkdtempSync(join(work, "home-"));
+    const scripted = timed("npm run package", () =>
+      spawnSync("npm", ["run", "package"], { cwd: project, env: { ...env24, ...noAccount, HOME: home }, encoding: "utf8" }),
+    );
     assert.equal(scripted.status, 0, `${scripted.stdout}\n${scripted.stderr}`);
     assert.match(scripted.stdout + scripted.stderr, /Service packaged/);
+    // A telemetry payload the (refused) network could not take is kept there for the next run.
+    const telemetry = join(home, ".serverless", "telemetry-cache");
+    assert.deepEqual(existsSync(telemetry) ? readdirSync(telemetry) : [], [], "npm run package sent (or kept) no telemetry");
     t.diagnostic(`motd.zip: ${(statSync(zip).size / 1024).toFixed(0)} KiB`);
   });
 

@@ -56,7 +56,8 @@ function packageJson(n: ProjectNames, v: ProjectVersions): string {
       crd: "crdfn crd operator.ts",
       generate: "crdfn generate",
       // Checks the bundle and the stack offline; its stage's params reach no cluster (serverless.yml).
-      package: "serverless package --stage package",
+      // The Framework reads telemetry and update checks from its environment only, before serverless.yml.
+      package: "SLS_TELEMETRY_DISABLED=1 SLS_NOTIFICATIONS_MODE=off serverless package --stage package",
     },
     dependencies: { crdfn: v.crdfn, zod: v.zod, "@google-cloud/functions-framework": v.functionsFramework },
     devDependencies: { "@types/node": v.typesNode, typescript: v.typescript, serverless: v.serverless, "serverless-esbuild": v.serverlessEsbuild },
@@ -343,12 +344,16 @@ Fill in what \`crdfn.deploy.yaml\` leaves empty (the cluster's name, the bridge 
 account's SQS URL base), then:
 
 \`\`\`sh
+export SLS_TELEMETRY_DISABLED=1 SLS_NOTIFICATIONS_MODE=off   # the Serverless Framework: no telemetry, no update check
 docker build -f node_modules/crdfn/infra/bridge/Dockerfile -t <image> node_modules/crdfn && docker push <image>
 npm run generate                            # deploy/: the CRD, RBAC, admission policy, bridge, Serverless resources
 kubectl apply --server-side -k deploy       # into the cluster
 npx serverless deploy --stage prod --param="eksCluster=<cluster>" --param="kubeServer=<URL>" --param="kubeCaData=<CA>" --param="eventKeysVersion=<id>"
 \`\`\`
 
+\`npm run package\` packages the same stack offline, with no AWS account. \`serverless\` warns
+\`Invalid configuration encountered … at 'provider.runtime'\`: its v3 schema predates nodejs22.x,
+which Lambda runs; \`configValidationMode: warn\` in serverless.yml keeps it a warning.
 \`deploy/functions/README.md\` and \`deploy/bridge/README.md\` say how the function's and the
 bridge's AWS roles reach the cluster.
 `;
