@@ -10,6 +10,7 @@ import { diffCommand } from "./admin/diff.ts";
 import { dlqCommand } from "./admin/dlq.ts";
 import { generateCommand } from "./generate/generate.ts";
 import { initCommand } from "./generate/init.ts";
+import { keyCommand } from "./key-command.ts";
 import { repairCommand } from "./admin/repair.ts";
 import { replayCommand } from "./admin/replay.ts";
 import { resyncCommand } from "./admin/resync.ts";
@@ -32,6 +33,7 @@ export function program(): Command {
     .addCommand(diffCommand())
     .addCommand(replayCommand())
     .addCommand(repairCommand())
+    .addCommand(keyCommand())
     .addCommand(generateCommand())
     .addCommand(bundleCommand())
     .addCommand(testCommand())

@@ -2,8 +2,8 @@
 // process group, read by its output, inspected with kubectl and `crdfn status` / `crdfn dlq`, and
 // stopped with Ctrl-C (SIGINT to the group). The examples reconcile through the Pub/Sub emulator,
 // push and functions-framework; nothing is left running afterwards.
-import { signKeyEvent } from "../core/event-auth.ts";
 import { devEventKey } from "../cli/local/event-key.ts";
+import { signedForTest } from "./support/event-key.ts";
 import assert from "node:assert/strict";
 import { execFile, spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -111,7 +111,7 @@ describe("crdfn dev --target cloudrun", { timeout: 300_000 }, () => {
     try {
       await pubsub
         .topic(names.deadLetterTopic, { messageOrdering: true })
-        .publishMessage({ data: Buffer.from(encodeKeyEvent(signKeyEvent(event, devEventKey(stateDir)))), orderingKey: messageGroupId(event) });
+        .publishMessage({ data: Buffer.from(encodeKeyEvent(signedForTest(event, devEventKey(stateDir)))), orderingKey: messageGroupId(event) });
     } finally {
       await pubsub.close();
     }

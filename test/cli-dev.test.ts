@@ -1,8 +1,8 @@
 // `crdfn dev` as a person runs it: a subprocess in its own process group, read by its output,
 // inspected with kubectl and `crdfn status` / `crdfn dlq`, and stopped with Ctrl-C (SIGINT to
 // the group). Nothing may be left running afterwards.
-import { signKeyEvent } from "../core/event-auth.ts";
 import { devEventKey } from "../cli/local/event-key.ts";
+import { signedForTest } from "./support/event-key.ts";
 import assert from "node:assert/strict";
 import { execFile, spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -139,7 +139,7 @@ describe("crdfn dev", { timeout: 240_000 }, () => {
       await sqs.send(
         new SendMessageCommand({
           QueueUrl: env.CRDFN_DLQ_URL,
-          MessageBody: encodeKeyEvent(signKeyEvent(event, devEventKey(stateDir))),
+          MessageBody: encodeKeyEvent(signedForTest(event, devEventKey(stateDir))),
           MessageGroupId: messageGroupId(event),
           MessageDeduplicationId: deduplicationId(event, "redrive-test"),
         }),

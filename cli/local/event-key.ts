@@ -1,5 +1,6 @@
-// The event key of `crdfn dev`: one per state directory, so messages outlive a restart of dev (the
-// bridge signs with it, the functions verify with it: docs/security.md).
+// The event key of `crdfn dev`: one per state directory, so messages outlive a restart of dev. It
+// is the cluster's key: the bridge holds it and signs each event with its operator's key derived
+// from it, and each function gets its operator's key alone (pipeline.ts, docs/security.md).
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";

@@ -11,7 +11,7 @@ import type { Logger } from "pino";
 import type { Operator } from "../../core/operator.ts";
 import { startBridge, type RunningBridge } from "../../bridge/bridge.ts";
 import { pubSubPublisher, pubSubTransport } from "../../bridge/pubsub-transport.ts";
-import { formatEventKey, type EventKey } from "../../core/event-auth.ts";
+import { formatEventKey, operatorKey, operatorResource, type EventKey } from "../../core/event-auth.ts";
 import { newEventKey } from "./event-key.ts";
 import { loadBridgeConfig } from "../../bridge/config.ts";
 import { type SqsEnvironment } from "../../emulator/cluster.ts";
@@ -213,10 +213,16 @@ function queueOf(o: PipelineOptions): SqsEnvironment {
 const servedNamespaces = (o: PipelineOptions): readonly string[] => (o.identities === false ? [] : (o.identities?.namespaces ?? ["default"]));
 
 /** What points a process (the bridge's, the functions') at the cluster and the queue. */
-function processEnv(o: PipelineOptions & { eventKey: EventKey }): Record<string, string> {
-  const key = formatEventKey(o.eventKey);
-  return { KUBECONFIG: o.cluster.kubeconfigPath, ...(o.pubsub ? o.pubsub.env : queueEnv(queueOf(o))), CRDFN_EVENT_KEY: key, CRDFN_EVENT_KEYS: key };
+function processEnv(o: PipelineOptions): Record<string, string> {
+  return { KUBECONFIG: o.cluster.kubeconfigPath, ...(o.pubsub ? o.pubsub.env : queueEnv(queueOf(o))) };
 }
+
+/** An operator's event key, derived from the cluster's (the bridge's): what its function holds, as deployed. */
+const operatorKeyOf = (o: { eventKey: EventKey }, op: Operator<unknown>): string => formatEventKey(operatorKey(o.eventKey, operatorResource(op.resource)));
+
+/** One function process's keys for `ops`: each operator's own, named by its resource (CRDFN_EVENT_KEYS). */
+const functionKeys = (o: { eventKey: EventKey }, ops: ReadonlyArray<Operator<unknown>>): string =>
+  ops.map((op) => `${operatorResource(op.resource)}:${operatorKeyOf(o, op)}`).join(",");
 
 /** Starts the bridge as its own process (bridge-process.ts), with the settings and environment it has here. */
 function spawnBridgeOf(o: PipelineOptions & { eventKey: EventKey }, ids: DevIdentities | undefined): Promise<BridgeProcess & { stop(): Promise<void> }> {
@@ -224,7 +230,9 @@ function spawnBridgeOf(o: PipelineOptions & { eventKey: EventKey }, ids: DevIden
     settings: bridgeFile(o, o.operators),
     env: {
       // As deployed: its ServiceAccount's token, as in a pod; else the kubeconfig.
-      ...(ids ? { ...(o.pubsub ? {} : queueEnv(queueOf(o))), ...ids.bridgeEnv, CRDFN_EVENT_KEY: formatEventKey(o.eventKey) } : processEnv(o)),
+      ...(ids ? { ...(o.pubsub ? {} : queueEnv(queueOf(o))), ...ids.bridgeEnv } : processEnv(o)),
+      // The cluster's key: the bridge alone holds it, and signs each event with its operator's.
+      CRDFN_EVENT_KEY: formatEventKey(o.eventKey),
       ...bridgeEnv(o),
     },
     logLevel: o.logger.level === "silent" ? "fatal" : o.logger.level,
@@ -259,8 +267,10 @@ export async function startPipeline(given: PipelineOptions): Promise<Pipeline | 
   let operators = o.operators;
   const countSqs = { onSqsClient: (client: SQSClient) => void counted(client, o.onQueueRequest) };
   const build = (ops: ReadonlyArray<Operator<unknown>>): { runtime: Runtime; built: Built[] } => {
-    if (ids) return buildEach(ops, (op) => ({ ...functionEnv, KUBECONFIG: undefined, ...ids.functionEnv(op) }), countSqs);
-    const one = buildFromEnv(ops, functionEnv, countSqs);
+    // Each function holds its own operator's key only (as deployed), or the one host each operator's.
+    if (ids)
+      return buildEach(ops, (op) => ({ ...functionEnv, KUBECONFIG: undefined, ...ids.functionEnv(op), CRDFN_EVENT_KEYS: operatorKeyOf(o, op) }), countSqs);
+    const one = buildFromEnv(ops, { ...functionEnv, CRDFN_EVENT_KEYS: functionKeys(o, ops) }, countSqs);
     return { runtime: one.runtime, built: [one] };
   };
   let { runtime, built: functions } = build(operators);
