@@ -13,7 +13,7 @@ import { createKubeApi } from "../../functions/runtime/kube-api-http.ts";
 import type { KubeApi, KubeObject } from "../../functions/runtime/kube-api.ts";
 import { APPLIED_HASH_ANNOTATION } from "../../core/event.ts";
 import { SetupError } from "../../emulator/errors.ts";
-import { fieldChanges, formatChange, type FieldChange } from "./field-diff.ts";
+import { formatChange, isWithin, leafChanges, type FieldChange } from "./field-diff.ts";
 import { listTargets, reconcileLocally, type LocalRun, type RecordedWrite } from "./local-reconcile.ts";
 import { DEFAULT_SETTINGS, projectOperators, selectOperators } from "../operators.ts";
 import { adminEnv } from "../environment.ts";
@@ -38,6 +38,8 @@ export interface ObjectDiff {
   effects: boolean;
   /** Being deleted: its finalize would run, which diff does not. */
   deleting: boolean;
+  /** Fields left out because they follow the reconcile's clock (`status.lastTick`): see clockRun. */
+  clockFields: string[];
 }
 
 export interface DiffOptions {
@@ -79,11 +81,18 @@ export async function diffObjects(opts: DiffOptions): Promise<ObjectDiff[]> {
       const { op, object } = work[i]!;
       // Being deleted: what would run is finalize, I/O outside the cluster that no dry run shows.
       if (object.metadata.deletionTimestamp !== undefined) {
-        out[i] = { object: named(object, op.resource.kind), children: [], status: [], metadata: [], effects: false, deleting: true };
+        out[i] = { object: named(object, op.resource.kind), children: [], status: [], metadata: [], effects: false, deleting: true, clockFields: [] };
         continue;
       }
-      const run = await reconcileLocally(op, object, { api: opts.api, logger: opts.logger, clock: opts.clock, cluster: "diff" });
-      out[i] = objectDiff(op, object, run);
+      const local = (clock: () => Date) => reconcileLocally(op, object, { api: opts.api, logger: opts.logger, clock, cluster: "diff" });
+      const run = await local(opts.clock);
+      const first = objectDiff(op, object, run);
+      // Something would change: is it only what follows ctx.now? The same code run at another time
+      // tells (a time it writes differs between the runs); nothing else differs between them.
+      out[i] =
+        changes(first) && first.failure === undefined
+          ? objectDiff(op, object, run, await local(() => new Date(opts.clock().getTime() + CLOCK_SHIFT_MS)))
+          : first;
     }
   };
   await Promise.all(Array.from({ length: Math.min(opts.concurrency ?? 8, work.length) }, worker));
@@ -117,22 +126,54 @@ function failureOf(run: LocalRun, writes: readonly RecordedWrite[]): string | un
   return ready?.status === "False" ? `${ready.reason}: ${ready.message}` : `${run.outcome.result}: ${run.outcome.detail ?? ""}`;
 }
 
-export function objectDiff(op: Operator<unknown>, object: KubeObject, run: LocalRun): ObjectDiff {
+/**
+ * How much later the second run's clock is: a day, an hour, a minute, a second and a millisecond,
+ * so that a time written at any of those precisions (a date, an ISO time, epoch seconds) differs.
+ */
+const CLOCK_SHIFT_MS = 86_400_000 + 3_600_000 + 60_000 + 1000 + 1;
+
+/** What a write is compared by: its status as a person reads it, or the object's content. */
+const viewOf = (w: RecordedWrite, o: KubeObject | undefined): unknown => (w.verb === "status" ? readable(o?.status) : content(o));
+
+/** The same write in another run of the same code: same verb, kind and object. */
+const sameWrite = (a: RecordedWrite, b: RecordedWrite): boolean =>
+  a.verb === b.verb &&
+  a.ref.plural === b.ref.plural &&
+  a.ref.namespace === b.ref.namespace &&
+  (a.after?.metadata.name ?? a.ref.name) === (b.after?.metadata.name ?? b.ref.name);
+
+/**
+ * What `run` would change on `object`. `clockRun`: the same code run with a later clock; a field
+ * whose value differs between the two runs follows ctx.now (`lastTick: ctx.now.toISOString()`)
+ * and is left out (named in `clockFields`), since any code, the deployed one too, would write it.
+ */
+export function objectDiff(op: Operator<unknown>, object: KubeObject, run: LocalRun, clockRun?: LocalRun): ObjectDiff {
   const failure = failureOf(run, run.writes);
   const children: ChildChange[] = [];
   const status: FieldChange[] = [];
   const metadata: FieldChange[] = [];
+  const clockFields: string[] = [];
   for (const w of run.writes) {
+    const other = clockRun?.writes.find((x) => sameWrite(w, x));
+    const clocked = other === undefined ? [] : leafChanges(viewOf(w, w.after), viewOf(other, other.after)).map((c) => c.path);
+    const changed = (where: string): FieldChange[] => {
+      const all = leafChanges(viewOf(w, w.live), viewOf(w, w.after));
+      const kept = all.filter((c) => !clocked.some((p) => isWithin(c.path, p)));
+      for (const c of all) if (!kept.includes(c)) clockFields.push(`${where}${c.path}`);
+      return kept;
+    };
     if (w.verb === "apply") {
-      const fields = fieldChanges(content(w.live), content(w.after));
-      if (w.live === undefined) children.push({ what: "created", child: named(w.after, w.ref.plural), fields });
-      else if (fields.length > 0) children.push({ what: "changed", child: named(w.after, w.ref.plural), fields });
+      if (w.live === undefined) children.push({ what: "created", child: named(w.after, w.ref.plural), fields: [] });
+      else {
+        const fields = changed(`${w.after?.kind ?? w.ref.plural} `);
+        if (fields.length > 0) children.push({ what: "changed", child: named(w.after, w.ref.plural), fields });
+      }
     } else if (w.verb === "delete") {
       children.push({ what: "pruned", child: named(w.live, w.ref.plural), fields: [] });
     } else if (w.verb === "status" && failure === undefined) {
-      status.push(...fieldChanges(readable(w.live?.status), readable(w.after?.status)));
+      status.push(...changed("status."));
     } else if (w.verb === "patch" && w.ref.plural === op.resource.plural) {
-      metadata.push(...fieldChanges(content(w.live), content(w.after)));
+      metadata.push(...changed(""));
     }
   }
   return {
@@ -143,10 +184,14 @@ export function objectDiff(op: Operator<unknown>, object: KubeObject, run: Local
     ...(failure === undefined ? {} : { failure }),
     effects: run.effectsSkipped,
     deleting: false,
+    clockFields: [...new Set(clockFields)],
   };
 }
 
 const changes = (d: ObjectDiff): boolean => d.children.length > 0 || d.status.length > 0 || d.metadata.length > 0 || d.failure !== undefined;
+
+/** A field of `under` as one line: `status.lastTick: …` (the whole of it, when its path is empty). */
+const fieldLine = (under: string, f: FieldChange): string => (f.path === "" ? `${under}${formatChange(f).slice(2)}` : `${under}.${formatChange(f)}`);
 
 /** The report: one block per object that would change or fail, and a summary line. */
 export function formatDiffs(diffs: readonly ObjectDiff[]): { lines: string[]; changed: boolean } {
@@ -154,12 +199,12 @@ export function formatDiffs(diffs: readonly ObjectDiff[]): { lines: string[]; ch
   for (const d of diffs.filter(changes)) {
     lines.push(d.object);
     if (d.failure !== undefined) lines.push(`  ! would fail: ${d.failure}`);
-    for (const f of d.metadata) lines.push(`  ~ metadata.${formatChange(f)}`);
+    for (const f of d.metadata) lines.push(`  ~ ${fieldLine("metadata", f)}`);
     for (const c of d.children) {
       lines.push(`  ${c.what === "created" ? "+" : c.what === "pruned" ? "-" : "~"} ${c.child}${c.what === "changed" ? "" : ` (${c.what})`}`);
       if (c.what === "changed") for (const f of c.fields) lines.push(`      ${formatChange(f)}`);
     }
-    for (const f of d.status) lines.push(`  ~ status.${formatChange(f)}`);
+    for (const f of d.status) lines.push(`  ~ ${fieldLine("status", f)}`);
     if (d.effects) lines.push("  effects: would run (diff never runs them; the status they recorded last stood in)");
   }
   const changed = diffs.filter(changes);
@@ -167,10 +212,14 @@ export function formatDiffs(diffs: readonly ObjectDiff[]): { lines: string[]; ch
   const failing = diffs.filter((d) => d.failure !== undefined).length;
   const withEffects = diffs.filter((d) => d.effects).length;
   const deleting = diffs.filter((d) => d.deleting).length;
+  const clocked = [...new Set(diffs.flatMap((d) => d.clockFields))];
   lines.push(
     `${diffs.length} object(s): ${changed.length - failing} would change (${count("changed")} child(ren) changed, ${count("created")} created, ${count("pruned")} pruned, ${diffs.filter((d) => d.status.length > 0).length} status(es)), ${failing} would fail, ${diffs.length - changed.length} unchanged` +
       (withEffects > 0 ? `; ${withEffects} would run effects (not run here)` : "") +
-      (deleting > 0 ? `; ${deleting} being deleted (their finalize not run here)` : ""),
+      (deleting > 0 ? `; ${deleting} being deleted (their finalize not run here)` : "") +
+      (clocked.length > 0
+        ? `; not compared, as they follow ctx.now: ${clocked.slice(0, 3).join(", ")}${clocked.length > 3 ? ` and ${clocked.length - 3} more` : ""}`
+        : ""),
   );
   return { lines, changed: changed.length > 0 };
 }

@@ -29,6 +29,36 @@ export function fieldChanges(before: unknown, after: unknown, path = ""): FieldC
   return [{ path, ...(before === undefined ? {} : { before }), ...(after === undefined ? {} : { after }) }];
 }
 
+/** A value with parts of its own: an object with a field, a list with an item. */
+const whole = (v: unknown): v is Record<string, unknown> | unknown[] => (isRecord(v) && Object.keys(v).length > 0) || (Array.isArray(v) && v.length > 0);
+
+/** Its parts in path order: a list's by index, an object's by name. */
+const parts = (v: Record<string, unknown> | unknown[]): Array<[string | number, unknown]> =>
+  Array.isArray(v)
+    ? v.map((x, i) => [i, x])
+    : Object.keys(v)
+        .sort()
+        .map((k) => [k, v[k]]);
+
+/**
+ * fieldChanges, with a value that is added (or removed) whole, an object or a list, spelled out
+ * leaf by leaf (`conditions[0].reason: + "Reconciled"`): a whole new status is read field by
+ * field, not as one line of JSON cut at its width.
+ */
+export function leafChanges(before: unknown, after: unknown, path = ""): FieldChange[] {
+  if (before === undefined && whole(after)) return parts(after).flatMap(([k, v]) => leafChanges(undefined, v, step(path, k)));
+  if (after === undefined && whole(before)) return parts(before).flatMap(([k, v]) => leafChanges(v, undefined, step(path, k)));
+  if (isRecord(before) && isRecord(after)) {
+    const keys = [...new Set([...Object.keys(before), ...Object.keys(after)])].sort();
+    return keys.flatMap((k) => leafChanges(before[k], after[k], step(path, k)));
+  }
+  return fieldChanges(before, after, path);
+}
+
+/** `inner` is the field `outer` or one inside it (`a.b[0]` is inside `a.b`, `a.bc` is not). */
+export const isWithin = (inner: string, outer: string): boolean =>
+  outer === "" || inner === outer || inner.startsWith(`${outer}.`) || inner.startsWith(`${outer}[`);
+
 const shown = (v: unknown): string => {
   const text = JSON.stringify(v);
   return text.length > 120 ? `${text.slice(0, 117)}...` : text;
