@@ -16,9 +16,10 @@ import { Tracker, type Entry, type TrackerOptions } from "./tracker.ts";
 export { OWN_CHILD_HOLD_MS } from "./parent-tracker.ts";
 
 /**
- * How long a child's disappearance waits at most before its parent is announced, so that a prune
- * of thousands (the function's own deletes, one a few ms) is one announcement a second, not one
- * message per child queued behind the reconcile doing it. The parent's status write ends the wait.
+ * How long a child's disappearance waits at most before its parent is announced, so that deletes
+ * by others come as one announcement a second, not one message per child. The function's own
+ * prune announces nothing while it is under way (ParentTracker.pruneUnderWay), and nothing at its
+ * end when the index then holds what the status records. The parent's status write ends the wait.
  */
 export const GONE_CHILD_HOLD_MS = 1000;
 
@@ -210,6 +211,8 @@ export class ChildTracker extends Tracker<ChildEntry> implements ChildIndex {
     if (prev.owner === undefined) return;
     // The function's prune, seen after its status write recorded the children it left: not news.
     if (prev.owner.tracker.recordsChildren(prev.owner.key)) return prev.owner.tracker.withdrawHeld(prev.owner.key);
+    // One of a prune's thousands of deletes: the one that brings the index to the record decides.
+    if (prev.owner.tracker.pruneUnderWay(prev.owner.key)) return;
     await prev.owner.tracker.reannounce(prev.owner.key, "child", `child-gone:${m.uid}`, { holdMs: GONE_CHILD_HOLD_MS });
   }
 

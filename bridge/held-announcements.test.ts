@@ -208,4 +208,29 @@ describe("the function's own new child", () => {
     assert.deepEqual(await queued(), ["p ADDED watch", "p RESYNC requeue"], "the requeue is not lost with the withdrawn announcement");
     parents.stop();
   });
+
+  it("a prune of hundreds, slower than the hold: no announcement while it is under way, and none at its end; a kept child deleted meanwhile is news at the end", async () => {
+    for (const meanwhile of [false, true]) {
+      const { clock, parents, children, queued } = pipeline();
+      await parents.upsert(parent("1"), "watch");
+      const jobs = Array.from({ length: 400 }, (_, i) => job(`j${i}`, String(10 + i)));
+      for (const j of jobs) await children.upsert(j, "watch");
+      await parents.upsert(recorded("5000", jobs), "watch");
+      const [kept, pruned] = [jobs.slice(0, 200), jobs.slice(200)];
+      await parents.upsert(recorded("5001", kept), "watch");
+      for (const [i, j] of pruned.entries()) {
+        if (meanwhile && i === 100) await children.remove(kept[0]!);
+        await children.remove(j);
+        // The function's deletes, a few a second on a loaded API server: every hold runs out between two.
+        if (i % 10 === 0) clock.advance(2 * GONE_CHILD_HOLD_MS);
+      }
+      clock.advance(2 * GONE_CHILD_HOLD_MS);
+      assert.deepEqual(
+        await queued(),
+        meanwhile ? ["p ADDED watch", "p MODIFIED child"] : ["p ADDED watch"],
+        `deleted by someone else meanwhile: ${meanwhile}`,
+      );
+      parents.stop();
+    }
+  });
 });

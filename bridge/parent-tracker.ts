@@ -279,7 +279,8 @@ export class ParentTracker extends Tracker<ParentEntry> {
       return;
     }
     const recorded = next.reconciled?.children;
-    if (recorded !== undefined && prev?.uid === next.uid && prev.reconciled?.children !== recorded) {
+    // A record of fewer children than the index holds: the prune that follows the write decides (pruneUnderWay).
+    if (recorded !== undefined && prev?.uid === next.uid && prev.reconciled?.children !== recorded && !this.pruneUnderWay(key)) {
       await this.#announce(key, next, "MODIFIED", "child", `recorded:${next.rv}`, { holdMs: OWN_CHILD_HOLD_MS }, obj);
       return;
     }
@@ -541,6 +542,16 @@ export class ParentTracker extends Tracker<ParentEntry> {
     const recorded = this.entries.get(key)?.reconciled;
     // The count first: a parent of thousands of children is not digested at each child's event.
     return recorded !== undefined && recorded.childCount === this.#childCount(key) && recorded.children === childrenDigest(this.#marksOf(key));
+  }
+
+  /**
+   * Whether the function's prune of this object's children is still under way: its status records
+   * fewer children than the index still holds (it writes its status, then deletes). A child gone
+   * meanwhile is one of the prune's, or is judged when the last of them goes (recordsChildren).
+   */
+  pruneUnderWay(key: string): boolean {
+    const recorded = this.entries.get(key)?.reconciled;
+    return recorded !== undefined && this.#childCount(key) > recorded.childCount;
   }
 
   /** A child change its status already records: a held announcement of the object is answered, and dropped. */
