@@ -18,7 +18,7 @@ import { startLocalPubSub, type LocalPubSub } from "../emulator/pubsub.ts";
 import { pubSubClient } from "../clients/pubsub-client.ts";
 import { pubSubNamesOf } from "../deploy/queue-names.ts";
 import { signedForTest } from "./support/event-key.ts";
-import { crApi, pollerFor, ready, receiveAll, runtimeFor, startEnv, startTestBridge, waitFor, type Env } from "./support/functions-environment.ts";
+import { CLUSTER, crApi, pollerFor, ready, receiveAll, runtimeFor, startEnv, startTestBridge, waitFor, type Env } from "./support/functions-environment.ts";
 
 const run = promisify(execFile);
 const main = join(packageRoot, "cli", "main.ts");
@@ -56,7 +56,8 @@ describe("crdfn diff and crdfn replay", { timeout: 600_000 }, () => {
     try {
       const r = await run(process.execPath, ["--conditions=crdfn-source", main, ...args], {
         cwd: work,
-        env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env.cluster.env, ...extra },
+        // The cluster the dead letters name: replay checks a letter's cluster and MAC (the keys: cluster.env's).
+        env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env.cluster.env, CRDFN_CLUSTER: CLUSTER, ...extra },
         maxBuffer: 64 * 1024 * 1024,
       });
       return { code: 0, ...r };
@@ -254,7 +255,7 @@ function deadLetterOf(cr: { metadata?: { name?: string; namespace?: string; uid?
   const m = cr.metadata!;
   return signedForTest({
     v: 2,
-    cluster: "test",
+    cluster: CLUSTER,
     group: "example.com",
     version: "v1",
     plural: "greetings",

@@ -3,10 +3,13 @@
 // object. It prints the inputs reconcile was given, the outcome, a throw's stack (through the
 // operator's source map) and what the reconcile would write. A dry run by default (server-side
 // dry run, effects and finalize not run); `--apply` writes as the function would and, for a dead
-// letter, removes it from the dead-letter queue once its object is reconciled.
+// letter, removes it from the dead-letter queue once its object is reconciled. A dead letter's MAC
+// and cluster are checked first (letter-proof.ts): `--apply` refuses one not proven to come from
+// the bridge unless told `--unverified`.
 import { Command } from "commander";
 import pino from "pino";
 import { stringify } from "yaml";
+import { operatorResource } from "../../core/event-auth.ts";
 import type { Operator } from "../../core/operator.ts";
 import { parseKeyEvent, type KeyEvent } from "../../core/event.ts";
 import { loadKubeconfig } from "../../clients/kubeconfig.ts";
@@ -16,6 +19,7 @@ import { SetupError } from "../../emulator/errors.ts";
 import { adminTarget, type AdminTarget } from "./admin-target.ts";
 import { formatDiffs, objectDiff } from "./diff.ts";
 import { holdSqsDeadLetter } from "./dlq.ts";
+import { proveLetter } from "./letter-proof.ts";
 import { reconcileLocally, type LocalRun } from "./local-reconcile.ts";
 import { pubSubAdmin } from "./pubsub-admin.ts";
 import { DEFAULT_SETTINGS, projectOperators, selectOperators } from "../operators.ts";
@@ -25,6 +29,8 @@ import { adminEnv } from "../environment.ts";
 export interface HeldLetter {
   id: string;
   event: KeyEvent;
+  /** The body as it sits in the queue: what its MAC is checked on. */
+  body: string;
   remove: () => Promise<void>;
   release: () => Promise<void>;
 }
@@ -41,7 +47,7 @@ export async function holdDeadLetter(t: AdminTarget, id: string): Promise<HeldLe
     await held.release();
     throw new SetupError(`--dead-letter ${id}: not a key event (${parsed.error.slice(0, 160)}): nothing to replay; it can only be deleted`);
   }
-  return { id, event: parsed.event, remove: held.remove, release: held.release };
+  return { id, event: parsed.event, body: held.body, remove: held.remove, release: held.release };
 }
 
 async function findLetter(t: AdminTarget, id: string): Promise<{ body: string; remove: () => Promise<void>; release: () => Promise<void> } | undefined> {
@@ -128,9 +134,15 @@ export function replayCommand(): Command {
     .option("--context <name>", "kubeconfig context")
     .option("--settings <file>", "a deployment's deploy settings: where its dead-letter queues are")
     .option("--state-dir <dir>", "where crdfn dev wrote its env", ".crdfn")
+    .option("--cluster <id>", "the cluster id a dead letter must name (default: CRDFN_CLUSTER, else default)")
+    .option(
+      "--event-keys <file>",
+      "the operator's event keys, as CRDFN_EVENT_KEYS spells them, to check a dead letter's MAC with (default: CRDFN_EVENT_KEYS, else CRDFN_EVENT_KEY's cluster key, else crdfn dev's)",
+    )
+    .option("--unverified", "with --apply: replay a dead letter whose MAC or cluster does not verify (default: refused, nothing written)")
     .addHelpText(
       "after",
-      "\nExit status: 0 the reconcile succeeded, 1 it did not, 2 a setup error.\n" +
+      "\nExit status: 0 the reconcile succeeded, 1 it did not, 2 a setup error or an unverified dead letter refused.\n" +
         "\nExamples:\n  $ crdfn replay --dead-letter 8c1f…e2 --operator operator.ts       # see it fail, with the stack\n" +
         "  $ node --inspect-brk node_modules/.bin/crdfn replay greeting/hello --operator operator.ts\n" +
         "  $ crdfn replay --dead-letter 8c1f…e2 --operator operator.ts --apply   # after the fix: reconcile, remove it",
@@ -147,6 +159,9 @@ export function replayCommand(): Command {
           context?: string;
           settings?: string;
           stateDir: string;
+          cluster?: string;
+          eventKeys?: string;
+          unverified?: boolean;
         },
       ) => {
         if ((target === undefined) === (opts.deadLetter === undefined)) throw new SetupError("name one object (kind/name) or one --dead-letter <id>");
@@ -165,6 +180,23 @@ export function replayCommand(): Command {
             : operators.find((o) => [o.resource.kind, o.resource.plural, o.resource.singular].some((n) => n?.toLowerCase() === kind?.toLowerCase()));
           if (op === undefined) throw new SetupError(`no operator given manages ${e ? `${e.plural}.${e.group}` : kind}: name it with --operator`);
           if (!e && !name) throw new SetupError(`${target}: name the object as kind/name`);
+          if (letter) {
+            const proof = proveLetter(letter.body, operatorResource(op.resource), {
+              env,
+              stateDir: opts.stateDir,
+              ...(opts.cluster ? { cluster: opts.cluster } : {}),
+              ...(opts.eventKeys ? { eventKeysFile: opts.eventKeys } : {}),
+            });
+            if (proof.ok) console.log(`dead letter ${letter.id}: verified: ${proof.how}`);
+            else if (opts.apply && !opts.unverified)
+              throw new SetupError(
+                `--dead-letter ${letter.id}: refused: not proven to come from the bridge (${proof.why}); nothing written (--apply --unverified replays it anyway)`,
+              );
+            else
+              console.error(
+                `crdfn: dead letter ${letter.id} is NOT verified (${proof.why})${opts.apply ? ": replayed, as --unverified says" : ": a dry run only; --apply refuses it unless --unverified"}`,
+              );
+          }
           const object = {
             metadata: e
               ? { name: e.name, ...(e.namespace ? { namespace: e.namespace } : {}) }
