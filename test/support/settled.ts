@@ -58,18 +58,21 @@ export async function settled(p: Pipeline, stallMs = 60_000): Promise<void> {
 /**
  * For a pipeline seen from outside (crdfn dev as a subprocess): every queue of the server empty
  * on two readings a second apart, so a reconcile's echo published between them counts as work.
+ * `stallMs` bounds a wait without progress (no queue's depth changed), as settled()'s does.
  */
-export async function queuesAtRest(sqs: SQSClient, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
+export async function queuesAtRest(sqs: SQSClient, stallMs = 60_000): Promise<void> {
   let before = false;
+  let progress = "";
+  let since = Date.now();
   for (;;) {
     const urls = (await sqs.send(new ListQueuesCommand({}))).QueueUrls ?? [];
     const depths = await Promise.all(urls.map((url) => queueDepth(sqs, url)));
     const now = depths.every((d) => d === 0);
     if (now && before) return;
     before = now;
-    if (Date.now() > deadline)
-      throw new Error(`the queues did not come to rest in ${timeoutMs} ms: ${urls.map((u, i) => `${u.split("/").pop()} ${depths[i]}`).join(", ")}`);
+    const shown = urls.map((u, i) => `${u.split("/").pop()} ${depths[i]}`).join(", ");
+    if (shown !== progress) [progress, since] = [shown, Date.now()];
+    else if (Date.now() - since > stallMs) throw new Error(`the queues made no progress in ${stallMs} ms and did not come to rest: ${shown}`);
     await new Promise((r) => setTimeout(r, 1000));
   }
 }
