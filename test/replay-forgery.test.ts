@@ -17,7 +17,7 @@ import { promisify } from "node:util";
 import { SendMessageCommand } from "@aws-sdk/client-sqs";
 import { Watch } from "@kubernetes/client-node";
 import { formatEventKey, signKeyEvent } from "../core/event-auth.ts";
-import { encodeKeyEvent, messageGroupId, type KeyEvent } from "../core/event.ts";
+import { messageGroupId, type KeyEvent } from "../core/event.ts";
 import type { Operator } from "../core/operator.ts";
 import greeting, { configMapName } from "../examples/greeting/operator.ts";
 import { packageRoot } from "../emulator/paths.ts";
@@ -101,13 +101,9 @@ describe("crdfn replay --dead-letter --apply refuses a dead letter not proven to
     const genuine = signedForTest(keyEventOf(op, victim));
     const { kid: _kid, mac: _mac, ...unsigned } = genuine;
     const forgeries: Array<[string, KeyEvent | Record<string, unknown>, RegExp]> = [
-      [
-        "a MAC with another key",
-        signKeyEvent(unsigned as KeyEvent, { kid: TEST_EVENT_KEY.kid, secret: Buffer.alloc(32, 0x66) }),
-        /MAC does not verify \(key id "test"\)/,
-      ],
+      ["a MAC with another key", signKeyEvent(unsigned, { kid: TEST_EVENT_KEY.kid, secret: Buffer.alloc(32, 0x66) }), /MAC does not verify \(key id "test"\)/],
       ["no MAC", { ...unsigned, v: 2 }, /MAC does not verify: the event carries none/],
-      ["another operator's key", signKeyEvent(unsigned as KeyEvent, testOperatorKey("crontabs.stable.example.com")), /MAC does not verify \(key id "test"\)/],
+      ["another operator's key", signKeyEvent(unsigned, testOperatorKey("crontabs.stable.example.com")), /MAC does not verify \(key id "test"\)/],
       ["signed, for another cluster", signedForTest({ ...unsigned, cluster: "prod" }), /it names cluster "prod", not "test"/],
     ];
     const ids: string[] = [];

@@ -119,6 +119,33 @@ const indent = (text: string): string =>
     .map((l) => `    ${l}`)
     .join("\n");
 
+/**
+ * A dead letter proven to come from the bridge goes on; one that is not is refused under --apply
+ * (SetupError: one line, exit 2, before anything is written) unless --unverified, and said so.
+ */
+function checkLetter(
+  letter: HeldLetter,
+  op: Operator<unknown>,
+  env: NodeJS.ProcessEnv,
+  opts: { apply?: boolean; unverified?: boolean; stateDir: string; cluster?: string; eventKeys?: string },
+): void {
+  const proof = proveLetter(letter.body, operatorResource(op.resource), {
+    env,
+    stateDir: opts.stateDir,
+    ...(opts.cluster ? { cluster: opts.cluster } : {}),
+    ...(opts.eventKeys ? { eventKeysFile: opts.eventKeys } : {}),
+  });
+  if (proof.ok) console.log(`dead letter ${letter.id}: verified: ${proof.how}`);
+  else if (opts.apply && !opts.unverified)
+    throw new SetupError(
+      `--dead-letter ${letter.id}: refused: not proven to come from the bridge (${proof.why}); nothing written (--apply --unverified replays it anyway)`,
+    );
+  else
+    console.error(
+      `crdfn: dead letter ${letter.id} is NOT verified (${proof.why})${opts.apply ? ": replayed, as --unverified says" : ": a dry run only; --apply refuses it unless --unverified"}`,
+    );
+}
+
 export function replayCommand(): Command {
   return new Command("replay")
     .description("rerun one reconcile here, in the foreground (debugger, breakpoints, console.log), from a dead letter or an object")
@@ -180,23 +207,7 @@ export function replayCommand(): Command {
             : operators.find((o) => [o.resource.kind, o.resource.plural, o.resource.singular].some((n) => n?.toLowerCase() === kind?.toLowerCase()));
           if (op === undefined) throw new SetupError(`no operator given manages ${e ? `${e.plural}.${e.group}` : kind}: name it with --operator`);
           if (!e && !name) throw new SetupError(`${target}: name the object as kind/name`);
-          if (letter) {
-            const proof = proveLetter(letter.body, operatorResource(op.resource), {
-              env,
-              stateDir: opts.stateDir,
-              ...(opts.cluster ? { cluster: opts.cluster } : {}),
-              ...(opts.eventKeys ? { eventKeysFile: opts.eventKeys } : {}),
-            });
-            if (proof.ok) console.log(`dead letter ${letter.id}: verified: ${proof.how}`);
-            else if (opts.apply && !opts.unverified)
-              throw new SetupError(
-                `--dead-letter ${letter.id}: refused: not proven to come from the bridge (${proof.why}); nothing written (--apply --unverified replays it anyway)`,
-              );
-            else
-              console.error(
-                `crdfn: dead letter ${letter.id} is NOT verified (${proof.why})${opts.apply ? ": replayed, as --unverified says" : ": a dry run only; --apply refuses it unless --unverified"}`,
-              );
-          }
+          if (letter) checkLetter(letter, op, env, opts);
           const object = {
             metadata: e
               ? { name: e.name, ...(e.namespace ? { namespace: e.namespace } : {}) }
