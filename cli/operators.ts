@@ -141,7 +141,7 @@ export async function selectOperators(files: string[] | undefined, withExamples:
  */
 export function settingsOperatorFiles(file: string): string[] {
   if (!existsSync(file)) return [];
-  return parseSettingsOperators(settingsYaml(file), file).map((o) => resolve(dirname(file), o.module));
+  return parseSettingsOperators(settingsYaml(file), shown(file)).map((o) => resolve(dirname(file), o.module));
 }
 
 /** A deploy settings file's YAML, or a SetupError naming it. */
@@ -149,7 +149,7 @@ function settingsYaml(file: string): unknown {
   try {
     return parse(readFileSync(file, "utf8"));
   } catch (e) {
-    throw new SetupError(`${file}: not YAML: ${(e as Error).message.split("\n")[0]}`);
+    throw new SetupError(`${shown(file)}: not YAML: ${(e as Error).message.split("\n")[0]}`);
   }
 }
 
