@@ -1,5 +1,6 @@
 // Everything `crdfn generate` writes, as path (inside the output folder) → text. Pure: the same
 // operators and settings always give the same files, which is what the staleness check relies on.
+import { operatorResource } from "../core/event-auth.ts";
 import { stringify } from "yaml";
 import type { Operator } from "../core/operator.ts";
 import { ConfigError } from "../core/config-error.ts";
@@ -195,13 +196,27 @@ docker push ${s.bridge.image}
 
 ## Its event key
 
-The bridge signs every event with this cluster's event key, and the functions refuse any event whose
-MAC does not verify (docs/security.md). The key is never generated into these files: create the Secret
-\`${bridgeEventKeySecretName(s)}\` before the bridge starts, and give the functions the same key (${s.target === "cloudrun" ? `the Secret Manager secret \`${s.gcp.prefix}event-keys\`, gcp/README.md` : "the Secrets Manager secret `<service>/<stage>/event-keys`, serverless.yml"}):
+The bridge holds this cluster's event key and signs each event with its operator's key, derived from
+it; each operator's function holds its own operator's key alone and refuses any event whose MAC does not
+verify (docs/security.md). No key is ever generated into these files: create the Secret
+\`${bridgeEventKeySecretName(s)}\` before the bridge starts, and give each function its operator's key,
+\`crdfn key derive\` (${s.target === "cloudrun" ? "a Secret Manager secret per operator, gcp/README.md" : "a Secrets Manager secret per operator, `<service>/<stage>/event-keys/<operator>`, under the staging label the deploy's `eventKeysLabel` names"}):
 
 \`\`\`sh
-key="k1:$(openssl rand -base64 32)"
+key="$(npx crdfn key new)"
 kubectl -n ${s.bridge.namespace} create secret generic ${bridgeEventKeySecretName(s)} --from-literal=${EVENT_KEY_SECRET_KEY}="$key"
+${
+  s.target === "cloudrun"
+    ? "# then each operator's secret: gcp/README.md"
+    : ops
+        .map(
+          (op) =>
+            `aws secretsmanager create-secret --name <service>/<stage>/event-keys/${operatorName(op)}\n` +
+            `printf '%s' "$key" | npx crdfn key derive --resource ${operatorResource(op.resource)} | aws secretsmanager put-secret-value --secret-id <service>/<stage>/event-keys/${operatorName(op)} --secret-string file:///dev/stdin --version-stages AWSCURRENT "\${key%%:*}"`,
+        )
+        .concat(['# then: serverless deploy … --param="eventKeysLabel=${key%%:*}" (the label: the key\'s id)'])
+        .join("\n")
+}
 \`\`\`
 
 ${identity}`;

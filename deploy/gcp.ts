@@ -21,6 +21,7 @@ import type { CloudRunDeploySettings } from "./settings.ts";
 import { LOG_COUNTERS, LOG_DISTRIBUTIONS, METRIC_MARKER } from "../core/cloud-logging-metrics.ts";
 import { bridgeLeaseOf, bridgeName, bridgeSettingsOf } from "./bridge.ts";
 import { admissionPolicyOf } from "./admission.ts";
+import { operatorResource } from "../core/event-auth.ts";
 import { functionRbacOf, operatorName } from "./rbac.ts";
 import { pubSubIdsOf, pubSubNamesOf, type PubSubNames } from "./queue-names.ts";
 
@@ -157,11 +158,13 @@ const APIS = [
 ];
 
 /**
- * The Secret Manager secret holding the cluster's event keys (CRDFN_EVENT_KEYS: the functions
- * verify every event with them, functions/clusters/registry.ts). Created by the user before
- * `terraform apply`, never by Terraform: a secret version it created would keep the key in its state.
+ * The Secret Manager secret holding one operator's event keys (its function's CRDFN_EVENT_KEYS,
+ * derived from the cluster's key by `crdfn key derive`: the function verifies its operator's
+ * events with them, functions/clusters/registry.ts), one per operator, so a function reads its
+ * own operator's keys and no other's. Created by the user before `terraform apply`, never by
+ * Terraform: a secret version it created would keep the key in its state.
  */
-export const eventKeysSecretId = (s: CloudRunDeploySettings): string => `${s.gcp.prefix}event-keys`;
+export const eventKeysSecretId = (s: CloudRunDeploySettings, operator: Operator<unknown>): string => `${s.gcp.prefix}event-keys-${operatorName(operator)}`;
 
 /** gcp/main.tf.json; `base`: the settings file's folder (absolute), which `out` and `gcp.source` are relative to. */
 export function terraformOf(operators: ReadonlyArray<GcpOperator>, s: CloudRunDeploySettings, base: string): Json {
@@ -342,10 +345,10 @@ function addOperator(r: Resources, outputs: Json, { operator, entryPoint }: GcpO
   });
   Object.assign(r.google_cloudfunctions2_function, { [n.tf]: functionOf(operator, entryPoint, s, apiDeps) });
   Object.assign(r.google_secret_manager_secret_iam_member, {
-    // Its own read of the event keys, and nothing else of Secret Manager.
+    // Its own read of its operator's event keys, and nothing else of Secret Manager.
     [`${n.tf}_event_keys`]: {
       project: g.project,
-      secret_id: eventKeysSecretId(s),
+      secret_id: eventKeysSecretId(s, operator),
       role: "roles/secretmanager.secretAccessor",
       member: `serviceAccount:${ref("google_service_account", n.tf, "email")}`,
     },
@@ -399,7 +402,7 @@ function functionOf(operator: GcpOperator["operator"], entryPoint: string, s: Cl
         LOG_LEVEL: "info",
       },
       // Read as each instance starts: a new secret version reaches new instances (docs/security.md, rotation).
-      secret_environment_variables: [{ key: "CRDFN_EVENT_KEYS", project_id: g.project, secret: eventKeysSecretId(s), version: "latest" }],
+      secret_environment_variables: [{ key: "CRDFN_EVENT_KEYS", project_id: g.project, secret: eventKeysSecretId(s, operator), version: "latest" }],
     },
     depends_on: [...apiDeps, `google_secret_manager_secret_iam_member.${n.tf}_event_keys`],
   };
@@ -460,12 +463,18 @@ and get the GKE cluster \`${s.gcp.gkeCluster}\`; the cluster's RBAC (\`functions
 what the operator's ServiceAccount has. The bridge \`${s.bridge.namespace}/${bridgeName(s)}\` publishes to those topics through GKE
 Workload Identity Federation (the cluster needs Workload Identity enabled).
 
-The functions verify every event with the cluster's event keys (docs/security.md), from the Secret
-Manager secret \`${eventKeysSecretId(s)}\`, which Terraform reads but never creates (its state would
-hold the key). Create it first with the key the bridge's Secret holds (bridge/README.md):
+Each function verifies its operator's events with its operator's event keys (docs/security.md), derived
+from the cluster's key (the one the bridge's Secret holds, bridge/README.md) and kept in a Secret Manager
+secret of its own, which only that function's service account may read and which Terraform reads but
+never creates (its state would hold the key). Create them first:
 
 \`\`\`sh
-printf '%s' "$key" | gcloud secrets create ${eventKeysSecretId(s)} --project ${s.gcp.project} --data-file=-
+${operators
+  .map(
+    ({ operator }) =>
+      `printf '%s' "$key" | npx crdfn key derive --resource ${operatorResource(operator.resource)} | gcloud secrets create ${eventKeysSecretId(s, operator)} --project ${s.gcp.project} --data-file=-`,
+  )
+  .join("\n")}
 cd ${posix.join(s.out, GCP_DIR)}
 terraform init && terraform apply     # APIs, topics, subscriptions, service accounts, functions (the source: ${s.gcp.source})
 cd - && kubectl apply --server-side -k ${s.out}

@@ -24,14 +24,17 @@ const logicalId = (operator: Operator<unknown>): string => {
 const DLQ_AFTER_RECEIVES = 5;
 
 /**
- * The functions' event keys (CRDFN_EVENT_KEYS), from the Secrets Manager secret
- * `<service>/<stage>/event-keys`: a CloudFormation dynamic reference, resolved at deploy, so a
- * cold start reads nothing (bench/lambda-cold-start.ts) and neither the generated files nor the
- * packaged template hold the key. Pinned to the version id the deploy names (param
- * eventKeysVersion): CloudFormation resolves a reference again only when the template changes,
- * so a new version id is what rolls out a rotated key.
+ * An operator's function's event keys (CRDFN_EVENT_KEYS: its operator's keys, derived from the
+ * cluster's by `crdfn key derive`), from a Secrets Manager secret of its own,
+ * `<service>/<stage>/event-keys/<operator>`, so a function's environment holds its own operator's
+ * keys and no other's: a CloudFormation dynamic reference, resolved at deploy, so a cold start reads
+ * nothing (bench/lambda-cold-start.ts) and neither the generated files nor the packaged template
+ * hold a key. Pinned to the staging label the deploy names (param eventKeysLabel), which every
+ * operator's secret gives its version to deploy: CloudFormation resolves a reference again only
+ * when the template changes, so a new label is what rolls out a rotated key.
  */
-export const EVENT_KEYS_REFERENCE = "{{resolve:secretsmanager:${self:service}/${sls:stage}/event-keys:SecretString:::${param:eventKeysVersion}}}";
+export const eventKeysReference = (operator: Operator<unknown>): string =>
+  `{{resolve:secretsmanager:\${self:service}/\${sls:stage}/event-keys/${operatorName(operator)}:SecretString::\${param:eventKeysLabel}}}`;
 const FOURTEEN_DAYS = 1_209_600;
 
 /**
@@ -69,7 +72,7 @@ export function serverlessFunctionsOf(operators: ReadonlyArray<{ operator: Opera
         {
           handler,
           role: `${id}FunctionRole`,
-          environment: { CRDFN_CLUSTER: cluster, CRDFN_EVENT_KEYS: EVENT_KEYS_REFERENCE },
+          environment: { CRDFN_CLUSTER: cluster, CRDFN_EVENT_KEYS: eventKeysReference(operator) },
           events: [trigger(`${id}EventsQueue`)],
         },
       ];

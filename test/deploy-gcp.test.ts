@@ -460,12 +460,14 @@ describe("crdfn generate for Cloud Run functions (offline)", { timeout: 240_000 
       const registry = loadClusterRegistry(loadConfig(resolved), () => "");
       assert.deepEqual([...registry.keys()], ["prod"], "the bridge's cluster name");
       assert.deepEqual(registry.get("prod"), { auth: "gke", server: "https://34.1.2.3", caData: Buffer.from("pem").toString("base64") });
-      // The event keys: from Secret Manager, which only this function's own service account may read; never in the Terraform.
+      // Its operator's event keys: from a Secret Manager secret of its own, which only this function's own service account may read; never in the Terraform.
       const fn = res("google_cloudfunctions2_function")[op]!.service_config as Json;
-      assert.deepEqual(fn.secret_environment_variables, [{ key: "CRDFN_EVENT_KEYS", project_id: project, secret: "crdfn-shop-event-keys", version: "latest" }]);
+      assert.deepEqual(fn.secret_environment_variables, [
+        { key: "CRDFN_EVENT_KEYS", project_id: project, secret: `crdfn-shop-event-keys-${op}`, version: "latest" },
+      ]);
       assert.deepEqual(res("google_secret_manager_secret_iam_member")[`${op}_event_keys`], {
         project,
-        secret_id: "crdfn-shop-event-keys",
+        secret_id: `crdfn-shop-event-keys-${op}`,
         role: "roles/secretmanager.secretAccessor",
         member: `serviceAccount:\${google_service_account.${op}.email}`,
       });

@@ -220,8 +220,8 @@ describe("serverless package (offline)", { timeout: 300_000 }, () => {
         "CRDFN_KUBE_SERVER",
         "LOG_LEVEL",
       ]);
-      // The keys are never in the template: CloudFormation resolves them from Secrets Manager at deploy, pinned to the version the deploy names.
-      assert.equal(vars.CRDFN_EVENT_KEYS, `{{resolve:secretsmanager:crdfn/test/event-keys:SecretString:::${PARAMS.eventKeysVersion}}}`);
+      // The keys are never in the template: CloudFormation resolves them at deploy from the operator's own Secrets Manager secret, pinned to the label the deploy names.
+      assert.equal(vars.CRDFN_EVENT_KEYS, `{{resolve:secretsmanager:crdfn/test/event-keys/${name}:SecretString::${PARAMS.eventKeysLabel}}}`);
       // What Lambda would hand the process: AWS_REGION set by Lambda.
       const config = loadConfig({ ...(vars as NodeJS.ProcessEnv), AWS_REGION: "us-east-1" });
       assert.equal(config.CRDFN_KUBE_AUTH, "eks");

@@ -256,7 +256,7 @@ describe("crdfn installed from its tarball into a project outside the repository
       "eksCluster=prod",
       "kubeServer=https://0123456789ABCDEF.gr7.eu-west-1.eks.amazonaws.com",
       `kubeCaData=${Buffer.from("-----BEGIN CERTIFICATE-----\n").toString("base64")}`,
-      "eventKeysVersion=6b9f1c3e-0000-4000-8000-000000000001",
+      "eventKeysLabel=k1",
     ].map((p) => `--param=${p}`);
     const packaged = timed("serverless package", () =>
       spawnSync("npx", ["serverless", "package", "--stage", "test", "--region", "eu-west-1", ...params], {

@@ -32,7 +32,7 @@ describe("serverless.yml: one template for crdfn init's projects and this reposi
       .replaceAll(CHECKOUT_SERVERLESS.place.generated, "deploy/serverless")
       .replace("plugins: ./cli/esbuild-plugins.ts\n    conditions: [crdfn-source]", "plugins: ./node_modules/crdfn/dist/cli/esbuild-plugins.js")
       .replace(/^service: crdfn$/m, "service: motd")
-      .replace("secret crdfn/prod/event-keys", "secret motd/prod/event-keys");
+      .replace("secrets crdfn/prod/event-keys", "secrets motd/prod/event-keys");
     assert.equal(project, asProject);
   });
 });

@@ -242,8 +242,8 @@ export function serverlessYml(service: string, place: ServerlessPlace = PROJECT_
 # into ${place.generated}/ by \`npm run generate\` (crdfn generate), from the operators and crdfn.deploy.yaml.
 #   npx serverless deploy --stage prod --region <region> --param="eksCluster=<cluster>" \\
 #     --param="kubeServer=<API server URL>" --param="kubeCaData=<base64 CA>" \\
-#     --param="eventKeysVersion=<version id of the secret ${service}/prod/event-keys>"
-# The functions verify every event with the keys in that Secrets Manager secret (crdfn's docs/security.md);
+#     --param="eventKeysLabel=<staging label of the versions to deploy of the secrets ${service}/prod/event-keys/*>"
+# Each function verifies its operator's events with the keys in its Secrets Manager secret (crdfn's docs/security.md);
 # each function's IAM role needs an EKS access entry (the generated functions/README.md).
 service: ${service}
 frameworkVersion: '3'
@@ -258,14 +258,14 @@ params:
     kubeAuth: eks             # each function's IAM role signs its EKS token
     logLevel: info
     maxConcurrency: 10        # concurrent invocations per queue: protects the API server
-    # Required: eksCluster, kubeServer, kubeCaData, eventKeysVersion.
+    # Required: eksCluster, kubeServer, kubeCaData, eventKeysLabel.
   # \`npm run package\` (serverless package --stage package) checks the bundle and the stack with no
   # cluster and no AWS account: these values reach nothing (.invalid). Never deploy this stage.
   package:
     eksCluster: not-deployed
     kubeServer: https://kube-api.not-deployed.invalid
     kubeCaData: bm90LWRlcGxveWVk
-    eventKeysVersion: not-deployed
+    eventKeysLabel: not-deployed
 
 custom:
   timeoutSeconds: 30
@@ -348,7 +348,7 @@ export SLS_TELEMETRY_DISABLED=1 SLS_NOTIFICATIONS_MODE=off   # the Serverless Fr
 docker build -f node_modules/crdfn/infra/bridge/Dockerfile -t <image> node_modules/crdfn && docker push <image>
 npm run generate                            # deploy/: the CRD, RBAC, admission policy, bridge, Serverless resources
 kubectl apply --server-side -k deploy       # into the cluster
-npx serverless deploy --stage prod --param="eksCluster=<cluster>" --param="kubeServer=<URL>" --param="kubeCaData=<CA>" --param="eventKeysVersion=<id>"
+npx serverless deploy --stage prod --param="eksCluster=<cluster>" --param="kubeServer=<URL>" --param="kubeCaData=<CA>" --param="eventKeysLabel=<label>"
 \`\`\`
 
 \`npm run package\` packages the same stack offline, with no AWS account. \`serverless\` warns

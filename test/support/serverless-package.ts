@@ -17,7 +17,7 @@ export const PACKAGE_PARAMS = {
   eksCluster: "prod-cluster",
   kubeServer: "https://0123456789ABCDEF.gr7.us-east-1.eks.amazonaws.com",
   kubeCaData: Buffer.from("-----BEGIN CERTIFICATE-----\n…\n-----END CERTIFICATE-----\n").toString("base64"),
-  eventKeysVersion: "6b9f1c3e-0000-4000-8000-000000000001",
+  eventKeysLabel: "k1",
 };
 
 /** Serverless Framework offline: no AWS account (placeholders), a proxy that refuses so any network attempt fails, no telemetry or prompts. */
