@@ -272,18 +272,46 @@ export interface ReconcileResult<Status extends Record<string, unknown> = Record
 }
 
 export interface FinalizeContext {
+  /** The runtime's clock at this attempt, as reconcile's ctx.now (a retry sees a later one). */
   now: Date;
   /** The function's environment, as for effects: build cloud clients from it. */
   env: Readonly<Record<string, string | undefined>>;
-  /** Withdraws every field this resource contributed to a shared object (I/O). */
+  /**
+   * Withdraws every field this resource contributed to a shared object (I/O): the one write
+   * finalize makes in the cluster. A kind not in `owns` is PermanentError UndeclaredKind; an
+   * object that is not there, nothing to do.
+   */
   release(object: ObjectReference): Promise<void>;
 }
 
+/**
+ * All finalize returns: whether cleanup is done. Nothing else is written for it (no children,
+ * shared objects or status: its cluster writes go through ctx.release), so reconcile's keys are
+ * refused here, even where a definition's type arguments are given, and defineOperator refuses any
+ * other key (FinalizeResultOnly).
+ */
 export interface FinalizeResult {
-  /** false → finalize again later; the finalizer stays until cleanup is done. */
+  /** true → the finalizer is removed and the object goes; false → finalize again later, the finalizer stays. */
   done: boolean;
+  /** With done: false, when to finalize again (default 5 s); ignored with done: true. */
   retryAfterSeconds?: number;
+  children?: never;
+  shared?: never;
+  status?: never;
+  requeueAfterSeconds?: never;
 }
+
+/** The keys a finalize's result has beyond FinalizeResult's, of each object it may return. */
+type ExcessFinalizeKeys<Result> = Result extends unknown ? Exclude<keyof Result, keyof FinalizeResult> : never;
+
+/**
+ * Refuses a finalize returning keys FinalizeResult lacks (`Returned`: what it returns, inferred),
+ * naming them. An inferred return type (an async method's) is not checked for excess keys, so
+ * `{ done: true, note: "…" }` would otherwise compile and be ignored.
+ */
+export type FinalizeResultOnly<Returned> = [ExcessFinalizeKeys<Awaited<Returned>>] extends [never]
+  ? unknown
+  : { finalize: `finalize returns only done and retryAfterSeconds, not ${ExcessFinalizeKeys<Awaited<Returned>> & string}` };
 
 /** `SpecInput` is what the schema accepts before defaults (what a manifest or a test may omit). */
 export interface OperatorDefinition<Spec, SpecInput = unknown, Status extends Record<string, unknown> = Record<string, unknown>> {
@@ -434,8 +462,16 @@ function checkExtensions(definition: OperatorDefinition<never, unknown, Record<s
   }
 }
 
-export function defineOperator<Spec, SpecInput = unknown, Status extends Record<string, unknown> = Record<string, unknown>>(
-  definition: OperatorDefinition<Spec, SpecInput, Status>,
+export function defineOperator<
+  Spec,
+  SpecInput = unknown,
+  Status extends Record<string, unknown> = Record<string, unknown>,
+  Finalized extends FinalizeResult | Promise<FinalizeResult> = FinalizeResult | Promise<FinalizeResult>,
+>(
+  // The second part infers what finalize returns, for FinalizeResultOnly to refuse its unknown keys.
+  definition: OperatorDefinition<Spec, SpecInput, Status> & {
+    finalize?(object: CustomObject<Spec>, ctx: FinalizeContext): Finalized;
+  } & FinalizeResultOnly<Finalized>,
 ): Operator<Spec, SpecInput, Status> {
   const { resource } = definition;
   checkVersions(resource);

@@ -17,7 +17,11 @@ export interface FakeKube extends KubeApi {
   objects(filter?: { kind?: string; namespace?: string }): KubeObject[];
   /** The stored Events (core/v1 and events.k8s.io/v1), oldest first. */
   events(): KubeObject[];
-  /** Stores an object as another client would create it (a victim, an existing child). */
+  /**
+   * Stores an object as another client would create it (a victim, an existing child). One given a
+   * `metadata.deletionTimestamp` is stored as being deleted since then, held by its finalizers
+   * (without any, it is gone at once, as the API server deletes it).
+   */
   put(ref: ResourceRef, object: Record<string, unknown>): KubeObject;
   /** Sets an object's status as its own controller would (a Deployment's replicas). */
   setStatus(ref: ResourceRef, status: Record<string, unknown>): KubeObject;
@@ -286,7 +290,7 @@ function readsOf(server: Store): Pick<KubeApi, "get" | "replaceStatus" | "list">
 
 /** What a test asks of the server beside the API: who wrote last, what is stored, putting objects in. */
 function inspectionOf(server: Store): Pick<FakeKube, "lastContentWriter" | "objects" | "events" | "put" | "setStatus"> {
-  const { store, writers, storeKeyOf, existing, save, create } = server;
+  const { store, writers, storeKeyOf, existing, save, create, deleteObject } = server;
   return {
     lastContentWriter: (ref) => (store.has(storeKeyOf(ref)) ? (writers.get(storeKeyOf(ref)) ?? "update") : undefined),
 
@@ -297,7 +301,18 @@ function inspectionOf(server: Store): Pick<FakeKube, "lastContentWriter" | "obje
 
     events: () => [...store].filter(([key]) => key.startsWith("/events/") || key.startsWith("events.k8s.io/events/")).map(([, o]) => clone(o)),
 
-    put: (ref, object) => create(ref, object),
+    put: (ref, object) => {
+      const created = create(ref, object);
+      const since = (object.metadata as { deletionTimestamp?: unknown } | undefined)?.deletionTimestamp;
+      if (typeof since !== "string") return created;
+      // An API server ignores a client's deletionTimestamp (only a delete sets it, by its own clock): kept here, as if deleted then.
+      const at = { ...ref, name: created.metadata.name };
+      deleteObject(at);
+      const held = store.get(storeKeyOf(at));
+      if (!held) return { ...created, metadata: { ...created.metadata, deletionTimestamp: since } };
+      held.metadata.deletionTimestamp = since;
+      return clone(held);
+    },
 
     setStatus: (ref, status) => {
       const current = existing(ref);

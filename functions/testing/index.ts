@@ -7,7 +7,7 @@
 export { testObject, TestObjectSpecError } from "./object.ts";
 export type { ObjectInput, TestObjectInput } from "./object.ts";
 export { createFakeKube, type FakeKube } from "./fake-kube.ts";
-export { reconcileWithRuntime, type RunOptions, type RunResult } from "./run.ts";
+export { reconcileWithRuntime, type OtherObject, type RunOptions, type RunResult } from "./run.ts";
 export {
   effectsContext,
   finalizeContext,
@@ -15,5 +15,6 @@ export {
   type ContextBuilder,
   type ContextOptions,
   type EffectsContextOptions,
+  type FinalizeContextOptions,
   type ObjectsByKind,
 } from "./context.ts";

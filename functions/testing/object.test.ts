@@ -26,7 +26,7 @@ describe("testObject", () => {
     // Typed from the schema's output: `audience` is no longer optional.
     const audience: "everyone" | "admins" = object.spec.audience;
     assert.equal(audience, "everyone");
-    assert.deepEqual(motd.reconcile(object, reconcileContext()).status, { lines: 1, audience: "everyone" });
+    assert.deepEqual(motd.reconcile(object, reconcileContext(motd)).status, { lines: 1, audience: "everyone" });
   });
 
   it("fills the metadata the runtime would have, and the resource's apiVersion and kind", () => {

@@ -44,9 +44,14 @@ describe("the testing kit and the runtime give the same verdict", () => {
     assert.throws(() => reconcileContext(widget).references.of("Secret"), /ctx\.references\.of\("Secret"\): Secret is not declared in reads/);
   });
 
-  it("without the operator, knows only the kinds it is given", () => {
-    assert.deepEqual(reconcileContext({ children: { ConfigMap: {} } }).children.of("ConfigMap"), {});
-    assert.throws(() => reconcileContext().children.of("ConfigMap"), /pass the operator/);
+  it("has one form: the operator first, so that no kind answers that the runtime never gives", () => {
+    assert.deepEqual(reconcileContext(widget, { children: { ConfigMap: {} } }).children.of("ConfigMap"), {});
+    // As plain JavaScript may call it.
+    const untyped = reconcileContext as unknown as (opts: object) => unknown;
+    assert.throws(
+      () => untyped({ children: { ConfigMap: {} } }),
+      /^Error: reconcileContext\(operator, \{ now, children, references \}\): pass the operator first/,
+    );
   });
 
   it("takes one object shape in testObject and reconcileWithRuntime, and testObject's first shape still", async () => {

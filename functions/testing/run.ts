@@ -1,6 +1,7 @@
 // Runs the whole runtime path for one object against the in-memory API server: a key event as
 // the bridge would publish it → fresh read → finalizer → spec validation → reconcile → children
-// → status merge → failure conditions and Events (or finalize, for an object being deleted).
+// → status merge → failure conditions and Events (or finalize, for an object being deleted:
+// `deleting: true`, or an object given a deletionTimestamp, as the runtime tells them apart).
 import { randomBytes } from "node:crypto";
 import { pino } from "pino";
 import { signKeyEvent } from "../../core/event-auth.ts";
@@ -19,13 +20,29 @@ import { apiVersionOf, pluralOf } from "../../core/operator.ts";
 import type { KubeApi, ResourceRef } from "../runtime/kube-api.ts";
 
 export interface RunOptions {
-  /** The API server to run against; by default a new empty one. Pass one to run several reconciles in a row. */
+  /**
+   * The API server to run against; by default a new empty one. Pass a previous run's `kube` to
+   * run several reconciles in a row: the object there is updated (labels, annotations, spec) from
+   * the one given, and its children, status and finalizers are what the earlier runs left.
+   */
   kube?: FakeKube;
-  /** The runtime's clock (ctx.now); default a fixed instant. */
+  /**
+   * The runtime's clock: ctx.now of reconcile, effects and finalize, and what `nextReconcile` is
+   * counted from. Default 2026-01-01T00:00:00Z. A new API server takes it as its clock too
+   * (creationTimestamp, deletionTimestamp); one passed in `kube` keeps the clock it was made with.
+   */
   now?: Date;
-  /** Delete the object first: with the operator's finalizer on it, this exercises finalize. */
+  /**
+   * Delete the object first, then run: finalize runs if the operator has a `finalizer`, which is
+   * added to an object not stored yet (an object already stored carries it from its first run).
+   * An object given a `metadata.deletionTimestamp` is deleted the same way, its finalizers as given.
+   */
   deleting?: boolean;
-  /** Other objects in the cluster first (the Secrets it references), each with apiVersion, kind and metadata.name; namespace default if namespaced. */
+  /**
+   * Other objects put in the cluster first (the Secrets it references, an existing child), each
+   * with apiVersion, kind and metadata.name, at the REST location of the kind the operator
+   * declares in `reads` or `owns`; namespace "default" if namespaced. One already there is replaced.
+   */
   objects?: ReadonlyArray<OtherObject>;
   /** The function's environment, which effects and finalize get as ctx.env. Default {}. */
   env?: Record<string, string | undefined>;
@@ -35,26 +52,47 @@ export interface RunOptions {
 export type OtherObject = DesiredObject;
 
 export interface RunResult {
-  /** The object as stored afterwards; undefined once it is gone (finalized). */
+  /** The object as stored afterwards (its status, conditions and finalizers); undefined once it is gone (finalized). */
   object: KubeObject | undefined;
-  /** The objects this object controls (controller owner reference to it). */
+  /** The objects this object controls (controller owner reference to it); none once it is gone (garbage-collected). */
   children: KubeObject[];
-  /** The Events recorded about this object. */
+  /**
+   * The objects named in the operator's `shares` as stored afterwards, every parent's
+   * contributions merged (in this object's namespace, for a namespaced one); those not there are
+   * left out. After finalize, what remains once its `ctx.release` withdrew this object's fields.
+   */
+  shared: KubeObject[];
+  /** The Events recorded about this object (events.k8s.io/v1 and core/v1), oldest first. */
   events: KubeObject[];
+  /**
+   * How the runtime handled the event, as the function's adapter sees it: `result` "success"
+   * (`detail` "finalized" after finalize), "retry-later" (`delaySeconds`: a TemporaryError, any
+   * other throw on the object's backoff, an unfinished finalize), "permanent" (`detail` the
+   * reason: a PermanentError, an invalid spec), "retry" (the failure could not be recorded: the
+   * queue redelivers), "unavailable" (the API server was) or "dead-letter"; `apiCalls`, the API
+   * requests it made. The object's conditions and Events say the same to a user.
+   */
   outcome: HandledOutcome;
   /**
-   * When the object asked to be reconciled again and why (requeueAfterSeconds, a retried failure,
-   * an unfinished finalize), as recorded in its status for the bridge to announce; undefined if not.
+   * When the object asked to be reconciled again and why (requeueAfterSeconds, a timer's `every`,
+   * a retried failure, an unfinished finalize), as recorded in its status for the bridge to
+   * announce; undefined if not. No run follows by itself: call reconcileWithRuntime again.
    */
   nextReconcile: NextReconcile | undefined;
+  /** The API server it ran against: pass it as `kube` to the next run, or inspect any object (`kube.objects({ kind })`). */
   kube: FakeKube;
 }
 
 const DEFAULT_NOW = new Date("2026-01-01T00:00:00Z");
 
 /**
- * `object`: as testObject takes it (a manifest's metadata and spec; a testObject result too), its
- * spec unchecked: the runtime validates it, as it does what it reads from the API server.
+ * Runs one event for `object` through the runtime, as the bridge would announce it, against the
+ * in-memory API server. `object`: as testObject takes it (a manifest's metadata and spec; a
+ * testObject result too), its spec unchecked: the runtime validates it, as it does what it reads
+ * from the API server. Server-set metadata (uid, resourceVersion, generation) is the API server's
+ * to assign. An object being deleted (`deleting`, or a `deletionTimestamp` with the operator's
+ * finalizer among its finalizers) is finalized, not reconciled, as the runtime does
+ * (functions/runtime/finalizer.ts).
  */
 export async function reconcileWithRuntime<Spec>(
   operator: Operator<Spec>,
@@ -71,6 +109,7 @@ export async function reconcileWithRuntime<Spec>(
   const body = { ...object, apiVersion: operator.apiVersion, kind: resource.kind, metadata: { ...object.metadata, ...(namespace ? { namespace } : {}) } };
 
   for (const other of options.objects ?? []) await putOther(kube, operator, other);
+  const deleting = options.deleting === true || object.metadata.deletionTimestamp !== undefined;
   const stored = await kube.get(ref);
   if (!stored)
     kube.put(
@@ -81,8 +120,9 @@ export async function reconcileWithRuntime<Spec>(
     );
   else
     await kube.mergePatch(ref, { metadata: { labels: body.metadata.labels ?? null, annotations: body.metadata.annotations ?? null }, spec: body.spec ?? null });
-  if (object.status) kube.setStatus(ref, object.status);
-  if (options.deleting) await kube.delete(ref);
+  // Without finalizers, an object put as being deleted is gone already.
+  if (object.status && (await kube.get(ref))) kube.setStatus(ref, object.status);
+  if (deleting) await kube.delete(ref);
 
   const current = await kube.get(ref);
   // A key of this run alone: the event below is what a bridge would sign.
@@ -125,6 +165,7 @@ export async function reconcileWithRuntime<Spec>(
       .filter((o) =>
         ((o.metadata.ownerReferences as Array<{ uid?: string; controller?: boolean }> | undefined) ?? []).some((r) => r.controller && r.uid === uid),
       ),
+    shared: sharedObjects(kube, operator, namespace),
     events: kube.events().filter(regarding),
     outcome,
     nextReconcile: nextReconcileOf(after?.status),
@@ -161,6 +202,16 @@ async function putOther(kube: FakeKube, operator: Operator<unknown>, o: OtherObj
   const body = { ...o, metadata: { ...o.metadata, ...(namespace ? { namespace } : {}) } };
   if (await kube.get(ref)) await kube.delete(ref);
   kube.put(ref, body);
+}
+
+/** The objects the operator's `shares` names, where this object's shared objects live. */
+function sharedObjects(kube: FakeKube, operator: Operator<unknown>, namespace: string | undefined): KubeObject[] {
+  return operator.shares.flatMap((s) => {
+    const namespaced = operator.owns.find((o) => o.group === s.group && o.kind === s.kind)?.namespaced ?? true;
+    return kube
+      .objects({ kind: s.kind, ...(namespaced && namespace ? { namespace } : {}) })
+      .filter((o) => o.metadata.name === s.name && (o.apiVersion.includes("/") ? o.apiVersion.split("/")[0] : "") === s.group);
+  });
 }
 
 /** The kind a write names, among the operator's owned kinds (its plural otherwise: not owned, not checked). */
