@@ -154,4 +154,28 @@ describe("crdfn replay --dead-letter --apply refuses a dead letter not proven to
     assert.match(told.stderr, /is NOT verified .*: replayed, as --unverified says/);
     await waitFor("the victim's ConfigMap written on --unverified", () => writes.includes(`ADDED ${configMapName("victim")}`), 30_000);
   });
+
+  it("a verified dead letter of an earlier incarnation (the object deleted and re-created since) replays nothing, and --apply removes it", async () => {
+    const earlier = (await crs().create("reborn", { message: "first" })) as Parameters<typeof keyEventOf>[1];
+    const letter = signedForTest(keyEventOf(op, earlier));
+    await crs().delete("reborn");
+    await waitFor("reborn gone", async () => (await crs().get("reborn")) === undefined);
+    await crs().create("reborn", { message: "second" });
+    const live = (await crs().get("reborn"))!;
+    const id = await deadLetter(letter, "earlier incarnation");
+    const mark = writes.length;
+    const r = await crdfn(["replay", "--dead-letter", id, "--operator", operatorFile, "--apply"], {
+      CRDFN_EVENT_KEYS: formatEventKey(testOperatorKey(op.resource)),
+    });
+    assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
+    assert.match(
+      r.stdout,
+      new RegExp(
+        `outcome: success \\(the letter is for uid ${earlier.metadata?.uid}, an earlier object of this name; the live one is uid ${live.metadata?.uid}: nothing to replay\\)`,
+      ),
+    );
+    assert.match(r.stdout, new RegExp(`dead letter ${id} removed: its object is gone \\(deleted and re-created since\\)`));
+    assert.deepEqual(writes.slice(mark), [], "nothing written");
+    assert.equal((await crs().get("reborn"))?.metadata?.resourceVersion, live.metadata?.resourceVersion, "the live object as it was");
+  });
 });

@@ -63,6 +63,11 @@ export interface LocalRunOptions {
    * object, one listed a moment ago) it was deleted since: nothing is left to do, a success.
    */
   named?: boolean;
+  /**
+   * The uid the run is for (a dead letter's): an object of the name with another uid is a later
+   * incarnation, and the letter's work went with the one it names: nothing is reconciled.
+   */
+  uid?: string;
 }
 
 /** The objects of an operator's kind: all, in one namespace, or one by name. */
@@ -91,6 +96,10 @@ export async function reconcileLocally(
   if (read === undefined) {
     if (opts.named === true) throw notFound(operator, object.metadata);
     return { outcome: { result: "success", detail: "object is gone" }, writes, effectsSkipped: false };
+  }
+  if (opts.uid !== undefined && read.metadata.uid !== opts.uid) {
+    const detail = `the letter is for uid ${opts.uid}, an earlier object of this name; the live one is uid ${read.metadata.uid ?? "?"}: nothing to replay`;
+    return { outcome: { result: "success", detail, earlierIncarnation: true }, writes, effectsSkipped: false };
   }
   let call: ReconcileCall | undefined;
   const watched: Operator<unknown> = {

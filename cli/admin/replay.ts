@@ -226,12 +226,14 @@ export function replayCommand(): Command {
             env: process.env,
             runEffects: opts.apply === true,
             named: e === undefined,
+            ...(e ? { uid: e.uid } : {}),
           });
           console.log(describeRun(op, object, run, opts.apply === true).join("\n"));
           const ok = run.outcome.result === "success";
           if (letter && ok && opts.apply) {
             await letter.remove();
-            console.log(`dead letter ${letter.id} removed: its object is reconciled`);
+            const gone = run.outcome.result === "success" && run.outcome.earlierIncarnation === true;
+            console.log(`dead letter ${letter.id} removed: ${gone ? "its object is gone (deleted and re-created since)" : "its object is reconciled"}`);
           } else if (letter) {
             await letter.release();
           }
