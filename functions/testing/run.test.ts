@@ -111,6 +111,18 @@ describe("reconcileWithRuntime", () => {
     assert.deepEqual(run.object?.metadata.finalizers, ["someone.else/cleanup"]);
   });
 
+  it("finds an object given a deletionTimestamp and no finalizers gone, as an API server deletes it at once", async () => {
+    const { operator, seen, finalized } = listings(released);
+    const run = await reconcileWithRuntime(
+      operator,
+      { metadata: { name: "a", deletionTimestamp: "2026-03-01T11:59:00Z" }, spec: { url: "https://a" } },
+      { now },
+    );
+    assert.deepEqual([seen, finalized], [[], []]);
+    assert.deepEqual(run.outcome, { result: "success", detail: "object is gone", apiCalls: run.outcome.apiCalls });
+    assert.equal(run.object, undefined);
+  });
+
   it("shows observed children one reconcile behind the apply: a child applied now is seen by the next reconcile", async () => {
     const { operator, seen } = listings(released);
     const first = await reconcileWithRuntime(operator, { metadata: { name: "a" }, spec: { url: "https://a" } }, { now });

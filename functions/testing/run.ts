@@ -111,20 +111,23 @@ export async function reconcileWithRuntime<Spec>(
   for (const other of options.objects ?? []) await putOther(kube, operator, other);
   const deleting = options.deleting === true || object.metadata.deletionTimestamp !== undefined;
   const stored = await kube.get(ref);
-  if (!stored)
+  if (stored)
+    await kube.mergePatch(ref, { metadata: { labels: body.metadata.labels ?? null, annotations: body.metadata.annotations ?? null }, spec: body.spec ?? null });
+  const known =
+    stored ??
     kube.put(
       ref,
       options.deleting && operator.finalizer
         ? { ...body, metadata: { ...body.metadata, finalizers: [...new Set([...(body.metadata.finalizers ?? []), operator.finalizer])] } }
         : body,
     );
-  else
-    await kube.mergePatch(ref, { metadata: { labels: body.metadata.labels ?? null, annotations: body.metadata.annotations ?? null }, spec: body.spec ?? null });
   // Without finalizers, an object put as being deleted is gone already.
   if (object.status && (await kube.get(ref))) kube.setStatus(ref, object.status);
   if (deleting) await kube.delete(ref);
 
   const current = await kube.get(ref);
+  // Gone already (put as deleted, with no finalizer to hold it): the bridge's last word on it names what was stored.
+  const last = current ?? known;
   // A key of this run alone: the event below is what a bridge would sign.
   const eventKey = { kid: "testing", secret: randomBytes(32) };
   const runtime = createRuntime(operator, {
@@ -145,17 +148,17 @@ export async function reconcileWithRuntime<Spec>(
     kind: resource.kind,
     ...(namespace ? { namespace } : {}),
     name: object.metadata.name,
-    uid: current?.metadata.uid ?? "",
-    resourceVersion: current?.metadata.resourceVersion ?? "",
-    generation: current?.metadata.generation ?? 0,
-    type: "MODIFIED",
+    uid: last?.metadata.uid ?? "",
+    resourceVersion: last?.metadata.resourceVersion ?? "",
+    generation: last?.metadata.generation ?? 0,
+    type: current ? "MODIFIED" : "DELETED",
     reason: "watch",
     observedAt: now.toISOString(),
     ...(current ? { object: current as unknown as NonNullable<KeyEvent["object"]> } : {}),
     children: current ? childKeys(kube, operator, current) : [],
   };
   const outcome = await handleMessage(runtime, { id: `test-${event.resourceVersion}`, body: JSON.stringify(signKeyEvent(event, eventKey)) });
-  const uid = current?.metadata.uid;
+  const uid = last?.metadata.uid;
   const regarding = (e: KubeObject) => ((e.regarding ?? e.involvedObject) as { uid?: string } | undefined)?.uid === uid;
   const after = await kube.get(ref);
   return {
