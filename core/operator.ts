@@ -73,7 +73,10 @@ export interface OwnedKind {
   plural?: string;
   /** Default true. */
   namespaced?: boolean;
-  /** Pass this kind's current children to reconcile (`ctx.children.of(kind)`). Default false. */
+  /**
+   * Pass this kind's current children to reconcile (`ctx.children.of(kind)`), as read before it
+   * runs: a child a reconcile applies is seen by the next reconcile, not by that one. Default false.
+   */
   observe?: boolean;
   /** Delete children of this kind this parent applied earlier and no longer returns. Default true. */
   prune?: boolean;

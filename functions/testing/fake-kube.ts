@@ -87,6 +87,10 @@ function checkPreconditions(ref: ResourceRef, current: KubeObject, p: Preconditi
   if (p?.uid && p.uid !== current.metadata.uid)
     throw new ApiError(409, "Conflict", `Precondition failed: UID in precondition: ${p.uid}, UID in object meta: ${current.metadata.uid ?? ""}`);
 }
+/**
+ * A new, empty in-memory API server. `clock` stamps creationTimestamp and deletionTimestamp
+ * (default the wall clock; reconcileWithRuntime gives a new one its `now`).
+ */
 export function createFakeKube(opts: { clock?: () => Date } = {}): FakeKube {
   const clock = opts.clock ?? (() => new Date());
   const store = new Map<string, KubeObject>();
