@@ -117,8 +117,7 @@ export function verifyKeyEvent(event: Readonly<Record<string, unknown>> | KeyEve
       why: "unknown-key",
       message: `MAC does not verify: key id "${kid.slice(0, 40)}" is not one this function accepts for cluster "${String(cluster).slice(0, 63)}"`,
     };
-  if (!sameMac(claimed, macOf(event, secret)))
-    return { ok: false, why: "mismatch", message: `MAC does not verify (key id "${kid}")` };
+  if (!sameMac(claimed, macOf(event, secret))) return { ok: false, why: "mismatch", message: `MAC does not verify (key id "${kid}")` };
   return { ok: true };
 }
 
