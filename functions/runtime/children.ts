@@ -5,7 +5,7 @@
 // the parent's generation, core/fence.ts), and the ones this parent applied before and no longer
 // returns are pruned, from a view proven current. Shared objects: a field manager per parent, so
 // server-side apply merges the contributions. Reading them before reconcile is reads.ts.
-import { PermanentError, TemporaryError } from "../../core/errors.ts";
+import { PermanentError } from "../../core/errors.ts";
 import { apiVersionOf, type DesiredObject, type ObservedChildren, type Operator, type ReconcileResult } from "../../core/operator.ts";
 import { createHash } from "node:crypto";
 import { canonicalJson } from "../../core/canonical-json.ts";

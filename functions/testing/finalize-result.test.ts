@@ -3,8 +3,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { z } from "zod";
-import { defineOperator, type OperatorDefinition } from "./operator.ts";
-import { reconcileWithRuntime } from "../functions/testing/index.ts";
+import { defineOperator, type OperatorDefinition } from "../../core/operator.ts";
+import { reconcileWithRuntime } from "./index.ts";
 
 const base = {
   resource: { group: "example.com", version: "v1", plural: "widgets", kind: "Widget" },
