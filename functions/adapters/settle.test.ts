@@ -1,10 +1,19 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { pino } from "pino";
-import type { QueueMessage } from "../runtime/delivery.ts";
+import { createReceiver, type QueueMessage } from "../runtime/delivery.ts";
 import type { Outcome } from "../runtime/outcome.ts";
 import { ADMISSION_WAIT_MS, createCircuits } from "./settle.ts";
-import { DEFERRALS_ATTRIBUTE, DEFERRED_SINCE_ATTRIBUTE, settleBatch, settlementOf, type SettlePolicy } from "./settle.ts";
+import {
+  DEFERRAL_MAC_ATTRIBUTE,
+  DEFERRALS_ATTRIBUTE,
+  DEFERRED_SINCE_ATTRIBUTE,
+  resendRequest,
+  settleBatch,
+  settlementOf,
+  type SettlePolicy,
+} from "./settle.ts";
+import { signedForTest, testKeyring } from "../../test/support/event-key.ts";
 import { fakeRuntime } from "../../test/support/fake-runtime.ts";
 
 const log = pino({ level: "silent" });
@@ -207,5 +216,62 @@ describe("a batch", () => {
     const next = new Map([...(await run([item("a1", "A", "a"), item("b2", "B2", "b")], handle, circuits).result)].map(([i, s]) => [i.id, s.outcome.result]));
     assert.deepEqual([next.get("a1"), next.get("b2")], ["success", "unavailable"]);
     assert.equal(circuits.waitMs(), 0, "cluster a is up: receiving goes on");
+  });
+});
+
+describe("a deferred message's copy", () => {
+  it("carries its deferral attributes under the MAC its receiver makes; the next receive proves them, and a tampered value is dropped", async () => {
+    const receive = createReceiver(
+      {
+        keysOf: (c, r) => (c === "a" && r === "greetings.example.com" ? testKeyring(r) : undefined),
+        resources: [{ group: "example.com", plural: "greetings" }],
+      },
+      log,
+    );
+    const body = JSON.stringify(
+      signedForTest({
+        v: 3,
+        cluster: "a",
+        group: "example.com",
+        version: "v1",
+        plural: "greetings",
+        kind: "Greeting",
+        namespace: "default",
+        name: "n",
+        uid: "u",
+        resourceVersion: "1",
+        generation: 1,
+        type: "ADDED",
+        observedAt: "2026-11-21T00:00:00Z",
+      }),
+    );
+    const delivery = receive({ id: "m", body, receiveCount: 4 });
+    // The API server down on the message's last receive but one: re-sent, through the batch as the adapters run it.
+    const runtime = { handle: () => Promise.resolve<Outcome>({ result: "unavailable", detail: "ECONNREFUSED" }) };
+    const settled = await settleBatch([delivery], {
+      deliveryOf: (d) => d,
+      groupOf: () => "g",
+      runtime,
+      policy: (o, d) => settlementOf(o, d.message, policy()),
+      log,
+    });
+    const { settlement } = settled.get(delivery)!;
+    assert.equal(settlement.action, "resend");
+    if (settlement.action !== "resend") return;
+    const request = resendRequest("q", { Body: body, MessageId: "m", Attributes: { MessageGroupId: "g" } }, settlement);
+    const attributes = Object.fromEntries(Object.entries(request.MessageAttributes).map(([k, v]) => [k, v.StringValue]));
+    assert.deepEqual(Object.keys(attributes).sort(), [DEFERRAL_MAC_ATTRIBUTE, DEFERRALS_ATTRIBUTE, DEFERRED_SINCE_ATTRIBUTE].sort());
+    assert.equal(attributes[DEFERRED_SINCE_ATTRIBUTE], "1000000");
+    // The copy, received: its attributes proven, kept for the deferral limit; not a first delivery.
+    const copy = receive({ id: "m2", body, receiveCount: 1, attributes });
+    assert.ok(copy.ok);
+    assert.equal(copy.firstDelivery, false);
+    assert.equal(copy.message.attributes?.[DEFERRED_SINCE_ATTRIBUTE], "1000000");
+    // Someone who may send to the queue moves `since` back to have it dead-lettered at once: dropped, read afresh.
+    const tampered = receive({ id: "m3", body, receiveCount: 1, attributes: { ...attributes, [DEFERRED_SINCE_ATTRIBUTE]: "1" } });
+    assert.ok(tampered.ok);
+    assert.equal(tampered.firstDelivery, false);
+    assert.equal(tampered.message.attributes?.[DEFERRED_SINCE_ATTRIBUTE], undefined);
+    assert.deepEqual(settlementOf({ result: "unavailable", detail: "down" }, tampered.message, policy({ now: 1_000_000 + 3_700_000 })).action, "hold");
   });
 });
