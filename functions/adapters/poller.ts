@@ -2,7 +2,8 @@
 // hand each message to the runtime, and settle each as settle.ts decides — delete what was
 // handled (gathered across loops: delete-batcher.ts), hold what must wait in its group, re-send
 // a long deferral into its own group, release what can never be handled to the dead-letter
-// queue. While a cluster's API server is unavailable its messages are deferred; while every
+// queue. Each message stays hidden, and one object is handled once at a time, until its
+// settlement has landed, however long its reconcile takes (leases.ts). While a cluster's API server is unavailable its messages are deferred; while every
 // cluster's is, the poller stops receiving altogether.
 import type { Message } from "@aws-sdk/client-sqs";
 import { setTimeout as delay } from "node:timers/promises";
@@ -14,6 +15,7 @@ import type { Runtime } from "../runtime/runtime.ts";
 import type { Delivery } from "../runtime/delivery.ts";
 import type { SqsClientSource } from "../runtime/sqs-client.ts";
 import { DeleteBatcher } from "./delete-batcher.ts";
+import { Leases, type Lease } from "./leases.ts";
 import { createCircuits, type Circuits } from "./settle.ts";
 import { queueFacts, type QueueFacts } from "./queue-facts.ts";
 import { DEFAULT_MAX_DEFER_SECONDS, DEFAULT_RETRY_BASE_SECONDS, resendRequest, settleBatch, settlementOf, type Settlement } from "./settle.ts";
@@ -30,9 +32,10 @@ export interface PollerOptions {
   /** Long-poll wait, 0–20. Default 20. */
   waitTimeSeconds?: number;
   /**
-   * Override the queue's visibility timeout for received messages. A batch in hand is extended
-   * every half of it, so keep it well above a pause of the process (tens of seconds): once it
-   * lapses, another loop or consumer receives a message that is still being handled.
+   * Override the queue's visibility timeout for received messages. A message in hand is extended
+   * every third of it until settled; one this poller receives again after a lapse (a pause of the
+   * process longer than two thirds of it) is recognised and not handled twice, but another
+   * consumer of the queue would handle it: keep it well above a pause of the process.
    */
   visibilityTimeout?: number;
   logger: Logger;
@@ -47,9 +50,10 @@ export interface PollerOptions {
   retryBaseSeconds?: number;
 }
 
-/** A received SQS message and what the runtime made of it. */
+/** A received SQS message, its lease, and what the runtime made of it. */
 interface ReceivedMessage {
   message: Message;
+  lease: Lease;
   delivery: Delivery;
 }
 
@@ -64,19 +68,24 @@ export function startPoller(opts: PollerOptions): Poller {
   // A circuit per cluster, shared by every queue's loop: their work needs the same API servers.
   const circuits = createCircuits({ clock, logger: opts.logger, ...(opts.maxProbeIntervalMs === undefined ? {} : { maxMs: opts.maxProbeIntervalMs }) });
   const facts = queueFacts(opts.sqs);
-  // One per queue, shared by that queue's loops: their deletes go out together.
-  const deleters = new Map(
+  // One per queue, shared by that queue's loops: their deletes go out together, and a message
+  // one loop has in hand is known to the others.
+  const queues = new Map(
     [...new Set(opts.queueUrls)].map((queueUrl) => [
       queueUrl,
-      new DeleteBatcher({ sqs: opts.sqs, queueUrl, windowMs: opts.deleteWindowMs ?? 50, logger: opts.logger }),
+      {
+        deleter: new DeleteBatcher({ sqs: opts.sqs, queueUrl, windowMs: opts.deleteWindowMs ?? 50, logger: opts.logger }),
+        leases: new Leases({ sqs: opts.sqs, queueUrl, logger: opts.logger }),
+      },
     ]),
   );
-  const loops = opts.queueUrls.map((url) => pollLoop(url, { ...opts, clock, circuits, facts, deleter: deleters.get(url)! }, abort.signal));
+  const loops = opts.queueUrls.map((url) => pollLoop(url, { ...opts, clock, circuits, facts, ...queues.get(url)! }, abort.signal));
   return {
     async stop() {
       abort.abort();
       await Promise.all(loops);
-      await Promise.all([...deleters.values()].map((d) => d.drain()));
+      await Promise.all([...queues.values()].map((q) => q.deleter.drain()));
+      for (const q of queues.values()) q.leases.close();
     },
   };
 }
@@ -86,6 +95,7 @@ interface LoopOptions extends PollerOptions {
   circuits: Circuits;
   facts: (queueUrl: string) => Promise<QueueFacts>;
   deleter: DeleteBatcher;
+  leases: Leases;
 }
 
 async function pollLoop(queueUrl: string, opts: LoopOptions, signal: AbortSignal): Promise<void> {
@@ -126,33 +136,49 @@ async function pollLoop(queueUrl: string, opts: LoopOptions, signal: AbortSignal
     }
     if (messages.length === 0) continue;
     const facts = await opts.facts(queueUrl);
-    // Hidden for as long as they are handled, as Lambda's event source keeps them (its function
-    // timeout is below the visibility timeout): a slow reconcile must not let its message be
-    // received again, by another loop, while it still runs.
-    const stopHeartbeat = heartbeat(queueUrl, messages, opts.visibilityTimeout ?? facts.visibilitySeconds ?? 30, opts.sqs, log);
+    // Hidden until settled: a slow reconcile must not let its message be handled again, by
+    // another loop, while it still runs (Lambda's event source has the deployed rule instead:
+    // visibility ≥ 6 × the function timeout). What this loop received while another loop has it
+    // in hand stays with that loop.
+    const taken = opts.leases.take(messages, opts.visibilityTimeout ?? facts.visibilitySeconds ?? 30);
+    if (taken.length === 0) continue;
     let settled;
     try {
-      settled = await processBatch(messages, { ...opts, limit: facts.maxReceiveCount }, log);
-    } finally {
-      // Stopped (and its last extension landed) before the settlements set their own visibility.
-      await stopHeartbeat();
+      settled = await processBatch(taken, { ...opts, limit: facts.maxReceiveCount }, log);
+    } catch (error) {
+      // Nothing was settled: each message comes back once its visibility (no longer extended) runs out.
+      for (const { lease } of taken) opts.leases.release(lease);
+      throw error;
     }
+    for (const { lease } of taken) lease.endHandling();
     await settle(queueUrl, settled, opts, log);
   }
 }
 
 /** One batch through the shared policy (settle.ts). */
 async function processBatch(
-  messages: Message[],
-  opts: Pick<LoopOptions, "runtime" | "circuits" | "clock"> & { limit: number | undefined; maxDeferSeconds?: number; retryBaseSeconds?: number },
+  taken: ReadonlyArray<{ message: Message; lease: Lease }>,
+  opts: Pick<LoopOptions, "runtime" | "circuits" | "clock" | "leases"> & { limit: number | undefined; maxDeferSeconds?: number; retryBaseSeconds?: number },
   log: Logger,
 ): Promise<Map<ReceivedMessage, { outcome: Outcome; settlement: Settlement }>> {
   // Each message judged once, here, before anything else: what follows gets the verified event.
-  const received = messages.map((message) => ({ message, delivery: opts.runtime.receive(fromSqsMessage(message)) }));
+  const received = taken.map(({ message, lease }) => ({ message, lease, delivery: opts.runtime.receive(fromSqsMessage(message)) }));
+  const leaseOf = new Map(received.map((r) => [r.delivery, r.lease]));
   return settleBatch(received, {
     deliveryOf: (r) => r.delivery,
     groupOf: (r) => r.message.Attributes?.MessageGroupId,
-    runtime: opts.runtime,
+    // An object's earlier message in another loop's hand is handled first, never beside this one.
+    runtime: {
+      async handle(delivery) {
+        const lease = leaseOf.get(delivery);
+        if (lease) await opts.leases.turn(lease);
+        try {
+          return await opts.runtime.handle(delivery);
+        } finally {
+          lease?.endHandling();
+        }
+      },
+    },
     circuits: opts.circuits,
     log,
     policy: (outcome, delivery) =>
@@ -167,19 +193,26 @@ async function processBatch(
   });
 }
 
-/** Carries out each message's settlement on the queue. A failure here only means a redelivery. */
+/**
+ * Carries out each message's settlement on the queue, and lets each out of hand once it has
+ * landed. A failure here only means a redelivery.
+ */
 async function settle(queueUrl: string, settled: Map<ReceivedMessage, { settlement: Settlement }>, opts: LoopOptions, log: Logger): Promise<void> {
-  const deletes: string[] = [];
+  const deletes: Lease[] = [];
+  for (const [{ lease }, { settlement }] of settled) lease.settling = settlement.action === "hold" || settlement.action === "release" ? "visibility" : "delete";
+  // An extension under way must not land after a visibility set here, and undo it.
+  await opts.leases.extensionsLanded();
   await Promise.all(
-    [...settled].map(async ([{ message: m }, { settlement }]) => {
-      const receipt = m.ReceiptHandle ?? "";
+    [...settled].map(async ([{ message: m, lease }, { settlement }]) => {
       try {
         const { client, sdk } = await opts.sqs();
         const visibility = (seconds: number) =>
-          client.send(new sdk.ChangeMessageVisibilityCommand({ QueueUrl: queueUrl, ReceiptHandle: receipt, VisibilityTimeout: seconds }));
+          withLatestReceipt(lease, (receipt) =>
+            client.send(new sdk.ChangeMessageVisibilityCommand({ QueueUrl: queueUrl, ReceiptHandle: receipt, VisibilityTimeout: seconds })),
+          );
         switch (settlement.action) {
           case "delete":
-            deletes.push(receipt);
+            deletes.push(lease);
             return;
           case "hold":
             await visibility(settlement.seconds);
@@ -190,43 +223,38 @@ async function settle(queueUrl: string, settled: Map<ReceivedMessage, { settleme
           case "resend":
             try {
               await client.send(new sdk.SendMessageCommand(resendRequest(queueUrl, m, settlement)));
-              deletes.push(receipt);
+              deletes.push(lease);
             } catch (error) {
               log.warn({ messageId: m.MessageId, error: (error as Error).message }, "could not re-send the deferred message; holding it instead");
+              lease.settling = "visibility";
               await visibility(settlement.seconds);
             }
             return;
         }
       } catch (error) {
         log.warn({ messageId: m.MessageId, action: settlement.action, error: (error as Error).message }, "settling a message failed; it will be redelivered");
+      } finally {
+        // Its own visibility is set (or could not be): out of hand. A delete is, once answered.
+        if (!deletes.includes(lease)) opts.leases.release(lease);
       }
     }),
   );
-  opts.deleter.add(deletes);
+  // Not awaited: the loop receives again while its deletes wait for others (delete-batcher.ts);
+  // they are in hand, and extended, until answered.
+  void opts.deleter.add(deletes).then(() => {
+    for (const lease of deletes) opts.leases.release(lease);
+  });
 }
 
-/** Extends the batch's visibility every half of it until stopped. */
-function heartbeat(queueUrl: string, messages: Message[], visibilitySeconds: number, sqs: SqsClientSource, log: Logger): () => Promise<void> {
-  let last: Promise<unknown> = Promise.resolve();
-  const timer = setInterval(
-    () => {
-      last = sqs()
-        .then(({ client, sdk }) =>
-          client.send(
-            new sdk.ChangeMessageVisibilityBatchCommand({
-              QueueUrl: queueUrl,
-              Entries: messages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle ?? "", VisibilityTimeout: visibilitySeconds })),
-            }),
-          ),
-        )
-        .catch((error: unknown) => log.warn({ error: (error as Error).message }, "could not extend the visibility of a batch in hand"));
-    },
-    (visibilitySeconds * 1000) / 2,
-  );
-  return async () => {
-    clearInterval(timer);
-    await last;
-  };
+/** Sets a message's visibility with its latest receipt handle: again with the new one if it was received again meanwhile. */
+async function withLatestReceipt(lease: Lease, send: (receipt: string) => Promise<unknown>): Promise<void> {
+  const receipt = lease.receipt;
+  try {
+    await send(receipt);
+  } catch (error) {
+    if (lease.receipt === receipt) throw error;
+    await send(lease.receipt);
+  }
 }
 
 /** Resolves after `ms`, or at once when stopping. */

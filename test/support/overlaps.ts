@@ -58,6 +58,13 @@ export class OverlapRecorder {
     };
   }
 
+  /** How many reconciles are running now, across objects. */
+  running(): number {
+    let n = 0;
+    for (const r of this.#active.values()) n += r.length;
+    return n;
+  }
+
   /** The reconciles of one object (by name) that started at or after `since`. */
   of(name: string, since = 0): Reconcile[] {
     return this.reconciles.filter((r) => r.name === name && r.startedAt >= since);
