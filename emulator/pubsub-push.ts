@@ -22,7 +22,12 @@
 //    Pub/Sub documents that a redelivery of a message also redelivers every later message of its
 //    key, even acknowledged ones; with one message in flight per key there are none to repeat.
 //    After maxDeliveryAttempts the message goes to the dead-letter topic and its key moves on:
-//    the emulator implements that count and the forwarding (deliveryAttempt is in each request);
+//    the emulator implements that count and the forwarding (deliveryAttempt is in each request:
+//    pstest v2.6.0 counts a delivery when a pull hands the message out, so the first push carries
+//    1 and the n-th n, as Pub/Sub's; the modifyAckDeadline before each POST counts nothing. Where
+//    it differs: its count is kept per published message, shared by every subscription of the
+//    topic, where Pub/Sub keeps one per subscription; and a message pulled but not pushed (its
+//    key still in flight, below) has spent one — test/cloudrun-attempts.test.ts);
 //    Pub/Sub forwards to the dead-letter topic on a best-effort basis, which it says can break
 //    the redelivery rule above (ordering docs).
 //  * Not reproduced: Pub/Sub's push backoff on many refusals (it slows all delivery
