@@ -158,9 +158,9 @@ export function runtimeFor(env: Env, op: Operator<unknown>, opts: { api?: KubeAp
 
 /**
  * A poller on the file's event queue. Visibility: 2 s by default (a message whose settling failed
- * comes back quickly), or "queue" for the queue's own (30 s locally), which several loops need: a
- * batch's visibility is extended every half of it, and on a loaded machine 2 s can lapse before
- * the first extension lands, so another loop would receive a message still being handled.
+ * comes back quickly), or "queue" for the queue's own (30 s locally), which several loops need:
+ * each message in hand is extended every third of it until its settlement lands, and one that
+ * lapses anyway (a reconcile holding the thread) is not handled twice (functions/adapters/leases.ts).
  */
 export function pollerFor(env: Env, runtime: Runtime, visibility: number | "queue" = 2, loops = 1): Poller {
   const { fifo } = env.cluster.sqs.queues;
