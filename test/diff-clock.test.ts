@@ -4,16 +4,12 @@
 // Run as a person runs it (its own process, the operator on disk), on a real API server.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import { loadOperator } from "../cli/operators.ts";
 import { packageRoot } from "../emulator/paths.ts";
+import { runCrdfn, type CliResult } from "./support/crdfn-cli.ts";
 import { crApi, startEnv, type Env } from "./support/functions-environment.ts";
-
-const run = promisify(execFile);
-const main = join(packageRoot, "cli", "main.ts");
 
 /** A ticking operator: its status stamps ctx.now (to the millisecond and as a date) beside `phase`. */
 const operatorSource = (phase: string) => `import { z } from "zod";
@@ -38,18 +34,8 @@ describe("crdfn diff on an operator that stamps ctx.now into its status", { time
   let env: Env;
   let work: string;
   const files = { deployed: "", changed: "" };
-  const crdfn = async (args: string[]): Promise<{ code: number; stdout: string; stderr: string }> => {
-    try {
-      const r = await run(process.execPath, ["--conditions=crdfn-source", main, ...args], {
-        cwd: work,
-        env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env.cluster.env },
-      });
-      return { code: 0, ...r };
-    } catch (e) {
-      const r = e as { code: number; stdout: string; stderr: string };
-      return { code: r.code, stdout: r.stdout, stderr: r.stderr };
-    }
-  };
+  const crdfn = (args: string[]): Promise<CliResult> =>
+    runCrdfn(args, { cwd: work, env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env.cluster.env } });
 
   before(async () => {
     mkdirSync(join(packageRoot, ".crdfn"), { recursive: true });

@@ -9,11 +9,9 @@
 // writes), and `--unverified` replays a forged one when the person says so.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import { SendMessageCommand } from "@aws-sdk/client-sqs";
 import { Watch } from "@kubernetes/client-node";
 import { formatEventKey, signKeyEvent } from "../core/event-auth.ts";
@@ -23,9 +21,8 @@ import greeting, { configMapName } from "../examples/greeting/operator.ts";
 import { packageRoot } from "../emulator/paths.ts";
 import { signedForTest, TEST_EVENT_KEY, testOperatorKey } from "./support/event-key.ts";
 import { CLUSTER, crApi, keyEventOf, receiveAll, startEnv, waitFor, type Env } from "./support/functions-environment.ts";
+import { runCrdfn, type CliResult } from "./support/crdfn-cli.ts";
 
-const run = promisify(execFile);
-const main = join(packageRoot, "cli", "main.ts");
 const operatorFile = join(packageRoot, "examples", "greeting", "operator.ts");
 const op = greeting as Operator<unknown>;
 
@@ -35,18 +32,11 @@ describe("crdfn replay --dead-letter --apply refuses a dead letter not proven to
   /** Every ConfigMap write the watch saw in the namespace, in order: name and type. */
   const writes: string[] = [];
   let stopWatch: (() => void) | undefined;
-  const crdfn = async (args: string[], extra: NodeJS.ProcessEnv = {}): Promise<{ code: number; stdout: string; stderr: string }> => {
-    try {
-      const r = await run(process.execPath, ["--conditions=crdfn-source", main, ...args], {
-        cwd: packageRoot,
-        env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env.cluster.env, CRDFN_CLUSTER: CLUSTER, LOG_LEVEL: "error", ...extra },
-      });
-      return { code: 0, ...r };
-    } catch (e) {
-      const r = e as { code: number; stdout: string; stderr: string };
-      return { code: r.code, stdout: r.stdout, stderr: r.stderr };
-    }
-  };
+  const crdfn = (args: string[], extra: NodeJS.ProcessEnv = {}): Promise<CliResult> =>
+    runCrdfn(args, {
+      cwd: packageRoot,
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env.cluster.env, CRDFN_CLUSTER: CLUSTER, LOG_LEVEL: "error", ...extra },
+    });
   const deadLetter = async (event: KeyEvent | Record<string, unknown>, dedup: string): Promise<string> => {
     const sent = await env.sqs.send(
       new SendMessageCommand({

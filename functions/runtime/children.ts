@@ -324,7 +324,7 @@ function checkOwnership(ctx: EventContext, parent: KubeObject, p: PlannedChild, 
   if (controller === parent.metadata.uid) return "write";
   if (ref && earlierObjectOfThisName(ctx, parent, ref)) return "take-over";
   if (controller === undefined && p.owned.adopt) return "write";
-  const where = `${p.owned.kind} ${p.ref.namespace ? `${p.ref.namespace}/` : ""}${p.ref.name}`;
+  const where = childName(p);
   const why = controller
     ? `is controlled by another object (uid ${controller})`
     : `exists and is not controlled by this ${ctx.operator.resource.kind}; delete it, rename the child, or set adopt: true on ${p.owned.kind} in owns to adopt orphans`;
