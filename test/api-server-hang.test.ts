@@ -34,6 +34,8 @@ import { eventually } from "./support/eventually.ts";
 import { startLambdaEventSource, type EventSource } from "./support/lambda-event-source.ts";
 import { OverlapRecorder } from "./support/overlaps.ts";
 
+/** The tickers' requeue period (CRDFN_TEST_HANG_PERIOD). */
+const PERIOD_SECONDS = Number(process.env.CRDFN_TEST_HANG_PERIOD ?? 5);
 const spec = z.object({ mode: z.enum(["plain", "tick"]), label: z.string().optional() });
 const workers = (plural: string, kind: string) =>
   defineOperator({
@@ -44,7 +46,7 @@ const workers = (plural: string, kind: string) =>
       return {
         children: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: `${w.metadata.name}-${plural}` }, data: { label: w.spec.label ?? "" } }],
         status: { label: w.spec.label ?? "" },
-        ...(w.spec.mode === "tick" ? { requeueAfterSeconds: 5 } : {}),
+        ...(w.spec.mode === "tick" ? { requeueAfterSeconds: PERIOD_SECONDS } : {}),
       };
     },
   }) as Operator<unknown>;
@@ -179,6 +181,24 @@ describe("a hung or restarting API server is an outage", { timeout: 900_000 }, (
       throw new Error(`${(e as Error).message}; silent: ${silent.join(", ")}`);
     });
     console.log(`# ${what}: every chain ticking again ${((Date.now() - backAt) / 1000).toFixed(1)} s after the return`);
+    // Each chain's first tick after the return, so that one left far behind the others is named.
+    const resumed = paths
+      .flatMap(([path, op]) =>
+        tickers.map((n) => {
+          const first = recorder.reconciles.find(
+            (r) => r.key.includes(`/${op.resource.plural}/`) && r.name === n && r.startedAt >= backAt && r.result === "success",
+          );
+          return { chain: `${path}/${n}`, s: ((first?.startedAt ?? Infinity) - backAt) / 1000 };
+        }),
+      )
+      .sort((a, b) => a.s - b.s);
+    const at = (q: number) => resumed[Math.min(resumed.length - 1, Math.floor(q * resumed.length))]!;
+    console.log(
+      `# ${what}: chains resumed ${resumed[0]!.s.toFixed(1)} s (first), ${at(0.5).s.toFixed(1)} s (median), ${resumed.at(-1)!.s.toFixed(1)} s (last: ${resumed
+        .slice(-2)
+        .map((r) => `${r.chain} ${r.s.toFixed(1)} s`)
+        .join(", ")}) after the return`,
+    );
     // No receive spent on the outage: what began during it was deferred as unavailable.
     const spent = recorder.reconciles.filter((r) => r.startedAt >= from && r.startedAt < backAt && r.result !== "unavailable" && r.result !== "success");
     assert.deepEqual(
