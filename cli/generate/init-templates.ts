@@ -291,6 +291,9 @@ provider:
   memorySize: 256
   timeout: \${self:custom.timeoutSeconds}
   logRetentionInDays: 14
+  # The bucket serverless creates for the packaged zips and templates: nothing in it is public.
+  deploymentBucket:
+    blockPublicAccess: true
   environment:
     CRDFN_KUBE_AUTH: \${param:kubeAuth}
     CRDFN_KUBE_SERVER: \${param:kubeServer}
