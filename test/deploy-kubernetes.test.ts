@@ -6,7 +6,8 @@
 import { signedForTest, testOperatorKey } from "./support/event-key.ts";
 import { formatEventKey } from "../core/event-auth.ts";
 import { execFile } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { after, before, describe, it } from "node:test";
@@ -142,6 +143,22 @@ const expectations: Array<{ identities: Identity[]; allowed: Check[]; denied: Ch
   },
 ];
 
+/**
+ * The kubectl commands of README's Deploying block up to and including its server-side dry run,
+ * split into arguments (they quote nothing), without their comments.
+ */
+function documentedDryRun(): string[][] {
+  const readme = readFileSync(join(root, "README.md"), "utf8");
+  const block = /^## Deploying$[\s\S]*?^```sh$([\s\S]*?)^```$/m.exec(readme)?.[1] ?? "";
+  const lines = block
+    .split("\n")
+    .map((l) => l.replace(/\s+#.*$/, "").trim())
+    .filter((l) => l.startsWith("kubectl "));
+  const dryRun = lines.findIndex((l) => l.includes("--dry-run=server"));
+  assert.ok(dryRun >= 0, `README's Deploying block has a server-side dry run: ${lines.join(" | ")}`);
+  return lines.slice(0, dryRun + 1).map((l) => l.split(/\s+/).slice(1));
+}
+
 describe("Kubernetes deploy manifests", { timeout: 240_000 }, () => {
   let cluster: LocalCluster;
   let kubectl: Kubectl;
@@ -183,12 +200,31 @@ describe("Kubernetes deploy manifests", { timeout: 240_000 }, () => {
     return objects;
   }
 
-  it("passes a server-side dry run of everything in infra/generated (every CRD and what its kustomization.yaml composes) on a fresh cluster", async () => {
+  it("runs README's Deploying steps up to their server-side dry run, verbatim, on a fresh cluster without crdfn's namespaces: exit 0, every object of infra/generated checked", async () => {
     // The namespaces it serves are the user's: they exist before crdfn's grants in them do.
     await kubectl(["create", "namespace", NS]);
-    const objects = await dryRun("infra/generated");
-    const crds = objects.filter((o) => o.kind === "CustomResourceDefinition").map((o) => `${o.metadata.name}.yaml`);
-    assert.deepEqual(crds.sort(), readdirSync(join(root, "infra/generated/crds")).sort());
+    for (const ns of ["crdfn-system", FUNCTIONS_NS]) await assert.rejects(kubectl(["get", "namespace", ns]), /NotFound/, `${ns} before the steps`);
+    // The user's project with its out folder `deploy`: this checkout's infra/generated.
+    const project = mkdtempSync(join(tmpdir(), "crdfn-deploy-steps-"));
+    try {
+      cpSync(join(root, "infra", "generated"), join(project, "deploy"), { recursive: true });
+      const steps = documentedDryRun();
+      let out = "";
+      for (const args of steps) {
+        const done = await execFileAsync(cluster.kubectl, ["--kubeconfig", cluster.kubeconfigPath, ...args], {
+          cwd: project,
+          timeout: 90_000,
+          maxBuffer: 16 * 1024 * 1024,
+        }).catch((e: { code?: number; stderr?: string }) => assert.fail(`kubectl ${args.join(" ")}: exit ${e.code}: ${e.stderr}`));
+        out = done.stdout;
+      }
+      const objects = parseAllDocuments(await kubectl(["kustomize", "infra/generated"])).map((d) => d.toJS() as { kind: string; metadata: { name: string } });
+      for (const o of objects) assert.match(out, new RegExp(`/${o.metadata.name} serverside-applied \\(server dry run\\)`), `${o.kind} ${o.metadata.name}`);
+      const crds = objects.filter((o) => o.kind === "CustomResourceDefinition").map((o) => `${o.metadata.name}.yaml`);
+      assert.deepEqual(crds.sort(), readdirSync(join(root, "infra/generated/crds")).sort());
+    } finally {
+      rmSync(project, { recursive: true, force: true });
+    }
     await assert.rejects(kubectl(["get", "crd", "greetings.example.com"]), /NotFound/);
   });
 
