@@ -5,9 +5,11 @@
 // as the event source mapping sends it. What the adapter tests prove in-process (partial batch
 // responses, the settle policy) is proven here through the runtime's own handler loading and
 // Runtime API: an ESM bundle, its handler export, the answer serialized back to the invoker.
+// Both the checkout's example and a project `crdfn init` made, packaged as its user packages it;
+// the latter's event is the one the bridge itself published and signed, not one signed here.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { DeleteMessageCommand, SendMessageCommand, type Message } from "@aws-sdk/client-sqs";
@@ -27,10 +29,15 @@ import {
   ready,
   receiveAll,
   startEnv,
+  startTestBridge,
   waitFor,
   type Env,
 } from "./support/functions-environment.ts";
-import { packageCheckout, unzip, type CfnResource } from "./support/serverless-package.ts";
+import { packageCheckout, serverlessPackage, unzip, type CfnResource } from "./support/serverless-package.ts";
+import { makeProject, type Project } from "./support/projects.ts";
+import { projectFiles, projectNames } from "../cli/generate/init-templates.ts";
+import { packageRoot } from "../emulator/paths.ts";
+import type { RunningBridge } from "../bridge/bridge.ts";
 
 const op = greeting as Operator<unknown>;
 const UNSERVED = "unserved";
@@ -182,3 +189,146 @@ describe("the packaged Lambda in the real Lambda runtime (RIE + aws-lambda-ric)"
     assert.deepEqual([...back].sort(), [refusedId, malformedId].sort());
   });
 });
+
+describe("a `crdfn init` project's packaged Lambda in the real Lambda runtime, on an event the bridge signed", { timeout: 900_000 }, () => {
+  let env: Env;
+  let work: string;
+  let project: Project | undefined;
+  let motd: Operator<unknown>;
+  let fn: PackagedFunction;
+  let bridge: RunningBridge | undefined;
+  let lambda: LocalLambda | undefined;
+
+  before(async () => {
+    await localLambdaRuntime({ env: process.env, log: (line) => console.error(`# ${line}`) });
+    work = mkdtempSync(join(tmpdir(), "crdfn-lambda-runtime-init-"));
+    project = await initProject();
+    // The project's own operator module, as its zip bundles it (its "crdfn" is this checkout).
+    motd = ((await import(join(project.dir, "operator.ts"))) as { default: Operator<unknown> }).default;
+    const out = join(work, "package");
+    await serverlessPackage({ cwd: project.dir, out, stage: "prod", region: "eu-west-1", timeoutMs: 280_000 });
+    fn = packagedFunction(out, (p) => p.FunctionName === "motd-prod-motd");
+    env = await startEnv([motd], { file: join(dirname(import.meta.filename), "lambda-runtime-init.test.ts") });
+  });
+
+  after(async () => {
+    await lambda?.stop();
+    await bridge?.stop(0);
+    await env?.cluster.stop();
+    project?.remove();
+    if (work) rmSync(work, { recursive: true, force: true });
+  });
+
+  it("reconciles a Motd from the bridge's own message: the zip `serverless package` wrote, its handler and environment", async () => {
+    const { fifo } = env.cluster.sqs.queues;
+    // The bridge as deployed signs with its operator's key, derived from the cluster key it holds.
+    bridge = await startTestBridge(env, `${motd.resource.group}/${motd.resource.version}/${motd.resource.plural}>v1/configmaps`);
+    const crs = crApi(env, motd);
+    await crs.create("welcome", { lines: ["Welcome to the cluster.", "Backups run at 02:00 UTC."] });
+    let batch: Message[] = [];
+    await waitFor("the bridge's message for welcome", async () => {
+      batch = [...batch, ...(await receiveAll(env, fifo, 120))];
+      return batch.some((m) => m.Body?.includes('"name":"welcome"'));
+    });
+    const root = join(work, "task");
+    for (const [name, data] of Object.entries(unzip(readFileSync(fn.zip)))) {
+      mkdirSync(dirname(join(root, name)), { recursive: true });
+      writeFileSync(join(root, name), data);
+    }
+    const { sqs } = env.cluster;
+    const environment = {
+      ...fn.variables,
+      CRDFN_CLUSTER: CLUSTER,
+      ...env.identities!.functionEnv(motd),
+      CRDFN_EVENT_KEYS: formatEventKey(testOperatorKey(motd.resource)),
+      AWS_ENDPOINT_URL_SQS: sqs.endpoint,
+      AWS_ACCESS_KEY_ID: sqs.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: sqs.secretAccessKey,
+    };
+    assert.deepEqual(
+      Object.keys(fn.variables).filter((k) => !(k in environment)),
+      [],
+      "every variable of the template is set",
+    );
+    lambda = await startLocalLambda({
+      taskRoot: root,
+      handler: fn.handler,
+      environment,
+      functionName: fn.name,
+      timeoutSeconds: fn.timeout,
+      memoryMiB: fn.memory,
+      region: sqs.region,
+    });
+    const response = await lambda.invoke(lambdaEvent(batch, fifo));
+    assert.equal(response.status, 200, lambda.logTail());
+    assert.deepEqual((response.body as { batchItemFailures: unknown[] }).batchItemFailures, [], lambda.logTail());
+    const cr = await crs.get("welcome");
+    assert.equal(ready(cr)?.status, "True", lambda.logTail());
+    assert.equal((cr?.status as { lines?: number } | undefined)?.lines, 2);
+    const cm = await env.core.readNamespacedConfigMap({ name: "welcome-motd", namespace: env.cluster.namespace });
+    assert.deepEqual(cm.data, { text: "Welcome to the cluster.\nBackups run at 02:00 UTC." });
+  });
+});
+
+interface PackagedFunction {
+  handler: string;
+  variables: Record<string, string>;
+  timeout: number;
+  memory: number;
+  zip: string;
+  name: string;
+}
+
+/** The function of the template `serverless package` wrote into `out` that `which` picks, and its zip. */
+function packagedFunction(out: string, which: (p: { FunctionName?: unknown }) => boolean): PackagedFunction {
+  const { Resources } = JSON.parse(readFileSync(join(out, "cloudformation-template-update-stack.json"), "utf8")) as { Resources: Record<string, CfnResource> };
+  const declared = Object.values(Resources).find((r) => r.Type === "AWS::Lambda::Function" && which(r.Properties));
+  assert.ok(declared, "the template declares the function");
+  const p = declared.Properties as {
+    Handler: string;
+    Timeout: number;
+    MemorySize: number;
+    FunctionName: string;
+    Environment: { Variables: Record<string, string> };
+    Code: { S3Key: string };
+  };
+  return {
+    handler: p.Handler,
+    variables: p.Environment.Variables,
+    timeout: p.Timeout,
+    memory: p.MemorySize,
+    zip: join(out, basename(p.Code.S3Key)),
+    name: p.FunctionName,
+  };
+}
+
+/**
+ * `crdfn init motd` as files, what it leaves blank filled in, crdfn this checkout (its sources:
+ * the crdfn-source condition, and the esbuild plugin beside them rather than dist/), generated.
+ */
+async function initProject(): Promise<Project> {
+  const files = Object.fromEntries(
+    projectFiles(projectNames("motd"), {
+      crdfn: "0.1.0",
+      zod: "^4",
+      typescript: "^6",
+      typesNode: "^24",
+      serverless: "3.40.0",
+      serverlessEsbuild: "^1",
+      functionsFramework: "^5",
+    }),
+  );
+  files["crdfn.deploy.yaml"] = files["crdfn.deploy.yaml"]!.replace(/^cluster:( +#)/m, "cluster: motd-prod$1")
+    .replace(/^ {2}image:( +#)/m, "  image: registry.example.com/motd/crdfn-bridge:0.1.0$1")
+    .replace(/^ {2}urlBase:( +#)/m, "  urlBase: https://sqs.eu-west-1.amazonaws.com/123456789012$1");
+  files["serverless.yml"] = files["serverless.yml"]!.replace(
+    "plugins: ./node_modules/crdfn/dist/cli/esbuild-plugins.js",
+    "plugins: ./node_modules/crdfn/cli/esbuild-plugins.ts\n    conditions: [crdfn-source]",
+  );
+  assert.match(files["serverless.yml"], /conditions: \[crdfn-source\]/, "the scaffold's esbuild plugin line");
+  const project = makeProject("lambda-runtime-motd", files);
+  mkdirSync(join(project.dir, "node_modules"));
+  symlinkSync(packageRoot, join(project.dir, "node_modules", "crdfn"), "dir");
+  await project.generate();
+  return project;
+}
