@@ -196,3 +196,76 @@ describe("the README's and docs' code", () => {
     }
   });
 });
+
+// A figure in the README is a claim: it must come from a test that produces or bounds it, so a
+// reader can rerun it, or from a setting whose value is checked here, or say that nothing times it.
+describe("the README's figures", () => {
+  const readme = readFileSync(join(packageRoot, "README.md"), "utf8");
+  /** Prose units: a paragraph, a list item or a table row, outside fenced blocks. */
+  const units = (() => {
+    const out: string[] = [];
+    let fenced = false;
+    let cur: string[] = [];
+    const flush = () => {
+      if (cur.length > 0) out.push(cur.join(" "));
+      cur = [];
+    };
+    for (const line of readme.split("\n")) {
+      if (/^\s*```/.test(line)) {
+        flush();
+        fenced = !fenced;
+        continue;
+      }
+      if (fenced) continue;
+      if (line.trim() === "" || /^(- |\| |#)/.test(line)) flush();
+      if (line.trim() !== "") cur.push(line.trim());
+    }
+    flush();
+    return out;
+  })();
+  const figure = /\d(?:[\d,.]*\d)?(?:[–-]\d[\d.]*)? ?(?:ms|s|%|×|minutes?|seconds?)(?![\w-])/;
+  const source = (file: string) => readFileSync(join(packageRoot, file), "utf8");
+  /** Figures that are settings, not measurements: the phrase, and where its value is read. */
+  const settings: Array<{ phrase: string; file?: string; value?: RegExp; why: string }> = [
+    { phrase: "(up to 5 s)", file: "bridge/parent-tracker.ts", value: /OWN_CHILD_HOLD_MS = 5000;/, why: "the bridge's hold of its own child's announcement" },
+    { phrase: "stalls for 120 s", file: "emulator/process.ts", value: /START_STALL_MS = 120_000;/, why: "the start-up's stall limit" },
+    { phrase: "new CRDs within 30 s", why: "kube-controller-manager's garbage collector rereads discovery every 30 s (its own constant)" },
+  ];
+
+  it("every sentence with a figure names the test that produces it, a checked setting, or says nothing times it", () => {
+    const unsourced = units.filter(
+      (u) => figure.test(u) && !/[\s`](?:test|bench)\/[\w/.-]+\.ts\b/.test(u) && !u.includes("no test times it") && !settings.some((s) => u.includes(s.phrase)),
+    );
+    assert.deepEqual(unsourced, [], "figures in the README without a test, a setting or a disclaimer");
+    for (const s of settings) {
+      assert.ok(readme.includes(s.phrase), `README: "${s.phrase}" (${s.why}) is gone: drop it from this list`);
+      if (s.file !== undefined) assert.match(source(s.file), s.value!, `${s.file}: ${s.why} is no longer what the README says ("${s.phrase}")`);
+    }
+  });
+
+  it("every test or bench file the README names exists", () => {
+    for (const m of readme.matchAll(/`(?:[^`]*\s)?((?:test|bench)\/[\w/.-]+\.ts)\b/g))
+      assert.ok(existsSync(join(packageRoot, m[1]!)), `README names ${m[1]}, which does not exist`);
+  });
+
+  it("the bounds the README quotes are the ones the tests assert", () => {
+    const checks: Array<{ phrase: string; file: string; value: RegExp }> = [
+      { phrase: "within the 10 s turn limit", file: "bridge/timer-turns.ts", value: /TURN_WAIT_MS = 10_000;/ },
+      {
+        phrase: "plus twice 40 messages",
+        file: "test/fair-turns.test.ts",
+        value: /const OBJECTS = 40;[\s\S]*TURN_WAIT_MS \+ \(2 \* OBJECTS \* 1000\) \/ throughput \+ 5000/,
+      },
+      { phrase: "after a 45 s hang", file: "test/api-server-hang.test.ts", value: /CRDFN_TEST_HANG_SECONDS \?\? 45\)/ },
+      { phrase: "within 5 × its latency", file: "test/api-server-hang.test.ts", value: /const RATIO = 5;/ },
+      { phrase: "outage + 4.4 s", file: "test/api-server-hang.test.ts", value: /CIRCUIT_MAX_MS = 2400;[\s\S]*RELIST_MAX_MS = 2000;/ },
+      { phrase: "0 messages in 10 minutes", file: "test/bridge-failover.test.ts", value: /const OBJECTS = 1000;[\s\S]*CRDFN_TEST_IDLE_SECONDS \?\? 30\)/ },
+      { phrase: "20 rounds of 10 rapid", file: "test/stale-snapshots.test.ts", value: /const ROUNDS = 20;/ },
+    ];
+    const prose = readme.replace(/\s+/g, " ");
+    for (const c of checks) {
+      assert.ok(prose.includes(c.phrase), `README no longer says "${c.phrase}"`);
+      assert.match(source(c.file), c.value, `${c.file} no longer asserts what the README says ("${c.phrase}")`);
+    }
+  });
+});
