@@ -98,6 +98,22 @@ describe("event MAC", () => {
     assert.equal(!otherKid.ok && otherKid.why, "mismatch", "a MAC made with k1 does not pass as k2's");
   });
 
+  it("the trace context is under the MAC: a function continues only the trace its bridge signed", () => {
+    const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    const signed = received(signKeyEvent({ ...event, traceparent, tracestate: "crdfn=1" }, k1));
+    assert.equal(signed.traceparent, traceparent);
+    assert.deepEqual(verifyKeyEvent(signed, ring(k1)), { ok: true });
+    const tampered: Array<[string, KeyEvent]> = [
+      ["trace id", { ...signed, traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4737-00f067aa0ba902b7-01" }],
+      ["parent span", { ...signed, traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b8-01" }],
+      ["sampled flag", { ...signed, traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00" }],
+      ["traceparent removed", (({ traceparent: _t, ...rest }) => rest)(signed)],
+      ["tracestate", { ...signed, tracestate: "crdfn=2" }],
+      ["traceparent added", { ...received(signKeyEvent(event, k1)), traceparent }],
+    ];
+    for (const [what, e] of tampered) assert.equal(verifyKeyEvent(e, ring(k1)).ok, false, what);
+  });
+
   it("a wrong key, an unknown kid and no MAC at all are refused, each saying which", () => {
     const forged = received(signKeyEvent(event, { kid: "k1", secret: Buffer.alloc(32, 9) }));
     const wrong = verifyKeyEvent(forged, ring(k1));

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { encodeKeyEvent, MAX_EVENT_BYTES, parseKeyEvent, supersede, withinCap, type ChildKey, type KeyEvent } from "./event.ts";
+import { encodeKeyEvent, MAX_EVENT_BYTES, parseKeyEvent, supersede, TRACE_CONTEXT_BYTES, withinCap, type ChildKey, type KeyEvent } from "./event.ts";
 
 const event = (reason: string | undefined, resourceVersion = "12"): KeyEvent => ({
   v: 1,
@@ -73,6 +73,29 @@ describe("key events", () => {
     const reserved = withinCap(nearlyFull, 60);
     assert.equal(reserved.event.object, undefined, "does not fit once 60 bytes are kept free");
     assert.equal(reserved.bytes, Buffer.byteLength(JSON.stringify(reserved.event)) + 60, "its size counts the room kept");
+  });
+
+  it("carries a W3C trace context, within room of its own: a sender that reserves it stays under the cap", () => {
+    const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    assert.equal(parseKeyEvent(JSON.stringify({ ...event("watch"), traceparent, tracestate: "a=1" })).ok, true);
+    for (const bad of ["01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", `00-${"0".repeat(32)}-00f067aa0ba902b7-01`, "00-4BF92F35"]) {
+      assert.equal(parseKeyEvent(JSON.stringify({ ...event("watch"), traceparent: bad })).ok, false, bad);
+    }
+    assert.equal(parseKeyEvent(JSON.stringify({ ...event("watch"), tracestate: "t".repeat(513) })).ok, false, "W3C's 512 characters at most");
+    // The longest name the contract allows still takes a trace context: it is outside the naming cap.
+    const longest = { ...event("watch"), name: "n".repeat(253), traceparent, tracestate: "t".repeat(512) };
+    assert.equal(parseKeyEvent(JSON.stringify(longest)).ok, true);
+    const object = { metadata: { name: "g", uid: "u-1", resourceVersion: "12" }, blob: "" };
+    const bare = { ...event("watch"), v: 2 as const, object };
+    const fill = MAX_EVENT_BYTES - Buffer.byteLength(JSON.stringify(bare)) - 10;
+    const sized = withinCap({ ...bare, object: { ...object, blob: "x".repeat(fill) } }, TRACE_CONTEXT_BYTES);
+    assert.equal(sized.event.object, undefined, "reserved, the context cannot push it over");
+    const traced = {
+      ...withinCap({ ...bare, object: { ...object, blob: "x".repeat(fill - TRACE_CONTEXT_BYTES) } }, TRACE_CONTEXT_BYTES).event,
+      traceparent,
+      tracestate: "t".repeat(512),
+    };
+    assert.ok(traced.object !== undefined && Buffer.byteLength(encodeKeyEvent(traced)) <= MAX_EVENT_BYTES);
   });
 
   it("encodes what the contract carries, checking the body's identity without parsing the body", () => {

@@ -9,12 +9,24 @@ import { zodLine } from "./config-error.ts";
 
 /** Largest serialized event the contract allows: SQS takes 256 KiB per message, with attributes. */
 export const MAX_EVENT_BYTES = 240 * 1024;
-/** Largest the naming part may be (everything but the object and the children's keys). */
+/** Largest the naming part may be (everything but the object, the children's keys and the trace context). */
 export const MAX_KEY_BYTES = 1024;
 const EVENT_TOO_LARGE = `a key event must serialize to at most ${MAX_EVENT_BYTES} bytes`;
 const bytesOf = (e: unknown): number => Buffer.byteLength(JSON.stringify(e), "utf8");
 /** The label every child carries, naming its parent's uid: the bridge watches children with it. */
 export const PARENT_UID_LABEL = "crdfn.io/parent-uid";
+/** W3C traceparent: version 00, a 32-hex trace id, a 16-hex parent span id, the flags. */
+const traceparentSchema = z.string().regex(/^00-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}$/);
+/** The W3C limit for tracestate. */
+const MAX_TRACESTATE_CHARS = 512;
+/**
+ * What a trace context can add to a serialized event at most: a sender reserves it under the
+ * size cap before it injects one (withinCap), so the context never pushes an event over it.
+ */
+export const TRACE_CONTEXT_BYTES = Buffer.byteLength(
+  JSON.stringify({ traceparent: `00-${"0".repeat(32)}-${"0".repeat(16)}-00`, tracestate: "t".repeat(MAX_TRACESTATE_CHARS) }),
+  "utf8",
+);
 /** A hash of a child as the function last applied it: equal hashes, nothing to apply. */
 export const APPLIED_HASH_ANNOTATION = "crdfn.io/applied-hash";
 /**
@@ -106,6 +118,12 @@ const keySchema = z.strictObject({
     .optional(),
   /** When the bridge saw the change (RFC 3339), for queue-lag metrics only. */
   observedAt: z.iso.datetime({ offset: true }),
+  /**
+   * The change's trace (W3C trace context), when the bridge traces: under the MAC like the rest,
+   * so a function continues only a context its cluster's bridge wrote. Absent: untraced.
+   */
+  traceparent: traceparentSchema.optional(),
+  tracestate: z.string().max(MAX_TRACESTATE_CHARS).optional(),
   /** v3: which of the cluster's keys made `mac` (keys rotate). */
   kid: z
     .string()
@@ -136,7 +154,8 @@ export const keyEventSchema = keySchema
     message: "object must be the announced version (uid and resourceVersion)",
     path: ["object"],
   })
-  .refine(({ object: _object, children: _children, ...naming }) => bytesOf(naming) <= MAX_KEY_BYTES, {
+  // The trace context has a bound of its own (TRACE_CONTEXT_BYTES): it takes no room from the name.
+  .refine(({ object: _object, children: _children, traceparent: _tp, tracestate: _ts, ...naming }) => bytesOf(naming) <= MAX_KEY_BYTES, {
     message: `the naming part of a key event must serialize to at most ${MAX_KEY_BYTES} bytes`,
   })
   .refine((e) => bytesOf(e) <= MAX_EVENT_BYTES, { message: EVENT_TOO_LARGE });
