@@ -8,6 +8,7 @@ import type { SQSClient } from "@aws-sdk/client-sqs";
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda";
 import { pino, type Logger } from "pino";
 import { buildFromEnv, type Served } from "../runtime/entry.ts";
+import { EventKeysUnavailable } from "../runtime/event-keys-source.ts";
 import { ConfigError } from "../../core/config-error.ts";
 import { DEFAULT_REQUEST_TIMEOUT_MS } from "../../clients/kube-http.ts";
 import { fromLambdaRecord } from "../../clients/queue-message.ts";
@@ -38,6 +39,7 @@ interface Host {
   sqs?: SqsClientSource;
   logger: Logger;
   clock: () => Date;
+  refreshKeys: () => Promise<void>;
   circuits: Circuits;
   facts?: (queueUrl: string) => Promise<QueueFacts>;
   queueUrlOf?: (arn: string) => Promise<string>;
@@ -67,8 +69,11 @@ function hostOf(served: Served, deps: LambdaDeps): Host {
         sqs: deps.sqs ? givenSqsClient(deps.sqs) : undefined,
         logger: deps.logger ?? pino({ level: "silent" }),
         clock: deps.clock ?? (() => new Date()),
+        refreshKeys: () => Promise.resolve(),
       }
-    : (({ runtime, sqs, logger, clock }) => ({ runtime, sqs: sqs.client, logger, clock }))(buildFromEnv(served, deps.env ?? process.env));
+    : (({ runtime, sqs, logger, clock, refreshKeys }) => ({ runtime, sqs: sqs.client, logger, clock, refreshKeys }))(
+        buildFromEnv(served, deps.env ?? process.env, { refreshesKeys: true }),
+      );
   const host: Host = { ...built, circuits: createCircuits({ clock: built.clock, logger: built.logger }) };
   if (built.sqs) {
     host.facts = queueFacts(built.sqs);
@@ -88,7 +93,14 @@ export function lambdaHandler(served: Served, deps: LambdaDeps = {}): SqsLambdaH
     let h: Host;
     try {
       h = host ??= hostOf(served, deps);
+      await h.refreshKeys();
     } catch (error) {
+      if (error instanceof EventKeysUnavailable) {
+        // An outage, not the messages' fault: every record goes back unjudged, to be retried
+        // after its visibility timeout (none is refused for want of a key).
+        host?.logger.error(error.message);
+        return { batchItemFailures: event.Records.map((r) => ({ itemIdentifier: r.messageId })) };
+      }
       if (!(error instanceof ConfigError)) throw error;
       // Misconfigured: say so in one line and return the whole batch (the DLQ keeps it safe).
       console.error(error.message);

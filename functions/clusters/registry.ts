@@ -122,9 +122,15 @@ export const EVENT_KEYS_SETTING = "CRDFN_EVENT_KEYS";
 export type EventKeyrings = ReadonlyMap<string, ReadonlyMap<string, EventKeyring>>;
 
 /** The keyrings of the `resources` served, for each cluster of `clusters`. Throws ConfigError in one line, never quoting a secret. */
-export function loadEventKeyrings(text: string | undefined, clusters: ClusterRegistry, resources: readonly string[]): EventKeyrings {
+export function loadEventKeyrings(
+  text: string | undefined,
+  clusters: ClusterRegistry,
+  resources: readonly string[],
+  /** What the text came from, for the line that refuses it (the secret's setting when fetched). */
+  setting = EVENT_KEYS_SETTING,
+): EventKeyrings {
   const fail = (why: string): never => {
-    throw new ConfigError(`invalid setting ${EVENT_KEYS_SETTING}: ${why}`);
+    throw new ConfigError(`invalid setting ${setting}: ${why}`);
   };
   if (text === undefined || text.trim() === "")
     return fail(

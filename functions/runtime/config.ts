@@ -28,6 +28,17 @@ const configSchema = z
     CRDFN_CLUSTER: clusterIdSchema.default("default"),
     /** The keys events are verified with (functions/clusters/registry.ts); checked there against the clusters. */
     CRDFN_EVENT_KEYS: z.string().optional(),
+    /**
+     * Instead: the Secrets Manager secret (name or ARN) whose SecretString holds them, fetched at
+     * start and again after CRDFN_EVENT_KEYS_SECRET_TTL seconds, so the function's configuration
+     * names the secret and never holds a key, and a rotated secret is picked up without a deploy.
+     */
+    CRDFN_EVENT_KEYS_SECRET: z.string().min(1).optional(),
+    /** The version stage fetched (AWSCURRENT unless set): the deploy's eventKeysLabel. */
+    CRDFN_EVENT_KEYS_SECRET_STAGE: z.string().min(1).max(256).optional(),
+    CRDFN_EVENT_KEYS_SECRET_TTL: z.coerce.number().int().min(0).max(86_400).default(300),
+    /** A Secrets Manager-compatible endpoint (moto in tests); unset on AWS. */
+    AWS_ENDPOINT_URL_SECRETS_MANAGER: z.url().optional(),
     /** How to reach the API server. */
     CRDFN_KUBE_AUTH: z.enum(authModes).default("kubeconfig"),
     KUBECONFIG: z.string().min(1).optional(),
@@ -51,6 +62,9 @@ const configSchema = z
     POWERTOOLS_METRICS_NAMESPACE: z.string().min(1).max(255).default("crdfn"),
   })
   .superRefine((c, ctx) => {
+    // Two sources of the keys would leave which one verifies to the reader's guess.
+    if (c.CRDFN_EVENT_KEYS !== undefined && c.CRDFN_EVENT_KEYS_SECRET !== undefined)
+      ctx.addIssue({ code: "custom", path: ["CRDFN_EVENT_KEYS_SECRET"], message: "set CRDFN_EVENT_KEYS or CRDFN_EVENT_KEYS_SECRET, not both" });
     if (c.CRDFN_CLUSTERS !== undefined || c.CRDFN_CLUSTERS_FILE !== undefined) {
       if (c.CRDFN_CLUSTERS !== undefined && c.CRDFN_CLUSTERS_FILE !== undefined)
         ctx.addIssue({ code: "custom", path: ["CRDFN_CLUSTERS_FILE"], message: "set CRDFN_CLUSTERS or CRDFN_CLUSTERS_FILE, not both" });

@@ -6,13 +6,16 @@ import { pino, type Logger } from "pino";
 import type { AwsCredentialIdentityProvider } from "@smithy/types";
 import { operatorResource } from "../../core/event-auth.ts";
 import type { Operator } from "../../core/operator.ts";
-import { loadClusterRegistry, loadEventKeyrings, type ClusterRegistry } from "../clusters/registry.ts";
+import type { EventSecret } from "../../core/event-auth.ts";
+import { loadClusterRegistry, loadEventKeyrings, type ClusterRegistry, type EventKeyrings } from "../clusters/registry.ts";
 import { clusterAccess } from "../credentials/access.ts";
+import { ConfigError } from "../../core/config-error.ts";
 import { loadConfig, type FunctionConfig } from "./config.ts";
 import { createKubeApi } from "./kube-api-http.ts";
 import { createEmfMetrics } from "./emf-metrics.ts";
 import type { RuntimeMetrics } from "./metrics.ts";
 import { createRuntime, runtimeByCluster, runtimeByResource, type Runtime } from "./runtime.ts";
+import { eventKeysSource, type EventKeysSource } from "./event-keys-source.ts";
 import { lazySqsClient, type LazySqsClient } from "./sqs-client.ts";
 
 export interface Built {
@@ -23,6 +26,13 @@ export interface Built {
   sqs: LazySqsClient;
   logger: Logger;
   clock: () => Date;
+  /**
+   * Brings the event keys up to date before a batch is judged: from CRDFN_EVENT_KEYS_SECRET, the
+   * first call fetches them (cold start) and later ones again once the cached copy is older than
+   * its TTL. Rejects with EventKeysUnavailable (an outage: retry the batch) or ConfigError (the
+   * secret's text is wrong).
+   */
+  refreshKeys: () => Promise<void>;
 }
 
 /** One operator, or several sharing a queue. */
@@ -32,17 +42,20 @@ export type Served = Operator<unknown> | ReadonlyArray<Operator<unknown>>;
 export function buildFromEnv(
   served: Served,
   env: NodeJS.ProcessEnv,
-  opts: { metrics?: (cluster: string) => RuntimeMetrics; logger?: Logger; onSqsClient?: (client: SQSClient) => void } = {},
+  opts: {
+    metrics?: (cluster: string) => RuntimeMetrics;
+    logger?: Logger;
+    onSqsClient?: (client: SQSClient) => void;
+    /** The host calls refreshKeys before judging each batch (the Lambda adapter does): only then may the keys be fetched. */
+    refreshesKeys?: boolean;
+  } = {},
 ): Built {
   const operators = Array.isArray(served) ? (served as ReadonlyArray<Operator<unknown>>) : [served as Operator<unknown>];
   const config = loadConfig(env);
+  // A host that never refreshes would hold no key and refuse every event: say so at start instead.
+  if (config.CRDFN_EVENT_KEYS_SECRET !== undefined && !opts.refreshesKeys)
+    throw new ConfigError("invalid setting CRDFN_EVENT_KEYS_SECRET: read on AWS Lambda only; here give the keys in CRDFN_EVENT_KEYS");
   const clusters = loadClusterRegistry(config, (path) => readFileSync(path, "utf8"));
-  // Each operator's own keys: one process may serve several (one queue), each verifying its own events only.
-  const eventKeys = loadEventKeyrings(
-    config.CRDFN_EVENT_KEYS,
-    clusters,
-    operators.map((operator) => operatorResource(operator.resource)),
-  );
   const clock = () => new Date();
   const logger = opts.logger ?? pino({ level: config.LOG_LEVEL });
   // Everything from the given environment (the SDK's chain would read process.env instead).
@@ -53,6 +66,12 @@ export function buildFromEnv(
   const awsCredentials = (): AwsCredentialIdentityProvider =>
     (chain ??=
       accessKeyId && secretAccessKey ? () => Promise.resolve({ accessKeyId, secretAccessKey, ...(sessionToken ? { sessionToken } : {}) }) : defaultChain());
+  const resources = operators.map((operator) => operatorResource(operator.resource));
+  // Each operator's own keys: one process may serve several (one queue), each verifying its own events only.
+  const { eventKeys, refreshKeys } =
+    config.CRDFN_EVENT_KEYS_SECRET === undefined
+      ? { eventKeys: loadEventKeyrings(config.CRDFN_EVENT_KEYS, clusters, resources), refreshKeys: () => Promise.resolve() }
+      : liveKeyrings(eventKeysSource(config, awsCredentials), clusters, resources);
   const sqs = lazySqsClient(
     {
       ...(config.AWS_REGION ? { region: config.AWS_REGION } : {}),
@@ -98,7 +117,35 @@ export function buildFromEnv(
     logger,
   );
   const runtime: Runtime = emf ? { ...routed, flushMetrics: () => emf.flush() } : routed;
-  return { config, clusters, runtime, sqs, logger, clock };
+  return { config, clusters, runtime, sqs, logger, clock, refreshKeys };
+}
+
+/**
+ * Keyrings filled from `source` by refreshKeys, changed in place: the runtimes built over them (one
+ * per cluster, on its first event) see a rotation without being built again. Empty until the
+ * first refresh, so nothing verifies before the keys are read.
+ */
+function liveKeyrings(
+  source: EventKeysSource,
+  clusters: ClusterRegistry,
+  resources: readonly string[],
+): { eventKeys: EventKeyrings; refreshKeys: () => Promise<void> } {
+  const live = new Map<string, Map<string, Map<string, EventSecret>>>(
+    [...clusters.keys()].map((cluster) => [cluster, new Map(resources.map((r) => [r, new Map<string, EventSecret>()]))]),
+  );
+  let loaded: string | undefined;
+  const refreshKeys = async () => {
+    const text = await source();
+    if (text === loaded) return;
+    const next = loadEventKeyrings(text, clusters, resources, "CRDFN_EVENT_KEYS_SECRET (its SecretString)");
+    for (const [cluster, rings] of live)
+      for (const [resource, ring] of rings) {
+        ring.clear();
+        for (const [kid, secret] of next.get(cluster)!.get(resource)!) ring.set(kid, secret);
+      }
+    loaded = text;
+  };
+  return { eventKeys: live, refreshKeys };
 }
 
 /**
@@ -117,6 +164,13 @@ export function buildEach(
     built[0]!.logger,
   );
   return { runtime, built };
+}
+
+/** Every built function's refreshKeys, together. */
+export function refreshAll(built: readonly Built[]): () => Promise<void> {
+  return async () => {
+    await Promise.all(built.map((b) => b.refreshKeys()));
+  };
 }
 
 /** The SDK's default credential chain (files, SSO, container and instance roles), loaded on its first use. */
