@@ -24,17 +24,15 @@ const logicalId = (operator: Operator<unknown>): string => {
 const DLQ_AFTER_RECEIVES = 5;
 
 /**
- * An operator's function's event keys (CRDFN_EVENT_KEYS: its operator's keys, derived from the
- * cluster's by `crdfn key derive`), from a Secrets Manager secret of its own,
- * `<service>/<stage>/event-keys/<operator>`, so a function's environment holds its own operator's
- * keys and no other's: a CloudFormation dynamic reference, resolved at deploy, so a cold start reads
- * nothing (bench/lambda-cold-start.ts) and neither the generated files nor the packaged template
- * hold a key. Pinned to the staging label the deploy names (param eventKeysLabel), which every
- * operator's secret gives its version to deploy: CloudFormation resolves a reference again only
- * when the template changes, so a new label is what rolls out a rotated key.
+ * The Secrets Manager secret holding an operator's function's event keys (its operator's keys,
+ * derived from the cluster's by `crdfn key derive`), `<service>/<stage>/event-keys/<operator>`: one
+ * per operator, so a function can read its own operator's keys and no other's. The function is
+ * given its name (CRDFN_EVENT_KEYS_SECRET) and the staging label to read (param eventKeysLabel;
+ * AWSCURRENT is the usual one) and fetches it at cold start, again after a TTL: the function's
+ * configuration, which lambda:GetFunctionConfiguration shows, never holds a key (checkov
+ * CKV_AWS_173, CKV_AWS_45), and a rotated secret reaches warm functions without a deploy.
  */
-export const eventKeysReference = (operator: Operator<unknown>): string =>
-  `{{resolve:secretsmanager:\${self:service}/\${sls:stage}/event-keys/${operatorName(operator)}:SecretString::\${param:eventKeysLabel}}}`;
+export const eventKeysSecretName = (operator: Operator<unknown>): string => `\${self:service}/\${sls:stage}/event-keys/${operatorName(operator)}`;
 const FOURTEEN_DAYS = 1_209_600;
 
 /**
@@ -72,7 +70,11 @@ export function serverlessFunctionsOf(operators: ReadonlyArray<{ operator: Opera
         {
           handler,
           role: `${id}FunctionRole`,
-          environment: { CRDFN_CLUSTER: cluster, CRDFN_EVENT_KEYS: eventKeysReference(operator) },
+          environment: {
+            CRDFN_CLUSTER: cluster,
+            CRDFN_EVENT_KEYS_SECRET: eventKeysSecretName(operator),
+            CRDFN_EVENT_KEYS_SECRET_STAGE: "${param:eventKeysLabel}",
+          },
           events: [trigger(`${id}EventsQueue`)],
         },
       ];
@@ -134,6 +136,14 @@ export function serverlessResourcesOf(operators: ReadonlyArray<Operator<unknown>
                   },
                   // Its own queue only: a message deferred while the API server is unreachable goes back into its object's group.
                   { Effect: "Allow", Action: "sqs:SendMessage", Resource: events },
+                  // Its own operator's key secret only; Secrets Manager ends a secret's ARN with 6 random characters.
+                  {
+                    Effect: "Allow",
+                    Action: "secretsmanager:GetSecretValue",
+                    Resource: {
+                      "Fn::Sub": `arn:\${AWS::Partition}:secretsmanager:\${AWS::Region}:\${AWS::AccountId}:secret:${eventKeysSecretName(op)}-??????`,
+                    },
+                  },
                   ...declaredStatements(op),
                 ],
               },

@@ -170,6 +170,7 @@ describe("serverless package (offline)", { timeout: 300_000 }, () => {
           ...new Set([
             "logs:CreateLogStream",
             "logs:PutLogEvents",
+            "secretsmanager:GetSecretValue",
             "sqs:ChangeMessageVisibility",
             "sqs:DeleteMessage",
             "sqs:GetQueueAttributes",
@@ -188,6 +189,11 @@ describe("serverless package (offline)", { timeout: 300_000 }, () => {
       for (const p of declared)
         for (const action of p.actions.filter((a) => !a.startsWith("sqs:Get")))
           assert.deepEqual(granted.get(action), new Set(declaredOn(action)), `${name}: ${action}`);
+      // Its own operator's key secret, and no other (Secrets Manager's 6 random characters end the ARN).
+      assert.deepEqual(
+        [...(granted.get("secretsmanager:GetSecretValue") ?? [])],
+        [`arn:\${AWS::Partition}:secretsmanager:\${AWS::Region}:\${AWS::AccountId}:secret:crdfn/test/event-keys/${name}-??????`],
+      );
       for (const action of ["logs:CreateLogStream", "logs:PutLogEvents"]) {
         assert.deepEqual(
           [...(granted.get(action) ?? [])],
@@ -214,14 +220,17 @@ describe("serverless package (offline)", { timeout: 300_000 }, () => {
       assert.deepEqual(Object.keys(vars).sort(), [
         "CRDFN_CLUSTER",
         "CRDFN_EKS_CLUSTER",
-        "CRDFN_EVENT_KEYS",
+        "CRDFN_EVENT_KEYS_SECRET",
+        "CRDFN_EVENT_KEYS_SECRET_STAGE",
         "CRDFN_KUBE_AUTH",
         "CRDFN_KUBE_CA_DATA",
         "CRDFN_KUBE_SERVER",
         "LOG_LEVEL",
       ]);
-      // The keys are never in the template: CloudFormation resolves them at deploy from the operator's own Secrets Manager secret, pinned to the label the deploy names.
-      assert.equal(vars.CRDFN_EVENT_KEYS, `{{resolve:secretsmanager:crdfn/test/event-keys/${name}:SecretString::${PARAMS.eventKeysLabel}}}`);
+      // No key, nor a reference CloudFormation would resolve into one: the function fetches its own operator's secret, at the label the deploy names.
+      assert.equal(vars.CRDFN_EVENT_KEYS_SECRET, `crdfn/test/event-keys/${name}`);
+      assert.equal(vars.CRDFN_EVENT_KEYS_SECRET_STAGE, PARAMS.eventKeysLabel);
+      assert.doesNotMatch(JSON.stringify(vars), /resolve:secretsmanager/);
       // What Lambda would hand the process: AWS_REGION set by Lambda.
       const config = loadConfig({ ...(vars as NodeJS.ProcessEnv), AWS_REGION: "us-east-1" });
       assert.equal(config.CRDFN_KUBE_AUTH, "eks");
