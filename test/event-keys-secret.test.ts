@@ -1,0 +1,126 @@
+// A Lambda function's event keys read from Secrets Manager (CRDFN_EVENT_KEYS_SECRET), against
+// moto's Secrets Manager on loopback: the function is configured with the secret's name only,
+// verifies its own operator's events and refuses another operator's, follows a rotation (old and
+// new key valid at once, then the new one alone once the cached copy is older than the TTL), and
+// treats a secret store it cannot reach as an outage: the batch goes back unjudged.
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { CreateSecretCommand, PutSecretValueCommand, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
+import { pino } from "pino";
+import { formatEventKey, parseEventKey, signKeyEvent } from "../core/event-auth.ts";
+import type { KeyEvent } from "../core/event.ts";
+import { ConfigError } from "../core/config-error.ts";
+import greeting from "../examples/greeting/operator.ts";
+import { lambdaHandler } from "../functions/adapters/lambda.ts";
+import { buildFromEnv, type Built } from "../functions/runtime/entry.ts";
+import { testOperatorKey } from "./support/event-key.ts";
+import { startMoto, type Moto } from "./support/moto.ts";
+
+const TTL_SECONDS = 1;
+const SECRET = "crdfn/test/event-keys/greeting";
+const oldKey = testOperatorKey(greeting.resource);
+const newKey = testOperatorKey(greeting.resource, parseEventKey(`k2:${Buffer.alloc(32, 9).toString("base64")}`));
+const otherOperatorsKey = testOperatorKey("crontabs.stable.example.com");
+
+const event = (name: string): KeyEvent =>
+  ({
+    v: 1,
+    cluster: "dev",
+    group: "example.com",
+    version: "v1",
+    plural: "greetings",
+    kind: "Greeting",
+    namespace: "default",
+    name,
+    uid: `u-${name}`,
+    resourceVersion: "1",
+    generation: 1,
+    type: "ADDED",
+    observedAt: new Date().toISOString(),
+  }) as unknown as KeyEvent;
+
+describe("event keys from Secrets Manager (moto)", { timeout: 240_000 }, () => {
+  let moto: Moto;
+  let sm: SecretsManagerClient;
+  const credentials = { accessKeyId: "testing", secretAccessKey: "testing" };
+  const envOf = (endpoint: string): NodeJS.ProcessEnv => ({
+    CRDFN_CLUSTER: "dev",
+    CRDFN_KUBE_AUTH: "token",
+    CRDFN_KUBE_SERVER: "https://127.0.0.1:9",
+    CRDFN_KUBE_TOKEN: "t",
+    AWS_REGION: "us-east-1",
+    AWS_ACCESS_KEY_ID: credentials.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: credentials.secretAccessKey,
+    AWS_ENDPOINT_URL_SECRETS_MANAGER: endpoint,
+    CRDFN_EVENT_KEYS_SECRET: SECRET,
+    CRDFN_EVENT_KEYS_SECRET_TTL: String(TTL_SECONDS),
+    LOG_LEVEL: "silent",
+  });
+  let built: Built;
+  const accepts = async (e: KeyEvent) => {
+    await built.refreshKeys();
+    return built.runtime.receive({ id: e.name, body: JSON.stringify(e) }).ok;
+  };
+  const putKeys = (...keys: Array<typeof oldKey>) => sm.send(new PutSecretValueCommand({ SecretId: SECRET, SecretString: keys.map(formatEventKey).join(",") }));
+  const pastTtl = () => new Promise((r) => setTimeout(r, TTL_SECONDS * 1000 + 200));
+
+  before(async () => {
+    moto = await startMoto(process.env, (line) => console.log(line));
+    sm = new SecretsManagerClient({ region: "us-east-1", endpoint: moto.endpoint, credentials });
+    await sm.send(new CreateSecretCommand({ Name: SECRET, SecretString: formatEventKey(oldKey) }));
+    built = buildFromEnv(greeting, envOf(moto.endpoint), { refreshesKeys: true, logger: pino({ level: "silent" }) });
+  });
+  after(async () => {
+    sm?.destroy();
+    await moto?.stop();
+  });
+
+  it("configured with the secret's name only: verifies an event signed with its operator's key, refuses one signed with another operator's", async () => {
+    assert.equal(built.config.CRDFN_EVENT_KEYS, undefined);
+    assert.equal(await accepts(signKeyEvent(event("own"), oldKey)), true);
+    assert.equal(await accepts(signKeyEvent(event("other"), otherOperatorsKey)), false);
+  });
+
+  it("rotation: old and new key both accepted, then after the TTL only the new one", async () => {
+    await putKeys(oldKey, newKey);
+    await pastTtl();
+    assert.equal(await accepts(signKeyEvent(event("old-1"), oldKey)), true);
+    assert.equal(await accepts(signKeyEvent(event("new-1"), newKey)), true);
+    await putKeys(newKey);
+    // Within the TTL the cached copy still holds the old key: no request per batch.
+    assert.equal(await accepts(signKeyEvent(event("old-2"), oldKey)), true);
+    await pastTtl();
+    assert.equal(await accepts(signKeyEvent(event("old-3"), oldKey)), false);
+    assert.equal(await accepts(signKeyEvent(event("new-2"), newKey)), true);
+  });
+
+  it("a secret store it cannot reach is an outage: every record goes back unjudged, none refused", async () => {
+    const handler = lambdaHandler(greeting, { env: envOf("http://127.0.0.1:9") });
+    const body = JSON.stringify(signKeyEvent(event("down"), oldKey));
+    const records = ["m-1", "m-2"].map((messageId) => ({
+      messageId,
+      receiptHandle: "r",
+      body,
+      attributes: { ApproximateReceiveCount: "1", MessageGroupId: "g" },
+      messageAttributes: {},
+      md5OfBody: "",
+      eventSource: "aws:sqs",
+      eventSourceARN: "arn:aws:sqs:us-east-1:123456789012:q.fifo",
+      awsRegion: "us-east-1",
+    }));
+    const answer = await handler({ Records: records } as never, undefined as never);
+    assert.deepEqual(answer, { batchItemFailures: [{ itemIdentifier: "m-1" }, { itemIdentifier: "m-2" }] });
+  });
+
+  it("refuses both settings at once, and a host that never fetches, in one line naming the setting", () => {
+    assert.throws(
+      () => buildFromEnv(greeting, { ...envOf(moto.endpoint), CRDFN_EVENT_KEYS: formatEventKey(oldKey) }, { refreshesKeys: true }),
+      (e: unknown) =>
+        e instanceof ConfigError && /^invalid setting CRDFN_EVENT_KEYS_SECRET: set CRDFN_EVENT_KEYS or CRDFN_EVENT_KEYS_SECRET, not both$/.test(e.message),
+    );
+    assert.throws(
+      () => buildFromEnv(greeting, envOf(moto.endpoint)),
+      (e: unknown) => e instanceof ConfigError && /^invalid setting CRDFN_EVENT_KEYS_SECRET: read on AWS Lambda only/.test(e.message),
+    );
+  });
+});
