@@ -94,6 +94,27 @@ describe("event keys from Secrets Manager (moto)", { timeout: 240_000 }, () => {
     assert.equal(await accepts(signKeyEvent(event("new-2"), newKey)), true);
   });
 
+  it("a function pinned to a staging label (eventKeysLabel) follows that label as it moves, not AWSCURRENT", async () => {
+    const label = "deploy";
+    await sm.send(new PutSecretValueCommand({ SecretId: SECRET, SecretString: formatEventKey(oldKey), VersionStages: [label] }));
+    const pinned = buildFromEnv(
+      greeting,
+      { ...envOf(moto.endpoint), CRDFN_EVENT_KEYS_SECRET_STAGE: label },
+      { refreshesKeys: true, logger: pino({ level: "silent" }) },
+    );
+    const pinnedAccepts = async (e: KeyEvent) => {
+      await pinned.refreshKeys();
+      return pinned.runtime.receive({ id: e.name, body: JSON.stringify(e) }).ok;
+    };
+    // AWSCURRENT holds the new key alone (the rotation above); the label still the old one.
+    assert.equal(await pinnedAccepts(signKeyEvent(event("label-old"), oldKey)), true);
+    assert.equal(await pinnedAccepts(signKeyEvent(event("label-new"), newKey)), false);
+    await sm.send(new PutSecretValueCommand({ SecretId: SECRET, SecretString: formatEventKey(newKey), VersionStages: [label] }));
+    await pastTtl();
+    assert.equal(await pinnedAccepts(signKeyEvent(event("label-new-2"), newKey)), true);
+    assert.equal(await pinnedAccepts(signKeyEvent(event("label-old-2"), oldKey)), false);
+  });
+
   it("a secret store it cannot reach is an outage: every record goes back unjudged, none refused", async () => {
     const handler = lambdaHandler(greeting, { env: envOf("http://127.0.0.1:9") });
     const body = JSON.stringify(signKeyEvent(event("down"), oldKey));
