@@ -18,6 +18,7 @@ import slowestReporter from "./slowest-reporter.ts";
 
 /** The longest files of a run, longest first (seconds on 2 cores, nothing beside: 60–100). */
 const LONGEST_FIRST = [
+  "readme-commands",
   "package-install",
   "bridge-start-work",
   "stale-snapshots",
