@@ -229,6 +229,12 @@ describe("the README's figures", () => {
   const settings: Array<{ phrase: string; file?: string; value?: RegExp; why: string }> = [
     { phrase: "(up to 5 s)", file: "bridge/parent-tracker.ts", value: /OWN_CHILD_HOLD_MS = 5000;/, why: "the bridge's hold of its own child's announcement" },
     { phrase: "stalls for 120 s", file: "emulator/process.ts", value: /START_STALL_MS = 120_000;/, why: "the start-up's stall limit" },
+    {
+      phrase: "again after 5 minutes",
+      file: "functions/runtime/config.ts",
+      value: /CRDFN_EVENT_KEYS_SECRET_TTL: .*\.default\(300\)/,
+      why: "a Lambda function's event keys' cache TTL",
+    },
     { phrase: "new CRDs within 30 s", why: "kube-controller-manager's garbage collector rereads discovery every 30 s (its own constant)" },
   ];
 
