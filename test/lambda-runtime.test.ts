@@ -13,6 +13,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSyn
 import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { DeleteMessageCommand, SendMessageCommand, type Message } from "@aws-sdk/client-sqs";
+import { CreateSecretCommand, PutSecretValueCommand, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import type { Operator } from "../core/operator.ts";
 import greeting, { configMapName } from "../examples/greeting/operator.ts";
 import { localLambdaRuntime, startLocalLambda, type LocalLambda } from "../emulator/local-lambda.ts";
@@ -35,6 +36,7 @@ import {
 } from "./support/functions-environment.ts";
 import { packageCheckout, serverlessPackage, unzip, type CfnResource } from "./support/serverless-package.ts";
 import { makeProject, type Project } from "./support/projects.ts";
+import { startMoto, type Moto } from "./support/moto.ts";
 import { projectFiles, projectNames } from "../cli/generate/init-templates.ts";
 import { packageRoot } from "../emulator/paths.ts";
 import type { RunningBridge } from "../bridge/bridge.ts";
@@ -97,6 +99,7 @@ describe("the packaged Lambda in the real Lambda runtime (RIE + aws-lambda-ric)"
 
   after(async () => {
     await lambda?.stop();
+    await stopMoto();
     identities?.stop();
     await env?.cluster.stop();
     if (work) rmSync(work, { recursive: true, force: true });
@@ -119,8 +122,9 @@ describe("the packaged Lambda in the real Lambda runtime (RIE + aws-lambda-ric)"
     const [goodId, refusedId, malformedId] = [idOf('"name":"good"'), idOf('"name":"refused"'), idOf("{not json")];
 
     // The zip unchanged, and what CloudFormation would hand the function, but where it points at
-    // AWS: the embedded cluster with the function's own identity, the test's event key (what the
-    // Secrets Manager reference resolves to), ElasticMQ for the settle calls.
+    // AWS: the embedded cluster with the function's own identity, its key secret in moto's
+    // Secrets Manager (the test's operator key under the template's staging label), ElasticMQ for
+    // the settle calls.
     const root = join(work, "task");
     for (const [name, data] of Object.entries(unzip(readFileSync(fn.zip)))) {
       mkdirSync(dirname(join(root, name)), { recursive: true });
@@ -131,7 +135,7 @@ describe("the packaged Lambda in the real Lambda runtime (RIE + aws-lambda-ric)"
       ...fn.variables,
       CRDFN_CLUSTER: CLUSTER,
       ...identities!.functionEnv(op),
-      CRDFN_EVENT_KEYS: formatEventKey(testOperatorKey(op.resource)),
+      ...(await keySecretAsDeployed(fn.variables, op, sqs)),
       AWS_ENDPOINT_URL_SQS: sqs.endpoint,
       AWS_ACCESS_KEY_ID: sqs.accessKeyId,
       AWS_SECRET_ACCESS_KEY: sqs.secretAccessKey,
@@ -213,6 +217,7 @@ describe("a `crdfn init` project's packaged Lambda in the real Lambda runtime, o
 
   after(async () => {
     await lambda?.stop();
+    await stopMoto();
     await bridge?.stop(0);
     await env?.cluster.stop();
     project?.remove();
@@ -240,7 +245,7 @@ describe("a `crdfn init` project's packaged Lambda in the real Lambda runtime, o
       ...fn.variables,
       CRDFN_CLUSTER: CLUSTER,
       ...env.identities!.functionEnv(motd),
-      CRDFN_EVENT_KEYS: formatEventKey(testOperatorKey(motd.resource)),
+      ...(await keySecretAsDeployed(fn.variables, motd, sqs)),
       AWS_ENDPOINT_URL_SQS: sqs.endpoint,
       AWS_ACCESS_KEY_ID: sqs.accessKeyId,
       AWS_SECRET_ACCESS_KEY: sqs.secretAccessKey,
@@ -331,4 +336,34 @@ async function initProject(): Promise<Project> {
   symlinkSync(packageRoot, join(project.dir, "node_modules", "crdfn"), "dir");
   await project.generate();
   return project;
+}
+
+let moto: Promise<Moto> | undefined;
+const stopMoto = async () => {
+  const running = moto;
+  moto = undefined;
+  await (await running?.catch(() => undefined))?.stop();
+};
+
+/**
+ * The operator's key secret the template names (CRDFN_EVENT_KEYS_SECRET, read at the staging
+ * label CRDFN_EVENT_KEYS_SECRET_STAGE), made in moto's Secrets Manager holding the test's key of
+ * that operator; the function's variables that point it there.
+ */
+async function keySecretAsDeployed(
+  variables: Record<string, string>,
+  op: Operator<unknown>,
+  aws: { region: string; accessKeyId: string; secretAccessKey: string },
+): Promise<Record<string, string>> {
+  const { CRDFN_EVENT_KEYS_SECRET: name, CRDFN_EVENT_KEYS_SECRET_STAGE: stage } = variables;
+  assert.ok(name && stage, `the template gives the function its key secret's name and staging label: ${JSON.stringify(variables)}`);
+  const { endpoint } = await (moto ??= startMoto(process.env, (line) => console.error(`# ${line}`)));
+  const sm = new SecretsManagerClient({ region: aws.region, endpoint, credentials: { accessKeyId: aws.accessKeyId, secretAccessKey: aws.secretAccessKey } });
+  try {
+    await sm.send(new CreateSecretCommand({ Name: name, SecretString: "not-the-deployed-version" }));
+    await sm.send(new PutSecretValueCommand({ SecretId: name, SecretString: formatEventKey(testOperatorKey(op.resource)), VersionStages: [stage] }));
+  } finally {
+    sm.destroy();
+  }
+  return { AWS_ENDPOINT_URL_SECRETS_MANAGER: endpoint };
 }
