@@ -4,6 +4,7 @@
 // announces what needs work. What a person must fix (problems.ts) keeps the bridge unready.
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
+import type { Tracer } from "@opentelemetry/api";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import type { Logger } from "pino";
 import { Registry } from "prom-client";
@@ -37,6 +38,8 @@ export interface BridgeDeps {
   credentialSource?: string;
   /** The cluster's event key (CRDFN_EVENT_KEY: loadEventKey in bridge/config.ts): every event is signed with it. Not a setting of BridgeConfig, which a ConfigMap holds. */
   eventKey: EventKey;
+  /** Traces each change from the watch event to the queue (clients/tracing.ts startTracing); untraced without. */
+  tracer?: Tracer;
 }
 
 export interface RunningBridge {
@@ -83,6 +86,7 @@ export function startBridge(config: BridgeConfig, deps: BridgeDeps): RunningBrid
     problems,
     credentialSource: deps.credentialSource ?? "the kubeconfig",
     eventKey: deps.eventKey,
+    ...(deps.tracer ? { tracer: deps.tracer } : {}),
     // A destination the publisher finds missing (it was deleted, or the check could not look) is the same problem.
     onMissing: (destination, missing) => {
       const key = missingKey(transport, destination);

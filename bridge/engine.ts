@@ -5,6 +5,7 @@
 // the Publisher (publisher.ts), which batches it to the queue. The kinds the resources own or
 // read are watched once, however many resources name them (shared-kinds.ts). Each term starts
 // from a fresh list and announces only what needs work.
+import type { Tracer } from "@opentelemetry/api";
 import type { Logger } from "pino";
 import type { KubeConnection } from "../clients/kube-connection.ts";
 import { KubeHttp, type ApiError } from "../clients/kube-http.ts";
@@ -47,6 +48,8 @@ export interface EngineDeps {
   eventKey: EventKey;
   /** A destination the publisher found missing (true) or there again (false). */
   onMissing: (destination: string, missing: boolean) => void;
+  /** Traces each change (clients/tracing.ts); untraced without. */
+  tracer?: Tracer;
 }
 
 /** A promise and what resolves it. */
@@ -101,6 +104,7 @@ export class Engine {
       now: () => deps.clock().getTime(),
       timers: deps.timers,
       eventKey: deps.eventKey,
+      ...(deps.tracer ? { tracer: deps.tracer } : {}),
     });
     this.#initialBodies = new KeptBodies(config.maxInitialBodyBytes);
     this.#startWindow = new StartWindow({

@@ -8,10 +8,21 @@
 // accepts again. An object with a batch in flight is not sent again until that batch settles,
 // so one object's events reach its stream (FIFO group, ordering key) in order. Batches fill by
 // themselves: see #pump.
+import { SpanStatusCode, type Span, type Tracer } from "@opentelemetry/api";
 import type { Logger } from "pino";
 import { backoffMs, type BackoffPolicy } from "../core/backoff.ts";
-import { deduplicationId, encodeKeyEvent, messageGroupId, supersede, withinCap, type KeyEvent } from "../core/event.ts";
+import {
+  deduplicationId,
+  encodeKeyEvent,
+  messageGroupId,
+  supersede,
+  TRACE_CONTEXT_BYTES,
+  TRACEPARENT_ANNOTATION,
+  withinCap,
+  type KeyEvent,
+} from "../core/event.ts";
 import { operatorKey, operatorResource, signatureBytes, signKeyEvent, signingKey, type EventKey, type SigningKey } from "../core/event-auth.ts";
+import { contextFrom, fieldsOf, within } from "../clients/tracing.ts";
 import type { BridgeMetrics } from "./metrics.ts";
 import type { Timers } from "./due-schedule.ts";
 import type { AnnounceOptions } from "./sink.ts";
@@ -40,6 +51,15 @@ export interface PublisherOptions {
    * (core/event-auth.ts operatorKey), so that operator's function, and only it, trusts its body.
    */
   eventKey: EventKey;
+  /** Traces each change from its announcement to the queue's answer (clients/tracing.ts); untraced without. */
+  tracer?: Tracer;
+}
+
+/** A change's trace in the bridge: its root, which the event carries onwards, and the hold within it. */
+interface ChangeSpans {
+  change: Span;
+  /** Until the event goes into a batch: the hold and the linger. */
+  hold: Span | undefined;
 }
 
 interface Pending {
@@ -64,6 +84,8 @@ interface Pending {
    * nothing in it is news once the function's status records the children as they are.
    */
   held: boolean;
+  /** With a tracer: the trace this announcement continues into the event. */
+  spans?: ChangeSpans;
 }
 
 /**
@@ -110,7 +132,8 @@ export class Publisher {
 
   constructor(options: PublisherOptions) {
     this.#options = options;
-    this.#signatureBytes = signatureBytes(options.eventKey.kid);
+    // A traced event gains its context after the cap is applied: room is kept for it.
+    this.#signatureBytes = signatureBytes(options.eventKey.kid) + (options.tracer ? TRACE_CONTEXT_BYTES : 0);
     this.#lingerMs = options.lingerMs ?? options.transport.lingerMs;
     this.#credit = new SendCredit(this.#lingerMs);
   }
@@ -165,9 +188,11 @@ export class Publisher {
     const notBefore = options.onlyIfPending ? 0 : options.holdMs ? this.#options.now() + options.holdMs : 0;
     // A body update adds no news; anything announced without a hold does.
     const held = options.onlyIfPending ? existing?.held === true : (existing?.held ?? true) && options.holdMs !== undefined && options.holdMs > 0;
+    const spans = this.#options.tracer && (existing?.spans ?? this.#startChange(this.#options.tracer, key, event, cause, options.holdMs));
     this.#pending.set(key, {
       key,
       event,
+      ...(spans ? { spans } : {}),
       cause: existing && options.onlyIfPending ? existing.cause : cause,
       destination: this.#options.destinationOf(event),
       since: existing?.since ?? this.#options.now(),
@@ -176,6 +201,36 @@ export class Publisher {
       held,
     });
     this.#pump();
+  }
+
+  /**
+   * A change's trace starts when the bridge saw it (observedAt), or continues the context a writer
+   * put on the object (TRACEPARENT_ANNOTATION). A newer announcement superseding a waiting one
+   * joins its trace: one message stands for both.
+   */
+  #startChange(tracer: Tracer, key: string, event: KeyEvent, cause: string, holdMs: number | undefined): ChangeSpans {
+    const annotations = (event.object?.metadata as { annotations?: Record<string, unknown> } | undefined)?.annotations;
+    const given = annotations?.[TRACEPARENT_ANNOTATION];
+    const parent = contextFrom(typeof given === "string" ? { traceparent: given } : {});
+    const attributes = {
+      "crdfn.object": key,
+      "crdfn.cause": cause,
+      "crdfn.reason": event.reason ?? "",
+      "crdfn.event_type": event.type,
+      "k8s.object.uid": event.uid,
+      "k8s.object.resource_version": event.resourceVersion,
+    };
+    const observed = Date.parse(event.observedAt);
+    const change = tracer.startSpan("bridge change", { attributes, startTime: Math.min(observed, this.#options.now()) }, parent);
+    const hold = tracer.startSpan("bridge hold", { attributes: { "crdfn.hold_ms": holdMs ?? 0 } }, within(parent, change));
+    return { change, hold };
+  }
+
+  /** Ends an announcement's trace that will not be sent (withdrawn, superseded by nothing, refused). */
+  #endUnsent(p: Pending, outcome: string): void {
+    p.spans?.hold?.end();
+    p.spans?.change.setAttribute("crdfn.outcome", outcome);
+    p.spans?.change.end();
   }
 
   /** The key of the event's operator, derived and imported once per resource: signing is hot. */
@@ -195,7 +250,7 @@ export class Publisher {
     if (p.message !== undefined) return true;
     try {
       p.message = {
-        body: encodeKeyEvent(signKeyEvent(p.event, this.#signingKeyOf(p.event))),
+        body: encodeKeyEvent(signKeyEvent(p.spans ? { ...p.event, ...fieldsOf(p.spans.change) } : p.event, this.#signingKeyOf(p.event))),
         stream: messageGroupId(p.event),
         deduplicationId: deduplicationId(p.event, p.cause),
         cluster: p.event.cluster,
@@ -204,6 +259,7 @@ export class Publisher {
     } catch (e) {
       this.#pending.delete(p.key);
       this.#bodyBytes -= p.bodyBytes;
+      this.#endUnsent(p, "refused");
       this.#options.logger.error({ object: p.key, err: (e as Error).message.slice(0, 300) }, "object cannot be announced under the event contract");
       // It may have been all that waited: a flush waiting for idle is done.
       if (this.#isIdle()) this.#wake(this.#idleWaiters);
@@ -217,6 +273,7 @@ export class Publisher {
     if (existing === undefined || !existing.held) return false;
     this.#pending.delete(key);
     this.#bodyBytes -= existing.bodyBytes;
+    this.#endUnsent(existing, "withdrawn");
     this.#options.metrics.withdrawn.inc();
     this.#pump();
     if (this.#isIdle()) this.#wake(this.#idleWaiters);
@@ -315,6 +372,11 @@ export class Publisher {
         this.#pending.delete(p.key);
         this.#bodyBytes -= p.bodyBytes;
         this.#inflight.set(p.key, p);
+        if (p.spans?.hold) {
+          p.spans.hold.setAttribute("crdfn.linger_ms", now - p.since);
+          p.spans.hold.end();
+          p.spans.hold = undefined;
+        }
       }
       this.#batches++;
       void this.#send(batch);
@@ -327,6 +389,7 @@ export class Publisher {
     let failed: Pending[] = [];
     const destination = batch[0]!.destination;
     this.#options.metrics.sendRequests.inc();
+    const sends = this.#options.tracer ? this.#startSends(this.#options.tracer, batch, destination) : undefined;
     try {
       const results = await this.#options.transport.send(
         destination,
@@ -338,12 +401,16 @@ export class Publisher {
         const p = batch[i];
         if (p === undefined) return;
         if (r.ok) {
+          sends?.[i]?.end();
+          p.spans?.change.setAttribute("crdfn.outcome", "sent");
+          p.spans?.change.end();
           this.#options.metrics.published.inc({ type: p.event.type });
           this.#options.metrics.publishDelay.observe(Math.max(0, now - Date.parse(p.event.observedAt)) / 1000);
           return;
         }
         missing ||= r.missing === true;
         failed.push(p);
+        sends?.[i]?.setStatus({ code: SpanStatusCode.ERROR, message: r.reason }).end();
         this.#options.metrics.publishFailures.inc({ reason: r.reason });
         this.#options.logger.warn({ reason: r.reason, object: p.key }, `${this.#options.transport.noun} rejected an event; retrying`);
       });
@@ -352,6 +419,7 @@ export class Publisher {
     } catch (e) {
       failed = batch;
       const err = e instanceof TransportError ? e : new TransportError((e as Error).message, { reason: (e as Error).name });
+      for (const span of sends ?? []) span?.setStatus({ code: SpanStatusCode.ERROR, message: err.reason }).end();
       this.#options.metrics.publishFailures.inc({ reason: err.reason }, batch.length);
       if (err.missing) this.#options.onMissing?.(destination, true);
       else if (this.#failureStreak === 0)
@@ -368,13 +436,35 @@ export class Publisher {
       this.#backoffUntil = this.#options.now() + backoffMs(this.#failureStreak, BACKOFF);
       // A newer announcement of the same object supersedes the failed one.
       for (const p of failed) {
-        if (this.#pending.has(p.key)) continue;
+        if (this.#pending.has(p.key)) {
+          this.#endUnsent(p, "superseded");
+          continue;
+        }
         this.#pending.set(p.key, p);
         this.#bodyBytes += p.bodyBytes;
       }
     }
     this.#pump();
     if (this.#isIdle()) this.#wake(this.#idleWaiters);
+  }
+
+  /** One send span per event in the batch, under its change: a retried batch shows as a second one. */
+  #startSends(tracer: Tracer, batch: Pending[], destination: string): Array<Span | undefined> {
+    return batch.map((p) =>
+      p.spans
+        ? tracer.startSpan(
+            "bridge send",
+            {
+              attributes: {
+                "crdfn.batch_size": batch.length,
+                "messaging.system": this.#options.transport.noun === "queue" ? "aws_sqs" : "gcp_pubsub",
+                "messaging.destination.name": destination,
+              },
+            },
+            within(contextFrom({}), p.spans.change),
+          )
+        : undefined,
+    );
   }
 
   #updateGauges(): void {

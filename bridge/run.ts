@@ -3,6 +3,7 @@
 // buffered and releases the Lease before exiting 0.
 import { readFileSync } from "node:fs";
 import { sqsClient } from "../clients/sqs-client.ts";
+import { startTracing, tracingSettings, type TracingSettings } from "../clients/tracing.ts";
 import { inClusterConnection, serverConnection, tokenFromFile, type KubeConnection } from "../clients/kube-connection.ts";
 import { pino } from "pino";
 import { collectDefaultMetrics, Registry } from "prom-client";
@@ -70,9 +71,11 @@ async function connectionFor(o: RunOptions, kube: BridgeConfig["kube"]): Promise
 export async function runBridgeProcess(o: RunOptions): Promise<number> {
   let config: BridgeConfig;
   let eventKey: EventKey;
+  let traces: TracingSettings | undefined;
   try {
     config = readConfig(o.env);
     eventKey = loadEventKey(o.env);
+    traces = tracingSettings(o.env, "crdfn-bridge");
   } catch (e) {
     if (!(e instanceof ConfigError)) throw e;
     process.stderr.write(`crdfn bridge: invalid configuration\n${e.message}\n`);
@@ -105,7 +108,16 @@ export async function runBridgeProcess(o: RunOptions): Promise<number> {
     process.stderr.write(`crdfn bridge: cannot load the kubeconfig: ${(e as Error).message.split("\n")[0]}\n`);
     return EXIT_CODES.config;
   }
-  const bridge = startBridge(config, { kubeConfig, transport, logger, registry, credentialSource, eventKey });
+  const tracing = await startTracing(traces);
+  const bridge = startBridge(config, {
+    kubeConfig,
+    transport,
+    logger,
+    registry,
+    credentialSource,
+    eventKey,
+    ...(tracing.enabled ? { tracer: tracing.tracer } : {}),
+  });
   let health: Awaited<ReturnType<typeof serveHealth>>;
   try {
     health = await serveHealth(bridge, config.httpPort);
@@ -126,6 +138,7 @@ export async function runBridgeProcess(o: RunOptions): Promise<number> {
   });
   logger.info({ signal }, "stopping: flushing buffered events and releasing the lease");
   await bridge.stop(10_000);
+  await tracing.shutdown(2000);
   await health.close();
   await closeQueue();
   logger.info("stopped");

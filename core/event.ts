@@ -15,6 +15,8 @@ const EVENT_TOO_LARGE = `a key event must serialize to at most ${MAX_EVENT_BYTES
 const bytesOf = (e: unknown): number => Buffer.byteLength(JSON.stringify(e), "utf8");
 /** The label every child carries, naming its parent's uid: the bridge watches children with it. */
 export const PARENT_UID_LABEL = "crdfn.io/parent-uid";
+/** A W3C traceparent a writer may put on an object: the bridge continues its trace rather than start one. */
+export const TRACEPARENT_ANNOTATION = "crdfn.io/traceparent";
 /** W3C traceparent: version 00, a 32-hex trace id, a 16-hex parent span id, the flags. */
 const traceparentSchema = z.string().regex(/^00-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}$/);
 /** The W3C limit for tracestate. */
