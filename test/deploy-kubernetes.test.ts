@@ -144,12 +144,13 @@ const expectations: Array<{ identities: Identity[]; allowed: Check[]; denied: Ch
 ];
 
 /**
- * The kubectl commands of README's Deploying block up to and including its server-side dry run,
- * split into arguments (they quote nothing), without their comments.
+ * The kubectl commands of README's Deploying block (its first sh block, whatever its fence's
+ * annotations) up to and including its server-side dry run, split into arguments (they quote
+ * nothing), without their comments.
  */
 function documentedDryRun(): string[][] {
   const readme = readFileSync(join(root, "README.md"), "utf8");
-  const block = /^## Deploying$[\s\S]*?^```sh$([\s\S]*?)^```$/m.exec(readme)?.[1] ?? "";
+  const block = /^## Deploying$[\s\S]*?^```sh(?: [^\n]*)?$([\s\S]*?)^```$/m.exec(readme)?.[1] ?? "";
   const lines = block
     .split("\n")
     .map((l) => l.replace(/\s+#.*$/, "").trim())
