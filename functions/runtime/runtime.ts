@@ -7,6 +7,7 @@
 //   it reconciled: core/reconciled.ts) → prune (after the status write's precondition, so only
 //   from a current view: children.ts).
 // A message becomes a received event before it gets here (delivery.ts): the adapter judges it once.
+import { SpanKind, SpanStatusCode, type Tracer } from "@opentelemetry/api";
 import type { Logger } from "pino";
 import { operatorResource as resourceKey, type EventKeyring } from "../../core/event-auth.ts";
 import { PermanentError } from "../../core/errors.ts";
@@ -25,6 +26,8 @@ import { readInputs } from "./reads.ts";
 import { writeSuccessStatus } from "./status.ts";
 import { effectsThenReconcile } from "./user-code.ts";
 import { zodLine } from "../../core/config-error.ts";
+import { objectKey } from "../../core/event.ts";
+import { contextFrom } from "../../clients/tracing.ts";
 
 export interface RuntimeDeps {
   api: KubeApi;
@@ -42,6 +45,8 @@ export interface RuntimeDeps {
   metrics?: RuntimeMetrics;
   /** The function's environment (what it was built from), handed to effects and finalize. Default {}. */
   env?: Readonly<Record<string, string | undefined>>;
+  /** Continues each change's trace from its verified event (clients/tracing.ts); untraced without. */
+  tracer?: Tracer;
 }
 
 export type HandledOutcome = Outcome & { apiCalls: number };
@@ -136,11 +141,32 @@ function reconcilerFor(operator: Operator<unknown>, deps: RuntimeDeps): (receive
     const log = deps.logger.child({ messageId: message.id, object: `${event.namespace ?? ""}/${event.name}`, reason: event.reason ?? event.type });
     const { api, calls } = countingApi(deps.api);
     const started = deps.clock().getTime();
+    // Only a verified event gets here (createReceiver): a forged context never joins a trace.
+    const span = deps.tracer?.startSpan(
+      "function handle",
+      {
+        kind: SpanKind.CONSUMER,
+        attributes: {
+          "crdfn.object": objectKey(event),
+          "crdfn.cause": event.reason ?? event.type,
+          "k8s.object.uid": event.uid,
+          "k8s.object.resource_version": event.resourceVersion,
+          "messaging.message.id": message.id,
+          ...(message.receiveCount === undefined ? {} : { "messaging.receive_count": message.receiveCount }),
+        },
+      },
+      contextFrom(event),
+    );
     const outcome = await reconcileEvent(
       { operator, api, clock: deps.clock, log, event, ref: parentRef(operator, event), firstDelivery, env: deps.env ?? {} },
       maxAttempts,
     );
     const done = { ...outcome, apiCalls: calls() };
+    if (span) {
+      span.setAttributes({ "crdfn.outcome": done.result, "crdfn.api_calls": done.apiCalls });
+      if (done.result !== "success") span.setStatus({ code: SpanStatusCode.ERROR, message: done.detail ?? done.result });
+      span.end();
+    }
     const finished = deps.clock().getTime();
     // observedAt is when the bridge saw the change, or when a scheduled reconcile fell due.
     const lagSeconds = (finished - Date.parse(event.observedAt)) / 1000;
