@@ -5,6 +5,8 @@
 // as the event source mapping sends it. What the adapter tests prove in-process (partial batch
 // responses, the settle policy) is proven here through the runtime's own handler loading and
 // Runtime API: an ESM bundle, its handler export, the answer serialized back to the invoker.
+// An earlier incarnation's event, re-sent to the packaged zip after a delete and re-create, is
+// handled (not failed) and writes nothing to the live object's child.
 // Both the checkout's example and a project `crdfn init` made, packaged as its user packages it;
 // the latter's event is the one the bridge itself published and signed, not one signed here.
 import { after, before, describe, it } from "node:test";
@@ -14,6 +16,7 @@ import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { DeleteMessageCommand, SendMessageCommand, type Message } from "@aws-sdk/client-sqs";
 import { CreateSecretCommand, PutSecretValueCommand, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
+import type { KeyEvent } from "../core/event.ts";
 import type { Operator } from "../core/operator.ts";
 import greeting, { configMapName } from "../examples/greeting/operator.ts";
 import { localLambdaRuntime, startLocalLambda, type LocalLambda } from "../emulator/local-lambda.ts";
@@ -181,16 +184,65 @@ describe("the packaged Lambda in the real Lambda runtime (RIE + aws-lambda-ric)"
     // Nothing lost: Lambda's event source deletes what was not reported failed, and the two
     // failed records come back to be retried (and dead-lettered after the queue's receives).
     await env.sqs.send(new DeleteMessageCommand({ QueueUrl: fifo, ReceiptHandle: batch.find((m) => m.MessageId === goodId)?.ReceiptHandle }));
-    const back = new Set<string>();
+    const back = new Map<string, string | undefined>();
     await waitFor(
       "the failed records back on the queue",
       async () => {
-        for (const m of await receiveAll(env, fifo, 120)) back.add(m.MessageId ?? "");
+        for (const m of await receiveAll(env, fifo, 120)) back.set(m.MessageId ?? "", m.ReceiptHandle);
         return back.size >= 2;
       },
       60_000,
     );
-    assert.deepEqual([...back].sort(), [refusedId, malformedId].sort());
+    assert.deepEqual([...back.keys()].sort(), [refusedId, malformedId].sort());
+    // Gone, so that the next test's batches hold only its own messages.
+    for (const handle of back.values()) await env.sqs.send(new DeleteMessageCommand({ QueueUrl: fifo, ReceiptHandle: handle }));
+  });
+
+  it("an earlier incarnation's validly signed event, re-sent after a delete and re-create, changes nothing of the live object's child", async () => {
+    assert.ok(lambda, "the function runs in the Lambda runtime (started above)");
+    const crs = crApi(env, op);
+    const { fifo } = env.cluster.sqs.queues;
+    /** Publishes the event as the bridge signs it and hands its message to the function as Lambda's event source does. */
+    const delivered = async (event: KeyEvent, cause: string): Promise<Array<{ itemIdentifier: string }>> => {
+      await publish(env, event, cause);
+      let batch: Message[] = [];
+      await waitFor(`the ${cause} message`, async () => (batch = [...batch, ...(await receiveAll(env, fifo, 120))]).length >= 1);
+      const response = await lambda!.invoke(lambdaEvent(batch, fifo));
+      assert.equal(response.status, 200, lambda!.logTail());
+      for (const m of batch) await env.sqs.send(new DeleteMessageCommand({ QueueUrl: fifo, ReceiptHandle: m.ReceiptHandle }));
+      return (response.body as { batchItemFailures: Array<{ itemIdentifier: string }> }).batchItemFailures;
+    };
+    const childOf = () => env.core.readNamespacedConfigMap({ name: configMapName("reborn"), namespace: env.cluster.namespace });
+
+    const first = await crs.create("reborn", { message: "the first incarnation" });
+    const kept = await announcedEvent(env, op, first);
+    assert.deepEqual(await delivered(kept, "first"), []);
+    assert.deepEqual((await childOf()).data, { message: "the first incarnation" });
+    await crs.delete("reborn");
+    await waitFor("reborn gone", async () => (await crs.get("reborn")) === undefined);
+    const second = await crs.create("reborn", { message: "the live one" });
+    assert.deepEqual(await delivered(await announcedEvent(env, op, second), "second"), []);
+    const live = await childOf();
+    assert.deepEqual(live.data, { message: "the live one" });
+    assert.equal(live.metadata?.ownerReferences?.[0]?.uid, second.metadata?.uid);
+
+    // The kept event is validly signed and names the deleted uid: handled (no batch item failure,
+    // so not a dead letter), and the live child is exactly as it was.
+    assert.deepEqual(await delivered(kept, "resent"), []);
+    const after = await childOf();
+    assert.equal(after.metadata?.resourceVersion, live.metadata?.resourceVersion, "no write of the live child");
+    assert.equal(after.metadata?.ownerReferences?.[0]?.uid, second.metadata?.uid);
+    const lines = readFileSync(lambda.logFile, "utf8")
+      .split("\n")
+      .filter((l) => l.startsWith("{"))
+      .map((l) => JSON.parse(l) as { msg?: string; object?: string });
+    assert.ok(
+      lines.some((l) => l.msg?.startsWith("event of an earlier incarnation") && l.object === `${env.cluster.namespace}/reborn`),
+      lambda.logTail(),
+    );
+    const cr = await crs.get("reborn");
+    assert.equal(cr?.metadata?.uid, second.metadata?.uid);
+    assert.equal(ready(cr)?.status, "True");
   });
 });
 
