@@ -2,19 +2,24 @@
 // moto's Secrets Manager on loopback: the function is configured with the secret's name only,
 // verifies its own operator's events and refuses another operator's, follows a rotation (old and
 // new key valid at once, then the new one alone once the cached copy is older than the TTL), and
-// treats a secret store it cannot reach as an outage: the batch goes back unjudged.
+// treats a secret store it cannot reach as an outage: each record is deferred in its FIFO group as for an
+// API server outage (held, then re-sent with a fresh receive budget before its last receive), so
+// none reaches the dead-letter queue, against a real queue (ElasticMQ).
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
+import { DeleteMessageCommand, SendMessageCommand, type Message } from "@aws-sdk/client-sqs";
 import { CreateSecretCommand, PutSecretValueCommand, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import { pino } from "pino";
 import { formatEventKey, parseEventKey, signKeyEvent } from "../core/event-auth.ts";
 import type { KeyEvent } from "../core/event.ts";
 import { ConfigError } from "../core/config-error.ts";
 import greeting from "../examples/greeting/operator.ts";
+import { MAX_RECEIVE_COUNT } from "../emulator/queues.ts";
 import { lambdaHandler } from "../functions/adapters/lambda.ts";
 import { buildFromEnv, type Built } from "../functions/runtime/entry.ts";
 import { testOperatorKey } from "./support/event-key.ts";
 import { startMoto, type Moto } from "./support/moto.ts";
+import { lambdaEvent, receiveAll, startEnv, waitFor } from "./support/functions-environment.ts";
 
 const TTL_SECONDS = 1;
 const SECRET = "crdfn/test/event-keys/greeting";
@@ -115,22 +120,47 @@ describe("event keys from Secrets Manager (moto)", { timeout: 240_000 }, () => {
     assert.equal(await pinnedAccepts(signKeyEvent(event("label-old-2"), oldKey)), false);
   });
 
-  it("a secret store it cannot reach is an outage: every record goes back unjudged, none refused", async () => {
-    const handler = lambdaHandler(greeting, { env: envOf("http://127.0.0.1:9") });
-    const body = JSON.stringify(signKeyEvent(event("down"), oldKey));
-    const records = ["m-1", "m-2"].map((messageId) => ({
-      messageId,
-      receiptHandle: "r",
-      body,
-      attributes: { ApproximateReceiveCount: "1", MessageGroupId: "g" },
-      messageAttributes: {},
-      md5OfBody: "",
-      eventSource: "aws:sqs",
-      eventSourceARN: "arn:aws:sqs:us-east-1:123456789012:q.fifo",
-      awsRegion: "us-east-1",
-    }));
-    const answer = await handler({ Records: records } as never, undefined as never);
-    assert.deepEqual(answer, { batchItemFailures: [{ itemIdentifier: "m-1" }, { itemIdentifier: "m-2" }] });
+  it("a secret store it cannot reach is an outage: each record is deferred in its group as for an API server outage, and none is dead-lettered however long it lasts", async () => {
+    const env = await startEnv([greeting], { file: import.meta.filename, identities: false });
+    try {
+      const { fifo, fifoDlq } = env.cluster.sqs.queues;
+      const { sqs } = env.cluster;
+      const handler = lambdaHandler(greeting, {
+        env: {
+          ...envOf("http://127.0.0.1:9"),
+          AWS_ENDPOINT_URL_SQS: sqs.endpoint,
+          AWS_REGION: sqs.region,
+          AWS_ACCESS_KEY_ID: sqs.accessKeyId,
+          AWS_SECRET_ACCESS_KEY: sqs.secretAccessKey,
+        },
+      });
+      const sent = signKeyEvent(event("down"), oldKey);
+      await env.sqs.send(new SendMessageCommand({ QueueUrl: fifo, MessageBody: JSON.stringify(sent), MessageGroupId: "g", MessageDeduplicationId: "down" }));
+      // Twice the queue's receive limit: each receive handed to the function as Lambda's event
+      // source would, and each answered by deferral (a hold, then a fresh copy before the last).
+      const receives: string[] = [];
+      for (let i = 0; i < 2 * MAX_RECEIVE_COUNT; i++) {
+        let batch: Message[] = [];
+        await waitFor(`receive ${i + 1}`, async () => (batch = await receiveAll(env, fifo, 30)).length > 0, 60_000);
+        assert.equal(batch.length, 1);
+        receives.push(batch[0]!.Attributes?.ApproximateReceiveCount ?? "?");
+        const answer = await handler(lambdaEvent(batch, fifo), undefined as never);
+        // Reported failed (held) or handled (its copy re-sent into the group): never lost.
+        if (answer.batchItemFailures.length === 0) await env.sqs.send(new DeleteMessageCommand({ QueueUrl: fifo, ReceiptHandle: batch[0]!.ReceiptHandle }));
+      }
+      console.log(`# receive counts seen during the outage: ${receives.join(", ")}`);
+      assert.ok(
+        receives.every((n) => Number(n) < MAX_RECEIVE_COUNT),
+        `a receive reached the limit: ${receives.join(", ")}`,
+      );
+      assert.deepEqual(await receiveAll(env, fifoDlq), [], "nothing dead-lettered");
+      let left: Message[] = [];
+      await waitFor("the record still pending in its group", async () => (left = await receiveAll(env, fifo, 1)).length > 0, 60_000);
+      assert.equal(left.length, 1);
+      assert.equal((JSON.parse(left[0]!.Body ?? "{}") as { mac?: string }).mac, sent.mac, "the same signed event, unaltered");
+    } finally {
+      await env.cluster.stop();
+    }
   });
 
   it("refuses both settings at once, and a host that never fetches, in one line naming the setting", () => {

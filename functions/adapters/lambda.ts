@@ -12,11 +12,20 @@ import { EventKeysUnavailable } from "../runtime/event-keys-source.ts";
 import { ConfigError } from "../../core/config-error.ts";
 import { DEFAULT_REQUEST_TIMEOUT_MS } from "../../clients/kube-http.ts";
 import { fromLambdaRecord } from "../../clients/queue-message.ts";
+import type { Outcome } from "../runtime/outcome.ts";
 import type { Runtime } from "../runtime/runtime.ts";
 import { givenSqsClient, type SqsClientSource } from "../runtime/sqs-client.ts";
 import { createCircuits, type Circuits } from "./settle.ts";
 import { queueFacts, type QueueFacts } from "./queue-facts.ts";
-import { DEFAULT_MAX_DEFER_SECONDS, DEFAULT_RETRY_BASE_SECONDS, resendRequest, settleBatch, settlementOf, type Settlement } from "./settle.ts";
+import {
+  DEFAULT_MAX_DEFER_SECONDS,
+  DEFAULT_RETRY_BASE_SECONDS,
+  resendRequest,
+  settleBatch,
+  settlementOf,
+  type Settlement,
+  type SettlePolicy,
+} from "./settle.ts";
 
 export interface LambdaDeps {
   /** Supplied by tests; otherwise built from the environment on the first invocation. */
@@ -93,14 +102,7 @@ export function lambdaHandler(served: Served, deps: LambdaDeps = {}): SqsLambdaH
     let h: Host;
     try {
       h = host ??= hostOf(served, deps);
-      await h.refreshKeys();
     } catch (error) {
-      if (error instanceof EventKeysUnavailable) {
-        // An outage, not the messages' fault: every record goes back unjudged, to be retried
-        // after its visibility timeout (none is refused for want of a key).
-        host?.logger.error(error.message);
-        return { batchItemFailures: event.Records.map((r) => ({ itemIdentifier: r.messageId })) };
-      }
       if (!(error instanceof ConfigError)) throw error;
       // Misconfigured: say so in one line and return the whole batch (the DLQ keeps it safe).
       console.error(error.message);
@@ -108,6 +110,35 @@ export function lambdaHandler(served: Served, deps: LambdaDeps = {}): SqsLambdaH
     }
     const queueUrl = await queueUrlOfBatch(h, event.Records);
     const limit = queueUrl && h.facts ? (await h.facts(queueUrl)).maxReceiveCount : undefined;
+    /** The settle policy for a record of `cluster` (its circuit's deferral). */
+    const policyFor = (cluster: string) =>
+      ({
+        limit,
+        deferSeconds: () => h.circuits.of(cluster).deferSeconds(),
+        retryBaseSeconds: deps.retryBaseSeconds ?? DEFAULT_RETRY_BASE_SECONDS,
+        maxDeferSeconds: deps.maxDeferSeconds ?? DEFAULT_MAX_DEFER_SECONDS,
+        now: h.clock().getTime(),
+        log: h.logger,
+      }) satisfies SettlePolicy;
+    try {
+      await h.refreshKeys();
+    } catch (error) {
+      if (!(error instanceof EventKeysUnavailable)) throw error;
+      // The secret store's outage, not the messages' fault: every record is deferred unjudged as
+      // an API server outage is (held in its group; re-sent with a fresh receive budget before its
+      // last receive), so none reaches the dead-letter queue for want of a key. Its deferral
+      // attributes are taken as carried: no key is at hand to prove them, and a forged "since"
+      // could only send its own message to the dead-letter queue sooner.
+      h.logger.error(error.message);
+      const unavailable: Outcome = { result: "unavailable", detail: error.message };
+      const failed = await Promise.all(
+        event.Records.map(async (record) => {
+          const settlement = settlementOf(unavailable, fromLambdaRecord(record), policyFor(""));
+          return (await carryOut(h, queueUrl, record, settlement)) ? undefined : record.messageId;
+        }),
+      );
+      return { batchItemFailures: failed.filter((id): id is string => id !== undefined).map((itemIdentifier) => ({ itemIdentifier })) };
+    }
     // Each record judged once, here, before anything else: what follows gets the verified event.
     const received = event.Records.map((record) => ({ record, delivery: h.runtime.receive(fromLambdaRecord(record)) }));
     const settled = await settleBatch(received, {
@@ -117,15 +148,7 @@ export function lambdaHandler(served: Served, deps: LambdaDeps = {}): SqsLambdaH
       circuits: h.circuits,
       log: h.logger,
       ...startableIn(context),
-      policy: (outcome, delivery) =>
-        settlementOf(outcome, delivery.message, {
-          limit,
-          deferSeconds: () => h.circuits.of(delivery.ok ? delivery.event.cluster : "").deferSeconds(),
-          retryBaseSeconds: deps.retryBaseSeconds ?? DEFAULT_RETRY_BASE_SECONDS,
-          maxDeferSeconds: deps.maxDeferSeconds ?? DEFAULT_MAX_DEFER_SECONDS,
-          now: h.clock().getTime(),
-          log: h.logger,
-        }),
+      policy: (outcome, delivery) => settlementOf(outcome, delivery.message, policyFor(delivery.ok ? delivery.event.cluster : "")),
     });
     const failed = await Promise.all(
       [...settled].map(async ([{ record }, { settlement }]) => ((await carryOut(h, queueUrl, record, settlement)) ? undefined : record.messageId)),
