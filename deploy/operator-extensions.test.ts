@@ -172,8 +172,8 @@ describe("generated from cloud", () => {
       Action: ["sqs:CreateQueue", "sqs:DeleteQueue"],
       Resource: [{ "Fn::Sub": "arn:${AWS::Partition}:sqs:${AWS::Region}:${AWS::AccountId}:app-*" }, "arn:aws:sqs:us-east-1:123456789012:fixed"],
     });
-    // Nothing declared: the role is what crdfn itself needs, as before.
+    // Nothing declared: the role is what crdfn itself needs, as before (its logs, its queue, its re-sends, its key secret).
     const plain = serverlessResourcesOf([app], settings) as Stack;
-    assert.equal(plain.Resources.AppFunctionRole!.Properties.Policies[0]!.PolicyDocument.Statement.length, 3);
+    assert.equal(plain.Resources.AppFunctionRole!.Properties.Policies[0]!.PolicyDocument.Statement.length, 4);
   });
 });
