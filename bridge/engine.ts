@@ -125,6 +125,7 @@ export class Engine {
       timers: deps.timers,
       ...(config.functionFieldManager ? { functionFieldManager: config.functionFieldManager } : {}),
       onTimerHeld: () => metrics.timersHeld.inc(),
+      ...(deps.tracer ? { traceOf: (key: string) => this.publisher.lastTrace(key) } : {}),
     };
     const onRefused = (e: ApiError | undefined): void => problems.set("credential", e && refusalLine(e, deps.credentialSource));
     this.#reflectors = { http, pageSize: config.listPageSize, silenceMs: config.watchSilenceSeconds * 1000, logger, metrics, signal: stopping, onRefused };

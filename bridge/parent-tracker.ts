@@ -16,13 +16,13 @@
 import { MAX_CHILD_KEYS, type ChildKey, type KeyEvent } from "../core/event.ts";
 import { childrenDigest, metadataDigest, reconciledOf, type ChildMark, type Reconciled } from "../core/reconciled.ts";
 import { referencesOf, type ReferenceRecord } from "../core/references.ts";
-import { announceReason, nextReconcileOf } from "../core/schedule.ts";
+import { announceReason, NEXT_RECONCILE_FIELD, nextReconcileOf, type NextReconcile } from "../core/schedule.ts";
 import { DueSchedule } from "./due-schedule.ts";
 import type { KeptBodies } from "./kept-bodies.ts";
 import { TimerTurns, TURN_RECHECK_MS, type Recorded } from "./timer-turns.ts";
 import type { StartLine, StartWindow } from "./start-window.ts";
 import { finalizersManagedBy, fingerprint, lastWriteOf, type WatchedObject } from "./watched-object.ts";
-import type { AnnounceOptions, ResolvedResource, Via } from "./sink.ts";
+import type { AnnounceOptions, ResolvedResource, ScheduledBy, Via } from "./sink.ts";
 import { groupOf, keyOf, splitKey } from "../core/resource-path.ts";
 import { Tracker, type Entry, type TrackerOptions } from "./tracker.ts";
 
@@ -30,8 +30,8 @@ interface ParentEntry extends Entry {
   generation: number;
   /** The `at` of status.nextReconcile already announced or superseded: not announced again. */
   handled?: string;
-  /** What the schedule holds for it: the status's `at`, and the reason to announce it with. */
-  pending?: { at: string; reason: string };
+  /** What the schedule holds for it: the status's `at`, the reason to announce it with, and (traced) what scheduled it. */
+  pending?: { at: string; reason: string; scheduled?: ScheduledBy };
   /** When the function last wrote its status (ms; 0 if never): children written later by others are news to it. */
   statusWrittenMs: number;
   /** Its finalizers, apart from `fp`: adding the function's own finalizer is not news to it. */
@@ -104,6 +104,24 @@ function recordedOf(obj: WatchedObject): Recorded {
   const status = (obj as { status?: { observedGeneration?: unknown } }).status;
   const observed = status?.observedGeneration;
   return { at: nextReconcileOf(status)?.at, observedGeneration: typeof observed === "number" ? observed : undefined };
+}
+
+const TRACEPARENT = /^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
+
+/**
+ * What fell due, for its trace: what the status's schedule says, and the trace of the change whose
+ * reconcile recorded it — the function's own context beside the due time
+ * (status.nextReconcile.traceparent), if it wrote one, else the change last sent for the object,
+ * which that status write answers (a change sent after it but before the write would be taken
+ * instead; the function's field is exact). A schedule recorded as the operator's timer says so
+ * (status.nextReconcile.timer); otherwise a timer and requeueAfterSeconds are alike (Requeue).
+ */
+function scheduledBy(status: unknown, next: NextReconcile, lastSent: string | undefined): ScheduledBy {
+  const raw = (status as Record<string, { traceparent?: unknown; timer?: unknown } | undefined>)[NEXT_RECONCILE_FIELD];
+  const kind = next.reason === "Requeue" ? (raw?.timer === true ? "timer" : "requeue") : "retry";
+  const own = typeof raw?.traceparent === "string" && TRACEPARENT.test(raw.traceparent) ? raw.traceparent : undefined;
+  const traceparent = own ?? lastSent;
+  return traceparent === undefined ? { kind } : { kind, traceparent };
 }
 
 /** What a status records of the function's last reconcile, as a ParentEntry holds it. */
@@ -307,15 +325,20 @@ export class ParentTracker extends Tracker<ParentEntry> {
    * announces it now when it is due.
    */
   async #schedule(key: string, entry: ParentEntry, obj: WatchedObject): Promise<void> {
-    const next = nextReconcileOf((obj as { status?: unknown }).status);
+    const status = (obj as { status?: unknown }).status;
+    const next = nextReconcileOf(status);
     if (next === undefined || next.at === entry.handled) {
       if (next === undefined) this.#due.clear(key);
       return;
     }
     const atMs = Date.parse(next.at);
     const now = this.options.now().getTime();
+    // Taken when the status write that records it is seen (what was sent last is then what it
+    // answers), and only when traced: untraced, a pending schedule costs no more than before.
+    const traceOf = this.options.traceOf;
+    const scheduled = traceOf && (entry.pending?.at === next.at ? entry.pending.scheduled : scheduledBy(status, next, traceOf(this.#publishKey(key))));
     if (atMs > now || this.#turns.mustWait(key)) {
-      entry.pending = { at: next.at, reason: announceReason(next) };
+      entry.pending = { at: next.at, reason: announceReason(next), ...(scheduled ? { scheduled } : {}) };
       this.#due.set(key, Math.max(atMs, now + (atMs > now ? 0 : TURN_RECHECK_MS)));
       return;
     }
@@ -323,7 +346,8 @@ export class ParentTracker extends Tracker<ParentEntry> {
     delete entry.pending;
     this.#due.clear(key);
     this.#turns.sent(key, { at: next.at });
-    await this.options.announce(this.#publishKey(key), this.#event(key, entry, "RESYNC", announceReason(next), obj), `due:${next.at}`);
+    const event = this.#event(key, entry, "RESYNC", announceReason(next), obj);
+    await this.options.announce(this.#publishKey(key), event, `due:${next.at}`, scheduled ? { scheduled } : {});
   }
 
   /** The schedule fired: announce the object for the reason its status gives, or wait its turn. */
@@ -339,7 +363,8 @@ export class ParentTracker extends Tracker<ParentEntry> {
     entry.handled = pending.at;
     delete entry.pending;
     this.#turns.sent(key, { at: pending.at });
-    await this.options.announce(this.#publishKey(key), this.#event(key, entry, "RESYNC", pending.reason), `due:${pending.at}`);
+    const options = pending.scheduled ? { scheduled: pending.scheduled } : {};
+    await this.options.announce(this.#publishKey(key), this.#event(key, entry, "RESYNC", pending.reason), `due:${pending.at}`, options);
   }
 
   /**

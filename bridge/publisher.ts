@@ -8,7 +8,7 @@
 // accepts again. An object with a batch in flight is not sent again until that batch settles,
 // so one object's events reach its stream (FIFO group, ordering key) in order. Batches fill by
 // themselves: see #pump.
-import { SpanStatusCode, type Span, type Tracer } from "@opentelemetry/api";
+import { SpanStatusCode, trace, type Link, type Span, type Tracer } from "@opentelemetry/api";
 import type { Logger } from "pino";
 import { backoffMs, type BackoffPolicy } from "../core/backoff.ts";
 import {
@@ -25,7 +25,7 @@ import { operatorKey, operatorResource, signatureBytes, signKeyEvent, signingKey
 import { contextFrom, fieldsOf, within } from "../clients/tracing.ts";
 import type { BridgeMetrics } from "./metrics.ts";
 import type { Timers } from "./due-schedule.ts";
-import type { AnnounceOptions } from "./sink.ts";
+import type { AnnounceOptions, ScheduledBy } from "./sink.ts";
 import { SendCredit } from "./send-credit.ts";
 import { TransportError, type OutgoingMessage, type QueueTransport } from "./transport.ts";
 
@@ -99,6 +99,14 @@ interface Pending {
  */
 export const START_LINGER_MS = 250;
 
+/**
+ * How many objects' last sent change the publisher remembers (tracing only), for the schedule the
+ * reconcile of that change records to link to (ParentTracker takes it when the status write
+ * arrives, seconds later at most). Bounded so a traced bridge of 100k objects does not keep a
+ * context for each: about 2 MiB at most, the oldest forgotten first.
+ */
+export const REMEMBERED_TRACES = 10_000;
+
 /** 32 MiB: 500 waiting objects of 64 KiB, or every one of 1000 at a typical few KiB. */
 export const DEFAULT_MAX_PENDING_BODY_BYTES = 32 * 1024 * 1024;
 const BACKOFF: BackoffPolicy = { initialMs: 200, maxMs: 10_000, jitter: 0.5 };
@@ -129,6 +137,8 @@ export class Publisher {
   /** Stopping: nothing lingers. */
   #flushing = false;
   #closed = false;
+  /** Tracing only: each recently sent object's change (its traceparent), oldest first. */
+  readonly #lastSent = new Map<string, string>();
 
   constructor(options: PublisherOptions) {
     this.#options = options;
@@ -145,6 +155,11 @@ export class Publisher {
   startWork(active: boolean): void {
     const linger = this.#lingerMs;
     if (this.#credit.pace(this.#options.now(), active && linger > 0 ? Math.max(linger, START_LINGER_MS) : linger)) this.#pump();
+  }
+
+  /** The traceparent of the change last sent for `key`, if traced and still remembered (REMEMBERED_TRACES). */
+  lastTrace(key: string): string | undefined {
+    return this.#lastSent.get(key);
   }
 
   /** Objects not yet accepted by the queue: waiting or in flight. Never above maxPending. */
@@ -188,7 +203,8 @@ export class Publisher {
     const notBefore = options.onlyIfPending ? 0 : options.holdMs ? this.#options.now() + options.holdMs : 0;
     // A body update adds no news; anything announced without a hold does.
     const held = options.onlyIfPending ? existing?.held === true : (existing?.held ?? true) && options.holdMs !== undefined && options.holdMs > 0;
-    const spans = this.#options.tracer && (existing?.spans ?? this.#startChange(this.#options.tracer, key, event, cause, options.holdMs));
+    if (existing?.spans && options.scheduled) this.#scheduledInto(existing.spans.change, options.scheduled);
+    const spans = this.#options.tracer && (existing?.spans ?? this.#startChange(this.#options.tracer, key, event, cause, options));
     this.#pending.set(key, {
       key,
       event,
@@ -206,24 +222,42 @@ export class Publisher {
   /**
    * A change's trace starts when the bridge saw it (observedAt), or continues the context a writer
    * put on the object (TRACEPARENT_ANNOTATION). A newer announcement superseding a waiting one
-   * joins its trace: one message stands for both.
+   * joins its trace: one message stands for both. What fell due on the object's schedule starts a
+   * trace of its own, linked to the one that scheduled it: a requeue every 5 minutes continuing
+   * one trace would make a trace of the object's whole life, and a writer's annotation stays on
+   * the object long after the change it traced.
    */
-  #startChange(tracer: Tracer, key: string, event: KeyEvent, cause: string, holdMs: number | undefined): ChangeSpans {
+  #startChange(tracer: Tracer, key: string, event: KeyEvent, cause: string, options: AnnounceOptions): ChangeSpans {
+    const { scheduled, holdMs } = options;
     const annotations = (event.object?.metadata as { annotations?: Record<string, unknown> } | undefined)?.annotations;
-    const given = annotations?.[TRACEPARENT_ANNOTATION];
+    const given = scheduled ? undefined : annotations?.[TRACEPARENT_ANNOTATION];
     const parent = contextFrom(typeof given === "string" ? { traceparent: given } : {});
+    const link = scheduled && linkOf(scheduled);
     const attributes = {
       "crdfn.object": key,
-      "crdfn.cause": cause,
+      // As the function's span names it (the event's reason), or what fell due.
+      "crdfn.cause": scheduled?.kind ?? event.reason ?? event.type,
+      "crdfn.dedup_cause": cause,
       "crdfn.reason": event.reason ?? "",
       "crdfn.event_type": event.type,
       "k8s.object.uid": event.uid,
       "k8s.object.resource_version": event.resourceVersion,
     };
     const observed = Date.parse(event.observedAt);
-    const change = tracer.startSpan("bridge change", { attributes, startTime: Math.min(observed, this.#options.now()) }, parent);
+    const change = tracer.startSpan(
+      "bridge change",
+      { attributes, startTime: Math.min(observed, this.#options.now()), ...(link ? { links: [link] } : {}) },
+      parent,
+    );
     const hold = tracer.startSpan("bridge hold", { attributes: { "crdfn.hold_ms": holdMs ?? 0 } }, within(parent, change));
     return { change, hold };
+  }
+
+  /** A schedule fell due while a change of the object waited: the one message answers both, so its trace links to the scheduler's too. */
+  #scheduledInto(change: Span, scheduled: ScheduledBy): void {
+    const link = linkOf(scheduled);
+    if (link) change.addLink(link);
+    change.setAttribute("crdfn.cause", scheduled.kind);
   }
 
   /** Ends an announcement's trace that will not be sent (withdrawn, superseded by nothing, refused). */
@@ -377,6 +411,9 @@ export class Publisher {
           p.spans.hold.end();
           p.spans.hold = undefined;
         }
+        // Remembered as it goes, not once the queue answers: its function may write its status
+        // (and a schedule) before this bridge reads the queue's answer.
+        if (p.spans) this.#remember(p.key, p.spans.change);
       }
       this.#batches++;
       void this.#send(batch);
@@ -467,6 +504,14 @@ export class Publisher {
     );
   }
 
+  #remember(key: string, change: Span): void {
+    const { traceparent } = fieldsOf(change);
+    if (traceparent === undefined) return;
+    this.#lastSent.delete(key);
+    this.#lastSent.set(key, traceparent);
+    if (this.#lastSent.size > REMEMBERED_TRACES) this.#lastSent.delete(this.#lastSent.keys().next().value!);
+  }
+
   #updateGauges(): void {
     let oldest = Infinity;
     for (const p of this.#inflight.values()) oldest = Math.min(oldest, p.since);
@@ -477,4 +522,11 @@ export class Publisher {
     this.#options.metrics.pending.set(this.pendingCount);
     this.#options.metrics.queueLag.set(oldest === Infinity ? 0 : (this.#options.now() - oldest) / 1000);
   }
+}
+
+/** The link to the trace that scheduled what fell due; none when the bridge does not know it. */
+function linkOf(scheduled: ScheduledBy): Link | undefined {
+  if (scheduled.traceparent === undefined) return undefined;
+  const context = trace.getSpanContext(contextFrom({ traceparent: scheduled.traceparent }));
+  return context && trace.isSpanContextValid(context) ? { context, attributes: { "crdfn.link": scheduled.kind } } : undefined;
 }

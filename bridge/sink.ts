@@ -39,6 +39,16 @@ export interface AnnounceOptions {
    * that says more stays, brought up to date only with `onlyIfPending`.
    */
   withdrawHeld?: boolean;
+  /** What the object's status had due and fell due: its change links to the trace that scheduled it. */
+  scheduled?: ScheduledBy;
+}
+
+/** A reconcile an object's status asked for (core/schedule.ts), as its announcement's trace names it. */
+export interface ScheduledBy {
+  /** A failure's backoff (and a finalize not done yet), requeueAfterSeconds, or the operator's timer (`every`). */
+  kind: "retry" | "requeue" | "timer";
+  /** The W3C traceparent of the change whose reconcile recorded it, when the bridge knows it. */
+  traceparent?: string;
 }
 
 /** Hands an event to the publisher; `cause` keeps distinct announcements of one version apart. */

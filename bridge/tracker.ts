@@ -32,6 +32,11 @@ export interface TrackerOptions {
   functionFieldManager?: string;
   /** Called each time a due timer waits its turn (timer-turns.ts). */
   onTimerHeld?: () => void;
+  /**
+   * Tracing only: the traceparent of the change last sent for an object (by the publisher's key),
+   * which a schedule its status records next is taken to answer (Publisher.lastTrace).
+   */
+  traceOf?: (publishKey: string) => string | undefined;
 }
 
 /** Whether a key lies in a namespace scope (undefined: every namespace). */
