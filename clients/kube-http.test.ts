@@ -3,7 +3,9 @@ import assert from "node:assert/strict";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { KubeConfig } from "@kubernetes/client-node";
-import { ApiError, ApiNotReady, KubeHttp, KubeUnreachable, type WatchEvent } from "./kube-http.ts";
+import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from "@opentelemetry/sdk-trace";
+import { ApiError, ApiNotReady, KubeHttp, KubeUnreachable, resourceOf, type WatchEvent } from "./kube-http.ts";
+import { contextFrom } from "./tracing.ts";
 
 // A stand-in API server on loopback (plain HTTP, as behind `kubectl proxy`) whose responses
 // each test scripts: the point is the client's timing and stream handling, not Kubernetes.
@@ -208,5 +210,44 @@ describe("KubeHttp", () => {
     t = 60_000;
     await assert.rejects(client.getJson("/flaky", {}), (e) => e instanceof ApiError && !(e instanceof ApiNotReady));
     assert.equal(readyzAsked, 1);
+  });
+
+  it("with a tracer, a request that says where it belongs is a client span, its context sent on (traceparent, tracestate); others are not traced", async () => {
+    const seen: string[] = [];
+    routes.set("/apis/example.com/v1/namespaces/d/greetings/g", (res, req) => {
+      seen.push(`${String(req.headers.traceparent)} ${String(req.headers.tracestate)}`);
+      res.writeHead(503, { "content-type": "application/json" }).end(JSON.stringify({ kind: "Status", code: 503, reason: "ServiceUnavailable" }));
+    });
+    const exporter = new InMemorySpanExporter();
+    const tracer = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter })] }).getTracer("t");
+    const client = new KubeHttp({ connection: kubeConfig }, { tracer });
+    const parent = contextFrom({ traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", tracestate: "k=v" });
+    const path = "/apis/example.com/v1/namespaces/d/greetings/g";
+    assert.equal((await client.request("PATCH", path, { trace: { parent, attempt: 3 }, body: {} })).status, 503);
+    assert.equal((await client.request("PATCH", path, { body: {} })).status, 503);
+    const [span, ...more] = exporter.getFinishedSpans();
+    assert.deepEqual(more, []);
+    assert.equal(span!.name, "kube PATCH greetings");
+    assert.equal(span!.parentSpanContext?.spanId, "00f067aa0ba902b7");
+    assert.deepEqual(span!.attributes, {
+      "http.request.method": "PATCH",
+      "url.path": path,
+      "crdfn.attempt": 3,
+      "http.response.status_code": 503,
+      "error.type": "503",
+    });
+    assert.equal(span!.status.code, 2);
+    assert.equal(span!.status.message, "503 ServiceUnavailable");
+    assert.deepEqual(seen, [`00-4bf92f3577b34da6a3ce929d0e0e4736-${span!.spanContext().spanId}-01 k=v`, "undefined undefined"]);
+  });
+
+  it("names a request's span by the resource its path names", () => {
+    assert.deepEqual(resourceOf("/api/v1/namespaces/a/configmaps/b"), { resource: "configmaps" });
+    assert.deepEqual(resourceOf("/apis/example.com/v1/namespaces/a/greetings/x/status"), { resource: "greetings", subresource: "status" });
+    assert.deepEqual(resourceOf("/apis/example.com/v1/clusterthings/x"), { resource: "clusterthings" });
+    assert.deepEqual(resourceOf("/api/v1/namespaces/a"), { resource: "namespaces" });
+    assert.deepEqual(resourceOf("/api/v1/namespaces/a/status"), { resource: "namespaces", subresource: "status" });
+    assert.deepEqual(resourceOf("/api/v1/namespaces/a/events?limit=1"), { resource: "events" });
+    assert.deepEqual(resourceOf("/readyz"), { resource: "readyz" });
   });
 });

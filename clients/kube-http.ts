@@ -5,9 +5,11 @@
 // the response stream ourselves lets a slow consumer stop the watch at the TCP level (backpressure).
 import http from "node:http";
 import https from "node:https";
+import { SpanKind, SpanStatusCode, type Context, type Span, type Tracer } from "@opentelemetry/api";
 import type { KubeConnection } from "./kube-connection.ts";
 import { ApiError, ApiNotReady, KubeUnreachable, unreachableKindOf } from "./kube-errors.ts";
 import { ServerReadiness, type ReadyzAnswer } from "./server-readiness.ts";
+import { fieldsOf, type TraceFields } from "./tracing.ts";
 
 export { ApiError, ApiNotReady, KubeUnreachable, isServerOutage } from "./kube-errors.ts";
 
@@ -40,6 +42,20 @@ export interface RequestOptions {
   /** What to answer with. Default application/json (a metadata-only list or watch asks for PartialObjectMetadata). */
   accept?: string;
   signal?: AbortSignal;
+  /** The span the request belongs under: with a tracer given, it is a span of its own there. */
+  trace?: RequestTrace;
+}
+
+/** Where a request sits in a change's trace. */
+export interface RequestTrace {
+  parent: Context;
+  /** The caller's attempt (a reconcile re-run after a 409): crdfn.attempt on the request's span. */
+  attempt?: number;
+}
+
+export interface KubeHttpOptions {
+  /** Spans for the requests that say where they belong (RequestOptions.trace); none without. */
+  tracer?: Tracer;
 }
 
 export class KubeHttp {
@@ -49,11 +65,13 @@ export class KubeHttp {
   // One keep-alive agent per client: a warm function and a relisting bridge reuse their TLS connection.
   readonly #agent: http.Agent;
   readonly #readiness: ServerReadiness;
+  readonly #tracer: Tracer | undefined;
 
-  constructor(access: KubeAccess) {
+  constructor(access: KubeAccess, options: KubeHttpOptions = {}) {
     const server = access.connection.getCurrentCluster()?.server;
     if (server === undefined) throw new Error("the kubeconfig has no current cluster");
     this.#access = access;
+    this.#tracer = options.tracer;
     this.#server = new URL(server);
     this.#timeoutMs = access.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
     this.#agent = this.#plain ? new http.Agent({ keepAlive: true }) : new https.Agent({ keepAlive: true });
@@ -67,8 +85,29 @@ export class KubeHttp {
 
   /** The status and body of the answer, whatever the status. */
   async request(method: string, path: string, o: RequestOptions = {}): Promise<{ status: number; text: string }> {
-    const { res } = await this.#open(method, path, o);
-    return { status: res.statusCode ?? 0, text: await this.#readText(res, method, path) };
+    if (this.#tracer === undefined || o.trace === undefined) {
+      const { res } = await this.#open(method, path, o);
+      return { status: res.statusCode ?? 0, text: await this.#readText(res, method, path) };
+    }
+    const span = requestSpan(this.#tracer, method, path, o.trace);
+    try {
+      // The API server (its tracing configured, KEP-647) continues the trace from these headers.
+      const { res } = await this.#open(method, path, o, fieldsOf(span));
+      const status = res.statusCode ?? 0;
+      const text = await this.#readText(res, method, path);
+      span.setAttribute("http.response.status_code", status);
+      if (status >= 400) {
+        span.setAttribute("error.type", String(status));
+        span.setStatus({ code: SpanStatusCode.ERROR, message: `${status} ${reasonOf(text)}` });
+      }
+      return { status, text };
+    } catch (e) {
+      span.setAttribute("error.type", e instanceof KubeUnreachable ? e.kind : ((e as Error).name ?? "Error"));
+      span.setStatus({ code: SpanStatusCode.ERROR, message: (e as Error).message });
+      throw e;
+    } finally {
+      span.end();
+    }
   }
 
   /**
@@ -123,7 +162,7 @@ export class KubeHttp {
     }
   }
 
-  async #open(method: string, path: string, o: RequestOptions): Promise<{ req: http.ClientRequest; res: http.IncomingMessage }> {
+  async #open(method: string, path: string, o: RequestOptions, traceHeaders?: TraceFields): Promise<{ req: http.ClientRequest; res: http.IncomingMessage }> {
     const url = new URL(this.#server.pathname.replace(/\/$/, "") + path, this.#server);
     for (const [k, v] of Object.entries(o.query ?? {})) if (v !== undefined && v !== "") url.searchParams.set(k, v);
     const options: https.RequestOptions = { method, headers: { accept: o.accept ?? "application/json" } };
@@ -133,6 +172,7 @@ export class KubeHttp {
     options.agent = this.#agent;
     const headers = (options.headers ?? {}) as Record<string, string>;
     if (this.#access.token) headers.Authorization = `Bearer ${await this.#access.token()}`;
+    if (traceHeaders) Object.assign(headers, traceHeaders);
     const payload = o.body === undefined ? undefined : JSON.stringify(o.body);
     if (payload !== undefined) {
       headers["content-type"] = o.contentType ?? "application/json";
@@ -214,6 +254,51 @@ export class KubeHttp {
 }
 
 const isOk = (status: number): boolean => status >= 200 && status < 300;
+
+/**
+ * A request's span, named as the API server's own audit names it (`kube PATCH configmaps`): the
+ * resource of a REST path (/api/v1/namespaces/a/configmaps/b, /apis/g/v1/greetings/x/status).
+ */
+function requestSpan(tracer: Tracer, method: string, path: string, at: RequestTrace): Span {
+  const { resource, subresource } = resourceOf(path);
+  return tracer.startSpan(
+    `kube ${method} ${resource}`,
+    {
+      kind: SpanKind.CLIENT,
+      attributes: {
+        "http.request.method": method,
+        "url.path": path,
+        ...(subresource === undefined ? {} : { "k8s.subresource": subresource }),
+        ...(at.attempt === undefined ? {} : { "crdfn.attempt": at.attempt }),
+      },
+    },
+    at.parent,
+  );
+}
+
+/** The resource (and subresource) a REST path names; the path's last segment when it names none. */
+export function resourceOf(path: string): { resource: string; subresource?: string } {
+  const parts = path
+    .split("?")[0]!
+    .split("/")
+    .filter((p) => p !== "");
+  const versioned = parts[0] === "api" ? parts.slice(2) : parts[0] === "apis" ? parts.slice(3) : undefined;
+  if (versioned === undefined || versioned.length === 0) return { resource: parts.at(-1) ?? "/" };
+  // namespaces/<ns>/<resource>…, except the namespaces themselves (namespaces, namespaces/<ns>[/status]).
+  const rest =
+    versioned[0] === "namespaces" && versioned.length >= 3 && versioned[2] !== "status" && versioned[2] !== "finalize" ? versioned.slice(2) : versioned;
+  return { resource: rest[0]!, ...(rest[2] === undefined ? {} : { subresource: rest[2] }) };
+}
+
+/** The reason of a Status body ("Conflict"), for a span's status message. */
+function reasonOf(text: string): string {
+  try {
+    const reason = (JSON.parse(text) as { reason?: unknown }).reason;
+    return typeof reason === "string" ? reason : "";
+  } catch {
+    return "";
+  }
+}
 
 async function readText(res: http.IncomingMessage): Promise<string> {
   const chunks: Buffer[] = [];

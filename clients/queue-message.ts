@@ -16,6 +16,10 @@ export interface QueueMessage {
   receiveCount?: number;
   /** The ordered stream it came on, when the source says (a Pub/Sub ordering key): a copy re-sent into it goes behind what waits there. */
   stream?: string;
+  /** When the queue took it (epoch ms, the queue's own clock: SQS SentTimestamp, Pub/Sub publishTime): where its time in the queue starts. */
+  sentAt?: number;
+  /** Which queue it came from, as OpenTelemetry's messaging.system names it. */
+  system?: "aws_sqs" | "gcp_pubsub";
 }
 
 /** A message attribute as the SDK (StringValue), a Lambda record (stringValue) or a plain map spells it. */
@@ -34,12 +38,31 @@ function stringAttributes(attributes: Record<string, AttributeValue> | undefined
 /** A source that does not say is delivering for the first time. */
 const receiveCountOf = (system: { ApproximateReceiveCount?: string } | undefined): number => Number(system?.ApproximateReceiveCount ?? "1");
 
+/** SentTimestamp (epoch ms as text) or an RFC 3339 publishTime, when the source gave one that reads as a time. */
+function sentAtOf(value: string | undefined, system: NonNullable<QueueMessage["system"]>): Pick<QueueMessage, "sentAt" | "system"> {
+  if (value === undefined || value === "") return {};
+  const at = /^\d+$/.test(value) ? Number(value) : Date.parse(value);
+  return Number.isFinite(at) ? { sentAt: at, system } : {};
+}
+
 export function fromSqsMessage(m: Message): QueueMessage {
-  return { id: m.MessageId ?? "", body: m.Body ?? "", attributes: stringAttributes(m.MessageAttributes), receiveCount: receiveCountOf(m.Attributes) };
+  return {
+    id: m.MessageId ?? "",
+    body: m.Body ?? "",
+    attributes: stringAttributes(m.MessageAttributes),
+    receiveCount: receiveCountOf(m.Attributes),
+    ...sentAtOf(m.Attributes?.SentTimestamp, "aws_sqs"),
+  };
 }
 
 export function fromLambdaRecord(record: SQSRecord): QueueMessage {
-  return { id: record.messageId, body: record.body, attributes: stringAttributes(record.messageAttributes), receiveCount: receiveCountOf(record.attributes) };
+  return {
+    id: record.messageId,
+    body: record.body,
+    attributes: stringAttributes(record.messageAttributes),
+    receiveCount: receiveCountOf(record.attributes),
+    ...sentAtOf(record.attributes?.SentTimestamp, "aws_sqs"),
+  };
 }
 
 /**
@@ -55,6 +78,8 @@ export const pushBodySchema = z.looseObject({
     messageId: z.string().optional(),
     message_id: z.string().optional(),
     orderingKey: z.string().optional(),
+    publishTime: z.string().optional(),
+    publish_time: z.string().optional(),
   }),
   subscription: z.string().optional(),
   deliveryAttempt: z.number().int().positive().optional(),
@@ -72,6 +97,7 @@ export function fromPushBody(value: unknown, fallbackId = ""): QueueMessage | un
     attributes: message.attributes ?? {},
     ...(deliveryAttempt === undefined ? {} : { receiveCount: deliveryAttempt }),
     ...(message.orderingKey ? { stream: message.orderingKey } : {}),
+    ...sentAtOf(message.publishTime ?? message.publish_time, "gcp_pubsub"),
   };
 }
 

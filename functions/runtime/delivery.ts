@@ -27,6 +27,10 @@ export interface Received {
   event: KeyEvent;
   /** Delivered for the first time (not held back, not re-sent): its body may stand for a read. */
   firstDelivery: boolean;
+  /** When it was received (epoch ms): where its time in the queue ends, and its handling's span starts. */
+  receivedAt?: number;
+  /** How long proving its MAC took (ms): crdfn.verify_ms on its handling's span. */
+  verifyMs?: number;
   /** The deferral attributes of a re-sent copy of this message, with their MAC (settle.ts). */
   deferralAttributes(since: number, deferrals: number): Record<string, string>;
 }
@@ -75,6 +79,7 @@ function naming(body: string): { raw: Record<string, unknown>; cluster: string; 
 export function createReceiver(served: ServedEvents, logger: Logger): (message: QueueMessage) => Delivery {
   const resources = new Set(served.resources.map(operatorResource));
   return (message) => {
+    const receivedAt = Date.now();
     const firstReceive = (message.receiveCount ?? 1) <= 1;
     const refuse = (detail: string, fields: Record<string, unknown>, line: string): Refused => {
       if (firstReceive) logger.error({ messageId: message.id, ...fields }, `${line}; leaving it for the dead-letter queue`);
@@ -89,7 +94,9 @@ export function createReceiver(served: ServedEvents, logger: Logger): (message: 
     const keys = served.keysOf(cluster, resource);
     if (!keys) return refuse(`cluster ${cluster} is not served here`, { cluster, object }, `key event for cluster "${cluster}", which is not in the registry`);
     // Before the schema reads the body: whoever may send to the queue is not thereby the bridge.
+    const verifying = performance.now();
     const proof = verifyKeyEvent(raw, keys);
+    const verifyMs = performance.now() - verifying;
     if (!proof.ok)
       return refuse(
         proof.message,
@@ -116,6 +123,8 @@ export function createReceiver(served: ServedEvents, logger: Logger): (message: 
       // rather than refused: a copy re-sent by a function from before these MACs (an upgrade) is
       // then handled afresh instead of dead-lettered; its deferral limit starts again.
       firstDelivery: firstReceive && deferral === "none",
+      receivedAt,
+      verifyMs,
       deferralAttributes: (since, deferrals) => {
         const [s, d] = [String(since), String(deferrals)];
         return { [DEFERRED_SINCE_ATTRIBUTE]: s, [DEFERRALS_ATTRIBUTE]: d, [DEFERRAL_MAC_ATTRIBUTE]: deferralSeal(mac, s, d, secret) };

@@ -5,6 +5,7 @@ import type { Logger } from "pino";
 import type { KeyEvent } from "../../core/event.ts";
 import type { Operator } from "../../core/operator.ts";
 import type { KubeApi, ResourceRef } from "./kube-api.ts";
+import type { Steps } from "./steps.ts";
 
 export interface EventContext<Spec = unknown> {
   operator: Operator<Spec>;
@@ -18,6 +19,8 @@ export interface EventContext<Spec = unknown> {
   firstDelivery: boolean;
   /** The function's environment, for the user's effects and finalize to build cloud clients from. */
   env: Readonly<Record<string, string | undefined>>;
+  /** Each step a span of the change's trace (steps.ts); untraced without. */
+  steps?: Steps;
 }
 
 /** The parent's location: the operator's resource, the event's name (and namespace, when namespaced). */

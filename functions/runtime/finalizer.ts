@@ -9,6 +9,7 @@ import { nextReconcile, previousAttempts, scheduledStatus } from "./status.ts";
 import type { ObjectStatus } from "../../core/operator.ts";
 import type { EventContext } from "./event-context.ts";
 import { FinalizeThrew } from "./user-code.ts";
+import { step } from "./steps.ts";
 
 const DEFAULT_FINALIZE_RETRY_SECONDS = 5;
 
@@ -57,8 +58,9 @@ async function finalizeObject(ctx: EventContext, object: KubeObject): Promise<Ou
       }
     };
     let result;
+    const finalize = operator.finalize.bind(operator);
     try {
-      result = await operator.finalize(typed, { now: ctx.clock(), release: releasing, env: ctx.env });
+      result = await step(ctx, "finalize", async () => finalize(typed, { now: ctx.clock(), release: releasing, env: ctx.env }));
     } catch (thrown) {
       if (thrown instanceof PermanentError || thrown instanceof TemporaryError || (typeof thrown === "object" && thrown !== null && ours.has(thrown)))
         throw thrown;

@@ -1,5 +1,6 @@
 // The handful of API-server operations a reconcile needs, as an interface: the runtime is
 // written against it, the HTTP client implements it, and a counting wrapper measures it.
+import type { RequestTrace } from "../../clients/kube-http.ts";
 import type { ResourceRef } from "../../core/resource-path.ts";
 
 export interface KubeObject {
@@ -43,6 +44,11 @@ export interface KubeApi {
   list(ref: ResourceRef, labelSelector?: string, read?: { notOlderThan?: string }): Promise<KubeObject[]>;
   /** DELETE with preconditions (a mismatch → ApiError 409); an object already gone is not an error. */
   delete(ref: ResourceRef, preconditions?: Preconditions): Promise<void>;
+  /**
+   * The same API with each request traced where `traceOf` says at the time (a change's step);
+   * absent on an API that traces nothing (tracing off, a fake).
+   */
+  under?(traceOf: () => RequestTrace): KubeApi;
 }
 
 export interface Preconditions {

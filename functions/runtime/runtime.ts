@@ -6,8 +6,10 @@
 //   once, then reconcile (pure) → children → status (what is next: a requeue, the timer, and what
 //   it reconciled: core/reconciled.ts) → prune (after the status write's precondition, so only
 //   from a current view: children.ts).
+// Given a tracer, the handling is a "function handle" span with its time in the queue and each of
+// these steps a span under it (steps.ts: function read, finalize, effects, reconcile, function write).
 // A message becomes a received event before it gets here (delivery.ts): the adapter judges it once.
-import { SpanKind, SpanStatusCode, type Tracer } from "@opentelemetry/api";
+import { SpanKind, SpanStatusCode, type Span, type Tracer } from "@opentelemetry/api";
 import type { Logger } from "pino";
 import { operatorResource as resourceKey, type EventKeyring } from "../../core/event-auth.ts";
 import { PermanentError } from "../../core/errors.ts";
@@ -27,7 +29,8 @@ import { writeSuccessStatus } from "./status.ts";
 import { effectsThenReconcile } from "./user-code.ts";
 import { zodLine } from "../../core/config-error.ts";
 import { objectKey } from "../../core/event.ts";
-import { contextFrom } from "../../clients/tracing.ts";
+import { contextFrom, within } from "../../clients/tracing.ts";
+import { step, tracedSteps, type Steps } from "./steps.ts";
 
 export interface RuntimeDeps {
   api: KubeApi;
@@ -137,32 +140,30 @@ export function runtimeByCluster(
 function reconcilerFor(operator: Operator<unknown>, deps: RuntimeDeps): (received: Received) => Promise<HandledOutcome> {
   const maxAttempts = deps.maxAttempts ?? 5;
   const controller = operator.resource.kind.toLowerCase();
-  return async ({ message, event, firstDelivery }) => {
+  return async (received) => {
+    const { message, event, firstDelivery } = received;
     const log = deps.logger.child({ messageId: message.id, object: `${event.namespace ?? ""}/${event.name}`, reason: event.reason ?? event.type });
-    const { api, calls } = countingApi(deps.api);
     const started = deps.clock().getTime();
     // Only a verified event gets here (createReceiver): a forged context never joins a trace.
-    const span = deps.tracer?.startSpan(
-      "function handle",
-      {
-        kind: SpanKind.CONSUMER,
-        attributes: {
-          "crdfn.object": objectKey(event),
-          "crdfn.cause": event.reason ?? event.type,
-          "k8s.object.uid": event.uid,
-          "k8s.object.resource_version": event.resourceVersion,
-          "messaging.message.id": message.id,
-          ...(message.receiveCount === undefined ? {} : { "messaging.receive_count": message.receiveCount }),
-        },
-      },
-      contextFrom(event),
-    );
+    const traced = deps.tracer ? traceHandling(deps.tracer, received, deps.api) : undefined;
+    const { api, calls } = countingApi(traced?.api ?? deps.api);
     const outcome = await reconcileEvent(
-      { operator, api, clock: deps.clock, log, event, ref: parentRef(operator, event), firstDelivery, env: deps.env ?? {} },
+      {
+        operator,
+        api,
+        clock: deps.clock,
+        log,
+        event,
+        ref: parentRef(operator, event),
+        firstDelivery,
+        env: deps.env ?? {},
+        ...(traced ? { steps: traced.steps } : {}),
+      },
       maxAttempts,
     );
     const done = { ...outcome, apiCalls: calls() };
-    if (span) {
+    if (traced) {
+      const { span } = traced;
       span.setAttributes({ "crdfn.outcome": done.result, "crdfn.api_calls": done.apiCalls });
       if (done.result !== "success") span.setStatus({ code: SpanStatusCode.ERROR, message: done.detail ?? done.result });
       span.end();
@@ -177,6 +178,46 @@ function reconcilerFor(operator: Operator<unknown>, deps: RuntimeDeps): (receive
 }
 
 /**
+ * The "function handle" span of a verified event, continuing the trace its event carries, from
+ * when it was received (its MAC's proof inside it, as crdfn.verify_ms: the proof comes before any
+ * span may be trusted to continue); its time in the queue before that; the steps under it, and
+ * an API whose requests are spans of the step running when they are made.
+ */
+function traceHandling(tracer: Tracer, received: Received, api: KubeApi): { span: Span; steps: Steps; api: KubeApi } {
+  const { message, event, receivedAt, verifyMs } = received;
+  const span = tracer.startSpan(
+    "function handle",
+    {
+      kind: SpanKind.CONSUMER,
+      ...(receivedAt === undefined ? {} : { startTime: receivedAt }),
+      attributes: {
+        "crdfn.object": objectKey(event),
+        "crdfn.cause": event.reason ?? event.type,
+        "k8s.object.uid": event.uid,
+        "k8s.object.resource_version": event.resourceVersion,
+        "messaging.message.id": message.id,
+        ...(message.receiveCount === undefined ? {} : { "messaging.receive_count": message.receiveCount }),
+        ...(verifyMs === undefined ? {} : { "crdfn.verify_ms": Math.round(verifyMs * 1000) / 1000 }),
+      },
+    },
+    contextFrom(event),
+  );
+  const handle = within(contextFrom(event), span);
+  if (message.sentAt !== undefined && receivedAt !== undefined) {
+    // The queue's clock and ours may disagree by a little: never a wait that ends before it starts.
+    tracer
+      .startSpan(
+        "queue wait",
+        { startTime: message.sentAt, attributes: { ...(message.system ? { "messaging.system": message.system } : {}), "messaging.message.id": message.id } },
+        handle,
+      )
+      .end(Math.max(message.sentAt, receivedAt));
+  }
+  const { steps, current } = tracedSteps(tracer, handle);
+  return { span, steps, api: api.under?.(current) ?? api };
+}
+
+/**
  * The object as the event carries it, when it may stand for a read: only on a message's first
  * delivery. A message delivered again (a held retry, a re-sent deferral) may have waited behind
  * newer ones of its object, so it reads the object afresh. Effects act outside the cluster, where
@@ -187,6 +228,10 @@ function announced(ctx: EventContext): KubeObject | undefined {
   if (event.object === undefined || event.type === "DELETED" || !ctx.firstDelivery || ctx.operator.effects !== undefined) return undefined;
   return event.object as unknown as KubeObject;
 }
+
+// Which read a "function read" span is: the object's own, or its children's and references'.
+const OBJECT_READ = { "crdfn.read": "object" };
+const INPUTS_READ = { "crdfn.read": "children and references" };
 
 /** A read on a first attempt: effects need etcd's (quorum) answer; anything else, one no older than the event's. */
 const firstRead = (ctx: EventContext): Promise<KubeObject | undefined> =>
@@ -199,11 +244,15 @@ const firstRead = (ctx: EventContext): Promise<KubeObject | undefined> =>
  */
 export async function reconcileEvent(ctx: EventContext, maxAttempts: number): Promise<Outcome> {
   for (let attempt = 1; attempt <= maxAttempts; attempt++) {
+    ctx.steps?.attempt(attempt);
     try {
       // First: the object the event carries, as the bridge saw it (a newer change has an event of
       // its own behind this one; children's fences refuse what it would set back), or else a
       // read. After a 409, or a fence's refusal, the world moved: read etcd.
-      const object = attempt === 1 ? (announced(ctx) ?? (await firstRead(ctx))) : await ctx.api.get(ctx.ref);
+      const object =
+        attempt === 1
+          ? (announced(ctx) ?? (await step(ctx, "function read", () => firstRead(ctx), OBJECT_READ)))
+          : await step(ctx, "function read", () => ctx.api.get(ctx.ref), OBJECT_READ);
       if (!object) return { result: "success", detail: "object is gone" };
       // A carried body is the event's own object (the schema says so); a read may find a later
       // object of the same name. The event's work belongs to the object it names, gone now.
@@ -252,21 +301,24 @@ async function reconcileObject(ctx: EventContext, read: KubeObject): Promise<Out
     object = finalized.object;
     const now = ctx.clock();
     const valid = validObject(ctx, object);
-    const { references, children } = await readInputs(ctx, object, valid);
+    const { references, children } = await step(ctx, "function read", () => readInputs(ctx, object, valid), INPUTS_READ);
     records = references.records;
     const called = await effectsThenReconcile(ctx, object, valid, { now, children: children.view, references: references.objects, records });
     object = called.object;
-    const { wanted, left, keys } = await writeChildren(ctx, object, called.result, children);
-    const requeue = await writeSuccessStatus(
-      ctx,
-      object,
-      called.result.status,
-      now,
-      [called.result.requeueAfterSeconds, called.effectsRequeueAfterSeconds],
-      records,
-      reconciledRecord(object, left),
-    );
-    await pruneChildren(ctx, object, keys, wanted);
+    const requeue = await step(ctx, "function write", async () => {
+      const { wanted, left, keys } = await writeChildren(ctx, object, called.result, children);
+      const next = await writeSuccessStatus(
+        ctx,
+        object,
+        called.result.status,
+        now,
+        [called.result.requeueAfterSeconds, called.effectsRequeueAfterSeconds],
+        records,
+        reconciledRecord(object, left),
+      );
+      await pruneChildren(ctx, object, keys, wanted);
+      return next;
+    });
     return { result: "success", detail: "reconciled", ...(requeue === undefined ? {} : { requeue: "after" as const }) };
   } catch (error) {
     return onFailure(ctx, object, error, records);

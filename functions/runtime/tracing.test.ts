@@ -1,11 +1,16 @@
-// The function continues a change's trace only from an event whose MAC verifies.
+// The function continues a change's trace only from an event whose MAC verifies; under its
+// "function handle" span, its time in the queue, each step, and each API request of a step.
 import assert from "node:assert/strict";
+import { createServer, type IncomingHttpHeaders } from "node:http";
+import type { AddressInfo } from "node:net";
 import { describe, it } from "node:test";
-import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from "@opentelemetry/sdk-trace";
+import { KubeConfig } from "@kubernetes/client-node";
+import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider, type ReadableSpan } from "@opentelemetry/sdk-trace";
 import { pino } from "pino";
 import { z } from "zod";
 import { defineOperator } from "../../core/operator.ts";
 import { createFakeKube } from "../testing/index.ts";
+import { createKubeApi } from "./kube-api-http.ts";
 import { createRuntime, handleMessage } from "./runtime.ts";
 import { signedForTest, testRuntimeKeys } from "../../test/support/event-key.ts";
 
@@ -16,6 +21,27 @@ const greeter = defineOperator<{ message: string }>({
 });
 const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 
+const eventOf = (uid: string, resourceVersion: string) => ({
+  v: 1 as const,
+  cluster: "t",
+  group: "example.com",
+  version: "v1",
+  plural: "greetings",
+  kind: "Greeting",
+  namespace: "default",
+  name: "hello",
+  uid,
+  resourceVersion,
+  generation: 1,
+  type: "ADDED" as const,
+  reason: "watch",
+  observedAt: new Date().toISOString(),
+  traceparent,
+});
+
+const startMs = (s: ReadableSpan): number => s.startTime[0] * 1000 + s.startTime[1] / 1e6;
+const endMs = (s: ReadableSpan): number => s.endTime[0] * 1000 + s.endTime[1] / 1e6;
+
 async function handled(forge: boolean) {
   const kube = createFakeKube();
   const ref = { group: "example.com", version: "v1", plural: "greetings", namespace: "default", name: "hello" };
@@ -23,26 +49,54 @@ async function handled(forge: boolean) {
   const exporter = new InMemorySpanExporter();
   const tracer = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter })] }).getTracer("test");
   const runtime = createRuntime(greeter, { api: kube, logger: pino({ level: "silent" }), clock: () => new Date(), tracer, ...testRuntimeKeys(greeter, "t") });
-  const signed = signedForTest({
-    v: 1,
-    cluster: "t",
-    group: "example.com",
-    version: "v1",
-    plural: "greetings",
-    kind: "Greeting",
-    namespace: "default",
-    name: "hello",
-    uid: created.metadata.uid,
-    resourceVersion: created.metadata.resourceVersion,
-    generation: 1,
-    type: "ADDED",
-    reason: "watch",
-    observedAt: new Date().toISOString(),
-    traceparent,
-  });
+  const signed = signedForTest(eventOf(created.metadata.uid!, created.metadata.resourceVersion!));
   const body = forge ? { ...signed, traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-1111111111111111-01" } : signed;
-  const outcome = await handleMessage(runtime, { id: "m-1", body: JSON.stringify(body), receiveCount: 1 });
-  return { outcome, spans: exporter.getFinishedSpans() };
+  const sentAt = Date.now() - 250;
+  const outcome = await handleMessage(runtime, { id: "m-1", body: JSON.stringify(body), receiveCount: 1, sentAt, system: "aws_sqs" });
+  return { outcome, spans: exporter.getFinishedSpans(), sentAt };
+}
+
+/**
+ * The runtime over the real HTTP client against a loopback API server holding one Greeting, whose
+ * first status write answers 409 Conflict: the headers of every request it got, and the spans.
+ */
+async function handledOverHttp() {
+  const object = {
+    apiVersion: "example.com/v1",
+    kind: "Greeting",
+    metadata: { name: "hello", namespace: "default", uid: "u-1", resourceVersion: "7", generation: 1 },
+    spec: { message: "hi" },
+  };
+  const requests: Array<{ method: string; path: string; headers: IncomingHttpHeaders }> = [];
+  let puts = 0;
+  const server = createServer((req, res) => {
+    requests.push({ method: req.method ?? "", path: new URL(req.url ?? "/", "http://x").pathname, headers: req.headers });
+    req.resume();
+    const json = (status: number, body: unknown) => res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
+    if (req.method === "GET") return json(200, object);
+    if (req.method === "PUT" && ++puts === 1) return json(409, { kind: "Status", code: 409, reason: "Conflict", message: "the object has been modified" });
+    return json(200, { ...object, metadata: { ...object.metadata, resourceVersion: "8" } });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  try {
+    const kubeConfig = new KubeConfig();
+    kubeConfig.loadFromClusterAndUser({ name: "c", server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, skipTLSVerify: true }, { name: "u" });
+    const exporter = new InMemorySpanExporter();
+    const tracer = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter })] }).getTracer("test");
+    const runtime = createRuntime(greeter, {
+      api: createKubeApi({ connection: kubeConfig }, { tracer }),
+      logger: pino({ level: "silent" }),
+      clock: () => new Date(),
+      tracer,
+      ...testRuntimeKeys(greeter, "t"),
+    });
+    const body = JSON.stringify(signedForTest(eventOf("u-1", "7")));
+    const outcome = await handleMessage(runtime, { id: "m-2", body, receiveCount: 2 });
+    return { outcome, spans: exporter.getFinishedSpans(), requests };
+  } finally {
+    server.closeAllConnections();
+    server.close();
+  }
 }
 
 describe("function tracing", () => {
@@ -57,6 +111,58 @@ describe("function tracing", () => {
     assert.equal(span.attributes["crdfn.cause"], "watch");
     assert.equal(span.attributes["messaging.receive_count"], 1);
     assert.equal(span.attributes["crdfn.outcome"], "success");
+  });
+
+  it("under it: the time in the queue from the queue's own sent time, then each step in causal order", async () => {
+    const { spans, sentAt } = await handled(false);
+    const handle = spans.find((s) => s.name === "function handle")!;
+    assert.equal(typeof handle.attributes["crdfn.verify_ms"], "number");
+    const children = spans.filter((s) => s.parentSpanContext?.spanId === handle.spanContext().spanId).sort((a, b) => startMs(a) - startMs(b));
+    assert.deepEqual(
+      children.map((s) => s.name),
+      ["queue wait", "function read", "function read", "reconcile", "function write"],
+    );
+    assert.deepEqual(
+      children.filter((s) => s.name === "function read").map((s) => s.attributes["crdfn.read"]),
+      ["object", "children and references"],
+    );
+    const wait = children[0]!;
+    assert.equal(startMs(wait), sentAt);
+    assert.equal(wait.attributes["messaging.system"], "aws_sqs");
+    assert.ok(endMs(wait) - sentAt >= 250, `queue wait ${endMs(wait) - sentAt} ms`);
+    // The SDK anchors each span's clock to Date.now() (whole milliseconds): 1 ms of slack.
+    for (const [before, after] of children.slice(0, -1).map((s, i) => [s, children[i + 1]!] as const))
+      assert.ok(endMs(before) <= startMs(after) + 1, `${before.name} ends before ${after.name} starts`);
+    for (const s of children) assert.equal(s.spanContext().traceId, "4bf92f3577b34da6a3ce929d0e0e4736");
+  });
+
+  it("every API request is a span of the step that made it, a 409 and its retry each their own, its context sent as traceparent", async () => {
+    const { outcome, spans, requests } = await handledOverHttp();
+    assert.equal(outcome.result, "success", outcome.detail);
+    const byId = new Map(spans.map((s) => [s.spanContext().spanId, s]));
+    const kube = spans.filter((s) => s.name.startsWith("kube ")).sort((a, b) => startMs(a) - startMs(b));
+    assert.deepEqual(
+      kube.map((s) => [s.name, byId.get(s.parentSpanContext?.spanId ?? "")?.name, s.attributes["crdfn.attempt"], s.attributes["http.response.status_code"]]),
+      [
+        ["kube GET greetings", "function read", 1, 200],
+        ["kube PUT greetings", "function write", 1, 409],
+        ["kube GET greetings", "function read", 2, 200],
+        ["kube PUT greetings", "function write", 2, 200],
+      ],
+    );
+    const [, conflict, , written] = kube;
+    assert.equal(conflict!.status.code, 2, "a 409 is an error");
+    assert.equal(conflict!.attributes["http.request.method"], "PUT");
+    assert.equal(conflict!.attributes["url.path"], "/apis/example.com/v1/namespaces/default/greetings/hello/status");
+    assert.equal(written!.status.code, 0);
+    // Each request carried its own span's context: the API server's spans join the trace there.
+    assert.deepEqual(
+      requests.map((r) => r.headers.traceparent),
+      kube.map((s) => `00-${s.spanContext().traceId}-${s.spanContext().spanId}-01`),
+    );
+    const handle = spans.find((s) => s.name === "function handle")!;
+    assert.equal(handle.attributes["messaging.receive_count"], 2);
+    assert.equal(handle.attributes["crdfn.api_calls"], 4);
   });
 
   it("an event whose MAC does not verify joins no trace (dead-lettered, nothing traced)", async () => {

@@ -16,6 +16,7 @@ import { REFERENCES_FIELD, type ReferenceRecord } from "../../core/references.ts
 import { sameJson } from "../../core/canonical-json.ts";
 import type { KubeObject } from "./kube-api.ts";
 import type { EventContext } from "./event-context.ts";
+import { step, stepNow } from "./steps.ts";
 
 /** The text of whatever was thrown: `[object Object]` and `undefined` are not messages. */
 export function thrownMessage(value: unknown): string {
@@ -114,12 +115,15 @@ async function runEffects(ctx: EventContext, object: CustomObject<unknown>, inpu
   if (!operator.effects) return undefined;
   let result: unknown;
   try {
-    result = await operator.effects(object, {
-      now: inputs.now,
-      references: inputs.references,
-      env: ctx.env,
-      idempotencyKey: idempotencyKeyOf(object.metadata.uid, object.metadata.generation),
-    });
+    const effects = operator.effects.bind(operator);
+    result = await step(ctx, "effects", async () =>
+      effects(object, {
+        now: inputs.now,
+        references: inputs.references,
+        env: ctx.env,
+        idempotencyKey: idempotencyKeyOf(object.metadata.uid, object.metadata.generation),
+      }),
+    );
   } catch (thrown) {
     if (thrown instanceof PermanentError || thrown instanceof TemporaryError) throw thrown;
     throw new EffectsThrew(thrown);
@@ -156,7 +160,7 @@ async function recordEffects(
     else delete next[REFERENCES_FIELD];
   }
   if (sameJson(next, previous)) return object;
-  return ctx.api.replaceStatus(ctx.ref, { ...object, status: next }, ctx.operator.fieldManager);
+  return step(ctx, "function write", () => ctx.api.replaceStatus(ctx.ref, { ...object, status: next }, ctx.operator.fieldManager));
 }
 
 const desiredSchema = z.looseObject({ apiVersion: z.string().min(1), kind: z.string().min(1), metadata: z.looseObject({ name: z.string().min(1) }) });
@@ -174,7 +178,7 @@ const reconcileResultSchema = z.object({
 function callReconcile(ctx: EventContext, object: CustomObject<unknown>, inputs: ReconcileInputs, effected?: Record<string, unknown>): ReconcileResult {
   let result: unknown;
   try {
-    result = ctx.operator.reconcile(object, { now: inputs.now, children: inputs.children, references: inputs.references });
+    result = stepNow(ctx, "reconcile", () => ctx.operator.reconcile(object, { now: inputs.now, children: inputs.children, references: inputs.references }));
   } catch (thrown) {
     if (thrown instanceof PermanentError || thrown instanceof TemporaryError) throw thrown;
     throw new ReconcileThrew(thrown);
