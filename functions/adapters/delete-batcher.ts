@@ -21,6 +21,8 @@ export interface DeleteBatcherOptions {
 /** A message to delete: its receipt handle is read when the delete is sent (a message received again while in hand has a new one). */
 export interface Deletable {
   readonly receipt: string;
+  /** Resolves once a receive under way has brought a new receipt handle, or none can any more (leases.ts). */
+  renewal(): Promise<void>;
 }
 
 interface Waiting {
@@ -71,9 +73,12 @@ export class DeleteBatcher {
           new sdk.DeleteMessageBatchCommand({ QueueUrl: this.#options.queueUrl, Entries: entries.map((e) => ({ Id: e.id, ReceiptHandle: e.receipt })) }),
         ),
       )
-      .then((out) => {
-        for (const f of out.Failed ?? []) {
-          const e = entries.find((x) => x.id === f.Id);
+      .then(async (out) => {
+        const refused = (out.Failed ?? []).map((f) => ({ f, e: entries.find((x) => x.id === f.Id) }));
+        // Received again by a receive whose answer may still be on its way (the queue answers the
+        // refusal at once): judged once that receive has been taken.
+        await Promise.all(refused.map(({ e }) => (e && e.w.item.receipt === e.receipt ? e.w.item.renewal() : Promise.resolve())));
+        for (const { f, e } of refused) {
           // Received again while the delete was on its way: the queue honours only the new receipt handle.
           if (e && e.w.item.receipt !== e.receipt) again.push(e.w);
           else this.#options.logger.warn({ code: f.Code, message: f.Message }, "delete failed; the message will be redelivered");

@@ -9,7 +9,10 @@
 //  * a message the queue hands out again while it is in hand (its visibility lapsed: the process's
 //    thread was held by a long synchronous reconcile, or an extension came too late on a loaded
 //    machine) is recognised by its id: its new receipt handle replaces the one in hand (the queue
-//    honours only the latest one) and no second handling starts.
+//    honours only the latest one) and no second handling starts. A delete or a visibility the
+//    queue refuses because such a receive took the message first is judged only once the receives
+//    under way have been answered (renewal()): the queue answers the refusal as soon as it made
+//    it, while the receive's answer, and its new receipt handle, may still be on its way.
 //  * a message of an object (a FIFO group) that has an earlier message in hand is handled only
 //    once that one's handling has ended: the queue holds a group's next message back only while
 //    the earlier one is hidden, and this keeps it so when it was not.
@@ -37,12 +40,31 @@ export class Lease {
   refused: { receipt: string; code: string | undefined; message: string | undefined } | undefined;
   readonly #handled = Promise.withResolvers<void>();
   readonly #released = Promise.withResolvers<void>();
+  #renewed = Promise.withResolvers<void>();
+  readonly #receivesLanded: () => Promise<void>;
 
-  constructor(message: Message, hiddenUntil: number) {
+  constructor(message: Message, hiddenUntil: number, receivesLanded: () => Promise<void> = () => Promise.resolve()) {
     this.id = message.MessageId ?? "";
     this.group = message.Attributes?.MessageGroupId;
     this.receipt = message.ReceiptHandle ?? "";
     this.hiddenUntil = hiddenUntil;
+    this.#receivesLanded = receivesLanded;
+  }
+
+  /** Received again while in hand: the new receipt handle is the only one the queue honours now. */
+  renew(receipt: string, hiddenUntil: number): void {
+    this.receipt = receipt;
+    this.hiddenUntil = hiddenUntil;
+    this.#renewed.resolve();
+    this.#renewed = Promise.withResolvers<void>();
+  }
+
+  /**
+   * Resolves once it has a new receipt handle, or once every receive under way has been answered
+   * and none brought one: what a refusal of its receipt handle is judged after.
+   */
+  renewal(): Promise<void> {
+    return Promise.race([this.#renewed.promise, this.#receivesLanded()]);
   }
 
   /** Resolves when its handling has ended, or it was settled without one. */
@@ -80,6 +102,8 @@ export class Leases {
   #visibilitySeconds = 30;
   #timer: NodeJS.Timeout | undefined;
   #extending: Promise<unknown> = Promise.resolve();
+  /** The receives of this queue under way, each until its messages have been taken. */
+  readonly #receives = new Set<Promise<void>>();
 
   constructor(options: LeasesOptions) {
     this.#o = options;
@@ -92,6 +116,24 @@ export class Leases {
   }
 
   /**
+   * A receive is under way: its answer may bring a message in hand a new receipt handle. Call the
+   * returned function once its messages have been taken, or it failed (more than once is harmless).
+   */
+  receiving(): () => void {
+    const { promise, resolve } = Promise.withResolvers<void>();
+    this.#receives.add(promise);
+    return () => {
+      this.#receives.delete(promise);
+      resolve();
+    };
+  }
+
+  /** Resolves once every receive under way now has been answered and its messages taken. */
+  receivesLanded(): Promise<void> {
+    return Promise.all([...this.#receives]).then(() => undefined);
+  }
+
+  /**
    * Leases the received messages that are not in hand yet, and returns them with their leases. One
    * already in hand is not returned: its handling is under way, and takes its new receipt handle.
    */
@@ -101,15 +143,14 @@ export class Leases {
     for (const message of messages) {
       const held = this.#byId.get(message.MessageId ?? "");
       if (held) {
-        held.receipt = message.ReceiptHandle ?? held.receipt;
-        held.hiddenUntil = this.#now() + visibilitySeconds * 1000;
+        held.renew(message.ReceiptHandle ?? held.receipt, this.#now() + visibilitySeconds * 1000);
         this.#o.logger.info(
           { messageId: held.id, receiveCount: message.Attributes?.ApproximateReceiveCount },
           "received again while still in hand (its visibility had lapsed); its handling under way keeps it",
         );
         continue;
       }
-      const lease = new Lease(message, this.#now() + visibilitySeconds * 1000);
+      const lease = new Lease(message, this.#now() + visibilitySeconds * 1000, () => this.receivesLanded());
       this.#byId.set(lease.id, lease);
       fresh.push({ message, lease });
     }

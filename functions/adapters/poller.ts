@@ -108,39 +108,32 @@ async function pollLoop(queueUrl: string, opts: LoopOptions, signal: AbortSignal
       await sleep(paused, signal);
       continue;
     }
-    let messages: Message[];
+    // Until what it brings is taken, a refused receipt handle of a message in hand is judged
+    // after it: its answer may hold that message's new one (leases.ts renewal).
+    const landed = opts.leases.receiving();
+    let facts: QueueFacts;
+    let taken: Array<{ message: Message; lease: Lease }>;
     try {
-      const { client, sdk } = await opts.sqs();
-      const out = await client.send(
-        new sdk.ReceiveMessageCommand({
-          QueueUrl: queueUrl,
-          MaxNumberOfMessages: opts.batchSize ?? 10,
-          WaitTimeSeconds: opts.waitTimeSeconds ?? 20,
-          ...(opts.visibilityTimeout === undefined ? {} : { VisibilityTimeout: opts.visibilityTimeout }),
-          MessageSystemAttributeNames: ["ApproximateReceiveCount", "MessageGroupId"],
-          MessageAttributeNames: ["All"],
-        }),
-        // Not aborted when stopping: an abandoned long poll is still answered by the queue, and a
-        // message it takes then is hidden for the visibility timeout and spends a receive, with
-        // nobody to handle it. Stopping waits for the answer (≤ WaitTimeSeconds) and handles it.
-      );
-      messages = out.Messages ?? [];
+      const messages = await receive(queueUrl, opts);
       failures = 0;
+      if (messages.length === 0) continue;
+      facts = await opts.facts(queueUrl);
+      // Hidden until settled: a slow reconcile must not let its message be handled again, by
+      // another loop, while it still runs (Lambda's event source has the deployed rule instead:
+      // visibility ≥ 6 × the function timeout). What this loop received while another loop has it
+      // in hand stays with that loop.
+      taken = opts.leases.take(messages, opts.visibilityTimeout ?? facts.visibilitySeconds ?? 30);
     } catch (error) {
+      landed();
       if (signal.aborted) return;
       // Queue outage: keep trying, with a capped backoff, so nothing is lost when it returns.
       const retryInMs = backoffMs(++failures, { initialMs: 250, maxMs: 5000 });
       log.warn({ error: (error as Error).message, retryInMs }, "receive failed");
       await sleep(retryInMs, signal);
       continue;
+    } finally {
+      landed();
     }
-    if (messages.length === 0) continue;
-    const facts = await opts.facts(queueUrl);
-    // Hidden until settled: a slow reconcile must not let its message be handled again, by
-    // another loop, while it still runs (Lambda's event source has the deployed rule instead:
-    // visibility ≥ 6 × the function timeout). What this loop received while another loop has it
-    // in hand stays with that loop.
-    const taken = opts.leases.take(messages, opts.visibilityTimeout ?? facts.visibilitySeconds ?? 30);
     if (taken.length === 0) continue;
     let settled;
     try {
@@ -153,6 +146,25 @@ async function pollLoop(queueUrl: string, opts: LoopOptions, signal: AbortSignal
     for (const { lease } of taken) lease.endHandling();
     await settle(queueUrl, settled, opts, log);
   }
+}
+
+/** One long poll of the queue. */
+async function receive(queueUrl: string, opts: LoopOptions): Promise<Message[]> {
+  const { client, sdk } = await opts.sqs();
+  const out = await client.send(
+    new sdk.ReceiveMessageCommand({
+      QueueUrl: queueUrl,
+      MaxNumberOfMessages: opts.batchSize ?? 10,
+      WaitTimeSeconds: opts.waitTimeSeconds ?? 20,
+      ...(opts.visibilityTimeout === undefined ? {} : { VisibilityTimeout: opts.visibilityTimeout }),
+      MessageSystemAttributeNames: ["ApproximateReceiveCount", "MessageGroupId", "SentTimestamp"],
+      MessageAttributeNames: ["All"],
+    }),
+    // Not aborted when stopping: an abandoned long poll is still answered by the queue, and a
+    // message it takes then is hidden for the visibility timeout and spends a receive, with
+    // nobody to handle it. Stopping waits for the answer (≤ WaitTimeSeconds) and handles it.
+  );
+  return out.Messages ?? [];
 }
 
 /** One batch through the shared policy (settle.ts). */
@@ -246,12 +258,16 @@ async function settle(queueUrl: string, settled: Map<ReceivedMessage, { settleme
   });
 }
 
-/** Sets a message's visibility with its latest receipt handle: again with the new one if it was received again meanwhile. */
+/**
+ * Sets a message's visibility with its latest receipt handle: again with the new one if it was
+ * received again meanwhile (judged once the receives under way have been taken).
+ */
 async function withLatestReceipt(lease: Lease, send: (receipt: string) => Promise<unknown>): Promise<void> {
   const receipt = lease.receipt;
   try {
     await send(receipt);
   } catch (error) {
+    if (lease.receipt === receipt) await lease.renewal();
     if (lease.receipt === receipt) throw error;
     await send(lease.receipt);
   }
