@@ -7,6 +7,8 @@
 // none reaches the dead-letter queue, against a real queue (ElasticMQ).
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { DeleteMessageCommand, SendMessageCommand, type Message } from "@aws-sdk/client-sqs";
 import { CreateSecretCommand, PutSecretValueCommand, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import { pino } from "pino";
@@ -17,6 +19,7 @@ import greeting from "../examples/greeting/operator.ts";
 import { MAX_RECEIVE_COUNT } from "../emulator/queues.ts";
 import { lambdaHandler } from "../functions/adapters/lambda.ts";
 import { buildFromEnv, type Built } from "../functions/runtime/entry.ts";
+import { EventKeysUnavailable } from "../functions/runtime/event-keys-source.ts";
 import { testOperatorKey } from "./support/event-key.ts";
 import { startMoto, type Moto } from "./support/moto.ts";
 import { lambdaEvent, receiveAll, startEnv, waitFor } from "./support/functions-environment.ts";
@@ -162,6 +165,23 @@ describe("event keys from Secrets Manager (moto)", { timeout: 240_000 }, () => {
       await env.cluster.stop();
     }
   });
+
+  it(
+    "a secret store that accepts the connection and never answers is an outage within its request timeout, not a batch held until the Lambda's",
+    { timeout: 90_000 },
+    async () => {
+      const hung = createServer(() => {}); // reads the request, never answers
+      await new Promise<void>((resolve) => hung.listen(0, "127.0.0.1", resolve));
+      try {
+        const { port } = hung.address() as AddressInfo;
+        const stuck = buildFromEnv(greeting, envOf(`http://127.0.0.1:${port}`), { refreshesKeys: true, logger: pino({ level: "silent" }) });
+        await assert.rejects(stuck.refreshKeys(), (e: unknown) => e instanceof EventKeysUnavailable && /cannot read secret/.test(e.message));
+      } finally {
+        hung.closeAllConnections();
+        hung.close();
+      }
+    },
+  );
 
   it("refuses both settings at once, and a host that never fetches, in one line naming the setting", () => {
     assert.throws(

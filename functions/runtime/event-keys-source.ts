@@ -10,6 +10,13 @@ import type { FunctionConfig } from "./config.ts";
 /** The keys' text (CRDFN_EVENT_KEYS' syntax); rejects when the secret store cannot be read. */
 export type EventKeysSource = () => Promise<string | undefined>;
 
+/**
+ * How long one read of the secret may take. A store that accepts the connection and never answers
+ * would otherwise hold the batch until the Lambda's own timeout, spending every message's receive
+ * for nothing; bounded, it is an outage (deferred, as an API server's) within seconds.
+ */
+export const SECRET_REQUEST_TIMEOUT_MS = 5000;
+
 /** A failed fetch: an outage of the secret store or of the grant, never the message's fault. */
 export class EventKeysUnavailable extends Error {}
 
@@ -31,6 +38,9 @@ export function eventKeysSource(config: FunctionConfig, credentials: () => AwsCr
       ...(config.AWS_REGION ? { region: config.AWS_REGION } : {}),
       ...(config.AWS_ENDPOINT_URL_SECRETS_MANAGER ? { endpoint: config.AWS_ENDPOINT_URL_SECRETS_MANAGER } : {}),
       credentials: credentials(),
+      // One retry at most: the batch, not the SDK, waits out an outage (the messages are deferred).
+      maxAttempts: 2,
+      requestHandler: { connectionTimeout: 3000, requestTimeout: SECRET_REQUEST_TIMEOUT_MS },
     });
     return new SecretsProvider({ awsSdkV3Client: client });
   };
