@@ -61,7 +61,18 @@ export async function startCluster(opts: StartOptions = {}): Promise<LocalCluste
     const queuePromise = startQueue?.();
     const etcd = await kept(() => startEtcd(bins, dir, etcdPort, peerPort, reaper));
     servers.push(etcd);
-    const startApi = () => kept(() => startApiServer({ bins, dir, pki, etcdPort: etcdPort, port: apiPort, reaper }));
+    const startApi = () =>
+      kept(() =>
+        startApiServer({
+          bins,
+          dir,
+          pki,
+          etcdPort: etcdPort,
+          port: apiPort,
+          reaper,
+          ...(opts.tracingEndpoint ? { tracingEndpoint: opts.tracingEndpoint } : {}),
+        }),
+      );
     let api = await startApi();
     servers.push(api);
     let queue = queuePromise ? await queuePromise : undefined;

@@ -1,7 +1,7 @@
 // etcd + kube-apiserver + kube-controller-manager started the way envtest starts them:
 // loopback ports, a temp folder, a throwaway CA, RBAC on, ServiceAccount token signing on.
 import { request } from "node:https";
-import { mkdirSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { ControlPlaneBinaries } from "./binaries.ts";
 import type { PkiFiles } from "./pki.ts";
@@ -46,11 +46,23 @@ export interface ApiServerOptions {
   etcdPort: number;
   port: number;
   reaper: Reaper;
+  /** An OTLP gRPC collector (host:port) for the API server's own spans (KEP-647); untraced without. */
+  tracingEndpoint?: string;
+}
+
+/**
+ * The API server's tracing configuration (apiserver.config.k8s.io/v1 TracingConfiguration):
+ * every request sampled, as a trace viewer in dev wants. It exports OTLP over gRPC only.
+ */
+export function tracingConfig(endpoint: string): string {
+  return ["apiVersion: apiserver.config.k8s.io/v1", "kind: TracingConfiguration", `endpoint: ${endpoint}`, "samplingRatePerMillion: 1000000", ""].join("\n");
 }
 
 export function startApiServer(o: ApiServerOptions): Promise<RunningServer> {
   const certDir = join(o.dir, "apiserver");
   mkdirSync(certDir, { recursive: true });
+  const tracing = o.tracingEndpoint === undefined ? undefined : join(o.dir, "apiserver-tracing.yaml");
+  if (tracing) writeFileSync(tracing, tracingConfig(o.tracingEndpoint!));
   return startServer(
     {
       name: "kube-apiserver",
@@ -72,6 +84,7 @@ export function startApiServer(o: ApiServerOptions): Promise<RunningServer> {
         "--allow-privileged=true",
         // Events expire quickly in a throwaway cluster; tests read them within seconds.
         "--event-ttl=1h",
+        ...(tracing ? [`--tracing-config-file=${tracing}`] : []),
         "--v=1",
       ],
       logFile: join(o.dir, "kube-apiserver.log"),

@@ -71,6 +71,8 @@ export interface StartOptions {
   queueStorage?: QueueStorage;
   /** Progress lines for people; tests pass a quiet logger. */
   log?: (line: string) => void;
+  /** An OTLP gRPC collector (host:port) kube-apiserver exports its spans to (`crdfn dev --trace`). Default: untraced. */
+  tracingEndpoint?: string;
   /** Environment to read settings from (KUBEBUILDER_ASSETS, CRDFN_BIN_DIR, CRDFN_SQS_ENDPOINT). Default process.env. */
   env?: NodeJS.ProcessEnv;
 }
