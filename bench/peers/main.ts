@@ -13,7 +13,7 @@ import { packageRoot } from "../../emulator/paths.ts";
 import { startReaper } from "../../emulator/reaper.ts";
 import greeting from "../../examples/greeting/operator.ts";
 import { buildControllerRuntime, ensureKopfVenv, missingToolchains } from "./build.ts";
-import { formatPeersReport, medians, ratios } from "./report.ts";
+import { formatPeersReport, medians, ratios, tracingCost } from "./report.ts";
 import { runOnce, type RunResult } from "./run.ts";
 import { SYSTEMS, type SystemName } from "./systems.ts";
 import { printReport, runBench, wholeNumber } from "../command-line.ts";
@@ -34,12 +34,17 @@ interface Options {
   systems: SystemName[];
   maxLoad: number;
   quietWait: number;
+  traced: boolean;
   quick?: boolean;
   json?: string;
 }
 
 const QUICK = { objects: 20, rate: 5, duration: 3, concurrency: 4, rounds: 1, quietWait: 0 };
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** crdfn runs untraced and traced in each round, in turn first, so neither always has the warmer machine. */
+const tracedRuns = (system: SystemName, round: number, traced: boolean): boolean[] =>
+  system !== "crdfn" || !traced ? [false] : round % 2 ? [false, true] : [true, false];
 
 /** Waits up to `waitSeconds` for the 1-minute load average to fall to `maxLoad`; reports what it saw. */
 async function untilQuiet(
@@ -86,15 +91,18 @@ export async function runPeers(
       // Each round starts with the next system, so none always runs first (or after the same one).
       const order = p.systems.map((_, i) => p.systems[(i + round - 1) % p.systems.length] as SystemName);
       for (const system of order) {
-        runs.push(
-          await runOnce(system, round, cluster, sqs, { controllerRuntime: controllerRuntime.path, kopfPython: kopf.path }, reaper, {
-            objects: p.objects,
-            rate: p.rate,
-            durationSeconds: p.duration,
-            concurrency: p.concurrency,
-            log,
-          }),
-        );
+        for (const traced of tracedRuns(system, round, p.traced)) {
+          runs.push(
+            await runOnce(system, round, cluster, sqs, { controllerRuntime: controllerRuntime.path, kopfPython: kopf.path }, reaper, {
+              objects: p.objects,
+              rate: p.rate,
+              durationSeconds: p.duration,
+              concurrency: p.concurrency,
+              traced,
+              log,
+            }),
+          );
+        }
       }
     }
   } finally {
@@ -115,12 +123,14 @@ export async function runPeers(
       concurrency: p.concurrency,
       rounds: p.rounds,
       systems: p.systems,
+      traced: p.traced,
       quick: Boolean(o.quick),
     },
     builds: { controllerRuntime, kopf },
     runs,
     medians: m,
     ratios: ratios(m),
+    tracing: tracingCost(runs),
   };
   const path = o.json ?? join(packageRoot, "bench-results", `peers-${startedAt.replace(/[:.]/g, "-")}.json`);
   mkdirSync(dirname(path), { recursive: true });
@@ -151,6 +161,10 @@ function peersCommand(): Command {
       Math.max(0.5, cpus().length * 0.25),
     )
     .option("--quiet-wait <seconds>", "how long to wait for that before running anyway", wholeNumber("--quiet-wait"), 300)
+    .option(
+      "--no-traced",
+      "skip crdfn's second, traced run in each round (its stage breakdown from the spans, and tracing's own cost against the untraced run)",
+    )
     .option("--quick", `a smoke: ${JSON.stringify(QUICK)} unless given`)
     .option("--json <path>", "where to write the results (default bench-results/peers-<timestamp>.json)")
     .action(printReport<Options>(runPeers));

@@ -1,5 +1,6 @@
 // The peer benchmark's printed report: every run with its load, then one table of ratios
 // crdfn ÷ peer over the medians of the rounds.
+import { formatStages, formatTracingCost, type TracingSide } from "../stages.ts";
 import type { RunResult } from "./run.ts";
 import { SYSTEMS, type SystemName } from "./systems.ts";
 
@@ -34,10 +35,11 @@ export function median(xs: readonly number[]): number {
 
 export type Medians = Partial<Record<SystemName, Record<string, number>>>;
 
+/** Over the untraced runs: a traced run is crdfn paying for its tracing, set beside them apart (tracingCost). */
 export function medians(runs: readonly RunResult[]): Medians {
   const out: Medians = {};
   for (const system of SYSTEMS) {
-    const mine = runs.filter((r) => r.system === system);
+    const mine = runs.filter((r) => r.system === system && !r.traced);
     if (mine.length) out[system] = Object.fromEntries(METRICS.map((m) => [m.name, median(mine.map(m.of))]));
   }
   return out;
@@ -67,13 +69,47 @@ function table(header: string[], rows: string[][]): string {
   return [line(header), `|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`, ...rows.map(line)].join("\n");
 }
 
+/** What crdfn's own processes, the bridge and the function process, spent per change in the rated phase, and its p50. */
+const tracingSide = (r: RunResult): TracingSide => ({
+  cpuMsPerChange: (((r.rated.cpuSeconds.bridge ?? 0) + (r.rated.cpuSeconds.functions ?? 0)) * 1000) / Math.max(1, r.rated.latency.samples),
+  p50Ms: r.rated.latency.p50Ms,
+  changes: r.rated.latency.samples,
+});
+
+/** crdfn untraced and traced, the medians of each over the rounds; null without both. */
+export function tracingCost(runs: readonly RunResult[]): { off: TracingSide; on: TracingSide } | null {
+  const side = (traced: boolean): TracingSide | null => {
+    const mine = runs.filter((r) => r.system === "crdfn" && r.traced === traced).map(tracingSide);
+    return mine.length === 0
+      ? null
+      : { cpuMsPerChange: median(mine.map((m) => m.cpuMsPerChange)), p50Ms: median(mine.map((m) => m.p50Ms)), changes: median(mine.map((m) => m.changes)) };
+  };
+  const off = side(false);
+  const on = side(true);
+  return off && on ? { off, on } : null;
+}
+
+/** Each traced run's stage breakdown, then tracing's cost: "where a change's time goes" (docs/performance.md). */
+function formatTraced(runs: readonly RunResult[]): string[] {
+  const traced = runs.filter((r) => r.stages !== null);
+  const cost = tracingCost(runs);
+  return [
+    ...traced.flatMap((r) => [
+      "",
+      `where a change's time goes, ${r.system} r${r.round} traced, rated phase (load 1m ${fmt(r.loadAvgEnd[0])}):`,
+      formatStages(r.stages!, r.rated.latency),
+    ]),
+    ...(cost ? ["", "tracing's own cost, rated phase (medians over the rounds):", formatTracingCost(cost.off, cost.on)] : []),
+  ];
+}
+
 const fmt = (x: number | null | undefined): string => (x === null || x === undefined || !Number.isFinite(x) ? "–" : String(Math.round(x * 100) / 100));
 
 export function formatPeersReport(runs: readonly RunResult[]): string {
   const perRun = table(
     ["run", "load 1m start/end", "setup s", "rated p50/p99 ms", "closed/s", "raw/s", "cluster ms/chg", "off ms/chg", "req/chg", "peak RSS MiB"],
     runs.map((r) => [
-      `${r.system} r${r.round}`,
+      `${r.system} r${r.round}${r.traced ? " traced" : ""}`,
       `${fmt(r.loadAvgStart[0])}/${fmt(r.loadAvgEnd[0])}`,
       fmt(r.setup.allReadySeconds),
       `${fmt(r.rated.latency.p50Ms)}/${fmt(r.rated.latency.p99Ms)}`,
@@ -97,5 +133,5 @@ export function formatPeersReport(runs: readonly RunResult[]): string {
     ["crdfn ÷ peer", ...peers, "better"],
     METRICS.map((x) => [x.name, ...peers.map((p) => fmt(r[p]?.[x.name])), x.better === "lower" ? "< 1" : "> 1"]),
   );
-  return [perRun, "", mediansTable, "", ratioTable].join("\n");
+  return [perRun, "", mediansTable, "", ratioTable, ...formatTraced(runs)].join("\n");
 }

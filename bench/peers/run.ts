@@ -20,6 +20,8 @@ import { BRIDGE_METRICS, clusterPids, metricValues } from "../proc.ts";
 import { untilQueuesEmpty } from "../queue-depth.ts";
 import { summarizeLatency, type LatencySummary } from "../stats.ts";
 import { StatusWatch } from "../status-watch.ts";
+import { startSpanCollector } from "../span-collector.ts";
+import type { StageBreakdown } from "../stages.ts";
 import { operatorRequests, type RequestCounts } from "./api-requests.ts";
 import { Sampler, type Usage } from "./sampler.ts";
 import { startSystem, type Binaries, type SystemName } from "./systems.ts";
@@ -29,6 +31,8 @@ export interface RunOptions {
   rate: number;
   durationSeconds: number;
   concurrency: number;
+  /** crdfn only: its bridge and functions export their spans to a collector in the driver (the stage breakdown; tracing's cost beside an untraced run). */
+  traced?: boolean;
   log: (line: string) => void;
 }
 
@@ -50,6 +54,9 @@ export interface Cost {
 export interface RunResult {
   system: SystemName;
   round: number;
+  traced: boolean;
+  /** A traced run's rated phase, stage by stage from the spans (bench/stages.ts); null untraced. */
+  stages: (StageBreakdown & { spans: number; exports: number }) | null;
   namespace: string;
   startedAt: string;
   loadAvgStart: number[];
@@ -84,6 +91,21 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 const r1 = (x: number): number => Math.round(x * 10) / 10;
 const r2 = (x: number): number => Math.round(x * 100) / 100;
 
+/** The bridge's publish delay and sends between two readings of its /metrics (crdfn only: null without them). */
+function bridgeMetrics(url: string | undefined) {
+  const { publishDelaySum, publishDelayCount, sendRequests } = BRIDGE_METRICS;
+  const grown = (a: Record<string, number>, b: Record<string, number>, name: string): number => (b[name] ?? 0) - (a[name] ?? 0);
+  return {
+    mark: async (): Promise<Record<string, number>> => (url === undefined ? {} : metricValues(await (await fetch(url)).text(), Object.values(BRIDGE_METRICS))),
+    publishDelay: (a: Record<string, number>, b: Record<string, number>): number | null => {
+      const n = grown(a, b, publishDelayCount);
+      return n > 0 ? r2((grown(a, b, publishDelaySum) / n) * 1000) : null;
+    },
+    sendsPer: (a: Record<string, number>, b: Record<string, number>, changes: number): number | null =>
+      url === undefined ? null : r2(grown(a, b, sendRequests) / Math.max(1, changes)),
+  };
+}
+
 export async function runOnce(
   system: SystemName,
   round: number,
@@ -95,15 +117,17 @@ export async function runOnce(
 ): Promise<RunResult> {
   const startedAt = new Date().toISOString();
   const loadAvgStart = loadavg();
-  const namespace = `peers-${system.replace(/[^a-z0-9]+/g, "-").replace(/-$/, "")}-r${round}`;
+  const namespace = `peers-${system.replace(/[^a-z0-9]+/g, "-").replace(/-$/, "")}-r${round}${o.traced ? "-traced" : ""}`;
   const greetings = new Greetings(createKubeApi({ connection: cluster.kubeConfig }), namespace);
   await greetings.createNamespace();
   const watch = new StatusWatch(cluster.kubeConfig, namespace, now);
   await watch.start();
   const cleanup: Array<() => Promise<void> | void> = [() => watch.stop(), () => deleteNamespace(cluster, namespace, o.log)];
   try {
-    o.log(`${system} r${round}: starting…`);
-    const running = await startSystem(system, namespace, cluster, bin, reaper);
+    o.log(`${system} r${round}: starting${o.traced ? ", traced" : ""}…`);
+    const spans = o.traced ? await startSpanCollector() : undefined;
+    if (spans) cleanup.push(() => spans.close());
+    const running = await startSystem(system, namespace, cluster, bin, reaper, spans ? { env: spans.env } : {});
     let stopped = false;
     const stopSystem = async () => {
       if (!stopped) await running.stop();
@@ -124,18 +148,7 @@ export async function runOnce(
       if (system === "crdfn") await untilQueuesEmpty(sqs, [cluster.sqs.queues.fifo], 120_000);
       else await sleep(500);
     };
-    const { publishDelaySum, publishDelayCount, sendRequests } = BRIDGE_METRICS;
-    const publishMark = async (): Promise<Record<string, number>> => {
-      if (running.bridgeMetricsUrl === undefined) return {};
-      return metricValues(await (await fetch(running.bridgeMetricsUrl)).text(), Object.values(BRIDGE_METRICS));
-    };
-    const grown = (a: Record<string, number>, b: Record<string, number>, name: string): number => (b[name] ?? 0) - (a[name] ?? 0);
-    const publishDelay = (a: Record<string, number>, b: Record<string, number>): number | null => {
-      const n = grown(a, b, publishDelayCount);
-      return n > 0 ? r2((grown(a, b, publishDelaySum) / n) * 1000) : null;
-    };
-    const sendsPer = (a: Record<string, number>, b: Record<string, number>, changes: number): number | null =>
-      running.bridgeMetricsUrl === undefined ? null : r2(grown(a, b, sendRequests) / Math.max(1, changes));
+    const { mark: publishMark, publishDelay, sendsPer } = bridgeMetrics(running.bridgeMetricsUrl);
     const sum = (u: Usage, names: Iterable<string>) => [...names].reduce((s, n) => s + (u.cpuSeconds[n] ?? 0), 0);
     const cost = (u: Usage, changes: number, driverWrites: number): Cost => {
       const per = (names: Iterable<string>) => r2((sum(u, names) * 1000) / Math.max(1, changes));
@@ -186,7 +199,9 @@ export async function runOnce(
     let published = await publishMark();
     const ratedLatencies: number[] = [];
     const ratedCounts = { errors: 0, unobserved: 0 };
+    const ratedPhase = spans?.phase();
     const writes = await atRate(o.rate, o.durationSeconds * 1000, (k) => change(k % o.objects, `rated ${k}`, ratedLatencies, ratedCounts), now);
+    const ratedWindow = ratedPhase?.end();
     const ratedUsage = await sampler.since(mark);
     const ratedMark = await publishMark();
     const ratedPublishDelay = publishDelay(published, ratedMark);
@@ -233,6 +248,7 @@ export async function runOnce(
 
     // The raw ceiling gets the API server to itself: the system is stopped first.
     await stopSystem();
+    const stages = spans && ratedWindow ? spans.breakdown(ratedWindow) : null;
     o.log(`${system} r${round}: raw ceiling, ${workers} status patches in flight for ${o.durationSeconds} s…`);
     const {
       latencies: rawLatencies,
@@ -251,6 +267,8 @@ export async function runOnce(
     return {
       system,
       round,
+      traced: Boolean(o.traced),
+      stages,
       namespace,
       startedAt,
       loadAvgStart,
