@@ -42,7 +42,8 @@ const receiveCountOf = (system: { ApproximateReceiveCount?: string } | undefined
 function sentAtOf(value: string | undefined, system: NonNullable<QueueMessage["system"]>): Pick<QueueMessage, "sentAt" | "system"> {
   if (value === undefined || value === "") return {};
   const at = /^\d+$/.test(value) ? Number(value) : Date.parse(value);
-  return Number.isFinite(at) ? { sentAt: at, system } : {};
+  // A source that fills in 0 for a time it does not know (a test's event) says nothing.
+  return Number.isFinite(at) && at > 0 ? { sentAt: at, system } : {};
 }
 
 export function fromSqsMessage(m: Message): QueueMessage {

@@ -10,11 +10,13 @@
 // every request refused, so the subscription keeps the messages), and kept for warm requests:
 // the runtime, a circuit per cluster (an API server outage defers work instead of spending
 // deliveries), and on Cloud Run (K_SERVICE) Cloud Logging's structured logs and metrics.
+// Traced (OTEL_EXPORTER_OTLP_ENDPOINT), each request's spans are exported before it is answered:
+// Cloud Run may take the instance's CPU away once it has.
 import type { CloudEvent, HttpFunction } from "@google-cloud/functions-framework";
 import { pino, type Logger } from "pino";
 import { ConfigError } from "../../core/config-error.ts";
 import { fromCloudEvent, fromPushBody } from "../../clients/queue-message.ts";
-import { buildFromEnv, type Served } from "../runtime/entry.ts";
+import { buildFromEnv, TRACE_FLUSH_MS, type Served } from "../runtime/entry.ts";
 import type { RuntimeMetrics } from "../runtime/metrics.ts";
 import { messageHandled } from "../runtime/outcome.ts";
 import { handleMessage, type Runtime } from "../runtime/runtime.ts";
@@ -44,6 +46,7 @@ function hostOf(served: Served, deps: HttpDeps): PushHost {
   const clock = deps.clock ?? (() => new Date());
   let runtime = deps.runtime;
   let logger = deps.logger;
+  let flushTraces: PushHost["flushTraces"];
   if (!runtime) {
     const metrics = deps.metrics ?? (onCloudRun ? (cluster: string) => cloudLoggingMetrics(cluster, (line) => process.stdout.write(line)) : undefined);
     const built = buildFromEnv(served, env, {
@@ -52,6 +55,7 @@ function hostOf(served: Served, deps: HttpDeps): PushHost {
     });
     runtime = built.runtime;
     logger ??= built.logger;
+    flushTraces = built.flushTraces;
   }
   logger ??= pino({ level: "silent" });
   const republish =
@@ -67,6 +71,7 @@ function hostOf(served: Served, deps: HttpDeps): PushHost {
     settings,
     ...(republish ? { republish } : {}),
     ...(deps.maxDeferSeconds === undefined ? {} : { maxDeferSeconds: deps.maxDeferSeconds }),
+    ...(flushTraces ? { flushTraces } : {}),
   };
 }
 
@@ -111,11 +116,13 @@ export function httpHandler(served: Served, deps: HttpDeps = {}): HttpFunction {
     const pushed = fromPushBody(parseJson(body), req.get("x-request-id") ?? "");
     if (pushed) {
       const a = await answerPush(h, pushed);
+      await h.flushTraces?.(TRACE_FLUSH_MS);
       res.status(a.status).json({ result: a.outcome.result, action: a.action, detail: a.outcome.detail ?? "" });
       return;
     }
     // A key event POSTed directly: nothing behind it keeps or retries it, so only handled or not.
     const outcome = await handleMessage(h.runtime, { id: req.get("x-request-id") ?? "http", body });
+    await h.flushTraces?.(TRACE_FLUSH_MS);
     res.status(messageHandled(outcome) ? 200 : 503).json({ result: outcome.result, detail: outcome.detail ?? "" });
   };
 }
@@ -126,6 +133,7 @@ export function cloudEventHandler(served: Served, deps: HttpDeps = {}): (event: 
     const h = host();
     if (h instanceof ConfigError) throw h;
     const a = await answerPush(h, fromCloudEvent(event));
+    await h.flushTraces?.(TRACE_FLUSH_MS);
     if (a.status !== 200) throw new NotHandled(`${a.outcome.result}: ${a.outcome.detail ?? ""}`);
   };
 }

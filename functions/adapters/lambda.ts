@@ -4,13 +4,16 @@
 // handled; what is held or released has its visibility set and is reported failed; a long
 // deferral is re-sent into its own FIFO group and reported handled. Lambda cannot pause its
 // event source, so while the API server is unavailable records are deferred (settle.ts).
+// Traced (OTEL_EXPORTER_OTLP_ENDPOINT), the invocation's spans are flushed before it returns:
+// Lambda freezes the process once it has, and a span still in the exporter's buffer may never go.
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda";
 import { pino, type Logger } from "pino";
-import { buildFromEnv, type Served } from "../runtime/entry.ts";
+import { buildFromEnv, TRACE_FLUSH_MS, type Served } from "../runtime/entry.ts";
 import { EventKeysUnavailable } from "../runtime/event-keys-source.ts";
 import { ConfigError } from "../../core/config-error.ts";
 import { DEFAULT_REQUEST_TIMEOUT_MS } from "../../clients/kube-http.ts";
+import type { Tracing } from "../../clients/tracing.ts";
 import { fromLambdaRecord } from "../../clients/queue-message.ts";
 import type { Outcome } from "../runtime/outcome.ts";
 import type { Runtime } from "../runtime/runtime.ts";
@@ -39,6 +42,8 @@ export interface LambdaDeps {
   retryBaseSeconds?: number;
   /** A record deferred for an outage longer than this is left to the dead-letter queue. Default 6 h. */
   maxDeferSeconds?: number;
+  /** With `runtime`: the tracing flushed before each invocation returns. */
+  tracing?: Tracing;
 }
 
 export type SqsLambdaHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse>;
@@ -52,6 +57,7 @@ interface Host {
   circuits: Circuits;
   facts?: (queueUrl: string) => Promise<QueueFacts>;
   queueUrlOf?: (arn: string) => Promise<string>;
+  flushTraces: (timeoutMs: number) => Promise<void>;
 }
 
 /** An event source ARN (arn:aws:sqs:region:account:name) to its queue URL, asked of SQS once per queue. */
@@ -79,8 +85,9 @@ function hostOf(served: Served, deps: LambdaDeps): Host {
         logger: deps.logger ?? pino({ level: "silent" }),
         clock: deps.clock ?? (() => new Date()),
         refreshKeys: () => Promise.resolve(),
+        flushTraces: (timeoutMs: number) => deps.tracing?.flush(timeoutMs) ?? Promise.resolve(),
       }
-    : (({ runtime, sqs, logger, clock, refreshKeys }) => ({ runtime, sqs: sqs.client, logger, clock, refreshKeys }))(
+    : (({ runtime, sqs, logger, clock, refreshKeys, flushTraces }) => ({ runtime, sqs: sqs.client, logger, clock, refreshKeys, flushTraces }))(
         buildFromEnv(served, deps.env ?? process.env, { refreshesKeys: true }),
       );
   const host: Host = { ...built, circuits: createCircuits({ clock: built.clock, logger: built.logger }) };
@@ -108,53 +115,62 @@ export function lambdaHandler(served: Served, deps: LambdaDeps = {}): SqsLambdaH
       console.error(error.message);
       return { batchItemFailures: event.Records.map((r) => ({ itemIdentifier: r.messageId })) };
     }
-    const queueUrl = await queueUrlOfBatch(h, event.Records);
-    const limit = queueUrl && h.facts ? (await h.facts(queueUrl)).maxReceiveCount : undefined;
-    /** The settle policy for a record of `cluster` (its circuit's deferral). */
-    const policyFor = (cluster: string) =>
-      ({
-        limit,
-        deferSeconds: () => h.circuits.of(cluster).deferSeconds(),
-        retryBaseSeconds: deps.retryBaseSeconds ?? DEFAULT_RETRY_BASE_SECONDS,
-        maxDeferSeconds: deps.maxDeferSeconds ?? DEFAULT_MAX_DEFER_SECONDS,
-        now: h.clock().getTime(),
-        log: h.logger,
-      }) satisfies SettlePolicy;
     try {
-      await h.refreshKeys();
-    } catch (error) {
-      if (!(error instanceof EventKeysUnavailable)) throw error;
-      // The secret store's outage, not the messages' fault: every record is deferred unjudged as
-      // an API server outage is (held in its group; re-sent with a fresh receive budget before its
-      // last receive), so none reaches the dead-letter queue for want of a key. Its deferral
-      // attributes are taken as carried: no key is at hand to prove them, and a forged "since"
-      // could only send its own message to the dead-letter queue sooner.
-      h.logger.error(error.message);
-      const unavailable: Outcome = { result: "unavailable", detail: error.message };
-      const failed = await Promise.all(
-        event.Records.map(async (record) => {
-          const settlement = settlementOf(unavailable, fromLambdaRecord(record), policyFor(""));
-          return (await carryOut(h, queueUrl, record, settlement)) ? undefined : record.messageId;
-        }),
-      );
-      return { batchItemFailures: failed.filter((id): id is string => id !== undefined).map((itemIdentifier) => ({ itemIdentifier })) };
+      return await handleBatch(h, event, context, deps);
+    } finally {
+      await h.flushTraces(TRACE_FLUSH_MS);
     }
-    // Each record judged once, here, before anything else: what follows gets the verified event.
-    const received = event.Records.map((record) => ({ record, delivery: h.runtime.receive(fromLambdaRecord(record)) }));
-    const settled = await settleBatch(received, {
-      deliveryOf: (r) => r.delivery,
-      groupOf: (r) => r.record.attributes?.MessageGroupId,
-      runtime: h.runtime,
-      circuits: h.circuits,
+  };
+}
+
+/** One invocation's batch, judged, handled and settled: the records to report failed. */
+async function handleBatch(h: Host, event: SQSEvent, context: Context, deps: LambdaDeps): Promise<SQSBatchResponse> {
+  const queueUrl = await queueUrlOfBatch(h, event.Records);
+  const limit = queueUrl && h.facts ? (await h.facts(queueUrl)).maxReceiveCount : undefined;
+  /** The settle policy for a record of `cluster` (its circuit's deferral). */
+  const policyFor = (cluster: string) =>
+    ({
+      limit,
+      deferSeconds: () => h.circuits.of(cluster).deferSeconds(),
+      retryBaseSeconds: deps.retryBaseSeconds ?? DEFAULT_RETRY_BASE_SECONDS,
+      maxDeferSeconds: deps.maxDeferSeconds ?? DEFAULT_MAX_DEFER_SECONDS,
+      now: h.clock().getTime(),
       log: h.logger,
-      ...startableIn(context),
-      policy: (outcome, delivery) => settlementOf(outcome, delivery.message, policyFor(delivery.ok ? delivery.event.cluster : "")),
-    });
+    }) satisfies SettlePolicy;
+  try {
+    await h.refreshKeys();
+  } catch (error) {
+    if (!(error instanceof EventKeysUnavailable)) throw error;
+    // The secret store's outage, not the messages' fault: every record is deferred unjudged as
+    // an API server outage is (held in its group; re-sent with a fresh receive budget before its
+    // last receive), so none reaches the dead-letter queue for want of a key. Its deferral
+    // attributes are taken as carried: no key is at hand to prove them, and a forged "since"
+    // could only send its own message to the dead-letter queue sooner.
+    h.logger.error(error.message);
+    const unavailable: Outcome = { result: "unavailable", detail: error.message };
     const failed = await Promise.all(
-      [...settled].map(async ([{ record }, { settlement }]) => ((await carryOut(h, queueUrl, record, settlement)) ? undefined : record.messageId)),
+      event.Records.map(async (record) => {
+        const settlement = settlementOf(unavailable, fromLambdaRecord(record), policyFor(""));
+        return (await carryOut(h, queueUrl, record, settlement)) ? undefined : record.messageId;
+      }),
     );
     return { batchItemFailures: failed.filter((id): id is string => id !== undefined).map((itemIdentifier) => ({ itemIdentifier })) };
-  };
+  }
+  // Each record judged once, here, before anything else: what follows gets the verified event.
+  const received = event.Records.map((record) => ({ record, delivery: h.runtime.receive(fromLambdaRecord(record)) }));
+  const settled = await settleBatch(received, {
+    deliveryOf: (r) => r.delivery,
+    groupOf: (r) => r.record.attributes?.MessageGroupId,
+    runtime: h.runtime,
+    circuits: h.circuits,
+    log: h.logger,
+    ...startableIn(context),
+    policy: (outcome, delivery) => settlementOf(outcome, delivery.message, policyFor(delivery.ok ? delivery.event.cluster : "")),
+  });
+  const failed = await Promise.all(
+    [...settled].map(async ([{ record }, { settlement }]) => ((await carryOut(h, queueUrl, record, settlement)) ? undefined : record.messageId)),
+  );
+  return { batchItemFailures: failed.filter((id): id is string => id !== undefined).map((itemIdentifier) => ({ itemIdentifier })) };
 }
 
 /**

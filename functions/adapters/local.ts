@@ -30,7 +30,7 @@ export function startLocalFunctions(served: Served, opts: LocalFunctionsOptions)
   const [first] = built;
   const queueUrl = first?.config.CRDFN_QUEUE_URL;
   if (first === undefined || queueUrl === undefined) throw new ConfigError("invalid setting CRDFN_QUEUE_URL: required to poll locally");
-  return startPoller({
+  const poller = startPoller({
     sqs: first.sqs.client,
     queueUrls: [queueUrl],
     runtime,
@@ -40,4 +40,14 @@ export function startLocalFunctions(served: Served, opts: LocalFunctionsOptions)
     ...(opts.waitTimeSeconds === undefined ? {} : { waitTimeSeconds: opts.waitTimeSeconds }),
     ...(opts.visibilityTimeout === undefined ? {} : { visibilityTimeout: opts.visibilityTimeout }),
   });
+  return {
+    async stop() {
+      await poller.stop();
+      // The spans of the batches just finished, exported before the process goes (bounded).
+      await Promise.all(built.map((b) => b.shutdownTraces(TRACE_SHUTDOWN_MS)));
+    },
+  };
 }
+
+/** How long stopping waits for the last spans to reach the collector. */
+const TRACE_SHUTDOWN_MS = 2000;

@@ -29,6 +29,8 @@ export interface PushHost {
   /** Publishes a deferred message's copy into its ordering key; absent when no topic is configured. */
   republish?: Republish;
   maxDeferSeconds?: number;
+  /** Exports the request's spans before it is answered (Cloud Run may throttle the CPU after); bounded, untraced a no-op. */
+  flushTraces?: (timeoutMs: number) => Promise<void>;
 }
 
 export interface PushAnswer {

@@ -17,6 +17,14 @@ import type { RuntimeMetrics } from "./metrics.ts";
 import { createRuntime, runtimeByCluster, runtimeByResource, type Runtime } from "./runtime.ts";
 import { eventKeysSource, type EventKeysSource } from "./event-keys-source.ts";
 import { lazySqsClient, type LazySqsClient } from "./sqs-client.ts";
+import { startTracing, tracingOff, tracingSettings, type Tracing } from "../../clients/tracing.ts";
+
+/**
+ * How long a host waits for its spans to be exported before it may be frozen (a Lambda's return,
+ * a Cloud Run answer): a collector that is down or slow costs each at most this, and the work's
+ * answer stands regardless.
+ */
+export const TRACE_FLUSH_MS = 1000;
 
 export interface Built {
   config: FunctionConfig;
@@ -33,6 +41,14 @@ export interface Built {
    * secret's text is wrong).
    */
   refreshKeys: () => Promise<void>;
+  /**
+   * Exports the spans ended so far, within `timeoutMs` (clients/tracing.ts): a host calls it before
+   * it may be frozen (a Lambda before its invocation returns, Cloud Run before it answers). A
+   * collector down costs at most the bound, and never fails the work. Nothing to do untraced.
+   */
+  flushTraces: (timeoutMs: number) => Promise<void>;
+  /** Flushes and stops exporting: a host that stops (the local poller). */
+  shutdownTraces: (timeoutMs: number) => Promise<void>;
 }
 
 /** One operator, or several sharing a queue. */
@@ -48,6 +64,8 @@ export function buildFromEnv(
     onSqsClient?: (client: SQSClient) => void;
     /** The host calls refreshKeys before judging each batch (the Lambda adapter does): only then may the keys be fetched. */
     refreshesKeys?: boolean;
+    /** The tracing to use; default: what the environment's OTEL_* settings ask for (off without an endpoint). */
+    tracing?: Tracing;
   } = {},
 ): Built {
   const operators = Array.isArray(served) ? (served as ReadonlyArray<Operator<unknown>>) : [served as Operator<unknown>];
@@ -58,6 +76,15 @@ export function buildFromEnv(
   const clusters = loadClusterRegistry(config, (path) => readFileSync(path, "utf8"));
   const clock = () => new Date();
   const logger = opts.logger ?? pino({ level: config.LOG_LEVEL });
+  // A wrong setting is refused here, in one line; the SDK loads (only when on) while the first
+  // event's cluster client is built, which waits for it.
+  const settings = opts.tracing ? undefined : tracingSettings(env, `crdfn-${operators.map((o) => o.resource.kind.toLowerCase()).join("-")}`);
+  const tracing: Promise<Tracing> = opts.tracing
+    ? Promise.resolve(opts.tracing)
+    : startTracing(settings).catch((error: unknown) => {
+        logger.error({ error: (error as Error).message }, `cannot start tracing, so nothing is traced: ${(error as Error).message}`);
+        return tracingOff();
+      });
   // Everything from the given environment (the SDK's chain would read process.env instead).
   const { AWS_ACCESS_KEY_ID: accessKeyId, AWS_SECRET_ACCESS_KEY: secretAccessKey, AWS_SESSION_TOKEN: sessionToken } = env;
   let chain: AwsCredentialIdentityProvider | undefined;
@@ -92,7 +119,10 @@ export function buildFromEnv(
     const entry = clusters.get(cluster);
     const rings = eventKeys.get(cluster);
     if (!entry || !rings) throw new Error(`cluster ${cluster} is not in the registry`);
-    const api = createKubeApi(await clusterAccess(entry, { clock, awsCredentials, env, ...(config.AWS_REGION ? { region: config.AWS_REGION } : {}) }));
+    const { enabled, tracer } = await tracing;
+    // Untraced, nothing is handed a tracer: no span is made, not even a no-op one.
+    const traced = enabled ? { tracer } : {};
+    const api = createKubeApi(await clusterAccess(entry, { clock, awsCredentials, env, ...(config.AWS_REGION ? { region: config.AWS_REGION } : {}) }), traced);
     const log = logger.child({ cluster });
     const metrics = metricsOf(cluster);
     return runtimeByResource(
@@ -104,6 +134,7 @@ export function buildFromEnv(
           clock,
           env,
           cluster,
+          ...traced,
           eventKeys: rings.get(operatorResource(operator.resource))!,
         }),
       ),
@@ -117,7 +148,17 @@ export function buildFromEnv(
     logger,
   );
   const runtime: Runtime = emf ? { ...routed, flushMetrics: () => emf.flush() } : routed;
-  return { config, clusters, runtime, sqs, logger, clock, refreshKeys };
+  return {
+    config,
+    clusters,
+    runtime,
+    sqs,
+    logger,
+    clock,
+    refreshKeys,
+    flushTraces: async (timeoutMs) => (await tracing).flush(timeoutMs),
+    shutdownTraces: async (timeoutMs) => (await tracing).shutdown(timeoutMs),
+  };
 }
 
 /**
