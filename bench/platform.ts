@@ -16,7 +16,7 @@ import { packageRoot } from "../emulator/paths.ts";
 import { startReaper } from "../emulator/reaper.ts";
 import { buildControllerRuntime, missingToolchains } from "./peers/build.ts";
 import { platformKinds, platformOperators } from "./platform/kinds.ts";
-import { checkBars, formatPlatformReport } from "./platform/report.ts";
+import { checkBars, formatPlatformReport, formatTracedPlatform } from "./platform/report.ts";
 import { openWatches, runPlatform, type PlatformRun } from "./platform/run.ts";
 import { printReport, QUEUE_IN_MEMORY_HELP, runBench, wholeNumber } from "./command-line.ts";
 import { splitRefusal } from "./proc.ts";
@@ -31,10 +31,28 @@ interface Options {
   queueInMemory?: boolean;
   quick?: boolean;
   profile?: boolean;
+  traced: boolean;
   json?: string;
 }
 
 const QUICK = { kinds: 10, objects: 5, rate: 10, duration: 5, idle: 10 };
+
+/** Until the controller-manager watches every new kind (its garbage collector's monitors, after its next discovery), at most 180 s. */
+async function untilControllerManagerWatches(
+  kubeConfig: Parameters<typeof openWatches>[0],
+  plurals: readonly string[],
+  log: (line: string) => void,
+): Promise<void> {
+  for (const t = performance.now(); ;) {
+    const open = await openWatches(kubeConfig);
+    if (plurals.every((p) => (open[p] ?? 0) >= 1)) return;
+    if (performance.now() - t > 180_000) {
+      log("the controller-manager watches not every kind after 180 s; going on (the first system's watch count may include its late ones)");
+      return;
+    }
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+}
 
 /** `quick`: QUICK's figures for every option not given on the command line. */
 export async function runPlatformBench(
@@ -60,18 +78,14 @@ export async function runPlatformBench(
   const runs: PlatformRun[] = [];
   try {
     await installCrds(cluster.kubeConfig, platformOperators(p.kinds));
-    // The controller-manager watches every new kind too (its garbage collector's monitors, after
-    // its next discovery): counted before either system starts, so neither is charged with them.
+    // The controller-manager watches every new kind too: counted before either system starts, so
+    // neither is charged with them.
     log("waiting for the controller-manager to watch the new kinds…");
-    for (const t = performance.now(); ;) {
-      const open = await openWatches(cluster.kubeConfig);
-      if (kinds.every((k) => (open[k.plural] ?? 0) >= 1)) break;
-      if (performance.now() - t > 180_000) {
-        log("the controller-manager watches not every kind after 180 s; going on (the first system's watch count may include its late ones)");
-        break;
-      }
-      await new Promise((r) => setTimeout(r, 1000));
-    }
+    await untilControllerManagerWatches(
+      cluster.kubeConfig,
+      kinds.map((k) => k.plural),
+      log,
+    );
     const options = {
       objectsPerKind: p.objects,
       rate: p.rate,
@@ -84,13 +98,15 @@ export async function runPlatformBench(
     // One system at a time: the API server's counters and watch gauge have no client label, so
     // what each system asked of it is told apart by time alone.
     runs.push(await runPlatform("crdfn", kinds, cluster, sqs, controllerRuntime.path, reaper, options));
+    if (p.traced) runs.push(await runPlatform("crdfn", kinds, cluster, sqs, controllerRuntime.path, reaper, { ...options, traced: true }));
     runs.push(await runPlatform("controller-runtime", kinds, cluster, sqs, controllerRuntime.path, reaper, options));
   } finally {
     sqs.destroy();
     await reaper.release();
     await cluster.stop();
   }
-  const [crdfn, cr] = runs as [PlatformRun, PlatformRun];
+  const [crdfn, cr] = [runs[0], runs.at(-1)] as [PlatformRun, PlatformRun];
+  const traced = runs.find((r) => r.traced);
   const bars = checkBars(crdfn, cr);
   const result = {
     startedAt,
@@ -105,6 +121,7 @@ export async function runPlatformBench(
       split: p.split,
       queueInMemory: Boolean(p.queueInMemory),
       quick: Boolean(o.quick),
+      traced: p.traced,
     },
     build: controllerRuntime,
     runs,
@@ -118,7 +135,8 @@ export async function runPlatformBench(
     `${p.split ? " (--split: the cluster side on CPU 0; ElasticMQ, the poller and functions, and the driver on CPU 1)" : ""}` +
     `${p.queueInMemory ? " (--queue-in-memory: ElasticMQ without its H2 store)" : ""}; ` +
     `${result.machine.cpus} cores, node ${process.version}, ${startedAt}`;
-  return { path, report: `${header}\n\n${formatPlatformReport(crdfn, cr, bars)}` };
+  const breakdown = traced ? `\n\n${formatTracedPlatform(crdfn, traced)}` : "";
+  return { path, report: `${header}\n\n${formatPlatformReport(crdfn, cr, bars)}${breakdown}` };
 }
 
 function platformCommand(): Command {
@@ -141,6 +159,7 @@ function platformCommand(): Command {
     )
     .option("--queue-in-memory", QUEUE_IN_MEMORY_HELP)
     .option("--profile", "CPU-profile crdfn's bridge and function process over its whole run (node --cpu-prof); the top self time goes into the JSON")
+    .option("--no-traced", "skip crdfn's second, traced run (its stage breakdown from the spans, and tracing's own cost against the untraced run)")
     .option("--quick", `a smoke: ${JSON.stringify(QUICK)} unless given`)
     .option("--json <path>", "where to write the results (default bench-results/platform-<timestamp>.json)")
     .action(printReport<Options>(runPlatformBench));

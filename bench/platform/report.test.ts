@@ -2,7 +2,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { platformKind, platformObjectName } from "./kinds.ts";
 import { operatorArgs } from "./systems.ts";
-import { checkBars, formatPlatformReport } from "./report.ts";
+import { checkBars, formatPlatformReport, formatTracedPlatform } from "./report.ts";
 import type { PlatformRun } from "./run.ts";
 
 const latency = (p50Ms: number) => ({ samples: 100, p50Ms, p95Ms: p50Ms * 2, p99Ms: p50Ms * 3, maxMs: p50Ms * 4, meanMs: p50Ms });
@@ -13,6 +13,8 @@ function run(
 ): PlatformRun {
   return {
     system,
+    traced: false,
+    stages: null,
     namespace: `platform-${system}`,
     startedAt: "2026-11-25T07:00:00.000Z",
     loadAvgStart: [1, 2, 3],
@@ -100,6 +102,17 @@ describe("bench:platform's bars", () => {
     assert.match(text, /controller-runtime \(10 processes\)/);
     assert.match(text, /1500 \/ 40\.0 ms \/ 12\.0 ms/);
     assert.match(text, /mean ms per request +\| APPLY configmaps 4\.2 /);
+  });
+
+  it("crdfn traced beside untraced: its stages, and tracing's cost in the bridge's and the function process's CPU per change", () => {
+    const off = run("crdfn", { peak: 100, idle: 0.1, requests: 2, p50: 20, watches: 11, queue: 0.8 });
+    off.rated.cpuMsPerChangeByProcess = { bridge: 1, functions: 3, apiServer: 9 };
+    const on = { ...run("crdfn", { peak: 100, idle: 0.1, requests: 2, p50: 22, watches: 11, queue: 0.8 }), traced: true };
+    on.rated.cpuMsPerChangeByProcess = { bridge: 1.5, functions: 3.5, apiServer: 9 };
+    const text = formatTracedPlatform(off, on);
+    assert.match(text, /no spans collected/);
+    assert.match(text, /^off +\| +100 \| +4\.0 \| +20\.0$/m);
+    assert.match(text, /^on − off .*\+25 % \| +\+10 %$/m);
   });
 });
 

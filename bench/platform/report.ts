@@ -1,5 +1,6 @@
 // bench:platform's verdict: the platform team's bars checked on the two systems' runs, and the table a
 // person reads (markdown, so docs/performance.md takes it as printed), with the load averages.
+import { formatStages, formatTracingCost, type TracingSide } from "../stages.ts";
 import type { PlatformRun } from "./run.ts";
 
 export interface Bar {
@@ -162,5 +163,23 @@ export function formatPlatformReport(crdfn: PlatformRun, cr: PlatformRun, bars: 
         both("load average: start / rated / end", (r) => `${load(r.loadAvgStart)} / ${load(r.rated.loadAvg)} / ${load(r.loadAvgEnd)}`),
       ],
     ),
+  ].join("\n");
+}
+
+/** crdfn's own processes, the bridge and the function process, per change written in the rated phase, and its p50. */
+const tracingSide = (r: PlatformRun): TracingSide => ({
+  cpuMsPerChange: (r.rated.cpuMsPerChangeByProcess.bridge ?? 0) + (r.rated.cpuMsPerChangeByProcess.functions ?? 0),
+  p50Ms: r.rated.latency.p50Ms,
+  changes: r.rated.latency.samples,
+});
+
+/** crdfn traced beside untraced, same workload: where a change's time goes, and tracing's own cost. */
+export function formatTracedPlatform(off: PlatformRun, on: PlatformRun): string {
+  return [
+    `where a change's time goes, crdfn traced, rated phase (load ${load(on.rated.loadAvg)}):`,
+    on.stages ? formatStages(on.stages, on.rated.latency) : "no spans collected",
+    "",
+    `tracing's own cost, rated phase (load untraced ${load(off.rated.loadAvg)}, traced ${load(on.rated.loadAvg)}):`,
+    formatTracingCost(tracingSide(off), tracingSide(on)),
   ].join("\n");
 }

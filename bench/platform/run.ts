@@ -21,6 +21,8 @@ import { StatusWatch } from "../status-watch.ts";
 import { operatorRequests, parseOpenWatches, scrapeMetrics, serverMsPerRequest, type RequestCounts } from "../peers/api-requests.ts";
 import { crdfnPolicies, deletePolicies } from "../peers/run.ts";
 import { Sampler, type Usage } from "../peers/sampler.ts";
+import { startSpanCollector } from "../span-collector.ts";
+import type { StageBreakdown } from "../stages.ts";
 import { platformObjectName, platformOperator, type PlatformKind } from "./kinds.ts";
 import { startPlatform, type PlatformSystem } from "./systems.ts";
 
@@ -33,6 +35,8 @@ export interface PlatformRunOptions {
   split: boolean;
   /** crdfn's bridge and function process CPU-profiled over the whole run (`--profile`). */
   profile?: boolean;
+  /** crdfn only: its bridge and functions export their spans to a collector in the driver (the stage breakdown; tracing's cost beside an untraced run). */
+  traced?: boolean;
   log: (line: string) => void;
 }
 
@@ -50,6 +54,9 @@ export interface WatchCount {
 
 export interface PlatformRun {
   system: PlatformSystem;
+  traced: boolean;
+  /** A traced run's rated phase, stage by stage from the spans (bench/stages.ts); null untraced. */
+  stages: (StageBreakdown & { spans: number; exports: number }) | null;
   namespace: string;
   startedAt: string;
   loadAvgStart: number[];
@@ -157,6 +164,34 @@ async function pipelineCounts(bridgeMetricsUrl: string, childUrl: string): Promi
   };
 }
 
+/** Reconciles, time inside the function and the bridge's publish delay between two readings of the counts. */
+function pipelineBetween(a: PipelineCounts | null, b: PipelineCounts | null): PlatformRun["rated"]["pipeline"] {
+  if (a === null || b === null) return null;
+  const reconciles = b.reconciles - a.reconciles;
+  return {
+    reconciles,
+    functionMsPerReconcile: r1((b.reconcileMs - a.reconcileMs) / Math.max(1, reconciles)),
+    bridgePublishDelayMs: r1(((b.publishDelaySum - a.publishDelaySum) / Math.max(1, b.publishDelayCount - a.publishDelayCount)) * 1000),
+  };
+}
+
+/**
+ * Waits until the system's cluster-side processes are near idle (under 2 % of a core over 2 s; a
+ * controller's follow-ups of its own status writes, the bridge's announcements of children), at
+ * most 120 s: measured, not waited out. Returns the seconds it took.
+ */
+async function settle(pids: readonly number[]): Promise<number> {
+  const t = now();
+  const used = () => pids.reduce((s, pid) => s + (cpuSeconds(pid) ?? 0), 0);
+  for (let before = used(); ;) {
+    await sleep(2000);
+    const after = used();
+    if (after - before < 0.04 || now() - t > 120_000) break;
+    before = after;
+  }
+  return r1((now() - t) / 1000);
+}
+
 /** Requests and server seconds on `resources`, the kinds folded into one key each, as mean ms per request. */
 function serverMs(u: Usage, resources: readonly string[], kinds: readonly PlatformKind[]): Record<string, number> {
   const plurals = new Set(kinds.map((k) => k.plural));
@@ -187,7 +222,7 @@ export async function runPlatform(
 ): Promise<PlatformRun> {
   const startedAt = new Date().toISOString();
   const loadAvgStart = loadavg();
-  const namespace = `platform-${system}`;
+  const namespace = `platform-${system}${o.traced ? "-traced" : ""}`;
   const api = createKubeApi({ connection: cluster.kubeConfig });
   const writers = kinds.map((k) => new Greetings(api, namespace, k));
   await writers[0]?.createNamespace();
@@ -204,11 +239,16 @@ export async function runPlatform(
       if (now() - t > 60_000) throw new Error(`the API server never counted the driver's watches of ${kinds.map((k) => k.plural).join(", ")}`);
       await sleep(200);
     }
-    o.log(`${system}: starting for ${kinds.length} kinds…`);
+    o.log(`${system}: starting for ${kinds.length} kinds${o.traced ? ", traced" : ""}…`);
+    const spans = o.traced ? await startSpanCollector() : undefined;
+    if (spans) cleanup.push(() => spans.close());
     const control = clusterPids(Number(new URL(cluster.server).port));
     if (o.split) splitBeforeStart(control);
     const profileDir = o.profile && system === "crdfn" ? mkdtempSync(join(tmpdir(), "crdfn-platform-prof-")) : undefined;
-    const running = await startPlatform(system, kinds, namespace, cluster, controllerRuntime, reaper, profileDir);
+    const running = await startPlatform(system, kinds, namespace, cluster, controllerRuntime, reaper, {
+      ...(profileDir === undefined ? {} : { cpuProfileDir: profileDir }),
+      ...(spans ? { env: spans.env } : {}),
+    });
     if (o.split) splitAfterStart(Object.values(running.offCluster));
     let stopped = false;
     const stopSystem = async () => {
@@ -263,16 +303,7 @@ export async function runPlatform(
     o.log(`${system}: all ${count} Ready in ${allReadySeconds.toFixed(1)} s`);
     await drained();
 
-    // Settled: the system's own processes near idle (a controller's follow-up reconciles of its
-    // own status writes, the bridge's announcements of children), measured, not waited out.
-    const tSettle = now();
-    for (let before = clusterSideNames.reduce((s, n) => s + (cpuSeconds(running.clusterSide[n] ?? 0) ?? 0), 0); ;) {
-      await sleep(2000);
-      const after = clusterSideNames.reduce((s, n) => s + (cpuSeconds(running.clusterSide[n] ?? 0) ?? 0), 0);
-      if (after - before < 0.04 || now() - tSettle > 120_000) break;
-      before = after;
-    }
-    const settleSeconds = r1((now() - tSettle) / 1000);
+    const settleSeconds = await settle(Object.values(running.clusterSide));
 
     o.log(`${system}: idle for ${o.idleSeconds} s…`);
     const idleMark = await sampler.mark();
@@ -314,27 +345,20 @@ export async function runPlatform(
     const ratedMark = await sampler.mark();
     const latencies: number[] = [];
     const counts: ChangeCounts = { errors: 0, unobserved: 0 };
+    const ratedPhase = spans?.phase();
     const writes = await atRate(
       o.rate,
       o.ratedSeconds * 1000,
       (n) => (timers[n % kinds.length] as ReturnType<typeof changeTimer>)(Math.floor(n / kinds.length) % o.objectsPerKind, `rated ${n}`, latencies, counts),
       now,
     );
+    const ratedWindow = ratedPhase?.end();
     const rated = await sampler.since(ratedMark);
     const ratedLoad = loadavg();
     await drained();
     const countsEnd = counted ? await pipelineCounts(counted.bridge, counted.child) : null;
     const queueRequests = countsMark && countsEnd ? grown(countsMark.queueRequests, countsEnd.queueRequests) : null;
-    const pipeline =
-      countsMark && countsEnd
-        ? {
-            reconciles: countsEnd.reconciles - countsMark.reconciles,
-            functionMsPerReconcile: r1((countsEnd.reconcileMs - countsMark.reconcileMs) / Math.max(1, countsEnd.reconciles - countsMark.reconciles)),
-            bridgePublishDelayMs: r1(
-              ((countsEnd.publishDelaySum - countsMark.publishDelaySum) / Math.max(1, countsEnd.publishDelayCount - countsMark.publishDelayCount)) * 1000,
-            ),
-          }
-        : null;
+    const pipeline = pipelineBetween(countsMark, countsEnd);
     // Per change written: every written change is reconciled within the phase's window (a change
     // seen late is still worked on before the window closes), so dividing by the changes seen
     // in time would charge a backlog's work to fewer changes.
@@ -344,9 +368,12 @@ export async function runPlatform(
     const peakMiB = sampler.peakRssMiB();
     const peaks = (names: Iterable<string>) => r1([...names].reduce((s, n) => s + (peakMiB[n] ?? 0), 0));
     await stopSystem();
+    const stages = spans && ratedWindow ? spans.breakdown(ratedWindow) : null;
     const profiles = profileDir === undefined ? undefined : crdfnProfiles(profileDir, o.log);
     return {
       system,
+      traced: Boolean(o.traced),
+      stages,
       namespace,
       startedAt,
       loadAvgStart,

@@ -59,9 +59,10 @@ export async function startPlatform(
   cluster: LocalCluster,
   controllerRuntime: string,
   reaper: Reaper,
-  /** crdfn only: CPU-profile the bridge and the function process into this folder, written at stop. */
-  cpuProfileDir?: string,
+  /** crdfn only: CPU-profile the bridge and the function process into this folder, written at stop; settings for both as environment variables (tracing's). */
+  crdfn: { cpuProfileDir?: string; env?: Record<string, string> } = {},
 ): Promise<RunningPlatform> {
+  const { cpuProfileDir } = crdfn;
   const logDir = mkdtempSync(join(tmpdir(), "crdfn-platform-"));
   reaper.trackDir(logDir);
   const env = { ...process.env, KUBECONFIG: cluster.kubeconfigPath };
@@ -69,15 +70,10 @@ export async function startPlatform(
   const since = () => Math.round(performance.now() - t0) / 1000;
 
   if (system === "crdfn") {
-    const { server, ...child } = await startCrdfnChild(
-      namespace,
-      cluster,
-      reaper,
-      join(logDir, "crdfn.log"),
-      env,
-      kinds.length,
-      cpuProfileDir === undefined ? {} : { cpuProfileDir },
-    );
+    const { server, ...child } = await startCrdfnChild(namespace, cluster, reaper, join(logDir, "crdfn.log"), env, kinds.length, {
+      ...(cpuProfileDir === undefined ? {} : { cpuProfileDir }),
+      ...(crdfn.env === undefined ? {} : { env: crdfn.env }),
+    });
     return {
       ...child,
       startSeconds: since(),
@@ -86,6 +82,7 @@ export async function startPlatform(
         pipeline:
           "cli/local/pipeline.ts startPipeline, bridgeProcess: true, default receive loops, as deployed (generated identities and admission policies, one namespace)",
         operators: kinds.map((k) => k.kind),
+        traced: crdfn.env !== undefined,
       },
       async stop() {
         // A profiled process writes its profile as it exits: more time before SIGKILL.
