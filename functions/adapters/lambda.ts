@@ -13,7 +13,9 @@ import { buildFromEnv, TRACE_FLUSH_MS, type Served } from "../runtime/entry.ts";
 import { EventKeysUnavailable } from "../runtime/event-keys-source.ts";
 import { ConfigError } from "../../core/config-error.ts";
 import { DEFAULT_REQUEST_TIMEOUT_MS } from "../../clients/kube-http.ts";
-import type { Tracing } from "../../clients/tracing.ts";
+import { contextFrom, type Tracing } from "../../clients/tracing.ts";
+import type { Tracer } from "@opentelemetry/api";
+import type { Delivery } from "../runtime/delivery.ts";
 import { fromLambdaRecord } from "../../clients/queue-message.ts";
 import type { Outcome } from "../runtime/outcome.ts";
 import type { Runtime } from "../runtime/runtime.ts";
@@ -58,6 +60,7 @@ interface Host {
   facts?: (queueUrl: string) => Promise<QueueFacts>;
   queueUrlOf?: (arn: string) => Promise<string>;
   flushTraces: (timeoutMs: number) => Promise<void>;
+  tracer: () => Promise<Tracer | undefined>;
 }
 
 /** An event source ARN (arn:aws:sqs:region:account:name) to its queue URL, asked of SQS once per queue. */
@@ -86,8 +89,9 @@ function hostOf(served: Served, deps: LambdaDeps): Host {
         clock: deps.clock ?? (() => new Date()),
         refreshKeys: () => Promise.resolve(),
         flushTraces: (timeoutMs: number) => deps.tracing?.flush(timeoutMs) ?? Promise.resolve(),
+        tracer: () => Promise.resolve(deps.tracing?.enabled ? deps.tracing.tracer : undefined),
       }
-    : (({ runtime, sqs, logger, clock, refreshKeys, flushTraces }) => ({ runtime, sqs: sqs.client, logger, clock, refreshKeys, flushTraces }))(
+    : (({ runtime, sqs, logger, clock, refreshKeys, flushTraces, tracer }) => ({ runtime, sqs: sqs.client, logger, clock, refreshKeys, flushTraces, tracer }))(
         buildFromEnv(served, deps.env ?? process.env, { refreshesKeys: true }),
       );
   const host: Host = { ...built, circuits: createCircuits({ clock: built.clock, logger: built.logger }) };
@@ -167,8 +171,11 @@ async function handleBatch(h: Host, event: SQSEvent, context: Context, deps: Lam
     ...startableIn(context),
     policy: (outcome, delivery) => settlementOf(outcome, delivery.message, policyFor(delivery.ok ? delivery.event.cluster : "")),
   });
+  const tracer = await h.tracer();
   const failed = await Promise.all(
-    [...settled].map(async ([{ record }, { settlement }]) => ((await carryOut(h, queueUrl, record, settlement)) ? undefined : record.messageId)),
+    [...settled].map(async ([{ record, delivery }, { settlement }]) =>
+      (await settledInTrace(tracer, delivery, settlement, () => carryOut(h, queueUrl, record, settlement))) ? undefined : record.messageId,
+    ),
   );
   return { batchItemFailures: failed.filter((id): id is string => id !== undefined).map((itemIdentifier) => ({ itemIdentifier })) };
 }
@@ -200,6 +207,26 @@ async function queueUrlOfBatch(h: Host, records: SQSRecord[]): Promise<string | 
     );
     return undefined;
   });
+}
+
+/**
+ * A verified record's settlement as "function settle" in its change's trace (beside its handling,
+ * under the span that sent it): what became of the message on the queue, and how long that took.
+ */
+async function settledInTrace(tracer: Tracer | undefined, delivery: Delivery, s: Settlement, work: () => Promise<boolean>): Promise<boolean> {
+  if (!tracer || !delivery.ok) return work();
+  const span = tracer.startSpan(
+    "function settle",
+    { attributes: { "crdfn.settlement": s.action, "messaging.message.id": delivery.message.id } },
+    contextFrom(delivery.event),
+  );
+  try {
+    const handled = await work();
+    span.setAttribute("crdfn.reported_failed", !handled);
+    return handled;
+  } finally {
+    span.end();
+  }
 }
 
 /**

@@ -2,6 +2,7 @@
 // this (Lambda handler on first invocation, functions-framework start-up, the local poller).
 import { readFileSync } from "node:fs";
 import type { SQSClient } from "@aws-sdk/client-sqs";
+import type { Tracer } from "@opentelemetry/api";
 import { pino, type Logger } from "pino";
 import type { AwsCredentialIdentityProvider } from "@smithy/types";
 import { operatorResource } from "../../core/event-auth.ts";
@@ -49,6 +50,8 @@ export interface Built {
   flushTraces: (timeoutMs: number) => Promise<void>;
   /** Flushes and stops exporting: a host that stops (the local poller). */
   shutdownTraces: (timeoutMs: number) => Promise<void>;
+  /** The tracer of a host's own spans (a settlement), once tracing has started; undefined untraced. */
+  tracer: () => Promise<Tracer | undefined>;
 }
 
 /** One operator, or several sharing a queue. */
@@ -158,6 +161,7 @@ export function buildFromEnv(
     refreshKeys,
     flushTraces: async (timeoutMs) => (await tracing).flush(timeoutMs),
     shutdownTraces: async (timeoutMs) => (await tracing).shutdown(timeoutMs),
+    tracer: async () => ((await tracing).enabled ? (await tracing).tracer : undefined),
   };
 }
 

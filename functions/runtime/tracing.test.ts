@@ -12,6 +12,8 @@ import { defineOperator } from "../../core/operator.ts";
 import { createFakeKube } from "../testing/index.ts";
 import { createKubeApi } from "./kube-api-http.ts";
 import { createRuntime, handleMessage } from "./runtime.ts";
+import { lambdaHandler } from "../adapters/lambda.ts";
+import type { Context, SQSEvent } from "aws-lambda";
 import { signedForTest, testRuntimeKeys } from "../../test/support/event-key.ts";
 
 const greeter = defineOperator<{ message: string }>({
@@ -163,6 +165,41 @@ describe("function tracing", () => {
     const handle = spans.find((s) => s.name === "function handle")!;
     assert.equal(handle.attributes["messaging.receive_count"], 2);
     assert.equal(handle.attributes["crdfn.api_calls"], 4);
+  });
+
+  it("on Lambda: each record's settlement is a span of its change, and the spans are flushed before the invocation returns", async () => {
+    const kube = createFakeKube();
+    const ref = { group: "example.com", version: "v1", plural: "greetings", namespace: "default", name: "hello" };
+    const created = kube.put(ref, { apiVersion: "example.com/v1", kind: "Greeting", metadata: { name: "hello" }, spec: { message: "hi" } });
+    const exporter = new InMemorySpanExporter();
+    const tracer = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter })] }).getTracer("test");
+    const runtime = createRuntime(greeter, { api: kube, logger: pino({ level: "silent" }), clock: () => new Date(), tracer, ...testRuntimeKeys(greeter, "t") });
+    const flushed: string[][] = [];
+    const tracing = {
+      tracer,
+      enabled: true,
+      flush: () => {
+        flushed.push(exporter.getFinishedSpans().map((s) => s.name));
+        return Promise.resolve();
+      },
+      shutdown: () => Promise.resolve(),
+    };
+    const handler = lambdaHandler(greeter, { runtime, tracing });
+    const body = JSON.stringify(signedForTest(eventOf(created.metadata.uid!, created.metadata.resourceVersion!)));
+    const sent = String(Date.now() - 40);
+    const event = {
+      Records: [{ messageId: "r1", body, receiptHandle: "h", attributes: { ApproximateReceiveCount: "1", SentTimestamp: sent, MessageGroupId: "g" } }],
+    } as unknown as SQSEvent;
+    assert.deepEqual((await handler(event, {} as Context)).batchItemFailures, []);
+    assert.equal(flushed.length, 1, "flushed once, before the return");
+    assert.deepEqual(flushed[0]!.filter((n) => n === "function handle" || n === "function settle" || n === "queue wait").sort(), [
+      "function handle",
+      "function settle",
+      "queue wait",
+    ]);
+    const settle = exporter.getFinishedSpans().find((s) => s.name === "function settle")!;
+    assert.equal(settle.attributes["crdfn.settlement"], "delete");
+    assert.equal(settle.parentSpanContext?.spanId, "00f067aa0ba902b7", "beside its handling, under the span that sent it");
   });
 
   it("an event whose MAC does not verify joins no trace (dead-lettered, nothing traced)", async () => {
