@@ -33,6 +33,7 @@ import { bridgeSettingsOf, watchedResourcesOf } from "../../deploy/bridge.ts";
 import { applyDevIdentities, type DevIdentities } from "./dev-identities.ts";
 import { findUnserved, recordUnserved, unservedLine } from "../unserved.ts";
 import { KubeHttp } from "../../clients/kube-http.ts";
+import { startTracing, tracingSettings } from "../../clients/tracing.ts";
 import { buildEach, buildFromEnv, type Built } from "../../functions/runtime/entry.ts";
 import { givenSqsClient } from "../../functions/runtime/sqs-client.ts";
 import { swappableRuntime, type HandledOutcome, type Runtime } from "../../functions/runtime/runtime.ts";
@@ -126,7 +127,19 @@ export interface PipelineOptions {
   onQueueRequest?: (command: string) => void;
   /** Cloud Run's target: told about every push request the local deliverer makes (the benchmark counts and times them). */
   onPush?: (push: PushRecord) => void;
+  /**
+   * One trace per change (`crdfn dev --trace`): the bridge's and the functions' spans exported to
+   * this OTLP/HTTP endpoint (OTEL_EXPORTER_OTLP_ENDPOINT), under the service names they have as
+   * deployed (crdfn-bridge; a function crdfn-<kind>). Default: the in-process bridge untraced,
+   * the functions as their environment says.
+   */
+  tracing?: { otlpEndpoint: string };
 }
+
+const BRIDGE_SERVICE = "crdfn-bridge";
+
+/** What points a process's OpenTelemetry SDK at the collector (clients/tracing.ts reads it). */
+const tracingEnv = (o: PipelineOptions): Record<string, string> => (o.tracing ? { OTEL_EXPORTER_OTLP_ENDPOINT: o.tracing.otlpEndpoint } : {});
 
 export interface Reloaded {
   /** CRDs re-applied because the new operators generate a different one. */
@@ -234,6 +247,7 @@ function spawnBridgeOf(o: PipelineOptions & { eventKey: EventKey }, ids: DevIden
       // The cluster's key: the bridge alone holds it, and signs each event with its operator's.
       CRDFN_EVENT_KEY: formatEventKey(o.eventKey),
       ...bridgeEnv(o),
+      ...tracingEnv(o),
     },
     logLevel: o.logger.level === "silent" ? "fatal" : o.logger.level,
     ...(o.bridgeExtraNodeOptions ? { extraNodeOptions: o.bridgeExtraNodeOptions } : {}),
@@ -261,6 +275,7 @@ export async function startPipeline(given: PipelineOptions): Promise<Pipeline | 
     LOG_LEVEL: o.functionLogLevel ?? "warn",
     CRDFN_KUBE_AUTH: "kubeconfig",
     CRDFN_CLUSTER: bridgeConfig.cluster,
+    ...tracingEnv(o),
   };
   // One function process serving every operator, dispatching by the resource each event names;
   // as deployed, each operator's runtime with its own identity.
@@ -286,6 +301,8 @@ export async function startPipeline(given: PipelineOptions): Promise<Pipeline | 
   const stopFunctions = async () => {
     await consumer.stop();
     for (const built of [...retired, ...functions]) built.sqs.destroy();
+    // Their last spans reach the collector before it may stop.
+    await Promise.all([...retired, ...functions].map((built) => built.shutdownTraces(2000)));
     sqs?.destroy();
     ids?.stop();
     await tokenReaper?.release();
@@ -306,12 +323,15 @@ export async function startPipeline(given: PipelineOptions): Promise<Pipeline | 
     };
   }
   const transport = o.pubsub ? pubSubTransport(pubSubPublisher({ apiEndpoint: o.pubsub.host })) : undefined;
+  // As bridge/run.ts builds it for the deployed bridge, from the same settings.
+  const tracing = await startTracing(tracingSettings(tracingEnv(o), BRIDGE_SERVICE));
   const bridge = startBridge(bridgeConfig, {
     kubeConfig: ids?.bridgeConnection ?? o.cluster.kubeConfig,
     ...(transport ? { transport } : { sqs: sqs! }),
     logger: o.logger.child({ part: "bridge" }),
     eventKey: o.eventKey,
     ...(ids ? { credentialSource: "the dev bridge identity's ServiceAccount token" } : {}),
+    ...(tracing.enabled ? { tracer: tracing.tracer } : {}),
   });
   await bridge.ready;
   await reportUnserved(o);
@@ -338,6 +358,8 @@ export async function startPipeline(given: PipelineOptions): Promise<Pipeline | 
       await bridge.stop();
       await transport?.close();
       await stopFunctions();
+      // The last changes' spans reach the viewer before it stops.
+      await tracing.shutdown(2000);
     },
   };
 }
