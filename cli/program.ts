@@ -16,6 +16,7 @@ import { replayCommand } from "./admin/replay.ts";
 import { resyncCommand } from "./admin/resync.ts";
 import { statusCommand } from "./admin/status.ts";
 import { testCommand } from "./test-command.ts";
+import { traceCommand } from "./admin/trace.ts";
 
 export function program(): Command {
   return new Command("crdfn")
@@ -33,6 +34,7 @@ export function program(): Command {
     .addCommand(diffCommand())
     .addCommand(replayCommand())
     .addCommand(repairCommand())
+    .addCommand(traceCommand())
     .addCommand(keyCommand())
     .addCommand(generateCommand())
     .addCommand(bundleCommand())
