@@ -27,6 +27,9 @@ import { devProject } from "./local/dev-project.ts";
 import { untilSignal } from "./signals.ts";
 import { defaultKubeconfig } from "./environment.ts";
 import { watchOperators } from "./local/watch.ts";
+import { writeTraceState } from "./trace-page/state.ts";
+import { startTracePage } from "./trace-page/page.ts";
+import { startJaeger, type LocalJaeger } from "../emulator/jaeger.ts";
 
 const formatSeconds = (s: number): string => (s < 10 ? `${s.toFixed(1)}s` : `${Math.round(s)}s`);
 
@@ -82,6 +85,7 @@ interface DevOptions {
   namespace?: string[];
   project?: string;
   target: string;
+  trace?: boolean;
 }
 
 const TARGETS: readonly FunctionTarget[] = ["lambda", "cloudrun"];
@@ -92,9 +96,14 @@ function pubSubTarget(operators: ReadonlyArray<Operator<unknown>>): PubSubTarget
 }
 
 /** The cluster the options name: kind's, a kubeconfig's, else a control plane started here. */
-function target(o: DevOptions, say: (line: string) => void, pubsub: PubSubTargetOptions | undefined): Promise<DevTarget> {
+function target(o: DevOptions, say: (line: string) => void, pubsub: PubSubTargetOptions | undefined, jaeger: LocalJaeger | undefined): Promise<DevTarget> {
   if (o.kind && (o.kubeconfig || o.context)) throw new SetupError("--kind names the kind cluster itself: leave out --kubeconfig and --context");
   const queue = pubsub ? { pubsub } : {};
+  // Another cluster's API server has a tracing configuration of its own (or none), not ours.
+  if (jaeger && (o.kind || o.kubeconfig || o.context))
+    say(
+      `  the existing cluster's API server is not pointed at the trace viewer: its spans show only if its own tracing configuration exports to ${jaeger.otlpGrpc}`,
+    );
   if (o.kind) return existingTarget({ kubeconfig: kindKubeconfig(o.stateDir), context: KIND_CONTEXT, stateDir: o.stateDir, say, ...queue });
   if (o.kubeconfig || o.context)
     return existingTarget({
@@ -105,7 +114,39 @@ function target(o: DevOptions, say: (line: string) => void, pubsub: PubSubTarget
       ...queue,
     });
   if (!o.installCrds) throw new SetupError("--no-install-crds applies to an existing cluster (--kubeconfig); the embedded one starts empty");
-  return startedTarget(o.stateDir, say, pubsub);
+  return startedTarget(o.stateDir, say, pubsub, jaeger ? { tracingEndpoint: jaeger.otlpGrpc } : {});
+}
+
+const DEV_EXAMPLES =
+  "\nExamples:\n  $ crdfn dev                                          # the examples of a crdfn checkout\n" +
+  "  $ crdfn dev --operator operator.ts --apply sample.yaml  # your operator and its sample object\n" +
+  "  $ crdfn dev --target cloudrun                        # Pub/Sub and functions-framework, as on Cloud Run functions\n" +
+  "  $ crdfn dev --trace                                  # and a trace page: where each change's time went";
+
+/** The target, and with --trace the viewer first: kube-apiserver is started pointing at it. */
+async function tracedTarget(
+  o: DevOptions,
+  say: (line: string) => void,
+  pubsub: PubSubTargetOptions | undefined,
+): Promise<{ env: DevTarget; jaeger: LocalJaeger | undefined }> {
+  const jaeger = o.trace ? await startJaeger({ log: say }) : undefined;
+  try {
+    return { env: await target(o, say, pubsub, jaeger), jaeger };
+  } catch (e) {
+    await jaeger?.stop();
+    throw e;
+  }
+}
+
+/** The trace page over the viewer, named in the state dir for `crdfn trace` while it runs; returns its stop. */
+async function serveTracePage(stateDir: string, jaeger: LocalJaeger, say: (line: string) => void): Promise<() => Promise<void>> {
+  const page = await startTracePage(jaeger.query);
+  const forget = writeTraceState(stateDir, { page: page.url, query: jaeger.query, otlpHttp: jaeger.otlpHttp, otlpGrpc: jaeger.otlpGrpc });
+  say(`  traces: ${page.url} (or: crdfn trace greeting/hello-world); Jaeger's query API at ${jaeger.query}`);
+  return async () => {
+    forget();
+    await page.stop();
+  };
 }
 
 export function devCommand(): Command {
@@ -136,13 +177,12 @@ export function devCommand(): Command {
       "where the functions run, as deployed: lambda (SQS FIFO, the poller as Lambda's event source) or cloudrun (Pub/Sub ordering keys, push to functions-framework)",
       "lambda",
     )
-    .option("--log-level <level>", "bridge and function log level (pino JSON on stderr)", "warn")
-    .addHelpText(
-      "after",
-      "\nExamples:\n  $ crdfn dev                                          # the examples of a crdfn checkout\n" +
-        "  $ crdfn dev --operator operator.ts --apply sample.yaml  # your operator and its sample object\n" +
-        "  $ crdfn dev --target cloudrun                        # Pub/Sub and functions-framework, as on Cloud Run functions",
+    .option(
+      "--trace",
+      "trace every change (the bridge, the functions and kube-apiserver export to a local Jaeger, built from the Go module proxy on first use: minutes) and serve a trace page; `crdfn trace KIND/NAME` prints one in the terminal",
     )
+    .option("--log-level <level>", "bridge and function log level (pino JSON on stderr)", "warn")
+    .addHelpText("after", DEV_EXAMPLES)
     .action(async (o: DevOptions) => {
       refuseClusterRegistry();
       if (!TARGETS.includes(o.target as FunctionTarget)) throw new SetupError(`--target ${o.target}: must be ${TARGETS.join(" or ")}`);
@@ -168,8 +208,9 @@ export function devCommand(): Command {
       const examplesRunning = !o.operator || o.examples === true;
       const t0 = Date.now();
       const cloudRun = o.target === "cloudrun";
-      const env = await target(o, say, cloudRun ? pubSubTarget(operators) : undefined);
+      const { env, jaeger } = await tracedTarget(o, say, cloudRun ? pubSubTarget(operators) : undefined);
       const stopAll: Array<() => Promise<void>> = [() => env.stop()];
+      if (jaeger) stopAll.push(() => jaeger.stop());
       try {
         const logger = pino({ level: o.logLevel }, pino.destination(2));
         const pipeline = await startPipeline({
@@ -183,6 +224,7 @@ export function devCommand(): Command {
           log: say,
           identities: o.identities ? { namespaces, project, stateDir: o.stateDir } : false,
           eventKey: devEventKey(o.stateDir),
+          ...(jaeger ? { tracing: { otlpEndpoint: jaeger.otlpHttp } } : {}),
         });
         stopAll.unshift(() => pipeline.stop());
         if (o.watch) {
@@ -195,6 +237,8 @@ export function devCommand(): Command {
         say(`  kubectl --kubeconfig ${env.files.kubeconfig} get ${operators.map((op) => op.resource.plural).join(",")}`);
         say(`  environment for other tools: set -a; . ${env.files.env}; set +a`);
         if (o.watch) say(`  watching ${files.length} operator module(s) for changes`);
+        // Stopped before the viewer, whose traces go with it.
+        if (jaeger) stopAll.splice(stopAll.length - 1, 0, await serveTracePage(o.stateDir, jaeger, say));
         say(env.ownsCluster ? `  Ctrl-C stops everything.` : `  Ctrl-C stops crdfn dev; the cluster and its objects stay.`);
         // An existing cluster gets nothing but the CRDs and what --apply names.
         const toApply = [...(o.samples && examplesRunning && env.ownsCluster ? exampleSamples(files) : []), ...(o.apply ?? [])];

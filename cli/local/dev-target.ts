@@ -41,10 +41,15 @@ export interface PubSubTargetOptions {
 }
 
 /** The embedded control plane and queue, started here and stopped with crdfn dev. */
-export async function startedTarget(stateDir: string, say: (line: string) => void, pubsubTarget?: PubSubTargetOptions): Promise<DevTarget> {
+export async function startedTarget(
+  stateDir: string,
+  say: (line: string) => void,
+  pubsubTarget?: PubSubTargetOptions,
+  tracing: { tracingEndpoint?: string } = {},
+): Promise<DevTarget> {
   if (pubsubTarget) {
     // No ElasticMQ: the Cloud Run target's queue is the Pub/Sub emulator.
-    const [cluster, pubsub] = await Promise.all([startCluster({ log: say, queue: false, supervise: say }), startLocalPubSub({ log: say })]);
+    const [cluster, pubsub] = await Promise.all([startCluster({ log: say, queue: false, supervise: say, ...tracing }), startLocalPubSub({ log: say })]);
     const stop = async () => {
       await pubsub.stop();
       await cluster.stop();
@@ -58,7 +63,7 @@ export async function startedTarget(stateDir: string, say: (line: string) => voi
       throw e;
     }
   }
-  const cluster = await startCluster({ log: say, supervise: say });
+  const cluster = await startCluster({ log: say, supervise: say, ...tracing });
   try {
     return { cluster, queue: cluster.sqs, files: writeStateDir(stateDir, cluster), ownsCluster: true, stop: () => cluster.stop() };
   } catch (e) {
