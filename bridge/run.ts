@@ -3,6 +3,7 @@
 // buffered and releases the Lease before exiting 0.
 import { readFileSync } from "node:fs";
 import { sqsClient } from "../clients/sqs-client.ts";
+import { boundedRequests } from "../clients/request-bounds.ts";
 import { startTracing, tracingSettings, type TracingSettings } from "../clients/tracing.ts";
 import { inClusterConnection, serverConnection, tokenFromFile, type KubeConnection } from "../clients/kube-connection.ts";
 import { pino } from "pino";
@@ -89,7 +90,7 @@ export async function runBridgeProcess(o: RunOptions): Promise<number> {
     config.queue.topic === undefined
       ? sqsClient(
           { region: config.aws.region, ...(config.aws.endpoint === undefined ? {} : { endpoint: config.aws.endpoint }) },
-          { maxAttempts: 3, requestHandler: { connectionTimeout: 3000, requestTimeout: 15_000 } },
+          { maxAttempts: 3, requestHandler: boundedRequests(3000, 15_000) },
         )
       : undefined;
   const transport: QueueTransport = sqs

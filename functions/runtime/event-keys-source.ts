@@ -5,6 +5,7 @@
 // secret but holds no key, and a rotation reaches warm functions without a redeploy.
 import type { SecretsProvider } from "@aws-lambda-powertools/parameters/secrets";
 import type { AwsCredentialIdentityProvider } from "@smithy/types";
+import { boundedRequests } from "../../clients/request-bounds.ts";
 import type { FunctionConfig } from "./config.ts";
 
 /** The keys' text (CRDFN_EVENT_KEYS' syntax); rejects when the secret store cannot be read. */
@@ -40,7 +41,7 @@ export function eventKeysSource(config: FunctionConfig, credentials: () => AwsCr
       credentials: credentials(),
       // One retry at most: the batch, not the SDK, waits out an outage (the messages are deferred).
       maxAttempts: 2,
-      requestHandler: { connectionTimeout: 3000, requestTimeout: SECRET_REQUEST_TIMEOUT_MS },
+      requestHandler: boundedRequests(3000, SECRET_REQUEST_TIMEOUT_MS),
     });
     return new SecretsProvider({ awsSdkV3Client: client });
   };

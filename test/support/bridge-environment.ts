@@ -5,6 +5,7 @@ import { once } from "node:events";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import { pino, type Logger } from "pino";
 import { loadBridgeConfig, type BridgeConfig } from "../../bridge/config.ts";
+import { boundedRequests } from "../../clients/request-bounds.ts";
 import { sqsClient } from "../../clients/sqs-client.ts";
 import type { LocalCluster } from "../../emulator/types.ts";
 import { CRONTAB_RESOURCE, installCrontabCrd } from "./crontabs.ts";
@@ -13,7 +14,7 @@ import { TEST_EVENT_KEY_ENV } from "./event-key.ts";
 
 /** Fails fast while the queue is down (outage tests), instead of the SDK's long retries. */
 export function sqsClientFor(cluster: LocalCluster): SQSClient {
-  return sqsClient(cluster.sqs, { maxAttempts: 2, requestHandler: { connectionTimeout: 2000, requestTimeout: 10_000 } });
+  return sqsClient(cluster.sqs, { maxAttempts: 2, requestHandler: boundedRequests(2000, 10_000) });
 }
 
 /** What every bridge test file stands on: a cluster (test-cluster.ts) with the CronTab CRD and a queue client. */
