@@ -32,6 +32,10 @@ const change = {
     span(T, "01", "bridge change", 1000, 12, "p1", [], { "crdfn.object": "example.com/greetings/default/hello-world", "crdfn.cause": "watch" }),
     span(T, "04", "kube PUT greetings", 1030, 8, "p2", [["CHILD_OF", T, "03"]]),
     span(T, "02", "bridge hold", 1000, 5, "p1", [["CHILD_OF", T, "01"]]),
+    // Steps that start in the same millisecond, in the order they run, whatever Jaeger's.
+    span(T, "07", "function write", 1012, 1, "p2", [["CHILD_OF", T, "03"]]),
+    span(T, "06", "reconcile", 1012, 0, "p2", [["CHILD_OF", T, "03"]]),
+    span(T, "05", "function read", 1012, 0, "p2", [["CHILD_OF", T, "03"]]),
   ],
 };
 const apiserver = {
@@ -53,6 +57,9 @@ describe("a change's trace, assembled", () => {
         [0, "crdfn-bridge", "bridge change", false],
         [1, "crdfn-bridge", "bridge hold", false],
         [1, "crdfn-greeting", "function handle", false],
+        [2, "crdfn-greeting", "function read", false],
+        [2, "crdfn-greeting", "reconcile", false],
+        [2, "crdfn-greeting", "function write", false],
         [2, "crdfn-greeting", "kube PUT greetings", false],
         [3, "apiserver", "PUT /apis/example.com/v1/namespaces/{:namespace}/greetings/{:name}/status", true],
         [4, "apiserver", "Update", false],
@@ -67,7 +74,7 @@ describe("a change's trace, assembled", () => {
     assert.match(lines[0]!, /example\.com\/greetings\/default\/hello-world {2}\(watch\) 40\.0 ms {2}trace a{32}$/);
     assert.equal(lines[1], `     0.0     12.0  |██████              |  crdfn-bridge: bridge change`);
     assert.equal(
-      lines[5],
+      lines[8],
       `    31.0      6.0  |               ███  |        ↪ apiserver: PUT /apis/example.com/v1/namespaces/{:namespace}/greetings/{:name}/status`,
     );
   });

@@ -157,6 +157,13 @@ async function withLinked(query: string, t: JaegerTrace): Promise<Change> {
   return assemble(t, linked);
 }
 
+/**
+ * A function's steps in the order they run (functions/runtime/steps.ts names them): their clock
+ * reads whole milliseconds, so steps that start in the same one tie, and this breaks the tie.
+ */
+const STEPS = ["queue wait", "function read", "reconcile", "effects", "finalize", "function write", "function settle"];
+const stepRank = (name: string): number => (STEPS.includes(name) ? STEPS.indexOf(name) : STEPS.length);
+
 /** The change's spans and the linked traces' as one tree, depth first. */
 export function assemble(t: JaegerTrace, linked: readonly JaegerTrace[]): Change {
   const flat: Array<Omit<TraceSpan, "depth">> = [];
@@ -188,7 +195,7 @@ export function assemble(t: JaegerTrace, linked: readonly JaegerTrace[]): Change
   }
   const spans: TraceSpan[] = [];
   const walk = (at: string | undefined, depth: number): void => {
-    for (const s of (children.get(at) ?? []).sort((a, b) => a.startUs - b.startUs)) {
+    for (const s of (children.get(at) ?? []).sort((a, b) => a.startUs - b.startUs || stepRank(a.name) - stepRank(b.name) || a.durationUs - b.durationUs)) {
       spans.push({ ...s, depth });
       walk(s.spanId, depth + 1);
     }
