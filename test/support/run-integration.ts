@@ -20,6 +20,7 @@ import slowestReporter from "./slowest-reporter.ts";
 const LONGEST_FIRST = [
   "readme-commands",
   "package-install",
+  "trace-viewer",
   "bridge-start-work",
   "stale-snapshots",
   "api-server-hang",
