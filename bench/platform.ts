@@ -76,6 +76,8 @@ export async function runPlatformBench(
   const reaper = startReaper();
   const sqs = sqsClient(cluster.sqs);
   const runs: PlatformRun[] = [];
+  // Beside the two systems' runs, not among them: the bars compare crdfn untraced.
+  let traced: PlatformRun | undefined;
   try {
     await installCrds(cluster.kubeConfig, platformOperators(p.kinds));
     // The controller-manager watches every new kind too: counted before either system starts, so
@@ -98,15 +100,14 @@ export async function runPlatformBench(
     // One system at a time: the API server's counters and watch gauge have no client label, so
     // what each system asked of it is told apart by time alone.
     runs.push(await runPlatform("crdfn", kinds, cluster, sqs, controllerRuntime.path, reaper, options));
-    if (p.traced) runs.push(await runPlatform("crdfn", kinds, cluster, sqs, controllerRuntime.path, reaper, { ...options, traced: true }));
+    if (p.traced) traced = await runPlatform("crdfn", kinds, cluster, sqs, controllerRuntime.path, reaper, { ...options, traced: true });
     runs.push(await runPlatform("controller-runtime", kinds, cluster, sqs, controllerRuntime.path, reaper, options));
   } finally {
     sqs.destroy();
     await reaper.release();
     await cluster.stop();
   }
-  const [crdfn, cr] = [runs[0], runs.at(-1)] as [PlatformRun, PlatformRun];
-  const traced = runs.find((r) => r.traced);
+  const [crdfn, cr] = runs as [PlatformRun, PlatformRun];
   const bars = checkBars(crdfn, cr);
   const result = {
     startedAt,
@@ -125,19 +126,22 @@ export async function runPlatformBench(
     },
     build: controllerRuntime,
     runs,
+    traced: traced ?? null,
     bars,
   };
   const path = o.json ?? join(packageRoot, "bench-results", `platform-${startedAt.replace(/[:.]/g, "-")}.json`);
   mkdirSync(dirname(path), { recursive: true });
   writeFileSync(path, `${JSON.stringify(result, null, 2)}\n`);
-  const header =
-    `bench:platform — ${p.kinds} kinds × ${p.objects} objects, ${p.rate} changes/s for ${p.duration} s, idle ${p.idle} s` +
-    `${p.split ? " (--split: the cluster side on CPU 0; ElasticMQ, the poller and functions, and the driver on CPU 1)" : ""}` +
-    `${p.queueInMemory ? " (--queue-in-memory: ElasticMQ without its H2 store)" : ""}; ` +
-    `${result.machine.cpus} cores, node ${process.version}, ${startedAt}`;
   const breakdown = traced ? `\n\n${formatTracedPlatform(crdfn, traced)}` : "";
-  return { path, report: `${header}\n\n${formatPlatformReport(crdfn, cr, bars)}${breakdown}` };
+  return { path, report: `${headerOf(p, startedAt)}\n\n${formatPlatformReport(crdfn, cr, bars)}${breakdown}` };
 }
+
+/** The report's first line: what ran, on what machine. */
+const headerOf = (p: Options, startedAt: string): string =>
+  `bench:platform — ${p.kinds} kinds × ${p.objects} objects, ${p.rate} changes/s for ${p.duration} s, idle ${p.idle} s` +
+  `${p.split ? " (--split: the cluster side on CPU 0; ElasticMQ, the poller and functions, and the driver on CPU 1)" : ""}` +
+  `${p.queueInMemory ? " (--queue-in-memory: ElasticMQ without its H2 store)" : ""}; ` +
+  `${cpus().length} cores, node ${process.version}, ${startedAt}`;
 
 function platformCommand(): Command {
   return new Command("npm run bench:platform --")
