@@ -1,6 +1,7 @@
 // Shared set-up for the functions' end-to-end tests: a real cluster and queue, the CRDs installed,
 // key events published the way the bridge does (core/event.ts is the interface between the two).
 import { Writable } from "node:stream";
+import type { Tracer } from "@opentelemetry/api";
 import { PurgeQueueCommand, ReceiveMessageCommand, SendMessageCommand, type SQSClient, type Message } from "@aws-sdk/client-sqs";
 import { CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
 import { pino, type Logger } from "pino";
@@ -122,7 +123,7 @@ export async function installCrd(api: KubeApi, op: Operator<unknown>): Promise<v
 export async function startTestBridge(
   env: Env,
   resources: string,
-  o: { asDeployed?: boolean; settings?: Record<string, string> } = {},
+  o: { asDeployed?: boolean; settings?: Record<string, string>; tracer?: Tracer } = {},
 ): Promise<RunningBridge> {
   const { sqs: q } = env.cluster;
   const config = loadBridgeConfig({
@@ -139,12 +140,18 @@ export async function startTestBridge(
   });
   if (o.asDeployed && !env.identities) throw new Error("startTestBridge asDeployed: the environment has no identities");
   const kubeConfig = o.asDeployed && env.identities ? env.identities.bridgeConnection : env.cluster.kubeConfig;
-  const bridge = startBridge(config, { eventKey: TEST_EVENT_KEY, kubeConfig, sqs: env.sqs, logger: env.logger.child({ component: "bridge" }) });
+  const bridge = startBridge(config, {
+    eventKey: TEST_EVENT_KEY,
+    kubeConfig,
+    sqs: env.sqs,
+    logger: env.logger.child({ component: "bridge" }),
+    ...(o.tracer ? { tracer: o.tracer } : {}),
+  });
   await bridge.ready;
   return bridge;
 }
 
-export function runtimeFor(env: Env, op: Operator<unknown>, opts: { api?: KubeApi } = {}): Runtime {
+export function runtimeFor(env: Env, op: Operator<unknown>, opts: { api?: KubeApi; tracer?: Tracer } = {}): Runtime {
   const clock = () => new Date();
   const asDeployed = env.identities ? createKubeApi({ connection: env.identities.functionConnection(op) }) : env.api;
   return createRuntime(op, {
@@ -153,6 +160,7 @@ export function runtimeFor(env: Env, op: Operator<unknown>, opts: { api?: KubeAp
     metrics: createRuntimeMetrics(env.registry, CLUSTER),
     clock,
     ...testRuntimeKeys(op, CLUSTER),
+    ...(opts.tracer ? { tracer: opts.tracer } : {}),
   });
 }
 

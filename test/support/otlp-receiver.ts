@@ -1,7 +1,9 @@
 // A real OTLP/HTTP traces receiver for tests: what the OpenTelemetry exporter sends
 // (ExportTraceServiceRequest, protobuf, POST /v1/traces), decoded with the protobuf wire format
-// for the fields a test asserts on, so a test reads the spans as a collector would get them.
+// for the fields a test asserts on, so a test reads the spans as a collector would get them. With
+// `grpc`, also OTLP over gRPC, which is all kube-apiserver exports (its TracingConfiguration).
 import { createServer, type Server } from "node:http";
+import { createServer as createH2Server, type Http2Server, type ServerHttp2Session } from "node:http2";
 import { gunzipSync } from "node:zlib";
 import type { AddressInfo } from "node:net";
 
@@ -19,11 +21,21 @@ export interface ReceivedSpan {
   statusCode: number;
   /** service.name of the resource that sent it. */
   service: string;
+  /** Its span links: the other traces it follows from (decodeTraces always fills it in). */
+  links?: ReceivedLink[];
+}
+
+export interface ReceivedLink {
+  traceId: string;
+  spanId: string;
+  attributes: Record<string, string | number | boolean>;
 }
 
 export interface OtlpReceiver {
   /** The base URL, as OTEL_EXPORTER_OTLP_ENDPOINT takes it. */
   endpoint: string;
+  /** With `grpc`: the OTLP/gRPC host:port (plaintext), as kube-apiserver's TracingConfiguration takes it. */
+  grpcEndpoint?: string;
   spans: ReceivedSpan[];
   /** How many export requests arrived. */
   requests: number;
@@ -101,6 +113,10 @@ export function decodeTraces(body: Buffer): ReceivedSpan[] {
           attributes: attributesOf(sub(f, 9)),
           statusCode: Number(status.find((x) => x.no === 3)?.varint ?? 0n),
           service: String(resource["service.name"] ?? ""),
+          links: sub(f, 13).map((l) => {
+            const lf = fieldsOf(l);
+            return { traceId: sub(lf, 1)[0]?.toString("hex") ?? "", spanId: sub(lf, 2)[0]?.toString("hex") ?? "", attributes: attributesOf(sub(lf, 4)) };
+          }),
         });
       }
     }
@@ -108,8 +124,53 @@ export function decodeTraces(body: Buffer): ReceivedSpan[] {
   return spans;
 }
 
-/** Starts a receiver on a free loopback port. */
-export async function startOtlpReceiver(): Promise<OtlpReceiver> {
+const GRPC_EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export";
+
+/**
+ * OTLP/gRPC on plaintext HTTP/2, written out rather than through a gRPC library: one unary
+ * method, whose request is the same ExportTraceServiceRequest as the HTTP body, each message
+ * framed by a compressed flag and a 4-byte length; answered with an empty response and grpc-status 0.
+ */
+async function startGrpcReceiver(onSpans: (spans: ReceivedSpan[]) => void): Promise<{ endpoint: string; close(): void }> {
+  const server: Http2Server = createH2Server();
+  const sessions = new Set<ServerHttp2Session>();
+  server.on("session", (session) => {
+    sessions.add(session);
+    session.on("close", () => sessions.delete(session));
+  });
+  server.on("stream", (stream, headers) => {
+    const chunks: Buffer[] = [];
+    stream.on("data", (c: Buffer) => chunks.push(c));
+    stream.on("end", () => {
+      if (headers[":path"] !== GRPC_EXPORT) {
+        stream.respond({ ":status": 200, "content-type": "application/grpc", "grpc-status": "12" }, { endStream: true });
+        return;
+      }
+      const raw = Buffer.concat(chunks);
+      for (let at = 0; at + 5 <= raw.length;) {
+        const length = raw.readUInt32BE(at + 1);
+        const message = raw.subarray(at + 5, at + 5 + length);
+        onSpans(decodeTraces(raw[at] === 1 ? gunzipSync(message) : message));
+        at += 5 + length;
+      }
+      stream.respond({ ":status": 200, "content-type": "application/grpc" }, { waitForTrailers: true });
+      stream.on("wantTrailers", () => stream.sendTrailers({ "grpc-status": "0" }));
+      stream.end(Buffer.from([0, 0, 0, 0, 0]));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    endpoint: `127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => {
+      server.close();
+      // Its clients (kube-apiserver) keep their sessions open; closing must not wait for them.
+      for (const session of sessions) session.destroy();
+    },
+  };
+}
+
+/** Starts a receiver on a free loopback port (and, with `grpc`, an OTLP/gRPC one beside it). */
+export async function startOtlpReceiver(o: { grpc?: boolean } = {}): Promise<OtlpReceiver> {
   const receiver = { spans: [] as ReceivedSpan[], requests: 0 };
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -128,13 +189,22 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
+  const grpc = o.grpc
+    ? await startGrpcReceiver((spans) => {
+        receiver.requests++;
+        receiver.spans.push(...spans);
+      })
+    : undefined;
   return Object.assign(receiver, {
     endpoint: `http://127.0.0.1:${port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
+    ...(grpc ? { grpcEndpoint: grpc.endpoint } : {}),
+    close: async () => {
+      await new Promise<void>((resolve) => {
         server.close(() => resolve());
         // The exporter keeps its connection alive; a test's end need not wait for it to idle out.
         server.closeAllConnections();
-      }),
+      });
+      grpc?.close();
+    },
   });
 }

@@ -37,8 +37,11 @@ export interface TestClusterOptions {
   file: string;
   /** Further namespaces to create, by suffix (see ns()). */
   namespaces?: readonly string[];
-  /** Servers of its own, for a file that stops or kills them (outages, restarts); with startCluster's options. */
-  own?: boolean | Pick<StartOptions, "controllerManager" | "queue">;
+  /**
+   * Servers of its own, for a file that stops or kills them (outages, restarts), or whose API
+   * server exports its spans (tracingEndpoint); with startCluster's options.
+   */
+  own?: boolean | Pick<StartOptions, "controllerManager" | "queue" | "tracingEndpoint">;
   /** No other file on the shared control planes meanwhile (it holds every lane). */
   alone?: boolean;
   /**
