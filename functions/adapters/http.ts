@@ -17,6 +17,7 @@ import { pino, type Logger } from "pino";
 import { ConfigError } from "../../core/config-error.ts";
 import { fromCloudEvent, fromPushBody } from "../../clients/queue-message.ts";
 import { buildFromEnv, TRACE_FLUSH_MS, type Served } from "../runtime/entry.ts";
+import type { Tracing } from "../../clients/tracing.ts";
 import type { RuntimeMetrics } from "../runtime/metrics.ts";
 import { messageHandled } from "../runtime/outcome.ts";
 import { handleMessage, type Runtime } from "../runtime/runtime.ts";
@@ -37,6 +38,8 @@ export interface HttpDeps {
   metrics?: (cluster: string) => RuntimeMetrics;
   /** A message deferred for an outage longer than this is left to the dead-letter topic. Default 6 h. */
   maxDeferSeconds?: number;
+  /** With `runtime`: the tracing flushed before each answer (built from the environment otherwise). */
+  tracing?: Tracing;
 }
 
 function hostOf(served: Served, deps: HttpDeps): PushHost {
@@ -46,7 +49,7 @@ function hostOf(served: Served, deps: HttpDeps): PushHost {
   const clock = deps.clock ?? (() => new Date());
   let runtime = deps.runtime;
   let logger = deps.logger;
-  let flushTraces: PushHost["flushTraces"];
+  let flushTraces: PushHost["flushTraces"] = deps.tracing ? (timeoutMs) => deps.tracing!.flush(timeoutMs) : undefined;
   if (!runtime) {
     const metrics = deps.metrics ?? (onCloudRun ? (cluster: string) => cloudLoggingMetrics(cluster, (line) => process.stdout.write(line)) : undefined);
     const built = buildFromEnv(served, env, {

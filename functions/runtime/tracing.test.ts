@@ -13,6 +13,7 @@ import { createFakeKube } from "../testing/index.ts";
 import { createKubeApi } from "./kube-api-http.ts";
 import { createRuntime, handleMessage } from "./runtime.ts";
 import { lambdaHandler } from "../adapters/lambda.ts";
+import { httpHandler } from "../adapters/http.ts";
 import type { Context, SQSEvent } from "aws-lambda";
 import { signedForTest, testRuntimeKeys } from "../../test/support/event-key.ts";
 
@@ -200,6 +201,47 @@ describe("function tracing", () => {
     const settle = exporter.getFinishedSpans().find((s) => s.name === "function settle")!;
     assert.equal(settle.attributes["crdfn.settlement"], "delete");
     assert.equal(settle.parentSpanContext?.spanId, "00f067aa0ba902b7", "beside its handling, under the span that sent it");
+  });
+
+  it("on Cloud Run: a push request's spans are flushed before it is answered, its queue wait from the message's publishTime", async () => {
+    const kube = createFakeKube();
+    const ref = { group: "example.com", version: "v1", plural: "greetings", namespace: "default", name: "hello" };
+    const created = kube.put(ref, { apiVersion: "example.com/v1", kind: "Greeting", metadata: { name: "hello" }, spec: { message: "hi" } });
+    const exporter = new InMemorySpanExporter();
+    const tracer = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter })] }).getTracer("test");
+    const runtime = createRuntime(greeter, { api: kube, logger: pino({ level: "silent" }), clock: () => new Date(), tracer, ...testRuntimeKeys(greeter, "t") });
+    const order: string[] = [];
+    const tracing = {
+      tracer,
+      enabled: true,
+      flush: () => {
+        order.push(`flush ${exporter.getFinishedSpans().filter((s) => s.name === "function handle").length}`);
+        return Promise.resolve();
+      },
+      shutdown: () => Promise.resolve(),
+    };
+    const handler = httpHandler(greeter, { runtime, tracing, env: {} });
+    const publishTime = new Date(Date.now() - 30).toISOString();
+    const data = Buffer.from(JSON.stringify(signedForTest(eventOf(created.metadata.uid!, created.metadata.resourceVersion!)))).toString("base64");
+    const push = { message: { data, messageId: "p1", publishTime, attributes: {} }, subscription: "projects/p/subscriptions/s", deliveryAttempt: 1 };
+    const req = { rawBody: Buffer.from(JSON.stringify(push)), body: push, get: () => undefined };
+    let status = 0;
+    const res = {
+      status(code: number) {
+        status = code;
+        order.push(`answer ${code}`);
+        return this;
+      },
+      json() {
+        return this;
+      },
+    };
+    await handler(req as unknown as Parameters<typeof handler>[0], res as unknown as Parameters<typeof handler>[1]);
+    assert.equal(status, 200);
+    assert.deepEqual(order, ["flush 1", "answer 200"]);
+    const wait = exporter.getFinishedSpans().find((s) => s.name === "queue wait")!;
+    assert.equal(wait.attributes["messaging.system"], "gcp_pubsub");
+    assert.equal(startMs(wait), Date.parse(publishTime));
   });
 
   it("an event whose MAC does not verify joins no trace (dead-lettered, nothing traced)", async () => {
