@@ -9,6 +9,8 @@
 // handled (not failed) and writes nothing to the live object's child.
 // Both the checkout's example and a project `crdfn init` made, packaged as its user packages it;
 // the latter's event is the one the bridge itself published and signed, not one signed here.
+// Traced (OTEL_EXPORTER_OTLP_ENDPOINT), the zip's spans reach a real OTLP receiver before the
+// invocation returns: Lambda freezes the process once it has.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
@@ -40,6 +42,7 @@ import {
 import { packageCheckout, serverlessPackage, unzip, type CfnResource } from "./support/serverless-package.ts";
 import { makeProject, type Project } from "./support/projects.ts";
 import { startMoto, type Moto } from "./support/moto.ts";
+import { startOtlpReceiver } from "./support/otlp-receiver.ts";
 import { projectFiles, projectNames } from "../cli/generate/init-templates.ts";
 import { packageRoot } from "../emulator/paths.ts";
 import type { RunningBridge } from "../bridge/bridge.ts";
@@ -54,6 +57,8 @@ describe("the packaged Lambda in the real Lambda runtime (RIE + aws-lambda-ric)"
   let lambda: LocalLambda | undefined;
   let identities: DevIdentities | undefined;
   let refused: Cr;
+  /** The unzipped task root and the function's environment, as the first test started it. */
+  let deployed: { root: string; environment: Record<string, string> } | undefined;
 
   before(async () => {
     // First run only: builds RIE (Go) and installs aws-lambda-ric (its native part compiles), minutes.
@@ -148,6 +153,7 @@ describe("the packaged Lambda in the real Lambda runtime (RIE + aws-lambda-ric)"
       [],
       "every variable of the template is set",
     );
+    deployed = { root, environment };
     lambda = await startLocalLambda({
       taskRoot: root,
       handler: fn.handler,
@@ -243,6 +249,62 @@ describe("the packaged Lambda in the real Lambda runtime (RIE + aws-lambda-ric)"
     const cr = await crs.get("reborn");
     assert.equal(cr?.metadata?.uid, second.metadata?.uid);
     assert.equal(ready(cr)?.status, "True");
+  });
+
+  it("traced, exports its spans to the collector before the invocation returns: its handling, in the change's trace, and its API requests", async () => {
+    assert.ok(deployed, "the zip unpacked and its environment made (above)");
+    const receiver = await startOtlpReceiver();
+    let traced: LocalLambda | undefined;
+    try {
+      const crs = crApi(env, op);
+      const { fifo } = env.cluster.sqs.queues;
+      const cr = await crs.create("traced", { message: "traced" });
+      // As the bridge carries a change's context (core/event.ts traceparent, under the MAC).
+      const traceId = "5bf92f3577b34da6a3ce929d0e0e4736";
+      await publish(env, { ...(await announcedEvent(env, op, cr)), traceparent: `00-${traceId}-00f067aa0ba902b7-01` });
+      let batch: Message[] = [];
+      await waitFor("the message for traced", async () => (batch = [...batch, ...(await receiveAll(env, fifo, 120))]).length >= 1);
+      traced = await startLocalLambda({
+        taskRoot: deployed.root,
+        handler: fn.handler,
+        environment: { ...deployed.environment, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint },
+        functionName: fn.name,
+        timeoutSeconds: fn.timeout,
+        memoryMiB: fn.memory,
+        region: env.cluster.sqs.region,
+      });
+      const invoked = performance.now();
+      const response = await traced.invoke(lambdaEvent(batch, fifo));
+      const invokeMs = performance.now() - invoked;
+      // What the receiver holds now, not later: only a flush before the return puts it there.
+      const spans = [...receiver.spans];
+      assert.equal(response.status, 200, traced.logTail());
+      assert.deepEqual((response.body as { batchItemFailures: unknown[] }).batchItemFailures, [], traced.logTail());
+      const names = spans.map((s) => s.name).join(", ");
+      const handle = spans.find((s) => s.name === "function handle");
+      assert.ok(handle, `function handle among: ${names}`);
+      assert.equal(handle.traceId, traceId);
+      assert.equal(handle.parentSpanId, "00f067aa0ba902b7");
+      assert.equal(handle.service, "crdfn-greeting");
+      assert.equal(handle.attributes["crdfn.outcome"], "success");
+      assert.equal(handle.attributes["crdfn.object"], `${CLUSTER}/${op.resource.group}/${op.resource.plural}/${env.cluster.namespace}/traced`);
+      const inTrace = spans.filter((s) => s.traceId === traceId);
+      const kube = inTrace.filter((s) => s.name.startsWith("kube "));
+      assert.ok(kube.length > 0, `a kube span among: ${names}`);
+      assert.ok(
+        kube.some((s) => s.name === "kube PUT greetings" && s.attributes["http.response.status_code"] === 200),
+        `the status write among: ${names}`,
+      );
+      const byId = new Map(inTrace.map((s) => [s.spanId, s]));
+      for (const s of kube) assert.ok(byId.has(s.parentSpanId), `${s.name} is under a span of the trace`);
+      assert.equal(inTrace.find((s) => s.name === "queue wait")?.attributes["messaging.system"], "aws_sqs");
+      assert.equal(inTrace.find((s) => s.name === "function settle")?.attributes["crdfn.settlement"], "delete");
+      console.error(`# traced invocation: ${invokeMs.toFixed(0)} ms, ${spans.length} spans in ${receiver.requests} export request(s): ${names}`);
+      for (const m of batch) await env.sqs.send(new DeleteMessageCommand({ QueueUrl: fifo, ReceiptHandle: m.ReceiptHandle }));
+    } finally {
+      await traced?.stop();
+      await receiver.close();
+    }
   });
 });
 
