@@ -78,9 +78,15 @@ describe("where a change's time goes, from its spans", () => {
 
   it("spreads the stages over the changes the bridge began in the window, and names what never arrived", () => {
     const spans = [...change("a", 0), ...change("b", 1000), ...change("c", 5000)];
-    const b = stageBreakdown(spans, { fromMs: T0, toMs: T0 + 2000 });
-    assert.equal(b.changes, 2);
+    const unsent = { ...span("d", "bridge change", 1500, 1510), attributes: { "crdfn.cause": "child", "crdfn.outcome": "withdrawn" } };
+    const b = stageBreakdown([...spans, unsent], { fromMs: T0, toMs: T0 + 2000 });
+    assert.equal(b.changes, 3);
     assert.equal(b.handled, 2);
+    assert.deepEqual(b.unhandled, { "child withdrawn": 1 });
+    assert.match(
+      formatStages(b, { samples: 2, p50Ms: 80, p95Ms: 90, p99Ms: 95, maxMs: 99, meanMs: 85 }),
+      /3 changes traced, 2 handled by a function \(the others by the bridge's cause and outcome: child withdrawn 1\)/,
+    );
     assert.deepEqual(b.stages.queue, { samples: 2, p50Ms: 20, p99Ms: 20 });
     assert.deepEqual(b.missing, ["queue wait"]);
     const onlyBridge = stageBreakdown(spans.filter((s) => s.name.startsWith("bridge")));

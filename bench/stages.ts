@@ -22,6 +22,8 @@ export interface StageBreakdown {
   stages: Record<Stage, Spread>;
   /** From the bridge seeing the change to the end of its last handling. */
   traced: Spread;
+  /** The changes no function handled, by the bridge's cause and outcome on their root ("<cause> <outcome>"). */
+  unhandled: Record<string, number>;
   /** Span names a stage reads that no trace in the window held: those stages are computed without them (or not at all). */
   missing: string[];
 }
@@ -96,6 +98,17 @@ const spread = (values: readonly number[]): Spread => {
   return { samples: sorted.length, p50Ms: r1(percentile(sorted, 50)), p99Ms: r1(percentile(sorted, 99)) };
 };
 
+function unhandledOf(traces: ReadonlyArray<readonly ReceivedSpan[]>): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const t of traces) {
+    if (t.some((s) => s.name === "function handle")) continue;
+    const a = t.find((s) => s.name === "bridge change")?.attributes ?? {};
+    const key = `${String(a["crdfn.cause"] ?? "?")} ${String(a["crdfn.outcome"] ?? "?")}`;
+    out[key] = (out[key] ?? 0) + 1;
+  }
+  return out;
+}
+
 /** Which of the spans the stages read never appeared (say, a side that does not emit them yet). */
 function missingNames(spans: readonly ReceivedSpan[]): string[] {
   const wanted: Array<[string, (s: ReceivedSpan) => boolean]> = [
@@ -117,16 +130,25 @@ export function stageBreakdown(spans: readonly ReceivedSpan[], window?: { fromMs
   const traces = new Map<string, ReceivedSpan[]>();
   for (const s of spans) traces.set(s.traceId, [...(traces.get(s.traceId) ?? []), s]);
   const inWindow = (root: ReceivedSpan) => window === undefined || (ms(root.startNs) >= window.fromMs && ms(root.startNs) < window.toMs);
-  const per = [...traces.values()].filter((t) => t.some((s) => s.name === "bridge change" && inWindow(s))).map(changeStages);
+  const mine = [...traces.values()].filter((t) => t.some((s) => s.name === "bridge change" && inWindow(s)));
+  const per = mine.map(changeStages);
   const values = (key: Stage | "tracedMs") => per.flatMap((p) => (p[key] === undefined ? [] : [p[key]]));
   return {
     changes: per.length,
     handled: values("tracedMs").length,
     stages: Object.fromEntries(STAGES.map((stage) => [stage, spread(values(stage))])) as Record<Stage, Spread>,
     traced: spread(values("tracedMs")),
+    unhandled: unhandledOf(mine),
     missing: missingNames(spans),
   };
 }
+
+const unhandledLine = (u: Record<string, number>): string =>
+  Object.keys(u).length === 0
+    ? ""
+    : ` (the others by the bridge's cause and outcome: ${Object.entries(u)
+        .map(([k, n]) => `${k} ${n}`)
+        .join(", ")})`;
 
 const fmt = (x: number): string => (Number.isFinite(x) ? x.toFixed(1) : "–");
 
@@ -143,7 +165,7 @@ export function formatStages(b: StageBreakdown, endToEnd: LatencySummary): strin
     ...rows.map(([name, s]) => `${name.padEnd(width)} | ${String(s.samples).padStart(7)} | ${fmt(s.p50Ms).padStart(7)} | ${fmt(s.p99Ms).padStart(7)}`),
   ];
   const notes = [
-    `${b.changes} changes traced, ${b.handled} handled by a function`,
+    `${b.changes} changes traced, ${b.handled} handled by a function${unhandledLine(b.unhandled)}`,
     ...(b.missing.length ? [`no span named ${b.missing.map((m) => `"${m}"`).join(", ")} arrived: the stages reading them are computed without them`] : []),
   ];
   return [...lines, ...notes].join("\n");
