@@ -15,6 +15,7 @@ import { sameJson } from "../../core/canonical-json.ts";
 import { failureStatus, nextReconcile, previousAttempts } from "./status.ts";
 import type { EventContext } from "./event-context.ts";
 import { EFFECTS_ERROR, EffectsThrew, FinalizeThrew } from "./user-code.ts";
+import { step } from "./steps.ts";
 
 export const RECONCILE_ERROR = "ReconcileError";
 export const FINALIZE_ERROR = "FinalizeError";
@@ -33,11 +34,11 @@ export async function onFailure(ctx: EventContext, object: KubeObject, error: un
       return { result: "success", detail: "object is gone" };
     }
     if (verdict.kind === "permanent") {
-      await recordFailure(ctx, object, verdict.reason, verdict.message, false, undefined, references);
+      await step(ctx, "function write", () => recordFailure(ctx, object, verdict.reason, verdict.message, false, undefined, references), FAILURE_WRITE);
       return { result: "permanent", detail: verdict.reason };
     }
     const retry = retryOf(object, error, verdict);
-    await recordFailure(ctx, object, retry.reason, verdict.message, true, retry, references);
+    await step(ctx, "function write", () => recordFailure(ctx, object, retry.reason, verdict.message, true, retry, references), FAILURE_WRITE);
     return { result: "retry-later", delaySeconds: retry.delaySeconds, detail: `${retry.reason}: ${verdict.message}` };
   } catch (writeError) {
     const writeVerdict = classify(writeError);
@@ -46,6 +47,9 @@ export async function onFailure(ctx: EventContext, object: KubeObject, error: un
     return await unrecordable(ctx, object, verdict, writeError);
   }
 }
+
+/** A "function write" span of a failure's record (steps.ts), beside a success's. */
+const FAILURE_WRITE = { "crdfn.write": "failure" };
 
 interface Retry {
   reason: string;

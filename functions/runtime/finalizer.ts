@@ -28,10 +28,16 @@ async function ensureFinalizer(ctx: EventContext, object: KubeObject): Promise<K
   const ours = ctx.operator.finalizer;
   const finalizers = object.metadata.finalizers ?? [];
   if (!ours || finalizers.includes(ours)) return object;
-  return ctx.api.mergePatch(
-    ctx.ref,
-    { metadata: { resourceVersion: object.metadata.resourceVersion, finalizers: [...finalizers, ours] } },
-    ctx.operator.fieldManager,
+  return step(
+    ctx,
+    "function write",
+    () =>
+      ctx.api.mergePatch(
+        ctx.ref,
+        { metadata: { resourceVersion: object.metadata.resourceVersion, finalizers: [...finalizers, ours] } },
+        ctx.operator.fieldManager,
+      ),
+    { "crdfn.write": "finalizer" },
   );
 }
 
@@ -68,10 +74,16 @@ async function finalizeObject(ctx: EventContext, object: KubeObject): Promise<Ou
     }
     if (!result.done) return await finalizeLater(ctx, object, result.retryAfterSeconds ?? DEFAULT_FINALIZE_RETRY_SECONDS);
   }
-  await ctx.api.mergePatch(
-    ctx.ref,
-    { metadata: { resourceVersion: object.metadata.resourceVersion, finalizers: finalizers.filter((f) => f !== ours) } },
-    ctx.operator.fieldManager,
+  await step(
+    ctx,
+    "function write",
+    () =>
+      ctx.api.mergePatch(
+        ctx.ref,
+        { metadata: { resourceVersion: object.metadata.resourceVersion, finalizers: finalizers.filter((f) => f !== ours) } },
+        ctx.operator.fieldManager,
+      ),
+    { "crdfn.write": "finalizer" },
   );
   return { result: "success", detail: "finalized" };
 }

@@ -232,6 +232,7 @@ function announced(ctx: EventContext): KubeObject | undefined {
 // Which read a "function read" span is: the object's own, or its children's and references'.
 const OBJECT_READ = { "crdfn.read": "object" };
 const INPUTS_READ = { "crdfn.read": "children and references" };
+const SUCCESS_WRITE = { "crdfn.write": "children and status" };
 
 /** A read on a first attempt: effects need etcd's (quorum) answer; anything else, one no older than the event's. */
 const firstRead = (ctx: EventContext): Promise<KubeObject | undefined> =>
@@ -305,20 +306,25 @@ async function reconcileObject(ctx: EventContext, read: KubeObject): Promise<Out
     records = references.records;
     const called = await effectsThenReconcile(ctx, object, valid, { now, children: children.view, references: references.objects, records });
     object = called.object;
-    const requeue = await step(ctx, "function write", async () => {
-      const { wanted, left, keys } = await writeChildren(ctx, object, called.result, children);
-      const next = await writeSuccessStatus(
-        ctx,
-        object,
-        called.result.status,
-        now,
-        [called.result.requeueAfterSeconds, called.effectsRequeueAfterSeconds],
-        records,
-        reconciledRecord(object, left),
-      );
-      await pruneChildren(ctx, object, keys, wanted);
-      return next;
-    });
+    const requeue = await step(
+      ctx,
+      "function write",
+      async () => {
+        const { wanted, left, keys } = await writeChildren(ctx, object, called.result, children);
+        const next = await writeSuccessStatus(
+          ctx,
+          object,
+          called.result.status,
+          now,
+          [called.result.requeueAfterSeconds, called.effectsRequeueAfterSeconds],
+          records,
+          reconciledRecord(object, left),
+        );
+        await pruneChildren(ctx, object, keys, wanted);
+        return next;
+      },
+      SUCCESS_WRITE,
+    );
     return { result: "success", detail: "reconciled", ...(requeue === undefined ? {} : { requeue: "after" as const }) };
   } catch (error) {
     return onFailure(ctx, object, error, records);

@@ -244,6 +244,33 @@ describe("function tracing", () => {
     assert.equal(startMs(wait), Date.parse(publishTime));
   });
 
+  it("a reconcile that throws: its span fails, and the failure's record is a 'function write' of its own", async () => {
+    const failing = defineOperator<{ message: string }>({
+      ...greeter,
+      reconcile: () => {
+        throw new Error("boom");
+      },
+    });
+    const kube = createFakeKube();
+    const ref = { group: "example.com", version: "v1", plural: "greetings", namespace: "default", name: "hello" };
+    const created = kube.put(ref, { apiVersion: "example.com/v1", kind: "Greeting", metadata: { name: "hello" }, spec: { message: "hi" } });
+    const exporter = new InMemorySpanExporter();
+    const tracer = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter })] }).getTracer("test");
+    const runtime = createRuntime(failing, { api: kube, logger: pino({ level: "silent" }), clock: () => new Date(), tracer, ...testRuntimeKeys(failing, "t") });
+    const body = JSON.stringify(signedForTest(eventOf(created.metadata.uid!, created.metadata.resourceVersion!)));
+    const outcome = await handleMessage(runtime, { id: "m-3", body, receiveCount: 1 });
+    assert.equal(outcome.result, "retry-later");
+    const spans = exporter.getFinishedSpans();
+    const reconcile = spans.find((s) => s.name === "reconcile")!;
+    assert.equal(reconcile.status.code, 2);
+    assert.equal(reconcile.status.message, "boom");
+    assert.deepEqual(
+      spans.filter((s) => s.name === "function write").map((s) => s.attributes["crdfn.write"]),
+      ["failure"],
+    );
+    assert.equal(spans.find((s) => s.name === "function handle")?.attributes["crdfn.outcome"], "retry-later");
+  });
+
   it("an event whose MAC does not verify joins no trace (dead-lettered, nothing traced)", async () => {
     const { outcome, spans } = await handled(true);
     assert.equal(outcome.result, "dead-letter");
