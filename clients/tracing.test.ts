@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
+import { createServer } from "node:net";
 import { describe, it } from "node:test";
-import { fieldsOf, startTracing, tracingSettings } from "./tracing.ts";
+import { DOWN_FLUSH_MS, fieldsOf, startTracing, tracingSettings } from "./tracing.ts";
 
 describe("tracing", () => {
   it("is off unless an OTLP endpoint is set, and then traces nothing and carries no context", async () => {
@@ -35,5 +36,29 @@ describe("tracing", () => {
     assert.throws(() => tracingSettings({ ...both, OTEL_TRACES_SAMPLER: "sometimes" }, "b"), /OTEL_TRACES_SAMPLER: "sometimes" is none of/);
     assert.throws(() => tracingSettings({ ...both, OTEL_TRACES_SAMPLER_ARG: "2" }, "b"), /OTEL_TRACES_SAMPLER_ARG/);
     assert.throws(() => tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: "not a url" }, "b"), /not a URL/);
+  });
+
+  it("a collector that never answers costs a flush its bound once, then only a short wait until an export gets through", async () => {
+    const hole = createServer(() => {});
+    await new Promise<void>((resolve) => hole.listen(0, "127.0.0.1", resolve));
+    try {
+      const port = (hole.address() as { port: number }).port;
+      const tracing = await startTracing(tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}` }, "b"));
+      const timed = async (): Promise<number> => {
+        tracing.tracer.startSpan("s").end();
+        const at = performance.now();
+        await tracing.flush(600);
+        return performance.now() - at;
+      };
+      const first = await timed();
+      assert.ok(first >= 590 && first < 1500, `first flush ${first} ms`);
+      for (let i = 0; i < 3; i++) {
+        const next = await timed();
+        assert.ok(next < DOWN_FLUSH_MS + 300, `flush ${next} ms while down`);
+      }
+      await tracing.shutdown(100);
+    } finally {
+      hole.close();
+    }
   });
 });

@@ -61,6 +61,9 @@ export function tracingOff(): Tracing {
   return { tracer: new ProxyTracerProvider().getTracer("crdfn"), enabled: false, flush: async () => {}, shutdown: async () => {} };
 }
 
+/** How long a flush waits while the collector is known to be down (its last flush failed or timed out). */
+export const DOWN_FLUSH_MS = 50;
+
 /** The tracing `settings` ask for; off when undefined. Only entry files call it. */
 export async function startTracing(settings: TracingSettings | undefined): Promise<Tracing> {
   if (settings === undefined) return tracingOff();
@@ -79,19 +82,45 @@ export async function startTracing(settings: TracingSettings | undefined): Promi
     sampler: settings.sampler.startsWith("parentbased_") ? new sdk.ParentBasedSampler({ root }) : root,
     spanProcessors: [new sdk.BatchSpanProcessor({ exporter: new OTLPTraceExporter({ url: settings.url }) })],
   });
-  const bounded = async (work: (timeoutMillis: number) => Promise<void>, timeoutMs: number): Promise<void> => {
+  const bounded = async (work: (timeoutMillis: number) => Promise<void>, timeoutMs: number): Promise<boolean> => {
     let timer: NodeJS.Timeout | undefined;
     try {
-      await Promise.race([work(timeoutMs).catch(() => {}), new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
+      return await Promise.race([
+        work(timeoutMs).then(
+          () => true,
+          () => false,
+        ),
+        new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs))),
+      ]);
     } finally {
       clearTimeout(timer);
     }
   };
+  // A collector found down (a flush that failed or ran out of its time) is waited for only
+  // briefly until an export gets through again: a Lambda flushing after every invocation would
+  // otherwise pay the whole bound each time (the exporter retries a refused connection itself).
+  let down = false;
+  const flush = async (timeoutMs: number): Promise<void> => {
+    const done = await bounded(
+      (timeoutMillis) => {
+        const exported = provider.forceFlush({ timeoutMillis });
+        exported.then(
+          () => (down = false),
+          () => (down = true),
+        );
+        return exported;
+      },
+      Math.min(timeoutMs, down ? DOWN_FLUSH_MS : timeoutMs),
+    );
+    if (!done) down = true;
+  };
   return {
     tracer: provider.getTracer("crdfn"),
     enabled: true,
-    flush: (timeoutMs) => bounded((timeoutMillis) => provider.forceFlush({ timeoutMillis }), timeoutMs),
-    shutdown: (timeoutMs) => bounded(() => provider.shutdown(), timeoutMs),
+    flush,
+    shutdown: async (timeoutMs) => {
+      await bounded(() => provider.shutdown(), timeoutMs);
+    },
   };
 }
 
