@@ -7,6 +7,7 @@ import type { Operator } from "../core/operator.ts";
 import type { DeploySettings, LambdaDeploySettings } from "./settings.ts";
 import { grantsOf, type PolicyRule } from "./rbac.ts";
 import { eventQueueUrl } from "./queue-names.ts";
+import { bridgeTracingEnv } from "./tracing-env.ts";
 
 type Manifest = Record<string, unknown>;
 const rbac = "rbac.authorization.k8s.io/v1";
@@ -200,6 +201,7 @@ export function bridgeDeploymentOf(s: DeploySettings): Manifest {
                 { name: "NODE_OPTIONS", value: BRIDGE_NODE_OPTIONS },
                 // Not optional: a bridge without its key would publish what every function refuses.
                 { name: "CRDFN_EVENT_KEY", valueFrom: { secretKeyRef: { name: bridgeEventKeySecretName(s), key: EVENT_KEY_SECRET_KEY } } },
+                ...Object.entries(bridgeTracingEnv(s.tracing)).map(([name, value]) => ({ name, value })),
               ],
               ports: [{ name: "http", containerPort: 8080 }],
               livenessProbe: { httpGet: { path: "/healthz", port: "http" }, periodSeconds: 10 },

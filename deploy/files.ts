@@ -152,7 +152,7 @@ export function deployFiles(
   }
   files.set(
     "serverless/functions.yml",
-    yaml([serverlessFunctionsOf(operators, s.cluster)], "# serverless.yml: functions: ${file(./<out>/serverless/functions.yml)}\n"),
+    yaml([serverlessFunctionsOf(operators, s.cluster, s.tracing)], "# serverless.yml: functions: ${file(./<out>/serverless/functions.yml)}\n"),
   );
   files.set("serverless/resources.yml", yaml([serverlessResourcesOf(ops, s)], "# serverless.yml: resources: ${file(./<out>/serverless/resources.yml)}\n"));
   return files;

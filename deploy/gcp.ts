@@ -24,6 +24,7 @@ import { admissionPolicyOf } from "./admission.ts";
 import { operatorResource } from "../core/event-auth.ts";
 import { functionRbacOf, operatorName } from "./rbac.ts";
 import { pubSubIdsOf, pubSubNamesOf, type PubSubNames } from "./queue-names.ts";
+import { functionTracingEnv } from "./tracing-env.ts";
 
 type Json = Record<string, unknown>;
 type Manifest = Record<string, unknown> & { kind: string; metadata: { name: string; namespace?: string } };
@@ -400,6 +401,7 @@ function functionOf(operator: GcpOperator["operator"], entryPoint: string, s: Cl
         CRDFN_RETRY_MIN_BACKOFF_SECONDS: String(PUSH_POLICY.minimumBackoffSeconds),
         CRDFN_RETRY_MAX_BACKOFF_SECONDS: String(PUSH_POLICY.maximumBackoffSeconds),
         LOG_LEVEL: "info",
+        ...functionTracingEnv(s.tracing),
       },
       // Read as each instance starts: a new secret version reaches new instances (docs/security.md, rotation).
       secret_environment_variables: [{ key: "CRDFN_EVENT_KEYS", project_id: g.project, secret: eventKeysSecretId(s, operator), version: "latest" }],

@@ -11,6 +11,7 @@ import type { LambdaDeploySettings } from "./settings.ts";
 import { operatorName } from "./rbac.ts";
 import { bridgeName } from "./bridge.ts";
 import { deadLetterQueueName, eventQueueName } from "./queue-names.ts";
+import { functionTracingEnv, type TracingDeploySettings } from "./tracing-env.ts";
 
 type Json = Record<string, unknown>;
 
@@ -53,7 +54,11 @@ export function awsAccountOf(s: LambdaDeploySettings): string | undefined {
   return /^\/(\d{12})$/.exec(new URL(s.queues.urlBase).pathname)?.[1];
 }
 
-export function serverlessFunctionsOf(operators: ReadonlyArray<{ operator: Operator<unknown>; handler: string }>, cluster: string): Json {
+export function serverlessFunctionsOf(
+  operators: ReadonlyArray<{ operator: Operator<unknown>; handler: string }>,
+  cluster: string,
+  tracing?: TracingDeploySettings,
+): Json {
   const trigger = (queue: string) => ({
     sqs: {
       arn: getAtt(queue),
@@ -74,6 +79,7 @@ export function serverlessFunctionsOf(operators: ReadonlyArray<{ operator: Opera
             CRDFN_CLUSTER: cluster,
             CRDFN_EVENT_KEYS_SECRET: eventKeysSecretName(operator),
             CRDFN_EVENT_KEYS_SECRET_STAGE: "${param:eventKeysLabel}",
+            ...functionTracingEnv(tracing),
           },
           events: [trigger(`${id}EventsQueue`)],
         },

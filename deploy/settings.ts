@@ -7,6 +7,7 @@
 import { z } from "zod";
 import { ConfigError, parseSettings } from "../core/config-error.ts";
 import { nearestKey } from "./did-you-mean.ts";
+import type { TracingDeploySettings } from "./tracing-env.ts";
 
 const dnsLabel = z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "must be a lower-case DNS label");
 const awsRegion = z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d$/, "must be an AWS region such as us-east-1");
@@ -81,6 +82,17 @@ const rawSchema = z.strictObject({
       region: unset(awsRegion),
     })
     .default({}),
+  /** Traces of each change (docs/tracing.md), exported by OTLP/HTTP; off without an endpoint. */
+  tracing: z
+    .strictObject({
+      /** Where the bridge exports: an OpenTelemetry Collector's OTLP/HTTP base URL, e.g. http://otel-collector.observability:4318. */
+      endpoint: z.url({ protocol: /^https?$/, error: "must be an OTLP/HTTP base URL such as http://otel-collector.observability:4318" }).optional(),
+      /** Where the functions export, when not there: on Lambda the ADOT layer's collector, http://localhost:4318. */
+      functionsEndpoint: z.url({ protocol: /^https?$/, error: "must be an OTLP/HTTP base URL such as http://localhost:4318" }).optional(),
+      /** The share of changes traced, decided by the bridge for the whole change. */
+      sampleRatio: z.number().min(0).max(1).default(1),
+    })
+    .default({ sampleRatio: 1 }),
   /** target: cloudrun. */
   gcp: z
     .strictObject({
@@ -130,6 +142,7 @@ interface CommonDeploySettings {
   namespaces: string[];
   functionsNamespace: string;
   bridge: { namespace: string; image: string; replicas: number };
+  tracing: TracingDeploySettings;
 }
 
 /** Where the Cloud Run functions, their topics and the GKE cluster are. */
@@ -228,6 +241,7 @@ export function parseDeploySettings(input: unknown, source: string, flags: Parti
     namespaces: r.namespaces,
     functionsNamespace: r.functionsNamespace,
     bridge: { namespace: r.bridge.namespace, image: r.bridge.image!, replicas: r.bridge.replicas },
+    tracing: r.tracing,
   };
   const s: DeploySettings =
     r.target === "cloudrun" ? { ...base, target: "cloudrun", gcp: gcpOf(r, source) } : { ...base, target: "lambda", queues: queuesOf(r, source) };
