@@ -42,6 +42,27 @@ describe("tracing in the deploy files", () => {
     assert.equal(functionEnv(files).OTEL_EXPORTER_OTLP_ENDPOINT, "http://localhost:4318");
   });
 
+  it("on Cloud Run: the function's environment_variables carry its endpoint, and nothing without one", () => {
+    const cloudrun = (tracing?: unknown) => {
+      const s = parseDeploySettings(
+        {
+          ...lambda,
+          queues: undefined,
+          target: "cloudrun",
+          gcp: { project: "my-project", region: "europe-west1", gkeCluster: "prod" },
+          ...(tracing ? { tracing } : {}),
+        },
+        "crdfn.deploy.yaml",
+      );
+      const tf = JSON.parse(deployFiles([{ operator: greeting, handler: "greeting" }], s, new Map(), process.cwd()).get("gcp/main.tf.json")!) as {
+        resource: { google_cloudfunctions2_function: Record<string, { service_config: { environment_variables: Record<string, string> } }> };
+      };
+      return Object.values(tf.resource.google_cloudfunctions2_function)[0]!.service_config.environment_variables;
+    };
+    assert.ok(!Object.keys(cloudrun()).some((k) => k.startsWith("OTEL_")));
+    assert.equal(cloudrun({ endpoint: "http://otel-collector.observability:4318" }).OTEL_EXPORTER_OTLP_ENDPOINT, "http://otel-collector.observability:4318");
+  });
+
   it("a bad endpoint or ratio is one line naming the setting", () => {
     assert.throws(
       () => generate({ endpoint: "collector:4318" }),
