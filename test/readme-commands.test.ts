@@ -9,7 +9,7 @@
 // Caches are the machine's: ~/.cache/crdfn (the control plane's binaries, ElasticMQ) and npm's.
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, renameSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { delimiter, dirname, join, sep } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -188,6 +188,55 @@ describe("the README's commands", { timeout: 1_500_000 }, () => {
     }
   }
 
+  /**
+   * Deploying's lines that need no cluster, registry or cloud, verbatim, in the project: refused
+   * in one line until what crdfn cannot know is set, then written, then checked, and a stale
+   * file named. Its kubectl lines run verbatim in test/deploy-kubernetes.test.ts.
+   */
+  function deployingOffline(project: string): void {
+    const deploying = blocks.find((b) => b.section === "Deploying");
+    assert.ok(deploying, "README has a Deploying block");
+    const offline = deploying.text.split("\n").filter((l) => /^(export |npx crdfn generate\b)/.test(l));
+    const generate = offline.find((l) => /^npx crdfn generate\s+#/.test(l) || l.trim() === "npx crdfn generate");
+    const check = offline.find((l) => /^npx crdfn generate --check\b/.test(l));
+    assert.ok(generate && check, `README's Deploying block has \`npx crdfn generate\` and \`npx crdfn generate --check\`: ${offline.join(" | ")}`);
+    const sh = (line: string) => spawnSync("bash", ["-c", `set -euo pipefail\n${line}`], { cwd: project, env, encoding: "utf8" });
+    const unset = sh(generate);
+    assert.notEqual(unset.status, 0, "generate refuses a crdfn.deploy.yaml with its blanks");
+    assert.match(unset.stderr, /set cluster .*bridge\.image .*queues\.urlBase .*writes no placeholder/, unset.stderr);
+    assert.doesNotMatch(unset.stderr, /^\s+at /m, `one line, no stack: ${unset.stderr}`);
+    // What crdfn cannot know, filled in where the scaffold leaves it blank, as a user does.
+    const settings = join(project, "crdfn.deploy.yaml");
+    writeFileSync(
+      settings,
+      readFileSync(settings, "utf8")
+        .replace(/^cluster:( +#)/m, "cluster: motd-prod$1")
+        .replace(/^ {2}image:( +#)/m, "  image: registry.example.com/motd/crdfn-bridge:0.1.0$1")
+        .replace(/^ {2}urlBase:( +#)/m, "  urlBase: https://sqs.eu-west-1.amazonaws.com/123456789012$1"),
+    );
+    runBlockSync({ section: "Deploying", line: deploying.line, run: "install", text: offline.join("\n") }, project);
+    for (const file of ["deploy/kustomization.yaml", "deploy/serverless/functions.yml"]) assert.ok(existsSync(join(project, file)), `${file} written`);
+    const stale = join(project, "deploy", "kustomization.yaml");
+    writeFileSync(stale, `${readFileSync(stale, "utf8")}# edited by hand\n`);
+    const refused = sh(check);
+    assert.notEqual(refused.status, 0, "--check fails on a stale file");
+    assert.match(`${refused.stdout}${refused.stderr}`, /deploy is stale[\s\S]*\bkustomization\.yaml \(differs\)/, "naming it");
+    assert.equal(sh(generate).status, 0);
+  }
+
+  /** A block of commands that end (no long-running one) in one shell. */
+  function runBlockSync(b: Block, cwd: string): void {
+    const started = Date.now();
+    const r = spawnSync("bash", ["-c", `set -euo pipefail\n${b.text}`], { cwd, env, encoding: "utf8", maxBuffer: 256 << 20 });
+    console.log(
+      `# README.md:${b.line}: ${b.text
+        .split("\n")
+        .map((l) => l.replace(/\s+#.*$/, ""))
+        .join("; ")} (${((Date.now() - started) / 1000).toFixed(1)} s)`,
+    );
+    assert.equal(r.status, 0, `README.md:${b.line}: ${b.text}\nin ${cwd} exited ${r.status ?? r.signal}:\n${r.stdout.slice(-4000)}\n${r.stderr.slice(-4000)}`);
+  }
+
   it("Quick start: npm start in a fresh clone comes up, answers kubectl, and stops on Ctrl-C", { timeout: 1_500_000 }, async () => {
     const quick = blocks.filter((b) => b.section === "Quick start" && b.run === "checkout");
     assert.ok(quick.length > 0);
@@ -195,7 +244,7 @@ describe("the README's commands", { timeout: 1_500_000 }, () => {
   });
 
   it(
-    "Your own project: pack, init, install, unit test and dev, as written; then moved with its tarball, install and dev again",
+    "Your own project: pack, init, install, unit test and dev, as written; Deploying's generate and its check; then moved with its tarball, install and dev again",
     { timeout: 900_000 },
     async () => {
       const own = blocks.filter((b) => b.section === "Your own project" && b.run === "install");
@@ -205,6 +254,7 @@ describe("the README's commands", { timeout: 1_500_000 }, () => {
       // crdfn init writes the tarball as a file: dependency relative to the project, so the two move together.
       const pkg = JSON.parse(readFileSync(join(project, "package.json"), "utf8")) as { dependencies: Record<string, string> };
       assert.equal(pkg.dependencies.crdfn, "file:../crdfn/crdfn-0.1.0.tgz");
+      deployingOffline(project);
       const elsewhere = join(work, "moved", "somewhere");
       mkdirSync(dirname(elsewhere), { recursive: true });
       mkdirSync(elsewhere);
