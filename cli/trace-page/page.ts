@@ -63,7 +63,7 @@ async function search(q) {
     tr.dataset.trace = c.traceId;
     cell(tr, new Date(c.startUs / 1000).toLocaleTimeString());
     cell(tr, c.object, "mono object");
-    cell(tr, c.cause);
+    cell(tr, c.cause + (c.outcome && c.outcome !== "sent" ? " (" + c.outcome + ")" : ""));
     cell(tr, ms(c.durationUs));
     cell(tr, c.spans.length + " spans");
     tr.onclick = () => { for (const r of body.rows) r.classList.remove("open"); tr.classList.add("open"); show(c); };

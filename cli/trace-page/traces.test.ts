@@ -29,7 +29,11 @@ const change = {
   processes: { p1: { serviceName: "crdfn-bridge" }, p2: { serviceName: "crdfn-greeting" } },
   spans: [
     span(T, "03", "function handle", 1010, 30, "p2", [["CHILD_OF", T, "01"]]),
-    span(T, "01", "bridge change", 1000, 12, "p1", [], { "crdfn.object": "example.com/greetings/default/hello-world", "crdfn.cause": "watch" }),
+    span(T, "01", "bridge change", 1000, 12, "p1", [], {
+      "crdfn.object": "example.com/greetings/default/hello-world",
+      "crdfn.cause": "watch",
+      "crdfn.outcome": "sent",
+    }),
     span(T, "04", "kube PUT greetings", 1030, 8, "p2", [["CHILD_OF", T, "03"]]),
     span(T, "02", "bridge hold", 1000, 5, "p1", [["CHILD_OF", T, "01"]]),
     // Steps that start in the same millisecond, in the order they run, whatever Jaeger's.
@@ -67,6 +71,14 @@ describe("a change's trace, assembled", () => {
     );
     assert.equal(c.object, "example.com/greetings/default/hello-world");
     assert.equal(c.durationUs, 40_000);
+  });
+
+  it("says when the bridge did not send the change (a hold withdrawn)", () => {
+    const held = {
+      ...change,
+      spans: [span(T, "01", "bridge change", 1000, 5, "p1", [], { "crdfn.object": "g/p/n/x", "crdfn.cause": "child", "crdfn.outcome": "withdrawn" })],
+    };
+    assert.match(waterfall(assemble(held, []))[0]!, /g\/p\/n\/x {2}\(child, withdrawn\) 5\.0 ms/);
   });
 
   it("prints a line per span: offset, duration, a bar, indented service and name", () => {

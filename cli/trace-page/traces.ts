@@ -55,6 +55,8 @@ export interface Change {
   /** The object as the bridge names it: group/plural/namespace/name. */
   object: string;
   cause: string;
+  /** What the bridge did with it (crdfn.outcome): sent, or withdrawn, superseded, refused. */
+  outcome: string;
   startUs: number;
   durationUs: number;
   /** Depth first, each span after its parent, siblings by start. */
@@ -208,6 +210,7 @@ export function assemble(t: JaegerTrace, linked: readonly JaegerTrace[]): Change
     traceId: t.traceID,
     object: text(root?.attributes["crdfn.object"]),
     cause: text(root?.attributes["crdfn.cause"] ?? root?.attributes["crdfn.reason"]),
+    outcome: text(root?.attributes["crdfn.outcome"]),
     startUs,
     durationUs: endUs - startUs,
     spans,
@@ -220,7 +223,9 @@ const ms = (us: number): string => (us / 1000).toFixed(1);
 export function waterfall(c: Change, width = 40): string[] {
   const scale = width / Math.max(c.durationUs, 1);
   const at = new Date(c.startUs / 1000).toISOString();
-  const lines = [`${at}  ${c.object}  ${c.cause ? `(${c.cause}) ` : ""}${ms(c.durationUs)} ms  trace ${c.traceId}`];
+  // A change the bridge did not send (its hold withdrawn: nothing to do) says so.
+  const why = [c.cause, c.outcome === "sent" ? "" : c.outcome].filter(Boolean).join(", ");
+  const lines = [`${at}  ${c.object}  ${why ? `(${why}) ` : ""}${ms(c.durationUs)} ms  trace ${c.traceId}`];
   for (const s of c.spans) {
     const from = Math.min(width - 1, Math.floor((s.startUs - c.startUs) * scale));
     const len = Math.max(1, Math.min(width - from, Math.round(s.durationUs * scale)));
