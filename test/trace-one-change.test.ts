@@ -8,8 +8,10 @@
 // One spec change gives one trace holding the bridge's spans (change, hold, send), the time in
 // the queue, the function's handling, its steps and every API request; in causal order; the three
 // stages' durations add up to the change's latency as a client sees it (within 10 %); a 409 shows
-// as a failed request and a second attempt in the same trace; a requeue is a trace of its own,
-// linked to the change that scheduled it.
+// as a failed request and a second attempt in the same trace; a requeue, and a retry after a
+// failure, are traces of their own, linked to the change that scheduled them. The API server runs
+// with its tracing configured (servers of the file's own) and its spans for the function's
+// requests reach the same receiver over OTLP/gRPC.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { Watch } from "@kubernetes/client-node";
@@ -19,6 +21,7 @@ import { loadBridgeConfig } from "../bridge/config.ts";
 import { pubSubPublisher, pubSubTransport } from "../bridge/pubsub-transport.ts";
 import { startLocalCloudRun, type LocalCloudRun } from "../cli/local/cloud-run.ts";
 import { startTracing, tracingSettings, type Tracing } from "../clients/tracing.ts";
+import { TemporaryError } from "../core/errors.ts";
 import { defineOperator, type Operator } from "../core/operator.ts";
 import { operatorName } from "../deploy/rbac.ts";
 import { startLocalPubSub, type LocalPubSub } from "../emulator/pubsub.ts";
@@ -37,23 +40,28 @@ const spec = z.object({
   requeue: z.number().int().positive().optional(),
   /** Someone else writes the object's status while this generation's reconcile runs: its status write meets a 409. */
   conflict: z.boolean().optional(),
+  /** Fails (TemporaryError, retried 1 s later) until this time. */
+  failUntil: z.iso.datetime().optional(),
 });
 const traced = (plural: string, kind: string) =>
   defineOperator({
     resource: { group: GROUP, version: "v1", plural, kind },
     spec,
     owns: [{ group: "", version: "v1", kind: "ConfigMap" }],
-    reconcile: (t) => ({
-      children: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: `${t.metadata.name}-out` }, data: { message: t.spec.message } }],
-      status: { said: t.spec.message },
-      ...(t.spec.requeue ? { requeueAfterSeconds: t.spec.requeue } : {}),
-    }),
+    reconcile: (t, ctx) => {
+      if (t.spec.failUntil && ctx.now < new Date(t.spec.failUntil)) throw new TemporaryError("not yet", 1, "NotYet");
+      return {
+        children: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: `${t.metadata.name}-out` }, data: { message: t.spec.message } }],
+        status: { said: t.spec.message },
+        ...(t.spec.requeue ? { requeueAfterSeconds: t.spec.requeue } : {}),
+      };
+    },
   }) as Operator<unknown>;
 const lambdaOp = traced("lambdatraces", "LambdaTrace");
 const cloudRunOp = traced("cloudruntraces", "CloudRunTrace");
 
 /** Changes measured for the latency rule: it holds for their median. */
-const MEASURED_CHANGES = 5;
+const MEASURED_CHANGES = 7;
 /** Clock disagreement allowed between two spans' ends: the queue stamps whole milliseconds, and processes round differently. */
 const SKEW_MS = 2;
 const ms = (ns: bigint): number => Number(ns) / 1e6;
@@ -328,38 +336,60 @@ function pathChecks(what: string, op: Operator<unknown>, get: () => { env: Env; 
     console.log(`# ${what}, with a 409: change→Ready ${measured.latencyMs.toFixed(1)} ms; ${stagesOf(spans).line}\n${waterfall(spans)}`);
   });
 
+  /** The trace of the next change of the object whose bridge change links to `from`'s root, with its function's handling. */
+  const linkedTo = async (receiver: OtlpReceiver, tracings: { bridge: Tracing; fn: Tracing }, from: ReceivedSpan): Promise<ReceivedSpan[]> => {
+    let found: ReceivedSpan[] = [];
+    await waitFor(
+      "the scheduled change's trace",
+      async () => {
+        await Promise.all([tracings.bridge.flush(2000), tracings.fn.flush(2000)]);
+        const root = receiver.spans.find((s) => s.name === "bridge change" && (s.links ?? []).some((l) => l.spanId === from.spanId));
+        found = root ? receiver.spans.filter((s) => s.traceId === root.traceId) : [];
+        return found.some((s) => s.name === "function handle" && s.attributes["crdfn.outcome"] !== undefined);
+      },
+      30_000,
+    );
+    return found;
+  };
+
+  /** What fell due is a trace of its own, a root linked to the change that scheduled it, and both halves name its cause. */
+  const assertScheduled = (scheduled: ReceivedSpan[], from: ReceivedSpan, cause: "requeue" | "retry"): void => {
+    const root = one(scheduled, "bridge change");
+    assert.notEqual(root.traceId, from.traceId, "a trace of its own");
+    assert.equal(root.parentSpanId, "");
+    assert.equal(root.attributes["crdfn.cause"], cause);
+    assert.deepEqual(
+      (root.links ?? []).map((l) => [l.traceId, l.spanId, l.attributes["crdfn.link"]]),
+      [[from.traceId, from.spanId, cause]],
+    );
+    assert.equal(one(scheduled, "function handle").attributes["crdfn.cause"], cause);
+    assertCausal(scheduled);
+  };
+
   it(`${what}: a requeue that falls due is a trace of its own, linked to the change that scheduled it`, async () => {
     const { env, receiver, tracings } = get();
     const name = `${op.resource.plural}-requeue`;
     await crs().create(name, { message: "first" });
     await waitFor(`${name} Ready`, async () => ready(await crs().get(name))?.status === "True", 60_000);
     const measured = await changeAndWait(env, op, name, { message: "again", requeue: 2 });
-    const first = await traceOf(receiver, tracings, keyOf(env, op, name), measured.resourceVersion);
-    const change = one(first, "bridge change");
-    let requeued: ReceivedSpan[] = [];
-    await waitFor(
-      "the requeue's trace",
-      async () => {
-        await Promise.all([tracings.bridge.flush(2000), tracings.fn.flush(2000)]);
-        const root = receiver.spans.find((s) => s.name === "bridge change" && (s.links ?? []).some((l) => l.spanId === change.spanId));
-        requeued = root ? receiver.spans.filter((s) => s.traceId === root.traceId) : [];
-        return requeued.some((s) => s.name === "function handle");
-      },
-      30_000,
-    );
+    const change = one(await traceOf(receiver, tracings, keyOf(env, op, name), measured.resourceVersion), "bridge change");
+    const requeued = await linkedTo(receiver, tracings, change);
     // No more ticks.
     await crs().patchSpec(name, { message: "again" });
-    const root = one(requeued, "bridge change");
-    assert.notEqual(root.traceId, change.traceId, "a trace of its own");
-    assert.equal(root.parentSpanId, "");
-    assert.equal(root.attributes["crdfn.cause"], "requeue");
-    assert.deepEqual(
-      (root.links ?? []).map((l) => [l.traceId, l.spanId, l.attributes["crdfn.link"]]),
-      [[change.traceId, change.spanId, "requeue"]],
-    );
-    const handle = one(requeued, "function handle");
-    assert.equal(handle.attributes["crdfn.cause"], "requeue");
-    assertCausal(requeued);
+    assertScheduled(requeued, change, "requeue");
+  });
+
+  it(`${what}: a retry after a failure is a trace of its own, linked to the failed change's`, async () => {
+    const { env, receiver, tracings } = get();
+    const name = `${op.resource.plural}-retry`;
+    await crs().create(name, { message: "first" });
+    await waitFor(`${name} Ready`, async () => ready(await crs().get(name))?.status === "True", 60_000);
+    const response = await crs().patchSpec(name, { message: "later", failUntil: new Date(Date.now() + 1500).toISOString() });
+    const failed = await traceOf(receiver, tracings, keyOf(env, op, name), response.metadata!.resourceVersion!);
+    assert.equal(one(failed, "function handle").attributes["crdfn.outcome"], "retry-later");
+    const retried = await linkedTo(receiver, tracings, one(failed, "bridge change"));
+    assertScheduled(retried, one(failed, "bridge change"), "retry");
+    await waitFor(`${name} Ready once it no longer fails`, async () => ready(await crs().get(name))?.status === "True", 30_000);
   });
 }
 
