@@ -1,10 +1,17 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { parse } from "yaml";
-import greeting from "../examples/greeting/operator.ts";
 import { deployFiles } from "./files.ts";
 import { parseDeploySettings } from "./settings.ts";
 import { ConfigError } from "../core/config-error.ts";
+import { defineOperator, type Operator } from "../core/operator.ts";
+import { z } from "zod";
+
+const greeting = defineOperator({
+  resource: { group: "example.com", version: "v1", plural: "greetings", kind: "Greeting" },
+  spec: z.object({}),
+  reconcile: () => ({}),
+}) as Operator<unknown>;
 
 const lambda = {
   project: "shop",
