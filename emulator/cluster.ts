@@ -61,18 +61,8 @@ export async function startCluster(opts: StartOptions = {}): Promise<LocalCluste
     const queuePromise = startQueue?.();
     const etcd = await kept(() => startEtcd(bins, dir, etcdPort, peerPort, reaper));
     servers.push(etcd);
-    const startApi = () =>
-      kept(() =>
-        startApiServer({
-          bins,
-          dir,
-          pki,
-          etcdPort: etcdPort,
-          port: apiPort,
-          reaper,
-          ...(opts.tracingEndpoint ? { tracingEndpoint: opts.tracingEndpoint } : {}),
-        }),
-      );
+    const tracing = opts.tracingEndpoint ? { tracingEndpoint: opts.tracingEndpoint } : {};
+    const startApi = () => kept(() => startApiServer({ bins, dir, pki, etcdPort: etcdPort, port: apiPort, reaper, ...tracing }));
     let api = await startApi();
     servers.push(api);
     let queue = queuePromise ? await queuePromise : undefined;
