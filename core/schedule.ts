@@ -18,6 +18,13 @@ export const nextReconcileSchema = z.object({
   reason: z.enum(nextReasons),
   /** Failed attempts of this generation so far (Retry and Finalize). */
   attempts: z.number().int().positive().optional(),
+  /**
+   * The W3C traceparent of the handling that scheduled it, when traced: the bridge links the due
+   * change's new trace to it (crdfn.link), exact where the last change it sent may not be.
+   */
+  traceparent: z.string().max(55).optional(),
+  /** A Requeue that is the operator's own timer (`every`), not a requeueAfterSeconds: the link says timer. */
+  timer: z.boolean().optional(),
 });
 
 export type NextReconcile = z.infer<typeof nextReconcileSchema>;

@@ -150,14 +150,16 @@ describe("timers (runtime)", () => {
 
   it("every: the object is due again that long after a successful reconcile (Requeue)", async () => {
     const run = await reconcileWithRuntime(ticking(300), { metadata: { name: "t" }, spec: {} }, { now });
-    assert.deepEqual(run.nextReconcile, { at: new Date(now.getTime() + 300_000).toISOString(), reason: "Requeue" });
+    assert.deepEqual(run.nextReconcile, { at: new Date(now.getTime() + 300_000).toISOString(), reason: "Requeue", timer: true });
     assert.equal(run.outcome.result, "success");
   });
 
   it("a sooner requeueAfterSeconds wins; a later one does not", async () => {
     const sooner = await reconcileWithRuntime(ticking(300, 10), { metadata: { name: "t" }, spec: {} }, { now });
     assert.equal(sooner.nextReconcile?.at, new Date(now.getTime() + 10_000).toISOString());
+    assert.equal(sooner.nextReconcile?.timer, undefined, "a requeue, not the timer");
     const later = await reconcileWithRuntime(ticking(300, 900), { metadata: { name: "t" }, spec: {} }, { now });
     assert.equal(later.nextReconcile?.at, new Date(now.getTime() + 300_000).toISOString());
+    assert.equal(later.nextReconcile?.timer, true);
   });
 });

@@ -21,6 +21,8 @@ export interface EventContext<Spec = unknown> {
   env: Readonly<Record<string, string | undefined>>;
   /** Each step a span of the change's trace (steps.ts); untraced without. */
   steps?: Steps;
+  /** The W3C traceparent of this handling's span, recorded with what it schedules (status.nextReconcile); untraced without. */
+  traceparent?: string;
 }
 
 /** The parent's location: the operator's resource, the event's name (and namespace, when namespaced). */

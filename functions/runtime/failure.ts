@@ -93,7 +93,8 @@ async function recordFailure(
 ): Promise<void> {
   const previous = object.status as ObjectStatus | undefined;
   const now = ctx.clock();
-  const next = retry && nextReconcile(retry.next, new Date(now.getTime() + retry.delaySeconds * 1000), retry.attempts);
+  const next =
+    retry && nextReconcile(retry.next, new Date(now.getTime() + retry.delaySeconds * 1000), { attempts: retry.attempts, traceparent: ctx.traceparent });
   const status = failureStatus(previous, reason, message, object.metadata.generation ?? 0, now, next, references);
   const unchanged = sameJson(status, previous);
   if (unchanged && !countRepeats) return;

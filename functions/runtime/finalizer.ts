@@ -92,7 +92,10 @@ async function finalizeObject(ctx: EventContext, object: KubeObject): Promise<Ou
 async function finalizeLater(ctx: EventContext, object: KubeObject, delaySeconds: number): Promise<Outcome> {
   const previous = object.status as ObjectStatus | undefined;
   const attempts = previousAttempts(previous, object.metadata.generation ?? 0, "Finalize") + 1;
-  const status = scheduledStatus(previous, nextReconcile("Finalize", new Date(ctx.clock().getTime() + delaySeconds * 1000), attempts));
+  const status = scheduledStatus(
+    previous,
+    nextReconcile("Finalize", new Date(ctx.clock().getTime() + delaySeconds * 1000), { attempts, traceparent: ctx.traceparent }),
+  );
   if (!sameJson(status, previous)) await ctx.api.replaceStatus(ctx.ref, { ...object, status }, ctx.operator.fieldManager);
   return { result: "retry-later", delaySeconds, detail: "finalize not done" };
 }

@@ -29,7 +29,7 @@ import { writeSuccessStatus } from "./status.ts";
 import { effectsThenReconcile } from "./user-code.ts";
 import { zodLine } from "../../core/config-error.ts";
 import { objectKey } from "../../core/event.ts";
-import { contextFrom, within } from "../../clients/tracing.ts";
+import { contextFrom, fieldsOf, within } from "../../clients/tracing.ts";
 import { step, tracedSteps, type Steps } from "./steps.ts";
 
 export interface RuntimeDeps {
@@ -147,6 +147,8 @@ function reconcilerFor(operator: Operator<unknown>, deps: RuntimeDeps): (receive
     // Only a verified event gets here (createReceiver): a forged context never joins a trace.
     const traced = deps.tracer ? traceHandling(deps.tracer, received, deps.api) : undefined;
     const { api, calls } = countingApi(traced?.api ?? deps.api);
+    // Recorded with what this handling schedules: the due change's trace links back to this one.
+    const traceparent = traced ? fieldsOf(traced.span).traceparent : undefined;
     const outcome = await reconcileEvent(
       {
         operator,
@@ -158,6 +160,7 @@ function reconcilerFor(operator: Operator<unknown>, deps: RuntimeDeps): (receive
         firstDelivery,
         env: deps.env ?? {},
         ...(traced ? { steps: traced.steps } : {}),
+        ...(traceparent === undefined ? {} : { traceparent }),
       },
       maxAttempts,
     );

@@ -14,9 +14,22 @@ import type { EventContext } from "./event-context.ts";
 
 export const READY = "Ready";
 
-/** `at` with millisecond precision: the bridge fires it to the millisecond. */
-export function nextReconcile(reason: NextReason, at: Date, attempts?: number): NextReconcile {
-  return { at: at.toISOString(), reason, ...(attempts === undefined ? {} : { attempts }) };
+/**
+ * `at` with millisecond precision: the bridge fires it to the millisecond. `traceparent` names the
+ * trace that scheduled it (EventContext.traceparent), so the due change links to it.
+ */
+export function nextReconcile(
+  reason: NextReason,
+  at: Date,
+  marks: { attempts?: number | undefined; traceparent?: string | undefined; timer?: boolean } = {},
+): NextReconcile {
+  return {
+    at: at.toISOString(),
+    reason,
+    ...(marks.attempts === undefined ? {} : { attempts: marks.attempts }),
+    ...(marks.traceparent === undefined ? {} : { traceparent: marks.traceparent }),
+    ...(marks.timer ? { timer: true } : {}),
+  };
 }
 
 /**
@@ -36,7 +49,12 @@ export async function writeSuccessStatus(
 ): Promise<number | undefined> {
   const previous = object.status as ObjectStatus | undefined;
   const requeueAfterSeconds = requeueAfter(ctx.operator, asked);
-  const next = requeueAfterSeconds === undefined ? undefined : nextReconcile("Requeue", new Date(now.getTime() + requeueAfterSeconds * 1000));
+  const every = ctx.operator.every;
+  const timer = every !== undefined && asked.every((s) => s === undefined || s > every);
+  const next =
+    requeueAfterSeconds === undefined
+      ? undefined
+      : nextReconcile("Requeue", new Date(now.getTime() + requeueAfterSeconds * 1000), { traceparent: ctx.traceparent, timer });
   const status = successStatus(previous, input, object.metadata.generation ?? 0, now, next, references, reconciled);
   if (!sameJson(status, previous)) await ctx.api.replaceStatus(ctx.ref, { ...object, status }, ctx.operator.fieldManager);
   return requeueAfterSeconds;

@@ -271,6 +271,33 @@ describe("function tracing", () => {
     assert.equal(spans.find((s) => s.name === "function handle")?.attributes["crdfn.outcome"], "retry-later");
   });
 
+  it("what a traced handling schedules names its trace (status.nextReconcile.traceparent), and a timer says it is one", async () => {
+    const scheduled = async (every: number | undefined, requeueAfterSeconds: number | undefined) => {
+      const op = defineOperator<{ message: string }>({
+        ...greeter,
+        ...(every === undefined ? {} : { every }),
+        reconcile: () => ({ status: { phase: "Ready" }, ...(requeueAfterSeconds === undefined ? {} : { requeueAfterSeconds }) }),
+      });
+      const kube = createFakeKube();
+      const ref = { group: "example.com", version: "v1", plural: "greetings", namespace: "default", name: "hello" };
+      const created = kube.put(ref, { apiVersion: "example.com/v1", kind: "Greeting", metadata: { name: "hello" }, spec: { message: "hi" } });
+      const exporter = new InMemorySpanExporter();
+      const tracer = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter })] }).getTracer("test");
+      const runtime = createRuntime(op, { api: kube, logger: pino({ level: "silent" }), clock: () => new Date(), tracer, ...testRuntimeKeys(op, "t") });
+      await handleMessage(runtime, { id: "m-1", body: JSON.stringify(signedForTest(eventOf(created.metadata.uid!, created.metadata.resourceVersion!))) });
+      const handle = exporter.getFinishedSpans().find((x) => x.name === "function handle")!;
+      const next = ((await kube.get(ref))?.status as { nextReconcile?: { traceparent?: string; timer?: boolean; reason: string } }).nextReconcile;
+      return { next, handle: handle.spanContext() };
+    };
+    const timer = await scheduled(60, undefined);
+    assert.equal(timer.next?.reason, "Requeue");
+    assert.equal(timer.next?.timer, true);
+    assert.equal(timer.next?.traceparent, `00-${timer.handle.traceId}-${timer.handle.spanId}-01`);
+    const requeue = await scheduled(60, 5);
+    assert.equal(requeue.next?.timer, undefined, "a requeueAfterSeconds sooner than the timer is a requeue");
+    assert.match(requeue.next?.traceparent ?? "", /^00-4bf92f3577b34da6a3ce929d0e0e4736-/, "in the trace its event carried");
+  });
+
   it("an event whose MAC does not verify joins no trace (dead-lettered, nothing traced)", async () => {
     const { outcome, spans } = await handled(true);
     assert.equal(outcome.result, "dead-letter");
