@@ -217,7 +217,6 @@ export const bridgeConfigSchema = z
   });
 
 export type BridgeConfig = z.output<typeof bridgeConfigSchema>;
-export type BridgeConfigInput = z.input<typeof bridgeConfigSchema>;
 
 /** Parses the compact env syntax for CRDFN_RESOURCES (see the top of this file). */
 export function parseResourceList(text: string): unknown[] {

@@ -8,20 +8,23 @@ export const METRIC_MARKER = { field: "crdfnMetric", value: "reconcile" } as con
 /** Labels every reconcile line carries (jsonPayload.<label>). */
 export const METRIC_LABELS = ["cluster", "controller", "result"] as const;
 
+/** A failure counter's labels: a failure has no result label to split by. */
+const PER_CONTROLLER = METRIC_LABELS.filter((l) => l !== "result");
+
 /** Counters: one per line matching the condition. */
 export const LOG_COUNTERS = [
-  { name: "controller_runtime_reconcile_total", description: "Reconciles by result", condition: "", labels: ["cluster", "controller", "result"] },
+  { name: "controller_runtime_reconcile_total", description: "Reconciles by result", condition: "", labels: METRIC_LABELS },
   {
     name: "controller_runtime_reconcile_errors_total",
     description: "Failed reconciles",
     condition: "jsonPayload.error=true",
-    labels: ["cluster", "controller"],
+    labels: PER_CONTROLLER,
   },
   {
     name: "controller_runtime_terminal_reconcile_errors_total",
     description: "Failures not retried",
     condition: "jsonPayload.terminal=true",
-    labels: ["cluster", "controller"],
+    labels: PER_CONTROLLER,
   },
 ] as const;
 

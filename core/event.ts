@@ -64,7 +64,6 @@ export const clusterIdSchema = z
   .regex(/^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/, "must be a short name (letters, digits, - _ .)");
 
 export const eventTypes = ["ADDED", "MODIFIED", "DELETED", "RESYNC"] as const;
-export type EventType = (typeof eventTypes)[number];
 
 /** One current child of the announced object, as the bridge's index knows it. */
 export const childKeySchema = z.strictObject({
