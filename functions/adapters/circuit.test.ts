@@ -2,7 +2,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { pino } from "pino";
 import { backoffMs } from "../../core/backoff.ts";
-import { createCircuit } from "./settle.ts";
+import { createCircuit, report } from "./circuit.ts";
 
 describe("outage circuit", () => {
   it("opens on the first infrastructure failure, lets one probe through when the period ends, and backs off while probes fail", () => {
@@ -40,8 +40,7 @@ describe("outage circuit", () => {
 });
 
 describe("what the circuit learns from an outcome", () => {
-  it("only work that reached the API server closes it", async () => {
-    const { report } = await import("./settle.ts");
+  it("only work that reached the API server closes it", () => {
     let t = 0;
     const c = createCircuit({ clock: () => new Date(t), logger: pino({ level: "silent" }), baseMs: 1000 });
     c.failed("down");

@@ -22,7 +22,7 @@ import type { RuntimeMetrics } from "../runtime/metrics.ts";
 import { messageHandled } from "../runtime/outcome.ts";
 import { handleMessage, type Runtime } from "../runtime/runtime.ts";
 import { cloudLoggingLogger, cloudLoggingMetrics } from "./cloud-logging.ts";
-import { createCircuits } from "./settle.ts";
+import { createCircuits } from "./circuit.ts";
 import { answerPush, loadPushSettings, type PushHost } from "./push.ts";
 import { pubSubRepublisher, type Republish } from "./pubsub-republish.ts";
 

@@ -20,8 +20,6 @@ import { fromLambdaRecord } from "../../clients/queue-message.ts";
 import type { Outcome } from "../runtime/outcome.ts";
 import type { Runtime } from "../runtime/runtime.ts";
 import { givenSqsClient, type SqsClientSource } from "../runtime/sqs-client.ts";
-import { createCircuits, type Circuits } from "./settle.ts";
-import { queueFacts, type QueueFacts } from "./queue-facts.ts";
 import {
   DEFAULT_MAX_DEFER_SECONDS,
   DEFAULT_RETRY_BASE_SECONDS,
@@ -31,6 +29,8 @@ import {
   type Settlement,
   type SettlePolicy,
 } from "./settle.ts";
+import { createCircuits, type Circuits } from "./circuit.ts";
+import { queueFacts, type QueueFacts } from "./queue-facts.ts";
 
 export interface LambdaDeps {
   /** Supplied by tests; otherwise built from the environment on the first invocation. */

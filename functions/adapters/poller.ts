@@ -16,9 +16,9 @@ import type { Delivery } from "../runtime/delivery.ts";
 import type { SqsClientSource } from "../runtime/sqs-client.ts";
 import { DeleteBatcher } from "./delete-batcher.ts";
 import { Leases, type Lease } from "./leases.ts";
-import { createCircuits, type Circuits } from "./settle.ts";
-import { queueFacts, type QueueFacts } from "./queue-facts.ts";
 import { DEFAULT_MAX_DEFER_SECONDS, DEFAULT_RETRY_BASE_SECONDS, resendRequest, settleBatch, settlementOf, type Settlement } from "./settle.ts";
+import { createCircuits, type Circuits } from "./circuit.ts";
+import { queueFacts, type QueueFacts } from "./queue-facts.ts";
 
 export interface PollerOptions {
   /** The client (built on the first receive); `givenSqsClient` wraps one already built. */

@@ -4,10 +4,10 @@ import { pino } from "pino";
 import type { QueueMessage } from "../runtime/delivery.ts";
 import { fakeRuntime } from "../../test/support/fake-runtime.ts";
 import type { Outcome } from "../runtime/outcome.ts";
-import { createCircuits } from "./settle.ts";
+import { DEFERRALS_ATTRIBUTE, DEFERRED_SINCE_ATTRIBUTE } from "./settle.ts";
+import { createCircuits } from "./circuit.ts";
 import { answerPush, type PushHost } from "./push.ts";
 import type { Republish } from "./pubsub-republish.ts";
-import { DEFERRALS_ATTRIBUTE, DEFERRED_SINCE_ATTRIBUTE } from "./settle.ts";
 
 const logger = pino({ level: "silent" });
 const clock = () => new Date(1_000_000);

@@ -16,9 +16,9 @@ import { parseSettings } from "../../core/config-error.ts";
 import type { QueueMessage } from "../../clients/queue-message.ts";
 import type { Outcome } from "../runtime/outcome.ts";
 import type { Runtime } from "../runtime/runtime.ts";
-import type { Circuits } from "./settle.ts";
-import type { Republish } from "./pubsub-republish.ts";
 import { DEFAULT_MAX_DEFER_SECONDS, deferralAttributesOf, settleBatch, settlementOf, type Settlement } from "./settle.ts";
+import { type Circuits } from "./circuit.ts";
+import type { Republish } from "./pubsub-republish.ts";
 
 export interface PushHost {
   runtime: Runtime;

@@ -3,8 +3,8 @@ import assert from "node:assert/strict";
 import { pino } from "pino";
 import { createReceiver, type QueueMessage } from "../runtime/delivery.ts";
 import type { Outcome } from "../runtime/outcome.ts";
-import { ADMISSION_WAIT_MS, createCircuits } from "./settle.ts";
 import {
+  ADMISSION_WAIT_MS,
   DEFERRAL_MAC_ATTRIBUTE,
   DEFERRALS_ATTRIBUTE,
   DEFERRED_SINCE_ATTRIBUTE,
@@ -13,6 +13,7 @@ import {
   settlementOf,
   type SettlePolicy,
 } from "./settle.ts";
+import { createCircuits } from "./circuit.ts";
 import { signedForTest, testKeyring } from "../../test/support/event-key.ts";
 import { fakeRuntime } from "../../test/support/fake-runtime.ts";
 
