@@ -3,8 +3,7 @@
 // unchanged child's fence must be raised.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import type { KeyEvent } from "../core/event.ts";
-import { PARENT_GENERATION_ANNOTATION } from "../core/event.ts";
+import { PARENT_GENERATION_ANNOTATION, type KeyEvent } from "../core/event.ts";
 import type { WatchedObject } from "./watched-object.ts";
 import { ChildTracker } from "./child-tracker.ts";
 import { ParentTracker } from "./parent-tracker.ts";

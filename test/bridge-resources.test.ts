@@ -3,8 +3,7 @@
 // /readyz, and picks the CRD up within seconds of its creation.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { createServer } from "node:net";
-import type { AddressInfo } from "node:net";
+import { createServer, type AddressInfo } from "node:net";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import { Registry } from "prom-client";
 import { startBridge, type RunningBridge } from "../bridge/bridge.ts";

@@ -23,8 +23,7 @@ import { startCluster, type LocalCluster } from "../emulator/cluster.ts";
 import { freePort } from "../emulator/ports.ts";
 import { cloudLoggingMetrics } from "../functions/adapters/cloud-logging.ts";
 import { loadPushSettings } from "../functions/adapters/push.ts";
-import { loadClusterRegistry } from "../functions/clusters/registry.ts";
-import { loadEventKeyrings } from "../functions/clusters/registry.ts";
+import { loadClusterRegistry, loadEventKeyrings } from "../functions/clusters/registry.ts";
 import { loadConfig } from "../functions/runtime/config.ts";
 import { eventually } from "./support/eventually.ts";
 

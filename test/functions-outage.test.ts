@@ -18,7 +18,7 @@
 import { signedForTest } from "./support/event-key.ts";
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { DeleteMessageBatchCommand, GetQueueAttributesCommand, ReceiveMessageCommand } from "@aws-sdk/client-sqs";
+import { DeleteMessageBatchCommand, GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageBatchCommand } from "@aws-sdk/client-sqs";
 import type { Context } from "aws-lambda";
 import { ensureQueues, queueDefinitions } from "../emulator/queues.ts";
 import type { Operator } from "../core/operator.ts";
@@ -41,7 +41,6 @@ import {
 } from "./support/functions-environment.ts";
 import { encodeKeyEvent, deduplicationId, messageGroupId, type KeyEvent } from "../core/event.ts";
 import { DEFERRALS_ATTRIBUTE } from "../functions/runtime/delivery.ts";
-import { SendMessageBatchCommand } from "@aws-sdk/client-sqs";
 
 const op = greeting as Operator<unknown>;
 const OBJECTS = Number(process.env.CRDFN_TEST_OUTAGE_OBJECTS ?? 20);

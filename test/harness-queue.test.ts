@@ -2,7 +2,6 @@
 // redelivery after the visibility timeout, dead-lettering after 5 receives, typed errors.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import type { SQSClient } from "@aws-sdk/client-sqs";
 import {
   DeleteMessageCommand,
   GetQueueAttributesCommand,
@@ -10,6 +9,7 @@ import {
   QueueDoesNotExist,
   ReceiveMessageCommand,
   SendMessageCommand,
+  type SQSClient,
   type Message,
 } from "@aws-sdk/client-sqs";
 import { startCluster, type LocalCluster } from "../emulator/cluster.ts";

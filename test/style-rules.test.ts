@@ -1,4 +1,4 @@
-// `npm run check`'s formatter and function-length rule are only worth their place if they refuse
+// `npm run check`'s formatter, function-length and one-import-per-module rules are only worth their place if they refuse
 // what they are there to refuse: a probe file is placed in a production folder and each check
 // must name it (as test/layers.test.ts does for the layering).
 import assert from "node:assert/strict";
@@ -40,17 +40,22 @@ describe("the style checks of npm run check", { timeout: 300_000 }, () => {
     assert.equal(await refusal(prettier, "core", "export const a = { b: 1, c: 2 };\n"), "");
   });
 
-  it("the length rule refuses a production function over 100 lines, passes one of 100, and leaves tests alone (a describe holds its cases)", async () => {
+  it("the length rule refuses a production function over 100 lines, passes one of 100, and leaves tests alone (a describe holds its cases); a module imported twice is refused", async () => {
     // One ESLint run for the three probes: its type-aware setup is most of its time.
     const id = randomBytes(4).toString("hex");
     const probes = {
       over: join("core", `style-probe-${id}-over.ts`),
       at: join("bridge", `style-probe-${id}-at.ts`),
       test: join("core", `style-probe-${id}.test.ts`),
+      twice: join("core", `style-probe-${id}-twice.ts`),
     };
     writeFileSync(join(root, probes.over), longFunction(102));
     writeFileSync(join(root, probes.at), longFunction(100));
     writeFileSync(join(root, probes.test), longFunction(150));
+    writeFileSync(
+      join(root, probes.twice),
+      'import { ConfigError } from "./config-error.ts";\nimport { parseSettings } from "./config-error.ts";\n\nexport const both = [ConfigError, parseSettings];\n',
+    );
     try {
       const out = await run(bin("eslint"), ["--format", "json", ...Object.values(probes)], { cwd: root, maxBuffer: 16 * 1024 * 1024 }).then(
         (r) => r.stdout,
@@ -63,6 +68,7 @@ describe("the style checks of npm run check", { timeout: 300_000 }, () => {
       assert.deepEqual(rules(probes.over), ["max-lines-per-function"]);
       assert.deepEqual(rules(probes.at), []);
       assert.deepEqual(rules(probes.test), []);
+      assert.deepEqual(rules(probes.twice), ["no-duplicate-imports"]);
     } finally {
       for (const file of Object.values(probes)) rmSync(join(root, file), { force: true });
     }

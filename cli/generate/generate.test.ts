@@ -1,8 +1,7 @@
 // The committed infra/generated/ is exactly what `crdfn generate` writes from the examples and
 // crdfn.deploy.yaml, and nothing else; a hand edit (or a forgotten regeneration) fails `npm test`.
-import { describe, it } from "node:test";
+import { describe, it, after } from "node:test";
 import assert from "node:assert/strict";
-import { after } from "node:test";
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";

@@ -6,8 +6,7 @@ import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { SetupError } from "../../emulator/errors.ts";
-import { packageVersion } from "../../emulator/paths.ts";
-import { packageRoot } from "../../emulator/paths.ts";
+import { packageVersion, packageRoot } from "../../emulator/paths.ts";
 import { initProject, nameProblem } from "./init.ts";
 import { NODE_ENGINES, projectNames } from "./init-templates.ts";
 

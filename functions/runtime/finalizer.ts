@@ -1,12 +1,11 @@
 // The finalizer's two moments: added before the first reconcile, removed once finalize is done.
 import { PermanentError, TemporaryError } from "../../core/errors.ts";
-import type { CustomObject, ObjectReference } from "../../core/operator.ts";
+import { type CustomObject, type ObjectReference, type ObjectStatus } from "../../core/operator.ts";
 import { ownedRef, sharedFieldManager } from "./children.ts";
 import type { KubeObject } from "./kube-api.ts";
 import type { Outcome } from "./outcome.ts";
 import { sameJson } from "../../core/canonical-json.ts";
 import { nextReconcile, previousAttempts, scheduledStatus } from "./status.ts";
-import type { ObjectStatus } from "../../core/operator.ts";
 import type { EventContext } from "./event-context.ts";
 import { FinalizeThrew } from "./user-code.ts";
 import { step } from "./steps.ts";

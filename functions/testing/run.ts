@@ -5,19 +5,15 @@
 import { randomBytes } from "node:crypto";
 import { pino } from "pino";
 import { signKeyEvent } from "../../core/event-auth.ts";
-import type { KeyEvent } from "../../core/event.ts";
-import type { DesiredObject, Operator } from "../../core/operator.ts";
+import { APPLIED_HASH_ANNOTATION, PARENT_UID_LABEL, type KeyEvent, type ChildKey } from "../../core/event.ts";
+import { apiVersionOf, pluralOf, type DesiredObject, type Operator } from "../../core/operator.ts";
 import { nextReconcileOf, type NextReconcile } from "../../core/schedule.ts";
-import type { KubeObject } from "../runtime/kube-api.ts";
-import { handleMessage, type HandledOutcome } from "../runtime/runtime.ts";
-import { createRuntime } from "../runtime/runtime.ts";
+import { type KubeObject, type KubeApi, type ResourceRef } from "../runtime/kube-api.ts";
+import { handleMessage, createRuntime, type HandledOutcome } from "../runtime/runtime.ts";
 import { createFakeKube, type FakeKube } from "./fake-kube.ts";
 import { objectInputOf, type ObjectInput, type TestObjectInput } from "./object.ts";
-import { APPLIED_HASH_ANNOTATION, PARENT_UID_LABEL, type ChildKey } from "../../core/event.ts";
 import { ownershipVerdict } from "../../core/ownership.ts";
 import { fenceOf, fenceVerdict } from "../../core/fence.ts";
-import { apiVersionOf, pluralOf } from "../../core/operator.ts";
-import type { KubeApi, ResourceRef } from "../runtime/kube-api.ts";
 
 export interface RunOptions {
   /**

@@ -11,8 +11,7 @@ import { globSync } from "node:fs";
 import { basename } from "node:path";
 import { PassThrough, Readable } from "node:stream";
 import { run } from "node:test";
-import { spec } from "node:test/reporters";
-import type { TestEvent } from "node:test/reporters";
+import { spec, type TestEvent } from "node:test/reporters";
 import { LANES } from "./shared-servers.ts";
 import slowestReporter from "./slowest-reporter.ts";
 
