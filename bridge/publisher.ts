@@ -70,7 +70,7 @@ interface Pending {
   /**
    * The event signed and serialized, made when it first goes into a batch (#ready): most
    * announcements in a cold start are superseded or withdrawn while they wait, and signing and
-   * serializing each at once was a fifth of the bridge's CPU (bench:coldscale --cpu-prof).
+   * serializing each at once was a large share of the bridge's CPU (`bench:coldscale --cpu-prof`).
    */
   message?: OutgoingMessage;
   /** When the oldest change this entry stands for was first queued (for the lag metric). */

@@ -2,8 +2,8 @@
 // most a few. Under a stream faster than one change per linger the tokens run out and a request
 // carries several changes (each request is billed); under a slower one, or after a quiet spell,
 // a change goes at once. A minimum spacing between sends (one per linger) gave the same cap but
-// held changes arriving at about that rate for nothing: at 25 changes/s and 40 ms, 24 ms of
-// publish delay for 2 % fewer sends (`npm run bench:platform`, docs/performance.md).
+// held changes arriving at about that rate for nothing (docs/performance.md, "the linger is a
+// pace, not a spacing").
 // Hand-written: the publisher's pump needs the time the next token is due, on its injected
 // clock, which rate-limiter libraries keep behind their own timers.
 

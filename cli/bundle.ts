@@ -22,8 +22,8 @@ export const BRIDGE_PUBSUB_FILE = "bridge-pubsub.mjs";
 /**
  * The bridge as one ES module (its image, and the benchmark's bridge process), and beside it the
  * Pub/Sub client library as a module of its own, which a bridge on Pub/Sub imports on its first
- * publish (bridge/pubsub-transport.ts). Inside the bridge's bundle it would weigh on every bridge:
- * 2.2 → 5.5 MB of source held in memory, 83 → 107 MiB of RSS at start on SQS.
+ * publish (bridge/pubsub-transport.ts). Inside the bridge's bundle it would weigh on every bridge,
+ * on SQS too (docs/performance.md, "What the bundles leave out").
  */
 export async function bundleBridge(outfile: string): Promise<void> {
   const source = join(packageRoot, "bridge", "main.ts");
@@ -34,7 +34,7 @@ export async function bundleBridge(outfile: string): Promise<void> {
     format: "esm",
     target: "node22",
     logLevel: "warning",
-    // Minified source is held in memory once loaded: 5.3 → 2.0 MiB of bundle (npm run bench:bridge).
+    // Minified: the source is held in memory once loaded, so a smaller bundle is a smaller bridge.
     minify: true,
     banner: { js: ESM_REQUIRE_BANNER },
   } as const;

@@ -9,8 +9,8 @@ import type { Plugin } from "esbuild";
  * crdfn uses only client-node's KubeConfig (clients/kube-http.ts makes the requests), yet its
  * index loads every generated API client: take KubeConfig from its own module and leave the
  * generated clients out (KubeConfig reaches them only through makeApiClient, which crdfn never
- * calls; a call throws naming this). Bridge bundle loaded: 105 → 84 MiB RSS; Lambda cold init
- * (import + first handler setup): median 287 → 213 ms, 105 → 92 MiB RSS.
+ * calls; a call throws naming this): the generated clients are most of what a bundle loads at
+ * start (what it saves: docs/performance.md, "What the bundles leave out").
  */
 export const kubeConfigOnly: Plugin = {
   name: "crdfn-client-node-kubeconfig-only",
@@ -31,9 +31,9 @@ export const kubeConfigOnly: Plugin = {
 
 /**
  * The Lambda bundle's functions reach their clusters with eks or token entries, which need no
- * client-node (clients/kube-connection.ts): leave it out whole. Import + first invocation:
- * median 251 → 170 ms, bundle 2.1 → 1.2 MiB, RSS 92 → 79 MiB (`npm run bench:cold`). A
- * kubeconfig entry in a Lambda's registry fails on its first event, naming this.
+ * client-node (clients/kube-connection.ts): leave it out whole, for a cold start that loads less
+ * (`npm run bench:cold`; docs/performance.md, "What the bundles leave out"). A kubeconfig entry
+ * in a Lambda's registry fails on its first event, naming this.
  */
 export const clientNodeLeftOut: Plugin = {
   name: "crdfn-client-node-left-out",
