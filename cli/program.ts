@@ -2,7 +2,7 @@
 import { Command } from "commander";
 import { packageVersion } from "../emulator/paths.ts";
 import { bridgeCommand } from "./bridge-command.ts";
-import { bundleCommand } from "./generate/cloudrun-source.ts";
+import { bundleCommand } from "./generate/bundle-command.ts";
 import { clusterCommand } from "./cluster-command.ts";
 import { crdCommand } from "./generate/crd.ts";
 import { devCommand } from "./dev-command.ts";

@@ -248,7 +248,7 @@ export function terraformOf(operators: ReadonlyArray<GcpOperator>, s: CloudRunDe
     data: {
       google_project: { this: { project_id: g.project } },
       google_container_cluster: { gke: { name: g.gkeCluster, location: g.gkeLocation } },
-      // The upload: the source's main bundled with crdfn (cli/generate/cloudrun-source.ts), run by every
+      // The upload: the source's main bundled with crdfn (cli/generate/bundle-command.ts), run by every
       // plan from the source folder, so Cloud Build installs registry packages only.
       external: {
         source: {

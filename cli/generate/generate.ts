@@ -7,7 +7,7 @@ import { parse as parseYaml } from "yaml";
 import { deployFiles, type GeneratedOperator } from "../../deploy/files.ts";
 import { parseDeploySettings, type DeploySettings, type Unknowable } from "../../deploy/settings.ts";
 import { SetupError } from "../../emulator/errors.ts";
-import { sourceMain } from "./cloudrun-source.ts";
+import { sourceMain } from "./bundle-command.ts";
 import { clusterStoredVersions, keptNotes, refuseDroppedVersions } from "./crd-versions.ts";
 import { DEFAULT_SETTINGS, loadOperator } from "../operators.ts";
 
