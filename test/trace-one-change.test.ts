@@ -343,7 +343,7 @@ function pathChecks(what: string, op: Operator<unknown>, get: () => { env: Env; 
       "the scheduled change's trace",
       async () => {
         await Promise.all([tracings.bridge.flush(2000), tracings.fn.flush(2000)]);
-        const root = receiver.spans.find((s) => s.name === "bridge change" && (s.links ?? []).some((l) => l.spanId === from.spanId));
+        const root = receiver.spans.find((s) => s.name === "bridge change" && (s.links ?? []).some((l) => l.traceId === from.traceId));
         found = root ? receiver.spans.filter((s) => s.traceId === root.traceId) : [];
         return found.some((s) => s.name === "function handle" && s.attributes["crdfn.outcome"] !== undefined);
       },
@@ -352,15 +352,19 @@ function pathChecks(what: string, op: Operator<unknown>, get: () => { env: Env; 
     return found;
   };
 
-  /** What fell due is a trace of its own, a root linked to the change that scheduled it, and both halves name its cause. */
-  const assertScheduled = (scheduled: ReceivedSpan[], from: ReceivedSpan, cause: "requeue" | "retry"): void => {
+  /**
+   * What fell due is a trace of its own, a root linked to the change that scheduled it — to the
+   * handling there that decided it (`by`, which status.nextReconcile.traceparent names) — and
+   * both halves name its cause.
+   */
+  const assertScheduled = (scheduled: ReceivedSpan[], from: ReceivedSpan, by: ReceivedSpan, cause: "requeue" | "retry"): void => {
     const root = one(scheduled, "bridge change");
     assert.notEqual(root.traceId, from.traceId, "a trace of its own");
     assert.equal(root.parentSpanId, "");
     assert.equal(root.attributes["crdfn.cause"], cause);
     assert.deepEqual(
       (root.links ?? []).map((l) => [l.traceId, l.spanId, l.attributes["crdfn.link"]]),
-      [[from.traceId, from.spanId, cause]],
+      [[from.traceId, by.spanId, cause]],
     );
     assert.equal(one(scheduled, "function handle").attributes["crdfn.cause"], cause);
     assertCausal(scheduled);
@@ -372,11 +376,12 @@ function pathChecks(what: string, op: Operator<unknown>, get: () => { env: Env; 
     await crs().create(name, { message: "first" });
     await waitFor(`${name} Ready`, async () => ready(await crs().get(name))?.status === "True", 60_000);
     const measured = await changeAndWait(env, op, name, { message: "again", requeue: 2 });
-    const change = one(await traceOf(receiver, tracings, keyOf(env, op, name), measured.resourceVersion), "bridge change");
+    const scheduling = await traceOf(receiver, tracings, keyOf(env, op, name), measured.resourceVersion);
+    const change = one(scheduling, "bridge change");
     const requeued = await linkedTo(receiver, tracings, change);
     // No more ticks.
     await crs().patchSpec(name, { message: "again" });
-    assertScheduled(requeued, change, "requeue");
+    assertScheduled(requeued, change, one(scheduling, "function handle"), "requeue");
   });
 
   it(`${what}: a retry after a failure is a trace of its own, linked to the failed change's`, async () => {
@@ -388,7 +393,7 @@ function pathChecks(what: string, op: Operator<unknown>, get: () => { env: Env; 
     const failed = await traceOf(receiver, tracings, keyOf(env, op, name), response.metadata!.resourceVersion!);
     assert.equal(one(failed, "function handle").attributes["crdfn.outcome"], "retry-later");
     const retried = await linkedTo(receiver, tracings, one(failed, "bridge change"));
-    assertScheduled(retried, one(failed, "bridge change"), "retry");
+    assertScheduled(retried, one(failed, "bridge change"), one(failed, "function handle"), "retry");
     await waitFor(`${name} Ready once it no longer fails`, async () => ready(await crs().get(name))?.status === "True", 30_000);
   });
 }
