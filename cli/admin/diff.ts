@@ -3,6 +3,7 @@
 // API whose writes are server-side dry runs, so a child's diff is against what the API server
 // would store (its defaults, other managers' fields and admission included) and nothing is
 // written. Like `kubectl diff`: exit 1 when anything would change (or fail), 0 when nothing.
+import { positiveInteger } from "../flags.ts";
 import { join } from "node:path";
 import { Command } from "commander";
 import pino, { type Logger } from "pino";
@@ -249,8 +250,7 @@ export function diffCommand(): Command {
         target: string | undefined,
         opts: { operator?: string[]; namespace?: string; kubeconfig?: string; context?: string; concurrency: string; stateDir: string },
       ) => {
-        const concurrency = Number(opts.concurrency);
-        if (!Number.isInteger(concurrency) || concurrency < 1) throw new SetupError(`--concurrency ${opts.concurrency}: must be a whole number ≥ 1`);
+        const concurrency = positiveInteger("--concurrency", opts.concurrency);
         const [kind, name] = target === undefined ? [] : target.split("/", 2);
         const env = adminEnv(opts.stateDir);
         // Named in the one line that refuses a missing or unreadable kubeconfig.

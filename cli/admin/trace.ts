@@ -1,5 +1,6 @@
 // `crdfn trace KIND/NAME`: an object's last changes as waterfalls in the terminal, for a user
 // without a browser; the same changes the trace page of `crdfn dev --trace` shows (trace-page/).
+import { positiveInteger } from "../flags.ts";
 import { Command } from "commander";
 import { SetupError } from "../../emulator/errors.ts";
 import { readTraceState } from "../trace-page/state.ts";
@@ -24,12 +25,6 @@ function queryOf(o: TraceOptions): string {
   return state.query;
 }
 
-const positive = (flag: string, text: string): number => {
-  const n = Number(text);
-  if (!Number.isInteger(n) || n < 1) throw new SetupError(`${flag} ${text}: a whole number ≥ 1`);
-  return n;
-};
-
 export function traceCommand(): Command {
   return new Command("trace")
     .description("print an object's last changes as waterfalls: each span's offset and duration (ms), service and name, the API server's beside the function's")
@@ -48,8 +43,8 @@ export function traceCommand(): Command {
     .action(async (what: string, o: TraceOptions) => {
       const m = /^([^/]+)\/([^/]+)$/.exec(what);
       if (!m) throw new SetupError(`${what}: name the object as KIND/NAME (e.g. greeting/hello-world)`);
-      const last = positive("--last", o.last);
-      const lookbackMs = positive("--lookback", o.lookback) * 60_000;
+      const last = positiveInteger("--last", o.last);
+      const lookbackMs = positiveInteger("--lookback", o.lookback) * 60_000;
       const changes = await findChanges(queryOf(o), { match: objectIs(m[1]!, m[2]!, o.namespace), last, lookbackMs });
       if (changes.length === 0) {
         console.log(`no change of ${what} traced in the last ${o.lookback} min`);
