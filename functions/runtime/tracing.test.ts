@@ -8,7 +8,7 @@ import { KubeConfig } from "@kubernetes/client-node";
 import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider, type ReadableSpan } from "@opentelemetry/sdk-trace";
 import { pino } from "pino";
 import { z } from "zod";
-import { defineOperator } from "../../core/operator.ts";
+import { defineOperator, type Operator } from "../../core/operator.ts";
 import { createFakeKube } from "../testing/index.ts";
 import { createKubeApi } from "./kube-api-http.ts";
 import { createRuntime, handleMessage } from "./runtime.ts";
@@ -45,18 +45,20 @@ const eventOf = (uid: string, resourceVersion: string) => ({
 const startMs = (s: ReadableSpan): number => s.startTime[0] * 1000 + s.startTime[1] / 1e6;
 const endMs = (s: ReadableSpan): number => s.endTime[0] * 1000 + s.endTime[1] / 1e6;
 
-async function handled(forge: boolean) {
+const greetingRef = { group: "example.com", version: "v1", plural: "greetings", namespace: "default", name: "hello" };
+
+/** One signed event of a Greeting handled by a traced runtime over a fake API; its outcome, spans and the API after. */
+async function handled(forge: boolean, operator: Operator<{ message: string }> = greeter) {
   const kube = createFakeKube();
-  const ref = { group: "example.com", version: "v1", plural: "greetings", namespace: "default", name: "hello" };
-  const created = kube.put(ref, { apiVersion: "example.com/v1", kind: "Greeting", metadata: { name: "hello" }, spec: { message: "hi" } });
+  const created = kube.put(greetingRef, { apiVersion: "example.com/v1", kind: "Greeting", metadata: { name: "hello" }, spec: { message: "hi" } });
   const exporter = new InMemorySpanExporter();
   const tracer = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter })] }).getTracer("test");
-  const runtime = createRuntime(greeter, { api: kube, logger: pino({ level: "silent" }), clock: () => new Date(), tracer, ...testRuntimeKeys(greeter, "t") });
+  const runtime = createRuntime(operator, { api: kube, logger: pino({ level: "silent" }), clock: () => new Date(), tracer, ...testRuntimeKeys(operator, "t") });
   const signed = signedForTest(eventOf(created.metadata.uid!, created.metadata.resourceVersion!));
   const body = forge ? { ...signed, traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-1111111111111111-01" } : signed;
   const sentAt = Date.now() - 250;
   const outcome = await handleMessage(runtime, { id: "m-1", body: JSON.stringify(body), receiveCount: 1, sentAt, system: "aws_sqs" });
-  return { outcome, spans: exporter.getFinishedSpans(), sentAt };
+  return { outcome, spans: exporter.getFinishedSpans(), sentAt, kube };
 }
 
 /**
@@ -278,15 +280,9 @@ describe("function tracing", () => {
         ...(every === undefined ? {} : { every }),
         reconcile: () => ({ status: { phase: "Ready" }, ...(requeueAfterSeconds === undefined ? {} : { requeueAfterSeconds }) }),
       });
-      const kube = createFakeKube();
-      const ref = { group: "example.com", version: "v1", plural: "greetings", namespace: "default", name: "hello" };
-      const created = kube.put(ref, { apiVersion: "example.com/v1", kind: "Greeting", metadata: { name: "hello" }, spec: { message: "hi" } });
-      const exporter = new InMemorySpanExporter();
-      const tracer = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter })] }).getTracer("test");
-      const runtime = createRuntime(op, { api: kube, logger: pino({ level: "silent" }), clock: () => new Date(), tracer, ...testRuntimeKeys(op, "t") });
-      await handleMessage(runtime, { id: "m-1", body: JSON.stringify(signedForTest(eventOf(created.metadata.uid!, created.metadata.resourceVersion!))) });
-      const handle = exporter.getFinishedSpans().find((x) => x.name === "function handle")!;
-      const next = ((await kube.get(ref))?.status as { nextReconcile?: { traceparent?: string; timer?: boolean; reason: string } }).nextReconcile;
+      const { spans, kube } = await handled(false, op);
+      const handle = spans.find((x) => x.name === "function handle")!;
+      const next = ((await kube.get(greetingRef))?.status as { nextReconcile?: { traceparent?: string; timer?: boolean; reason: string } }).nextReconcile;
       return { next, handle: handle.spanContext() };
     };
     const timer = await scheduled(60, undefined);
